@@ -1,0 +1,33 @@
+"""One error family for the whole core; the CLI turns it into one clean line and exit 1."""
+
+from __future__ import annotations
+
+
+class SpecbenchError(Exception):
+    """A problem the user can fix: bad input, missing data, an unsupported request."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return f"{text} (hint: {self.hint})" if self.hint else text
+
+
+class SchemaError(SpecbenchError):
+    """A file does not match its schema; names the file, the key and what was expected."""
+
+    def __init__(self, path: object, key: str, expected: str, got: object = None, hint: str | None = None):
+        got_text = "" if got is None else f", got {_short(got)}"
+        super().__init__(f"{path}: key '{key}': expected {expected}{got_text}", hint)
+        self.path, self.key, self.expected = path, key, expected
+
+
+class MissingCostError(SpecbenchError):
+    """The profile lacks a cost the replay needs; costs are never guessed."""
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

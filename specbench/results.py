@@ -1,0 +1,189 @@
+"""Results directories: a manifest and appendable per-window rows (resumable runs).
+
+    results/<run>/manifest.json   kind specbench.results, schema_version, inputs and their hashes
+    results/<run>/rows.jsonl      one row per (device, method configuration, window)
+
+Rows are appended and flushed one window at a time, so an interrupted run keeps what it
+finished, and a rerun with the same manifest skips the rows already present. A rerun whose
+inputs differ (windows, traces, profile, methods) is refused, naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import MISSING, asdict, dataclass, fields
+from pathlib import Path
+from typing import Iterable
+
+from .errors import SpecbenchError
+from .fileio import Where, check_header, dumps_line, load_json, need, write_atomic
+
+KIND = "specbench.results"
+# Format history: 1 = first version.
+VERSIONS = (1,)
+MANIFEST = "manifest.json"
+ROWS = "rows.jsonl"
+
+
+@dataclass(frozen=True)
+class WindowResult:
+    """One window decoded by one method configuration on one device."""
+
+    device: str
+    method: str
+    """Registry name: target, sd, specasr, as2d."""
+    config: str
+    """Configuration label, e.g. sd[W=5] or as2d[B=7,drafter=small]."""
+    window_id: str
+    window_sha256: str
+    dataset: str
+    split: str
+    tokens: int
+    """Tokens committed after the prefill (N - 1)."""
+    decode_s: float
+    """From the end of the initial prefill(s) to the last commit."""
+    rounds: int
+    """Target forwards."""
+    proposed: int
+    """Candidates verified."""
+    accepted: int
+    multi_token_rounds: int
+    """Target forwards that committed more than one token."""
+    drafter_forwards: int
+    d_s: float
+    """D: drafter/producer service time."""
+    v_s: float
+    """V: target (verification) service time."""
+    o_s: float
+    """O: time both lanes worked at once."""
+    h_s: float
+    """H: residual (start-up, waits, alignment, drain): time neither lane ran a model."""
+    extrapolated: bool
+    """Used a co-scheduling ratio the profile did not measure."""
+    lossless: bool
+    """Committed exactly the target's greedy output."""
+    source: str = "replay"
+    """'replay' (priced from a profile) or 'native' (device clock)."""
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.decode_s if self.decode_s > 0 else float("nan")
+
+    @property
+    def degenerate(self) -> bool:
+        return self.tokens == 0
+
+    @property
+    def exposed_drafter_s(self) -> float:
+        return self.d_s - self.o_s
+
+    @property
+    def tau(self) -> float:
+        return self.tokens / self.rounds if self.rounds else float("nan")
+
+
+ROW_FIELDS = tuple(f.name for f in fields(WindowResult))
+
+
+def row_from_dict(doc: dict, where: Where) -> WindowResult:
+    values = {}
+    for f in fields(WindowResult):
+        kind = {"int": int, "float": float, "str": str, "bool": bool}[f.type if isinstance(f.type, str) else f.type.__name__]
+        values[f.name] = need(doc, f.name, kind, where, ... if f.default is MISSING else f.default)
+    return WindowResult(**values)
+
+
+def row_key(row: WindowResult) -> tuple[str, str, str]:
+    return row.device, row.config, row.window_id
+
+
+class ResultsDir:
+    """Manifest + rows of one run; appends rows as windows finish."""
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.directory / MANIFEST
+
+    @property
+    def rows_path(self) -> Path:
+        return self.directory / ROWS
+
+    def open(self, manifest: dict, resume: bool) -> set[tuple[str, str, str]]:
+        """Start or resume a run; returns the keys of rows already done."""
+        if self.manifest_path.exists():
+            if not resume:
+                raise SpecbenchError(f"{self.directory}: results already exist",
+                                     hint="pass --resume to continue that run, or choose another --out")
+            old = load_manifest(self.manifest_path)
+            for key in sorted(set(manifest) | set(old)):
+                if key in ("created", "specbench_version", "command"):
+                    continue
+                if old.get(key) != manifest.get(key):
+                    raise SpecbenchError(f"{self.directory}: cannot resume: manifest field '{key}' differs "
+                                         f"({_brief(old.get(key))} before, {_brief(manifest.get(key))} now)")
+            return {row_key(r) for r in self.rows()}
+        self.directory.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.manifest_path, _manifest_text(manifest))
+        self.rows_path.touch()
+        return set()
+
+    def append(self, rows: Iterable[WindowResult]) -> None:
+        text = "".join(dumps_line(asdict(r)) for r in rows)
+        if not text:
+            return
+        self._repair_cut_line()
+        with open(self.rows_path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def _repair_cut_line(self) -> None:
+        """Drop a last line that an interrupted write left without its newline."""
+        if not self.rows_path.exists() or self.rows_path.stat().st_size == 0:
+            return
+        data = self.rows_path.read_bytes()
+        if not data.endswith(b"\n"):
+            self.rows_path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+    def rows(self) -> list[WindowResult]:
+        if not self.rows_path.exists():
+            return []
+        data = self.rows_path.read_bytes()
+        complete = data[: data.rfind(b"\n") + 1] if not data.endswith(b"\n") else data
+        out = []
+        for number, line in enumerate(complete.decode("utf-8").splitlines(), start=1):
+            if line.strip():
+                try:
+                    doc = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise SpecbenchError(f"{self.rows_path}: line {number} is not valid JSON ({exc.msg})") from None
+                out.append(row_from_dict(doc, Where(self.rows_path, f"line {number}")))
+        return out
+
+
+def _brief(value: object) -> str:
+    text = repr(value)
+    return text if len(text) < 80 else text[:77] + "..."
+
+
+def _manifest_text(manifest: dict) -> str:
+    return json.dumps({"kind": KIND, "schema_version": VERSIONS[-1], **manifest}, indent=2, sort_keys=False) + "\n"
+
+
+def load_manifest(path: Path) -> dict:
+    doc = load_json(path)
+    check_header(doc, KIND, VERSIONS, Where(path))
+    return {k: v for k, v in doc.items() if k not in ("kind", "schema_version")}
+
+
+def load_results(directory: Path) -> tuple[dict, list[WindowResult]]:
+    directory = Path(directory)
+    if not (directory / MANIFEST).exists():
+        raise SpecbenchError(f"{directory}: not a results directory (no {MANIFEST})",
+                             hint="pass the --out directory of `specbench run`")
+    results = ResultsDir(directory)
+    return load_manifest(results.manifest_path), results.rows()

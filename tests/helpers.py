@@ -1,0 +1,58 @@
+"""Small builders for hand-worked tests: traces, profiles and windows in a few lines."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specbench.profiles import CoSchedule, CostTable, DeviceProfile, DrafterProfile, Overheads
+from specbench.traces import PAD, DraftTable, ProducerStream, WindowTrace
+from specbench.windows import make_text_window
+
+
+def linear_costs(base: float, per_token: float, max_width: int, label: str, depths=(0,), depth_slope: float = 0.0) -> CostTable:
+    """Cost(w, d) = base + per_token * (w - 1) + depth_slope * d, at the given depths."""
+    depth_array = np.asarray(depths, dtype=np.float64)
+    return CostTable(depth_array, {w: base + per_token * (w - 1) + depth_slope * depth_array
+                                   for w in range(1, max_width + 1)}, label)
+
+
+def make_profile(rho=(1.0, 1.0), measured_widths=range(1, 17), overheads=Overheads(), target_max=17,
+                 drafter_max=17, name="hand", depth_slope=0.0) -> DeviceProfile:
+    """Target CT(w) = 1 + 0.25 (w-1) s; drafter CD(n) = 0.25 + 0.125 (n-1) s (exact in binary)."""
+    cosched = CoSchedule({w: rho[0] for w in measured_widths}, {w: rho[1] for w in measured_widths})
+    target = linear_costs(1.0, 0.25, target_max, "hand target", (0, 1024), depth_slope)
+    drafter = linear_costs(0.25, 0.125, drafter_max, "hand drafter", (0, 1024), depth_slope)
+    return DeviceProfile({"name": name}, {}, {"name": "t", "sha256": "0" * 64}, "cpu", target,
+                         {"drafter": DrafterProfile("drafter", {"name": "d"}, "cpu", drafter, cosched)}, overheads)
+
+
+def make_trace(y, drafts=None, producer=None, producer_conf=None, step=None, steps=None, stop="eos", k_max=16,
+               n_prompt=0, recycle=None, window_id="w0", sha="0" * 64, draft_conf=None) -> WindowTrace:
+    """`drafts`: list of rows (row t continues y[:t]); `producer`: the stream z."""
+    table = None
+    if drafts is not None:
+        tokens = np.full((len(y), k_max), PAD, dtype=np.int32)
+        conf = np.zeros((len(y), k_max))
+        for t, row in enumerate(drafts):
+            tokens[t, : len(row)] = row
+            conf[t, : len(row)] = 0.9 if draft_conf is None else draft_conf[t][: len(row)]
+        table = DraftTable(tokens, conf)
+    stream = None
+    if producer is not None:
+        n = len(producer)
+        stream = ProducerStream(np.asarray(producer, dtype=np.int32),
+                                np.full(n, 0.9) if producer_conf is None else np.asarray(producer_conf, dtype=float),
+                                np.arange(n, dtype=np.int32) if step is None else np.asarray(step, dtype=np.int32),
+                                n if steps is None else steps, stop)
+    return WindowTrace(window_id, sha, np.asarray(y, dtype=np.int32), stop, n_prompt, n_prompt, table, stream,
+                       recycle or {})
+
+
+def perfect_drafts(y, k_max=16):
+    """Row t = y[t:t+k_max]: the drafter always agrees with the target."""
+    return [list(y[t:t + k_max]) for t in range(len(y))]
+
+
+def window_for(trace: WindowTrace, cap: int, split="test"):
+    window = make_text_window(trace.window_id, "source", "Repeat.", cap, "hand", split)
+    return window
