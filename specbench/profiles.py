@@ -58,7 +58,8 @@ class CostTable:
         return costs
 
     def cost(self, width: int, depth: float) -> float:
-        return float(np.interp(depth, self.depths, self.require(width)))
+        costs = self.require(width)
+        return float(interp_rows(costs[None, :], self.depths, np.zeros(1, dtype=np.int64), np.array([float(depth)]))[0])
 
     def matrix(self, max_width: int) -> np.ndarray:
         """[max_width + 1, n_depths] costs; NaN rows for widths not measured."""

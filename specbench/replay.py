@@ -170,7 +170,7 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
     extrapolated = False
     while not oracle.done:
         t = oracle.committed
-        published = timeline.published(lanes.work) if lanes.time >= lanes.start_s else 0
+        published = timeline.published(lanes.work)  # no work is done before the producer starts
         plan = verifier.plan(t, oracle.last(), stream.tokens, stream.conf, published)
         if plan.searched and overheads.align_s > 0:
             lanes.run(overheads.align_s, 1.0, 1.0, forward=False)
@@ -184,8 +184,7 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
         counts["proposed"] += len(plan.candidates)
         counts["accepted"] += accepted
         counts["multi_token_rounds"] += committed > 1
-    timing = Timing(lanes.time, lanes.d, lanes.v, lanes.o, lanes.h,
-                    max(timeline.steps_done(lanes.work), 0) if lanes.time > lanes.start_s else 0, extrapolated)
+    timing = Timing(lanes.time, lanes.d, lanes.v, lanes.o, lanes.h, timeline.steps_done(lanes.work), extrapolated)
     return timing, counts
 
 

@@ -41,6 +41,11 @@ class SpecAsrConfig:
     def label(self) -> str:
         return f"specasr[k_max={self.k_max},tau={self.tau:g}" + (f",drafter={self.drafter}" if self.drafter else "") + "]"
 
+    @property
+    def trace_label(self) -> str:
+        """Names its recorded recycling answers in a trace (one trace file per drafter)."""
+        return f"specasr[k_max={self.k_max},tau={self.tau:g}]"
+
 
 def kept_tail(tail: Sequence[int], top1: Sequence[int], conf: Sequence[float], tau: float, limit: int) -> int:
     """Leading tail tokens the drafter still predicts, confidently, after the correction."""
@@ -61,11 +66,11 @@ def decode_specasr(oracle: TargetOracle, drafts: DraftSource, cap: int, n_prompt
         candidates: tuple[int, ...] = ()
         in_kv = 0  # candidates the drafter's KV holds after drafting
         if limit > 0 and tail:
-            answer = drafts.recycle(config.label, t, tail, config.tau, limit)
+            answer = drafts.recycle(config.trace_label, t, tail, config.tau, limit)
             kept = kept_tail(tail, answer.top1, answer.conf, config.tau, limit)
             if kept != answer.kept:
                 raise SpecbenchError(f"recorded recycling answer at t={t} kept {answer.kept} tail tokens, "
-                                     f"{config.label} keeps {kept}: recorded for another configuration")
+                                     f"{config.trace_label} keeps {kept}: recorded for another configuration")
             n_new = usable_drafts(np.asarray(answer.cont), np.asarray(answer.cont_conf), limit - kept, config.tau)
             ops.append(Op(Model.DRAFTER, (t - valid) + len(tail), n_prompt_drafter + valid))
             ops += [Op(Model.DRAFTER, 1, n_prompt_drafter + t + kept + i - 1) for i in range(1, n_new)]

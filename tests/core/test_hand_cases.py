@@ -95,7 +95,7 @@ def test_specasr_recycles_the_tail_after_a_substitution():
     y = [10, 11, 12, 13, 14, 15, 16, EOS]
     drafts = perfect_drafts(y)
     drafts[1] = [11, 99, 13, 14, 15]  # substitution at position 1; the tail 13 14 15 stays aligned
-    label = SpecAsrConfig(k_max=4, tau=0.5).label
+    label = SpecAsrConfig(k_max=4, tau=0.5).trace_label
     recycle = {label: {(3, (13, 14)): RecycleAnswer(top1=(13, 14, 15), conf=(0.9, 0.9, 0.9), kept=2,
                                                     cont=(15, 16, EOS), cont_conf=(0.9, 0.9, 0.9))}}
     trace = make_trace(y, drafts=drafts, recycle=recycle)

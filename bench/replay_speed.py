@@ -1,0 +1,69 @@
+"""How fast does a paper-sized study replay?
+
+Generates the synthetic study of `bench/synthetic_study.py` (688 windows, ~95k target
+tokens per device, 4 devices, 2 drafters), then replays target + SD W=5..8 + SpecASR +
+AS2D over the catalog 2 drafters x budgets 1..15 with `batch_replay.replay_study`, and
+prints window-replays per second and the total time. The named baseline, measured in the
+same run on a sample of the same study, is the scalar reference `replay.replay_window`;
+the ratio is the speed-up of the bulk path. Generation is timed separately (it stands
+for tracing, not replay).
+
+    python bench/replay_speed.py [--windows 688] [--devices 4] [--baseline-sample 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.synthetic_study import synthetic_study  # noqa: E402
+from specbench.batch_replay import replay_study  # noqa: E402
+from specbench.methods import parse_method_specs  # noqa: E402
+from specbench.replay import replay_window  # noqa: E402
+
+CATALOG = ["target", "sd:W=5..8,drafter=small", "specasr:drafter=small", "as2d:B=1..15,drafter=small|large"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--windows", type=int, default=688)
+    parser.add_argument("--devices", type=int, default=4)
+    parser.add_argument("--baseline-sample", type=int, default=40, help="windows replayed by the scalar baseline")
+    args = parser.parse_args()
+
+    started = time.perf_counter()
+    study = synthetic_study(n_windows=args.windows, n_devices=args.devices)
+    generated_s = time.perf_counter() - started
+    tokens = sum(t.n_tokens - 1 for t in study.traces["small"].windows.values())
+    configs = parse_method_specs(CATALOG)
+    print(f"study: {len(study.windows)} windows, {tokens} target tokens per device, {args.devices} devices, "
+          f"{len(configs)} configurations (generated in {generated_s:.1f} s)")
+
+    started = time.perf_counter()
+    rows = replay_study(study.windows, study.traces, study.profiles, configs)
+    bulk_s = time.perf_counter() - started
+    bulk_rate = len(rows) / bulk_s
+
+    sample = study.windows[: args.baseline_sample]
+    started = time.perf_counter()
+    count = 0
+    for profile in study.profiles:
+        for config in configs:
+            for window in sample:
+                drafter = getattr(config, "drafter", None) or "small"
+                replay_window(window, study.traces[drafter].windows[window.window_id], profile, config)
+                count += 1
+    scalar_rate = count / (time.perf_counter() - started)
+
+    print(f"bulk replay (batch_replay.replay_study): {len(rows)} window-replays in {bulk_s:.2f} s "
+          f"= {bulk_rate:,.0f} window-replays/s")
+    print(f"baseline (replay.replay_window, scalar, {count} replays): {scalar_rate:,.0f} window-replays/s")
+    print(f"ratio bulk/baseline: {bulk_rate / scalar_rate:.1f}x; whole study: {bulk_s:.2f} s (target <= 10 s)")
+
+
+if __name__ == "__main__":
+    main()

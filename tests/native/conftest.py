@@ -1,0 +1,89 @@
+"""Fixtures for the native runner: the built binary (or a skip saying how to build it),
+tiny random-weight qwen3 models written with gguf, and a helper that runs one job."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def runner_path() -> Path:
+    """`$SPECBENCH_RUNNER`, else runners/<abi>/specbench-runner as scripts/build-runner installs it."""
+    if os.environ.get("SPECBENCH_RUNNER"):
+        return Path(os.environ["SPECBENCH_RUNNER"])
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
+    return REPO / "runners" / f"{machine}-{platform.system().lower()}" / "specbench-runner"
+
+
+@dataclass
+class RunnerOutput:
+    """What one runner invocation printed, split by line kind."""
+
+    returncode: int
+    events: list[dict] = field(default_factory=list)
+    results: list[dict] = field(default_factory=list)
+    error: dict | None = None
+    stderr: str = ""
+
+
+@pytest.fixture(scope="session")
+def runner() -> Path:
+    path = runner_path()
+    if not path.exists():
+        pytest.skip(f"native runner not built ({path} missing): run scripts/build-runner (about 5 minutes the first time)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def run_job(runner):
+    """run_job(job) -> RunnerOutput; asserts the protocol: every stdout line is one JSON object."""
+
+    def run(job: dict, timeout: float = 300) -> RunnerOutput:
+        done = subprocess.run([str(runner), "-"], input=json.dumps(job), capture_output=True, text=True, timeout=timeout)
+        out = RunnerOutput(done.returncode, stderr=done.stderr)
+        for line in done.stdout.splitlines():
+            doc = json.loads(line)
+            assert isinstance(doc, dict) and len({"event", "result", "error"} & doc.keys()) == 1, line
+            if "event" in doc:
+                out.events.append(doc)
+            elif "result" in doc:
+                out.results.append(doc["result"])
+            else:
+                out.error = doc
+        return out
+
+    return run
+
+
+@dataclass(frozen=True)
+class TinyModels:
+    """Paths of the tiny fixtures; `weights` are the target's, for the numpy reference."""
+
+    target: Path
+    near: Path      # the target plus a little noise: accepts some drafts, rejects others
+    far: Path       # unrelated random weights: rejects almost everything
+    weights: dict
+    eog: frozenset  # token ids llama.cpp treats as end of generation
+
+
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory) -> TinyModels:
+    pytest.importorskip("gguf", reason="the tiny model fixtures need gguf==0.19.0 (pip install gguf==0.19.0)")
+    from . import tiny_gguf as tg
+
+    d = tmp_path_factory.mktemp("tiny-models")
+    weights = tg.random_weights(seed=1, n_vocab=tg.n_vocab())
+    tg.write_tiny_qwen3(d / "target.gguf", weights)
+    tg.write_tiny_qwen3(d / "near.gguf", tg.perturbed(weights, seed=2, noise=0.05))
+    tg.write_tiny_qwen3(d / "far.gguf", tg.random_weights(seed=3, n_vocab=tg.n_vocab()))
+    tokens = tg.vocabulary()[0]
+    eog = frozenset(tokens.index(t) for t in tg.SPECIALS if t != "<|im_start|>")
+    return TinyModels(d / "target.gguf", d / "near.gguf", d / "far.gguf", weights, eog)

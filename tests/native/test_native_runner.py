@@ -1,0 +1,233 @@
+"""The native runner on tiny random-weight models: protocol, parity with a numpy greedy
+decode, losslessness of speculative decoding, and trace/decode consistency."""
+
+from __future__ import annotations
+
+import pytest
+
+from . import tiny_reference
+
+CHAT = [261, 117, 115, 101, 114, 10, 258, 108, 108, 111, 256, 258, 32, 119, 111, 114, 108, 100, 262, 10,
+        261, 97, 115, 115, 105, 115, 116, 97, 110, 116, 10]  # ChatML "hello the world", tiny vocab
+WINDOWS = [
+    {"id": "chat", "prompt": CHAT, "cap": 40},                                 # stops at the cap
+    {"id": "eos17", "prompt": [76], "cap": 40},                                # EOS after 17 tokens
+    {"id": "eos24", "prompt": [251, 97, 175, 243, 166, 215, 176, 180, 99], "cap": 40},
+    {"id": "short", "prompt": [97, 98, 99], "cap": 40},                        # EOS as y[0]
+]
+
+
+def decode(run_job, target, drafter, methods, windows=WINDOWS, **extra):
+    job = {"mode": "decode", "threads": 1, "target": {"path": str(target)}, "methods": methods, "windows": windows}
+    if drafter is not None:
+        job["drafter"] = {"path": str(drafter)}
+    out = run_job(job | extra)
+    assert out.returncode == 0, (out.error, out.stderr[-2000:])
+    return out.results
+
+
+def by_window(results):
+    return {r["window_id"]: r for r in results}
+
+
+def test_target_only_equals_numpy_greedy(run_job, tiny):
+    got = by_window(decode(run_job, tiny.target, None, [{"name": "target"}]))
+    for w in WINDOWS:
+        want, margin = tiny_reference.greedy(tiny.weights, w["prompt"], w["cap"], set(tiny.eog))
+        assert margin > 1e-3, "fixture has a near-tie; float differences could flip it"
+        assert got[w["id"]]["tokens"] == want, w["id"]
+    assert got["chat"]["stop_reason"] == "cap" and len(got["chat"]["tokens"]) == 40
+    assert got["eos17"]["stop_reason"] == "eos" and len(got["eos17"]["tokens"]) == 17
+    assert got["short"]["tokens"] == [260] and got["short"]["ops"] == []
+
+
+@pytest.mark.parametrize("drafter", ["target", "near", "far"])
+@pytest.mark.parametrize("width,p_min", [(2, 0.0), (5, 0.0), (8, 0.0), (5, 0.6)])
+def test_sd_is_lossless(run_job, tiny, drafter, width, p_min):
+    sd = {"name": "sd", "width": width, "p_min": p_min}
+    results = decode(run_job, tiny.target, getattr(tiny, drafter), [{"name": "target"}, sd])
+    base = {r["window_id"]: r for r in results if r["method"]["name"] == "target"}
+    for r in results:
+        if r["method"]["name"] != "sd":
+            continue
+        ref = base[r["window_id"]]
+        assert r["tokens"] == ref["tokens"], r["window_id"]
+        assert r["stop_reason"] == ref["stop_reason"]
+        check_sd_op_log(r, width, n_prompt=r["n_prompt"])
+
+
+def check_sd_op_log(r, width, n_prompt):
+    """Each target forward verifies [root, drafts] at depth n_prompt + t - 1 and commits a+1
+    tokens (fewer only at EOS or the cap); drafter forwards never exceed what was committed."""
+    t = 1  # y[0] comes from the prefill
+    for op in r["ops"]:
+        assert op["us"] >= 0
+        if op["model"] == "drafter":
+            assert op["width"] >= 1 and "accepted" not in op
+            continue
+        assert 1 <= op["width"] <= width
+        assert op["depth"] == n_prompt + t - 1
+        assert 0 <= op["accepted"] <= op["width"] - 1
+        t = min(t + op["accepted"] + 1, len(r["tokens"]))
+    assert t == len(r["tokens"])
+
+
+def test_sd_with_the_target_as_drafter_accepts_everything(run_job, tiny):
+    (r,) = decode(run_job, tiny.target, tiny.target, [{"name": "sd", "width": 5}], windows=WINDOWS[:1])
+    accepted = [op["accepted"] for op in r["ops"] if op["model"] == "target"]
+    assert accepted[:-1] == [4] * (len(accepted) - 1)  # the last round is cut by the cap
+    # Per round: one ingest forward (1 token at first, then 2: last draft + bonus) + 3 draft steps.
+    drafter_widths = [op["width"] for op in r["ops"] if op["model"] == "drafter"]
+    assert drafter_widths[:8] == [1, 1, 1, 1, 2, 1, 1, 1]
+
+
+def trace(run_job, tiny, drafter, k_max=16, windows=WINDOWS):
+    job = {"mode": "trace", "threads": 1, "target": {"path": str(tiny.target)}, "drafter": {"path": str(drafter)},
+           "k_max": k_max, "windows": windows}
+    out = run_job(job)
+    assert out.returncode == 0, (out.error, out.stderr[-2000:])
+    return by_window(out.results)
+
+
+def test_trace_y_equals_decode_target(run_job, tiny):
+    traces = trace(run_job, tiny, tiny.near)
+    decoded = by_window(decode(run_job, tiny.target, None, [{"name": "target"}]))
+    for w in WINDOWS:
+        tr = traces[w["id"]]
+        assert tr["y"] == decoded[w["id"]]["tokens"]
+        assert tr["stop_reason"] == decoded[w["id"]]["stop_reason"]
+        assert tr["n_prompt"] == len(w["prompt"])
+        n = len(tr["y"])
+        assert tr["drafts"]["k_max"] == 16
+        assert len(tr["drafts"]["tokens"]) == n and len(tr["drafts"]["conf"]) == n
+        for row, conf in zip(tr["drafts"]["tokens"], tr["drafts"]["conf"]):
+            assert len(row) == 16 and len(conf) == 16
+            assert all(0.0 < c <= 1.0 for tok, c in zip(row, conf) if tok != -1)
+            if -1 in row:  # padding only after an end-of-generation token
+                first = row.index(-1)
+                assert row[first - 1] in tiny.eog and set(row[first:]) == {-1}
+                assert set(conf[first:]) == {0.0}
+
+
+def test_trace_with_the_target_as_drafter_predicts_y(run_job, tiny):
+    tr = trace(run_job, tiny, tiny.target, windows=WINDOWS[:2])
+    for w in tr.values():
+        y = w["y"]
+        for t, row in enumerate(w["drafts"]["tokens"]):
+            # Same model, same greedy rule: row t is y[t:], then the model's own continuation.
+            expect = y[t:t + 16]
+            assert row[:len(expect)] == expect
+        p = w["producer"]
+        if w["stop_reason"] == "eos":
+            assert p["tokens"] == y and p["stop"] == "eos"
+        else:
+            assert p["tokens"][: len(y)] == y
+        assert p["step"] == list(range(len(p["tokens"]))) and p["steps"] == len(p["tokens"])
+
+
+@pytest.mark.parametrize("width", [2, 5, 8])
+def test_trace_replays_native_sd_decisions(run_job, tiny, width):
+    """SD's accept counts predicted from the trace equal the native SD op log."""
+    tr = trace(run_job, tiny, tiny.near)
+    results = decode(run_job, tiny.target, tiny.near, [{"name": "sd", "width": width}])
+    for r in results:
+        w = tr[r["window_id"]]
+        y, drafts, cap = w["y"], w["drafts"]["tokens"], 40
+        predicted, t = [], 1
+        while t < len(y):
+            c = drafts[t][: min(width - 1, cap - t)]
+            c = c[: c.index(-1)] if -1 in c else c
+            a = 0  # LCP(c, y[t:]); an accepted end-of-generation token ends the window
+            while a < len(c) and t + a < len(y) and c[a] == y[t + a]:
+                a += 1
+                if c[a - 1] in tiny.eog:
+                    break
+            predicted.append(a)
+            t += a + 1
+        assert [op["accepted"] for op in r["ops"] if op["model"] == "target"] == predicted, r["window_id"]
+
+
+def test_trace_result_loads_with_the_python_trace_schema(run_job, tiny):
+    traces_mod = pytest.importorskip("specbench.traces")
+    fileio = pytest.importorskip("specbench.fileio")
+    tr = trace(run_job, tiny, tiny.near, windows=WINDOWS[:1])["chat"]
+    doc = {k: v for k, v in tr.items() if k != "kind"} | {"window_sha256": "0" * 64}
+    wt = traces_mod.window_trace_from_dict(doc, fileio.Where("runner output"))
+    assert wt.y.tolist() == tr["y"] and wt.drafts.k_max == 16
+
+
+def test_sweep_returns_every_width_and_depth(run_job, tiny):
+    job = {"mode": "sweep", "threads": 1, "target": {"path": str(tiny.target)}, "drafter": {"path": str(tiny.near)},
+           "widths": [1, 2, 3, 4, 5, 6, 7, 8], "drafter_widths": [1, 2], "depths": [0, 64], "repetitions": 5}
+    out = run_job(job)
+    assert out.returncode == 0, out.error
+    keys = {(r["model"], r["width"], r["depth"]) for r in out.results}
+    assert keys == {("target", w, d) for w in range(1, 9) for d in (0, 64)} | {("drafter", n, d) for n in (1, 2) for d in (0, 64)}
+    for r in out.results:
+        assert r["kind"] == "forward" and len(r["samples_us"]) == 5
+        assert r["min_us"] <= r["median_us"] <= r["max_us"]
+        assert r["logits"] == ("all" if r["model"] == "target" else "last")
+
+
+def test_sweep_refuses_fewer_than_five_repetitions(run_job, tiny):
+    out = run_job({"mode": "sweep", "target": {"path": str(tiny.target)}, "repetitions": 3})
+    assert out.returncode != 0 and "repetitions" in out.error["error"]
+
+
+@pytest.mark.parametrize("job,key", [
+    ({"mode": "decode", "methods": [{"name": "target"}], "windows": [{"prompt": [1], "cap": 2}], "windwos": []}, "windwos"),
+    ({"mode": "decode", "methods": [{"name": "target", "widht": 3}], "windows": [{"prompt": [1], "cap": 2}]}, "methods[0].widht"),
+    ({"mode": "trace", "windows": [{"prompt": [1], "cap": 2, "captain": 1}]}, "windows[0].captain"),
+    ({"mode": "sweep", "target_path": "x"}, "target_path"),
+])
+def test_unknown_job_key_is_a_json_error(run_job, tiny, job, key):
+    job = job | {"target": {"path": str(tiny.target)}, "drafter": {"path": str(tiny.target)}}
+    out = run_job(job)
+    assert out.returncode != 0
+    assert out.error["error"] == f"unknown job key '{key}'"
+    assert "known keys" in out.error["hint"]
+    assert out.results == []
+
+
+def test_missing_model_file_is_a_json_error(run_job, tmp_path):
+    missing = tmp_path / "nope.gguf"
+    out = run_job({"mode": "decode", "target": {"path": str(missing)}, "methods": [{"name": "target"}],
+                   "windows": [{"prompt": [1], "cap": 4}]})
+    assert out.returncode != 0
+    assert out.error["error"] == f"target model file not found: {missing}"
+    assert out.error["hint"]
+
+
+@pytest.mark.parametrize("job,needle", [
+    ({"mode": "decoed"}, "unknown mode 'decoed'"),
+    ({"mode": "decode", "methods": [{"name": "as2d"}], "windows": [{"prompt": [1], "cap": 2}]}, "unknown method 'as2d'"),
+    ({"mode": "decode", "methods": [{"name": "sd", "width": 4}], "windows": [{"prompt": [1], "cap": 2}]}, "needs a drafter"),
+    ({"mode": "decode", "methods": [{"name": "target"}], "windows": [{"prompt": "hi", "cap": 2}]}, "expected a list of integers"),
+])
+def test_bad_jobs_name_the_problem(run_job, tiny, job, needle):
+    out = run_job(job | {"target": {"path": str(tiny.target)}})
+    assert out.returncode != 0 and needle in out.error["error"], out.error
+
+
+def test_invalid_json_is_a_json_error(runner):
+    import json
+    import subprocess
+
+    done = subprocess.run([str(runner)], input="{not json", capture_output=True, text=True)
+    assert done.returncode != 0
+    assert json.loads(done.stdout.splitlines()[-1])["error"].startswith("job is not valid JSON")
+
+
+def test_divergence_from_a_reference_is_reported(run_job, tiny):
+    bad = [1, 2, 3]
+    (r,) = decode(run_job, tiny.target, None, [{"name": "target"}], windows=[WINDOWS[0] | {"reference": bad}])
+    assert r["kind"] == "divergence" and r["position"] == 0 and r["expected"] == 1
+    assert "decode_s" not in r  # a diverging window never reports a throughput
+
+
+def test_tokenize_roundtrip_with_chat_template(run_job, tiny):
+    out = run_job({"mode": "tokenize", "model": {"path": str(tiny.target)}, "texts": ["hello the world"], "chat": True})
+    (r,) = out.results
+    assert r["tokens"] == CHAT
+    back = run_job({"mode": "detokenize", "model": {"path": str(tiny.target)}, "tokens": [r["tokens"]], "special": True})
+    assert back.results[0]["text"] == r["text"]
