@@ -165,7 +165,7 @@ def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], pr
                        accepted=[o.accepted for o in ops], multi_token_rounds=[o.multi_token_rounds for o in ops],
                        drafter_forwards=np.bincount(d_owner, minlength=n), d_s=d, v_s=v, o_s=np.zeros(n),
                        h_s=np.zeros(n), extrapolated=np.zeros(n, dtype=bool), lossless=[o.lossless for o in ops],
-                       source=["replay"] * n)
+                       source=["replay"] * n, ratio_fit=["median"] * n)
         frames.append(pd.DataFrame(columns, columns=list(ROW_FIELDS)))
         if progress:
             progress(n)
@@ -189,7 +189,8 @@ def replay_as2d(windows: Sequence[Window], traces: Mapping[str, TraceFile], prof
     base.update(decode_s=result.decode_s, rounds=result.rounds, proposed=result.proposed, accepted=result.accepted,
                 multi_token_rounds=result.multi_token_rounds, drafter_forwards=result.drafter_forwards,
                 d_s=result.d_s, v_s=result.v_s, o_s=result.o_s, h_s=result.h_s, extrapolated=result.extrapolated,
-                lossless=np.ones(count, dtype=bool), source=np.full(count, "replay"))
+                lossless=np.ones(count, dtype=bool), source=np.full(count, "replay"),
+                ratio_fit=np.full(count, "median"))
     return pd.DataFrame(base, columns=list(ROW_FIELDS))
 
 
@@ -216,13 +217,15 @@ def _run_task(task: tuple[str, object]) -> pd.DataFrame:
 
 def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],
                  configs: Sequence[MethodConfig], progress: Progress | None = None,
-                 workers: int | None = None) -> pd.DataFrame:
+                 workers: int | None = None, ratio_fit: str = "median") -> pd.DataFrame:
     """All (device, configuration, window) replays of a study, one row each.
 
     With several workers (default: one per CPU), the independent pieces run in forked
-    processes; the rows are the same either way, in the same order.
+    processes; the rows are the same either way, in the same order. `ratio_fit` fills
+    unmeasured co-scheduling ratios (median; min/max for the sensitivity rerun).
     """
     global _STUDY
+    profiles = [p.with_ratio_fit(ratio_fit) for p in profiles]
     tasks = _tasks(profiles, configs)
     if not tasks:
         return pd.DataFrame(columns=list(ROW_FIELDS))
@@ -246,7 +249,9 @@ def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], pro
                         progress(sizes[index])
     finally:
         _STUDY = None
-    return pd.concat(frames, ignore_index=True)
+    rows = pd.concat(frames, ignore_index=True)
+    rows["ratio_fit"] = ratio_fit
+    return rows
 
 
 def _indexed(item: tuple[int, tuple[str, object]]) -> tuple[int, pd.DataFrame]:

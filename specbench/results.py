@@ -16,6 +16,9 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Iterable
 
+import numpy as np
+import pandas as pd
+
 from .errors import SpecbenchError
 from .fileio import Where, check_header, dumps_line, load_json, need, write_atomic
 
@@ -65,6 +68,8 @@ class WindowResult:
     """Committed exactly the target's greedy output."""
     source: str = "replay"
     """'replay' (priced from a profile) or 'native' (device clock)."""
+    ratio_fit: str = "median"
+    """How unmeasured co-scheduling ratios were filled (median; min/max for sensitivity rows)."""
 
     @property
     def tokens_per_s(self) -> float:
@@ -84,18 +89,20 @@ class WindowResult:
 
 
 ROW_FIELDS = tuple(f.name for f in fields(WindowResult))
+_COLUMN_KINDS = {f.name: {"int": int, "float": (int, float), "str": str, "bool": bool}[f.type]
+                 for f in fields(WindowResult)}
 
 
 def row_from_dict(doc: dict, where: Where) -> WindowResult:
     values = {}
     for f in fields(WindowResult):
-        kind = {"int": int, "float": float, "str": str, "bool": bool}[f.type if isinstance(f.type, str) else f.type.__name__]
+        kind = {"int": int, "float": float, "str": str, "bool": bool}[f.type]
         values[f.name] = need(doc, f.name, kind, where, ... if f.default is MISSING else f.default)
     return WindowResult(**values)
 
 
-def row_key(row: WindowResult) -> tuple[str, str, str]:
-    return row.device, row.config, row.window_id
+def row_key(row: WindowResult) -> tuple[str, str, str, str]:
+    return row.device, row.config, row.window_id, row.ratio_fit
 
 
 class ResultsDir:
@@ -112,7 +119,7 @@ class ResultsDir:
     def rows_path(self) -> Path:
         return self.directory / ROWS
 
-    def open(self, manifest: dict, resume: bool) -> set[tuple[str, str, str]]:
+    def open(self, manifest: dict, resume: bool) -> set[tuple[str, str, str, str]]:
         """Start or resume a run; returns the keys of rows already done."""
         if self.manifest_path.exists():
             if not resume:
@@ -125,7 +132,8 @@ class ResultsDir:
                 if old.get(key) != manifest.get(key):
                     raise SpecbenchError(f"{self.directory}: cannot resume: manifest field '{key}' differs "
                                          f"({_brief(old.get(key))} before, {_brief(manifest.get(key))} now)")
-            return {row_key(r) for r in self.rows()}
+            frame = self.frame()
+            return set(zip(frame["device"], frame["config"], frame["window_id"], frame["ratio_fit"]))
         self.directory.mkdir(parents=True, exist_ok=True)
         write_atomic(self.manifest_path, _manifest_text(manifest))
         self.rows_path.touch()
@@ -149,20 +157,48 @@ class ResultsDir:
         if not data.endswith(b"\n"):
             self.rows_path.write_bytes(data[: data.rfind(b"\n") + 1])
 
-    def rows(self) -> list[WindowResult]:
+    def append_frame(self, frame: pd.DataFrame) -> None:
+        """Append rows given as a DataFrame with the WindowResult columns."""
+        if frame.empty:
+            return
+        self._repair_cut_line()
+        text = "".join(dumps_line(row) for row in frame[list(ROW_FIELDS)].to_dict("records"))
+        with open(self.rows_path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def frame(self) -> pd.DataFrame:
+        """All complete rows, validated: a bad line is named by its number."""
         if not self.rows_path.exists():
-            return []
+            return pd.DataFrame(columns=list(ROW_FIELDS))
         data = self.rows_path.read_bytes()
-        complete = data[: data.rfind(b"\n") + 1] if not data.endswith(b"\n") else data
-        out = []
+        complete = data if data.endswith(b"\n") else data[: data.rfind(b"\n") + 1]
+        docs = []
+        required = {f.name for f in fields(WindowResult) if f.default is MISSING}
         for number, line in enumerate(complete.decode("utf-8").splitlines(), start=1):
-            if line.strip():
-                try:
-                    doc = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise SpecbenchError(f"{self.rows_path}: line {number} is not valid JSON ({exc.msg})") from None
-                out.append(row_from_dict(doc, Where(self.rows_path, f"line {number}")))
-        return out
+            if not line.strip():
+                continue
+            try:
+                doc = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SpecbenchError(f"{self.rows_path}: line {number} is not valid JSON ({exc.msg})") from None
+            if not isinstance(doc, dict) or not required <= doc.keys():
+                row_from_dict(doc, Where(self.rows_path, f"line {number}"))  # raises, naming the key
+            docs.append(doc)
+        frame = pd.DataFrame(docs, columns=list(ROW_FIELDS))
+        for f in fields(WindowResult):
+            if f.default is not MISSING:
+                frame[f.name] = frame[f.name].fillna(f.default)
+        for name, kind in _COLUMN_KINDS.items():
+            bad = ~frame[name].map(lambda v, k=kind: isinstance(v, k) and not (isinstance(v, bool) and k is not bool))
+            if bad.any():
+                line = int(np.argmax(bad.to_numpy()))
+                row_from_dict(docs[line], Where(self.rows_path, f"row {line + 1}"))
+        return frame
+
+    def rows(self) -> list[WindowResult]:
+        return [WindowResult(**doc) for doc in self.frame().to_dict("records")]
 
 
 def _brief(value: object) -> str:
@@ -180,10 +216,10 @@ def load_manifest(path: Path) -> dict:
     return {k: v for k, v in doc.items() if k not in ("kind", "schema_version")}
 
 
-def load_results(directory: Path) -> tuple[dict, list[WindowResult]]:
+def load_results(directory: Path) -> tuple[dict, pd.DataFrame]:
     directory = Path(directory)
     if not (directory / MANIFEST).exists():
         raise SpecbenchError(f"{directory}: not a results directory (no {MANIFEST})",
                              hint="pass the --out directory of `specbench run`")
     results = ResultsDir(directory)
-    return load_manifest(results.manifest_path), results.rows()
+    return load_manifest(results.manifest_path), results.frame()

@@ -56,3 +56,26 @@ def perfect_drafts(y, k_max=16):
 def window_for(trace: WindowTrace, cap: int, split="test"):
     window = make_text_window(trace.window_id, "source", "Repeat.", cap, "hand", split)
     return window
+
+
+def write_study(directory, n_windows=12, n_devices=2, seed=0, dev_fraction=0.5):
+    """A small synthetic study on disk: windows.jsonl, traces/, profiles/*.yaml."""
+    from pathlib import Path
+
+    from bench.synthetic_study import synthetic_study
+    from specbench.profiles import save_profile
+    from specbench.traces import save_trace_file
+    from specbench.windows import save_windows
+
+    directory = Path(directory)
+    study = synthetic_study(n_windows=n_windows, n_devices=n_devices, seed=seed, dev_fraction=dev_fraction)
+    save_windows(directory / "windows.jsonl", study.windows)
+    for name, trace_file in study.traces.items():
+        save_trace_file(directory / "traces" / f"{name}.jsonl", trace_file.target, trace_file.drafter,
+                        trace_file.windows.values())
+    profile_paths = []
+    for profile in study.profiles:
+        path = directory / "profiles" / f"{profile.name}.yaml"
+        save_profile(path, profile)
+        profile_paths.append(path)
+    return study, directory / "windows.jsonl", directory / "traces", profile_paths

@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         description = load_description(args.description)
         sandbox = args.sandbox or Path(tempfile.mkdtemp(prefix="specbench-phone-"))
+        stop = threading.Event()
+        # installed before the banner is printed: whoever reads it may stop us at once
+        previous_handler = signal.signal(signal.SIGTERM, lambda *_: stop.set())
         with EmulatedPhone(description, sandbox, port=args.port) as phone:
             server = None
             try:
@@ -77,23 +80,18 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"serving {description.model} at {phone.serial}; run: adb connect {phone.serial}",
                           flush=True)
                 print(f"sandbox: {phone.sandbox.root}  (Ctrl-C stops)", file=sys.stderr, flush=True)
-                _wait_for_interrupt()
+                try:
+                    stop.wait()
+                except KeyboardInterrupt:
+                    pass
             finally:
+                signal.signal(signal.SIGTERM, previous_handler)
                 if server is not None:
                     stop_adb_server(server)
     except SpecbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
-
-
-def _wait_for_interrupt() -> None:
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        stop.wait()
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ from typing import Optional
 
 from specbench.errors import SpecbenchError
 
-from . import wire
 from .description import PhoneDescription
 from .faults import DropFault, ExitFault, Faults
 from .filesync import run_sync
@@ -298,4 +297,4 @@ class EmulatedPhone:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-__all__ = ["EmulatedPhone", "FEATURES", "wire"]
+__all__ = ["EmulatedPhone", "FEATURES", "OFFLINE_MODES", "RESERVED_PORTS"]

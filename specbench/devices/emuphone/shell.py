@@ -18,7 +18,7 @@ import signal
 from typing import TYPE_CHECKING, Optional
 
 from . import wire
-from .transport import Stream, StreamClosed
+from .transport import Stream
 
 if TYPE_CHECKING:
     from .server import EmulatedPhone
@@ -133,4 +133,4 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-__all__ = ["parse_shell_service", "run_shell", "StreamClosed"]
+__all__ = ["parse_shell_service", "run_shell"]

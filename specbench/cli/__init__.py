@@ -1,0 +1,45 @@
+"""The `specbench` command: click wiring only; the work happens in the library."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .. import __version__
+from ..errors import SpecbenchError
+
+
+class SpecbenchGroup(click.Group):
+    """Turns library errors into one clean line on stderr and exit status 1."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except SpecbenchError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(1)
+        except KeyboardInterrupt:
+            click.echo("Interrupted; finished windows are saved (rerun with --resume).", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=SpecbenchGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="specbench")
+def main() -> None:
+    """Does speculative decoding pay off on your phone, and by how much?
+
+    Profile a device, trace what real models decide, replay or run target-only, SD,
+    SpecASR-style and AS2D decoding on identical windows, and compare them.
+    """
+
+
+def _register() -> None:
+    from . import report, run, select_budget
+
+    main.add_command(run.run)
+    main.add_command(report.report)
+    main.add_command(select_budget.select_budget)
+
+
+_register()

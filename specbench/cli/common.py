@@ -1,0 +1,58 @@
+"""Options and helpers shared by several commands."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Iterator
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from ..errors import SpecbenchError
+from ..methods import REGISTRY, MethodConfig, parse_method_specs
+
+stderr = Console(stderr=True)
+
+existing_file = click.Path(exists=True, dir_okay=False, path_type=Path)
+existing_dir = click.Path(exists=True, file_okay=False, path_type=Path)
+
+
+def method_options(func):
+    func = click.option("--method", "method_specs", multiple=True, metavar="SPEC",
+                        help="A configured method, e.g. 'sd:W=5..8,drafter=small' or 'as2d:B=1..15'. Repeatable.")(func)
+    func = click.option("--methods", "method_names", default="target,sd,specasr,as2d", show_default=True,
+                        help=f"Comma-separated methods with default settings ({', '.join(sorted(REGISTRY))}).")(func)
+    return func
+
+
+def configs_from(method_names: str, method_specs: tuple[str, ...], default_drafter: str | None) -> list[MethodConfig]:
+    """The configurations of --methods and --method; drafter-less defaults take `default_drafter`."""
+    specs = [name.strip() for name in method_names.split(",") if name.strip()] if method_names else []
+    configured = {spec.partition(":")[0].strip() for spec in method_specs}
+    specs = [s for s in specs if s not in configured] + list(method_specs)
+    if not specs:
+        raise SpecbenchError("no methods given (--methods or --method)")
+    configs = parse_method_specs(specs)
+    if default_drafter is None:
+        return configs
+    from dataclasses import replace
+
+    return [replace(c, drafter=default_drafter) if hasattr(c, "drafter") and c.drafter is None else c
+            for c in configs]
+
+
+@contextlib.contextmanager
+def progress_bar(description: str, total: int) -> Iterator:
+    """A rich progress bar on stderr; yields a callback taking the number of items done."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=stderr, transient=False, disable=not stderr.is_terminal) as progress:
+        task = progress.add_task(description, total=total)
+        yield lambda n: progress.advance(task, n)
+
+
+def check_output_path(path: Path | None) -> None:
+    """Refuse an output path whose directory does not exist, before any work starts."""
+    if path is not None and not path.parent.exists():
+        raise SpecbenchError(f"{path}: directory {path.parent} does not exist")

@@ -1,0 +1,55 @@
+"""`specbench run`: replay methods on windows with device profiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..budget import load_budget
+from ..study import load_inputs, run_replay, study_size
+from .common import configs_from, existing_dir, existing_file, method_options, progress_bar, stderr
+
+
+@click.command()
+@click.argument("windows", type=existing_file)
+@click.option("--traces", "traces_dir", type=existing_dir, required=True, help="Traces directory (specbench trace).")
+@click.option("--profile", "profile_paths", type=existing_file, multiple=True, required=True,
+              help="Device profile YAML; repeat for several devices.")
+@method_options
+@click.option("--drafter", default=None, help="Drafter for methods that do not name one (default: the only one traced).")
+@click.option("--budget", "budget_path", type=existing_file, default=None,
+              help="Budget YAML from select-budget: replaces the default as2d configuration.")
+@click.option("--split", type=click.Choice(["dev", "test"]), default=None, help="Only windows of this split.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Results directory.")
+@click.option("--resume", is_flag=True, help="Continue an interrupted run in --out (skips finished windows).")
+@click.option("--sensitivity", is_flag=True,
+              help="Also replay AS2D with the min and max measured co-scheduling ratios for unmeasured widths.")
+@click.option("--workers", type=click.IntRange(1), default=None, help="Processes for replay (default: one per CPU).")
+def run(windows: Path, traces_dir: Path, profile_paths: tuple[Path, ...], method_names: str,
+        method_specs: tuple[str, ...], drafter: str | None, budget_path: Path | None, split: str | None, out: Path,
+        resume: bool, sensitivity: bool, workers: int | None) -> None:
+    """Replay decoding methods on WINDOWS with device profiles.
+
+    Every method decodes the same windows; serial methods are priced op by op from the
+    profile, AS2D is simulated as two lanes sharing the device. Rows are appended to
+    OUT/rows.jsonl as they finish, so an interrupted run resumes with --resume.
+
+    Example:
+
+        specbench run windows.jsonl --traces traces/ --profile device_profiles/pixel8.yaml
+        --methods target,sd,specasr --method 'as2d:B=1..15' --out results/pixel8
+    """
+    if budget_path is not None:  # the budget file's configuration replaces the default as2d
+        device, budget_config = load_budget(budget_path)
+        method_names = ",".join(n for n in method_names.split(",") if n.strip() != "as2d")
+        stderr.print(f"as2d from {budget_path} (selected for {device}): {budget_config.label}")
+    configs = configs_from(method_names, method_specs, drafter)
+    if budget_path is not None and budget_config not in configs:
+        configs.append(budget_config)
+    inputs = load_inputs(windows, traces_dir, profile_paths, split)
+    total = study_size(inputs, configs, sensitivity)
+    with progress_bar("replaying", total) as advance:
+        results, added = run_replay(inputs, configs, list(profile_paths), out, resume, sensitivity, advance, workers)
+    stderr.print(f"{added} rows written to {results.rows_path}")
+

@@ -1,0 +1,62 @@
+"""`specbench select-budget`: choose one drafter and budget per device from development windows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..batch_replay import replay_study
+from ..budget import save_budget, select_budget as choose
+from ..errors import SpecbenchError
+from ..study import check_costs, file_sha256, load_inputs
+from ..windows import load_windows, windows_digest
+from .common import check_output_path, configs_from, existing_dir, existing_file, stderr
+
+
+@click.command("select-budget")
+@click.option("--windows", "windows_path", type=existing_file, required=True,
+              help="Windows file; only its dev windows are used.")
+@click.option("--traces", "traces_dir", type=existing_dir, required=True, help="Traces of the dev windows.")
+@click.option("--profile", "profile_path", type=existing_file, required=True, help="The device's profile.")
+@click.option("--catalog", default="as2d:B=1..15", show_default=True,
+              help="AS2D configurations to choose from; drafter=a|b adds drafters (default: every traced drafter).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="Budget YAML to write.")
+def select_budget(windows_path: Path, traces_dir: Path, profile_path: Path, catalog: str, out: Path) -> None:
+    """Pick the AS2D drafter and budget with the best pooled throughput on dev windows.
+
+    Test windows are refused: a budget chosen on test windows would flatter the results.
+    Ties go to the smaller budget. The YAML written is what `specbench run --budget` reads.
+
+    Example:
+
+        specbench select-budget --windows windows.jsonl --traces traces/ --profile pixel8.yaml
+        --out budgets/pixel8.yaml
+    """
+    check_output_path(out)
+    all_windows = load_windows(windows_path)
+    test = [w.window_id for w in all_windows if w.split.value != "dev"]
+    dev = [w for w in all_windows if w.split.value == "dev"]
+    inputs = load_inputs(windows_path, traces_dir, [profile_path], "dev") if dev else None
+    if inputs is None:
+        raise SpecbenchError(f"{windows_path}: no dev windows; budget selection uses development windows only")
+    if test:
+        stderr.print(f"{len(test)} test windows in {windows_path} are not used (dev split only)")
+    configs = configs_from("", (catalog,), None)
+    if any(type(c).__name__ != "As2dConfig" for c in configs):
+        raise SpecbenchError(f"--catalog '{catalog}': only as2d configurations can be selected")
+    if all(c.drafter is None for c in configs) and len(inputs.traces) > 1:
+        from dataclasses import replace
+
+        configs = [replace(c, drafter=name) for name in sorted(inputs.traces) for c in configs]
+    check_costs(inputs, configs)
+    rows = replay_study(inputs.windows, inputs.traces, inputs.profiles, configs)
+    choice = choose(rows, configs)
+    save_budget(out, choice, {"windows": {"path": str(windows_path), "digest": windows_digest(inputs.windows)},
+                              "profile": {"path": str(profile_path), "sha256": file_sha256(profile_path)},
+                              "catalog": [c.label for c in configs]})
+    runner = f"; runner-up {choice.runners_up[0][0]} by {choice.margin_pct:.2f}%" if choice.runners_up else ""
+    note = " (uses extrapolated co-scheduling ratios)" if choice.extrapolated else ""
+    click.echo(f"{choice.device}: {choice.config.label} at {choice.tokens_per_s:.2f} tokens/s on "
+               f"{choice.windows} dev windows{runner}{note}")
+    stderr.print(f"budget written to {out}")

@@ -1,0 +1,179 @@
+"""Aggregates over per-window results (METHODS §6). Pure: DataFrames in, DataFrames out.
+
+Every function states its aggregation order in `ORDER`, which the report prints with
+each table:
+
+* pooled throughput per (device, configuration) = sum of tokens / sum of decode time;
+  speedup = pooled / pooled target-only on the same device;
+* SD is reported per W and as "sd[W=5..8 mean]": the mean over W of the pooled
+  throughputs (tables), and per window the mean over W of the per-window throughputs
+  (window counts and CDFs) — two different orders, as in the AS2D paper;
+* window counts compare each window with target-only on the same device and window;
+  loss = 1 - throughput / target-only throughput, over the slower windows;
+* degenerate windows (no token after the prefill) are counted and excluded from
+  per-window ratios.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .errors import SpecbenchError
+from .methods.sd import REPORTED_WIDTHS
+
+SD_MEAN = f"sd[W={REPORTED_WIDTHS[0]}..{REPORTED_WIDTHS[-1]} mean]"
+ORDER = {
+    "pooled": "per device x configuration: sum(tokens) / sum(decode_s) over windows; speedup = that / target-only's; "
+              f"{SD_MEAN} = mean over W of pooled throughputs",
+    "windows": "per device x configuration: each window's tokens/decode_s vs target-only's on the same window; "
+               f"{SD_MEAN} uses the per-window mean over W; loss = 1 - ratio over slower windows",
+    "oracle": "per device x dataset: per window the fastest catalog configuration (zero selection cost), "
+              "oracle = sum(tokens) / sum(best decode_s); gap = 1 - deployed / oracle",
+    "decomposition": "per device x configuration: sums over windows of D, V, O, H (seconds); T = D + V - O + H",
+    "counts": "per device x configuration: ratios of sums over windows (tau = tokens / target forwards, "
+              "acceptance = accepted / proposed, coverage = accepted / tokens)",
+}
+KEYS = ["device", "method", "config"]
+
+
+def _require_target(df: pd.DataFrame) -> None:
+    if not (df["method"] == "target").any():
+        raise SpecbenchError("these results have no target-only rows; speedups and window counts compare against "
+                             "target-only", hint="run with --methods including target")
+
+
+def sd_family(config: str) -> tuple[int, str] | None:
+    """(W, the rest of the label) of an SD label such as `sd[W=5,drafter=small]`."""
+    if not (config.startswith("sd[W=") and config.endswith("]")):
+        return None
+    width, _, rest = config[len("sd[W="):-1].partition(",")
+    return (int(width), rest) if width.isdigit() else None
+
+
+def sd_mean_label(rest: str) -> str:
+    return SD_MEAN if not rest else SD_MEAN[:-1] + f",{rest}]"
+
+
+def _with_sd_means(frame: pd.DataFrame, group: list[str], value: str, first: list[str]) -> pd.DataFrame:
+    """`frame` plus, per SD family measured at every reported width, the mean of `value` over W."""
+    family = frame["config"].map(sd_family)
+    in_mean = family.map(lambda f: f is not None and f[0] in REPORTED_WIDTHS).astype(bool)
+    if not in_mean.any():
+        return frame
+    sd = frame[in_mean].assign(_rest=family[in_mean].map(lambda f: f[1]))
+    agg = {value: (value, "mean"), "_widths": ("config", "nunique")}
+    agg.update({c: (c, "first") for c in first})
+    mean = sd.groupby(group + ["_rest"], sort=False).agg(**agg).reset_index()
+    mean = mean[mean["_widths"] == len(REPORTED_WIDTHS)]
+    if mean.empty:
+        return frame
+    mean["method"] = "sd"
+    mean["config"] = mean["_rest"].map(sd_mean_label)
+    return pd.concat([frame, mean.reindex(columns=frame.columns)], ignore_index=True)
+
+
+def pooled(df: pd.DataFrame) -> pd.DataFrame:
+    """Pooled throughput and speedup per device x configuration (plus the SD mean rows)."""
+    _require_target(df)
+    sums = df.groupby(KEYS, sort=False).agg(windows=("window_id", "size"), tokens=("tokens", "sum"),
+                                            decode_s=("decode_s", "sum"),
+                                            degenerate=("tokens", lambda s: int((s == 0).sum()))).reset_index()
+    sums["tokens_per_s"] = sums["tokens"] / sums["decode_s"]
+    # A mean of throughputs has no single decode time: decode_s stays empty on SD mean rows.
+    sums = _with_sd_means(sums, ["device"], "tokens_per_s", ["windows", "tokens", "degenerate"])
+    target = sums[sums["config"] == "target"].set_index("device")["tokens_per_s"]
+    sums["speedup"] = sums["tokens_per_s"] / sums["device"].map(target)
+    return sums
+
+
+def per_window(df: pd.DataFrame) -> pd.DataFrame:
+    """Per-window throughput with the SD per-window mean over W added (for counts and CDFs)."""
+    live = df[df["tokens"] > 0]
+    out = live[KEYS + ["window_id", "dataset"]].copy()
+    out["tokens_per_s"] = live["tokens"] / live["decode_s"]
+    return _with_sd_means(out, ["device", "window_id"], "tokens_per_s", ["dataset"])
+
+
+def window_counts(df: pd.DataFrame) -> pd.DataFrame:
+    """Faster/slower windows vs target-only with median and maximum loss among the slower."""
+    _require_target(df)
+    windows = per_window(df)
+    target = windows[windows["config"] == "target"].set_index(["device", "window_id"])["tokens_per_s"]
+    others = windows[windows["config"] != "target"].copy()
+    others["ratio"] = others["tokens_per_s"].values / target.reindex(
+        pd.MultiIndex.from_frame(others[["device", "window_id"]])).values
+    rows = []
+    for (device, method, config), group in others.groupby(KEYS, sort=False):
+        ratio = group["ratio"].dropna()
+        slower = ratio[ratio < 1.0]
+        loss = 1.0 - slower
+        rows.append({"device": device, "method": method, "config": config, "windows": len(ratio),
+                     "faster": int((ratio > 1.0).sum()), "slower": int(len(slower)),
+                     "ties": int((ratio == 1.0).sum()),
+                     "slower_pct": 100.0 * len(slower) / len(ratio) if len(ratio) else np.nan,
+                     "median_loss_pct": 100.0 * float(loss.median()) if len(loss) else 0.0,
+                     "max_loss_pct": 100.0 * float(loss.max()) if len(loss) else 0.0})
+    return pd.DataFrame(rows)
+
+
+def counts(df: pd.DataFrame) -> pd.DataFrame:
+    """tau, acceptance, coverage, multi-token-round fraction and forwards, as ratios of sums."""
+    sums = df.groupby(KEYS, sort=False)[["tokens", "rounds", "proposed", "accepted", "multi_token_rounds",
+                                         "drafter_forwards"]].sum().reset_index()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sums["tau"] = sums["tokens"] / sums["rounds"]
+        sums["acceptance"] = sums["accepted"] / sums["proposed"]
+        sums["coverage"] = sums["accepted"] / sums["tokens"]
+        sums["multi_token_fraction"] = sums["multi_token_rounds"] / sums["rounds"]
+    return sums.rename(columns={"rounds": "target_forwards"})
+
+
+def decomposition(df: pd.DataFrame) -> pd.DataFrame:
+    """Sums of D, V, O, H and T per device x configuration, and the exposed drafter time."""
+    sums = df.groupby(KEYS, sort=False)[["decode_s", "d_s", "v_s", "o_s", "h_s"]].sum().reset_index()
+    sums["exposed_drafter_s"] = sums["d_s"] - sums["o_s"]
+    return sums
+
+
+def oracle(df: pd.DataFrame, catalog: list[str], deployed: dict[str, str] | None = None) -> pd.DataFrame:
+    """Per device x dataset: the per-window oracle over `catalog` configurations and the gap
+    of the deployed configuration (`deployed[device]`, default: the best pooled one)."""
+    rows = df[df["config"].isin(catalog)]
+    if rows.empty:
+        raise SpecbenchError(f"no results for the oracle catalog ({', '.join(catalog) or 'empty'})")
+    out = []
+    for (device, dataset), group in rows.groupby(["device", "dataset"], sort=False):
+        best = group.groupby("window_id")["decode_s"].min()
+        tokens = group.groupby("window_id")["tokens"].first()
+        oracle_tp = tokens.sum() / best.sum()
+        pooled_by_config = group.groupby("config").apply(lambda g: g["tokens"].sum() / g["decode_s"].sum(),
+                                                         include_groups=False)
+        chosen = (deployed or {}).get(device) or str(pooled_by_config.idxmax())
+        if chosen not in pooled_by_config:
+            raise SpecbenchError(f"deployed configuration {chosen} for {device} is not in the results")
+        deployed_tp = float(pooled_by_config[chosen])
+        out.append({"device": device, "dataset": dataset, "deployed": chosen, "deployed_tokens_per_s": deployed_tp,
+                    "oracle_tokens_per_s": oracle_tp, "oracle_pct": 100.0 * deployed_tp / oracle_tp,
+                    "gap_pct": 100.0 * (1.0 - deployed_tp / oracle_tp), "windows": len(best),
+                    "configs": int(group["config"].nunique())})
+    return pd.DataFrame(out)
+
+
+def sensitivity(df: pd.DataFrame) -> pd.DataFrame:
+    """Pooled throughput under each co-scheduling ratio fit, and its range, per device x configuration.
+
+    Expects rows with a `ratio_fit` column (median, min, max)."""
+    if "ratio_fit" not in df.columns or df["ratio_fit"].nunique() < 2:
+        raise SpecbenchError("no sensitivity rows in these results", hint="run with --sensitivity")
+    varied = df.loc[df["ratio_fit"] != "median", "config"].unique()
+    sums = df[df["config"].isin(varied)].groupby(KEYS + ["ratio_fit"], sort=False)[["tokens", "decode_s"]].sum()
+    sums = sums.reset_index()
+    sums["tokens_per_s"] = sums["tokens"] / sums["decode_s"]
+    table = sums.pivot_table(index=KEYS, columns="ratio_fit", values="tokens_per_s", sort=False).reset_index()
+    fits = [c for c in ("median", "min", "max") if c in table.columns]
+    table["low"] = table[fits].min(axis=1)
+    table["high"] = table[fits].max(axis=1)
+    table["range_pct"] = 100.0 * (table["high"] - table["low"]) / table["median"]
+    table.columns.name = None
+    return table

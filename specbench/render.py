@@ -1,0 +1,96 @@
+"""One table record, many outputs: rich on a terminal, Markdown, CSV or JSON elsewhere."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table as RichTable
+from tabulate import tabulate
+
+FORMATS = ("table", "md", "csv", "json")
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    order: str
+    """The aggregation order, printed under the title."""
+    frame: pd.DataFrame
+    formats: dict[str, str] = field(default_factory=dict)
+    """column -> format spec for text outputs, e.g. '.2f'."""
+
+
+def _cell(value: object, spec: str | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if spec and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return format(value, spec)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _text_rows(table: Table) -> list[list[str]]:
+    return [[_cell(v, table.formats.get(c)) for c, v in zip(table.frame.columns, row)]
+            for row in table.frame.itertuples(index=False)]
+
+
+def to_markdown(tables: list[Table]) -> str:
+    parts = []
+    for table in tables:
+        parts.append(f"### {table.title}\n\n_Aggregation: {table.order}_\n")
+        parts.append(tabulate(_text_rows(table), headers=list(table.frame.columns), tablefmt="github",
+                              disable_numparse=True) + "\n")
+    return "\n".join(parts)
+
+
+def to_csv(tables: list[Table]) -> str:
+    """One CSV block per table, each preceded by a `# title` comment line."""
+    out = io.StringIO()
+    for i, table in enumerate(tables):
+        if i:
+            out.write("\n")
+        out.write(f"# {table.title}\n")
+        table.frame.to_csv(out, index=False, float_format="%.6g", lineterminator="\n")
+    return out.getvalue()
+
+
+def _json_value(value: object) -> object:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item"):
+        return _json_value(value.item())
+    return value
+
+
+def to_json(tables: list[Table]) -> str:
+    doc = [{"title": t.title, "aggregation": t.order,
+            "rows": [{c: _json_value(v) for c, v in zip(t.frame.columns, row)} for row in t.frame.itertuples(index=False)]}
+           for t in tables]
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def print_rich(tables: list[Table], console: Console) -> None:
+    for table in tables:
+        rich_table = RichTable(title=table.title, caption=f"aggregation: {table.order}", caption_justify="left")
+        for column in table.frame.columns:
+            numeric = pd.api.types.is_numeric_dtype(table.frame[column])
+            rich_table.add_column(str(column), justify="right" if numeric else "left")
+        for row in _text_rows(table):
+            rich_table.add_row(*row)
+        console.print(rich_table)
+
+
+def render(tables: list[Table], fmt: str) -> str:
+    if fmt == "md":
+        return to_markdown(tables)
+    if fmt == "csv":
+        return to_csv(tables)
+    if fmt == "json":
+        return to_json(tables)
+    raise ValueError(f"unknown format {fmt}")
