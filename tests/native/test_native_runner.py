@@ -231,3 +231,23 @@ def test_tokenize_roundtrip_with_chat_template(run_job, tiny):
     assert r["tokens"] == CHAT
     back = run_job({"mode": "detokenize", "model": {"path": str(tiny.target)}, "tokens": [r["tokens"]], "special": True})
     assert back.results[0]["text"] == r["text"]
+
+
+def test_trace_margins_are_opt_in_near_tie_diagnostics(run_job, tiny):
+    job = {"mode": "trace", "threads": 1, "target": {"path": str(tiny.target)}, "drafter": {"path": str(tiny.near)},
+           "windows": WINDOWS[:2], "margins": True, "producer": False}
+    out = run_job(job)
+    for r in out.results:
+        assert len(r["y_margin"]) == len(r["y"]) and min(r["y_margin"]) > 0
+        assert "producer" not in r
+    plain = trace(run_job, tiny, tiny.near, windows=WINDOWS[:1])["chat"]
+    assert "y_margin" not in plain  # the Python trace schema rejects unknown keys
+
+
+def test_tokenize_with_a_named_builtin_template(run_job, tiny):
+    out = run_job({"mode": "tokenize", "model": {"path": str(tiny.target)}, "texts": ["hi"], "chat": True,
+                   "template": "gemma"})
+    assert out.results[0]["text"] == "<start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n"
+    bad = run_job({"mode": "tokenize", "model": {"path": str(tiny.target)}, "texts": ["hi"], "chat": True,
+                   "template": "no-such-template"})
+    assert bad.returncode == 1 and "no-such-template" in bad.error["error"]

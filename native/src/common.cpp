@@ -1,0 +1,80 @@
+#include "modes.h"
+
+#include <algorithm>
+#include <thread>
+
+CommonOptions parse_common(JobObject & job) {
+    CommonOptions o;
+    unsigned hw = std::thread::hardware_concurrency();
+    o.threads = job.get<int>("threads", hw > 0 ? (int) hw : 4);
+    o.n_ctx = job.get<int>("n_ctx", 0);
+    if (o.threads < 1) throw JobError("job key 'threads' must be >= 1");
+    if (o.n_ctx < 0) throw JobError("job key 'n_ctx' must be >= 0 (0: sized from the job)");
+    return o;
+}
+
+std::vector<Window> parse_windows(JobObject & job, bool allow_reference) {
+    std::vector<Window> windows;
+    for (JobObject & wo : job.objects("windows")) {
+        Window w;
+        w.id = wo.get<std::string>("id", std::to_string(windows.size()));
+        w.prompt = wo.need<std::vector<int>>("prompt");
+        w.drafter_prompt = wo.get<std::vector<int>>("drafter_prompt", w.prompt);
+        w.cap = wo.need<int>("cap");
+        if (allow_reference) w.reference = wo.get<std::vector<int>>("reference", {});
+        wo.done();
+        if (w.prompt.empty() || w.drafter_prompt.empty()) {
+            throw JobError("window '" + w.id + "': empty prompt", "a prompt needs at least one token (BOS)");
+        }
+        if (w.cap < 1) throw JobError("window '" + w.id + "': cap must be >= 1");
+        windows.push_back(std::move(w));
+    }
+    return windows;
+}
+
+int size_context(const std::vector<Window> & windows, int extra, bool drafter) {
+    size_t need = 0;
+    for (const Window & w : windows) {
+        need = std::max(need, (drafter ? w.drafter_prompt.size() : w.prompt.size()) + w.cap + extra);
+    }
+    return (int) ((need + 255) / 256 * 256);
+}
+
+json op_json(const Op & op) {
+    json j = {{"model", op.model}, {"width", op.width}, {"depth", op.depth}};
+    if (op.accepted >= 0) j["accepted"] = op.accepted;
+    j["us"] = op.us;
+    return j;
+}
+
+std::unique_ptr<Model> load_model(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs) {
+    auto m = std::make_unique<Model>(spec, n_ctx, n_batch, max_outputs);
+    emit_event("loaded", m->describe());
+    return m;
+}
+
+GreedyRun greedy_target(Model & target, const Window & w, bool with_margins) {
+    GreedyRun run;
+    target.clear();
+    run.prefill_us = target.forward(w.prompt, false);
+    const int64_t start = now_us();
+    auto commit = [&]() {
+        if (with_margins) {
+            const Top1 top = target.top1(-1);
+            run.y.push_back(top.token);
+            run.margin.push_back(top.margin);
+        } else {
+            run.y.push_back(target.argmax(-1));
+        }
+    };
+    commit();
+    while (!target.is_eog(run.y.back()) && (int) run.y.size() < w.cap) {
+        const int depth = target.kv_len();
+        const int64_t us = target.forward(&run.y.back(), 1, false);
+        run.ops.push_back(Op{"target", 1, depth, 0, us});
+        commit();
+    }
+    run.decode_us = now_us() - start;
+    run.stop_reason = target.is_eog(run.y.back()) ? "eos" : "cap";
+    return run;
+}

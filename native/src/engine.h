@@ -1,0 +1,85 @@
+// One model + one context, and the few operations the modes need: timed forwards with
+// logits for every row, greedy top-1 with its softmax probability, KV rollback.
+#pragma once
+
+#include "llama.h"
+#include "protocol.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+// Which model a job names, and how to run it.
+struct ModelSpec {
+    std::string role;    // "target" | "drafter": the name used in errors and op logs
+    std::string path;    // GGUF file
+    int threads = 0;     // 0: the job's "threads"
+    std::string device;  // "cpu" or a ggml device name such as "GPUOpenCL"
+};
+
+// Reads {"path", "threads", "device"} from the job object under `key`.
+ModelSpec parse_model_spec(JobObject obj, const std::string & role, int default_threads);
+
+struct Top1 {
+    llama_token token;
+    float prob;    // softmax probability of `token` (temperature 1)
+    float margin;  // logit of `token` minus the runner-up's: near-tie diagnostics
+};
+
+class Model {
+  public:
+    // n_batch: widest single graph (prefill is chunked to it); max_outputs: most rows with
+    // logits in one forward (the logits buffer is max_outputs x n_vocab floats).
+    Model(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs);
+    ~Model();
+    Model(const Model &) = delete;
+    Model & operator=(const Model &) = delete;
+
+    const std::string & role() const { return spec_.role; }
+    int n_vocab() const { return n_vocab_; }
+    int kv_len() const { return kv_len_; }
+    int n_batch() const { return n_batch_; }
+    int max_outputs() const { return max_outputs_; }
+    bool is_eog(llama_token t) const { return llama_vocab_is_eog(vocab_, t); }
+    const llama_vocab * vocab() const { return vocab_; }
+    json describe() const;
+
+    // Appends `n` tokens at positions kv_len().. and returns the synchronized wall time in
+    // microseconds. all_logits: keep the logits of every row (a verification); otherwise
+    // only the last row. Wider than n_batch is allowed only without all_logits (prefill).
+    int64_t forward(const llama_token * tokens, int n, bool all_logits);
+    int64_t forward(const std::vector<llama_token> & tokens, bool all_logits) {
+        return forward(tokens.data(), (int) tokens.size(), all_logits);
+    }
+
+    // Greedy choice for output row `row` of the last forward (-1: the last row).
+    // Ties go to the lowest token id, the same rule on every path.
+    llama_token argmax(int row) const;
+    Top1 top1(int row) const;
+
+    void rollback(int keep);  // drop KV positions >= keep
+    void clear();             // empty KV
+
+  private:
+    void decode_chunk(const llama_token * tokens, int n, bool all_logits);
+
+    ModelSpec spec_;
+    llama_model * model_ = nullptr;
+    llama_context * ctx_ = nullptr;
+    const llama_vocab * vocab_ = nullptr;
+    llama_batch batch_{};
+    int n_vocab_ = 0;
+    int n_batch_ = 0;
+    int max_outputs_ = 0;
+    int n_ctx_ = 0;
+    int kv_len_ = 0;
+};
+
+// Same-vocabulary check (the rule llama.cpp's speculative example applies): token
+// counts within 128 and identical token text from id 5 up. Throws JobError otherwise.
+void require_same_vocab(const Model & target, const Model & drafter);
+
+// stderr logging of llama.cpp: warnings and errors only, unless verbose.
+void install_log_filter(bool verbose);
+
+int64_t now_us();

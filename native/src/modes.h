@@ -1,0 +1,61 @@
+// The runner's job modes and the pieces they share.
+#pragma once
+
+#include "engine.h"
+#include "protocol.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+void run_sweep(JobObject & job);
+void run_decode(JobObject & job);
+void run_trace(JobObject & job);
+void run_tokenize(JobObject & job);
+void run_detokenize(JobObject & job);
+
+// Keys every model-running job shares.
+struct CommonOptions {
+    int threads = 0;  // default for both models
+    int n_ctx = 0;    // 0: sized from the job
+};
+CommonOptions parse_common(JobObject & job);
+
+// One request: prompt token ids for each model (same text, each model's tokenizer and
+// template, applied on the Python side) and the cap on committed tokens N.
+struct Window {
+    std::string id;
+    std::vector<llama_token> prompt;          // target prompt ids
+    std::vector<llama_token> drafter_prompt;  // defaults to `prompt` (same vocabulary)
+    int cap = 0;                              // max_new_tokens: N <= cap
+    std::vector<llama_token> reference;       // decode only: expected y, checked token by token
+};
+std::vector<Window> parse_windows(JobObject & job, bool allow_reference);
+
+// n_ctx large enough for every window plus `extra` positions, rounded up to 256.
+int size_context(const std::vector<Window> & windows, int extra, bool drafter);
+
+// One forward in a decode's op log.
+struct Op {
+    const char * model;  // "target" | "drafter"
+    int width;           // tokens in the forward
+    int depth;           // KV length before it
+    int accepted;        // target only: accepted candidates; -1 for the drafter
+    int64_t us;          // its synchronized wall time
+};
+json op_json(const Op & op);
+
+// Target greedy decode after the prompt, one token per forward: y[0] from the prefill
+// logits, then until an EOG token or `cap` tokens. This defines the reference y.
+struct GreedyRun {
+    std::vector<llama_token> y;
+    std::vector<float> margin;  // top-1 minus top-2 logit behind each y[t]
+    std::string stop_reason;  // "eos" | "cap"
+    int64_t prefill_us = 0;
+    int64_t decode_us = 0;    // end of prefill to last commit
+    std::vector<Op> ops;
+};
+// with_margins: also record top-1/top-2 margins (a softmax-free but full extra pass).
+GreedyRun greedy_target(Model & target, const Window & w, bool with_margins);
+
+std::unique_ptr<Model> load_model(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs);

@@ -1,0 +1,130 @@
+// "sweep": the device cost profile. Times forwards of each width at each KV depth:
+// CT(w, depth) for the target with logits for ALL rows (as a verification needs; llama-bench
+// pp computes only the last row), CD(n, depth) for the drafter.
+#include "modes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+namespace {
+
+struct SweepPlan {
+    std::vector<int> widths;          // target widths
+    std::vector<int> drafter_widths;  // drafter forward sizes n
+    bool drafter_all_logits = false;  // an SD ingest needs only the last row
+    std::vector<int> depths;
+    int warmup = 1;
+    int repetitions = 5;
+    int seed = 42;
+};
+
+void check_sizes(const std::vector<int> & v, const char * key, int lo) {
+    if (v.empty()) throw JobError(std::string("job key '") + key + "' must not be empty");
+    for (int x : v) {
+        if (x < lo) throw JobError(std::string("job key '") + key + "': " + std::to_string(x) + " < " + std::to_string(lo));
+    }
+}
+
+json stats(std::vector<int64_t> samples) {
+    json raw = samples;
+    std::sort(samples.begin(), samples.end());
+    const size_t n = samples.size();
+    const double median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+    const double mean = std::accumulate(samples.begin(), samples.end(), 0.0) / n;
+    double var = 0.0;
+    for (int64_t s : samples) var += (s - mean) * (s - mean);
+    return json{{"median_us", median},
+                {"mean_us", mean},
+                {"stdev_us", n > 1 ? std::sqrt(var / (n - 1)) : 0.0},
+                {"min_us", samples.front()},
+                {"max_us", samples.back()},
+                {"samples_us", raw}};
+}
+
+std::vector<llama_token> random_tokens(std::mt19937 & rng, int n_vocab, int n) {
+    std::uniform_int_distribution<int> dist(0, n_vocab - 1);
+    std::vector<llama_token> t(n);
+    for (auto & x : t) x = dist(rng);
+    return t;
+}
+
+// All widths of one model at one depth. The depth prefix is prefilled once, untimed;
+// every timed forward is rolled back, so each one sees exactly `depth` KV entries.
+void sweep_depth(Model & m, const SweepPlan & plan, const std::vector<int> & widths, bool all_logits, int depth,
+                 std::mt19937 & rng) {
+    m.clear();
+    if (depth > 0) m.forward(random_tokens(rng, m.n_vocab(), depth), false);
+    for (int w : widths) {
+        const std::vector<llama_token> tokens = random_tokens(rng, m.n_vocab(), w);
+        for (int i = 0; i < plan.warmup; i++) {
+            m.forward(tokens, all_logits);
+            m.rollback(depth);
+        }
+        std::vector<int64_t> samples;
+        for (int i = 0; i < plan.repetitions; i++) {
+            samples.push_back(m.forward(tokens, all_logits));
+            m.rollback(depth);
+        }
+        json rec = {{"kind", "forward"}, {"model", m.role()},       {"width", w},
+                    {"depth", depth},    {"logits", all_logits ? "all" : "last"},
+                    {"warmup", plan.warmup}, {"repetitions", plan.repetitions}};
+        rec.update(stats(samples));
+        emit_result(rec);
+    }
+}
+
+void sweep_model(Model & m, const SweepPlan & plan, const std::vector<int> & widths, bool all_logits) {
+    std::mt19937 rng(plan.seed);
+    for (int depth : plan.depths) {
+        emit_event("progress", {{"model", m.role()}, {"depth", depth}});
+        sweep_depth(m, plan, widths, all_logits, depth, rng);
+    }
+}
+
+}  // namespace
+
+void run_sweep(JobObject & job) {
+    CommonOptions common = parse_common(job);
+    SweepPlan plan;
+    ModelSpec target_spec = parse_model_spec(job.object("target"), "target", common.threads);
+    bool with_drafter = job.has("drafter");
+    ModelSpec drafter_spec;
+    if (with_drafter) drafter_spec = parse_model_spec(job.object("drafter"), "drafter", common.threads);
+    plan.widths = job.get<std::vector<int>>("widths", {1, 2, 3, 4, 5, 6, 7, 8});
+    plan.drafter_widths = job.get<std::vector<int>>("drafter_widths", plan.widths);
+    std::string dl = job.get<std::string>("drafter_logits", "last");
+    plan.depths = job.get<std::vector<int>>("depths", {0});
+    plan.warmup = job.get<int>("warmup", 1);
+    plan.repetitions = job.get<int>("repetitions", 5);
+    plan.seed = job.get<int>("seed", 42);
+    job.done();
+
+    check_sizes(plan.widths, "widths", 1);
+    check_sizes(plan.drafter_widths, "drafter_widths", 1);
+    check_sizes(plan.depths, "depths", 0);
+    if (dl != "last" && dl != "all") throw JobError("job key 'drafter_logits': expected \"last\" or \"all\", got \"" + dl + "\"");
+    plan.drafter_all_logits = dl == "all";
+    if (plan.warmup < 0) throw JobError("job key 'warmup' must be >= 0");
+    if (plan.repetitions < 5) {
+        throw JobError("job key 'repetitions' must be >= 5 (got " + std::to_string(plan.repetitions) + ")",
+                       "medians of fewer than 5 samples are not reported; see METHODS section 5");
+    }
+
+    const int max_w = std::max(*std::max_element(plan.widths.begin(), plan.widths.end()),
+                               *std::max_element(plan.drafter_widths.begin(), plan.drafter_widths.end()));
+    const int max_depth = *std::max_element(plan.depths.begin(), plan.depths.end());
+    const int n_ctx = common.n_ctx > 0 ? common.n_ctx : (max_depth + max_w + 255) / 256 * 256;
+    const int n_batch = std::max(512, max_w);
+
+    emit_event("start", {{"mode", "sweep"}});
+    {
+        auto target = load_model(target_spec, n_ctx, n_batch, max_w);
+        sweep_model(*target, plan, plan.widths, true);
+    }
+    if (with_drafter) {
+        auto drafter = load_model(drafter_spec, n_ctx, n_batch, max_w);
+        sweep_model(*drafter, plan, plan.drafter_widths, plan.drafter_all_logits);
+    }
+}

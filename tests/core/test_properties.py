@@ -1,0 +1,158 @@
+"""Properties over random traces and profiles (hypothesis)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from specbench import metrics
+from specbench.batch_replay import replay_study
+from specbench.errors import SpecbenchError
+from specbench.methods.as2d import As2dConfig, As2dVerifier
+from specbench.methods.base import TargetOracle, TraceDrafts
+from specbench.methods.sd import SdConfig, decode_sd
+from specbench.methods.specasr import decode_specasr
+from specbench.methods.target import TargetConfig
+from specbench.replay import producer_timeline, replay_window
+from specbench.traces import TraceFile, ModelRef
+from tests.helpers import window_for
+from tests.strategies import EOS, SPECASR, VOCAB, profiles, traces
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+as2d_configs = st.builds(As2dConfig, budget=st.integers(1, 8), drafter=st.none(), batch=st.sampled_from([1, 3, 8]),
+                         conf_stop=st.sampled_from([0.0, 0.4]), align=st.sampled_from(["anchor", "positional"]),
+                         horizon=st.integers(1, 8))
+serial_configs = st.one_of(st.just(TargetConfig()), st.builds(SdConfig, width=st.integers(1, 8),
+                                                              p_min=st.sampled_from([0.0, 0.5])),
+                           st.just(SPECASR))
+any_config = st.one_of(serial_configs, as2d_configs)
+
+
+class RecordingOracle(TargetOracle):
+    """A target oracle that records what each forward was asked to verify."""
+
+    def __init__(self, y, log):
+        super().__init__(y)
+        self.log = log
+
+    def verify(self, candidates):
+        self.log.append((self.committed, tuple(int(c) for c in candidates)))
+        return super().verify(candidates)
+
+
+def decisions(config, trace, cap, y, profile):
+    """(t, candidates) of every forward of `config` when the target's output is `y`."""
+    log: list = []
+    trace = dataclasses.replace(trace, y=np.asarray(y, dtype=np.int32))
+    oracle = RecordingOracle(trace.y, log)
+    try:
+        if isinstance(config, TargetConfig):
+            while not oracle.done:
+                oracle.verify(())
+        elif isinstance(config, SdConfig):
+            decode_sd(oracle, TraceDrafts(trace), cap, 0, 0, config)
+        elif config == SPECASR:
+            decode_specasr(oracle, TraceDrafts(trace), cap, 0, 0, config)
+        else:
+            _as2d_decisions(oracle, trace, cap, profile, config)
+    except SpecbenchError:
+        pass  # a changed future may ask for answers the trace never recorded; what came before counts
+    return log
+
+
+def _as2d_decisions(oracle, trace, cap, profile, config):
+    from specbench.replay import _Lanes
+
+    timeline = producer_timeline(trace.producer, profile.drafters["drafter"].costs, trace.n_prompt_drafter,
+                                 config.batch, profile.overheads.publish_s)
+    lanes = _Lanes(timeline, profile.overheads.producer_startup_s)
+    verifier = As2dVerifier(config, cap)
+    cosched = profile.drafters["drafter"].cosched
+    while not oracle.done:
+        t = oracle.committed
+        plan = verifier.plan(t, oracle.last(), trace.producer.tokens, trace.producer.conf,
+                             timeline.published(lanes.work))
+        width = len(plan.candidates) + 1
+        rho_t, rho_d, _ = cosched.ratios(width)
+        lanes.run(profile.target_costs.cost(width, trace.n_prompt + t - 1), rho_t, rho_d, True)
+        accepted, committed = oracle.verify(plan.candidates)
+        verifier.observe(plan, accepted, committed)
+
+
+@SETTINGS
+@given(traces(), profiles(), any_config)
+def test_every_method_commits_exactly_y(trace_cap, profile, config):
+    trace, cap = trace_cap
+    row = replay_window(window_for(trace, cap), trace, profile, config)
+    assert row.lossless
+    assert row.tokens == trace.n_tokens - 1
+    assert row.accepted <= row.proposed
+    assert row.rounds >= (1 if trace.n_tokens > 1 else 0)
+
+
+@SETTINGS
+@given(traces(), profiles(), any_config, st.data())
+def test_decisions_never_read_uncommitted_output(trace_cap, profile, config, data):
+    trace, cap = trace_cap
+    y = trace.y.tolist()
+    if len(y) < 2:
+        return
+    cut = data.draw(st.integers(1, len(y) - 1))
+    tail = data.draw(st.lists(st.integers(3, 3 + VOCAB - 1), min_size=1, max_size=len(y) - cut))
+    tail[0] = 3 + (y[cut] - 3 + 1) % VOCAB  # differs from y at the cut
+    if trace.stop_reason == "eos":
+        tail[-1] = EOS
+    changed = y[:cut] + tail
+    original = decisions(config, trace, cap, y, profile)
+    altered = decisions(config, trace, cap, changed, profile)
+    for (t1, c1), (t2, c2) in zip(original, altered):
+        if t1 != t2 or t1 > cut:
+            break
+        assert c1 == c2, f"a decision at t={t1} changed when y changed from position {cut} on"
+
+
+@SETTINGS
+@given(traces(), profiles(), any_config)
+def test_time_decomposes_exactly(trace_cap, profile, config):
+    trace, cap = trace_cap
+    row = replay_window(window_for(trace, cap), trace, profile, config)
+    total = row.d_s + row.v_s - row.o_s + row.h_s
+    assert abs(row.decode_s - total) <= 1e-9 * max(1.0, row.decode_s)
+    assert min(row.d_s, row.v_s, row.o_s, row.h_s) >= 0
+    assert row.o_s <= min(row.d_s, row.v_s) + 1e-12
+
+
+@SETTINGS
+@given(st.lists(traces(), min_size=1, max_size=4), profiles(), st.lists(any_config, min_size=1, max_size=3))
+def test_bulk_replay_equals_the_scalar_reference_and_pooled_equals_sums(trace_caps, profile, configs):
+    windows, window_traces = [], {}
+    for i, (trace, cap) in enumerate(trace_caps):
+        trace = dataclasses.replace(trace, window_id=f"w{i}")
+        window = window_for(trace, cap)
+        trace = dataclasses.replace(trace, window_sha256=window.window_sha256)
+        windows.append(window)
+        window_traces[trace.window_id] = trace
+    configs = list(dict.fromkeys([TargetConfig()] + configs))
+    trace_files = {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), window_traces)}
+    bulk = replay_study(windows, trace_files, [profile], configs, workers=1)
+    reference = pd.DataFrame([dataclasses.asdict(replay_window(w, window_traces[w.window_id], profile, c))
+                              for c in configs for w in windows])
+    order = ["config", "window_id"]
+    pd.testing.assert_frame_equal(bulk.sort_values(order).reset_index(drop=True),
+                                  reference[bulk.columns].sort_values(order).reset_index(drop=True), check_dtype=False)
+
+    pooled = metrics.pooled(bulk)
+    for (device, config), group in bulk.groupby(["device", "config"]):
+        row = pooled[(pooled["device"] == device) & (pooled["config"] == config)].iloc[0]
+        # equal up to the order of floating-point additions
+        assert row["tokens"] == group["tokens"].sum()
+        assert math.isclose(row["decode_s"], math.fsum(group["decode_s"]), rel_tol=1e-12)
+        if group["decode_s"].sum() > 0:  # all-degenerate groups have no throughput
+            assert math.isclose(row["tokens_per_s"], group["tokens"].sum() / math.fsum(group["decode_s"]),
+                                rel_tol=1e-12)

@@ -1,0 +1,83 @@
+"""Hypothesis strategies: random small traces and device profiles."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from bench.synthetic_study import EOS, _Drafter, _TableDrafts
+from specbench.methods.base import TargetOracle
+from specbench.methods.specasr import SpecAsrConfig, decode_specasr
+from specbench.profiles import CoSchedule, CostTable, DeviceProfile, DrafterProfile, Overheads
+from specbench.traces import ProducerStream, WindowTrace
+
+SPECASR = SpecAsrConfig(k_max=4, tau=0.3)
+MAX_WIDTH = 9
+VOCAB = 6  # a tiny vocabulary makes accidental matches (and so every code path) common
+
+
+@st.composite
+def outputs(draw, max_tokens: int = 24):
+    """(y, stop_reason, cap): the target's greedy output."""
+    n = draw(st.integers(1, max_tokens))
+    body = draw(st.lists(st.integers(3, 3 + VOCAB - 1), min_size=n, max_size=n))
+    if draw(st.booleans()):
+        return np.array(body[:-1] + [EOS], dtype=np.int32), "eos", n + draw(st.integers(0, 6))
+    return np.array(body, dtype=np.int32), "cap", n
+
+
+@st.composite
+def producer_streams(draw, y: np.ndarray):
+    """z: y with random substitutions, insertions and deletions; random mapping steps."""
+    tokens, conf = [], []
+    for token in y.tolist():
+        edit = draw(st.sampled_from(["keep", "keep", "keep", "sub", "ins", "del"]))
+        if edit == "del":
+            continue
+        if edit == "ins":
+            tokens.append(draw(st.integers(3, 3 + VOCAB - 1)))
+            conf.append(draw(st.floats(0.0, 1.0)))
+        tokens.append(draw(st.integers(3, 3 + VOCAB - 1)) if edit == "sub" else token)
+        conf.append(draw(st.floats(0.0, 1.0)))
+    per_step = draw(st.lists(st.integers(0, 2), min_size=len(tokens) + 1, max_size=len(tokens) + 1))
+    step = np.repeat(np.arange(len(per_step)), per_step)[: len(tokens)]
+    if len(step) < len(tokens):
+        step = np.concatenate([step, np.arange(len(per_step), len(per_step) + len(tokens) - len(step))])
+    steps = (int(step[-1]) + 1 if len(step) else 0) + draw(st.integers(0, 2))
+    return ProducerStream(np.array(tokens, dtype=np.int32), np.array(conf), step.astype(np.int32), steps,
+                          draw(st.sampled_from(["eos", "cap"])))
+
+
+@st.composite
+def traces(draw):
+    """(WindowTrace, cap) with drafts, a producer stream and SpecASR recycling answers."""
+    y, stop, cap = draw(outputs())
+    drafter = _Drafter(draw(st.integers(0, 2**31)), y, draw(st.floats(0.05, 0.95)))
+    table = drafter.draft_table(8)
+    live = _TableDrafts(y, drafter, table)
+    decode_specasr(TargetOracle(y), live, cap, 0, 0, SPECASR)
+    n_prompt = draw(st.integers(0, 40))
+    trace = WindowTrace("w", "0" * 64, y, stop, n_prompt, draw(st.integers(0, 40)), table,
+                        draw(producer_streams(y)), live.recorded)
+    return trace, cap
+
+
+def _costs(draw, label: str) -> CostTable:
+    depths = np.array([0.0, float(draw(st.integers(1, 200)))])
+    seconds = {}
+    for width in range(1, MAX_WIDTH + 1):
+        low = draw(st.floats(0.01, 1.0))
+        seconds[width] = np.array([low, low * draw(st.floats(1.0, 2.0))])
+    return CostTable(depths, seconds, label)
+
+
+@st.composite
+def profiles(draw):
+    measured = draw(st.lists(st.integers(1, MAX_WIDTH), min_size=1, max_size=MAX_WIDTH, unique=True))
+    cosched = CoSchedule({w: draw(st.floats(1.0, 3.0)) for w in measured},
+                         {w: draw(st.floats(1.0, 3.0)) for w in measured})
+    overheads = Overheads(producer_startup_s=draw(st.sampled_from([0.0, 0.05, 1.0, 1e6])),
+                          publish_s=draw(st.sampled_from([0.0, 0.01])), align_s=draw(st.sampled_from([0.0, 0.02])))
+    drafter = DrafterProfile("drafter", {"name": "d"}, "cpu", _costs(draw, "random drafter"), cosched)
+    return DeviceProfile({"name": "random"}, {}, {"name": "t"}, "gpu", _costs(draw, "random target"),
+                         {"drafter": drafter}, overheads)
