@@ -58,7 +58,7 @@ def select_budget(rows: pd.DataFrame, configs: Sequence[As2dConfig], runners_up:
                                                   by_label[label].drafter or "", label))
     best = order[0]
     others = tuple((label, float(sums.at[label, "tokens_per_s"])) for label in order[1:1 + runners_up])
-    margin = 100.0 * (sums.at[best, "tokens_per_s"] / others[0][1] - 1.0) if others else float("inf")
+    margin = float(100.0 * (sums.at[best, "tokens_per_s"] / others[0][1] - 1.0)) if others else float("inf")
     return BudgetChoice(str(devices[0]), by_label[best], float(sums.at[best, "tokens_per_s"]), others, margin,
                         bool(sums.at[best, "extrapolated"]), int(sums.at[best, "windows"]))
 

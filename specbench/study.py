@@ -61,6 +61,22 @@ def load_inputs(windows_path: Path, traces_dir: Path, profile_paths: Sequence[Pa
     return Inputs(windows, traces, profiles, Path(windows_path), Path(traces_dir))
 
 
+def dev_inputs(windows_path: Path, traces_dir: Path, profile_path: Path) -> Inputs:
+    """Inputs of budget selection: the windows traced in `traces_dir`, all of the dev split."""
+    traces = load_trace_dir(traces_dir)
+    traced = set.intersection(*(set(t.windows) for t in traces.values()))
+    windows = [w for w in load_windows(windows_path) if w.window_id in traced]
+    if not windows:
+        raise SpecbenchError(f"{traces_dir}: traces none of the windows in {windows_path}")
+    test = [w for w in windows if w.split.value != "dev"]
+    if test:
+        raise SpecbenchError(f"{traces_dir}: window '{test[0].window_id}' is a test window ({windows_path}); "
+                             "budget selection uses development windows only",
+                             hint="trace the dev windows into their own directory")
+    check_against_windows(traces, windows)
+    return Inputs(windows, traces, [load_profile(profile_path)], Path(windows_path), Path(traces_dir))
+
+
 def needed_widths(config: MethodConfig) -> tuple[int, int]:
     """(largest target width, largest drafter forward) a configuration can use."""
     if isinstance(config, TargetConfig):

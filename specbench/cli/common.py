@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
@@ -37,8 +38,6 @@ def configs_from(method_names: str, method_specs: tuple[str, ...], default_draft
     configs = parse_method_specs(specs)
     if default_drafter is None:
         return configs
-    from dataclasses import replace
-
     return [replace(c, drafter=default_drafter) if hasattr(c, "drafter") and c.drafter is None else c
             for c in configs]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -9,15 +10,17 @@ import click
 from ..batch_replay import replay_study
 from ..budget import save_budget, select_budget as choose
 from ..errors import SpecbenchError
-from ..study import check_costs, file_sha256, load_inputs
-from ..windows import load_windows, windows_digest
+from ..methods.as2d import As2dConfig
+from ..study import check_costs, dev_inputs, file_sha256
+from ..windows import windows_digest
 from .common import check_output_path, configs_from, existing_dir, existing_file, stderr
 
 
 @click.command("select-budget")
 @click.option("--windows", "windows_path", type=existing_file, required=True,
-              help="Windows file; only its dev windows are used.")
-@click.option("--traces", "traces_dir", type=existing_dir, required=True, help="Traces of the dev windows.")
+              help="Windows file: gives each traced window its split.")
+@click.option("--traces", "traces_dir", type=existing_dir, required=True,
+              help="Traces of dev windows (a traced test window is refused).")
 @click.option("--profile", "profile_path", type=existing_file, required=True, help="The device's profile.")
 @click.option("--catalog", default="as2d:B=1..15", show_default=True,
               help="AS2D configurations to choose from; drafter=a|b adds drafters (default: every traced drafter).")
@@ -25,8 +28,9 @@ from .common import check_output_path, configs_from, existing_dir, existing_file
 def select_budget(windows_path: Path, traces_dir: Path, profile_path: Path, catalog: str, out: Path) -> None:
     """Pick the AS2D drafter and budget with the best pooled throughput on dev windows.
 
-    Test windows are refused: a budget chosen on test windows would flatter the results.
-    Ties go to the smaller budget. The YAML written is what `specbench run --budget` reads.
+    The windows are those traced in --traces; a test window among them is refused, since a
+    budget chosen on test windows would flatter the results. Ties go to the smaller budget.
+    The YAML written is what `specbench run --budget` reads.
 
     Example:
 
@@ -34,20 +38,11 @@ def select_budget(windows_path: Path, traces_dir: Path, profile_path: Path, cata
         --out budgets/pixel8.yaml
     """
     check_output_path(out)
-    all_windows = load_windows(windows_path)
-    test = [w.window_id for w in all_windows if w.split.value != "dev"]
-    dev = [w for w in all_windows if w.split.value == "dev"]
-    inputs = load_inputs(windows_path, traces_dir, [profile_path], "dev") if dev else None
-    if inputs is None:
-        raise SpecbenchError(f"{windows_path}: no dev windows; budget selection uses development windows only")
-    if test:
-        stderr.print(f"{len(test)} test windows in {windows_path} are not used (dev split only)")
+    inputs = dev_inputs(windows_path, traces_dir, profile_path)
     configs = configs_from("", (catalog,), None)
-    if any(type(c).__name__ != "As2dConfig" for c in configs):
+    if not all(isinstance(c, As2dConfig) for c in configs):
         raise SpecbenchError(f"--catalog '{catalog}': only as2d configurations can be selected")
     if all(c.drafter is None for c in configs) and len(inputs.traces) > 1:
-        from dataclasses import replace
-
         configs = [replace(c, drafter=name) for name in sorted(inputs.traces) for c in configs]
     check_costs(inputs, configs)
     rows = replay_study(inputs.windows, inputs.traces, inputs.profiles, configs)

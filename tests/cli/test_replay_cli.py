@@ -1,0 +1,240 @@
+"""`specbench run | report | select-budget` on a small synthetic study, and every bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from specbench.cli import main
+from specbench.results import load_results
+from specbench.traces import save_trace_file
+from tests.helpers import write_study
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    root = tmp_path_factory.mktemp("study")
+    data, windows, traces, profiles = write_study(root, n_windows=10, n_devices=2)
+    dev_traces = root / "dev_traces"
+    dev_ids = [w.window_id for w in data.windows if w.split.value == "dev"]
+    for name, trace_file in data.traces.items():
+        save_trace_file(dev_traces / f"{name}.jsonl", trace_file.target, trace_file.drafter,
+                        [trace_file.windows[i] for i in dev_ids])
+    return {"root": root, "windows": windows, "traces": traces, "profiles": profiles, "dev_traces": dev_traces,
+            "data": data}
+
+
+def invoke(*args):
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    return result.exit_code, result.output
+
+
+def run_args(study, out, *extra):
+    return ["run", study["windows"], "--traces", study["traces"], "--profile", study["profiles"][0],
+            "--drafter", "small", "--out", out, *extra]
+
+
+def test_every_command_has_help_with_an_example():
+    for name, command in main.commands.items():
+        code, output = invoke(name, "--help")
+        assert code == 0, name
+        assert "Example:" in output, f"{name} --help has no example"
+
+
+def test_run_then_report_in_every_format(study, tmp_path):
+    out = tmp_path / "results"
+    code, output = invoke(*run_args(study, out, "--method", "as2d:B=3|7", "--sensitivity"))
+    assert code == 0, output
+    manifest, rows = load_results(out)
+    # 10 windows x (target + sd W=5..8 + specasr + 2 as2d) + 2 x 2 as2d sensitivity rows per window
+    assert len(rows) == 10 * (1 + 4 + 1 + 2) + 10 * 2 * 2
+    assert manifest["methods"][0] == "target" and manifest["mode"] == "replay"
+    assert rows["lossless"].all()
+
+    code, md = invoke("report", out, "--format", "md")
+    assert code == 0
+    assert "### Pooled decode throughput" in md and "sd[W=5..8 mean,drafter=small]" in md
+    assert "_Aggregation: per device x configuration: sum(tokens) / sum(decode_s)" in md
+    code, csv = invoke("report", out, "--format", "csv")
+    assert code == 0 and csv.startswith("# Pooled decode throughput\ndevice,config,windows,tokens,decode_s")
+    code, text = invoke("report", out, "--format", "json")
+    tables = json.loads(text)
+    assert [t["title"] for t in tables][:2] == ["Pooled decode throughput", "Windows faster / slower than target-only"]
+    pooled = {r["config"]: r for r in tables[0]["rows"]}
+    target = rows[rows["config"] == "target"]
+    assert pooled["target"]["tokens_per_s"] == pytest.approx(target["tokens"].sum() / target["decode_s"].sum())
+    assert pooled["target"]["speedup"] == 1.0
+
+
+def test_interrupted_run_resumes_without_redoing_rows(study, tmp_path):
+    out = tmp_path / "results"
+    assert invoke(*run_args(study, out, "--methods", "target,sd"))[0] == 0
+    rows_path = out / "rows.jsonl"
+    lines = rows_path.read_text().splitlines(keepends=True)
+    rows_path.write_text("".join(lines[:7]) + lines[7][:25])  # an interruption cut the 8th row short
+    code, output = invoke(*run_args(study, out, "--methods", "target,sd"))
+    assert code == 1 and "results already exist" in output and "--resume" in output
+    code, output = invoke(*run_args(study, out, "--methods", "target,sd", "--resume"))
+    assert code == 0, output
+    _, rows = load_results(out)
+    assert len(rows) == 10 * 5
+    assert not rows.duplicated(["device", "config", "window_id", "ratio_fit"]).any()
+    assert rows_path.read_text().splitlines()[:7] == [line.rstrip("\n") for line in lines[:7]]
+
+
+def test_resume_refuses_changed_inputs(study, tmp_path):
+    out = tmp_path / "results"
+    assert invoke(*run_args(study, out, "--methods", "target"))[0] == 0
+    code, output = invoke(*run_args(study, out, "--methods", "target,sd", "--resume"))
+    assert code == 1
+    assert "cannot resume: manifest field 'methods' differs" in output
+
+
+def test_select_budget_writes_a_budget_that_run_accepts(study, tmp_path):
+    budget = tmp_path / "budget.yaml"
+    code, output = invoke("select-budget", "--windows", study["windows"], "--traces", study["dev_traces"],
+                          "--profile", study["profiles"][0], "--catalog", "as2d:B=1..6", "--out", budget)
+    assert code == 0, output
+    doc = yaml.safe_load(budget.read_text())
+    assert doc["kind"] == "specbench.budget" and doc["device"] == "synthetic-A"
+    assert doc["as2d"]["drafter"] in ("small", "large") and 1 <= doc["as2d"]["B"] <= 6
+    assert len(doc["selection"]["runners_up"]) == 3
+    assert f"as2d[B={doc['as2d']['B']},drafter={doc['as2d']['drafter']}]" in output
+    out = tmp_path / "results"
+    code, output = invoke(*run_args(study, out, "--methods", "target,as2d", "--budget", budget))
+    assert code == 0, output
+    _, rows = load_results(out)
+    assert set(rows["config"]) == {"target", f"as2d[B={doc['as2d']['B']},drafter={doc['as2d']['drafter']}]"}
+
+
+# --- bad inputs: one clean line, non-zero exit, nothing half-written ---------------------
+
+
+def error_line(output: str) -> str:
+    lines = [line for line in output.splitlines() if line.startswith("Error: ")]
+    assert len(lines) == 1, output
+    assert "Traceback" not in output
+    return lines[0]
+
+
+def test_select_budget_refuses_test_windows(study, tmp_path):
+    budget = tmp_path / "budget.yaml"
+    code, output = invoke("select-budget", "--windows", study["windows"], "--traces", study["traces"],
+                          "--profile", study["profiles"][0], "--out", budget)
+    assert code == 1
+    assert "is a test window" in error_line(output) and "development windows only" in output
+    assert not budget.exists()
+
+
+def test_unknown_method_lists_the_known_ones(study, tmp_path):
+    code, output = invoke(*run_args(study, tmp_path / "r", "--methods", "target,sdd"))
+    assert code == 1
+    assert error_line(output) == "Error: Unknown method 'sdd'. Available: as2d, sd, specasr, target"
+    assert not (tmp_path / "r").exists()
+
+
+def test_unknown_method_key_names_the_known_keys(study, tmp_path):
+    code, output = invoke(*run_args(study, tmp_path / "r", "--method", "sd:width=5"))
+    assert code == 1
+    assert "unknown key 'width' for sd (known: W, p_min, drafter)" in error_line(output)
+
+
+def test_malformed_profile_yaml(study, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: specbench.profile\nschema_version: 1\ndevice: [unclosed\n")
+    code, output = invoke("run", study["windows"], "--traces", study["traces"], "--profile", bad,
+                          "--out", tmp_path / "r")
+    assert code == 1
+    assert f"{bad}: line" in error_line(output) and "is not valid YAML" in output
+    assert not (tmp_path / "r").exists()
+
+
+def test_unknown_profile_version(study, tmp_path):
+    doc = yaml.safe_load(study["profiles"][0].read_text())
+    doc["schema_version"] = 7
+    bad = tmp_path / "v7.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    code, output = invoke("run", study["windows"], "--traces", study["traces"], "--profile", bad,
+                          "--out", tmp_path / "r")
+    assert code == 1
+    assert error_line(output) == (f"Error: {bad}: key 'schema_version': expected one of [1] "
+                                  "(this specbench reads these), got 7")
+
+
+def test_profile_lacking_a_needed_width(study, tmp_path):
+    doc = yaml.safe_load(study["profiles"][0].read_text())
+    del doc["target"]["costs"]["seconds"][8]
+    bad = tmp_path / "no8.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    code, output = invoke(*run_args({**study, "profiles": [bad]}, tmp_path / "r", "--methods", "target,sd"))
+    assert code == 1
+    line = error_line(output)
+    assert f"profile {bad} target: no measured cost for width 8" in line
+    assert "--max-width" in line
+    assert not (tmp_path / "r").exists()
+
+
+def test_malformed_windows_json(study, tmp_path):
+    bad = tmp_path / "windows.jsonl"
+    lines = study["windows"].read_text().splitlines()
+    bad.write_text("\n".join(lines[:3] + ['{"window_id": "x",'] + lines[3:]) + "\n")
+    code, output = invoke("run", bad, "--traces", study["traces"], "--profile", study["profiles"][0],
+                          "--out", tmp_path / "r")
+    assert code == 1
+    assert error_line(output) == f"Error: {bad}: line 4 is not valid JSON (Expecting property name enclosed in double quotes)"
+
+
+def test_unknown_windows_version_and_missing_key(study, tmp_path):
+    lines = study["windows"].read_text().splitlines()
+    bad = tmp_path / "v2.jsonl"
+    bad.write_text("\n".join(['{"kind": "specbench.windows", "schema_version": 2}'] + lines[1:]) + "\n")
+    code, output = invoke("run", bad, "--traces", study["traces"], "--profile", study["profiles"][0],
+                          "--out", tmp_path / "r")
+    assert code == 1 and "key 'line 1.schema_version': expected one of [1]" in error_line(output)
+    row = json.loads(lines[1])
+    del row["cap"]
+    missing = tmp_path / "nocap.jsonl"
+    missing.write_text("\n".join([lines[0], json.dumps(row)]) + "\n")
+    code, output = invoke("run", missing, "--traces", study["traces"], "--profile", study["profiles"][0],
+                          "--out", tmp_path / "r")
+    assert code == 1
+    assert error_line(output) == f"Error: {missing}: key 'line 2.cap': expected an integer (missing)"
+
+
+def test_trace_of_a_different_window_content(study, tmp_path):
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    for path in study["traces"].glob("*.jsonl"):
+        lines = path.read_text().splitlines()
+        row = json.loads(lines[2])
+        row["window_sha256"] = "f" * 64
+        (traces / path.name).write_text("\n".join(lines[:2] + [json.dumps(row)] + lines[3:]) + "\n")
+    code, output = invoke("run", study["windows"], "--traces", traces, "--profile", study["profiles"][0],
+                          "--out", tmp_path / "r")
+    assert code == 1
+    line = error_line(output)
+    assert f"window '{row['window_id']}': window_sha256 {'f' * 64} differs from the windows file's" in line
+    assert "trace it again" in line
+    assert not (tmp_path / "r").exists()
+
+
+def test_unknown_trace_version(study, tmp_path):
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    for path in study["traces"].glob("*.jsonl"):
+        lines = path.read_text().splitlines()
+        header = json.loads(lines[0])
+        header["schema_version"] = 0
+        (traces / path.name).write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    code, output = invoke("run", study["windows"], "--traces", traces, "--profile", study["profiles"][0],
+                          "--out", tmp_path / "r")
+    assert code == 1 and "key 'line 1.schema_version': expected one of [1]" in error_line(output)
+
+
+def test_report_of_a_directory_without_results(tmp_path):
+    code, output = invoke("report", tmp_path)
+    assert code == 1
+    assert error_line(output) == f"Error: {tmp_path}: not a results directory (no manifest.json) (hint: pass the --out directory of `specbench run`)"

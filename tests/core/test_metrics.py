@@ -1,0 +1,95 @@
+"""Aggregates against hand computation on a tiny study (two windows, one device)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from specbench import metrics
+from specbench.budget import select_budget
+from specbench.errors import SpecbenchError
+from specbench.methods.as2d import As2dConfig
+
+
+def rows(spec):
+    """spec: {config: [(window, tokens, decode_s), ...]} -> result rows."""
+    out = []
+    for config, windows in spec.items():
+        method = config.split("[")[0]
+        for window, tokens, decode_s in windows:
+            out.append({"device": "A", "method": method, "config": config, "window_id": window, "dataset": "d",
+                        "split": "dev", "tokens": tokens, "decode_s": decode_s, "rounds": max(tokens // 2, 1),
+                        "proposed": tokens, "accepted": tokens // 2, "multi_token_rounds": 1,
+                        "drafter_forwards": 3, "d_s": decode_s / 2, "v_s": decode_s / 2, "o_s": 0.0, "h_s": 0.0,
+                        "extrapolated": False, "lossless": True, "source": "replay", "ratio_fit": "median"})
+    return pd.DataFrame(out)
+
+
+STUDY = rows({
+    "target": [("w1", 10, 2.0), ("w2", 20, 5.0), ("w3", 0, 0.0)],        # 5 and 4 tokens/s; w3 degenerate
+    "as2d[B=1]": [("w1", 10, 1.0), ("w2", 20, 8.0), ("w3", 0, 0.0)],     # 10 (faster), 2.5 (slower: loss 37.5%)
+    "as2d[B=2]": [("w1", 10, 1.5), ("w2", 20, 4.0), ("w3", 0, 0.0)],     # 6.67, 5 (both faster)
+    "sd[W=5]": [("w1", 10, 4.0), ("w2", 20, 4.0), ("w3", 0, 0.0)],
+    "sd[W=6]": [("w1", 10, 4.0), ("w2", 20, 5.0), ("w3", 0, 0.0)],
+    "sd[W=7]": [("w1", 10, 2.0), ("w2", 20, 10.0), ("w3", 0, 0.0)],
+    "sd[W=8]": [("w1", 10, 1.0), ("w2", 20, 8.0), ("w3", 0, 0.0)],
+})
+
+
+def test_pooled_throughput_and_speedup():
+    pooled = metrics.pooled(STUDY).set_index("config")
+    assert pooled.at["target", "tokens_per_s"] == 30 / 7
+    assert pooled.at["as2d[B=1]", "tokens_per_s"] == 30 / 9
+    assert pooled.at["as2d[B=1]", "speedup"] == pytest.approx((30 / 9) / (30 / 7))
+    assert pooled.at["target", "degenerate"] == 1
+    # SD: mean over W of the pooled throughputs 30/8, 30/9, 30/12, 30/9
+    assert pooled.at[metrics.SD_MEAN, "tokens_per_s"] == pytest.approx((30 / 8 + 30 / 9 + 30 / 12 + 30 / 9) / 4)
+    assert pd.isna(pooled.at[metrics.SD_MEAN, "decode_s"])
+
+
+def test_slower_windows_and_losses():
+    counts = metrics.window_counts(STUDY).set_index("config")
+    b1 = counts.loc["as2d[B=1]"]
+    assert (b1["windows"], b1["faster"], b1["slower"]) == (2, 1, 1)  # the degenerate window is excluded
+    assert b1["median_loss_pct"] == pytest.approx(37.5) and b1["max_loss_pct"] == pytest.approx(37.5)
+    assert counts.loc["as2d[B=2]", "slower"] == 0 and counts.loc["as2d[B=2]", "max_loss_pct"] == 0.0
+    # SD per-window mean over W: w1 (2.5 + 2.5 + 5 + 10) / 4 = 5 = target's 5 -> a tie;
+    # w2 (5 + 4 + 2 + 2.5) / 4 = 3.375 < 4 -> slower by 15.625 %
+    sd = counts.loc[metrics.SD_MEAN]
+    assert (sd["faster"], sd["slower"], sd["ties"]) == (0, 1, 1)
+    assert sd["max_loss_pct"] == pytest.approx(15.625)
+
+
+def test_oracle_gap():
+    oracle = metrics.oracle(STUDY, ["as2d[B=1]", "as2d[B=2]"]).iloc[0]
+    # per window best: w1 1.0 s, w2 4.0 s -> 30 / 5 = 6 tokens/s; deployed (best pooled) B=2: 30 / 5.5
+    assert oracle["oracle_tokens_per_s"] == 6.0
+    assert oracle["deployed"] == "as2d[B=2]"
+    assert oracle["gap_pct"] == pytest.approx(100 * (1 - (30 / 5.5) / 6))
+    fixed = metrics.oracle(STUDY, ["as2d[B=1]", "as2d[B=2]"], deployed={"A": "as2d[B=1]"}).iloc[0]
+    assert fixed["gap_pct"] == pytest.approx(100 * (1 - (30 / 9) / 6))
+
+
+def test_counts_and_decomposition_are_ratios_of_sums():
+    counts = metrics.counts(STUDY).set_index("config")
+    assert counts.at["as2d[B=1]", "tau"] == 30 / (5 + 10 + 1)
+    assert counts.at["as2d[B=1]", "acceptance"] == 15 / 30
+    parts = metrics.decomposition(STUDY).set_index("config")
+    assert parts.at["target", "decode_s"] == 7.0 and parts.at["target", "d_s"] == 3.5
+
+
+def test_budget_selection_prefers_throughput_then_the_smaller_budget():
+    configs = [As2dConfig(budget=1), As2dConfig(budget=2)]
+    choice = select_budget(STUDY[STUDY["method"] == "as2d"], configs)
+    assert choice.config.budget == 2
+    assert choice.margin_pct == pytest.approx(100 * ((30 / 5.5) / (30 / 9) - 1))
+    tie = STUDY.copy()
+    tie.loc[tie["config"] == "as2d[B=1]", "decode_s"] = tie.loc[tie["config"] == "as2d[B=2]", "decode_s"].values
+    assert select_budget(tie[tie["method"] == "as2d"], configs).config.budget == 1
+    with pytest.raises(SpecbenchError, match="development windows only"):
+        select_budget(STUDY.assign(split="test")[STUDY["method"] == "as2d"], configs)
+
+
+def test_speedups_need_target_only_rows():
+    with pytest.raises(SpecbenchError, match="no target-only rows"):
+        metrics.pooled(STUDY[STUDY["method"] != "target"])
