@@ -197,7 +197,7 @@ class Study:
     profiles: list[DeviceProfile]
 
 
-def synthetic_study(n_windows: int = 688, mean_tokens: float = 137.0, n_devices: int = 4, seed: int = 0,
+def synthetic_study(n_windows: int = 688, mean_tokens: float = 142.0, n_devices: int = 4, seed: int = 0,
                     k_max: int = 16, specasr: tuple[SpecAsrConfig, ...] = (SpecAsrConfig(),),
                     dev_fraction: float = 0.25) -> Study:
     rng = np.random.default_rng(seed)
