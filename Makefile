@@ -3,7 +3,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: install demo test bench clean
+# System tools: espeak-ng and sox synthesize the speech the audio tests use.
+SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: install deps demo test bench clean
 
 $(BIN)/specbench: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,10 +16,14 @@ $(BIN)/specbench: pyproject.toml
 
 install: $(BIN)/specbench
 
+deps:
+	@command -v espeak-ng >/dev/null && command -v sox >/dev/null || \
+	  ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q espeak-ng sox)
+
 demo: install
 	$(BIN)/specbench demo
 
-test: install
+test: install deps
 	$(BIN)/python -m pytest
 
 bench: install

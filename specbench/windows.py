@@ -44,6 +44,8 @@ class InputView:
     """Start of the span in the audio file, seconds."""
     duration_s: float | None = None
     """Length of the span, seconds."""
+    conversion: dict | None = None
+    """How the span became 16 kHz mono (source rate/channels, resampler), for audio."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ class Window:
     """max_new_tokens: the output stops at EOS or after this many tokens."""
     dataset: str
     split: Split
+    reference: str | None = None
+    """The reference answer (e.g. the transcript), for WER/CER; never shown to the models."""
 
 
 def text_window_sha256(text: str, instruction: str, template: str, cap: int) -> str:
@@ -76,13 +80,14 @@ def windows_digest(windows: Sequence[Window]) -> str:
 
 
 def make_text_window(window_id: str, text: str, instruction: str, cap: int, dataset: str, split: str,
-                     template: str = "chatml") -> Window:
+                     template: str = "chatml", reference: str | None = None) -> Window:
     return Window(window_id, text_window_sha256(text, instruction, template, cap), InputView("text", text=text),
-                  instruction, template, cap, dataset, Split(split))
+                  instruction, template, cap, dataset, Split(split), reference)
 
 
-_WINDOW_KEYS = frozenset({"window_id", "window_sha256", "input", "instruction", "template", "cap", "dataset", "split"})
-_INPUT_KEYS = frozenset({"kind", "text", "audio_path", "offset_s", "duration_s"})
+_WINDOW_KEYS = frozenset({"window_id", "window_sha256", "input", "instruction", "template", "cap", "dataset", "split",
+                          "reference"})
+_INPUT_KEYS = frozenset({"kind", "text", "audio_path", "offset_s", "duration_s", "conversion"})
 
 
 def window_from_dict(doc: dict, where: Where) -> Window:
@@ -97,7 +102,8 @@ def window_from_dict(doc: dict, where: Where) -> Window:
         duration = need(view_doc, "duration_s", float, view_where, None)
         view = InputView("audio", audio_path=need(view_doc, "audio_path", str, view_where),
                          offset_s=float(need(view_doc, "offset_s", float, view_where, 0.0)),
-                         duration_s=None if duration is None else float(duration))
+                         duration_s=None if duration is None else float(duration),
+                         conversion=need(view_doc, "conversion", dict, view_where, None))
     else:
         raise view_where.at("kind").fail("'text' or 'audio'", kind)
     sha = need(doc, "window_sha256", str, where)
@@ -110,7 +116,8 @@ def window_from_dict(doc: dict, where: Where) -> Window:
     if split not in (s.value for s in Split):
         raise where.at("split").fail("'dev' or 'test'", split)
     window = Window(need(doc, "window_id", str, where), sha, view, need(doc, "instruction", str, where),
-                    need(doc, "template", str, where), cap, need(doc, "dataset", str, where), Split(split))
+                    need(doc, "template", str, where), cap, need(doc, "dataset", str, where), Split(split),
+                    need(doc, "reference", (str, type(None)), where, None))
     if kind == "text":
         expected = text_window_sha256(view.text or "", window.instruction, window.template, cap)
         if expected != sha:
@@ -125,9 +132,14 @@ def window_to_dict(window: Window) -> dict:
         view_doc["text"] = view.text
     else:
         view_doc.update(audio_path=view.audio_path, offset_s=view.offset_s, duration_s=view.duration_s)
-    return {"window_id": window.window_id, "window_sha256": window.window_sha256, "input": view_doc,
-            "instruction": window.instruction, "template": window.template, "cap": window.cap,
-            "dataset": window.dataset, "split": window.split.value}
+        if view.conversion is not None:
+            view_doc["conversion"] = view.conversion
+    doc = {"window_id": window.window_id, "window_sha256": window.window_sha256, "input": view_doc,
+           "instruction": window.instruction, "template": window.template, "cap": window.cap,
+           "dataset": window.dataset, "split": window.split.value}
+    if window.reference is not None:
+        doc["reference"] = window.reference
+    return doc
 
 
 def load_windows(path: Path) -> list[Window]:

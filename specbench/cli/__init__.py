@@ -35,8 +35,9 @@ def main() -> None:
 
 
 def _register() -> None:
-    from . import report, run, select_budget
+    from . import report, run, select_budget, windows
 
+    main.add_command(windows.windows)
     main.add_command(run.run)
     main.add_command(report.report)
     main.add_command(select_budget.select_budget)
