@@ -67,6 +67,8 @@ class SerialOps:
     accepted: int
     multi_token_rounds: int
     lossless: bool = True
+    target_accepted: np.ndarray | None = None
+    """Accepted candidates of each target forward (for per-depth acceptance)."""
 
 
 def target_ops(trace: WindowTrace) -> SerialOps:
@@ -89,7 +91,7 @@ def sd_ops(trace: WindowTrace, cap: int, config: SdConfig) -> SerialOps:
     usable = np.where(stop.any(axis=1), np.argmax(stop, axis=1), k_max).tolist()
     t, valid = 1, 0
     dp, tp = trace.n_prompt_drafter, trace.n_prompt
-    t_width, t_depth, d_width, d_depth = [], [], [], []
+    t_width, t_depth, t_accepted, d_width, d_depth = [], [], [], [], []
     proposed = accepted_total = multi = 0
     while t < n:
         limit = min(config.width - 1, cap - t - 1)
@@ -104,6 +106,7 @@ def sd_ops(trace: WindowTrace, cap: int, config: SdConfig) -> SerialOps:
         committed = min(a + 1, n - t)
         t_width.append(k + 1)
         t_depth.append(tp + t - 1)
+        t_accepted.append(a)
         proposed += k
         accepted_total += a
         multi += committed > 1
@@ -111,7 +114,8 @@ def sd_ops(trace: WindowTrace, cap: int, config: SdConfig) -> SerialOps:
             valid = t + min(a, max(k - 1, 0))
         t += committed
     return SerialOps(np.array(t_width), np.array(t_depth), np.array(d_width, dtype=np.int64),
-                     np.array(d_depth, dtype=np.int64), len(t_width), proposed, accepted_total, multi)
+                     np.array(d_depth, dtype=np.int64), len(t_width), proposed, accepted_total, multi,
+                     target_accepted=np.array(t_accepted, dtype=np.int64))
 
 
 def reference_ops(config: MethodConfig, trace: WindowTrace, cap: int, drafter: str) -> SerialOps:

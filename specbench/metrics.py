@@ -177,3 +177,53 @@ def sensitivity(df: pd.DataFrame) -> pd.DataFrame:
     table["range_pct"] = 100.0 * (table["high"] - table["low"]) / table["median"]
     table.columns.name = None
     return table
+
+
+def macro_average(df: pd.DataFrame) -> pd.DataFrame:
+    """Pooled throughput per dataset, then the unweighted mean over datasets, per device x configuration."""
+    _require_target(df)
+    per_dataset = pd.concat([pooled(group).assign(dataset=name) for name, group in df.groupby("dataset", sort=False)],
+                            ignore_index=True)
+    macro = per_dataset.groupby(KEYS, sort=False).agg(datasets=("dataset", "nunique"),
+                                                      tokens_per_s=("tokens_per_s", "mean"),
+                                                      speedup=("speedup", "mean")).reset_index()
+    return macro
+
+
+def replay_fidelity(df: pd.DataFrame, threshold_pct: float = 10.0) -> pd.DataFrame:
+    """Replay vs native throughput on the windows run both ways, per device x configuration."""
+    live = df[df["tokens"] > 0]
+    keys = ["device", "config", "window_id"]
+    native = live[live["source"] == "native"].set_index(keys)
+    replay = live[(live["source"] == "replay") & (live["ratio_fit"] == "median")].set_index(keys)
+    both = native.index.intersection(replay.index)
+    if not len(both):
+        raise SpecbenchError("no window was both replayed and run natively on the same device and configuration",
+                             hint="report a replay results directory together with a native one")
+    native_tps = native.loc[both, "tokens"] / native.loc[both, "decode_s"]
+    replay_tps = replay.loc[both, "tokens"] / replay.loc[both, "decode_s"]
+    error = (100.0 * (replay_tps - native_tps).abs() / native_tps).rename("abs_error_pct").reset_index()
+    table = error.groupby(["device", "config"], sort=False).agg(
+        windows=("abs_error_pct", "size"), mean_abs_error_pct=("abs_error_pct", "mean"),
+        max_abs_error_pct=("abs_error_pct", "max")).reset_index()
+    table["flagged"] = table["mean_abs_error_pct"] > threshold_pct
+    return table
+
+
+def ablation(df: pd.DataFrame, selected: dict[str, int], default_budget: int = 7) -> pd.DataFrame:
+    """Serial vs decoupled at the default and at the selected budget (the AS2D paper's ablation).
+
+    Serial = SpecASR with k_max = budget; decoupled = AS2D with B = budget. Rows that the
+    results do not contain are left out."""
+    pooled_rows = pooled(df)
+    out = []
+    for device, budget in selected.items():
+        on_device = pooled_rows[pooled_rows["device"] == device]
+        for arm, method, key in (("serial", "specasr", "k_max"), ("decoupled", "as2d", "B")):
+            for which, b in (("default", default_budget), ("selected", budget)):
+                match = on_device[(on_device["method"] == method)
+                                  & on_device["config"].str.contains(rf"[\[,]{key}={b}[,\]]", regex=True)]
+                for _, row in match.iterrows():
+                    out.append({"device": device, "arm": arm, "budget": f"{which} ({b})", "config": row["config"],
+                                "tokens_per_s": row["tokens_per_s"], "speedup": row["speedup"]})
+    return pd.DataFrame(out).drop_duplicates(["device", "config"]) if out else pd.DataFrame(out)

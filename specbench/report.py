@@ -1,7 +1,11 @@
-"""The comparison tables of `specbench report`, built from result rows."""
+"""What `specbench report` computes: comparable inputs, tables, figures and bundles."""
 
 from __future__ import annotations
 
+import hashlib
+import shlex
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -9,63 +13,261 @@ import pandas as pd
 
 from . import metrics
 from .errors import SpecbenchError
+from .methods import parse_method_specs
+from .methods.as2d import As2dConfig
 from .render import Table
-from .results import load_results
+from .results import ROWS, load_results
 
 
-def load_many(directories: Sequence[Path], allow_mixed: bool = False) -> tuple[list[dict], pd.DataFrame]:
-    """Rows of several results directories; unlike windows files are refused."""
+@dataclass
+class Loaded:
+    manifests: list[dict]
+    frame: pd.DataFrame
+    directories: list[Path]
+    notes: list[str] = field(default_factory=list)
+    """Overrides the user asked for (recorded in every output)."""
+
+
+def _identity(manifest: dict) -> dict[str, str]:
+    """The fields two runs must share to be compared, as field -> value."""
+    fields = {"windows.digest": str(manifest.get("windows", {}).get("digest"))}
+    targets = {t["target"]["sha256"] for t in manifest.get("traces", {}).values() if "target" in t}
+    if manifest.get("target"):
+        targets.add(manifest["target"].get("sha256"))
+    if targets:
+        fields["target model sha256"] = ",".join(sorted(str(t) for t in targets))
+    for profile in manifest.get("profiles", []):
+        fields[f"profile of {profile['device']}"] = str(profile.get("sha256"))
+        runner = profile.get("runner") or {}
+        if runner.get("sha256"):
+            fields[f"runner build of {profile['device']}"] = str(runner["sha256"])
+    return fields
+
+
+def load_many(directories: Sequence[Path], allow_mixed: bool = False) -> Loaded:
+    """Rows of several results directories; comparing unlike runs is refused (or recorded)."""
     manifests, frames = [], []
     for directory in directories:
         manifest, frame = load_results(directory)
         manifests.append(manifest)
         frames.append(frame)
-    digests = {m.get("windows", {}).get("digest") for m in manifests}
-    if len(digests) > 1 and not allow_mixed:
-        first, second = sorted(str(d) for d in digests)[:2]
-        raise SpecbenchError(f"results use different windows (field windows.digest: {first} vs {second})",
-                             hint="compare runs over the same windows file, or pass --allow-mixed")
+    notes = []
+    seen: dict[str, tuple[str, Path]] = {}
+    for directory, manifest in zip(directories, manifests):
+        for name, value in _identity(manifest).items():
+            if name not in seen:
+                seen[name] = (value, directory)
+                continue
+            first, where = seen[name]
+            if first != value:
+                message = f"field '{name}' differs: {first} ({where}) vs {value} ({directory})"
+                if not allow_mixed:
+                    raise SpecbenchError(f"refusing to compare unlike runs: {message}",
+                                         hint="compare runs of the same windows, models, runner and profile, "
+                                              "or pass --allow-mixed (recorded in the report)")
+                notes.append(f"--allow-mixed: {message}")
     frame = pd.concat(frames, ignore_index=True)
-    keys = ["device", "config", "window_id", "ratio_fit"]
+    shas = frame.groupby("window_id")["window_sha256"].nunique()
+    if (shas > 1).any() and not allow_mixed:
+        window = shas[shas > 1].index[0]
+        values = sorted(frame.loc[frame["window_id"] == window, "window_sha256"].unique())
+        raise SpecbenchError(f"refusing to compare unlike runs: window '{window}' has window_sha256 {values[0]} "
+                             f"and {values[1]}", hint="the window changed between runs")
+    keys = ["device", "config", "window_id", "ratio_fit", "source"]
     if frame.duplicated(keys).any():
         dup = frame[frame.duplicated(keys)].iloc[0]
         raise SpecbenchError(f"window '{dup['window_id']}' of {dup['config']} on {dup['device']} appears in more "
                              "than one results directory")
-    return manifests, frame
+    return Loaded(manifests, frame, list(directories), notes)
 
 
-def build_tables(frame: pd.DataFrame) -> list[Table]:
-    main = frame[frame["ratio_fit"] == "median"]
+def add_sensitivity(loaded: Loaded, progress=None) -> None:
+    """Replay the AS2D configurations again with the min and max measured ratios (from the manifest's inputs)."""
+    frame = loaded.frame
+    if (frame["ratio_fit"] != "median").any():
+        return
+    from .study import load_inputs
+    from .batch_replay import replay_study
+
+    extra = []
+    for manifest in loaded.manifests:
+        if manifest.get("mode") != "replay":
+            continue
+        configs = [c for c in parse_method_specs(_specs(manifest["methods"])) if isinstance(c, As2dConfig)]
+        if not configs:
+            continue
+        paths = [Path(p["path"]) for p in manifest["profiles"]]
+        missing = [p for p in [Path(manifest["windows"]["path"]), *paths] if not p.exists()]
+        if missing:
+            raise SpecbenchError(f"--sensitivity replays from the run's inputs; {missing[0]} is gone")
+        inputs = load_inputs(Path(manifest["windows"]["path"]), Path(next(iter(manifest["traces"].values()))["path"]).parent,
+                             paths, None)
+        subset = set(frame["window_id"])
+        inputs.windows[:] = [w for w in inputs.windows if w.window_id in subset]
+        for fit in ("min", "max"):
+            extra.append(replay_study(inputs.windows, inputs.traces, inputs.profiles, configs, progress, None, fit))
+    if not extra:
+        raise SpecbenchError("--sensitivity needs AS2D rows from a replay run")
+    loaded.frame = pd.concat([frame, *extra], ignore_index=True)
+
+
+def _specs(labels: list[str]) -> list[str]:
+    """Method labels (as2d[B=7,drafter=x]) back into specs (as2d:B=7,drafter=x)."""
+    specs = []
+    for label in labels:
+        name, _, rest = label.partition("[")
+        specs.append(name + (":" + rest.rstrip("]") if rest else ""))
+    return specs
+
+
+def build_tables(loaded: Loaded, macro: bool = False, selected: dict[str, int] | None = None) -> list[Table]:
+    frame = loaded.frame
+    replayed = frame[(frame["ratio_fit"] == "median") & (frame["source"] == "replay")]
+    native = frame[frame["source"] == "native"]
+    main = replayed if len(replayed) else native
     if main.empty:
         raise SpecbenchError("no result rows to report")
+    suffix = "" if len(replayed) else " (native runs)"
     pooled = metrics.pooled(main)
     tables = [
-        Table("Pooled decode throughput", metrics.ORDER["pooled"],
+        Table("Pooled decode throughput" + suffix, metrics.ORDER["pooled"],
               pooled[["device", "config", "windows", "tokens", "decode_s", "tokens_per_s", "speedup"]],
               {"decode_s": ".3f", "tokens_per_s": ".2f", "speedup": ".3f"}),
-        Table("Windows faster / slower than target-only", metrics.ORDER["windows"],
+        Table("Windows faster / slower than target-only" + suffix, metrics.ORDER["windows"],
               metrics.window_counts(main)[["device", "config", "windows", "faster", "slower", "slower_pct",
                                            "median_loss_pct", "max_loss_pct"]],
               {"slower_pct": ".1f", "median_loss_pct": ".1f", "max_loss_pct": ".1f"}),
-        Table("Acceptance and forwards", metrics.ORDER["counts"],
+        Table("Acceptance and forwards" + suffix, metrics.ORDER["counts"],
               metrics.counts(main)[["device", "config", "tau", "acceptance", "coverage", "multi_token_fraction",
                                     "target_forwards", "drafter_forwards"]],
               {"tau": ".3f", "acceptance": ".3f", "coverage": ".3f", "multi_token_fraction": ".3f"}),
-        Table("Time decomposition T = D + V - O + H (seconds)", metrics.ORDER["decomposition"],
+        Table("Time decomposition T = D + V - O + H (seconds)" + suffix, metrics.ORDER["decomposition"],
               metrics.decomposition(main)[["device", "config", "decode_s", "d_s", "v_s", "o_s", "h_s",
                                            "exposed_drafter_s"]],
               {c: ".3f" for c in ("decode_s", "d_s", "v_s", "o_s", "h_s", "exposed_drafter_s")}),
     ]
+    if macro:
+        tables.append(Table("Macro-average over datasets", "pooled throughput per dataset x device x "
+                            "configuration, then the unweighted mean over datasets",
+                            metrics.macro_average(main), {"tokens_per_s": ".2f", "speedup": ".3f"}))
     as2d = sorted(main.loc[main["method"] == "as2d", "config"].unique())
     if len(as2d) > 1:
-        tables.append(Table("Oracle over the AS2D catalog (deployed = best pooled)", metrics.ORDER["oracle"],
-                            metrics.oracle(main, as2d),
+        deployed = _deployed(as2d, selected)
+        tables.append(Table("Oracle over the AS2D catalog" + (" (deployed = selected budget)" if deployed else
+                                                              " (deployed = best pooled)"),
+                            metrics.ORDER["oracle"], metrics.oracle(main, as2d, deployed),
                             {"deployed_tokens_per_s": ".2f", "oracle_tokens_per_s": ".2f", "oracle_pct": ".2f",
                              "gap_pct": ".2f"}))
-    if frame["ratio_fit"].nunique() > 1:
-        table = metrics.sensitivity(frame)
+    if selected:
+        table = metrics.ablation(main, selected)
+        if len(table):
+            tables.append(Table("Ablation: decoupling and budget configuration", "pooled throughput per device x "
+                                "arm; serial = specasr with k_max = budget, decoupled = as2d with B = budget",
+                                table, {"tokens_per_s": ".2f", "speedup": ".3f"}))
+    if loaded.notes:
+        tables.insert(0, Table("Overrides", "recorded as given on the command line",
+                               pd.DataFrame({"note": loaded.notes})))
+    if (frame["ratio_fit"] != "median").any():
         tables.append(Table("Sensitivity to extrapolated co-scheduling ratios (tokens/s)",
                             "pooled throughput replayed with the median, minimum and maximum measured ratio "
-                            "filling unmeasured widths", table,
+                            "filling unmeasured widths", metrics.sensitivity(frame),
                             {c: ".2f" for c in ("median", "min", "max", "low", "high", "range_pct")}))
+    if len(native) and len(replayed):
+        tables.append(Table("Replay fidelity (replay vs native throughput)", "per window |replay - native| / "
+                            "native, then mean and max per device x configuration; flagged above 10%",
+                            metrics.replay_fidelity(frame), {"mean_abs_error_pct": ".2f", "max_abs_error_pct": ".2f"}))
     return tables
+
+
+def _deployed(as2d: list[str], selected: dict[str, int] | None) -> dict[str, str] | None:
+    if not selected:
+        return None
+    out = {}
+    for device, budget in selected.items():
+        match = [c for c in as2d if c.startswith(f"as2d[B={budget},") or c == f"as2d[B={budget}]"]
+        if match:
+            out[device] = match[0]
+    return out or None
+
+
+def bundle(directory: Path, loaded: Loaded, tables: list[Table], figures: dict[str, list[Path]], markdown: str,
+           argv: Sequence[str] | None = None) -> Path:
+    """A self-contained Markdown report: tables, figures, input manifest, commands to reproduce."""
+    directory.mkdir(parents=True, exist_ok=True)
+    lines = ["# specbench report", ""]
+    lines += [f"> {note}" for note in loaded.notes] + ([""] if loaded.notes else [])
+    lines += [markdown, "## Figures", ""]
+    for name, paths in figures.items():
+        png = next(p for p in paths if p.suffix == ".png")
+        lines.append(f"![{name}]({png.relative_to(directory)})")
+    lines += ["", "## Inputs", "", "| results | rows sha256 | mode | windows digest | methods |", "|---|---|---|---|---|"]
+    for path, manifest in zip(loaded.directories, loaded.manifests):
+        rows_sha = hashlib.sha256((path / ROWS).read_bytes()).hexdigest()
+        lines.append(f"| {path} | {rows_sha[:16]} | {manifest.get('mode')} | "
+                     f"{str(manifest.get('windows', {}).get('digest'))[:16]} | {len(manifest.get('methods', []))} |")
+    lines += ["", "## Reproduce", "", "```sh"]
+    lines += [m["command"] for m in loaded.manifests if m.get("command")]
+    lines += [shlex.join(argv if argv is not None else ["specbench", *sys.argv[1:]]), "```", ""]
+    report_path = directory / "report.md"
+    report_path.write_text("\n".join(lines), encoding="utf-8")
+    return report_path
+
+
+def make_figures(loaded: Loaded, directory: Path, horizon: bool = False) -> dict[str, list[Path]]:
+    """PNG + SVG figures of a report into `directory`; returns name -> paths."""
+    from . import plots
+    from .profiles import load_profile
+
+    frame = loaded.frame
+    main = frame[(frame["ratio_fit"] == "median")]
+    main = main[main["source"] == ("replay" if (main["source"] == "replay").any() else "native")]
+    figures: dict[str, list[Path]] = {}
+    per_window = metrics.per_window(main)
+    for device in main["device"].unique():
+        configs = _cdf_configs(per_window[per_window["device"] == device])
+        fig, _ = plots.throughput_cdf(per_window, device, configs)
+        figures[f"cdf-{device}"] = plots.save(fig, directory / f"cdf-{device}")
+        fig, _ = plots.decomposition_bars(metrics.decomposition(main), device)
+        figures[f"dvoh-{device}"] = plots.save(fig, directory / f"dvoh-{device}")
+    profiles = _profiles(loaded)
+    if profiles:
+        fig, _ = plots.width_cost([load_profile(p) for p in profiles])
+        figures["width-cost"] = plots.save(fig, directory / "width-cost")
+    if horizon:
+        summary, depths = horizon_tables(loaded)
+        fig, _ = plots.horizon(summary, depths)
+        figures["horizon"] = plots.save(fig, directory / "horizon")
+    return figures
+
+
+def _cdf_configs(per_window: pd.DataFrame) -> list[str]:
+    """One curve per method: target, the SD mean over W, specasr, and the best pooled AS2D."""
+    configs = [c for c in per_window["config"].unique()
+               if c == "target" or c.startswith(metrics.SD_MEAN[:-1]) or c.startswith("specasr")]
+    as2d = per_window[per_window["method"] == "as2d"]
+    if len(as2d):
+        configs.append(as2d.groupby("config")["tokens_per_s"].median().idxmax())
+    return configs
+
+
+def _profiles(loaded: Loaded) -> list[Path]:
+    paths = {}
+    for manifest in loaded.manifests:
+        for profile in manifest.get("profiles", []):
+            if Path(profile["path"]).exists():
+                paths[profile["device"]] = Path(profile["path"])
+    return list(paths.values())
+
+
+def horizon_tables(loaded: Loaded) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The horizon sweep of every traced drafter on the first device, from the first replay run's inputs."""
+    from .horizon import horizon_sweep
+    from .study import load_inputs
+
+    manifest = next((m for m in loaded.manifests if m.get("mode") == "replay"), None)
+    if manifest is None:
+        raise SpecbenchError("--horizon needs a replay run (it replays SD at K = 3..12 from the run's traces)")
+    traces_dir = Path(next(iter(manifest["traces"].values()))["path"]).parent
+    inputs = load_inputs(Path(manifest["windows"]["path"]), traces_dir, [Path(manifest["profiles"][0]["path"])], None)
+    parts = [horizon_sweep(inputs.windows, inputs.traces, inputs.profiles[0], name) for name in sorted(inputs.traces)]
+    return pd.concat([p[0] for p in parts], ignore_index=True), pd.concat([p[1] for p in parts], ignore_index=True)

@@ -7,6 +7,7 @@ half-written results directory behind.
 from __future__ import annotations
 
 import hashlib
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,7 +115,7 @@ def manifest_for(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths:
                  sensitivity: bool) -> dict:
     return {
         "specbench_version": __version__,
-        "command": " ".join(sys.argv),
+        "command": shlex.join(["specbench", *sys.argv[1:]]),
         "mode": "replay",
         "windows": {"path": str(inputs.windows_path), "digest": windows_digest(inputs.windows),
                     "count": len(inputs.windows)},

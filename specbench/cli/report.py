@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
-from ..render import FORMATS, print_rich, render
-from ..report import build_tables, load_many
-from .common import check_output_path, existing_dir, stderr
+from ..budget import load_budget
+from ..render import FORMATS, Table, print_rich, render, to_markdown
+from ..report import add_sensitivity, build_tables, bundle, horizon_tables, load_many, make_figures
+from .common import check_output_path, existing_dir, existing_file, stderr
 
 
 @click.command()
@@ -17,17 +18,55 @@ from .common import check_output_path, existing_dir, stderr
               help="table: rich tables on the terminal; md, csv or json for files.")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to this file instead of stdout.")
-@click.option("--allow-mixed", is_flag=True, help="Compare results over different windows files (recorded in output).")
-def report(results: tuple[Path, ...], fmt: str, output: Path | None, allow_mixed: bool) -> None:
+@click.option("--allow-mixed", is_flag=True,
+              help="Compare runs whose windows, models, runner or profile differ (recorded in the output).")
+@click.option("--macro", is_flag=True, help="Add the macro-average over datasets.")
+@click.option("--sensitivity", is_flag=True,
+              help="Replay AS2D with the min and max measured co-scheduling ratios where ratios were extrapolated.")
+@click.option("--budget", "budgets", type=existing_file, multiple=True,
+              help="Budget YAML (select-budget) per device: oracle gap of the deployed budget and the ablation.")
+@click.option("--horizon", is_flag=True, help="Add the horizon sweep (SD at K = 3..12) from the run's traces.")
+@click.option("--plots", "plots_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write the figures (PNG and SVG) here.")
+@click.option("--bundle", "bundle_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write a self-contained Markdown report with figures, inputs and commands here.")
+def report(results: tuple[Path, ...], fmt: str, output: Path | None, allow_mixed: bool, macro: bool,
+           sensitivity: bool, budgets: tuple[Path, ...], horizon: bool, plots_dir: Path | None,
+           bundle_dir: Path | None) -> None:
     """Compare methods: pooled throughput and speedup, slower windows, acceptance, D/V/O/H, oracle gap.
+
+    Runs over different windows, target models, runner builds or device profiles are
+    refused, naming the field and both values (--allow-mixed overrides, and says so in
+    the output). Every table states its aggregation order.
 
     Example:
 
-        specbench report results/pixel8 results/redmi --format md --output report.md
+        specbench report results/pixel8 results/redmi --format md --output report.md --plots figures/
     """
     check_output_path(output)
-    _, frame = load_many(results, allow_mixed)
-    tables = build_tables(frame)
+    loaded = load_many(results, allow_mixed)
+    if sensitivity:
+        add_sensitivity(loaded)
+    selected = {device: config.budget for device, config in map(load_budget, budgets)}
+    tables = build_tables(loaded, macro, selected or None)
+    if horizon:
+        summary, depths = horizon_tables(loaded)
+        tables += [Table("Horizon sweep (SD drafting K tokens)", "per drafter x K: tau = sum(tokens) / "
+                         "sum(target forwards); speedup = pooled throughput / target-only's", summary,
+                         {"tau": ".3f", "tokens_per_s": ".2f", "speedup": ".3f"}),
+                   Table("Per-depth acceptance P(accept at d | reached d)", "counts over all rounds of all "
+                         "windows", depths, {"acceptance": ".3f"})]
+    if loaded.notes:
+        stderr.print("\n".join(loaded.notes))
+    if bundle_dir is not None:
+        figures = make_figures(loaded, bundle_dir / "figures", horizon)
+        path = bundle(bundle_dir, loaded, tables, figures, to_markdown(tables))
+        for name, table in (("tables.csv", "csv"), ("tables.json", "json")):
+            (bundle_dir / name).write_text(render(tables, table), encoding="utf-8")
+        stderr.print(f"report bundle written to {path}")
+    elif plots_dir is not None:
+        figures = make_figures(loaded, plots_dir, horizon)
+        stderr.print(f"{len(figures)} figures (PNG + SVG) written to {plots_dir}")
     if fmt == "table" and output is None:
         from rich.console import Console
 

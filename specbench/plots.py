@@ -1,0 +1,137 @@
+"""Plots for reports, readable in black and white (line styles, markers and hatches).
+
+Each function takes the numbers (DataFrames) and returns the figure together with the
+data series it drew, so tests check the series rather than pixels. `save` writes PNG and
+SVG side by side.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+STYLES = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (5, 1)), "v"), ((0, (1, 1)), "x"),
+          ((0, (3, 1, 1, 1)), "P"), ((0, (5, 3)), "*")]
+HATCHES = ["", "///", "...", "xx", "\\\\", "++"]
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; no display needed
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _style(i: int) -> dict:
+    line, marker = STYLES[i % len(STYLES)]
+    return {"linestyle": line, "marker": marker, "color": "black", "markevery": 0.1, "markersize": 4,
+            "linewidth": 1.2}
+
+
+def throughput_cdf(per_window: pd.DataFrame, device: str, configs: Sequence[str]):
+    """Per-window throughput CDF on one device, one curve per configuration (AS2D Figure 5 style)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    series = {}
+    rows = per_window[per_window["device"] == device]
+    for i, config in enumerate(configs):
+        values = np.sort(rows.loc[rows["config"] == config, "tokens_per_s"].to_numpy())
+        if not len(values):
+            continue
+        fraction = np.arange(1, len(values) + 1) / len(values)
+        ax.step(values, fraction, where="post", label=config, **_style(i))
+        series[config] = (values, fraction)
+    ax.set_xlabel("decode throughput per window (tokens/s)")
+    ax.set_ylabel("fraction of windows")
+    ax.set_title(f"Per-window throughput CDF — {device}")
+    ax.grid(True, color="0.85")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig, series
+
+
+def decomposition_bars(parts: pd.DataFrame, device: str):
+    """Stacked V | exposed drafter (D - O) | H bars per configuration: their sum is T."""
+    plt = _pyplot()
+    rows = parts[parts["device"] == device].reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(rows) + 2), 4))
+    x = np.arange(len(rows))
+    layers = [("V (verification)", rows["v_s"].to_numpy()),
+              ("D - O (exposed drafter)", (rows["d_s"] - rows["o_s"]).to_numpy()),
+              ("H (residual)", rows["h_s"].to_numpy())]
+    bottom = np.zeros(len(rows))
+    series = {}
+    for i, (label, values) in enumerate(layers):
+        ax.bar(x, values, bottom=bottom, label=label, color=["0.35", "white", "0.8"][i], edgecolor="black",
+               hatch=HATCHES[i])
+        series[label] = values
+        bottom = bottom + values
+    ax.plot(x, rows["decode_s"], linestyle="none", marker="_", color="black", markersize=14, label="T")
+    ax.set_xticks(x, rows["config"], rotation=60, ha="right", fontsize=7)
+    ax.set_ylim(0, 1.08 * max(float(bottom.max(initial=0.0)), float(rows["decode_s"].max()) if len(rows) else 0.0, 1e-9))
+    ax.set_ylabel("seconds (sum over windows)")
+    ax.set_title(f"T = D + V - O + H — {device}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    series["T"] = rows["decode_s"].to_numpy()
+    return fig, series
+
+
+def width_cost(profiles: Sequence, depth_index: int = 0):
+    """Target cost per position CT(w) / w against width w, one curve per device."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    series = {}
+    for i, profile in enumerate(profiles):
+        table = profile.target_costs
+        widths = np.array(table.widths())
+        per_position = np.array([table.seconds[w][depth_index] for w in widths]) / widths * 1e3
+        ax.plot(widths, per_position, label=profile.name, **{**_style(i), "markevery": 1})
+        series[profile.name] = (widths, per_position)
+    depth = int(profiles[0].target_costs.depths[depth_index]) if profiles else 0
+    ax.set_xlabel("verification width w (tokens)")
+    ax.set_ylabel("target cost per position (ms)")
+    ax.set_title(f"Width sweep: CT(w)/w at KV depth {depth}")
+    ax.grid(True, color="0.85")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig, series
+
+
+def horizon(summary: pd.DataFrame, depths: pd.DataFrame):
+    """tau and speedup against K, and per-depth acceptance at the largest K, per drafter."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    series = {}
+    for i, (drafter, rows) in enumerate(summary.groupby("drafter", sort=False)):
+        axes[0].plot(rows["K"], rows["tau"], label=drafter, **{**_style(i), "markevery": 1})
+        axes[2].plot(rows["K"], rows["speedup"], label=drafter, **{**_style(i), "markevery": 1})
+        deepest = depths[(depths["drafter"] == drafter) & (depths["K"] == depths["K"].max())]
+        axes[1].plot(deepest["depth"], deepest["acceptance"], label=drafter, **{**_style(i), "markevery": 1})
+        series[drafter] = {"K": rows["K"].to_numpy(), "tau": rows["tau"].to_numpy(),
+                           "speedup": rows["speedup"].to_numpy(), "depth": deepest["depth"].to_numpy(),
+                           "acceptance": deepest["acceptance"].to_numpy()}
+    axes[0].set(xlabel="horizon K", ylabel="tau (tokens / target forward)", title="tau")
+    axes[1].set(xlabel="depth d", ylabel="P(accept at d | reached d)", title=f"per-depth acceptance, K={depths['K'].max()}")
+    axes[2].set(xlabel="horizon K", ylabel="speedup over target-only", title="speedup")
+    for ax in axes:
+        ax.grid(True, color="0.85")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig, series
+
+
+def save(fig, stem: Path) -> list[Path]:
+    """Write `stem`.png and `stem`.svg; returns the paths."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
+    for path in paths:
+        fig.savefig(path, dpi=150)
+    _pyplot().close(fig)
+    return paths
