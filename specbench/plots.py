@@ -51,7 +51,7 @@ def throughput_cdf(per_window: pd.DataFrame, device: str, configs: Sequence[str]
     ax.set_title(f"Per-window throughput CDF — {device}")
     ax.grid(True, color="0.85")
     ax.legend(fontsize=7)
-    fig.tight_layout()
+    fig.set_layout_engine("tight")
     return fig, series
 
 
@@ -77,7 +77,7 @@ def decomposition_bars(parts: pd.DataFrame, device: str):
     ax.set_ylabel("seconds (sum over windows)")
     ax.set_title(f"T = D + V - O + H — {device}")
     ax.legend(fontsize=7)
-    fig.tight_layout()
+    fig.set_layout_engine("tight")
     series["T"] = rows["decode_s"].to_numpy()
     return fig, series
 
@@ -99,7 +99,7 @@ def width_cost(profiles: Sequence, depth_index: int = 0):
     ax.set_title(f"Width sweep: CT(w)/w at KV depth {depth}")
     ax.grid(True, color="0.85")
     ax.legend(fontsize=7)
-    fig.tight_layout()
+    fig.set_layout_engine("tight")
     return fig, series
 
 
@@ -122,7 +122,7 @@ def horizon(summary: pd.DataFrame, depths: pd.DataFrame):
     for ax in axes:
         ax.grid(True, color="0.85")
         ax.legend(fontsize=7)
-    fig.tight_layout()
+    fig.set_layout_engine("tight")
     return fig, series
 
 

@@ -89,8 +89,15 @@ class WindowResult:
 
 
 ROW_FIELDS = tuple(f.name for f in fields(WindowResult))
-_COLUMN_KINDS = {f.name: {"int": int, "float": (int, float), "str": str, "bool": bool}[f.type]
-                 for f in fields(WindowResult)}
+_INFERRED = {"int": {"integer"}, "float": {"integer", "floating", "mixed-integer-float"}, "str": {"string"},
+             "bool": {"boolean"}}
+_COLUMN_KINDS = {f.name: _INFERRED[f.type] for f in fields(WindowResult)}
+_PYTHON_KINDS = {"int": int, "float": (int, float), "str": str, "bool": bool}
+
+
+def _is(value: object, column: str) -> bool:
+    kind = _PYTHON_KINDS[next(f.type for f in fields(WindowResult) if f.name == column)]
+    return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
 
 
 def row_from_dict(doc: dict, where: Where) -> WindowResult:
@@ -190,9 +197,9 @@ class ResultsDir:
         for f in fields(WindowResult):
             if f.default is not MISSING:
                 frame[f.name] = frame[f.name].fillna(f.default)
-        for name, kind in _COLUMN_KINDS.items():
-            bad = ~frame[name].map(lambda v, k=kind: isinstance(v, k) and not (isinstance(v, bool) and k is not bool))
-            if bad.any():
+        for name, kinds in _COLUMN_KINDS.items():
+            if pd.api.types.infer_dtype(frame[name], skipna=False) not in kinds:
+                bad = ~frame[name].map(lambda v, k=name: _is(v, k))  # the slow path only finds the line
                 line = int(np.argmax(bad.to_numpy()))
                 row_from_dict(docs[line], Where(self.rows_path, f"row {line + 1}"))
         return frame

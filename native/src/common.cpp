@@ -40,11 +40,39 @@ int size_context(const std::vector<Window> & windows, int extra, bool drafter) {
     return (int) ((need + 255) / 256 * 256);
 }
 
+int max_cap(const std::vector<Window> & windows) {
+    int cap = 0;
+    for (const Window & w : windows) cap = std::max(cap, w.cap);
+    return cap;
+}
+
 json op_json(const Op & op) {
     json j = {{"model", op.model}, {"width", op.width}, {"depth", op.depth}};
     if (op.accepted >= 0) j["accepted"] = op.accepted;
     j["us"] = op.us;
+    if (op.extra.is_object()) j.update(op.extra);
     return j;
+}
+
+int verify_round(Model & target, std::vector<llama_token> & y, const std::vector<llama_token> & c, const Window & w,
+                 std::vector<Op> & ops, json extra) {
+    std::vector<llama_token> batch = {y.back()};
+    batch.insert(batch.end(), c.begin(), c.end());
+    const int depth = target.kv_len();
+    const int64_t us = target.forward(batch, true);
+    int a = 0;
+    bool ended = false;
+    while (a < (int) c.size() && c[a] == target.argmax(a)) {
+        y.push_back(c[a++]);
+        if (target.is_eog(y.back())) {
+            ended = true;
+            break;
+        }
+    }
+    if (!ended && (int) y.size() < w.cap) y.push_back(target.argmax(a));
+    ops.push_back(Op{"target", (int) batch.size(), depth, a, us, std::move(extra)});
+    target.rollback((int) w.prompt.size() + (int) y.size() - 1);
+    return a;
 }
 
 std::unique_ptr<Model> load_model(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs) {

@@ -3,17 +3,26 @@
 // lacks, drafts k = W-1 tokens one forward each, the target verifies [root, c0..] in one
 // forward with logits for every row, and both KV caches roll back to the committed prefix.
 #include "modes.h"
+#include "vocabmap.h"
 
 #include <algorithm>
 
 namespace {
 
 struct Method {
-    std::string name;   // "target" | "sd"
-    int width = 1;      // sd: physical verification width W = k + 1
-    double p_min = 0.0; // sd: stop drafting below this top-1 probability
+    std::string name;    // "target" | "sd" | "specasr" | "as2d"
+    int width = 1;       // physical verification width: sd W; specasr k_max + 1; as2d budget + 1
+    double p_min = 0.0;  // sd: stop drafting below this top-1 probability
+    int k_max = 0;       // specasr: longest draft
+    double tau = 0.0;    // specasr: confidence threshold (drafting and keeping recycled tokens)
+    As2dParams as2d;     // as2d
     json to_json() const {
         if (name == "target") return json{{"name", name}};
+        if (name == "specasr") return json{{"name", name}, {"k_max", k_max}, {"tau", tau}};
+        if (name == "as2d") {
+            return json{{"name", name},           {"budget", as2d.budget}, {"batch", as2d.batch},
+                        {"conf_stop", as2d.conf_stop}, {"align", as2d.align}, {"horizon", as2d.horizon}};
+        }
         return json{{"name", name}, {"width", width}, {"p_min", p_min}};
     }
 };
@@ -25,20 +34,21 @@ Method parse_method(JobObject mo) {
         m.width = mo.need<int>("width");
         m.p_min = mo.get<double>("p_min", 0.0);
         if (m.width < 2) throw JobError(mo.path() + ".width must be >= 2 (one root + at least one draft)");
+    } else if (m.name == "specasr") {
+        m.k_max = mo.get<int>("k_max", 8);
+        m.tau = mo.get<double>("tau", 0.5);
+        if (m.k_max < 1) throw JobError(mo.path() + ".k_max must be >= 1");
+        m.width = m.k_max + 1;
+    } else if (m.name == "as2d") {
+        m.as2d = parse_as2d(mo);
+        m.width = m.as2d.budget + 1;
     } else if (m.name != "target") {
-        throw JobError("unknown method '" + m.name + "'", "available: sd, target");
+        throw JobError("unknown method '" + m.name + "'", "available: as2d, sd, specasr, target");
     }
     mo.done();
     return m;
 }
 
-struct DecodeRun {
-    std::vector<llama_token> tokens;
-    std::string stop_reason;
-    int64_t prefill_us = 0;  // all initial prefills, before the decode clock starts
-    int64_t decode_us = 0;
-    std::vector<Op> ops;
-};
 
 // State of one serial SD window. Positions: the target's KV holds prompt + y[:t-1] (the
 // root y[t-1] is fed by the next verification); the drafter's holds its prompt + y[:have].
@@ -131,6 +141,188 @@ class SpecDecoder {
     int fed_ = 0;   // drafts of this round fed to the drafter
 };
 
+// SpecASR-style serial decoding (METHODS 3.3), exactly specbench/methods/specasr.py:
+// adaptive length (draft while the top-1 probability >= tau, at most k_max and cap - t - 1),
+// and recycling: after a rejection at draft position a the tail c[a+1:] is kept; next round
+// the drafter ingests [committed it lacks] + [correction] + tail in one forward with logits
+// for the tail's rows, keeps the leading tail tokens whose top-1 agrees with confidence >=
+// tau, and continues drafting after them (the ingest's prediction there is the first new
+// draft). The drafter's KV bookkeeping (`valid_`) is the reference's; a single-token
+// forward whose only outcome was a confidence below tau is logged with "probe": true (the
+// reference does not count it).
+class SpecAsrDecoder {
+  public:
+    SpecAsrDecoder(Model & target, Model & drafter, const Window & w, const Method & m)
+        : target_(target), drafter_(drafter), w_(w), m_(m), npd_((int) w.drafter_prompt.size()) {}
+
+    DecodeRun run() {
+        DecodeRun r;
+        target_.clear();
+        drafter_.clear();
+        r.prefill_us = target_.forward(w_.prompt, false) + drafter_.forward(w_.drafter_prompt, false);
+        const int64_t start = now_us();
+        y_.push_back(target_.argmax(-1));
+        while (!target_.is_eog(y_.back()) && (int) y_.size() < w_.cap) {
+            round(r.ops);
+        }
+        r.decode_us = now_us() - start;
+        r.stop_reason = target_.is_eog(y_.back()) ? "eos" : "cap";
+        r.tokens = y_;
+        return r;
+    }
+
+  private:
+    void round(std::vector<Op> & ops) {
+        const int t = (int) y_.size();
+        const int limit = std::min(m_.k_max, w_.cap - t - 1);
+        std::vector<llama_token> c;
+        int in_kv = 0;  // candidates the reference counts in the drafter's KV after drafting
+        if (limit > 0 && !tail_.empty()) {
+            drafter_.rollback(npd_ + valid_);
+            std::vector<llama_token> ingest(y_.begin() + valid_, y_.end());
+            ingest.insert(ingest.end(), tail_.begin(), tail_.end());
+            const int L = (int) tail_.size();
+            const int depth = drafter_.kv_len();
+            ops.push_back(Op{"drafter", (int) ingest.size(), depth, -1, drafter_.forward_last(ingest, L + 1)});
+            const int base = (int) ingest.size() - L - 1;
+            std::vector<Top1> top;
+            for (int i = 0; i <= L; i++) top.push_back(drafter_.top1(base + i));
+            int kept = 0;
+            while (kept < L && kept < limit && top[kept].token == tail_[kept] && top[kept].prob >= m_.tau) kept++;
+            c.assign(tail_.begin(), tail_.begin() + kept);
+            drafter_.rollback(npd_ + t + kept);
+            const int n_new = draft_more(top[kept], limit - kept, c, ops);
+            in_kv = n_new ? kept + n_new - 1 : kept;
+        } else if (limit > 0) {
+            drafter_.rollback(npd_ + valid_);
+            std::vector<llama_token> lacking(y_.begin() + valid_, y_.end());
+            const int depth = drafter_.kv_len();
+            ops.push_back(Op{"drafter", (int) lacking.size(), depth, -1, drafter_.forward(lacking, false)});
+            const int k = draft_more(drafter_.top1(-1), limit, c, ops);
+            in_kv = std::max(k - 1, 0);
+        }
+        const int a = verify_round(target_, y_, c, w_, ops);
+        if (limit > 0) valid_ = t + std::min(a, in_kv);
+        tail_.clear();
+        if (a < (int) c.size()) tail_.assign(c.begin() + a + 1, c.end());
+    }
+
+    // Greedy drafts from `next` while its confidence >= tau, at most `room`; one forward per
+    // draft except the last (after an end-of-generation draft or at `room`).
+    int draft_more(Top1 next, int room, std::vector<llama_token> & c, std::vector<Op> & ops) {
+        int n = 0;
+        while (n < room && next.prob >= m_.tau) {
+            c.push_back(next.token);
+            n++;
+            if (drafter_.is_eog(next.token) || n == room) break;
+            const int depth = drafter_.kv_len();
+            const int64_t us = drafter_.forward(&next.token, 1, false);
+            next = drafter_.top1(-1);
+            Op op{"drafter", 1, depth, -1, us};
+            if (next.prob < m_.tau) op.extra = json{{"probe", true}};
+            ops.push_back(op);
+        }
+        return n;
+    }
+
+    Model & target_;
+    Model & drafter_;
+    const Window & w_;
+    const Method & m_;
+    const int npd_;
+    std::vector<llama_token> y_;
+    std::vector<llama_token> tail_;  // unverified drafts after the last rejection
+    int valid_ = 0;                  // committed tokens (after the prompt) valid in the drafter's KV
+};
+
+// Serial SD with a drafter of another vocabulary (METHODS 3.2 + the text mapping), with
+// the reference's limits (k <= min(W-1, cap-t-1), no drafting when that is 0). Each round
+// the drafter's context is its prompt + the committed text retokenized with its tokenizer;
+// its KV keeps the longest common prefix with that and ingests the rest in one forward.
+// It then drafts greedily, mapping its tokens to target tokens with a fresh StreamMapper,
+// until the candidates are decided: `limit` mapped tokens, a mapped token below p_min
+// (conf = the lowest of the drafter tokens it covers), the drafter's end, or
+// max(96, 4 (W-1) + 16) drafter tokens (then flushed). The trace's cross-vocabulary draft
+// rows use the same rule, so replay sees the same candidates.
+class CrossSpecDecoder {
+  public:
+    CrossSpecDecoder(Model & target, Model & drafter, const Window & w, const Method & m)
+        : target_(target), drafter_(drafter), w_(w), m_(m) {}
+
+    DecodeRun run() {
+        DecodeRun r;
+        target_.clear();
+        drafter_.clear();
+        r.prefill_us = target_.forward(w_.prompt, false) + drafter_.forward(w_.drafter_prompt, false);
+        kv_ = w_.drafter_prompt;
+        const int64_t start = now_us();
+        y_.push_back(target_.argmax(-1));
+        while (!target_.is_eog(y_.back()) && (int) y_.size() < w_.cap) {
+            const int t = (int) y_.size();
+            const int limit = std::min(m_.width - 1, w_.cap - t - 1);
+            std::vector<llama_token> c;
+            if (limit > 0) c = draft(t, limit, r.ops);
+            verify_round(target_, y_, c, w_, r.ops);
+        }
+        r.decode_us = now_us() - start;
+        r.stop_reason = target_.is_eog(y_.back()) ? "eos" : "cap";
+        r.tokens = y_;
+        r.extra["cross_vocab"] = true;
+        return r;
+    }
+
+  private:
+    Top1 next_draft() const {
+        return m_.p_min > 0.0 ? drafter_.top1(-1) : Top1{drafter_.argmax(-1), 1.0, 0.0f};
+    }
+
+    static int usable(const StreamMapper & map, int limit, double p_min) {
+        int n = 0;
+        while (n < (int) map.tokens.size() && n < limit && map.conf[n] >= p_min) n++;
+        return n;
+    }
+
+    std::vector<llama_token> draft(int t, int limit, std::vector<Op> & ops) {
+        std::vector<llama_token> full = w_.drafter_prompt;
+        const std::vector<llama_token> ctx = target_to_drafter(target_, drafter_, y_, t);
+        full.insert(full.end(), ctx.begin(), ctx.end());
+        size_t m = 0;
+        while (m < kv_.size() && m < full.size() && kv_[m] == full[m]) m++;
+        if (m == full.size()) m--;  // the last position's logits are needed again
+        drafter_.rollback((int) m);
+        std::vector<llama_token> ingest(full.begin() + m, full.end());
+        const int depth = drafter_.kv_len();
+        ops.push_back(Op{"drafter", (int) ingest.size(), depth, -1, drafter_.forward(ingest, false)});
+        kv_ = full;
+
+        StreamMapper map(target_, drafter_);
+        const int max_steps = std::max(96, 4 * (m_.width - 1) + 16);
+        Top1 next = next_draft();
+        for (int step = 0;; step++) {
+            map.push(next.token, next.prob, step);
+            const int n = usable(map, limit, m_.p_min);
+            if (n == limit || n < (int) map.tokens.size() || map.ended()) break;
+            if (step + 1 >= max_steps) {
+                map.finish(step);
+                break;
+            }
+            const int d = drafter_.kv_len();
+            ops.push_back(Op{"drafter", 1, d, -1, drafter_.forward(&next.token, 1, false)});
+            kv_.push_back(next.token);
+            next = next_draft();
+        }
+        const int k = usable(map, limit, m_.p_min);
+        return std::vector<llama_token>(map.tokens.begin(), map.tokens.begin() + k);
+    }
+
+    Model & target_;
+    Model & drafter_;
+    const Window & w_;
+    const Method & m_;
+    std::vector<llama_token> y_;
+    std::vector<llama_token> kv_;  // the drafter's KV content (its prompt first)
+};
+
 DecodeRun target_only(Model & target, const Window & w) {
     GreedyRun g = greedy_target(target, w, false);
     return DecodeRun{g.y, g.stop_reason, g.prefill_us, g.decode_us, g.ops};
@@ -168,6 +360,7 @@ void report(const Window & w, const Method & m, const DecodeRun & r) {
                 {"prefill_s", r.prefill_us * 1e-6},
                 {"decode_s", r.decode_us * 1e-6},
                 {"ops", ops}});
+    rec.update(r.extra);
     emit_result(rec);
 }
 
@@ -194,17 +387,40 @@ void run_decode(JobObject & job) {
     job.done();
 
     int max_w = 1;
-    for (const Method & m : methods) max_w = std::max(max_w, m.width);
-    if (max_w > 1 && !has_drafter) throw JobError("method sd needs a drafter", "add \"drafter\": {\"path\": ...} to the job");
+    bool needs_drafter = false;
+    std::string drafting;  // the first method that needs a drafter
+    for (const Method & m : methods) {
+        max_w = std::max(max_w, m.width);
+        if (m.name != "target" && !needs_drafter) drafting = m.name;
+        needs_drafter |= m.name != "target";
+    }
+    if (needs_drafter && !has_drafter) {
+        throw JobError("method " + drafting + " needs a drafter", "add \"drafter\": {\"path\": ...} to the job");
+    }
 
     const int n_ctx_t = common.n_ctx > 0 ? common.n_ctx : size_context(windows, max_w + 8, false);
     const int n_ctx_d = common.n_ctx > 0 ? common.n_ctx : size_context(windows, max_w + 8, true);
     emit_event("start", {{"mode", "decode"}, {"windows", windows.size()}, {"methods", methods.size()}});
     auto target = load_model(target_spec, n_ctx_t, 512, max_w);
     std::unique_ptr<Model> drafter;
-    if (max_w > 1) {
-        drafter = load_model(drafter_spec, n_ctx_d, 512, 1);
-        require_same_vocab(*target, *drafter);
+    bool cross = false;
+    if (needs_drafter) {
+        drafter = load_model(drafter_spec, n_ctx_d, 512, max_w + 1);
+        cross = !vocab_difference(*target, *drafter).empty();
+        if (cross) {
+            check_mappable(*target, *drafter);
+            for (const Method & m : methods) {
+                if (m.name == "specasr") {
+                    // Recycling compares drafter top-1s with target-vocabulary tail tokens.
+                    throw JobError("method specasr needs a same-vocabulary drafter; the drafter (" + drafter->path() +
+                                       ") and the target (" + target->path() + ") differ (" +
+                                       vocab_difference(*target, *drafter) + ")",
+                                   "use sd or as2d with this pair (they map tokens through text)");
+                }
+            }
+            // Mapped streams need more drafter positions than target tokens (up to 4 per token).
+            if (common.n_ctx == 0) drafter->resize_context(size_context(windows, 3 * max_cap(windows) + max_w + 64, true));
+        }
     }
     if (warmup) {
         warm(*target, max_w);
@@ -212,7 +428,16 @@ void run_decode(JobObject & job) {
     }
     for (const Window & w : windows) {
         for (const Method & m : methods) {
-            DecodeRun r = m.name == "target" ? target_only(*target, w) : SpecDecoder(*target, *drafter, w, m).run();
+            DecodeRun r;
+            if (m.name == "target") {
+                r = target_only(*target, w);
+            } else if (m.name == "sd") {
+                r = cross ? CrossSpecDecoder(*target, *drafter, w, m).run() : SpecDecoder(*target, *drafter, w, m).run();
+            } else if (m.name == "specasr") {
+                r = SpecAsrDecoder(*target, *drafter, w, m).run();
+            } else {
+                r = run_as2d(*target, *drafter, w, m.as2d, cross);
+            }
             report(w, m, r);
         }
     }

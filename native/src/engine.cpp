@@ -89,24 +89,39 @@ Model::Model(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs)
     vocab_ = llama_model_get_vocab(model_);
     n_vocab_ = llama_vocab_n_tokens(vocab_);
 
+    try {
+        create_context(n_ctx);
+    } catch (...) {
+        llama_model_free(model_);
+        throw;
+    }
+    batch_ = llama_batch_init(n_batch, 0, 1);
+}
+
+void Model::create_context(int n_ctx) {
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t) n_ctx;
-    cp.n_batch = (uint32_t) n_batch;
-    cp.n_ubatch = (uint32_t) n_batch;  // one forward = one graph, so a width-w time is one compute
+    cp.n_batch = (uint32_t) n_batch_;
+    cp.n_ubatch = (uint32_t) n_batch_;  // one forward = one graph, so a width-w time is one compute
     cp.n_seq_max = 1;
     cp.n_outputs_max = (uint32_t) max_outputs_;
-    cp.n_threads = spec.threads;
-    cp.n_threads_batch = spec.threads;  // multi-token forwards use the batch pool
+    cp.n_threads = spec_.threads;
+    cp.n_threads_batch = spec_.threads;  // multi-token forwards use the batch pool
     cp.no_perf = true;
     ctx_ = llama_init_from_model(model_, cp);
     if (ctx_ == nullptr) {
-        llama_model_free(model_);
-        throw JobError("could not create a context for the " + spec.role + " model (n_ctx " +
+        throw JobError("could not create a context for the " + spec_.role + " model (n_ctx " +
                            std::to_string(n_ctx) + ")",
                        "lower n_ctx or free memory; the log on stderr says why");
     }
     n_ctx_ = (int) llama_n_ctx(ctx_);
-    batch_ = llama_batch_init(n_batch, 0, 1);
+}
+
+void Model::resize_context(int n_ctx) {
+    if (ctx_) llama_free(ctx_);
+    ctx_ = nullptr;
+    kv_len_ = 0;
+    create_context(n_ctx);
 }
 
 Model::~Model() {
@@ -124,14 +139,15 @@ json Model::describe() const {
                 {"threads", spec_.threads}, {"device", spec_.device}};
 }
 
-void Model::decode_chunk(const llama_token * tokens, int n, bool all_logits) {
+// Rows i >= first_out get logits (0: all rows, n - 1: the last only).
+void Model::decode_chunk(const llama_token * tokens, int n, int first_out) {
     batch_.n_tokens = n;
     for (int i = 0; i < n; i++) {
         batch_.token[i] = tokens[i];
         batch_.pos[i] = kv_len_ + i;
         batch_.n_seq_id[i] = 1;
         batch_.seq_id[i][0] = 0;
-        batch_.logits[i] = all_logits || i == n - 1;
+        batch_.logits[i] = i >= first_out;
     }
     int rc = llama_decode(ctx_, batch_);
     if (rc != 0) {
@@ -155,9 +171,28 @@ int64_t Model::forward(const llama_token * tokens, int n, bool all_logits) {
     }
     int64_t t0 = now_us();
     for (int i = 0; i < n; i += n_batch_) {
-        decode_chunk(tokens + i, std::min(n_batch_, n - i), all_logits);
+        const int len = std::min(n_batch_, n - i);
+        decode_chunk(tokens + i, len, all_logits ? 0 : len - 1);
     }
     llama_synchronize(ctx_);  // decodes may be asynchronous (GPU): stop the clock only when done
+    return now_us() - t0;
+}
+
+int64_t Model::forward_last(const llama_token * tokens, int n, int n_out) {
+    if (n <= 0 || n_out < 1 || n_out > n) throw JobError("internal: bad forward_last for the " + spec_.role);
+    if (n > n_batch_) throw JobError("internal: forward_last wider than n_batch for the " + spec_.role);
+    if (n_out > max_outputs_) {
+        throw JobError("internal: " + std::to_string(n_out) + " logit rows exceed max_outputs " +
+                       std::to_string(max_outputs_));
+    }
+    if (kv_len_ + n > n_ctx_) {
+        throw JobError(spec_.role + " context full: " + std::to_string(kv_len_) + " + " + std::to_string(n) +
+                           " tokens > n_ctx " + std::to_string(n_ctx_),
+                       "raise the job's n_ctx");
+    }
+    int64_t t0 = now_us();
+    decode_chunk(tokens, n, n - n_out);
+    llama_synchronize(ctx_);
     return now_us() - t0;
 }
 
@@ -187,7 +222,7 @@ Top1 Model::top1(int row) const {
     }
     double sum = 0.0;
     for (int i = 0; i < n_vocab_; i++) sum += std::exp((double) logits[i] - logits[best]);
-    return Top1{best, (float) (1.0 / sum), logits[best] - second};
+    return Top1{best, 1.0 / sum, logits[best] - second};
 }
 
 void Model::rollback(int keep) {
@@ -203,7 +238,50 @@ void Model::clear() {
     kv_len_ = 0;
 }
 
-void require_same_vocab(const Model & target, const Model & drafter) {
+std::string Model::piece(llama_token t, bool special) const {
+    char buf[256];
+    int n = llama_token_to_piece(vocab_, t, buf, sizeof buf, 0, special);
+    if (n >= 0) return std::string(buf, n);
+    std::string big(-n, '\0');
+    n = llama_token_to_piece(vocab_, t, big.data(), (int32_t) big.size(), 0, special);
+    return big.substr(0, std::max(n, 0));
+}
+
+std::string Model::detokenize(const std::vector<llama_token> & tokens, bool special) const {
+    std::string out;
+    for (llama_token t : tokens) out += piece(t, special);
+    return out;
+}
+
+std::vector<llama_token> Model::tokenize(const std::string & text, bool parse_special) const {
+    std::vector<llama_token> out(text.size() + 8);
+    int n = llama_tokenize(vocab_, text.data(), (int32_t) text.size(), out.data(), (int32_t) out.size(), false,
+                           parse_special);
+    if (n < 0) {
+        out.resize(-n);
+        n = llama_tokenize(vocab_, text.data(), (int32_t) text.size(), out.data(), (int32_t) out.size(), false,
+                           parse_special);
+    }
+    if (n < 0) throw JobError("the " + spec_.role + " tokenizer failed on a mapped text of " + std::to_string(text.size()) + " bytes");
+    out.resize(n);
+    return out;
+}
+
+void Model::build_byte_tokens() const {
+    if (!byte_tokens_.empty()) return;
+    byte_tokens_.assign(256, -1);
+    for (llama_token t = 0; t < n_vocab_; t++) {
+        const std::string p = piece(t, false);
+        if (p.size() == 1 && byte_tokens_[(unsigned char) p[0]] < 0) byte_tokens_[(unsigned char) p[0]] = t;
+    }
+}
+
+llama_token Model::end_token() const {
+    const llama_token eot = llama_vocab_eot(vocab_);
+    return eot >= 0 ? eot : llama_vocab_eos(vocab_);
+}
+
+std::string vocab_difference(const Model & target, const Model & drafter) {
     const int nt = target.n_vocab(), nd = drafter.n_vocab();
     std::string why;
     if (std::abs(nt - nd) > 128) {
@@ -218,8 +296,13 @@ void require_same_vocab(const Model & target, const Model & drafter) {
             }
         }
     }
+    return why;
+}
+
+void require_same_vocab(const Model & target, const Model & drafter) {
+    const std::string why = vocab_difference(target, drafter);
     if (!why.empty()) {
         throw JobError("the drafter's vocabulary differs from the target's (" + why + ")",
-                       "this runner supports same-vocabulary pairs only; cross-vocabulary mapping is not implemented yet");
+                       "this method needs a same-vocabulary drafter (sd, as2d and trace map other vocabularies through text)");
     }
 }

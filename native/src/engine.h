@@ -22,7 +22,8 @@ ModelSpec parse_model_spec(JobObject obj, const std::string & role, int default_
 
 struct Top1 {
     llama_token token;
-    float prob;    // softmax probability of `token` (temperature 1)
+    double prob;   // softmax probability of `token` (temperature 1); double so that the JSON
+                   // value round-trips exactly and a threshold compares the same in Python
     float margin;  // logit of `token` minus the runner-up's: near-tie diagnostics
 };
 
@@ -36,8 +37,10 @@ class Model {
     Model & operator=(const Model &) = delete;
 
     const std::string & role() const { return spec_.role; }
+    const std::string & path() const { return spec_.path; }
     int n_vocab() const { return n_vocab_; }
     int kv_len() const { return kv_len_; }
+    int n_ctx() const { return n_ctx_; }
     int n_batch() const { return n_batch_; }
     int max_outputs() const { return max_outputs_; }
     bool is_eog(llama_token t) const { return llama_vocab_is_eog(vocab_, t); }
@@ -51,17 +54,38 @@ class Model {
     int64_t forward(const std::vector<llama_token> & tokens, bool all_logits) {
         return forward(tokens.data(), (int) tokens.size(), all_logits);
     }
+    // Logits for the last `n_out` rows only (a recycling ingest needs the tail's rows).
+    // Rows keep their batch index: top1(n - n_out) .. top1(n - 1).
+    int64_t forward_last(const llama_token * tokens, int n, int n_out);
+    int64_t forward_last(const std::vector<llama_token> & tokens, int n_out) {
+        return forward_last(tokens.data(), (int) tokens.size(), n_out);
+    }
 
     // Greedy choice for output row `row` of the last forward (-1: the last row).
     // Ties go to the lowest token id, the same rule on every path.
     llama_token argmax(int row) const;
     Top1 top1(int row) const;
 
+    // A new, empty context of n_ctx positions (same threads and batch sizes).
+    void resize_context(int n_ctx);
+
     void rollback(int keep);  // drop KV positions >= keep
     void clear();             // empty KV
 
+    // Text of one token (special tokens rendered only when `special`), and the tokenizer.
+    std::string piece(llama_token t, bool special) const;
+    std::string detokenize(const std::vector<llama_token> & tokens, bool special) const;
+    std::vector<llama_token> tokenize(const std::string & text, bool parse_special) const;
+    // The token that ends a turn (EOT when the vocabulary has one, else EOS).
+    llama_token end_token() const;
+    // A token whose text is exactly byte b, or -1 (build_byte_tokens() first, once, before
+    // any thread reads it).
+    void build_byte_tokens() const;
+    llama_token byte_token(unsigned char b) const { return byte_tokens_.empty() ? -1 : byte_tokens_[b]; }
+
   private:
-    void decode_chunk(const llama_token * tokens, int n, bool all_logits);
+    void decode_chunk(const llama_token * tokens, int n, int first_out);
+    void create_context(int n_ctx);
 
     ModelSpec spec_;
     llama_model * model_ = nullptr;
@@ -73,10 +97,14 @@ class Model {
     int max_outputs_ = 0;
     int n_ctx_ = 0;
     int kv_len_ = 0;
+    mutable std::vector<llama_token> byte_tokens_;
 };
 
-// Same-vocabulary check (the rule llama.cpp's speculative example applies): token
-// counts within 128 and identical token text from id 5 up. Throws JobError otherwise.
+// Same-vocabulary check (the rule llama.cpp's speculative example applies): same vocab
+// type, token counts within 128 and identical token text from id 5 up. Returns "" when
+// compatible, else why not.
+std::string vocab_difference(const Model & target, const Model & drafter);
+// Throws JobError when vocab_difference() is not empty.
 void require_same_vocab(const Model & target, const Model & drafter);
 
 // stderr logging of llama.cpp: warnings and errors only, unless verbose.

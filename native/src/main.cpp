@@ -41,7 +41,7 @@ std::string read_job_text(int argc, char ** argv) {
 void run_job(const json & doc) {
     const std::map<std::string, void (*)(JobObject &)> modes = {
         {"sweep", run_sweep},       {"decode", run_decode},         {"trace", run_trace},
-        {"tokenize", run_tokenize}, {"detokenize", run_detokenize},
+        {"tokenize", run_tokenize}, {"detokenize", run_detokenize}, {"cosched", run_cosched},
     };
     JobObject job(doc, "");
     const std::string mode = job.need<std::string>("mode");
@@ -68,7 +68,7 @@ int main(int argc, char ** argv) {
         std::puts("usage: specbench-runner [JOB.json | -]   (job from stdin when omitted)\n"
                   "       specbench-runner --version\n"
                   "Prints one JSON object per line: {\"event\"}, {\"result\"}, or {\"error\", \"hint\"} and exit 1.\n"
-                  "Modes: sweep, decode, trace, tokenize, detokenize (see native/README.md).");
+                  "Modes: sweep, decode, trace, cosched, tokenize, detokenize (see native/README.md).");
         return 0;
     }
     install_log_filter(false);

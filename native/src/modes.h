@@ -13,6 +13,7 @@ void run_decode(JobObject & job);
 void run_trace(JobObject & job);
 void run_tokenize(JobObject & job);
 void run_detokenize(JobObject & job);
+void run_cosched(JobObject & job);
 
 // Keys every model-running job shares.
 struct CommonOptions {
@@ -34,6 +35,7 @@ std::vector<Window> parse_windows(JobObject & job, bool allow_reference);
 
 // n_ctx large enough for every window plus `extra` positions, rounded up to 256.
 int size_context(const std::vector<Window> & windows, int extra, bool drafter);
+int max_cap(const std::vector<Window> & windows);
 
 // One forward in a decode's op log.
 struct Op {
@@ -42,8 +44,40 @@ struct Op {
     int depth;           // KV length before it
     int accepted;        // target only: accepted candidates; -1 for the drafter
     int64_t us;          // its synchronized wall time
+    json extra = nullptr;  // more keys for this op's JSON (an object), or null
 };
 json op_json(const Op & op);
+
+// One verification: the target runs [y.back()] + c with logits for every row, accepts the
+// longest agreeing prefix (an accepted end-of-generation token ends it), appends the
+// correction / bonus unless the cap is reached, logs the op and rolls its KV back to
+// prompt + y[:-1]. Returns the accepted count.
+int verify_round(Model & target, std::vector<llama_token> & y, const std::vector<llama_token> & c, const Window & w,
+                 std::vector<Op> & ops, json extra = nullptr);
+
+// AS2D's parameters (specbench/methods/as2d.py As2dConfig).
+struct As2dParams {
+    int budget = 7;       // B: most candidates per verification
+    int batch = 8;        // tokens per published batch
+    double conf_stop = 0.0;
+    std::string align = "anchor";  // "anchor" | "positional"
+    int horizon = 8;      // H
+};
+As2dParams parse_as2d(JobObject & mo);  // reads the keys; the caller calls done()
+
+// One method run on one window (decode).
+struct DecodeRun {
+    std::vector<llama_token> tokens;
+    std::string stop_reason;
+    int64_t prefill_us = 0;  // all initial prefills, before the decode clock starts
+    int64_t decode_us = 0;
+    std::vector<Op> ops;
+    json extra = json::object();  // method-specific result keys (as2d: "producer", ...)
+};
+
+// AS2D (METHODS 3.4) for real: the producer on its own thread, the target never waiting.
+// cross: the drafter's vocabulary differs (its tokens are mapped through text).
+DecodeRun run_as2d(Model & target, Model & drafter, const Window & w, const As2dParams & p, bool cross);
 
 // Target greedy decode after the prompt, one token per forward: y[0] from the prefill
 // logits, then until an EOG token or `cap` tokens. This defines the reference y.

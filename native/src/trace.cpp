@@ -3,8 +3,10 @@
 // k_max with top-1 probabilities (enough to replay SD at any width <= k_max + 1 and any
 // p_min); and the producer stream, the drafter's own greedy decode from the prompt.
 #include "modes.h"
+#include "vocabmap.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace {
 
@@ -19,21 +21,29 @@ class DraftOracle {
         next_.push_back(m_.top1(-1));
     }
 
-    // Greedy continuation of up to k tokens after prompt + ctx[:n]; ends after an EOG token.
+    // Greedy continuation of up to k tokens after prompt + ctx[:n]; ends after an EOG token,
+    // and after the first token whose probability is below min_conf (included).
     void continuation(const std::vector<llama_token> & ctx, int n, int k, std::vector<llama_token> & tokens,
-                      std::vector<float> & conf) {
+                      std::vector<double> & conf, double min_conf = 0.0) {
         tokens.clear();
         conf.clear();
+        if (k <= 0) return;
         extend_to(ctx, n);
         for (int j = n; (int) tokens.size() < k; j++) {
             const Top1 t = next_[j];
             tokens.push_back(t.token);
             conf.push_back(t.prob);
-            if (m_.is_eog(t.token) || (int) tokens.size() == k) break;
+            if (m_.is_eog(t.token) || (int) tokens.size() == k || t.prob < min_conf) break;
             if (j < (int) seq_.size() && seq_[j] == t.token) continue;  // already in the KV
             truncate(j);
             feed(&t.token, 1);
         }
+    }
+
+    // Top-1 after prompt + ctx[:j] for j = from..n (n - from + 1 entries).
+    std::vector<Top1> predictions(const std::vector<llama_token> & ctx, int from, int n) {
+        extend_to(ctx, n);
+        return std::vector<Top1>(next_.begin() + from, next_.begin() + n + 1);
     }
 
     int forwards() const { return forwards_; }
@@ -73,31 +83,144 @@ class DraftOracle {
     int forwards_ = 0;
 };
 
-json drafts_json(DraftOracle & oracle, const std::vector<llama_token> & y, int k_max) {
-    json tokens = json::array(), conf = json::array();
+// The drafter's continuations of every committed prefix, in the target's vocabulary.
+struct DraftTable {
+    std::vector<std::vector<llama_token>> tokens;  // N rows of up to k_max (shorter after an EOG)
+    std::vector<std::vector<double>> conf;
+};
+
+// Same vocabulary: row t = the drafter's greedy k_max tokens after prompt + y[:t].
+// Cross vocabulary: the drafter continues prompt + (y[:t] as drafter tokens) and a fresh
+// StreamMapper turns its tokens into target tokens (at most max(96, 4 k_max + 16) drafter
+// tokens per row; the decoder drafts with the same rule).
+DraftTable draft_table(DraftOracle & oracle, const Model & target, const Model & drafter,
+                       const std::vector<llama_token> & y, int k_max, bool cross) {
+    DraftTable table;
     std::vector<llama_token> c;
-    std::vector<float> p;
+    std::vector<double> p;
     for (int t = 0; t < (int) y.size(); t++) {
-        oracle.continuation(y, t, k_max, c, p);
+        if (!cross) {
+            oracle.continuation(y, t, k_max, c, p);
+        } else {
+            const std::vector<llama_token> ctx = target_to_drafter(target, drafter, y, t);
+            const int max_steps = std::max(96, 4 * k_max + 16);
+            StreamMapper map(target, drafter);
+            int fed = 0;
+            for (int k = std::min(2 * k_max + 2, max_steps);; k = std::min(2 * k, max_steps)) {
+                std::vector<llama_token> d;
+                std::vector<double> dp;
+                oracle.continuation(ctx, (int) ctx.size(), k, d, dp);
+                for (; fed < (int) d.size() && (int) map.tokens.size() < k_max && !map.ended(); fed++) {
+                    map.push(d[fed], dp[fed], fed);
+                }
+                if ((int) map.tokens.size() >= k_max || map.ended()) break;
+                if ((int) d.size() < k || k == max_steps) {  // the drafter ended (EOG) or the step limit
+                    map.finish(fed);
+                    break;
+                }
+            }
+            c.assign(map.tokens.begin(), map.tokens.begin() + std::min<size_t>(k_max, map.tokens.size()));
+            p.assign(map.conf.begin(), map.conf.begin() + c.size());
+        }
+        table.tokens.push_back(c);
+        table.conf.push_back(p);
+    }
+    return table;
+}
+
+json drafts_json(const DraftTable & table, int k_max) {
+    json tokens = json::array(), conf = json::array();
+    for (size_t t = 0; t < table.tokens.size(); t++) {
         // Pad after an early EOG so that every row has k_max entries.
+        std::vector<llama_token> c = table.tokens[t];
+        std::vector<double> p = table.conf[t];
         c.resize(k_max, -1);
-        p.resize(k_max, 0.0f);
+        p.resize(k_max, 0.0);
         tokens.push_back(c);
         conf.push_back(p);
     }
     return json{{"k_max", k_max}, {"tokens", tokens}, {"conf", conf}};
 }
 
-// Same vocabulary: each drafter step yields one target token, so step[i] = i (step 0 is
-// the prefill). A cross-vocabulary mapping will make steps and tokens differ.
-json producer_json(DraftOracle & oracle, const Model & drafter, int cap) {
-    std::vector<llama_token> z;
-    std::vector<float> pz;
-    oracle.continuation({}, 0, cap, z, pz);
-    std::vector<int> step(z.size());
-    for (size_t i = 0; i < z.size(); i++) step[i] = (int) i;
-    const bool eos = !z.empty() && drafter.is_eog(z.back());
-    return json{{"tokens", z}, {"conf", pz}, {"step", step}, {"steps", z.size()}, {"stop", eos ? "eos" : "cap"}};
+// The producer stream: the drafter's greedy decode from its prompt alone, with the stop
+// rules of ProducerMapper (shared with decode's as2d producer). Same vocabulary: step[i] = i.
+json producer_json(DraftOracle & oracle, const Model & target, const Model & drafter, bool cross, int cap) {
+    ProducerMapper pm(target, drafter, cross, cap);
+    std::vector<llama_token> d;
+    std::vector<double> dp;
+    int fed = 0;
+    bool done = false;
+    for (int k = std::min(cap, pm.max_steps()); !done; k = std::min(2 * k, pm.max_steps())) {
+        oracle.continuation({}, 0, k, d, dp);
+        for (; fed < (int) d.size() && !done; fed++) done = pm.push(d[fed], dp[fed], fed);
+        if (!done && (int) d.size() < k) throw JobError("internal: producer continuation ended early");
+    }
+    return json{{"tokens", pm.tokens()}, {"conf", pm.conf()}, {"step", pm.step()},
+                {"steps", fed}, {"stop", pm.eos() ? "eos" : "cap"}};
+}
+
+// SpecASR's recycling queries (specbench/methods/specasr.py decode_specasr run on y with
+// this trace's draft table), answered by the drafter: one record per query, as
+// specbench.traces reads them.
+struct SpecAsrCfg {
+    int k_max;
+    double tau;
+    std::string label() const {
+        char tau_g[64];
+        std::snprintf(tau_g, sizeof tau_g, "%g", tau);  // Python's f"{tau:g}"
+        return "specasr[k_max=" + std::to_string(k_max) + ",tau=" + tau_g + "]";
+    }
+};
+
+int usable(const std::vector<llama_token> & tokens, const std::vector<double> & conf, int limit, double min_conf) {
+    int n = 0;
+    while (n < (int) tokens.size() && n < limit && tokens[n] >= 0 && conf[n] >= min_conf) n++;
+    return n;
+}
+
+json recycle_json(DraftOracle & oracle, const Model & drafter, const std::vector<llama_token> & y,
+                  const DraftTable & table, int cap, const SpecAsrCfg & cfg) {
+    json queries = json::array();
+    const int N = (int) y.size();
+    std::vector<llama_token> tail;
+    for (int t = 1; t < N;) {
+        const int limit = std::min(cfg.k_max, cap - t - 1);
+        std::vector<llama_token> cands;
+        if (limit > 0 && !tail.empty()) {
+            std::vector<llama_token> ctx(y.begin(), y.begin() + t);
+            ctx.insert(ctx.end(), tail.begin(), tail.end());
+            const int L = (int) tail.size();
+            const std::vector<Top1> top = oracle.predictions(ctx, t, t + L);
+            int kept = 0;
+            while (kept < L && kept < limit && top[kept].token == tail[kept] && top[kept].prob >= cfg.tau) kept++;
+            ctx.resize(t + kept);
+            std::vector<llama_token> cont;
+            std::vector<double> cont_conf;
+            // Enough for the reference's usable_drafts(cont, cont_conf, limit - kept, tau).
+            oracle.continuation(ctx, t + kept, limit - kept, cont, cont_conf, cfg.tau);
+            const int n_new = usable(cont, cont_conf, limit - kept, cfg.tau);
+            json top1 = json::array(), conf = json::array();
+            for (const Top1 & p : top) {
+                top1.push_back(p.token);
+                conf.push_back(p.prob);
+            }
+            queries.push_back({{"t", t}, {"tail", tail}, {"top1", top1}, {"conf", conf}, {"kept", kept},
+                               {"cont", cont}, {"cont_conf", cont_conf}});
+            cands.assign(tail.begin(), tail.begin() + kept);
+            cands.insert(cands.end(), cont.begin(), cont.begin() + n_new);
+        } else if (limit > 0) {
+            const int k = usable(table.tokens[t], table.conf[t], limit, cfg.tau);
+            cands.assign(table.tokens[t].begin(), table.tokens[t].begin() + k);
+        }
+        int a = 0;
+        while (a < (int) cands.size() && t + a < N && cands[a] == y[t + a]) a++;
+        const int committed = std::min(a + 1, N - t);
+        t += committed;
+        tail.clear();
+        if (a < (int) cands.size()) tail.assign(cands.begin() + a + 1, cands.end());
+    }
+    (void) drafter;
+    return queries;
 }
 
 }  // namespace
@@ -109,16 +232,40 @@ void run_trace(JobObject & job) {
     const int k_max = job.get<int>("k_max", 16);
     const bool with_producer = job.get<bool>("producer", true);
     const bool with_margins = job.get<bool>("margins", false);
+    std::vector<SpecAsrCfg> specasr;
+    if (job.has("specasr")) {
+        for (JobObject & so : job.objects("specasr")) {
+            SpecAsrCfg cfg{so.get<int>("k_max", 8), so.get<double>("tau", 0.5)};
+            so.done();
+            if (cfg.k_max < 1 || cfg.k_max > k_max) {
+                throw JobError(so.path() + ".k_max must be in 1..k_max (" + std::to_string(k_max) + ")",
+                               "the fresh drafts come from the trace's draft table; raise the job's k_max");
+            }
+            specasr.push_back(cfg);
+        }
+    }
     std::vector<Window> windows = parse_windows(job, false);
     job.done();
     if (k_max < 1) throw JobError("job key 'k_max' must be >= 1");
 
     const int n_ctx_t = common.n_ctx > 0 ? common.n_ctx : size_context(windows, 8, false);
-    const int n_ctx_d = common.n_ctx > 0 ? common.n_ctx : size_context(windows, k_max + 8, true);
+    const int n_ctx_d = common.n_ctx > 0 ? common.n_ctx : size_context(windows, 2 * k_max + 8, true);
     emit_event("start", {{"mode", "trace"}, {"windows", windows.size()}, {"k_max", k_max}});
     auto target = load_model(target_spec, n_ctx_t, 512, 1);
     auto drafter = load_model(drafter_spec, n_ctx_d, 512, 64);
-    require_same_vocab(*target, *drafter);
+    const bool cross = !vocab_difference(*target, *drafter).empty();
+    if (cross) {
+        check_mappable(*target, *drafter);
+        if (!specasr.empty()) {
+            throw JobError("specasr recycling needs a same-vocabulary drafter; the drafter (" + drafter->path() +
+                               ") and the target (" + target->path() + ") differ (" +
+                               vocab_difference(*target, *drafter) + ")",
+                           "leave \"specasr\" out for this pair");
+        }
+        if (common.n_ctx == 0) {
+            drafter->resize_context(size_context(windows, 3 * max_cap(windows) + std::max(96, 4 * k_max + 16) + 64, true));
+        }
+    }
 
     for (const Window & w : windows) {
         GreedyRun g = greedy_target(*target, w, with_margins);
@@ -129,9 +276,15 @@ void run_trace(JobObject & job) {
                     {"y", g.y},                  {"stop_reason", g.stop_reason},
                     {"n_prompt", w.prompt.size()}, {"n_prompt_drafter", w.drafter_prompt.size()}};
         // The producer first: its long chain is then reused by P[t] while y follows it.
-        json producer = with_producer ? producer_json(oracle, *drafter, w.cap) : json(nullptr);
-        rec["drafts"] = drafts_json(oracle, g.y, k_max);
+        json producer = with_producer ? producer_json(oracle, *target, *drafter, cross, w.cap) : json(nullptr);
+        DraftTable table = draft_table(oracle, *target, *drafter, g.y, k_max, cross);
+        rec["drafts"] = drafts_json(table, k_max);
         if (with_producer) rec["producer"] = producer;
+        if (!specasr.empty()) {
+            json recycle = json::object();
+            for (const SpecAsrCfg & cfg : specasr) recycle[cfg.label()] = recycle_json(oracle, *drafter, g.y, table, w.cap, cfg);
+            rec["recycle"] = recycle;
+        }
         if (with_margins) rec["y_margin"] = g.margin;
         emit_event("trace_stats", {{"window_id", w.id}, {"drafter_forwards", oracle.forwards()}});
         emit_result(rec);

@@ -35,12 +35,15 @@ def main() -> None:
 
 
 def _register() -> None:
-    from . import report, run, select_budget, windows
+    from . import demo, profile, report, run, select_budget, trace, windows
 
     main.add_command(windows.windows)
     main.add_command(run.run)
     main.add_command(report.report)
     main.add_command(select_budget.select_budget)
+    main.add_command(profile.profile)
+    main.add_command(trace.trace)
+    main.add_command(demo.demo)
 
 
 _register()

@@ -7,15 +7,18 @@ from pathlib import Path
 import click
 
 from ..budget import load_budget
+from ..errors import SpecbenchError
 from ..study import load_inputs, run_replay, study_size
 from .common import configs_from, existing_dir, existing_file, method_options, progress_bar, stderr
+from .run_native import native_options, run_native_command
 
 
 @click.command()
 @click.argument("windows", type=existing_file)
-@click.option("--traces", "traces_dir", type=existing_dir, required=True, help="Traces directory (specbench trace).")
-@click.option("--profile", "profile_paths", type=existing_file, multiple=True, required=True,
-              help="Device profile YAML; repeat for several devices.")
+@click.option("--traces", "traces_dir", type=existing_dir, default=None,
+              help="Traces directory (specbench trace); with --native, the reference outputs.")
+@click.option("--profile", "profile_paths", type=existing_file, multiple=True,
+              help="Device profile YAML; repeat for several devices (replay).")
 @method_options
 @click.option("--drafter", default=None, help="Drafter for methods that do not name one (default: the only one traced).")
 @click.option("--budget", "budget_path", type=existing_file, default=None,
@@ -26,20 +29,33 @@ from .common import configs_from, existing_dir, existing_file, method_options, p
 @click.option("--sensitivity", is_flag=True,
               help="Also replay AS2D with the min and max measured co-scheduling ratios for unmeasured widths.")
 @click.option("--workers", type=click.IntRange(1), default=None, help="Processes for replay (default: one per CPU).")
-def run(windows: Path, traces_dir: Path, profile_paths: tuple[Path, ...], method_names: str,
+@native_options
+def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...], method_names: str,
         method_specs: tuple[str, ...], drafter: str | None, budget_path: Path | None, split: str | None, out: Path,
-        resume: bool, sensitivity: bool, workers: int | None) -> None:
-    """Replay decoding methods on WINDOWS with device profiles.
+        resume: bool, sensitivity: bool, workers: int | None, native: bool, device: str | None,
+        target_path: Path | None, threads: int | None) -> None:
+    """Replay decoding methods on WINDOWS with device profiles, or run them with --native.
 
     Every method decodes the same windows; serial methods are priced op by op from the
-    profile, AS2D is simulated as two lanes sharing the device. Rows are appended to
-    OUT/rows.jsonl as they finish, so an interrupted run resumes with --resume.
+    profile, AS2D is simulated as two lanes sharing the device. With --native the methods
+    run for real on --device (target and sd today; outputs checked against --traces or
+    target-only). Rows are appended to OUT/rows.jsonl as windows finish, so an
+    interrupted run resumes with --resume.
 
     Example:
 
         specbench run windows.jsonl --traces traces/ --profile device_profiles/pixel8.yaml
         --methods target,sd,specasr --method 'as2d:B=1..15' --out results/pixel8
+
+        specbench run windows.jsonl --device local --native --target models/target.gguf
+        --drafter small=models/draft.gguf --methods target,sd --out results/local-native
     """
+    if native or device is not None or target_path is not None:
+        run_native_command(windows, traces_dir, profile_paths, method_names, method_specs, drafter, budget_path,
+                           split, out, resume, sensitivity, native, device, target_path, threads)
+        return
+    if traces_dir is None or not profile_paths:
+        raise SpecbenchError("replay needs --traces and --profile (or pass --native to run on a device)")
     if budget_path is not None:  # the budget file's configuration replaces the default as2d
         device, budget_config = load_budget(budget_path)
         method_names = ",".join(n for n in method_names.split(",") if n.strip() != "as2d")

@@ -87,3 +87,29 @@ def tiny(tmp_path_factory) -> TinyModels:
     tokens = tg.vocabulary()[0]
     eog = frozenset(tokens.index(t) for t in tg.SPECIALS if t != "<|im_start|>")
     return TinyModels(d / "target.gguf", d / "near.gguf", d / "far.gguf", weights, eog)
+
+
+@pytest.fixture(scope="session")
+def demo_model_path():
+    """demo_model_path(name) -> the cached demo GGUF, or a skip (never downloads)."""
+    from specbench import models
+    from specbench.errors import SpecbenchError
+
+    def get(name: str) -> Path:
+        try:
+            return models.demo_model(name, download=False)
+        except SpecbenchError as err:
+            pytest.skip(f"demo model {name} not cached: {err}")
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def tiny_other_vocab(tiny) -> Path:
+    """A tiny drafter with another vocabulary (other BPE merges, so other ids from 256 on)."""
+    from . import tiny_gguf as tg
+
+    path = tiny.target.parent / "other-vocab.gguf"
+    if not path.exists():
+        tg.write_tiny_qwen3(path, tg.random_weights(seed=5, n_vocab=tg.n_vocab("b")), vocab="b")
+    return path

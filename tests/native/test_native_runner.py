@@ -200,7 +200,7 @@ def test_missing_model_file_is_a_json_error(run_job, tmp_path):
 
 @pytest.mark.parametrize("job,needle", [
     ({"mode": "decoed"}, "unknown mode 'decoed'"),
-    ({"mode": "decode", "methods": [{"name": "as2d"}], "windows": [{"prompt": [1], "cap": 2}]}, "unknown method 'as2d'"),
+    ({"mode": "decode", "methods": [{"name": "medusa"}], "windows": [{"prompt": [1], "cap": 2}]}, "unknown method 'medusa'"),
     ({"mode": "decode", "methods": [{"name": "sd", "width": 4}], "windows": [{"prompt": [1], "cap": 2}]}, "needs a drafter"),
     ({"mode": "decode", "methods": [{"name": "target"}], "windows": [{"prompt": "hi", "cap": 2}]}, "expected a list of integers"),
 ])

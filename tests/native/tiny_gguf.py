@@ -35,12 +35,19 @@ def _byte_tokens() -> list[str]:
     return [mapping[b] for b in range(256)]
 
 
-def vocabulary() -> tuple[list[str], list[str], list[int]]:
+MERGES = {
+    "a": ["Ġ t", "Ġ a", "h e", "i n"],
+    # A different vocabulary (cross-vocabulary drafting tests): other merges, other ids from 256 on.
+    "b": ["l l", "Ġ w", "o r", "e r", "Ġ h", "Ġt h", "Ġth e"],
+}
+
+
+def vocabulary(variant: str = "a") -> tuple[list[str], list[str], list[int]]:
     """(tokens, merges, token types); merges must be non-empty or llama.cpp refuses the vocab."""
     import gguf
 
     tokens = _byte_tokens()
-    merges = ["Ġ t", "Ġ a", "h e", "i n"]
+    merges = MERGES[variant]
     tokens += [m.replace(" ", "") for m in merges]
     types = [gguf.TokenType.NORMAL] * len(tokens)
     tokens += SPECIALS
@@ -83,17 +90,18 @@ def random_weights(seed: int, n_vocab: int, scale: float = 1.0) -> dict[str, np.
     return w
 
 
-def write_tiny_qwen3(path: Path, weights: dict[str, np.ndarray], context_length: int = 2048) -> Path:
-    """Write a qwen3 GGUF with the fixed tiny vocabulary and the given tensors."""
+def write_tiny_qwen3(path: Path, weights: dict[str, np.ndarray], context_length: int = 2048,
+                     vocab: str = "a") -> Path:
+    """Write a qwen3 GGUF with a tiny vocabulary (variant `vocab`) and the given tensors."""
     import gguf
 
-    tokens, merges, types = vocabulary()
+    tokens, merges, types = vocabulary(vocab)
     arch = "qwen3"
     w = gguf.GGUFWriter(str(path), arch)
     w.add_name("specbench-tiny-qwen3")
     w.add_context_length(context_length)
     w.add_embedding_length(N_EMBD)
-    w.add_block_count(N_LAYER)
+    w.add_block_count(len({k.split(".")[1] for k in weights if k.startswith("blk.")}))
     w.add_feed_forward_length(N_FF)
     w.add_head_count(N_HEAD)
     w.add_head_count_kv(N_HEAD_KV)
@@ -123,8 +131,8 @@ def write_tiny_qwen3(path: Path, weights: dict[str, np.ndarray], context_length:
     return path
 
 
-def n_vocab() -> int:
-    return len(vocabulary()[0])
+def n_vocab(variant: str = "a") -> int:
+    return len(vocabulary(variant)[0])
 
 
 def eos_id() -> int:
@@ -136,3 +144,19 @@ def perturbed(weights: dict[str, np.ndarray], seed: int, noise: float) -> dict[s
     rng = np.random.default_rng(seed)
     return {k: (v + noise * v.std() * rng.standard_normal(v.shape)).astype(np.float32) if v.ndim == 2 else v
             for k, v in weights.items()}
+
+
+def slowed(weights: dict[str, np.ndarray], extra_layers: int, seed: int = 7) -> dict[str, np.ndarray]:
+    """The same function, computed more slowly: `extra_layers` more blocks whose attention
+    output and FFN down projections are zero, so each adds exactly nothing to the residual
+    stream (x + 0 == x) but costs a block's compute. A drafter of `weights` then runs ahead
+    of this target and agrees with it (AS2D tests)."""
+    n = len({k.split(".")[1] for k in weights if k.startswith("blk.")})
+    donor = random_weights(seed, weights["token_embd.weight"].shape[0])
+    out = dict(weights)
+    for i in range(n, n + extra_layers):
+        for k, v in donor.items():
+            if k.startswith("blk.0."):
+                name = f"blk.{i}." + k[len("blk.0."):]
+                out[name] = np.zeros_like(v) if ("attn_output" in k or "ffn_down" in k) else v
+    return out

@@ -1,0 +1,46 @@
+"""`specbench demo`: the whole loop on this machine, no phone needed."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from ..demo import load_demo_results, run_demo
+from ..render import print_rich, render
+from ..report import build_tables
+from .common import progress_bar, stderr
+
+
+@click.command()
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("specbench-demo"),
+              show_default=True, help="Directory for windows, profile, traces, results and report.md.")
+@click.option("--quick", is_flag=True,
+              help="Only the first 3 bundled windows, and one configuration per method natively.")
+def demo(out: Path, quick: bool) -> None:
+    """Profile this host, trace the bundled windows with small real models, replay and run
+    the methods, and print the report.
+
+    The first run downloads the demo models (about 100 MB) and builds the native runner
+    (about 5 minutes on 2 cores); later runs take a couple of minutes. Everything is left
+    in OUT for `specbench report` and friends.
+
+    Example:
+
+        specbench demo --out specbench-demo
+    """
+    start = time.perf_counter()
+    run = run_demo(out, quick, progress_bar, lambda message: stderr.print(message, highlight=False, markup=False))
+    tables = build_tables(load_demo_results(run.out))
+    print_rich(tables, Console())
+    (run.out / "report.md").write_text(render(tables, "md"), encoding="utf-8")
+    for label, reason in run.skipped.items():
+        stderr.print(f"not in this report: {label}: {reason}", highlight=False, markup=False)
+    if run.divergences:
+        stderr.print(f"{run.divergences} native outputs differed from the traced target output "
+                     f"(see {run.out / 'results' / 'native' / 'divergences.jsonl'})")
+    steps = ", ".join(f"{step} {seconds:.1f} s" for step, seconds in run.timings.items())
+    stderr.print(f"demo finished in {time.perf_counter() - start:.1f} s ({steps}); results in {run.out}/ "
+                 f"(report.md, results/replay, results/native)", highlight=False)

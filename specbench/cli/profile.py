@@ -1,0 +1,66 @@
+"""`specbench profile`: measure a device's forward costs into a profile YAML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..errors import SpecbenchError
+from ..model_files import parse_named, target_file, unique_names
+from ..native_run import open_device
+from ..profiling import parse_depths, plan_for, profile_device, samples_path, write_profile
+from .common import progress_bar, stderr
+
+
+@click.command()
+@click.argument("device", default="local")
+@click.option("--target", "target_path", type=click.Path(path_type=Path), default=None,
+              help="Target model (.gguf). Default: the demo target (smollm2-135m), downloaded once.")
+@click.option("--drafter", "drafter_specs", multiple=True, metavar="NAME=PATH",
+              help="A drafter model to profile, named as in traces. Repeatable. Default: the demo drafter.")
+@click.option("--max-width", type=click.IntRange(1, 64), default=16, show_default=True,
+              help="Target widths 1..W (AS2D budget B needs W >= B+1; SD width W needs W).")
+@click.option("--drafter-max-width", type=click.IntRange(1, 64), default=None,
+              help="Drafter widths 1..n (default: --max-width; SpecASR's ingest needs up to k_max).")
+@click.option("--depths", default="0,128,256", show_default=True, help="KV depths to measure at (comma-separated).")
+@click.option("--repetitions", type=click.IntRange(5), default=5, show_default=True, help="Timed forwards per point.")
+@click.option("--threads", type=click.IntRange(1), default=None, help="Threads per model (default: all hardware threads).")
+@click.option("--no-cosched", is_flag=True, help="Skip the co-scheduling measurement (AS2D replay then refuses the profile).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("device_profiles/local.yaml"),
+              show_default=True, help="Profile YAML to write (raw samples go beside it, *.samples.jsonl).")
+def profile(device: str, target_path: Path | None, drafter_specs: tuple[str, ...], max_width: int,
+            drafter_max_width: int | None, depths: str, repetitions: int, threads: int | None, no_cosched: bool,
+            out: Path) -> None:
+    """Profile DEVICE (default: local, this host): forward costs per width and KV depth.
+
+    The runner times target forwards of widths 1..--max-width (logits for every row) and
+    drafter forwards at each depth (median of >= 5 repetitions after warm-up), records
+    the device state before and after, and co-scheduling ratios where the runner can
+    measure them.
+
+    Example:
+
+        specbench profile local --target models/target.gguf --drafter small=models/draft.gguf
+        --max-width 16 --depths 0,128,256 --out device_profiles/local.yaml
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)  # the default device_profiles/ may not exist yet
+    plan = plan_for(max_width, parse_depths(depths), repetitions, threads, drafter_max_width, not no_cosched)
+    target, drafters = _models(target_path, drafter_specs)
+    dev = open_device(device)
+    with progress_bar(f"profiling {dev.name}", plan.forwards(len(drafters))) as advance:
+        run = profile_device(dev, target, drafters, plan, advance,
+                             lambda message: stderr.print(f"warning: {message}", markup=False))
+    write_profile(out, run)
+    stderr.print(f"profile written to {out} (raw samples: {samples_path(out)})")
+
+
+def _models(target_path: Path | None, drafter_specs: tuple[str, ...]):
+    from ..demo import demo_models
+
+    if target_path is None:
+        if drafter_specs:
+            raise SpecbenchError("--drafter without --target: pass the target model the drafters go with")
+        target, drafter = demo_models()
+        return target, [drafter]
+    return target_file(target_path), unique_names([parse_named(s) for s in drafter_specs])

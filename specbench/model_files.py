@@ -1,0 +1,69 @@
+"""Model files as the runner-facing commands name them: NAME=PATH pairs with a sha256.
+
+The sha256 identifies a model in traces, profiles and results; it is cached next to
+nothing, only in memory for the process, keyed by path, size and mtime.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import SpecbenchError
+from .runner import file_sha256
+
+_SHA_CACHE: dict[tuple[str, int, int], str] = {}
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    name: str
+    """Short name: the drafter name in traces and profiles, or the target's file stem."""
+    path: Path
+    """The .gguf file on this host."""
+
+    @property
+    def sha256(self) -> str:
+        path = Path(self.path)
+        if not path.is_file():
+            raise SpecbenchError(f"model file not found: {path}", hint="pass the path of a .gguf file")
+        st = path.stat()
+        key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+        if key not in _SHA_CACHE:
+            _SHA_CACHE[key] = file_sha256(path)
+        return _SHA_CACHE[key]
+
+    def ref(self) -> dict:
+        """{name, sha256}: how traces and profiles name the model."""
+        return {"name": self.name, "sha256": self.sha256}
+
+
+def target_file(path: Path) -> ModelFile:
+    path = Path(path)
+    if not path.is_file():
+        raise SpecbenchError(f"model file not found: {path}", hint="pass the path of a .gguf file")
+    return ModelFile(path.name.removesuffix(".gguf"), path)
+
+
+def parse_named(spec: str) -> ModelFile:
+    """'NAME=PATH' (or a bare PATH, named after its file) -> ModelFile; the file must exist."""
+    name, sep, path_text = spec.partition("=")
+    if not sep:
+        name, path_text = Path(spec).name.removesuffix(".gguf"), spec
+    name = name.strip()
+    if not name or not path_text:
+        raise SpecbenchError(f"--drafter '{spec}': expected NAME=PATH, e.g. small=models/drafter.gguf")
+    if not all(c.isalnum() or c in "-_." for c in name):
+        raise SpecbenchError(f"--drafter '{spec}': the name may use letters, digits, '-', '_' and '.' only")
+    path = Path(path_text).expanduser()
+    if not path.is_file():
+        raise SpecbenchError(f"model file not found: {path}", hint="pass the path of a .gguf file")
+    return ModelFile(name, path)
+
+
+def unique_names(models: list[ModelFile]) -> list[ModelFile]:
+    names = [m.name for m in models]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise SpecbenchError(f"drafter name '{dup[0]}' given twice; name each --drafter differently")
+    return models

@@ -1,0 +1,289 @@
+"""Native runs: decode windows for real on a device and record them as result rows.
+
+One runner `decode` job runs every (window, method); the rows of a window are appended
+to the results directory as soon as its last method finishes, so `resume=True` skips
+the windows already done. Rows have the replay columns (`results.WindowResult`) with
+`source = "native"`; D and V are the summed drafter and target forward times of the op
+log, O = 0 (serial methods) and H the rest of the decode clock.
+
+Lossless check: each output is compared with the trace's y (when traces are given, via
+the runner's `reference`) or else with target-only's output on the same window. A
+differing output is a divergence, not a throughput: its row has `lossless = false`,
+`tokens = 0` and no times, and the details (first differing position, both tokens) go
+to `divergences.jsonl` in the results directory.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import __version__
+from .devices.base import Device
+from .errors import SpecbenchError
+from .fileio import dumps_line
+from .methods import MethodConfig, method_name
+from .methods.as2d import As2dConfig
+from .methods.sd import SdConfig
+from .methods.specasr import SpecAsrConfig
+from .methods.target import TargetConfig
+from .model_files import ModelFile
+from .results import ResultsDir, WindowResult
+from .tracing import Prompts, prompts_for
+from .windows import Window, windows_digest
+
+NATIVE_METHODS = ("target", "sd")
+"""Methods every protocol-1 runner's `decode` mode implements."""
+OPTIONAL_METHODS = ("specasr", "as2d")
+"""Methods newer runners add; detected per device."""
+DIVERGENCES = "divergences.jsonl"
+SNAPSHOTS = "snapshots.jsonl"
+Progress = Callable[[int], None]
+
+
+def open_device(name: str) -> Device:
+    if name == "local":
+        from .devices.local import LocalDevice
+
+        return LocalDevice()
+    raise SpecbenchError(f"Unknown device '{name}'. Available: local")
+
+
+def native_methods(device: Device) -> tuple[str, ...]:
+    """The methods the device's runner can decode for real."""
+    return NATIVE_METHODS + tuple(m for m in OPTIONAL_METHODS if device.supports_method(m))
+
+
+def check_native(configs: Sequence[MethodConfig], available: Sequence[str]) -> None:
+    for config in configs:
+        if method_name(config) not in available:
+            raise SpecbenchError(f"{config.label}: this runner decodes {', '.join(available)} natively",
+                                 hint="replay the other methods (specbench run without --native)")
+
+
+def method_job(config: MethodConfig) -> dict:
+    """The runner's method object for a configuration (the drafter is the job's)."""
+    if isinstance(config, SdConfig):
+        if config.width < 2:
+            raise SpecbenchError(f"{config.label}: native SD needs a width W >= 2")
+        return {"name": "sd", "width": config.width, "p_min": config.p_min}
+    if isinstance(config, SpecAsrConfig):
+        return {"name": "specasr", "k_max": config.k_max, "tau": config.tau}
+    if isinstance(config, As2dConfig):
+        return {"name": "as2d", "budget": config.budget, "batch": config.batch, "conf_stop": config.conf_stop,
+                "align": config.align, "horizon": config.horizon}
+    return {"name": "target"}
+
+
+@dataclass(frozen=True)
+class Divergence:
+    window_id: str
+    config: str
+    position: int
+    expected: int | None
+    got: int | None
+
+
+def first_difference(expected: Sequence[int], got: Sequence[int]) -> Divergence | None:
+    for i, (a, b) in enumerate(zip(expected, got)):
+        if a != b:
+            return Divergence("", "", i, int(a), int(b))
+    if len(expected) != len(got):
+        i = min(len(expected), len(got))
+        return Divergence("", "", i, expected[i] if i < len(expected) else None, got[i] if i < len(got) else None)
+    return None
+
+
+def decode_row(result: dict, window: Window, device: str, config: MethodConfig) -> WindowResult:
+    """A WindowResult from one runner decode record (pure)."""
+    ops = result["ops"]
+    target_ops = [op for op in ops if op["model"] == "target"]
+    n = len(result["tokens"])
+    t, multi, accepted = 1, 0, 0
+    for op in target_ops:
+        new_t = min(t + op.get("accepted", 0) + 1, n)
+        multi += new_t - t > 1
+        accepted += op.get("accepted", 0)
+        t = new_t
+    d_s = sum(op["us"] for op in ops if op["model"] == "drafter") / 1e6
+    v_s = sum(op["us"] for op in target_ops) / 1e6
+    decode_s = float(result["decode_s"])
+    # Serial methods: O = 0 and H = T - D - V. Two concurrent lanes (as2d): the op log gives
+    # only O - H = D + V - T, so the net is booked to O (or to H when negative).
+    net = d_s + v_s - decode_s
+    o_s, h_s = (max(net, 0.0), max(-net, 0.0)) if isinstance(config, As2dConfig) else (0.0, max(-net, 0.0))
+    return WindowResult(device, method_name(config), config.label, window.window_id, window.window_sha256,
+                        window.dataset, window.split.value, n - 1, decode_s, len(target_ops),
+                        sum(op["width"] - 1 for op in target_ops), accepted, multi,
+                        sum(op["model"] == "drafter" for op in ops), d_s, v_s, o_s, h_s, False, True, "native")
+
+
+def divergence_row(window: Window, device: str, config: MethodConfig) -> WindowResult:
+    """A diverging window: no tokens and no times are claimed for it."""
+    return WindowResult(device, method_name(config), config.label, window.window_id, window.window_sha256,
+                        window.dataset, window.split.value, 0, 0.0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, False, False,
+                        "native")
+
+
+@dataclass(frozen=True)
+class NativePlan:
+    device: Device
+    windows: list[Window]
+    target: ModelFile
+    drafter: ModelFile | None
+    configs: list[MethodConfig]
+    references: dict[str, list[int]] | None = None
+    """Expected y per window id (the traces'); None: target-only's output is the reference."""
+    threads: int | None = None
+    windows_path: str = ""
+
+
+def manifest_for(plan: NativePlan) -> dict:
+    info = plan.device.runner()
+    return {"specbench_version": __version__, "command": " ".join(sys.argv), "mode": "native",
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "device": plan.device.name, "device_info": plan.device.describe(),
+            "windows": {"path": plan.windows_path, "digest": windows_digest(plan.windows), "count": len(plan.windows)},
+            "target": plan.target.ref(), "drafter": None if plan.drafter is None else plan.drafter.ref(),
+            "methods": [c.label for c in plan.configs], "threads": plan.threads,
+            "runner": {"sha256": info.sha256, "version": info.version, "llama_cpp_commit": info.llama_cpp_commit},
+            "reference": "trace" if plan.references is not None else "target-only output"}
+
+
+def lane_threads(plan: NativePlan) -> tuple[int, int]:
+    """(target, drafter) threads for concurrent methods (as2d): the cores are split between
+    the lanes, since OpenMP threads that outnumber the cores spin and stall each other."""
+    cores = plan.threads or int(plan.device.describe().get("cores") or 2)
+    return max(1, cores - cores // 2), max(1, cores // 2)
+
+
+def job_groups(plan: NativePlan) -> list[tuple[list[MethodConfig], tuple[int, int] | None]]:
+    """Serial methods in one job (threads as given), concurrent ones in another (split threads)."""
+    serial = [c for c in plan.configs if not isinstance(c, As2dConfig)]
+    concurrent = [c for c in plan.configs if isinstance(c, As2dConfig)]
+    return [(group, split) for group, split in ((serial, None), (concurrent, lane_threads(plan))) if group]
+
+
+def native_steps(plan: NativePlan) -> int:
+    """Progress units of `run_native`: one per (window, job group)."""
+    return len(plan.windows) * len(job_groups(plan))
+
+
+def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | None = None) -> tuple[ResultsDir, int, int]:
+    """Decode every (window, configuration) not already in `out`; returns (results, rows added, divergences)."""
+    check_native(plan.configs, native_methods(plan.device))
+    needs_drafter = any(method_name(c) != "target" for c in plan.configs)
+    if needs_drafter and plan.drafter is None:
+        raise SpecbenchError("the methods other than target need a drafter: pass --drafter NAME=PATH")
+    results = ResultsDir(out)
+    manifest = manifest_for(plan)
+    if any(split for _, split in job_groups(plan)):
+        manifest["as2d_threads"] = dict(zip(("target", "drafter"), lane_threads(plan)))
+    done = results.open(manifest, resume)
+    name = plan.device.name
+
+    def missing(configs: list[MethodConfig]) -> list[Window]:
+        return [w for w in plan.windows if not all((name, c.label, w.window_id, "median") in done for c in configs)]
+
+    todo = missing(plan.configs)
+    if not todo:
+        if progress:
+            progress(native_steps(plan))
+        return results, 0, 0
+    _append(results.directory / SNAPSHOTS, {"before": plan.device.snapshot()})
+    prompts = prompts_for(plan.device, plan.target, plan.drafter if needs_drafter else None, todo)
+    added = diverged = 0
+    for configs, split in job_groups(plan):
+        group_todo = missing(configs)
+        if progress and len(group_todo) < len(plan.windows):
+            progress(len(plan.windows) - len(group_todo))
+        if group_todo:
+            counts = _decode(plan, configs, split, group_todo, prompts, results, progress)
+            added, diverged = added + counts[0], diverged + counts[1]
+    _append(results.directory / SNAPSHOTS, {"after": plan.device.snapshot()})
+    return results, added, diverged
+
+
+def _decode(plan: NativePlan, wanted: list[MethodConfig], split: tuple[int, int] | None, todo: list[Window],
+            prompts: Prompts, results: ResultsDir, progress: Progress | None) -> tuple[int, int]:
+    """One decode job over the windows still to do; a window's rows are appended when its
+    last method finishes (the runner runs every method of a window, in order, before the next)."""
+    # Without traces, target-only's output (run first) is the reference for the others.
+    run_configs = wanted if plan.references is not None else \
+        [TargetConfig()] + [c for c in wanted if not isinstance(c, TargetConfig)]
+    by_id = {w.window_id: w for w in todo}
+    pending: dict[str, list[dict]] = {}
+    counts = [0, 0]
+    refs = plan.references or {}
+    target_threads, drafter_threads = split or (plan.threads, plan.threads)
+    job = {"mode": "decode", "target": _spec(plan.device, plan.target.path, target_threads),
+           "methods": [method_job(c) for c in run_configs], "warmup": True,
+           "windows": [prompts.runner_window(w, refs.get(w.window_id)) for w in todo]}
+    if plan.drafter is not None and any(method_name(c) != "target" for c in run_configs):
+        job["drafter"] = _spec(plan.device, plan.drafter.path, drafter_threads)
+    if plan.threads:
+        job["threads"] = plan.threads
+
+    def on_line(doc: dict) -> None:
+        result = doc.get("result")
+        if not result or result.get("kind") not in ("decode", "divergence"):
+            return
+        records = pending.setdefault(result["window_id"], [])
+        records.append(result)
+        if len(records) < len(run_configs):
+            return
+        window = by_id[result["window_id"]]
+        reference = records[0].get("tokens") if plan.references is None else None
+        rows, divergences = window_rows(window, plan.device.name, list(zip(run_configs, records)), wanted, reference)
+        results.append(rows)
+        for d in divergences:
+            _append(results.directory / DIVERGENCES, vars(d) | {"device": plan.device.name})
+        counts[0] += len(rows)
+        counts[1] += len(divergences)
+        del pending[result["window_id"]]
+        if progress:
+            progress(1)
+
+    plan.device.run_job(job, on_line)
+    if pending:
+        raise SpecbenchError(f"the runner stopped before finishing window '{next(iter(pending))}'")
+    return counts[0], counts[1]
+
+
+def window_rows(window: Window, device: str, records: Sequence[tuple[MethodConfig, dict]],
+                wanted: Sequence[MethodConfig], reference: Sequence[int] | None) -> tuple[list[WindowResult], list[Divergence]]:
+    """Rows of the `wanted` configurations for one window (pure); with `reference`, each
+    output is checked against it (the runner checked it already when given a reference)."""
+    labels = [c.label for c in wanted]
+    rows, divergences = [], []
+    for config, record in records:
+        if config.label not in labels:
+            continue
+        if record["kind"] == "divergence":
+            diff = Divergence(window.window_id, config.label, int(record["position"]), record.get("expected"),
+                              record.get("got"))
+        else:
+            found = first_difference(reference, record["tokens"]) if reference is not None else None
+            diff = None if found is None else Divergence(window.window_id, config.label, found.position,
+                                                         found.expected, found.got)
+        if diff is None:
+            rows.append(decode_row(record, window, device, config))
+        else:
+            rows.append(divergence_row(window, device, config))
+            divergences.append(diff)
+    return sorted(rows, key=lambda r: labels.index(r.config)), divergences
+
+
+def _spec(device: Device, path: Path, threads: int | None) -> dict:
+    spec = {"path": device.model_path(path), "device": "cpu"}
+    if threads:
+        spec["threads"] = threads
+    return spec
+
+
+def _append(path: Path, doc: dict) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(dumps_line(doc))

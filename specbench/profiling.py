@@ -1,0 +1,202 @@
+"""Profile a device: width sweeps (and co-scheduling ratios) -> a DeviceProfile YAML.
+
+The runner's `sweep` times target forwards of widths 1..W (logits for every row) and
+drafter forwards of widths 1..n at several KV depths, each the median of >= 5 timed
+repetitions after warm-up. Medians become the profile's costs, standard deviations its
+`spread`, and every raw sample goes to a `*.samples.jsonl` file beside the profile.
+
+Co-scheduling ratios come from the runner's `cosched` mode where the runner has it; a
+runner without it gives a profile without a `cosched` section (AS2D replay then refuses it)
+and a warning saying so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .devices.base import Device
+from .errors import SpecbenchError
+from .fileio import dump_yaml, dumps_line, write_atomic
+from .model_files import ModelFile
+from .profiles import KIND, VERSIONS, profile_from_dict
+
+Progress = Callable[[int], None]
+Warn = Callable[[str], None]
+DRAFTER_LOGITS = "last"
+"""Drafter forwards keep the last row's logits only (what an SD ingest needs)."""
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    widths: tuple[int, ...]
+    """Target forward widths (tokens per forward), logits for all rows."""
+    drafter_widths: tuple[int, ...]
+    depths: tuple[int, ...]
+    """KV depths before each timed forward."""
+    repetitions: int = 5
+    warmup: int = 1
+    threads: int | None = None
+    """Threads for both models (None: the runner's default, all hardware threads)."""
+    cosched: bool = True
+    """Measure co-scheduling ratios (when the runner supports it)."""
+
+    def __post_init__(self) -> None:
+        if not self.widths or min(self.widths) < 1 or (self.drafter_widths and min(self.drafter_widths) < 1):
+            raise SpecbenchError("widths must be >= 1")
+        if not self.depths or min(self.depths) < 0:
+            raise SpecbenchError("depths must be >= 0 (e.g. --depths 0,128,256)")
+        if self.repetitions < 5:
+            raise SpecbenchError(f"--repetitions {self.repetitions}: at least 5 are needed for a median and spread")
+
+    def forwards(self, drafters: int) -> int:
+        """Timed (model, width, depth) records `profile_device` collects for that many drafters."""
+        first = len(self.widths) + (len(self.drafter_widths) if drafters else 0)
+        return (first + max(drafters - 1, 0) * (1 + len(self.drafter_widths))) * len(self.depths)
+
+
+def plan_for(max_width: int, depths: Sequence[int], repetitions: int = 5, threads: int | None = None,
+             drafter_max_width: int | None = None, cosched: bool = True) -> SweepPlan:
+    return SweepPlan(tuple(range(1, max_width + 1)), tuple(range(1, (drafter_max_width or max_width) + 1)),
+                     tuple(sorted(set(depths))), repetitions, 1, threads, cosched)
+
+
+def parse_depths(text: str) -> tuple[int, ...]:
+    try:
+        depths = tuple(sorted({int(v) for v in text.split(",") if v.strip()}))
+    except ValueError:
+        raise SpecbenchError(f"--depths '{text}': expected comma-separated integers, e.g. 0,128,256") from None
+    if not depths or depths[0] < 0:
+        raise SpecbenchError(f"--depths '{text}': expected KV depths >= 0")
+    return depths
+
+
+@dataclass
+class ProfileRun:
+    """What profiling produced: the profile document, raw samples and warnings."""
+
+    doc: dict
+    samples: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _model_spec(device: Device, model: ModelFile, threads: int | None) -> dict:
+    spec = {"path": device.model_path(model.path), "device": "cpu"}
+    if threads:
+        spec["threads"] = threads
+    return spec
+
+
+def sweep_job(device: Device, target: ModelFile, drafter: ModelFile | None, plan: SweepPlan,
+              target_widths: Sequence[int] | None = None) -> dict:
+    job = {"mode": "sweep", "target": _model_spec(device, target, plan.threads),
+           "widths": list(target_widths or plan.widths), "depths": list(plan.depths), "warmup": plan.warmup,
+           "repetitions": plan.repetitions, "seed": 42}
+    if plan.threads:
+        job["threads"] = plan.threads
+    if drafter is not None:
+        job |= {"drafter": _model_spec(device, drafter, plan.threads), "drafter_widths": list(plan.drafter_widths),
+                "drafter_logits": DRAFTER_LOGITS}
+    return job
+
+
+def costs_doc(results: Sequence[dict], model: str, widths: Sequence[int], depths: Sequence[int]) -> dict:
+    """A profile cost table {depths, seconds, spread, repetitions} from sweep results of one model."""
+    got = {(r["width"], r["depth"]): r for r in results if r.get("kind") == "forward" and r.get("model") == model}
+    missing = [(w, d) for w in widths for d in depths if (w, d) not in got]
+    if missing:
+        raise SpecbenchError(f"the runner's sweep lacks {model} width {missing[0][0]} at depth {missing[0][1]}")
+    return {"depths": [int(d) for d in depths],
+            "seconds": {int(w): [got[(w, d)]["median_us"] / 1e6 for d in depths] for w in widths},
+            "spread": {int(w): [got[(w, d)]["stdev_us"] / 1e6 for d in depths] for w in widths},
+            "repetitions": int(next(iter(got.values()))["repetitions"])}
+
+
+def cosched_doc(results: Sequence[dict]) -> dict:
+    """{width: {rho_target, rho_drafter}} from the runner's cosched records."""
+    out = {}
+    for r in results:
+        if r.get("kind") == "cosched":
+            out[int(r["width"])] = {"rho_target": float(r["rho_target"]), "rho_drafter": float(r["rho_drafter"])}
+    return dict(sorted(out.items()))
+
+
+def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFile], plan: SweepPlan,
+                   progress: Progress | None = None, warn: Warn | None = None) -> ProfileRun:
+    """Sweep the target and every drafter on `device`; returns the profile document."""
+    run = ProfileRun({})
+
+    def say(message: str) -> None:
+        run.warnings.append(message)
+        if warn:
+            warn(message)
+
+    info = device.runner()
+    before = device.snapshot()
+
+    def count(doc: dict) -> None:
+        if progress and doc.get("result", {}).get("kind") == "forward":
+            progress(1)
+
+    jobs = [(None, None)] if not drafters else [(d, None if i == 0 else [1]) for i, d in enumerate(drafters)]
+    target_costs, drafter_entries = None, []
+    for drafter, widths in jobs:
+        out = device.run_job(sweep_job(device, target, drafter, plan, widths), count)
+        run.samples += [r | {"model_name": target.name if r.get("model") == "target" else drafter.name}
+                        for r in out.results]
+        if target_costs is None:
+            target_costs = costs_doc(out.results, "target", plan.widths, plan.depths)
+        if drafter is not None:
+            entry = {"name": drafter.name, "model": drafter.ref(), "processor": "cpu",
+                     "costs": costs_doc(out.results, "drafter", plan.drafter_widths, plan.depths)}
+            if plan.threads:
+                entry["threads"] = plan.threads
+            cosched = measure_cosched(device, target, drafter, plan, say) if plan.cosched else None
+            if cosched:
+                entry["cosched"] = cosched
+            drafter_entries.append(entry)
+    target_doc = {"model": target.ref(), "processor": "cpu", "costs": target_costs}
+    if plan.threads:
+        target_doc["threads"] = plan.threads
+    run.doc = {"kind": KIND, "schema_version": VERSIONS[-1], "device": device.describe(), "runner": info.as_dict(),
+               "snapshot": {"before": before, "after": device.snapshot()}, "target": target_doc,
+               "drafters": drafter_entries,
+               "overheads": {"producer_startup_s": 0.0, "publish_s": 0.0, "align_s": 0.0},
+               "notes": (f"sweep: warmup {plan.warmup}, {plan.repetitions} repetitions, median seconds; target "
+                         f"logits for all rows, drafter logits '{DRAFTER_LOGITS}'; overheads not measured (0)")}
+    return run
+
+
+def measure_cosched(device: Device, target: ModelFile, drafter: ModelFile, plan: SweepPlan, warn: Warn) -> dict | None:
+    """Co-scheduling ratios per target width, or None (with a warning) where unavailable."""
+    if not device.supports("cosched"):
+        warn(f"the runner on {device.name} has no 'cosched' mode: the profile has no co-scheduling ratios for "
+             f"drafter '{drafter.name}', so AS2D cannot be replayed with it (rebuild the runner once the mode lands)")
+        return None
+    job = {"mode": "cosched", "target": _model_spec(device, target, plan.threads),
+           "drafter": _model_spec(device, drafter, plan.threads), "widths": list(plan.widths),
+           "repetitions": plan.repetitions}
+    if plan.threads:
+        job["threads"] = plan.threads
+    try:
+        ratios = cosched_doc(device.run_job(job).results)
+    except SpecbenchError as exc:  # the mode is new; a job-format mismatch should not sink the sweep
+        warn(f"co-scheduling measurement failed for drafter '{drafter.name}' ({exc}); profile written without it")
+        return None
+    if not ratios:
+        warn(f"the runner's cosched job returned no ratios for drafter '{drafter.name}'")
+        return None
+    return ratios
+
+
+def write_profile(path: Path, run: ProfileRun) -> None:
+    """Validate the document with the profile loader, then write it and its raw samples."""
+    path = Path(path)
+    profile_from_dict(run.doc, path)
+    write_atomic(path, dump_yaml(run.doc))
+    write_atomic(samples_path(path), "".join(dumps_line(r) for r in run.samples))
+
+
+def samples_path(path: Path) -> Path:
+    return Path(path).with_name(Path(path).stem + ".samples.jsonl")

@@ -1,0 +1,180 @@
+"""Trace windows with the real models: windows.jsonl -> traces/<drafter>.jsonl.
+
+Text windows become prompts with each model's own tokenizer and chat template (the
+runner's `tokenize` mode; the window's `template` names a llama.cpp built-in template,
+or `model` for the one stored in the GGUF). The runner's `trace` mode then records y,
+the prefix-conditioned drafts and the producer stream per window; each window is
+appended (and flushed) as soon as it is done, so an interrupted trace resumes with
+`resume=True` where it stopped.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .devices.base import Device
+from .errors import SpecbenchError
+from .fileio import Where, dumps_line, iter_jsonl
+from .model_files import ModelFile
+from .traces import ModelRef, header_dict, load_trace_file, window_trace_from_dict, window_trace_to_dict
+from .windows import Window
+
+Progress = Callable[[int], None]
+MODEL_TEMPLATE = "model"
+"""Window template meaning: use the chat template stored in the model file."""
+
+
+def user_message(window: Window) -> str:
+    """The one user turn a text window sends: the instruction, a blank line, the source text."""
+    if window.input.kind != "text":
+        raise SpecbenchError(f"window '{window.window_id}': {window.input.kind} windows are not supported by the "
+                             "native runner yet (text windows only)")
+    return f"{window.instruction}\n\n{window.input.text}"
+
+
+def tokenize_windows(device: Device, model: ModelFile, windows: Sequence[Window]) -> dict[str, list[int]]:
+    """Prompt token ids per window id, chat template applied (one runner job per template)."""
+    prompts: dict[str, list[int]] = {}
+    by_template: dict[str, list[Window]] = {}
+    for window in windows:
+        by_template.setdefault(window.template, []).append(window)
+    for template, group in by_template.items():
+        job = {"mode": "tokenize", "model": {"path": device.model_path(model.path)},
+               "texts": [user_message(w) for w in group], "chat": True,
+               "template": "" if template == MODEL_TEMPLATE else template}
+        results = sorted(device.run_job(job).results, key=lambda r: r["index"])
+        if len(results) != len(group):
+            raise SpecbenchError(f"runner tokenized {len(results)} of {len(group)} prompts")
+        for window, result in zip(group, results):
+            prompts[window.window_id] = [int(t) for t in result["tokens"]]
+    return prompts
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """Prompt ids of each window for the target and (when its files differ) the drafter."""
+
+    target: dict[str, list[int]]
+    drafter: dict[str, list[int]] | None = None
+
+    def runner_window(self, window: Window, reference: Sequence[int] | None = None) -> dict:
+        doc = {"id": window.window_id, "prompt": self.target[window.window_id], "cap": window.cap}
+        if self.drafter is not None and self.drafter[window.window_id] != doc["prompt"]:
+            doc["drafter_prompt"] = self.drafter[window.window_id]
+        if reference is not None:
+            doc["reference"] = [int(t) for t in reference]
+        return doc
+
+
+def prompts_for(device: Device, target: ModelFile, drafter: ModelFile | None, windows: Sequence[Window]) -> Prompts:
+    """Tokenize once per distinct model file (a same-vocabulary drafter file is tokenized too,
+    so a drafter with its own tokenizer only needs the runner to accept `drafter_prompt`)."""
+    target_prompts = tokenize_windows(device, target, windows)
+    if drafter is None or Path(drafter.path).resolve() == Path(target.path).resolve():
+        return Prompts(target_prompts)
+    return Prompts(target_prompts, tokenize_windows(device, drafter, windows))
+
+
+class TraceWriter:
+    """One trace file, appended a window at a time; resumes a file of the same model pair."""
+
+    def __init__(self, path: Path, target: ModelRef, drafter: ModelRef, resume: bool):
+        self.path = Path(path)
+        self.done: dict[str, str] = {}
+        """window_id -> window_sha256 of the windows already in the file."""
+        if self.path.exists() and self.path.stat().st_size > 0:
+            if not resume:
+                raise SpecbenchError(f"{self.path}: trace file already exists",
+                                     hint="pass --resume to continue it, or choose another --out")
+            _repair_cut_line(self.path)
+            existing = load_trace_file(self.path)
+            for key, old, new in (("target", existing.target, target), ("drafter", existing.drafter, drafter)):
+                if old.sha256 != new.sha256:
+                    raise SpecbenchError(f"{self.path}: cannot resume: the {key} model differs "
+                                         f"({old.name} {old.sha256[:12]} in the file, {new.name} {new.sha256[:12]} now)",
+                                         hint="trace into another --out directory")
+            self.done = {w.window_id: w.window_sha256 for w in existing.windows.values()}
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._write(dumps_line(header_dict(target, drafter)))
+
+    def todo(self, windows: Sequence[Window]) -> list[Window]:
+        for window in windows:
+            sha = self.done.get(window.window_id)
+            if sha is not None and sha != window.window_sha256:
+                raise SpecbenchError(f"{self.path}: window '{window.window_id}' was traced with different content "
+                                     f"(window_sha256 {sha[:12]}, now {window.window_sha256[:12]})",
+                                     hint="trace the changed windows into another --out directory")
+        return [w for w in windows if w.window_id not in self.done]
+
+    def append(self, doc: dict) -> None:
+        self._write(dumps_line(doc))
+        self.done[doc["window_id"]] = doc["window_sha256"]
+
+    def _write(self, text: str) -> None:
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def _repair_cut_line(path: Path) -> None:
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
+def trace_doc(result: dict, window: Window, where: Where) -> dict:
+    """A runner trace record as a trace-file line: validated, padding stripped, sha256 added."""
+    doc = {k: v for k, v in result.items() if k not in ("kind", "y_margin")} | {"window_sha256": window.window_sha256}
+    return window_trace_to_dict(window_trace_from_dict(doc, where))
+
+
+def trace_path(out_dir: Path, drafter: ModelFile) -> Path:
+    return Path(out_dir) / f"{drafter.name}.jsonl"
+
+
+def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, drafter: ModelFile, out_dir: Path,
+                  k_max: int = 16, resume: bool = False, threads: int | None = None,
+                  progress: Progress | None = None, prompts: Prompts | None = None) -> tuple[Path, int]:
+    """Trace every window not yet in out_dir/<drafter>.jsonl; returns (file, windows traced now)."""
+    if k_max < 1:
+        raise SpecbenchError(f"--k-max {k_max}: expected at least 1 draft per row (16 covers SD up to W=17)")
+    writer = TraceWriter(trace_path(out_dir, drafter), ModelRef(**target.ref()), ModelRef(**drafter.ref()), resume)
+    todo = writer.todo(windows)
+    if progress and len(todo) < len(windows):
+        progress(len(windows) - len(todo))
+    if not todo:
+        return writer.path, 0
+    prompts = prompts or prompts_for(device, target, drafter, todo)
+    by_id = {w.window_id: w for w in todo}
+    job = {"mode": "trace", "target": {"path": device.model_path(target.path), "device": "cpu"},
+           "drafter": {"path": device.model_path(drafter.path), "device": "cpu"}, "k_max": k_max,
+           "producer": True, "windows": [prompts.runner_window(w) for w in todo]}
+    if threads:
+        job["threads"] = threads
+
+    def on_line(doc: dict) -> None:
+        result = doc.get("result")
+        if not result or result.get("kind") != "trace":
+            return
+        window = by_id[result["window_id"]]
+        writer.append(trace_doc(result, window, Where(f"runner trace of window '{window.window_id}'")))
+        if progress:
+            progress(1)
+
+    device.run_job(job, on_line)
+    missing = [w.window_id for w in todo if w.window_id not in writer.done]
+    if missing:
+        raise SpecbenchError(f"the runner returned no trace for window '{missing[0]}'")
+    return writer.path, len(todo)
+
+
+def traced_ids(path: Path) -> set[str]:
+    """Window ids in a trace file (for tests and resume reports)."""
+    rows = iter_jsonl(Path(path))
+    next(rows, None)
+    return {doc["window_id"] for _, doc in rows}

@@ -1,0 +1,175 @@
+"""`specbench profile | trace | run --native | demo` through the real runner on the tiny
+fixtures (and one run of the demo on the real demo models when they are cached)."""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from specbench.cli import main
+from specbench.profiles import load_profile
+from specbench.results import ROW_FIELDS, load_results
+from specbench.traces import load_trace_dir
+from specbench.windows import make_text_window, save_windows
+from tests.native.conftest import runner, tiny  # noqa: F401  (fixtures)
+
+TEXTS = ["hello the world", "in the heat", "a tale of the tin", "the end", "heat in the tin"]
+
+
+def invoke(*args, env=None):
+    result = CliRunner().invoke(main, [str(a) for a in args], env=env)
+    return result.exit_code, result.output
+
+
+def error_line(output: str) -> str:
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 1, output
+    assert lines[0].startswith("Error: "), output
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory, tiny, runner):  # noqa: F811
+    """Profile, traces and windows made with the CLI once for the module."""
+    root = tmp_path_factory.mktemp("native-cli")
+    windows = root / "windows.jsonl"
+    save_windows(windows, [make_text_window(f"w{i}", t, "Repeat this.", 16, "tiny", "dev" if i < 2 else "test")
+                           for i, t in enumerate(TEXTS)])
+    profile = root / "profiles" / "local.yaml"
+    code, output = invoke("profile", "local", "--target", tiny.target, "--drafter", f"near={tiny.near}",
+                          "--max-width", 9, "--depths", "0,32", "--threads", 1, "--out", profile)
+    assert code == 0, output
+    code, output = invoke("trace", windows, "--target", tiny.target, "--drafter", f"near={tiny.near}",
+                          "--k-max", 8, "--threads", 1, "--out", root / "traces")
+    assert code == 0, output
+    return {"root": root, "windows": windows, "profile": profile, "traces": root / "traces", "tiny": tiny,
+            "runner": runner}
+
+
+def native_args(study, out, *extra):
+    tiny = study["tiny"]
+    return ["run", study["windows"], "--device", "local", "--native", "--target", tiny.target,
+            "--drafter", f"near={tiny.near}", "--methods", "target,sd", "--threads", 1,
+            "--out", out, *extra]
+
+
+def test_profile_is_a_loadable_profile(study):
+    profile = load_profile(study["profile"])
+    assert profile.name == "local" and profile.target_costs.widths() == list(range(1, 10))
+    assert profile.drafter("near").costs.widths() == list(range(1, 10))
+    assert profile.snapshot["before"]["cores"] >= 1 and "after" in profile.snapshot
+    assert profile.runner["protocol"] == 1
+
+
+def test_traces_load_and_replay_for_target_and_sd(study, tmp_path):
+    traces = load_trace_dir(study["traces"])
+    assert list(traces) == ["near"] and len(traces["near"].windows) == len(TEXTS)
+    code, output = invoke("run", study["windows"], "--traces", study["traces"], "--profile", study["profile"],
+                          "--methods", "target,sd", "--drafter", "near", "--out", tmp_path / "replay")
+    assert code == 0, output
+    _, rows = load_results(tmp_path / "replay")
+    assert len(rows) == len(TEXTS) * 5 and rows["lossless"].all()
+
+
+def test_native_rows_have_the_replay_columns(study, tmp_path):
+    code, output = invoke(*native_args(study, tmp_path / "native", "--traces", study["traces"]))
+    assert code == 0, output
+    manifest, native = load_results(tmp_path / "native")
+    assert manifest["mode"] == "native" and manifest["reference"] == "trace"
+    assert list(native.columns) == list(ROW_FIELDS)
+    assert len(native) == len(TEXTS) * 5 and set(native["source"]) == {"native"}
+    invoke("run", study["windows"], "--traces", study["traces"], "--profile", study["profile"], "--methods",
+           "target,sd", "--drafter", "near", "--out", tmp_path / "replay")
+    _, replay = load_results(tmp_path / "replay")
+    assert list(replay.columns) == list(native.columns)
+    assert sorted(replay["config"].unique()) == sorted(native["config"].unique())
+    ok = native[native["lossless"]].merge(replay, on=["config", "window_id"], suffixes=("_n", "_r"))
+    assert (ok["tokens_n"] == ok["tokens_r"]).all() and (ok["rounds_n"] == ok["rounds_r"]).all()
+    code, report = invoke("report", tmp_path / "native", "--format", "md")
+    assert code == 0 and "sd[W=5..8 mean,drafter=near]" in report
+
+
+def test_native_run_resumes_without_redoing_finished_windows(study, tmp_path):
+    out = tmp_path / "native"
+    code, output = invoke(*native_args(study, out))
+    assert code == 0, output
+    rows_path = out / "rows.jsonl"
+    lines = rows_path.read_text().splitlines()
+    per_window = 5
+    rows_path.write_text("\n".join(lines[:2 * per_window]) + "\n")  # as if killed after two windows
+    code, output = invoke(*native_args(study, out))
+    assert code == 1 and "--resume" in error_line(output)
+    code, output = invoke(*native_args(study, out, "--resume"))
+    assert code == 0, output
+    assert f"{(len(TEXTS) - 2) * per_window} rows written" in output
+    _, rows = load_results(out)
+    assert len(rows) == len(TEXTS) * per_window and not rows.duplicated(["config", "window_id"]).any()
+    kept = [json.loads(line) for line in rows_path.read_text().splitlines()[:2 * per_window]]
+    assert kept == [json.loads(line) for line in lines[:2 * per_window]]
+
+
+def test_missing_model_file_is_one_line(study, tmp_path):
+    code, output = invoke("trace", study["windows"], "--target", tmp_path / "nope.gguf", "--drafter",
+                          f"near={study['tiny'].near}", "--out", tmp_path / "t")
+    assert code == 1 and "model file not found" in error_line(output)
+    code, output = invoke("profile", "local", "--target", study["tiny"].target, "--drafter",
+                          f"d={tmp_path / 'nope.gguf'}", "--out", tmp_path / "p.yaml")
+    assert code == 1 and "nope.gguf" in error_line(output)
+
+
+def test_corrupt_model_is_one_line(study, tmp_path):
+    corrupt = tmp_path / "corrupt.gguf"
+    corrupt.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 200)
+    code, output = invoke("profile", "local", "--target", corrupt, "--depths", "0", "--max-width", 2,
+                          "--out", tmp_path / "p.yaml")
+    assert code == 1 and error_line(output).startswith("Error: runner: ")
+    assert not (tmp_path / "p.yaml").exists()
+
+
+def test_unknown_job_key_is_one_line(study, tmp_path):
+    """A runner that sees a job key it does not know (here injected by a wrapper) fails cleanly."""
+    wrapper = tmp_path / "runner-with-typo"
+    wrapper.write_text(
+        f"#!{sys.executable}\nimport json, subprocess, sys\nreal = {str(study['runner'])!r}\n"
+        "if sys.argv[1].startswith('--'):\n    sys.exit(subprocess.call([real] + sys.argv[1:]))\n"
+        "job = json.load(open(sys.argv[1]))\njob['captain'] = 1\n"
+        "sys.exit(subprocess.run([real, '-'], input=json.dumps(job), text=True).returncode)\n")
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+    code, output = invoke("trace", study["windows"], "--target", study["tiny"].target, "--drafter",
+                          f"near={study['tiny'].near}", "--out", tmp_path / "t", env={"SPECBENCH_RUNNER": str(wrapper)})
+    line = error_line(output)
+    assert code == 1 and "unknown job key 'captain'" in line and "known keys" in line
+
+
+def test_native_refuses_replay_options_and_unknown_devices(study, tmp_path):
+    code, output = invoke(*native_args(study, tmp_path / "o", "--profile", study["profile"]))
+    assert code == 1 and "--profile is for replay" in error_line(output)
+    code, output = invoke("run", study["windows"], "--device", "pixel9", "--native", "--target",
+                          study["tiny"].target, "--out", tmp_path / "o")
+    assert code == 1 and "Unknown device 'pixel9'. Available: local" in error_line(output)
+    code, output = invoke("run", study["windows"], "--out", tmp_path / "o")
+    assert code == 1 and "--traces and --profile" in error_line(output)
+
+
+def _demo_models_cached() -> bool:
+    from specbench.models import DEMO_MODELS, cache_dir
+    from specbench.runner import runner_path
+
+    names = ("smollm2-135m",)
+    return runner_path().exists() and all((cache_dir() / "models" / DEMO_MODELS[n].filename).exists() for n in names)
+
+
+@pytest.mark.skipif(not _demo_models_cached(), reason="demo models or runner not cached (run `specbench demo` once)")
+def test_demo_quick_on_the_real_demo_models(tmp_path, runner):  # noqa: F811
+    """The one test with real models: `demo --quick` (3 windows; about 30 s on an idle 2-core host)."""
+    code, output = invoke("demo", "--quick", "--out", tmp_path / "demo", env={"SPECBENCH_RUNNER": str(runner)})
+    assert code == 0, output
+    assert "Pooled decode throughput" in output and "Replay fidelity" in output
+    for sub in ("windows.jsonl", "device_profiles/local.yaml", "traces/smollm2.jsonl", "report.md"):
+        assert (tmp_path / "demo" / sub).exists(), sub
+    _, replay = load_results(tmp_path / "demo" / "results" / "replay")
+    assert {"target", "sd[W=5]", "sd[W=8]"} <= set(replay["config"])

@@ -1,0 +1,173 @@
+"""LocalDevice and specbench.runner on the tiny fixtures: jobs, errors, profiling, tracing and
+native runs through the real runner binary."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+
+import pytest
+
+from specbench.devices.base import Device
+from specbench.devices.local import LocalDevice
+from specbench.errors import SpecbenchError
+from specbench.methods.sd import SdConfig
+from specbench.methods.target import TargetConfig
+from specbench.model_files import ModelFile
+from specbench.native_run import NativePlan, run_native
+from specbench.profiles import load_profile
+from specbench.profiling import SweepPlan, profile_device, write_profile
+from specbench.results import ROW_FIELDS, load_results
+from specbench.runner import run_job
+from specbench.traces import load_trace_dir
+from specbench.tracing import trace_windows, traced_ids
+from specbench.windows import make_text_window
+
+TEXTS = ["hello the world", "in the heat", "a tale of the tin", "the end", "heat in the tin", "the tea"]
+
+
+def windows(n=len(TEXTS), cap=20):
+    return [make_text_window(f"w{i}", text, "Repeat this.", cap, "tiny", "dev" if i < 2 else "test")
+            for i, text in enumerate(TEXTS[:n])]
+
+
+@pytest.fixture()
+def device(runner):
+    return LocalDevice(runner=runner)
+
+
+@pytest.fixture()
+def models(tiny):
+    return ModelFile("target", tiny.target), ModelFile("near", tiny.near)
+
+
+def test_local_device_is_a_device_and_describes_the_host(device):
+    assert isinstance(device, Device)
+    info = device.describe()
+    assert info["name"] == "local" and info["abi"].endswith("-linux") and info["cores"] >= 1
+    snap = device.snapshot()
+    assert snap["cores"] >= 1 and len(snap["load"]) == 3 and "time" in snap
+    assert device.runner().protocol == 1 and len(device.runner().sha256) == 64
+
+
+def test_snapshot_reads_governor_and_thermal_where_present(tmp_path):
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/cpuinfo").write_text("processor\t: 0\nmodel name\t: Test CPU 9000\n")
+    (tmp_path / "proc/loadavg").write_text("0.50 0.25 0.10 1/100 42\n")
+    freq = tmp_path / "sys/devices/system/cpu/cpu0/cpufreq"
+    freq.mkdir(parents=True)
+    (freq / "scaling_governor").write_text("performance\n")
+    (freq / "scaling_cur_freq").write_text("2400000\n")
+    zone = tmp_path / "sys/class/thermal/thermal_zone0"
+    zone.mkdir(parents=True)
+    (zone / "temp").write_text("47500\n")
+    (zone / "type").write_text("cpu-thermal\n")
+    snap = LocalDevice(sys_root=tmp_path).snapshot()
+    assert snap["cpu_model"] == "Test CPU 9000" and snap["load"] == [0.5, 0.25, 0.1]
+    assert snap["governor"] == "performance" and snap["cpu0_freq_mhz"] == 2400
+    assert snap["thermal_c"] == {"thermal_zone0:cpu-thermal": 47.5}
+    assert "governor" not in LocalDevice(sys_root=tmp_path / "nothing").snapshot()
+
+
+def test_sweep_streams_every_line_through_run_job(device, tiny):
+    seen = []
+    job = {"mode": "sweep", "threads": 1, "target": {"path": str(tiny.target)}, "widths": [1, 2],
+           "depths": [0, 16], "repetitions": 5}
+    out = device.run_job(job, seen.append)
+    assert {(r["width"], r["depth"]) for r in out.results} == {(1, 0), (2, 0), (1, 16), (2, 16)}
+    assert seen[0]["event"] == "runner" and seen[-1]["event"] == "done" and out.wall_s > 0
+
+
+def test_runner_errors_become_specbench_errors(device, tiny, tmp_path):
+    with pytest.raises(SpecbenchError, match=r"runner: unknown job key 'windwos'") as err:
+        device.run_job({"mode": "decode", "target": {"path": str(tiny.target)}, "methods": [{"name": "target"}],
+                        "windows": [{"prompt": [1], "cap": 2}], "windwos": []})
+    assert "known keys" in err.value.hint
+    with pytest.raises(SpecbenchError, match="target model file not found"):
+        device.run_job({"mode": "sweep", "target": {"path": str(tmp_path / "missing.gguf")}})
+    corrupt = tmp_path / "corrupt.gguf"
+    corrupt.write_bytes(b"GGUF" + os.urandom(64))
+    with pytest.raises(SpecbenchError, match="runner: "):
+        device.run_job({"mode": "sweep", "target": {"path": str(corrupt)}})
+
+
+def test_a_crash_is_an_error_with_the_stderr_tail(tmp_path):
+    fake = tmp_path / "fake-runner"
+    fake.write_text(f"#!{sys.executable}\nimport sys, os\nprint('{{\"event\": \"runner\"}}', flush=True)\n"
+                    "print('ggml: something broke', file=sys.stderr, flush=True)\nos.abort()\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    with pytest.raises(SpecbenchError, match=r"runner exited with signal SIGABRT on a sweep job .*something broke"):
+        run_job(fake, {"mode": "sweep"})
+
+
+def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
+    target, near = models
+    plan = SweepPlan(tuple(range(1, 10)), tuple(range(1, 9)), (0, 32), 5, threads=1)
+    ticks = []
+    run = profile_device(device, target, [near], plan, ticks.append)
+    assert sum(ticks) == plan.forwards(1)
+    write_profile(tmp_path / "p.yaml", run)
+    profile = load_profile(tmp_path / "p.yaml")
+    assert profile.target_costs.widths() == list(range(1, 10)) and list(profile.target_costs.depths) == [0, 32]
+    assert profile.drafter("near").costs.widths() == list(range(1, 9))
+    assert profile.target_model["sha256"] == target.sha256
+    assert set(profile.snapshot) == {"before", "after"}
+    samples = [json.loads(line) for line in (tmp_path / "p.samples.jsonl").read_text().splitlines()]
+    assert len(samples) == plan.forwards(1) and all(len(s["samples_us"]) == 5 for s in samples)
+    if not device.supports("cosched"):
+        assert profile.drafter("near").cosched is None and any("cosched" in w for w in run.warnings)
+
+
+def test_trace_appends_per_window_and_resumes(device, models, tmp_path):
+    target, near = models
+    items = windows()
+    path, count = trace_windows(device, items[:2], target, near, tmp_path, k_max=8, threads=1)
+    assert count == 2 and traced_ids(path) == {"w0", "w1"}
+    with pytest.raises(SpecbenchError, match="already exists"):
+        trace_windows(device, items, target, near, tmp_path, k_max=8)
+    with open(path, "a") as handle:  # an interrupted write: half a line
+        handle.write('{"window_id": "w2", "y": [1')
+    path, count = trace_windows(device, items, target, near, tmp_path, k_max=8, resume=True, threads=1)
+    assert count == len(items) - 2
+    traces = load_trace_dir(tmp_path)["near"]
+    assert list(traces.windows) == [w.window_id for w in items]
+    assert traces.target.sha256 == target.sha256 and traces.windows["w0"].drafts.k_max == 8
+
+
+def test_native_rows_have_the_replay_columns_and_resume(device, models, tmp_path):
+    target, near = models
+    items = windows(4)
+    configs = [TargetConfig(), SdConfig(3), SdConfig(5)]
+    plan = NativePlan(device, items[:2], target, near, configs, threads=1, windows_path="w.jsonl")
+    _, added, diverged = run_native(plan, tmp_path / "r", resume=False)
+    assert added == 6
+    manifest, rows = load_results(tmp_path / "r")
+    assert list(rows.columns) == list(ROW_FIELDS) and manifest["mode"] == "native"
+    assert (rows["source"] == "native").all() and rows["lossless"].sum() == 6 - diverged
+    ok = rows[rows["lossless"]]
+    assert (ok["decode_s"] > 0).all() and (abs(ok["d_s"] + ok["v_s"] + ok["h_s"] - ok["decode_s"]) < 1e-3).all()
+    target_rows = ok[ok["method"] == "target"]
+    assert (target_rows["rounds"] == target_rows["tokens"]).all()
+    # resume over all four windows: only the two new ones run
+    full = NativePlan(device, items, target, near, configs, threads=1, windows_path="w.jsonl")
+    with pytest.raises(SpecbenchError, match="differs"):
+        run_native(full, tmp_path / "r", resume=True)  # another windows file is another run
+
+
+def test_native_resume_skips_finished_windows(device, models, tmp_path):
+    target, near = models
+    items = windows(3)
+    configs = [TargetConfig(), SdConfig(4)]
+    plan = NativePlan(device, items, target, near, configs, threads=1, windows_path="w.jsonl")
+    _, added, _ = run_native(plan, tmp_path / "r", resume=False)
+    assert added == 6
+    rows_path = tmp_path / "r" / "rows.jsonl"
+    lines = rows_path.read_text().splitlines()
+    rows_path.write_text("\n".join(lines[:2]) + "\n" + lines[2][:30])  # "killed" during window 2
+    _, added, _ = run_native(plan, tmp_path / "r", resume=True)
+    assert added == 4
+    _, rows = load_results(tmp_path / "r")
+    assert len(rows) == 6 and sorted(rows["window_id"].unique()) == ["w0", "w1", "w2"]
+    assert rows.duplicated(["config", "window_id"]).sum() == 0

@@ -1,0 +1,304 @@
+"""The runner's SpecASR and AS2D methods on tiny random-weight models (and the smollm2 demo
+model): lossless output, and the same decisions as the Python reference procedures
+(specbench.methods.specasr / specbench.methods.as2d) given the same model answers."""
+
+from __future__ import annotations
+
+import pytest
+
+from .test_native_runner import WINDOWS, by_window, decode
+
+SPECASR_CONFIGS = [(4, 0.0), (6, 0.3), (8, 0.6), (3, 0.9)]
+
+
+def specasr_method(k_max, tau):
+    return {"name": "specasr", "k_max": k_max, "tau": tau}
+
+
+def target_tokens(run_job, tiny, windows=WINDOWS):
+    return {w: r["tokens"] for w, r in by_window(decode(run_job, tiny.target, None, [{"name": "target"}],
+                                                        windows=windows)).items()}
+
+
+def reference_ops(ops):
+    """The runner's op log as (model, width, depth, accepted) tuples, without the
+    confidence-stop probes the Python reference does not count."""
+    return [(op["model"], op["width"], op["depth"], op.get("accepted", 0)) for op in ops if not op.get("probe")]
+
+
+@pytest.mark.parametrize("drafter", ["target", "near", "far"])
+def test_specasr_is_lossless(run_job, tiny, drafter):
+    base = target_tokens(run_job, tiny)
+    methods = [specasr_method(k, tau) for k, tau in SPECASR_CONFIGS]
+    for r in decode(run_job, tiny.target, getattr(tiny, drafter), methods):
+        assert r["kind"] == "decode", r
+        assert r["tokens"] == base[r["window_id"]], (r["window_id"], r["method"])
+        t = 1
+        for op in r["ops"]:
+            if op["model"] == "target":
+                assert op["depth"] == r["n_prompt"] + t - 1
+                assert op["width"] <= r["method"]["k_max"] + 1
+                t = min(t + op["accepted"] + 1, len(r["tokens"]))
+        assert t == len(r["tokens"])
+
+
+def specasr_trace(run_job, tiny, drafter, configs, windows=WINDOWS, k_max=16):
+    job = {"mode": "trace", "threads": 1, "target": {"path": str(tiny.target)}, "drafter": {"path": str(drafter)},
+           "k_max": k_max, "windows": windows, "producer": False,
+           "specasr": [{"k_max": k, "tau": tau} for k, tau in configs]}
+    out = run_job(job)
+    assert out.returncode == 0, (out.error, out.stderr[-2000:])
+    return by_window(out.results)
+
+
+def load_window_trace(doc):
+    traces = pytest.importorskip("specbench.traces")
+    fileio = pytest.importorskip("specbench.fileio")
+    return traces.window_trace_from_dict({k: v for k, v in doc.items() if k != "kind"} | {"window_sha256": "0" * 64},
+                                         fileio.Where("runner output"))
+
+
+@pytest.mark.parametrize("drafter", ["near", "far", "target"])
+def test_specasr_ops_equal_the_python_reference(run_job, tiny, drafter):
+    specasr = pytest.importorskip("specbench.methods.specasr")
+    base = pytest.importorskip("specbench.methods.base")
+    model = getattr(tiny, drafter)
+    traces = specasr_trace(run_job, tiny, model, SPECASR_CONFIGS)
+    results = decode(run_job, tiny.target, model, [specasr_method(k, tau) for k, tau in SPECASR_CONFIGS])
+    recycled = 0
+    for r in results:
+        doc = traces[r["window_id"]]
+        k_max, tau = r["method"]["k_max"], r["method"]["tau"]
+        config = specasr.SpecAsrConfig(k_max=k_max, tau=tau)
+        assert config.trace_label in doc["recycle"]
+        recycled += len(doc["recycle"][config.trace_label])
+        wt = load_window_trace(doc)
+        cap = next(w["cap"] for w in WINDOWS if w["id"] == r["window_id"])
+        ref = specasr.decode_specasr(base.TargetOracle(wt.y), base.TraceDrafts(wt), cap, wt.n_prompt,
+                                     wt.n_prompt_drafter, config)
+        assert list(ref.tokens) == r["tokens"]
+        want = [(op.model.value, op.width, op.depth, op.accepted) for op in ref.ops]
+        assert reference_ops(r["ops"]) == want, (r["window_id"], config.label)
+        # A probe is a single-token drafter forward right before a verification.
+        for i, op in enumerate(r["ops"]):
+            if op.get("probe"):
+                assert op["model"] == "drafter" and op["width"] == 1 and r["ops"][i + 1]["model"] == "target"
+    if drafter != "target":
+        assert recycled > 0, "no recycling query was exercised"
+
+
+def test_trace_recycle_labels_follow_python_formatting(run_job, tiny):
+    specasr = pytest.importorskip("specbench.methods.specasr")
+    configs = [(5, 0.25), (4, 1e-05), (2, 1.0)]
+    tr = specasr_trace(run_job, tiny, tiny.near, configs, windows=WINDOWS[:1])["chat"]
+    assert set(tr["recycle"]) == {specasr.SpecAsrConfig(k_max=k, tau=t).trace_label for k, t in configs}
+
+
+def test_specasr_k_max_above_the_trace_k_max_is_refused(run_job, tiny):
+    out = run_job({"mode": "trace", "target": {"path": str(tiny.target)}, "drafter": {"path": str(tiny.near)},
+                   "k_max": 4, "windows": WINDOWS[:1], "specasr": [{"k_max": 8, "tau": 0.5}]})
+    assert out.returncode == 1 and "k_max" in out.error["error"]
+
+
+# ---------------------------------------------------------------- AS2D
+
+AS2D_CONFIGS = [
+    {"budget": 7},
+    {"budget": 3, "batch": 4, "align": "positional"},
+    {"budget": 5, "batch": 2, "conf_stop": 0.4, "horizon": 4},
+]
+LONG = [{"id": "long", "prompt": [251, 97, 175, 243, 166, 215, 176, 180, 99, 7], "cap": 200}]
+
+
+def as2d_method(**params):
+    return {"name": "as2d"} | params
+
+
+def check_as2d_against_python(r, cap):
+    """Feed the Python As2dVerifier the runner's producer stream and its snapshot counts:
+    it must plan the same candidates, and the target must accept the same counts."""
+    np = pytest.importorskip("numpy")
+    as2d = pytest.importorskip("specbench.methods.as2d")
+    base = pytest.importorskip("specbench.methods.base")
+    m = r["method"]
+    config = as2d.As2dConfig(budget=m["budget"], batch=m["batch"], conf_stop=m["conf_stop"], align=m["align"],
+                             horizon=m["horizon"])
+    p = r["producer"]
+    z = np.asarray(p["tokens"], dtype=np.int32)
+    pz = np.asarray(p.get("conf", [1.0] * len(z)), dtype=np.float64)
+    oracle = base.TargetOracle(r["tokens"])
+    verifier = as2d.As2dVerifier(config, cap)
+    used = 0
+    for op in r["ops"]:
+        assert op["model"] == "target"
+        assert op["published"] <= p["published"] and op["published"] % config.batch in (0, p["published"] % config.batch)
+        plan = verifier.plan(oracle.committed, oracle.last(), z, pz, op["published"])
+        assert list(plan.candidates) == op["candidates"]
+        assert (plan.start, plan.anchored, plan.searched) == (op["start"], op["anchored"], op["searched"])
+        assert op["width"] == len(op["candidates"]) + 1
+        accepted, committed = oracle.verify(plan.candidates)
+        assert accepted == op["accepted"]
+        verifier.observe(plan, accepted, committed)
+        used += len(plan.candidates)
+    assert oracle.done
+    # Publication is append-only and in whole batches (but the last).
+    counts = p["publish_count"]
+    assert counts == sorted(counts) and all(c % config.batch == 0 for c in counts[:-1])
+    assert p["step"] == sorted(p["step"]) and len(p["step"]) == len(p["tokens"])
+    ts = [op["t_us"] for op in r["ops"]]
+    assert ts == sorted(ts)
+    return used
+
+
+@pytest.mark.parametrize("drafter", ["target", "near", "far"])
+def test_as2d_is_lossless_and_matches_the_python_verifier(run_job, tiny, drafter):
+    windows = WINDOWS + LONG
+    base = target_tokens(run_job, tiny, windows)
+    caps = {w["id"]: w["cap"] for w in windows}
+    methods = [as2d_method(**c) for c in AS2D_CONFIGS]
+    for r in decode(run_job, tiny.target, getattr(tiny, drafter), methods, windows=windows):
+        assert r["kind"] == "decode", r
+        assert r["tokens"] == base[r["window_id"]], (r["window_id"], r["method"])
+        check_as2d_against_python(r, caps[r["window_id"]])
+        assert r["producer"]["stop"] in ("eos", "cap", "drained")
+        assert ("conf" in r["producer"]) == (r["method"]["conf_stop"] > 0)
+
+
+def test_as2d_producer_is_the_drafters_own_greedy_decode(run_job, tiny):
+    """The producer never reads the target: its tokens are the trace's producer stream."""
+    job = {"mode": "trace", "threads": 1, "target": {"path": str(tiny.target)}, "drafter": {"path": str(tiny.near)},
+           "k_max": 4, "windows": LONG}
+    tr = run_job(job).results[0]["producer"]
+    (r,) = decode(run_job, tiny.target, tiny.near, [as2d_method(budget=4)], windows=LONG)
+    p = r["producer"]
+    assert p["tokens"] == tr["tokens"][: len(p["tokens"])]
+    assert p["step"] == list(range(len(p["tokens"])))
+    if p["stop"] != "drained":
+        assert p["tokens"] == tr["tokens"]
+
+
+def test_as2d_uses_published_candidates_on_a_slow_target(run_job, tiny, tmp_path):
+    """A target slowed by zero-output layers computes the tiny target's function, so the
+    tiny target drafting for it runs ahead: verifications use published batches, and the
+    runner's decisions still equal the Python verifier's under the same snapshots."""
+    from . import tiny_gguf as tg
+
+    slow = tg.write_tiny_qwen3(tmp_path / "slow.gguf", tg.slowed(tiny.weights, extra_layers=24))
+    windows = WINDOWS[:1] + LONG
+    methods = [as2d_method(budget=7), as2d_method(budget=3, batch=4, align="positional")]
+    base = {w: r["tokens"] for w, r in by_window(decode(run_job, slow, None, [{"name": "target"}], windows=windows)).items()}
+    assert base == target_tokens(run_job, tiny, windows)  # the extra layers change nothing
+    used = accepted = 0
+    for r in decode(run_job, slow, tiny.target, methods, windows=windows):
+        assert r["tokens"] == base[r["window_id"]]
+        used += check_as2d_against_python(r, next(w["cap"] for w in windows if w["id"] == r["window_id"]))
+        accepted += sum(op["accepted"] for op in r["ops"])
+    assert used > 0 and accepted > 0
+
+
+# ---------------------------------------------------------------- demo model, cross vocabulary
+
+
+def tokenize(run_job, model, text, **extra):
+    out = run_job({"mode": "tokenize", "model": {"path": str(model)}, "texts": [text], "chat": True} | extra)
+    assert out.returncode == 0, out.error
+    return out.results[0]["tokens"]
+
+
+def test_smollm2_drafting_for_itself_is_lossless(run_job, demo_model_path):
+    sm = demo_model_path("smollm2-135m")
+    prompt = tokenize(run_job, sm, "Write a short story about a cat.")
+    job = {"mode": "decode", "target": {"path": str(sm), "threads": 1}, "drafter": {"path": str(sm), "threads": 1},
+           "methods": [{"name": "target"}, as2d_method(budget=5), specasr_method(6, 0.3)],
+           "windows": [{"id": "cat", "prompt": prompt, "cap": 32}]}
+    out = run_job(job)
+    assert out.returncode == 0, out.error
+    base, *rest = out.results
+    for r in rest:
+        assert r["tokens"] == base["tokens"], r["method"]
+        if r["method"]["name"] == "as2d":
+            check_as2d_against_python(r, 32)
+        else:
+            assert sum(op.get("accepted", 0) for op in r["ops"]) > 0
+
+
+def cross_windows(run_job, target, drafter, target_kw=None, drafter_kw=None):
+    text = "hello the world"
+    return [{"id": "chat", "prompt": tokenize(run_job, target, text, **(target_kw or {})),
+             "drafter_prompt": tokenize(run_job, drafter, text, **(drafter_kw or {})), "cap": 40},
+            {"id": "short", "prompt": [76], "drafter_prompt": [76], "cap": 30}]
+
+
+def test_cross_vocabulary_sd_and_as2d_are_lossless_on_tiny_models(run_job, tiny, tiny_other_vocab):
+    windows = cross_windows(run_job, tiny.target, tiny_other_vocab)
+    methods = [{"name": "target"}, {"name": "sd", "width": 5}, {"name": "sd", "width": 3, "p_min": 0.3},
+               as2d_method(budget=5), as2d_method(budget=3, batch=2, conf_stop=0.2)]
+    results = decode(run_job, tiny.target, tiny_other_vocab, methods, windows=windows)
+    base = {r["window_id"]: r["tokens"] for r in results if r["method"]["name"] == "target"}
+    caps = {w["id"]: w["cap"] for w in windows}
+    for r in results:
+        assert r["tokens"] == base[r["window_id"]], (r["window_id"], r["method"])
+        if r["method"]["name"] != "target":
+            assert r["cross_vocab"] is True
+        if r["method"]["name"] == "as2d":
+            check_as2d_against_python(r, caps[r["window_id"]])
+            p = r["producer"]
+            assert all(0 <= t < tiny.weights["token_embd.weight"].shape[0] for t in p["tokens"])
+
+
+def test_cross_vocabulary_trace_maps_the_producer_and_the_drafts(run_job, tiny, tiny_other_vocab):
+    windows = cross_windows(run_job, tiny.target, tiny_other_vocab)
+    out = run_job({"mode": "trace", "threads": 1, "target": {"path": str(tiny.target)},
+                   "drafter": {"path": str(tiny_other_vocab)}, "k_max": 6, "windows": windows})
+    assert out.returncode == 0, out.error
+    n_vocab = tiny.weights["token_embd.weight"].shape[0]
+    decoded = by_window(decode(run_job, tiny.target, tiny_other_vocab, [as2d_method(budget=4)], windows=windows))
+    for tr in out.results:
+        wt = load_window_trace(tr)  # the Python schema accepts it
+        p = tr["producer"]
+        assert p["steps"] >= p["step"][-1] + 1 and len(p["tokens"]) <= 40
+        assert all(0 <= t < n_vocab for t in p["tokens"]) and all(0 < c <= 1 for c in p["conf"])
+        assert wt.drafts.k_max == 6
+        live = decoded[tr["window_id"]]["producer"]
+        assert live["tokens"] == p["tokens"][: len(live["tokens"])]
+        assert live["step"] == p["step"][: len(live["step"])]
+
+
+def test_cross_vocabulary_trace_drafts_replay_native_sd(run_job, tiny, tiny_other_vocab):
+    """The trace's mapped draft rows give the Python SD procedure the runner's own decisions."""
+    sd = pytest.importorskip("specbench.methods.sd")
+    base = pytest.importorskip("specbench.methods.base")
+    windows = cross_windows(run_job, tiny.target, tiny_other_vocab)
+    out = run_job({"mode": "trace", "threads": 1, "target": {"path": str(tiny.target)},
+                   "drafter": {"path": str(tiny_other_vocab)}, "k_max": 8, "producer": False, "windows": windows})
+    traces = by_window(out.results)
+    for r in decode(run_job, tiny.target, tiny_other_vocab, [{"name": "sd", "width": 5, "p_min": 0.2}], windows=windows):
+        wt = load_window_trace(traces[r["window_id"]])
+        cap = next(w["cap"] for w in windows if w["id"] == r["window_id"])
+        ref = sd.decode_sd(base.TargetOracle(wt.y), base.TraceDrafts(wt), cap, wt.n_prompt, wt.n_prompt_drafter,
+                           sd.SdConfig(width=5, p_min=0.2))
+        want = [(op.width, op.accepted) for op in ref.ops if op.model is base.Model.TARGET]
+        assert [(op["width"], op["accepted"]) for op in r["ops"] if op["model"] == "target"] == want
+
+
+def test_specasr_refuses_a_cross_vocabulary_drafter(run_job, tiny, tiny_other_vocab):
+    out = run_job({"mode": "decode", "target": {"path": str(tiny.target)}, "drafter": {"path": str(tiny_other_vocab)},
+                   "methods": [specasr_method(4, 0.5)], "windows": WINDOWS[:1]})
+    assert out.returncode == 1
+    assert str(tiny.target) in out.error["error"] and str(tiny_other_vocab) in out.error["error"]
+
+
+def test_gemma_drafting_for_smollm2_is_lossless(run_job, demo_model_path):
+    sm, gm = demo_model_path("smollm2-135m"), demo_model_path("gemma3-270m")
+    text = "List three colors of the rainbow."
+    window = {"id": "rainbow", "prompt": tokenize(run_job, sm, text),
+              "drafter_prompt": tokenize(run_job, gm, text, template="gemma"), "cap": 24}
+    job = {"mode": "decode", "target": {"path": str(sm), "threads": 1}, "drafter": {"path": str(gm), "threads": 1},
+           "methods": [{"name": "target"}, {"name": "sd", "width": 5}, as2d_method(budget=5)], "windows": [window]}
+    out = run_job(job)
+    assert out.returncode == 0, out.error
+    base, sd_run, as2d_run = out.results
+    assert sd_run["tokens"] == base["tokens"] and as2d_run["tokens"] == base["tokens"]
+    assert sum(op["accepted"] for op in sd_run["ops"] if op["model"] == "target") > 0  # real text maps
+    check_as2d_against_python(as2d_run, 24)
+    assert as2d_run["cross_vocab"] is True
