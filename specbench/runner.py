@@ -168,26 +168,8 @@ def runner_info(path: Path) -> RunnerInfo:
                       None if modes is None else tuple(modes))
 
 
-def supports_mode(path: Path, mode: str, info: RunnerInfo | None = None) -> bool:
-    """Whether the runner knows `mode`: from --version's list, else by probing a job."""
-    if info is not None and info.modes is not None:
-        return mode in info.modes
-    done = subprocess.run([str(path), "-"], input=json.dumps({"mode": mode}), capture_output=True, text=True,
-                          timeout=60)
-    for line in done.stdout.splitlines():
-        try:
-            doc = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if "error" in doc:
-            return not str(doc["error"]).startswith(f"unknown mode '{mode}'")
-    return done.returncode == 0
-
-
-def supports_method(path: Path, name: str) -> bool:
-    """Whether the runner's decode mode knows method `name` (the job fails before loading models)."""
-    job = {"mode": "decode", "target": {"path": "/nonexistent/probe.gguf"}, "drafter": {"path": "/nonexistent/probe.gguf"},
-           "methods": [{"name": name}], "windows": [{"prompt": [1], "cap": 1}]}
+def _knows(path: Path, job: dict, unknown: str) -> bool:
+    """Run a probe job: the runner knows the feature unless its error starts with `unknown`."""
     done = subprocess.run([str(path), "-"], input=json.dumps(job), capture_output=True, text=True, timeout=60)
     for line in done.stdout.splitlines():
         try:
@@ -195,8 +177,22 @@ def supports_method(path: Path, name: str) -> bool:
         except json.JSONDecodeError:
             continue
         if "error" in doc:
-            return not str(doc["error"]).startswith(f"unknown method '{name}'")
+            return not str(doc["error"]).startswith(unknown)
     return done.returncode == 0
+
+
+def supports_mode(path: Path, mode: str, info: RunnerInfo | None = None) -> bool:
+    """Whether the runner knows `mode`: from --version's list, else by probing a job."""
+    if info is not None and info.modes is not None:
+        return mode in info.modes
+    return _knows(path, {"mode": mode}, f"unknown mode '{mode}'")
+
+
+def supports_method(path: Path, name: str) -> bool:
+    """Whether the runner's decode mode knows method `name` (the job fails before loading models)."""
+    job = {"mode": "decode", "target": {"path": "/nonexistent/probe.gguf"}, "drafter": {"path": "/nonexistent/probe.gguf"},
+           "methods": [{"name": name}], "windows": [{"prompt": [1], "cap": 1}]}
+    return _knows(path, job, f"unknown method '{name}'")
 
 
 def run_job(path: Path, job: dict, on_line: LineHandler | None = None, timeout_s: float | None = None,

@@ -24,7 +24,7 @@ from .methods.target import TargetConfig
 from .profiles import DEPTH_POLICY, DeviceProfile, load_profile
 from .results import ResultsDir
 from .traces import TraceFile, check_against_windows, load_trace_dir
-from .windows import Window, load_windows, windows_digest
+from .windows import Window, load_split, load_windows, windows_digest
 
 
 @dataclass(frozen=True)
@@ -41,11 +41,7 @@ def file_sha256(path: Path) -> str:
 
 
 def load_inputs(windows_path: Path, traces_dir: Path, profile_paths: Sequence[Path], split: str | None) -> Inputs:
-    windows = load_windows(windows_path)
-    if split:
-        windows = [w for w in windows if w.split.value == split]
-        if not windows:
-            raise SpecbenchError(f"{windows_path}: no '{split}' windows")
+    windows = load_split(windows_path, split)
     traces = load_trace_dir(traces_dir)
     check_against_windows(traces, windows)
     profiles = [load_profile(p) for p in profile_paths]

@@ -162,6 +162,16 @@ def load_windows(path: Path) -> list[Window]:
     return windows
 
 
+def load_split(path: Path, split: str | None) -> list[Window]:
+    """The windows of `path`, only those of `split` when given (at least one, or an error)."""
+    windows = load_windows(path)
+    if split:
+        windows = [w for w in windows if w.split.value == split]
+        if not windows:
+            raise SpecbenchError(f"{path}: no '{split}' windows")
+    return windows
+
+
 def save_windows(path: Path, windows: Sequence[Window]) -> None:
     lines = [dumps_line({"kind": KIND, "schema_version": VERSIONS[-1]})]
     lines += [dumps_line(window_to_dict(w)) for w in windows]

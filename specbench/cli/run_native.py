@@ -11,7 +11,7 @@ from ..errors import SpecbenchError
 from ..model_files import parse_named, target_file
 from ..native_run import NativePlan, native_methods, native_steps, open_device, run_native
 from ..traces import check_against_windows, load_trace_dir
-from ..windows import load_windows
+from ..windows import load_split
 from .common import configs_from, progress_bar, stderr
 
 
@@ -42,11 +42,7 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
     dev = open_device(device or "local")
     if click.get_current_context().get_parameter_source("method_names") is ParameterSource.DEFAULT:
         method_names = ",".join(native_methods(dev))
-    windows = load_windows(windows_path)
-    if split:
-        windows = [w for w in windows if w.split.value == split]
-        if not windows:
-            raise SpecbenchError(f"{windows_path}: no '{split}' windows")
+    windows = load_split(windows_path, split)
     target = target_file(target_path)
     drafter = parse_named(drafter_spec) if drafter_spec else None
     configs = configs_from(method_names, method_specs, drafter.name if drafter else None)

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import click
 
-from ..errors import SpecbenchError
 from ..model_files import parse_named, target_file, unique_names
 from ..native_run import open_device
 from ..tracing import trace_windows
-from ..windows import load_windows
+from ..windows import load_split
 from .common import existing_file, progress_bar, stderr
 
 
@@ -40,11 +39,7 @@ def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], k_ma
         specbench trace windows.jsonl --target models/target.gguf --drafter small=models/draft.gguf
         --k-max 16 --out traces/
     """
-    items = load_windows(windows)
-    if split:
-        items = [w for w in items if w.split.value == split]
-        if not items:
-            raise SpecbenchError(f"{windows}: no '{split}' windows")
+    items = load_split(windows, split)
     target = target_file(target_path)
     drafters = unique_names([parse_named(s) for s in drafter_specs])
     dev = open_device(device)
