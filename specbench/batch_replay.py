@@ -88,7 +88,11 @@ def sd_ops(trace: WindowTrace, cap: int, config: SdConfig) -> SerialOps:
     match = drafts.tokens == y_pad[np.arange(n)[:, None] + np.arange(k_max)[None, :]]
     agree = np.where(match.all(axis=1), k_max, np.argmin(match, axis=1)).tolist()
     stop = (drafts.tokens == PAD) | (drafts.conf < config.p_min)
-    usable = np.where(stop.any(axis=1), np.argmax(stop, axis=1), k_max).tolist()
+    usable_arr = np.where(stop.any(axis=1), np.argmax(stop, axis=1), k_max)
+    # Stopped on confidence at k: a real token with low confidence (not PAD) at column k.
+    at_stop = np.minimum(usable_arr, k_max - 1)
+    low_conf = (usable_arr < k_max) & (drafts.tokens[np.arange(n), at_stop] != PAD)
+    usable, low_conf = usable_arr.tolist(), low_conf.tolist()
     t, valid = 1, 0
     dp, tp = trace.n_prompt_drafter, trace.n_prompt
     t_width, t_depth, t_accepted, d_width, d_depth = [], [], [], [], []
@@ -99,10 +103,11 @@ def sd_ops(trace: WindowTrace, cap: int, config: SdConfig) -> SerialOps:
         if limit > 0:
             k = min(limit, usable[t])
             a = min(agree[t], k)
+            probe = 0 < k < limit and low_conf[t]
             d_width.append(t - valid)
             d_depth.append(dp + valid)
-            d_width += [1] * (k - 1)
-            d_depth += range(dp + t, dp + t + k - 1)
+            d_width += [1] * (k - 1 + probe)
+            d_depth += range(dp + t, dp + t + k - 1 + probe)
         committed = min(a + 1, n - t)
         t_width.append(k + 1)
         t_depth.append(tp + t - 1)
@@ -111,7 +116,7 @@ def sd_ops(trace: WindowTrace, cap: int, config: SdConfig) -> SerialOps:
         accepted_total += a
         multi += committed > 1
         if limit > 0:
-            valid = t + min(a, max(k - 1, 0))
+            valid = t + min(a, max(k - 1, 0) + probe)
         t += committed
     return SerialOps(np.array(t_width), np.array(t_depth), np.array(d_width, dtype=np.int64),
                      np.array(d_depth, dtype=np.int64), len(t_width), proposed, accepted_total, multi,

@@ -74,10 +74,10 @@ class SpecDecoder {
     }
 
   private:
-    // Drafter: ingest the committed tokens it lacks (one forward), then draft greedily.
-    std::vector<llama_token> draft(std::vector<Op> & ops) {
+    // Drafter: ingest the committed tokens it lacks (one forward), then draft greedily up to
+    // k_max = min(W-1, cap-t-1) (a longer draft could not be committed; the reference's limit).
+    std::vector<llama_token> draft(int k_max, std::vector<Op> & ops) {
         const int t = (int) y_.size();
-        const int k_max = std::min(m_.width - 1, w_.cap - t);  // drafts past the cap are wasted
         int depth = drafter_.kv_len();
         std::vector<llama_token> lacking(y_.begin() + have_, y_.end());
         ops.push_back(Op{"drafter", (int) lacking.size(), depth, -1, drafter_.forward(lacking, false)});
@@ -104,7 +104,9 @@ class SpecDecoder {
 
     void round(std::vector<Op> & ops) {
         const int t = (int) y_.size();
-        std::vector<llama_token> c = draft(ops);
+        const int k_max = std::min(m_.width - 1, w_.cap - t - 1);
+        std::vector<llama_token> c;
+        if (k_max > 0) c = draft(k_max, ops);  // no room: a plain target step, the drafter idles
 
         std::vector<llama_token> batch = {y_.back()};
         batch.insert(batch.end(), c.begin(), c.end());
@@ -128,7 +130,7 @@ class SpecDecoder {
         // Roll back: the target keeps prompt + y[:n-1]; the drafter keeps what matches y.
         const int n = (int) y_.size();
         target_.rollback((int) w_.prompt.size() + n - 1);
-        have_ = t + std::min(a, fed_);
+        if (k_max > 0) have_ = t + std::min(a, fed_);
         drafter_.rollback((int) w_.drafter_prompt.size() + have_);
     }
 
@@ -147,9 +149,9 @@ class SpecDecoder {
 // the drafter ingests [committed it lacks] + [correction] + tail in one forward with logits
 // for the tail's rows, keeps the leading tail tokens whose top-1 agrees with confidence >=
 // tau, and continues drafting after them (the ingest's prediction there is the first new
-// draft). The drafter's KV bookkeeping (`valid_`) is the reference's; a single-token
+// draft). The drafter's KV bookkeeping (`valid_`) is the reference's; the single-token
 // forward whose only outcome was a confidence below tau is logged with "probe": true (the
-// reference does not count it).
+// reference counts it too: it is what tells the drafter to stop).
 class SpecAsrDecoder {
   public:
     SpecAsrDecoder(Model & target, Model & drafter, const Window & w, const Method & m)
@@ -191,15 +193,13 @@ class SpecAsrDecoder {
             while (kept < L && kept < limit && top[kept].token == tail_[kept] && top[kept].prob >= m_.tau) kept++;
             c.assign(tail_.begin(), tail_.begin() + kept);
             drafter_.rollback(npd_ + t + kept);
-            const int n_new = draft_more(top[kept], limit - kept, c, ops);
-            in_kv = n_new ? kept + n_new - 1 : kept;
+            in_kv = kept + draft_more(top[kept], limit - kept, c, ops);
         } else if (limit > 0) {
             drafter_.rollback(npd_ + valid_);
             std::vector<llama_token> lacking(y_.begin() + valid_, y_.end());
             const int depth = drafter_.kv_len();
             ops.push_back(Op{"drafter", (int) lacking.size(), depth, -1, drafter_.forward(lacking, false)});
-            const int k = draft_more(drafter_.top1(-1), limit, c, ops);
-            in_kv = std::max(k - 1, 0);
+            in_kv = draft_more(drafter_.top1(-1), limit, c, ops);
         }
         const int a = verify_round(target_, y_, c, w_, ops);
         if (limit > 0) valid_ = t + std::min(a, in_kv);
@@ -208,21 +208,23 @@ class SpecAsrDecoder {
     }
 
     // Greedy drafts from `next` while its confidence >= tau, at most `room`; one forward per
-    // draft except the last (after an end-of-generation draft or at `room`).
+    // draft except the last (after an end-of-generation draft or at `room`). Returns the
+    // drafts fed to the drafter (its KV holds them).
     int draft_more(Top1 next, int room, std::vector<llama_token> & c, std::vector<Op> & ops) {
-        int n = 0;
+        int n = 0, fed = 0;
         while (n < room && next.prob >= m_.tau) {
             c.push_back(next.token);
             n++;
             if (drafter_.is_eog(next.token) || n == room) break;
             const int depth = drafter_.kv_len();
             const int64_t us = drafter_.forward(&next.token, 1, false);
+            fed++;
             next = drafter_.top1(-1);
             Op op{"drafter", 1, depth, -1, us};
             if (next.prob < m_.tau) op.extra = json{{"probe", true}};
             ops.push_back(op);
         }
-        return n;
+        return fed;
     }
 
     Model & target_;

@@ -58,6 +58,14 @@ def lcp(candidates: Sequence[int], reference: Sequence[int]) -> int:
     return n
 
 
+def stopped_on_confidence(tokens: np.ndarray, conf: np.ndarray, k: int, limit: int, min_conf: float) -> bool:
+    """Whether drafting `k >= 1` tokens ended at a confidence below `min_conf`. Then the
+    drafter ran one more forward (on draft k) only to learn that confidence: a real cost,
+    and draft k sits in its KV afterwards. At the limit or after an end of sequence there
+    is no such forward."""
+    return 0 < k < min(limit, len(tokens)) and tokens[k] != PAD and conf[k] < min_conf
+
+
 class TargetOracle:
     """The target's greedy decisions, revealed one verification at a time.
 
@@ -146,3 +154,11 @@ def usable_drafts(tokens: np.ndarray, conf: np.ndarray, limit: int, min_conf: fl
             break
         n += 1
     return n
+
+
+def stopped_on_confidence(tokens: np.ndarray, conf: np.ndarray, k: int, limit: int, min_conf: float) -> bool:
+    """Whether drafting `k >= 1` tokens ended at a confidence below `min_conf`. Then the
+    drafter ran one more forward (on draft k) only to learn that confidence: a real cost,
+    and draft k sits in its KV afterwards. At the limit or after an end of sequence there
+    is no such forward."""
+    return 0 < k < min(limit, len(tokens)) and tokens[k] != PAD and conf[k] < min_conf

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import SpecbenchError
 from ..traces import PAD, RecycleAnswer
-from .base import Decoded, DraftSource, Model, Op, TargetOracle, usable_drafts
+from .base import Decoded, DraftSource, Model, Op, TargetOracle, stopped_on_confidence, usable_drafts
 from .sd import draft_ops
 
 
@@ -71,17 +71,20 @@ def decode_specasr(oracle: TargetOracle, drafts: DraftSource, cap: int, n_prompt
             if kept != answer.kept:
                 raise SpecbenchError(f"recorded recycling answer at t={t} kept {answer.kept} tail tokens, "
                                      f"{config.trace_label} keeps {kept}: recorded for another configuration")
-            n_new = usable_drafts(np.asarray(answer.cont), np.asarray(answer.cont_conf), limit - kept, config.tau)
+            cont, cont_conf = np.asarray(answer.cont), np.asarray(answer.cont_conf)
+            n_new = usable_drafts(cont, cont_conf, limit - kept, config.tau)
+            probe = stopped_on_confidence(cont, cont_conf, n_new, limit - kept, config.tau)
             ops.append(Op(Model.DRAFTER, (t - valid) + len(tail), n_prompt_drafter + valid))
-            ops += [Op(Model.DRAFTER, 1, n_prompt_drafter + t + kept + i - 1) for i in range(1, n_new)]
+            ops += [Op(Model.DRAFTER, 1, n_prompt_drafter + t + kept + i - 1) for i in range(1, n_new + probe)]
             candidates = tuple(tail[:kept]) + tuple(int(c) for c in answer.cont[:n_new])
-            in_kv = kept + n_new - 1 if n_new else kept
+            in_kv = kept + max(n_new - 1, 0) + probe
         elif limit > 0:
             tokens, conf = drafts.continuation(t)
             k = usable_drafts(tokens, conf, limit, config.tau)
-            ops += draft_ops(t - valid, k, t, valid, n_prompt_drafter)
+            probe = stopped_on_confidence(tokens, conf, k, limit, config.tau)
+            ops += draft_ops(t - valid, k, t, valid, n_prompt_drafter, probe)
             candidates = tuple(int(c) for c in tokens[:k])
-            in_kv = max(k - 1, 0)
+            in_kv = max(k - 1, 0) + probe
         accepted, committed = oracle.verify(candidates)
         ops.append(Op(Model.TARGET, len(candidates) + 1, n_prompt + t - 1, len(candidates), accepted, committed))
         if limit > 0:

@@ -89,6 +89,9 @@ def test_sd_p_min_stops_drafting():
     row = run(SdConfig(width=8, p_min=0.5), make_trace(Y, drafts=perfect_drafts(Y), draft_conf=conf))
     # Every round drafts 2 tokens (the third is below p_min): widths 3, commits 3 each.
     assert (row.rounds, row.proposed) == (2, 4)
+    # Per round: ingest + one step on draft 1 + the probe on draft 2 that saw 0.1 < p_min.
+    assert row.drafter_forwards == 6
+    assert row.decode_s == 2 * (3 * 0.25 + 1.5)
 
 
 def test_specasr_recycles_the_tail_after_a_substitution():

@@ -125,26 +125,26 @@ def test_trace_with_the_target_as_drafter_predicts_y(run_job, tiny):
         assert p["step"] == list(range(len(p["tokens"]))) and p["steps"] == len(p["tokens"])
 
 
-@pytest.mark.parametrize("width", [2, 5, 8])
-def test_trace_replays_native_sd_decisions(run_job, tiny, width):
-    """SD's accept counts predicted from the trace equal the native SD op log."""
+@pytest.mark.parametrize("width,p_min", [(2, 0.0), (5, 0.0), (8, 0.0), (5, 0.4), (8, 0.7)])
+def test_native_sd_ops_equal_the_python_reference(run_job, tiny, width, p_min):
+    """The Python SD procedure on the runner's trace makes the runner's own decisions: the
+    same forwards (widths, depths, accepted counts), confidence-stop probes and the cap's
+    no-room rounds included."""
+    sd = pytest.importorskip("specbench.methods.sd")
+    base = pytest.importorskip("specbench.methods.base")
+    traces_mod = pytest.importorskip("specbench.traces")
+    fileio = pytest.importorskip("specbench.fileio")
     tr = trace(run_job, tiny, tiny.near)
-    results = decode(run_job, tiny.target, tiny.near, [{"name": "sd", "width": width}])
-    for r in results:
-        w = tr[r["window_id"]]
-        y, drafts, cap = w["y"], w["drafts"]["tokens"], 40
-        predicted, t = [], 1
-        while t < len(y):
-            c = drafts[t][: min(width - 1, cap - t)]
-            c = c[: c.index(-1)] if -1 in c else c
-            a = 0  # LCP(c, y[t:]); an accepted end-of-generation token ends the window
-            while a < len(c) and t + a < len(y) and c[a] == y[t + a]:
-                a += 1
-                if c[a - 1] in tiny.eog:
-                    break
-            predicted.append(a)
-            t += a + 1
-        assert [op["accepted"] for op in r["ops"] if op["model"] == "target"] == predicted, r["window_id"]
+    for r in decode(run_job, tiny.target, tiny.near, [{"name": "sd", "width": width, "p_min": p_min}]):
+        doc = {k: v for k, v in tr[r["window_id"]].items() if k != "kind"} | {"window_sha256": "0" * 64}
+        wt = traces_mod.window_trace_from_dict(doc, fileio.Where("runner output"))
+        cap = next(w["cap"] for w in WINDOWS if w["id"] == r["window_id"])
+        ref = sd.decode_sd(base.TargetOracle(wt.y), base.TraceDrafts(wt), cap, wt.n_prompt, wt.n_prompt_drafter,
+                           sd.SdConfig(width=width, p_min=p_min))
+        assert list(ref.tokens) == r["tokens"]
+        want = [(op.model.value, op.width, op.depth, op.accepted) for op in ref.ops]
+        got = [(op["model"], op["width"], op["depth"], op.get("accepted", 0)) for op in r["ops"]]
+        assert got == want, r["window_id"]
 
 
 def test_trace_result_loads_with_the_python_trace_schema(run_job, tiny):
