@@ -3,10 +3,11 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-# System tools: espeak-ng and sox synthesize the speech the audio tests use.
+# System tools: espeak-ng and sox synthesize the speech the audio tests use; the aarch64 cross
+# compiler and qemu-user build the arm runner and run it inside the emulated phone (tests/devices).
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install deps demo test bench clean
+.PHONY: install deps runners demo test bench clean
 
 $(BIN)/specbench: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,13 +18,22 @@ $(BIN)/specbench: pyproject.toml
 install: $(BIN)/specbench
 
 deps:
-	@command -v espeak-ng >/dev/null && command -v sox >/dev/null || \
-	  ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q espeak-ng sox)
+	@command -v espeak-ng >/dev/null && command -v sox >/dev/null && \
+	  command -v aarch64-linux-gnu-g++ >/dev/null && command -v qemu-aarch64-static >/dev/null || \
+	  ($(SUDO) apt-get update -q && \
+	   $(SUDO) apt-get install -y -q espeak-ng sox g++-aarch64-linux-gnu qemu-user-static)
 
 demo: install
 	$(BIN)/specbench demo
 
-test: install deps
+# The native runners the tests drive: this host's (x86_64 AVX2 baseline) and the static aarch64
+# one the emulated arm phone runs under qemu. Cached in ~/.cache/specbench (first build ~5 min each
+# on 2 cores, then seconds).
+runners: install deps
+	$(BIN)/python scripts/build-runner
+	$(BIN)/python scripts/build-runner --aarch64-linux --no-mtmd
+
+test: install deps runners
 	$(BIN)/python -m pytest
 
 bench: install

@@ -148,7 +148,9 @@ def _base_columns(profile: DeviceProfile, config: MethodConfig, windows: Sequenc
     return {"device": [profile.name] * count, "method": [method_name(config)] * count, "config": [config.label] * count,
             "window_id": [w.window_id for w in windows], "window_sha256": [w.window_sha256 for w in windows],
             "dataset": [w.dataset for w in windows], "split": [w.split.value for w in windows],
-            "tokens": np.array([t.n_tokens - 1 for t in window_traces], dtype=np.int64)}
+            "tokens": np.array([t.n_tokens - 1 for t in window_traces], dtype=np.int64),
+            # every method commits the trace's y, so it answers the trace's text
+            "text": [t.text for t in window_traces]}
 
 
 def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],

@@ -121,7 +121,8 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
     with timed(run, "trace", log):
         prompts = prompts_for(device, target, drafter, windows)
         with progress("tracing", len(windows)) as advance:
-            trace_windows(device, windows, target, drafter, traces_dir, 16, False, None, advance, prompts)
+            specasr = [c for c in configs if isinstance(c, SpecAsrConfig)]
+            trace_windows(device, windows, target, drafter, traces_dir, 16, False, None, advance, prompts, specasr)
     with timed(run, "replay", log):
         inputs = load_inputs(windows_path, traces_dir, [profile_path], None)
         replayable = replayable_configs(inputs, configs, run, log)

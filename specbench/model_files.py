@@ -6,7 +6,7 @@ nothing, only in memory for the process, keyed by path, size and mtime.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import SpecbenchError
@@ -21,6 +21,8 @@ class ModelFile:
     """Short name: the drafter name in traces and profiles, or the target's file stem."""
     path: Path
     """The .gguf file on this host."""
+    mmproj: Path | None = None
+    """The audio projector (.gguf, libmtmd) for audio windows, e.g. Qwen3-ASR's qwen3a mmproj."""
 
     @property
     def sha256(self) -> str:
@@ -59,6 +61,32 @@ def parse_named(spec: str) -> ModelFile:
     if not path.is_file():
         raise SpecbenchError(f"model file not found: {path}", hint="pass the path of a .gguf file")
     return ModelFile(name, path)
+
+
+def with_mmproj(model: ModelFile, path: Path | None, flag: str) -> ModelFile:
+    """`model` with its audio projector (`flag` names the option in errors); None leaves it as is."""
+    if path is None:
+        return model
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise SpecbenchError(f"{flag} {path}: file not found", hint="pass the mmproj .gguf made for " + str(model.path))
+    return replace(model, mmproj=path)
+
+
+def drafter_mmproj(drafters: list[ModelFile], specs: tuple[str, ...]) -> list[ModelFile]:
+    """--drafter-mmproj values: NAME=PATH per drafter, or one bare PATH for a single drafter."""
+    by_name: dict[str, Path] = {}
+    for spec in specs:
+        name, sep, path_text = spec.partition("=")
+        if not sep:
+            if len(drafters) != 1:
+                raise SpecbenchError(f"--drafter-mmproj {spec}: with several drafters, name one: NAME=PATH")
+            name, path_text = drafters[0].name, spec
+        if name not in {d.name for d in drafters}:
+            raise SpecbenchError(f"--drafter-mmproj {spec}: no drafter named '{name}'",
+                                 hint="drafters: " + ", ".join(d.name for d in drafters))
+        by_name[name] = Path(path_text)
+    return [with_mmproj(d, by_name.get(d.name), "--drafter-mmproj") for d in drafters]
 
 
 def unique_names(models: list[ModelFile]) -> list[ModelFile]:

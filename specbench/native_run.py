@@ -32,7 +32,7 @@ from .methods.specasr import SpecAsrConfig
 from .methods.target import TargetConfig
 from .model_files import ModelFile
 from .results import ResultsDir, WindowResult
-from .tracing import Prompts, prompts_for
+from .tracing import Prompts, model_job, prompts_for
 from .windows import Window, windows_digest
 
 NATIVE_METHODS = ("target", "sd")
@@ -40,6 +40,8 @@ NATIVE_METHODS = ("target", "sd")
 OPTIONAL_METHODS = ("specasr", "as2d")
 """Methods newer runners add; detected per device."""
 DIVERGENCES = "divergences.jsonl"
+CLOCKS = "request_clocks.jsonl"
+"""Per (window, configuration): the request-latency clock beside the rows' decode clock."""
 SNAPSHOTS = "snapshots.jsonl"
 Progress = Callable[[int], None]
 
@@ -49,7 +51,9 @@ def open_device(name: str) -> Device:
         from .devices.local import LocalDevice
 
         return LocalDevice()
-    raise SpecbenchError(f"Unknown device '{name}'. Available: local")
+    from .devices.adb import open_adb_device  # a phone by its adb serial (see `specbench devices`)
+
+    return open_adb_device(name)
 
 
 def native_methods(device: Device) -> tuple[str, ...]:
@@ -118,7 +122,22 @@ def decode_row(result: dict, window: Window, device: str, config: MethodConfig) 
     return WindowResult(device, method_name(config), config.label, window.window_id, window.window_sha256,
                         window.dataset, window.split.value, n - 1, decode_s, len(target_ops),
                         sum(op["width"] - 1 for op in target_ops), accepted, multi,
-                        sum(op["model"] == "drafter" for op in ops), d_s, v_s, o_s, h_s, False, True, "native")
+                        sum(op["model"] == "drafter" for op in ops), d_s, v_s, o_s, h_s, False, True, "native",
+                        text=str(result.get("text", "")))
+
+
+def request_clocks(result: dict, window: Window, device: str, config: MethodConfig) -> dict:
+    """The request clock of one runner decode record (METHODS 2): background (audio) prefill,
+    residual instruction prefill, time to y[0] and to the drafter's readiness, and request
+    latency (request instant -> last commit); microseconds, as the runner reports them."""
+    doc = {"device": device, "config": config.label, "window_id": window.window_id,
+           "window_sha256": window.window_sha256, "n_prompt": result.get("n_prompt"),
+           "decode_us": round(float(result["decode_s"]) * 1e6)}
+    for key in ("n_audio", "audio_prefill_us", "instruction_prefill_us", "first_token_us", "first_draft_us",
+                "request_latency_us"):
+        if key in result:
+            doc[key] = result[key]
+    return doc
 
 
 def divergence_row(window: Window, device: str, config: MethodConfig) -> WindowResult:
@@ -219,11 +238,11 @@ def _decode(plan: NativePlan, wanted: list[MethodConfig], split: tuple[int, int]
     counts = [0, 0]
     refs = plan.references or {}
     target_threads, drafter_threads = split or (plan.threads, plan.threads)
-    job = {"mode": "decode", "target": _spec(plan.device, plan.target.path, target_threads),
+    job = {"mode": "decode", "target": model_job(plan.device, plan.target, target_threads),
            "methods": [method_job(c) for c in run_configs], "warmup": True,
            "windows": [prompts.runner_window(w, refs.get(w.window_id)) for w in todo]}
     if plan.drafter is not None and any(method_name(c) != "target" for c in run_configs):
-        job["drafter"] = _spec(plan.device, plan.drafter.path, drafter_threads)
+        job["drafter"] = model_job(plan.device, plan.drafter, drafter_threads)
     if plan.threads:
         job["threads"] = plan.threads
 
@@ -241,6 +260,9 @@ def _decode(plan: NativePlan, wanted: list[MethodConfig], split: tuple[int, int]
         results.append(rows)
         for d in divergences:
             _append(results.directory / DIVERGENCES, vars(d) | {"device": plan.device.name})
+        for config, record in zip(run_configs, records):
+            if config in wanted and record["kind"] == "decode":
+                _append(results.directory / CLOCKS, request_clocks(record, window, plan.device.name, config))
         counts[0] += len(rows)
         counts[1] += len(divergences)
         del pending[result["window_id"]]
@@ -275,13 +297,6 @@ def window_rows(window: Window, device: str, records: Sequence[tuple[MethodConfi
             rows.append(divergence_row(window, device, config))
             divergences.append(diff)
     return sorted(rows, key=lambda r: labels.index(r.config)), divergences
-
-
-def _spec(device: Device, path: Path, threads: int | None) -> dict:
-    spec = {"path": device.model_path(path), "device": "cpu"}
-    if threads:
-        spec["threads"] = threads
-    return spec
 
 
 def _append(path: Path, doc: dict) -> None:

@@ -20,6 +20,7 @@ from .devices.base import Device
 from .errors import SpecbenchError
 from .fileio import dump_yaml, dumps_line, write_atomic
 from .model_files import ModelFile
+from .overheads import ZERO as ZERO_OVERHEADS, measure_overheads
 from .profiles import KIND, VERSIONS, profile_from_dict
 
 Progress = Callable[[int], None]
@@ -134,6 +135,8 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
 
     info = device.runner()
     before = device.snapshot()
+    # phones may run a model on a GPU backend (AdbDevice describes it); the host runs on its CPU
+    processors = device.describe().get("processors") or {}
 
     def count(doc: dict) -> None:
         if progress and doc.get("result", {}).get("kind") == "forward":
@@ -148,7 +151,7 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         if target_costs is None:
             target_costs = costs_doc(out.results, "target", plan.widths, plan.depths)
         if drafter is not None:
-            entry = {"name": drafter.name, "model": drafter.ref(), "processor": "cpu",
+            entry = {"name": drafter.name, "model": drafter.ref(), "processor": processors.get("drafter", "cpu"),
                      "costs": costs_doc(out.results, "drafter", plan.drafter_widths, plan.depths)}
             if plan.threads:
                 entry["threads"] = plan.threads
@@ -156,15 +159,20 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
             if cosched:
                 entry["cosched"] = cosched
             drafter_entries.append(entry)
-    target_doc = {"model": target.ref(), "processor": "cpu", "costs": target_costs}
+    overheads, overheads_note = dict(ZERO_OVERHEADS), "overheads not measured (no drafter)"
+    if drafters:
+        overheads, overheads_note = measure_overheads(
+            device, _model_spec(device, target, plan.threads), _model_spec(device, drafters[0], plan.threads),
+            target, drafters[0], plan.threads, say)
+    target_doc = {"model": target.ref(), "processor": processors.get("target", "cpu"), "costs": target_costs}
     if plan.threads:
         target_doc["threads"] = plan.threads
     run.doc = {"kind": KIND, "schema_version": VERSIONS[-1], "device": device.describe(), "runner": info.as_dict(),
                "snapshot": {"before": before, "after": device.snapshot()}, "target": target_doc,
                "drafters": drafter_entries,
-               "overheads": {"producer_startup_s": 0.0, "publish_s": 0.0, "align_s": 0.0},
+               "overheads": overheads,
                "notes": (f"sweep: warmup {plan.warmup}, {plan.repetitions} repetitions, median seconds; target "
-                         f"logits for all rows, drafter logits '{DRAFTER_LOGITS}'; overheads not measured (0)")}
+                         f"logits for all rows, drafter logits '{DRAFTER_LOGITS}'; {overheads_note}")}
     return run
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table as RichTable
 from tabulate import tabulate
 
@@ -77,12 +78,15 @@ def to_json(tables: list[Table]) -> str:
 
 def print_rich(tables: list[Table], console: Console) -> None:
     for table in tables:
-        rich_table = RichTable(title=table.title, caption=f"aggregation: {table.order}", caption_justify="left")
+        # labels such as specasr[k_max=8,...] are not markup; a WARNING table stands out
+        rich_table = RichTable(title=escape(table.title), caption=escape(f"aggregation: {table.order}"),
+                               caption_justify="left",
+                               title_style="bold red" if table.title.startswith("WARNING") else None)
         for column in table.frame.columns:
             numeric = pd.api.types.is_numeric_dtype(table.frame[column])
             rich_table.add_column(str(column), justify="right" if numeric else "left")
         for row in _text_rows(table):
-            rich_table.add_row(*row)
+            rich_table.add_row(*map(escape, row))
         console.print(rich_table)
 
 

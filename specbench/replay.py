@@ -210,4 +210,4 @@ def replay_window(window: Window, trace: WindowTrace, profile: DeviceProfile, co
         window_sha256=window.window_sha256, dataset=window.dataset, split=window.split.value,
         tokens=trace.n_tokens - 1, decode_s=timing.decode_s, drafter_forwards=timing.drafter_forwards,
         d_s=timing.d_s, v_s=timing.v_s, o_s=timing.o_s, h_s=timing.h_s, extrapolated=timing.extrapolated,
-        lossless=lossless, **counts)
+        lossless=lossless, text=trace.text, **counts)

@@ -11,12 +11,16 @@ from typing import Sequence
 
 import pandas as pd
 
-from . import metrics
+from . import metrics, text_metrics
 from .errors import SpecbenchError
 from .methods import parse_method_specs
 from .methods.as2d import As2dConfig
 from .render import Table
 from .results import ROWS, load_results
+from .windows import load_windows
+
+
+TEXT_DIFFERS = "WARNING: answer text differs between methods"
 
 
 @dataclass
@@ -26,6 +30,10 @@ class Loaded:
     directories: list[Path]
     notes: list[str] = field(default_factory=list)
     """Overrides the user asked for (recorded in every output)."""
+    references: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    """window_id -> (window_sha256, reference text or None), for WER/CER; loaded only when rows have text."""
+    text_notes: list[str] = field(default_factory=list)
+    """Why reference texts are missing, if they are (for stderr)."""
 
 
 def _identity(manifest: dict) -> dict[str, str]:
@@ -44,8 +52,11 @@ def _identity(manifest: dict) -> dict[str, str]:
     return fields
 
 
-def load_many(directories: Sequence[Path], allow_mixed: bool = False) -> Loaded:
-    """Rows of several results directories; comparing unlike runs is refused (or recorded)."""
+def load_many(directories: Sequence[Path], allow_mixed: bool = False, windows: Path | None = None) -> Loaded:
+    """Rows of several results directories; comparing unlike runs is refused (or recorded).
+
+    When rows carry answer texts, the windows' reference texts are read from `windows`, or
+    else from the windows file each manifest names (when it is still there)."""
     manifests, frames = [], []
     for directory in directories:
         manifest, frame = load_results(directory)
@@ -78,7 +89,32 @@ def load_many(directories: Sequence[Path], allow_mixed: bool = False) -> Loaded:
         dup = frame[frame.duplicated(keys)].iloc[0]
         raise SpecbenchError(f"window '{dup['window_id']}' of {dup['config']} on {dup['device']} appears in more "
                              "than one results directory")
-    return Loaded(manifests, frame, list(directories), notes)
+    loaded = Loaded(manifests, frame, list(directories), notes)
+    if text_metrics.has_text(frame):
+        loaded.references, loaded.text_notes = _references(manifests, windows)
+    return loaded
+
+
+def _references(manifests: list[dict], explicit: Path | None) -> tuple[dict[str, tuple[str, str | None]], list[str]]:
+    paths = [Path(explicit)] if explicit is not None else []
+    notes = []
+    if explicit is None:
+        for manifest in manifests:
+            named = manifest.get("windows", {}).get("path")
+            if not named:
+                continue
+            if Path(named).exists():
+                paths.append(Path(named))
+            else:
+                notes.append(f"no reference texts from {named} (not found); pass --windows FILE for WER/CER")
+        if not paths and not notes:
+            notes.append("the results name no windows file; pass --windows FILE for WER/CER")
+    references: dict[str, tuple[str, str | None]] = {}
+    for path in dict.fromkeys(paths):
+        references.update((w.window_id, (w.window_sha256, w.reference)) for w in load_windows(path))
+    if paths and not any(ref is not None for _, ref in references.values()):
+        notes.append(f"no window in {', '.join(map(str, dict.fromkeys(paths)))} has a reference text; no WER/CER")
+    return references, notes
 
 
 def add_sensitivity(loaded: Loaded, progress=None) -> None:
@@ -176,6 +212,33 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: dict[str, int] |
         tables.append(Table("Replay fidelity (replay vs native throughput)", "per window |replay - native| / "
                             "native, then mean and max per device x configuration; flagged above 10%",
                             metrics.replay_fidelity(frame), {"mean_abs_error_pct": ".2f", "max_abs_error_pct": ".2f"}))
+    if text_metrics.has_text(frame):
+        # WER/CER from the same rows as the other tables, or the native rows when only those have text
+        scored, scored_suffix = (main, suffix) if text_metrics.has_text(main) else (native, " (native runs)")
+        tables += text_tables(frame[frame["ratio_fit"] == "median"], scored, loaded.references, scored_suffix)
+    return tables
+
+
+def text_tables(frame: pd.DataFrame, scored: pd.DataFrame, references: dict[str, tuple[str, str | None]],
+                suffix: str = "") -> list[Table]:
+    """Transcripts (WER/CER of the `scored` rows, when references are known) and the
+    lossless-in-text check over every row of `frame`."""
+    tables = []
+    scores = text_metrics.transcripts(scored, references) if text_metrics.has_text(scored) else pd.DataFrame()
+    if len(scores):
+        order = text_metrics.ORDER["transcripts"]
+        empty = int(scores["empty_reference"].sum())
+        if empty:
+            order += f"; note: {empty} rows (window x configuration) had an empty reference: no WER/CER for them"
+        tables.append(Table(f"Transcripts: WER / CER against the reference (%){suffix}", order, scores,
+                            {c: ".2f" for c in ("wer_pct", "wer_mean_pct", "cer_pct", "cer_mean_pct")}))
+    summary, differing = text_metrics.text_check(frame)
+    tables.append(Table("Lossless in text (answer texts identical across methods)",
+                        text_metrics.ORDER["lossless_text"], summary))
+    if len(differing):
+        windows = int(summary.at[0, "differing"])
+        tables.append(Table(f"{TEXT_DIFFERS} ({windows} window{'' if windows == 1 else 's'})",
+                            text_metrics.ORDER["text_differs"], differing))
     return tables
 
 

@@ -23,7 +23,7 @@ from .errors import SpecbenchError
 from .fileio import Where, check_header, dumps_line, load_json, need, write_atomic
 
 KIND = "specbench.results"
-# Format history: 1 = first version.
+# Format history: 1 = first version (rows gained the optional `text` later; rows without it still load).
 VERSIONS = (1,)
 MANIFEST = "manifest.json"
 ROWS = "rows.jsonl"
@@ -70,6 +70,8 @@ class WindowResult:
     """'replay' (priced from a profile) or 'native' (device clock)."""
     ratio_fit: str = "median"
     """How unmeasured co-scheduling ratios were filled (median; min/max for sensitivity rows)."""
+    text: str = ""
+    """The detokenized answer ("" = not recorded: rows written before it existed, or no text available)."""
 
     @property
     def tokens_per_s(self) -> float:
@@ -169,6 +171,9 @@ class ResultsDir:
         if frame.empty:
             return
         self._repair_cut_line()
+        missing = {f.name: f.default for f in fields(WindowResult) if f.name not in frame and f.default is not MISSING}
+        if missing:  # optional columns a producer does not fill (e.g. text) get their defaults
+            frame = frame.assign(**missing)
         text = "".join(dumps_line(row) for row in frame[list(ROW_FIELDS)].to_dict("records"))
         with open(self.rows_path, "a", encoding="utf-8") as handle:
             handle.write(text)
@@ -195,8 +200,9 @@ class ResultsDir:
             docs.append(doc)
         frame = pd.DataFrame(docs, columns=list(ROW_FIELDS))
         for f in fields(WindowResult):
-            if f.default is not MISSING:
-                frame[f.name] = frame[f.name].fillna(f.default)
+            if f.default is not MISSING and frame[f.name].isna().any():
+                # object first: an all-missing column is float64, which will not hold a str default
+                frame[f.name] = frame[f.name].astype(object).fillna(f.default)
         for name, kinds in _COLUMN_KINDS.items():
             if pd.api.types.infer_dtype(frame[name], skipna=False) not in kinds:
                 bad = ~frame[name].map(lambda v, k=name: _is(v, k))  # the slow path only finds the line

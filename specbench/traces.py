@@ -98,6 +98,8 @@ class WindowTrace:
     producer: ProducerStream | None = None
     recycle: Mapping[str, Mapping[RecycleKey, RecycleAnswer]] = field(default_factory=dict)
     """Recorded recycling answers per SpecASR configuration label."""
+    text: str = ""
+    """y detokenized by the target (special tokens left out), for WER/CER; "" in older traces."""
 
     @property
     def n_tokens(self) -> int:
@@ -115,7 +117,7 @@ class TraceFile:
 
 _HEADER_KEYS = frozenset({"kind", "schema_version", "target", "drafter", "notes"})
 _WINDOW_KEYS = frozenset({"window_id", "window_sha256", "y", "stop_reason", "n_prompt", "n_prompt_drafter",
-                          "drafts", "producer", "recycle"})
+                          "drafts", "producer", "recycle", "text"})
 
 
 def _model_ref(doc: dict, key: str, where: Where) -> ModelRef:
@@ -208,7 +210,8 @@ def window_trace_from_dict(doc: dict, where: Where) -> WindowTrace:
         y=y, stop_reason=stop, n_prompt=n_prompt, n_prompt_drafter=need(doc, "n_prompt_drafter", int, where, n_prompt),
         drafts=None if drafts is None else _drafts_from(drafts, len(y), where.at("drafts")),
         producer=None if producer is None else _producer_from(producer, where.at("producer")),
-        recycle=_recycle_from(need(doc, "recycle", dict, where, {}), where.at("recycle")))
+        recycle=_recycle_from(need(doc, "recycle", dict, where, {}), where.at("recycle")),
+        text=need(doc, "text", str, where, ""))
 
 
 def window_trace_to_dict(trace: WindowTrace) -> dict:
@@ -231,6 +234,8 @@ def window_trace_to_dict(trace: WindowTrace) -> dict:
                                    "kept": a.kept, "cont": list(a.cont), "cont_conf": list(a.cont_conf)}
                                   for (t, tail), a in table.items()]
                           for label, table in trace.recycle.items()}
+    if trace.text:
+        doc["text"] = trace.text
     return doc
 
 

@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 from .devices.base import Device
 from .errors import SpecbenchError
 from .fileio import Where, dumps_line, iter_jsonl
+from .methods.specasr import SpecAsrConfig
 from .model_files import ModelFile
 from .traces import ModelRef, header_dict, load_trace_file, window_trace_from_dict, window_trace_to_dict
 from .windows import Window
@@ -27,43 +28,113 @@ MODEL_TEMPLATE = "model"
 """Window template meaning: use the chat template stored in the model file."""
 
 
+MEDIA_MARKER = "<__media__>"
+"""Where libmtmd puts the audio in an audio window's prompt text."""
+
+
 def user_message(window: Window) -> str:
-    """The one user turn a text window sends: the instruction, a blank line, the source text."""
-    if window.input.kind != "text":
-        raise SpecbenchError(f"window '{window.window_id}': {window.input.kind} windows are not supported by the "
-                             "native runner yet (text windows only)")
+    """The one user turn a window sends: for text, the instruction, a blank line, the source
+    text; for audio, the media marker alone (the instruction goes in the system turn:
+    Qwen3-ASR's ChatML prompt `<|im_start|>system\n{context}<|im_end|>\n<|im_start|>user\n
+    <__media__><|im_end|>\n<|im_start|>assistant\n`, context = the instruction)."""
+    if window.input.kind == "audio":
+        return MEDIA_MARKER
     return f"{window.instruction}\n\n{window.input.text}"
 
 
-def tokenize_windows(device: Device, model: ModelFile, windows: Sequence[Window]) -> dict[str, list[int]]:
-    """Prompt token ids per window id, chat template applied (one runner job per template)."""
-    prompts: dict[str, list[int]] = {}
-    by_template: dict[str, list[Window]] = {}
+def tokenize_windows(device: Device, model: ModelFile, windows: Sequence[Window]) -> dict[str, list[int] | str]:
+    """Per window id, chat template applied (one runner job per template): the prompt token
+    ids of a text window, or the prompt text (with the media marker) of an audio window,
+    which the runner tokenizes itself through the model's mmproj."""
+    prompts: dict[str, list[int] | str] = {}
+    groups: dict[tuple[str, str], list[Window]] = {}
     for window in windows:
-        by_template.setdefault(window.template, []).append(window)
-    for template, group in by_template.items():
+        system = window.instruction if window.input.kind == "audio" else ""
+        groups.setdefault((window.template, system), []).append(window)
+    for (template, system), group in groups.items():
         job = {"mode": "tokenize", "model": {"path": device.model_path(model.path)},
                "texts": [user_message(w) for w in group], "chat": True,
-               "template": "" if template == MODEL_TEMPLATE else template}
+               "template": "" if template == MODEL_TEMPLATE else template, "system": system}
         results = sorted(device.run_job(job).results, key=lambda r: r["index"])
         if len(results) != len(group):
             raise SpecbenchError(f"runner tokenized {len(results)} of {len(group)} prompts")
         for window, result in zip(group, results):
-            prompts[window.window_id] = [int(t) for t in result["tokens"]]
+            prompts[window.window_id] = str(result["text"]) if window.input.kind == "audio" else \
+                [int(t) for t in result["tokens"]]
     return prompts
+
+
+def window_pcm(window: Window) -> Path:
+    """The window's 16 kHz mono samples as raw little-endian float32 (the runner's audio input),
+    cached under $SPECBENCH_CACHE/audio by window sha256; the samples must still hash to the
+    window's sha256 (the audio file has not changed since `specbench windows`)."""
+    from .audio import audio_window_sha256, load_window_audio
+    from .models import cache_dir
+
+    path = cache_dir() / "audio" / f"{window.window_sha256}.f32"
+    if path.is_file():
+        return path
+    view = window.input
+    try:
+        samples, _ = load_window_audio(Path(view.audio_path or ""), view.offset_s, view.duration_s)
+    except SpecbenchError as exc:
+        raise SpecbenchError(f"window '{window.window_id}': {exc.args[0]}", hint=exc.hint) from None
+    sha = audio_window_sha256(samples, window.instruction, window.template, window.cap)
+    if sha != window.window_sha256:
+        raise SpecbenchError(f"window '{window.window_id}': the audio of {view.audio_path} no longer matches the "
+                             f"window (sha256 {sha[:12]}, the window says {window.window_sha256[:12]})",
+                             hint="rebuild the windows file with `specbench windows`")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.part")
+    samples.astype("<f4").tofile(partial)
+    os.replace(partial, path)
+    return path
+
+
+def model_job(device: Device, model: ModelFile, threads: int | None = None) -> dict:
+    """The runner's model object: path on the device, CPU, its mmproj when it has one."""
+    spec: dict = {"path": device.model_path(model.path), "device": "cpu"}
+    if model.mmproj is not None:
+        spec["mmproj"] = device.model_path(model.mmproj)
+    if threads:
+        spec["threads"] = threads
+    return spec
+
+
+def check_mmproj(models: Sequence[ModelFile | None], windows: Sequence[Window]) -> None:
+    """Audio windows need an mmproj for every model that hears them."""
+    audio = next((w for w in windows if w.input.kind == "audio"), None)
+    if audio is None:
+        return
+    for model in models:
+        if model is not None and model.mmproj is None:
+            raise SpecbenchError(f"window '{audio.window_id}' is audio, but the model {model.path} has no mmproj",
+                                 hint="pass --target-mmproj / --drafter-mmproj (the model's audio projector .gguf)")
 
 
 @dataclass(frozen=True)
 class Prompts:
     """Prompt ids of each window for the target and (when its files differ) the drafter."""
 
-    target: dict[str, list[int]]
-    drafter: dict[str, list[int]] | None = None
+    target: dict[str, list[int] | str]
+    """Prompt ids of text windows; prompt texts (with the media marker) of audio windows."""
+    drafter: dict[str, list[int] | str] | None = None
+    audio: dict[str, str] | None = None
+    """Audio windows: the device path of the window's raw float32 16 kHz mono samples."""
 
     def runner_window(self, window: Window, reference: Sequence[int] | None = None) -> dict:
-        doc = {"id": window.window_id, "prompt": self.target[window.window_id], "cap": window.cap}
-        if self.drafter is not None and self.drafter[window.window_id] != doc["prompt"]:
-            doc["drafter_prompt"] = self.drafter[window.window_id]
+        prompt = self.target[window.window_id]
+        if isinstance(prompt, str):
+            if not self.audio or window.window_id not in self.audio:
+                raise SpecbenchError(f"window '{window.window_id}': no audio samples prepared for the runner")
+            doc = {"id": window.window_id, "audio": {"path": self.audio[window.window_id], "format": "f32"},
+                   "prompt_text": prompt, "cap": window.cap}
+            if self.drafter is not None and self.drafter[window.window_id] != prompt:
+                doc["drafter_prompt_text"] = self.drafter[window.window_id]
+        else:
+            doc = {"id": window.window_id, "prompt": prompt, "cap": window.cap}
+            if self.drafter is not None and self.drafter[window.window_id] != doc["prompt"]:
+                doc["drafter_prompt"] = self.drafter[window.window_id]
         if reference is not None:
             doc["reference"] = [int(t) for t in reference]
         return doc
@@ -72,10 +143,12 @@ class Prompts:
 def prompts_for(device: Device, target: ModelFile, drafter: ModelFile | None, windows: Sequence[Window]) -> Prompts:
     """Tokenize once per distinct model file (a same-vocabulary drafter file is tokenized too,
     so a drafter with its own tokenizer only needs the runner to accept `drafter_prompt`)."""
+    check_mmproj([target, drafter], windows)
     target_prompts = tokenize_windows(device, target, windows)
+    audio = {w.window_id: device.model_path(window_pcm(w)) for w in windows if w.input.kind == "audio"} or None
     if drafter is None or Path(drafter.path).resolve() == Path(target.path).resolve():
-        return Prompts(target_prompts)
-    return Prompts(target_prompts, tokenize_windows(device, drafter, windows))
+        return Prompts(target_prompts, None, audio)
+    return Prompts(target_prompts, tokenize_windows(device, drafter, windows), audio)
 
 
 class TraceWriter:
@@ -139,10 +212,18 @@ def trace_path(out_dir: Path, drafter: ModelFile) -> Path:
 
 def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, drafter: ModelFile, out_dir: Path,
                   k_max: int = 16, resume: bool = False, threads: int | None = None,
-                  progress: Progress | None = None, prompts: Prompts | None = None) -> tuple[Path, int]:
-    """Trace every window not yet in out_dir/<drafter>.jsonl; returns (file, windows traced now)."""
+                  progress: Progress | None = None, prompts: Prompts | None = None,
+                  specasr: Sequence[SpecAsrConfig] = ()) -> tuple[Path, int]:
+    """Trace every window not yet in out_dir/<drafter>.jsonl; returns (file, windows traced now).
+
+    `specasr`: configurations whose recycling queries are recorded too (the runner runs
+    each one against the target's output), so that replay can price them."""
     if k_max < 1:
         raise SpecbenchError(f"--k-max {k_max}: expected at least 1 draft per row (16 covers SD up to W=17)")
+    for config in specasr:
+        if config.k_max > k_max:
+            raise SpecbenchError(f"--specasr {config.trace_label}: k_max {config.k_max} exceeds --k-max {k_max}",
+                                 hint=f"pass --k-max {config.k_max} or more")
     writer = TraceWriter(trace_path(out_dir, drafter), ModelRef(**target.ref()), ModelRef(**drafter.ref()), resume)
     todo = writer.todo(windows)
     if progress and len(todo) < len(windows):
@@ -151,9 +232,11 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
         return writer.path, 0
     prompts = prompts or prompts_for(device, target, drafter, todo)
     by_id = {w.window_id: w for w in todo}
-    job = {"mode": "trace", "target": {"path": device.model_path(target.path), "device": "cpu"},
-           "drafter": {"path": device.model_path(drafter.path), "device": "cpu"}, "k_max": k_max,
+    job = {"mode": "trace", "target": model_job(device, target), "drafter": model_job(device, drafter), "k_max": k_max,
            "producer": True, "windows": [prompts.runner_window(w) for w in todo]}
+    if specasr:
+        unique = {c.trace_label: c for c in specasr}
+        job["specasr"] = [{"k_max": c.k_max, "tau": c.tau} for c in unique.values()]
     if threads:
         job["threads"] = threads
 

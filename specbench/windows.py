@@ -99,7 +99,7 @@ def window_from_dict(doc: dict, where: Where) -> Window:
     if kind == "text":
         view = InputView("text", text=need(view_doc, "text", str, view_where))
     elif kind == "audio":
-        duration = need(view_doc, "duration_s", float, view_where, None)
+        duration = need(view_doc, "duration_s", (float, type(None)), view_where, None)  # None: to the end
         view = InputView("audio", audio_path=need(view_doc, "audio_path", str, view_where),
                          offset_s=float(need(view_doc, "offset_s", float, view_where, 0.0)),
                          duration_s=None if duration is None else float(duration),

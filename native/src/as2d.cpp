@@ -114,15 +114,20 @@ struct Stream {
     std::vector<int64_t> publish_us;
     std::vector<int> publish_count;
     std::vector<int64_t> step_us;  // end of each drafter step after the prefill, since the clock start
+    int64_t started_us = -1;       // the producer thread's first instruction, since the clock start
+    int64_t publish_cost_us = 0;   // producer time spent publishing (all batches)
     std::exception_ptr error;
 };
 
 void produce(Model & drafter, ProducerMapper & mapper, Stream & s, const As2dParams & p, int64_t t0, bool with_conf) {
     auto next_top = [&]() { return with_conf ? drafter.top1(-1) : Top1{drafter.argmax(-1), 1.0, 0.0f}; };
+    s.started_us = now_us() - t0;
     auto publish = [&](int n) {
+        const int64_t begin = now_us();
         s.published.store(n, std::memory_order_release);
-        s.publish_us.push_back(now_us() - t0);
+        s.publish_us.push_back(begin - t0);
         s.publish_count.push_back(n);
+        s.publish_cost_us += now_us() - begin;
     };
     Top1 next = next_top();  // step 0: the prefill's prediction
     for (int step = 0;; step++) {
@@ -155,9 +160,8 @@ void produce(Model & drafter, ProducerMapper & mapper, Stream & s, const As2dPar
 
 DecodeRun run_as2d(Model & target, Model & drafter, const Window & w, const As2dParams & p, bool cross) {
     DecodeRun r;
-    target.clear();
-    drafter.clear();
-    r.prefill_us = target.forward(w.prompt, false) + drafter.forward(w.drafter_prompt, false);
+    r.prefill = prefill_window(target, &drafter, w);
+    r.prefill_us = r.prefill.total_us();
     ProducerMapper mapper(target, drafter, cross, w.cap);
     if ((int) w.drafter_prompt.size() + mapper.max_steps() > drafter.n_ctx()) {
         throw JobError("drafter context too small for the as2d producer of window '" + w.id + "'", "raise the job's n_ctx");
@@ -179,8 +183,11 @@ DecodeRun run_as2d(Model & target, Model & drafter, const Window & w, const As2d
         while (!target.is_eog(y.back()) && (int) y.size() < w.cap) {
             const int t = (int) y.size();
             const int published = s.published.load(std::memory_order_acquire);
+            const int64_t plan_start = now_us();
             Verifier::Plan pl = v.plan(t, y.back(), s.z.data(), s.pz.data(), published);
+            const int64_t plan_us = now_us() - plan_start;
             json extra = {{"published", published},
+                          {"plan_us", plan_us},
                           {"start", pl.start < 0 ? json(nullptr) : json(pl.start)},
                           {"candidates", pl.candidates},
                           {"anchored", pl.anchored},
@@ -209,6 +216,8 @@ DecodeRun run_as2d(Model & target, Model & drafter, const Window & w, const As2d
                           {"published", s.published.load()},
                           {"publish_us", s.publish_us},
                           {"publish_count", s.publish_count},
+                          {"started_us", s.started_us},
+                          {"publish_cost_us", s.publish_cost_us},
                           {"step_us", s.step_us}});
     r.extra["producer"] = producer_json;
     r.extra["cross_vocab"] = cross;

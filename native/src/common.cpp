@@ -1,4 +1,5 @@
 #include "modes.h"
+#include "audio.h"
 
 #include <algorithm>
 #include <thread>
@@ -18,12 +19,30 @@ std::vector<Window> parse_windows(JobObject & job, bool allow_reference) {
     for (JobObject & wo : job.objects("windows")) {
         Window w;
         w.id = wo.get<std::string>("id", std::to_string(windows.size()));
-        w.prompt = wo.need<std::vector<int>>("prompt");
-        w.drafter_prompt = wo.get<std::vector<int>>("drafter_prompt", w.prompt);
+        if (wo.has("audio")) {
+            // An audio window: samples in a file, prompt texts around the <__media__> marker.
+            JobObject ao = wo.object("audio");
+            w.audio_path = ao.need<std::string>("path");
+            w.audio_format = ao.get<std::string>("format", "f32");
+            ao.done();
+            if (w.audio_format != "f32" && w.audio_format != "s16") {
+                throw JobError("window '" + w.id + "': audio.format '" + w.audio_format + "'", "expected \"f32\" or \"s16\"");
+            }
+            if (w.audio_path.empty()) throw JobError("window '" + w.id + "': audio.path is empty");
+            w.prompt_text = wo.need<std::string>("prompt_text");
+            w.drafter_prompt_text = wo.get<std::string>("drafter_prompt_text", w.prompt_text);
+            if (wo.has("prompt") || wo.has("drafter_prompt")) {
+                throw JobError("window '" + w.id + "': an audio window takes prompt_text, not prompt token ids",
+                               "tokens of an audio prompt come from libmtmd (the mmproj)");
+            }
+        } else {
+            w.prompt = wo.need<std::vector<int>>("prompt");
+            w.drafter_prompt = wo.get<std::vector<int>>("drafter_prompt", w.prompt);
+        }
         w.cap = wo.need<int>("cap");
         if (allow_reference) w.reference = wo.get<std::vector<int>>("reference", {});
         wo.done();
-        if (w.prompt.empty() || w.drafter_prompt.empty()) {
+        if (!w.is_audio() && (w.prompt.empty() || w.drafter_prompt.empty())) {
             throw JobError("window '" + w.id + "': empty prompt", "a prompt needs at least one token (BOS)");
         }
         if (w.cap < 1) throw JobError("window '" + w.id + "': cap must be >= 1");
@@ -81,10 +100,37 @@ std::unique_ptr<Model> load_model(const ModelSpec & spec, int n_ctx, int n_batch
     return m;
 }
 
+Prefill prefill_window(Model & target, Model * drafter, const Window & w) {
+    Prefill p;
+    p.audio_us = prefill_background(target, w, false).audio_us;
+    if (drafter) p.audio_us += prefill_background(*drafter, w, true).audio_us;
+    const int64_t request = now_us();  // the request instant: the audio is in, the instruction known
+    const int64_t t_us = prefill_instruction(target, w, false);
+    p.first_token_us = now_us() - request;
+    p.instruction_us = t_us;
+    if (drafter) {
+        p.instruction_us += prefill_instruction(*drafter, w, true);
+        p.first_draft_us = now_us() - request;
+    }
+    return p;
+}
+
+json prefill_json(const Prefill & p, const Window & w, int64_t decode_us, bool with_drafter) {
+    json j = {{"audio_prefill_us", p.audio_us},
+              {"instruction_prefill_us", p.instruction_us},
+              {"first_token_us", p.first_token_us}};
+    if (with_drafter) j["first_draft_us"] = p.first_draft_us;
+    // The request clock: request instant -> last commit (all residual prefills + the decode).
+    j["request_latency_us"] = (with_drafter ? p.first_draft_us : p.first_token_us) + decode_us;
+    j["n_audio"] = media_tokens(w, false);
+    if (with_drafter) j["n_audio_drafter"] = media_tokens(w, true);
+    return j;
+}
+
 GreedyRun greedy_target(Model & target, const Window & w, bool with_margins) {
     GreedyRun run;
-    target.clear();
-    run.prefill_us = target.forward(w.prompt, false);
+    run.prefill = prefill_window(target, nullptr, w);
+    run.prefill_us = run.prefill.total_us();
     const int64_t start = now_us();
     auto commit = [&]() {
         if (with_margins) {

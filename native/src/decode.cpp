@@ -3,6 +3,7 @@
 // lacks, drafts k = W-1 tokens one forward each, the target verifies [root, c0..] in one
 // forward with logits for every row, and both KV caches roll back to the committed prefix.
 #include "modes.h"
+#include "audio.h"
 #include "vocabmap.h"
 
 #include <algorithm>
@@ -59,9 +60,8 @@ class SpecDecoder {
 
     DecodeRun run() {
         DecodeRun r;
-        target_.clear();
-        drafter_.clear();
-        r.prefill_us = target_.forward(w_.prompt, false) + drafter_.forward(w_.drafter_prompt, false);
+        r.prefill = prefill_window(target_, &drafter_, w_);
+        r.prefill_us = r.prefill.total_us();
         const int64_t start = now_us();
         y_.push_back(target_.argmax(-1));
         while (!target_.is_eog(y_.back()) && (int) y_.size() < w_.cap) {
@@ -159,9 +159,8 @@ class SpecAsrDecoder {
 
     DecodeRun run() {
         DecodeRun r;
-        target_.clear();
-        drafter_.clear();
-        r.prefill_us = target_.forward(w_.prompt, false) + drafter_.forward(w_.drafter_prompt, false);
+        r.prefill = prefill_window(target_, &drafter_, w_);
+        r.prefill_us = r.prefill.total_us();
         const int64_t start = now_us();
         y_.push_back(target_.argmax(-1));
         while (!target_.is_eog(y_.back()) && (int) y_.size() < w_.cap) {
@@ -253,9 +252,8 @@ class CrossSpecDecoder {
 
     DecodeRun run() {
         DecodeRun r;
-        target_.clear();
-        drafter_.clear();
-        r.prefill_us = target_.forward(w_.prompt, false) + drafter_.forward(w_.drafter_prompt, false);
+        r.prefill = prefill_window(target_, &drafter_, w_);
+        r.prefill_us = r.prefill.total_us();
         kv_ = w_.drafter_prompt;
         const int64_t start = now_us();
         y_.push_back(target_.argmax(-1));
@@ -327,7 +325,9 @@ class CrossSpecDecoder {
 
 DecodeRun target_only(Model & target, const Window & w) {
     GreedyRun g = greedy_target(target, w, false);
-    return DecodeRun{g.y, g.stop_reason, g.prefill_us, g.decode_us, g.ops};
+    DecodeRun r{g.y, g.stop_reason, g.prefill_us, g.decode_us, g.ops};
+    r.prefill = g.prefill;
+    return r;
 }
 
 // First position where the run differs from the reference y, or -1 if identical.
@@ -341,7 +341,7 @@ int first_divergence(const std::vector<llama_token> & got, const std::vector<lla
 
 json token_at(const std::vector<llama_token> & v, int i) { return i < (int) v.size() ? json(v[i]) : json(nullptr); }
 
-void report(const Window & w, const Method & m, const DecodeRun & r) {
+void report(const Window & w, const Method & m, const DecodeRun & r, const std::string & text) {
     json rec = {{"kind", "decode"}, {"window_id", w.id}, {"method", m.to_json()}};
     if (!w.reference.empty()) {
         const int pos = first_divergence(r.tokens, w.reference);
@@ -362,6 +362,8 @@ void report(const Window & w, const Method & m, const DecodeRun & r) {
                 {"prefill_s", r.prefill_us * 1e-6},
                 {"decode_s", r.decode_us * 1e-6},
                 {"ops", ops}});
+    rec.update(prefill_json(r.prefill, w, r.decode_us, m.name != "target"));
+    rec["text"] = text;
     rec.update(r.extra);
     emit_result(rec);
 }
@@ -404,10 +406,12 @@ void run_decode(JobObject & job) {
     const int n_ctx_d = common.n_ctx > 0 ? common.n_ctx : size_context(windows, max_w + 8, true);
     emit_event("start", {{"mode", "decode"}, {"windows", windows.size()}, {"methods", methods.size()}});
     auto target = load_model(target_spec, n_ctx_t, 512, max_w);
+    attach_audio(*target, windows, false, max_w + 8, common.n_ctx == 0);
     std::unique_ptr<Model> drafter;
     bool cross = false;
     if (needs_drafter) {
         drafter = load_model(drafter_spec, n_ctx_d, 512, max_w + 1);
+        attach_audio(*drafter, windows, true, max_w + 8, common.n_ctx == 0);
         cross = !vocab_difference(*target, *drafter).empty();
         if (cross) {
             check_mappable(*target, *drafter);
@@ -440,7 +444,7 @@ void run_decode(JobObject & job) {
             } else {
                 r = run_as2d(*target, *drafter, w, m.as2d, cross);
             }
-            report(w, m, r);
+            report(w, m, r, target->detokenize(r.tokens, false));
         }
     }
 }

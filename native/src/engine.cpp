@@ -52,6 +52,7 @@ ModelSpec parse_model_spec(JobObject obj, const std::string & role, int default_
     spec.path = obj.need<std::string>("path");
     spec.threads = obj.get<int>("threads", default_threads);
     spec.device = obj.get<std::string>("device", "cpu");
+    spec.mmproj = obj.get<std::string>("mmproj", "");
     obj.done();
     if (spec.threads < 1) throw JobError("job key '" + obj.path() + ".threads' must be >= 1");
     return spec;
@@ -125,6 +126,7 @@ void Model::resize_context(int n_ctx) {
 }
 
 Model::~Model() {
+    media_.reset();  // the mtmd context refers to the model
     llama_batch_free(batch_);
     if (ctx_) llama_free(ctx_);
     if (model_) llama_model_free(model_);
@@ -133,10 +135,12 @@ Model::~Model() {
 json Model::describe() const {
     char desc[256];
     llama_model_desc(model_, desc, sizeof desc);
-    return json{{"model", spec_.role},   {"path", spec_.path},        {"desc", desc},
+    json j = json{{"model", spec_.role},   {"path", spec_.path},        {"desc", desc},
                 {"n_vocab", n_vocab_},   {"n_params", llama_model_n_params(model_)},
                 {"size_bytes", llama_model_size(model_)},             {"n_ctx", n_ctx_},
                 {"threads", spec_.threads}, {"device", spec_.device}};
+    if (!spec_.mmproj.empty()) j["mmproj"] = spec_.mmproj;
+    return j;
 }
 
 // Rows i >= first_out get logits (0: all rows, n - 1: the last only).

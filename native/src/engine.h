@@ -6,6 +6,7 @@
 #include "protocol.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,10 @@ struct ModelSpec {
     std::string path;    // GGUF file
     int threads = 0;     // 0: the job's "threads"
     std::string device;  // "cpu" or a ggml device name such as "GPUOpenCL"
+    std::string mmproj;  // audio projector GGUF (libmtmd), for audio windows; "" if none
 };
+
+class MediaFrontEnd;  // audio.cpp: the model's libmtmd context
 
 // Reads {"path", "threads", "device"} from the job object under `key`.
 ModelSpec parse_model_spec(JobObject obj, const std::string & role, int default_threads);
@@ -38,6 +42,9 @@ class Model {
 
     const std::string & role() const { return spec_.role; }
     const std::string & path() const { return spec_.path; }
+    const std::string & mmproj() const { return spec_.mmproj; }
+    int threads() const { return spec_.threads; }
+    const std::string & device() const { return spec_.device; }
     int n_vocab() const { return n_vocab_; }
     int kv_len() const { return kv_len_; }
     int n_ctx() const { return n_ctx_; }
@@ -70,6 +77,12 @@ class Model {
     void resize_context(int n_ctx);
 
     void rollback(int keep);  // drop KV positions >= keep
+    // For the audio prefill (audio.cpp), which decodes embeddings through libmtmd.
+    llama_model * raw_model() const { return model_; }
+    llama_context * raw_context() const { return ctx_; }
+    void set_kv_len(int n) { kv_len_ = n; }
+    MediaFrontEnd * media() const { return media_.get(); }
+    void set_media(std::shared_ptr<MediaFrontEnd> media) { media_ = std::move(media); }
     void clear();             // empty KV
 
     // Text of one token (special tokens rendered only when `special`), and the tokenizer.
@@ -98,6 +111,7 @@ class Model {
     int n_ctx_ = 0;
     int kv_len_ = 0;
     mutable std::vector<llama_token> byte_tokens_;
+    std::shared_ptr<MediaFrontEnd> media_;  // freed before the model (declared last)
 };
 
 // Same-vocabulary check (the rule llama.cpp's speculative example applies): same vocab

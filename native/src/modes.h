@@ -22,6 +22,8 @@ struct CommonOptions {
 };
 CommonOptions parse_common(JobObject & job);
 
+struct MediaPrompt;  // audio.h
+
 // One request: prompt token ids for each model (same text, each model's tokenizer and
 // template, applied on the Python side) and the cap on committed tokens N.
 struct Window {
@@ -30,6 +32,12 @@ struct Window {
     std::vector<llama_token> drafter_prompt;  // defaults to `prompt` (same vocabulary)
     int cap = 0;                              // max_new_tokens: N <= cap
     std::vector<llama_token> reference;       // decode only: expected y, checked token by token
+    // Audio windows: 16 kHz mono samples in `audio_path` (raw little-endian `audio_format`:
+    // "f32" or "s16") and prompt texts with one <__media__> marker; attach_audio() fills
+    // `prompt` / `drafter_prompt` with placeholders of the prompt's KV length.
+    std::string audio_path, audio_format, prompt_text, drafter_prompt_text;
+    std::shared_ptr<const MediaPrompt> media, drafter_media;
+    bool is_audio() const { return !audio_path.empty(); }
 };
 std::vector<Window> parse_windows(JobObject & job, bool allow_reference);
 
@@ -65,6 +73,20 @@ struct As2dParams {
 };
 As2dParams parse_as2d(JobObject & mo);  // reads the keys; the caller calls done()
 
+// The initial prefill of a window, both models (METHODS 2's two clocks): the background
+// part (audio) of each model, then the request instant, then the residual instruction of
+// the target (its logits give y[0]) and of the drafter. Text windows: all instruction.
+struct Prefill {
+    int64_t audio_us = 0;        // background prefill, both models
+    int64_t instruction_us = 0;  // residual prefill after the request instant, both models
+    int64_t first_token_us = 0;  // request instant -> y[0] known (target's instruction done)
+    int64_t first_draft_us = -1; // request instant -> drafter ready to draft; -1: no drafter
+    int64_t total_us() const { return audio_us + instruction_us; }
+};
+Prefill prefill_window(Model & target, Model * drafter, const Window & w);
+// Result keys of the request clock (decode_us: end of the prefills to the last commit).
+json prefill_json(const Prefill & p, const Window & w, int64_t decode_us, bool with_drafter);
+
 // One method run on one window (decode).
 struct DecodeRun {
     std::vector<llama_token> tokens;
@@ -73,6 +95,7 @@ struct DecodeRun {
     int64_t decode_us = 0;
     std::vector<Op> ops;
     json extra = json::object();  // method-specific result keys (as2d: "producer", ...)
+    Prefill prefill;
 };
 
 // AS2D (METHODS 3.4) for real: the producer on its own thread, the target never waiting.
@@ -88,6 +111,7 @@ struct GreedyRun {
     int64_t prefill_us = 0;
     int64_t decode_us = 0;    // end of prefill to last commit
     std::vector<Op> ops;
+    Prefill prefill;
 };
 // with_margins: also record top-1/top-2 margins (a softmax-free but full extra pass).
 GreedyRun greedy_target(Model & target, const Window & w, bool with_margins);

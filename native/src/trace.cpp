@@ -3,6 +3,7 @@
 // k_max with top-1 probabilities (enough to replay SD at any width <= k_max + 1 and any
 // p_min); and the producer stream, the drafter's own greedy decode from the prompt.
 #include "modes.h"
+#include "audio.h"
 #include "vocabmap.h"
 
 #include <algorithm>
@@ -15,9 +16,9 @@ namespace {
 // the KV and the top-1 of every position are kept and only what is missing is computed.
 class DraftOracle {
   public:
-    DraftOracle(Model & m, const std::vector<llama_token> & prompt) : m_(m), n_prompt_((int) prompt.size()) {
-        m_.clear();
-        m_.forward(prompt, false);
+    DraftOracle(Model & m, const Window & w) : m_(m), n_prompt_((int) w.drafter_prompt.size()) {
+        prefill_background(m_, w, true);  // clears the KV first
+        prefill_instruction(m_, w, true);
         next_.push_back(m_.top1(-1));
     }
 
@@ -252,7 +253,9 @@ void run_trace(JobObject & job) {
     const int n_ctx_d = common.n_ctx > 0 ? common.n_ctx : size_context(windows, 2 * k_max + 8, true);
     emit_event("start", {{"mode", "trace"}, {"windows", windows.size()}, {"k_max", k_max}});
     auto target = load_model(target_spec, n_ctx_t, 512, 1);
+    attach_audio(*target, windows, false, 8, common.n_ctx == 0);
     auto drafter = load_model(drafter_spec, n_ctx_d, 512, 64);
+    attach_audio(*drafter, windows, true, 2 * k_max + 8, common.n_ctx == 0);
     const bool cross = !vocab_difference(*target, *drafter).empty();
     if (cross) {
         check_mappable(*target, *drafter);
@@ -269,7 +272,7 @@ void run_trace(JobObject & job) {
 
     for (const Window & w : windows) {
         GreedyRun g = greedy_target(*target, w, with_margins);
-        DraftOracle oracle(*drafter, w.drafter_prompt);
+        DraftOracle oracle(*drafter, w);
         // Keys as specbench.traces.window_trace_from_dict reads them (less window_sha256,
         // which the Python side computes from the window itself).
         json rec = {{"kind", "trace"},           {"window_id", w.id},
@@ -286,6 +289,7 @@ void run_trace(JobObject & job) {
             rec["recycle"] = recycle;
         }
         if (with_margins) rec["y_margin"] = g.margin;
+        rec["text"] = target->detokenize(g.y, false);
         emit_event("trace_stats", {{"window_id", w.id}, {"drafter_forwards", oracle.forwards()}});
         emit_result(rec);
     }

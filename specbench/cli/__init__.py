@@ -35,7 +35,7 @@ def main() -> None:
 
 
 def _register() -> None:
-    from . import demo, profile, report, run, select_budget, trace, windows
+    from . import demo, devices, profile, report, run, select_budget, trace, windows
 
     main.add_command(windows.windows)
     main.add_command(run.run)
@@ -44,6 +44,7 @@ def _register() -> None:
     main.add_command(profile.profile)
     main.add_command(trace.trace)
     main.add_command(demo.demo)
+    main.add_command(devices.devices)
 
 
 _register()

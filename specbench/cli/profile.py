@@ -8,13 +8,13 @@ import click
 
 from ..errors import SpecbenchError
 from ..model_files import parse_named, target_file, unique_names
-from ..native_run import open_device
 from ..profiling import parse_depths, plan_for, profile_device, samples_path, write_profile
-from .common import progress_bar, stderr
+from .common import stderr
+from .devices import device_names, on_devices, open_devices, phone_options, safe_name
 
 
 @click.command()
-@click.argument("device", default="local")
+@click.argument("device_specs", nargs=-1, metavar="[DEVICE]...")
 @click.option("--target", "target_path", type=click.Path(path_type=Path), default=None,
               help="Target model (.gguf). Default: the demo target (smollm2-135m), downloaded once.")
 @click.option("--drafter", "drafter_specs", multiple=True, metavar="NAME=PATH",
@@ -27,32 +27,49 @@ from .common import progress_bar, stderr
 @click.option("--repetitions", type=click.IntRange(5), default=5, show_default=True, help="Timed forwards per point.")
 @click.option("--threads", type=click.IntRange(1), default=None, help="Threads per model (default: all hardware threads).")
 @click.option("--no-cosched", is_flag=True, help="Skip the co-scheduling measurement (AS2D replay then refuses the profile).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("device_profiles/local.yaml"),
-              show_default=True, help="Profile YAML to write (raw samples go beside it, *.samples.jsonl).")
-def profile(device: str, target_path: Path | None, drafter_specs: tuple[str, ...], max_width: int,
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Profile YAML to write (raw samples go beside it, *.samples.jsonl). Default: "
+                   "device_profiles/<device>.yaml; with several devices, <stem>-<device>.yaml each.")
+@phone_options
+def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_specs: tuple[str, ...], max_width: int,
             drafter_max_width: int | None, depths: str, repetitions: int, threads: int | None, no_cosched: bool,
-            out: Path) -> None:
-    """Profile DEVICE (default: local, this host): forward costs per width and KV depth.
+            out: Path | None) -> None:
+    """Profile DEVICE (default: local, this host; or phone serials, in parallel): forward costs.
 
     The runner times target forwards of widths 1..--max-width (logits for every row) and
     drafter forwards at each depth (median of >= 5 repetitions after warm-up), records
     the device state before and after, and co-scheduling ratios where the runner can
-    measure them.
+    measure them. Phones (serials from `specbench devices`) get the runner and models
+    pushed to /data/local/tmp/specbench, jobs pinned to --cores and a cool-down between jobs.
 
     Example:
 
         specbench profile local --target models/target.gguf --drafter small=models/draft.gguf
         --max-width 16 --depths 0,128,256 --out device_profiles/local.yaml
+
+        specbench profile 0A1B2C3D R5CT20XYZ --target models/target.gguf --cores big
     """
-    out.parent.mkdir(parents=True, exist_ok=True)  # the default device_profiles/ may not exist yet
     plan = plan_for(max_width, parse_depths(depths), repetitions, threads, drafter_max_width, not no_cosched)
+    names = device_names(device_specs)
+    outs = {name: _out_path(out, name, len(names)) for name in names}
     target, drafters = _models(target_path, drafter_specs)
-    dev = open_device(device)
-    with progress_bar(f"profiling {dev.name}", plan.forwards(len(drafters))) as advance:
+    for path in outs.values():
+        path.parent.mkdir(parents=True, exist_ok=True)  # the default device_profiles/ may not exist yet
+    devices = open_devices(names)
+
+    def one(dev, advance):
         run = profile_device(dev, target, drafters, plan, advance,
-                             lambda message: stderr.print(f"warning: {message}", markup=False))
-    write_profile(out, run)
-    stderr.print(f"profile written to {out} (raw samples: {samples_path(out)})")
+                             lambda message: stderr.print(f"warning: {dev.name}: {message}", markup=False))
+        write_profile(outs[dev.name], run)  # as soon as it is done: another phone may still fail
+        stderr.print(f"profile written to {outs[dev.name]} (raw samples: {samples_path(outs[dev.name])})")
+
+    on_devices(devices, "profiling", lambda dev: plan.forwards(len(drafters)), one)
+
+
+def _out_path(out: Path | None, name: str, count: int) -> Path:
+    if out is None:
+        return Path("device_profiles") / f"{safe_name(name)}.yaml"
+    return out if count == 1 else out.with_name(f"{out.stem}-{safe_name(name)}{out.suffix or '.yaml'}")
 
 
 def _models(target_path: Path | None, drafter_specs: tuple[str, ...]):

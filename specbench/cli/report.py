@@ -8,7 +8,7 @@ import click
 
 from ..budget import load_budget
 from ..render import FORMATS, Table, print_rich, render, to_markdown
-from ..report import add_sensitivity, build_tables, bundle, horizon_tables, load_many, make_figures
+from ..report import TEXT_DIFFERS, add_sensitivity, build_tables, bundle, horizon_tables, load_many, make_figures
 from .common import check_output_path, existing_dir, existing_file, stderr
 
 
@@ -30,10 +30,15 @@ from .common import check_output_path, existing_dir, existing_file, stderr
               help="Write the figures (PNG and SVG) here.")
 @click.option("--bundle", "bundle_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write a self-contained Markdown report with figures, inputs and commands here.")
+@click.option("--windows", "windows_path", type=existing_file, default=None,
+              help="Windows file with the reference texts for WER/CER (default: the one each run's manifest names).")
 def report(results: tuple[Path, ...], fmt: str, output: Path | None, allow_mixed: bool, macro: bool,
            sensitivity: bool, budgets: tuple[Path, ...], horizon: bool, plots_dir: Path | None,
-           bundle_dir: Path | None) -> None:
+           bundle_dir: Path | None, windows_path: Path | None) -> None:
     """Compare methods: pooled throughput and speedup, slower windows, acceptance, D/V/O/H, oracle gap.
+
+    When rows carry answer texts: WER/CER against the windows' references and a check
+    that every method answered the same text (differences are listed and warned about).
 
     Runs over different windows, target models, runner builds or device profiles are
     refused, naming the field and both values (--allow-mixed overrides, and says so in
@@ -44,7 +49,7 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, allow_mixed
         specbench report results/pixel8 results/redmi --format md --output report.md --plots figures/
     """
     check_output_path(output)
-    loaded = load_many(results, allow_mixed)
+    loaded = load_many(results, allow_mixed, windows_path)
     if sensitivity:
         add_sensitivity(loaded)
     selected = {device: config.budget for device, config in map(load_budget, budgets)}
@@ -58,6 +63,11 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, allow_mixed
                          "windows", depths, {"acceptance": ".3f"})]
     if loaded.notes:
         stderr.print("\n".join(loaded.notes))
+    for note in loaded.text_notes:
+        click.echo(note, err=True)
+    differs = [t for t in tables if t.title.startswith(TEXT_DIFFERS)]
+    if differs:
+        click.echo(f"warning: {differs[0].title.removeprefix('WARNING: ')}; see that table", err=True)
     if bundle_dir is not None:
         figures = make_figures(loaded, bundle_dir / "figures", horizon)
         path = bundle(bundle_dir, loaded, tables, figures, to_markdown(tables))

@@ -8,11 +8,12 @@ import click
 from click.core import ParameterSource
 
 from ..errors import SpecbenchError
-from ..model_files import parse_named, target_file
-from ..native_run import NativePlan, native_methods, native_steps, open_device, run_native
+from ..model_files import parse_named, target_file, with_mmproj
+from ..native_run import NativePlan, native_methods, native_steps, run_native
 from ..traces import check_against_windows, load_trace_dir
 from ..windows import load_split
-from .common import configs_from, progress_bar, stderr
+from .common import configs_from, stderr
+from .devices import device_names, on_devices, open_devices, phone_options, safe_name
 
 
 def native_options(func):
@@ -20,11 +21,27 @@ def native_options(func):
                         help="--native: threads per model (default: all hardware threads).")(func)
     func = click.option("--target", "target_path", type=click.Path(path_type=Path), default=None,
                         help="--native: the target model (.gguf).")(func)
-    func = click.option("--device", default=None, help="--native: where to run (local: this host).")(func)
+    func = click.option("--device", default=None,
+                        help="--native: where to run: local (this host) or phone serials, comma-separated "
+                             "(several: in parallel, results in OUT/<serial>/).")(func)
     func = click.option("--native", is_flag=True,
                         help="Run the methods for real on --device instead of replaying them "
                              "(--drafter then takes NAME=PATH).")(func)
-    return func
+    func = click.option("--drafter-mmproj", type=click.Path(path_type=Path), default=None, expose_value=False,
+                        callback=_keep("drafter_mmproj"),
+                        help="--native: the drafter's audio projector (.gguf), for audio windows.")(func)
+    func = click.option("--target-mmproj", type=click.Path(path_type=Path), default=None, expose_value=False,
+                        callback=_keep("target_mmproj"),
+                        help="--native: the target's audio projector (.gguf), for audio windows.")(func)
+    return phone_options(func)
+
+
+def _keep(key: str):
+    """Stores an option in ctx.meta (the audio projectors; `run`'s signature stays as it is)."""
+    def callback(ctx: click.Context, _param, value):
+        ctx.meta[f"specbench.{key}"] = value
+        return value
+    return callback
 
 
 def run_native_command(windows_path: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
@@ -39,12 +56,17 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
             raise SpecbenchError(f"{flag} is for replay; a --native run measures on the device itself")
     if target_path is None:
         raise SpecbenchError("--native needs --target PATH (the target model file)")
-    dev = open_device(device or "local")
+    names = device_names([device or "local"])
+    devices = open_devices(names)
     if click.get_current_context().get_parameter_source("method_names") is ParameterSource.DEFAULT:
-        method_names = ",".join(native_methods(dev))
+        available = [native_methods(dev) for dev in devices]
+        method_names = ",".join(m for m in available[0] if all(m in a for a in available))
     windows = load_split(windows_path, split)
-    target = target_file(target_path)
+    meta = click.get_current_context().meta
+    target = with_mmproj(target_file(target_path), meta.get("specbench.target_mmproj"), "--target-mmproj")
     drafter = parse_named(drafter_spec) if drafter_spec else None
+    if drafter is not None:
+        drafter = with_mmproj(drafter, meta.get("specbench.drafter_mmproj"), "--drafter-mmproj")
     configs = configs_from(method_names, method_specs, drafter.name if drafter else None)
     references = None
     if traces_dir is not None:
@@ -55,11 +77,15 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
             raise SpecbenchError(f"{first.path}: traced with target {first.target.name} ({first.target.sha256[:12]}), "
                                  f"not {target.path} ({target.sha256[:12]})")
         references = {w.window_id: first.windows[w.window_id].y.tolist() for w in windows}
-    plan = NativePlan(dev, windows, target, drafter, configs, references, threads,
-                      str(windows_path))
-    with progress_bar(f"running on {plan.device.name}", native_steps(plan)) as advance:
-        results, added, diverged = run_native(plan, out, resume, advance)
-    stderr.print(f"{added} rows written to {results.rows_path}")
-    if diverged:
-        stderr.print(f"warning: {diverged} (window, method) outputs differ from the reference; "
-                     f"see {results.directory / 'divergences.jsonl'}")
+    plans = {dev.name: NativePlan(dev, windows, target, drafter, configs, references, threads, str(windows_path))
+             for dev in devices}
+
+    def one(dev, advance) -> None:
+        where = out if len(devices) == 1 else out / safe_name(dev.name)
+        results, added, diverged = run_native(plans[dev.name], where, resume, advance)
+        stderr.print(f"{added} rows written to {results.rows_path}")
+        if diverged:
+            stderr.print(f"warning: {diverged} (window, method) outputs differ from the reference; "
+                         f"see {results.directory / 'divergences.jsonl'}")
+
+    on_devices(devices, "running on", lambda dev: native_steps(plans[dev.name]), one)

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import click
 
-from ..model_files import parse_named, target_file, unique_names
+from ..errors import SpecbenchError
+from ..methods import parse_method_spec, parse_method_specs
+from ..methods.specasr import SpecAsrConfig
+from ..model_files import drafter_mmproj, parse_named, target_file, unique_names, with_mmproj
 from ..native_run import open_device
 from ..tracing import trace_windows
 from ..windows import load_split
@@ -18,16 +21,26 @@ from .common import existing_file, progress_bar, stderr
 @click.option("--target", "target_path", type=click.Path(path_type=Path), required=True, help="Target model (.gguf).")
 @click.option("--drafter", "drafter_specs", multiple=True, required=True, metavar="NAME=PATH",
               help="Drafter model, named (traces/NAME.jsonl). Repeatable: one trace file per drafter.")
+@click.option("--target-mmproj", type=click.Path(path_type=Path), default=None,
+              help="The target's audio projector (.gguf) for audio windows (Qwen3-ASR's mmproj).")
+@click.option("--drafter-mmproj", "drafter_mmproj_specs", multiple=True, metavar="[NAME=]PATH",
+              help="A drafter's audio projector for audio windows (NAME=PATH per drafter, or PATH for one).")
 @click.option("--k-max", type=click.IntRange(1, 64), default=16, show_default=True,
               help="Drafts per prefix-conditioned row (SD replay up to W = k_max + 1).")
+@click.option("--specasr", "specasr_specs", multiple=True, metavar="SPEC",
+              help="Also record the recycling queries of these SpecASR configurations, e.g. "
+                   "'specasr:k_max=8,tau=0.5' or 'specasr:k_max=6|8,tau=0.3|0.5' (repeatable). "
+                   "Replay of a SpecASR configuration needs them.")
 @click.option("--split", type=click.Choice(["dev", "test"]), default=None, help="Only windows of this split.")
 @click.option("--threads", type=click.IntRange(1), default=None, help="Threads per model (default: all).")
 @click.option("--device", default="local", show_default=True, help="Where the models run.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("traces"), show_default=True,
               help="Traces directory.")
 @click.option("--resume", is_flag=True, help="Continue interrupted trace files (skips windows already traced).")
-def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], k_max: int, split: str | None,
-          threads: int | None, device: str, out: Path, resume: bool) -> None:
+def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], target_mmproj: Path | None,
+          drafter_mmproj_specs: tuple[str, ...], k_max: int,
+          specasr_specs: tuple[str, ...], split: str | None, threads: int | None, device: str, out: Path,
+          resume: bool) -> None:
     """Trace WINDOWS: the target's greedy output, the drafter's prefix-conditioned drafts
     and its producer stream, per window, for replay.
 
@@ -37,13 +50,23 @@ def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], k_ma
     Example:
 
         specbench trace windows.jsonl --target models/target.gguf --drafter small=models/draft.gguf
-        --k-max 16 --out traces/
+        --k-max 16 --specasr 'specasr:k_max=8,tau=0.3|0.5' --out traces/
     """
+    specasr = specasr_configs(specasr_specs)
     items = load_split(windows, split)
-    target = target_file(target_path)
-    drafters = unique_names([parse_named(s) for s in drafter_specs])
+    target = with_mmproj(target_file(target_path), target_mmproj, "--target-mmproj")
+    drafters = drafter_mmproj(unique_names([parse_named(s) for s in drafter_specs]), drafter_mmproj_specs)
     dev = open_device(device)
     for drafter in drafters:
         with progress_bar(f"tracing {drafter.name}", len(items)) as advance:
-            path, count = trace_windows(dev, items, target, drafter, out, k_max, resume, threads, advance)
+            path, count = trace_windows(dev, items, target, drafter, out, k_max, resume, threads, advance,
+                                         specasr=specasr)
         stderr.print(f"{count} windows traced into {path} ({len(items) - count} already there)")
+
+
+def specasr_configs(specs: tuple[str, ...]) -> list[SpecAsrConfig]:
+    for spec in specs:
+        wrong = [c.label for c in parse_method_spec(spec) if not isinstance(c, SpecAsrConfig)]
+        if wrong:
+            raise SpecbenchError(f"--specasr {spec}: expected specasr configurations, got {wrong[0]}")
+    return parse_method_specs(list(specs))

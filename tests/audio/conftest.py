@@ -41,3 +41,40 @@ def librispeech_tree(tmp_path_factory) -> Path:
     (chapter / "1089-134686.trans.txt").write_text(
         "".join(f"{utt} {text.upper()}\n" for utt, text in SENTENCES.items()))
     return root
+
+
+@pytest.fixture(scope="session")
+def audio_run_job():
+    """run_job(job) -> RunnerOutput with the built native runner (or a skip saying how to build it)."""
+    from tests.native.conftest import runner_path
+
+    path = runner_path()
+    if not path.exists():
+        pytest.skip(f"native runner not built ({path} missing): run scripts/build-runner")
+    import json
+
+    from tests.native.conftest import RunnerOutput
+
+    def run(job: dict, timeout: float = 300) -> RunnerOutput:
+        done = subprocess.run([str(path), "-"], input=json.dumps(job), capture_output=True, text=True, timeout=timeout)
+        out = RunnerOutput(done.returncode, stderr=done.stderr)
+        for line in done.stdout.splitlines():
+            doc = json.loads(line)
+            if "event" in doc:
+                out.events.append(doc)
+            elif "result" in doc:
+                out.results.append(doc["result"])
+            else:
+                out.error = doc
+        return out
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def tiny_asr(tmp_path_factory):
+    """Tiny random-weight Qwen3-ASR-shaped models (qwen3vl + qwen3a mmproj): target width 64, drafter 32."""
+    pytest.importorskip("gguf", reason="the tiny model fixtures need gguf==0.19.0")
+    from .tiny_audio_gguf import write_tiny_asr
+
+    return write_tiny_asr(tmp_path_factory.mktemp("tiny-asr"))

@@ -169,3 +169,17 @@ def test_resampling_keeps_a_tone(tmp_path):
     assert len(samples) == 16000 and conversion.downmixed and conversion.resampled
     spectrum = np.abs(np.fft.rfft(samples))
     assert abs(int(np.argmax(spectrum)) - 440) <= 1  # 1 Hz bins over one second
+
+
+def test_an_audio_window_read_to_the_end_round_trips(librispeech_tree, tmp_path):
+    """duration_s None (read to the end of the file) is written as null and loads back."""
+    from dataclasses import replace
+
+    from specbench.windows import save_windows
+
+    out = tmp_path / "windows.jsonl"
+    assert invoke("windows", str(librispeech_tree), "--out", str(out))[0] == 0
+    window = load_windows(out)[0]
+    open_ended = replace(window, input=replace(window.input, duration_s=None))
+    save_windows(tmp_path / "again.jsonl", [open_ended])
+    assert load_windows(tmp_path / "again.jsonl") == [open_ended]

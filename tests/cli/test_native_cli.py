@@ -8,6 +8,7 @@ import stat
 import sys
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from specbench.cli import main
@@ -18,6 +19,7 @@ from specbench.windows import make_text_window, save_windows
 from tests.native.conftest import runner, tiny  # noqa: F401  (fixtures)
 
 TEXTS = ["hello the world", "in the heat", "a tale of the tin", "the end", "heat in the tin"]
+SPECASR = "specasr:k_max=4,tau=0.3|0.6"
 
 
 def invoke(*args, env=None):
@@ -44,7 +46,7 @@ def study(tmp_path_factory, tiny, runner):  # noqa: F811
                           "--max-width", 9, "--depths", "0,32", "--threads", 1, "--out", profile)
     assert code == 0, output
     code, output = invoke("trace", windows, "--target", tiny.target, "--drafter", f"near={tiny.near}",
-                          "--k-max", 8, "--threads", 1, "--out", root / "traces")
+                          "--k-max", 8, "--specasr", SPECASR, "--threads", 1, "--out", root / "traces")
     assert code == 0, output
     return {"root": root, "windows": windows, "profile": profile, "traces": root / "traces", "tiny": tiny,
             "runner": runner}
@@ -63,6 +65,10 @@ def test_profile_is_a_loadable_profile(study):
     assert profile.drafter("near").costs.widths() == list(range(1, 10))
     assert profile.snapshot["before"]["cores"] >= 1 and "after" in profile.snapshot
     assert profile.runner["protocol"] == 1
+    # AS2D's non-model costs come from a native as2d decode (microseconds, never negative)
+    overheads = profile.overheads
+    assert 0 <= overheads.producer_startup_s < 1 and 0 <= overheads.publish_s < 1 and 0 <= overheads.align_s < 1
+    assert "overheads: native as2d" in yaml.safe_load(study["profile"].read_text())["notes"]
 
 
 def test_traces_load_and_replay_for_target_and_sd(study, tmp_path):
@@ -91,6 +97,31 @@ def test_native_rows_have_the_replay_columns(study, tmp_path):
     assert (ok["tokens_n"] == ok["tokens_r"]).all() and (ok["rounds_n"] == ok["rounds_r"]).all()
     code, report = invoke("report", tmp_path / "native", "--format", "md")
     assert code == 0 and "sd[W=5..8 mean,drafter=near]" in report
+
+
+def test_traced_specasr_configurations_replay_as_they_run_natively(study, tmp_path):
+    """`trace --specasr` records the recycling queries; replay then makes the runner's decisions."""
+    code, output = invoke("run", study["windows"], "--traces", study["traces"], "--profile", study["profile"],
+                          "--method", SPECASR, "--drafter", "near", "--out", tmp_path / "replay")
+    assert code == 0, output
+    tiny = study["tiny"]
+    code, output = invoke("run", study["windows"], "--device", "local", "--native", "--target", tiny.target,
+                          "--drafter", f"near={tiny.near}", "--method", SPECASR, "--threads", 1,
+                          "--out", tmp_path / "native")
+    assert code == 0, output
+    replay, native = (load_results(tmp_path / sub)[1] for sub in ("replay", "native"))
+    replay, native = (rows[rows["method"] == "specasr"] for rows in (replay, native))
+    assert len(replay) == len(native) == 2 * len(TEXTS) and native["lossless"].all()
+    keys = ["config", "window_id"]
+    both = native.merge(replay, on=keys, suffixes=("_n", "_r"))
+    for column in ("tokens", "rounds", "proposed", "accepted", "drafter_forwards"):
+        assert (both[f"{column}_n"] == both[f"{column}_r"]).all(), column
+
+
+def test_trace_refuses_a_non_specasr_recycling_spec(study, tmp_path):
+    code, output = invoke("trace", study["windows"], "--target", study["tiny"].target, "--drafter",
+                          f"near={study['tiny'].near}", "--specasr", "sd:W=5", "--out", tmp_path / "t")
+    assert code == 1 and "--specasr sd:W=5: expected specasr configurations" in error_line(output)
 
 
 def test_native_run_resumes_without_redoing_finished_windows(study, tmp_path):
@@ -172,4 +203,4 @@ def test_demo_quick_on_the_real_demo_models(tmp_path, runner):  # noqa: F811
     for sub in ("windows.jsonl", "device_profiles/local.yaml", "traces/smollm2.jsonl", "report.md"):
         assert (tmp_path / "demo" / sub).exists(), sub
     _, replay = load_results(tmp_path / "demo" / "results" / "replay")
-    assert {"target", "sd[W=5]", "sd[W=8]"} <= set(replay["config"])
+    assert {"target", "sd[W=5]", "sd[W=8]", "specasr[k_max=8,tau=0.5]"} <= set(replay["config"])

@@ -120,3 +120,96 @@ def test_replay_fidelity_from_a_native_run(tmp_path):
     assert block[0] == "device,config,windows,mean_abs_error_pct,max_abs_error_pct,flagged"
     # native is 1.25x slower: |replay - native| / native = 0.25 -> 25 %, flagged (> 10 %)
     assert block[1].startswith("synthetic-A,target,4,25,25,True")
+
+
+def test_golden_results_have_no_text_so_the_golden_files_stay():
+    # The golden rows predate `text`: no Transcripts / lossless-in-text tables, and report.md /
+    # report.csv stay byte for byte what they were (test_golden_tables); rows load with text "".
+    frame = load_many([GOLDEN / "results"]).frame
+    assert (frame["text"] == "").all()
+    code, output = report(GOLDEN / "results", "--format", "md")
+    assert code == 0 and "Lossless in text" not in output and "Transcripts" not in output
+
+
+ANSWERS = {"syn-0000": "language English<asr_text>The cat sat.", "syn-0001": "a b c x", "syn-0002": "anything",
+           "syn-0003": "no reference"}
+REFERENCES = {"syn-0000": "the cat sat", "syn-0001": "A b c d", "syn-0002": "", "syn-0003": None}
+
+
+def _with_text(tmp_path, answer=lambda row: ANSWERS[row["window_id"]]):
+    """The golden run with answer texts, and a windows file with the references (audio views:
+    their sha256 is not recomputed, so the golden window hashes can be kept)."""
+    from specbench.windows import InputView, Split, Window, save_windows
+
+    results = _copy_with(tmp_path, "text", None, lambda r: {**r, "text": answer(r)})
+    rows = [json.loads(line) for line in (results / "rows.jsonl").read_text().splitlines()]
+    shas = {r["window_id"]: (r["window_sha256"], r["dataset"], r["split"]) for r in rows}
+    windows = [Window(w, sha, InputView("audio", audio_path=f"{w}.flac", duration_s=1.0), "Transcribe.", "chatml", 64,
+                      dataset, Split(split), REFERENCES[w]) for w, (sha, dataset, split) in sorted(shas.items())]
+    save_windows(tmp_path / "windows.jsonl", windows)
+    return results, tmp_path / "windows.jsonl"
+
+
+def _block(csv_text, title):
+    return csv_text.split(f"# {title}\n")[1].split("\n\n")[0].splitlines()
+
+
+def test_transcripts_and_lossless_text_in_every_format(tmp_path):
+    results, windows = _with_text(tmp_path)
+    code, output = report(results, "--windows", windows, "--format", "csv")
+    assert code == 0, output
+    block = _block(output, "Transcripts: WER / CER against the reference (%)")
+    assert block[0] == ("dataset,device,config,windows,empty_reference,unscored,ref_words,wer_pct,wer_mean_pct,"
+                        "cer_pct,cer_mean_pct")
+    # syn-0000: 0 / 3 words, 0 / 11 chars (prefix, case, punctuation normalised away);
+    # syn-0001: 1 / 4 words, 1 / 7 chars; syn-0002: empty reference; syn-0003: no reference.
+    # pooled WER 1 / 7, mean (0 + 25) / 2; pooled CER 1 / 18, mean (0 + 1/7) / 2
+    assert block[1] == "synthetic,synthetic-A,target,2,1,1,7,14.2857,12.5,5.55556,7.14286"
+    assert len(block) == 1 + 8  # one row per configuration (all answered the same text)
+    assert _block(output, "Lossless in text (answer texts identical across methods)") == [
+        "windows_checked,identical,differing,rows_compared,rows_without_text", "4,4,0,32,0"]
+    assert "WARNING" not in output
+    code, md = report(results, "--windows", windows, "--format", "md")
+    assert "### Transcripts: WER / CER against the reference (%)" in md and "specbench-text-1" in md
+    assert "note: 8 rows (window x configuration) had an empty reference: no WER/CER for them" in md
+    code, text = report(results, "--windows", windows, "--format", "json")
+    titles = [t["title"] for t in json.loads(text)]
+    assert "Transcripts: WER / CER against the reference (%)" in titles
+    assert "Lossless in text (answer texts identical across methods)" in titles
+    code, rich = report(results, "--windows", windows)
+    assert code == 0 and "Lossless in text" in rich and "Transcripts" in rich
+
+
+def test_a_method_whose_text_differs_is_flagged(tmp_path):
+    def answer(row):
+        if row["window_id"] == "syn-0001" and row["config"] == "as2d[B=7,drafter=small]":
+            return "a b c y"
+        return ANSWERS[row["window_id"]]
+
+    results, windows = _with_text(tmp_path, answer)
+    code, output = report(results, "--windows", windows, "--format", "csv", "--bundle", tmp_path / "bundle")
+    assert code == 0, output
+    assert "warning: answer text differs between methods (1 window); see that table" in output
+    assert _block(output, "Lossless in text (answer texts identical across methods)")[1] == "4,3,1,32,0"
+    block = _block(output, "WARNING: answer text differs between methods (1 window)")
+    assert block[1:] == ["synthetic,synthetic-A,syn-0001,\"as2d[B=7,drafter=small]\",replay,target (replay),6,a b c x,"
+                         "a b c y"]
+    bundled = (tmp_path / "bundle" / "report.md").read_text()
+    assert "### WARNING: answer text differs between methods (1 window)" in bundled
+    assert "### Transcripts: WER / CER" in bundled
+    assert "WARNING: answer text differs" in (tmp_path / "bundle" / "tables.csv").read_text()
+
+
+def test_without_references_the_text_check_stays_and_a_note_says_why(tmp_path, monkeypatch):
+    results, _ = _with_text(tmp_path)
+    monkeypatch.chdir(tmp_path / "text")  # the manifest's relative windows.jsonl is not there
+    code, output = report(results, "--format", "csv")
+    assert code == 0, output
+    assert "no reference texts from windows.jsonl (not found); pass --windows FILE for WER/CER" in output
+    assert "Transcripts" not in output and "# Lossless in text" in output
+    code, output = report(results, "--windows", tmp_path / "missing.jsonl")
+    assert code == 2 and "missing.jsonl" in output
+    (tmp_path / "bad.jsonl").write_text('{"kind": "specbench.trace", "schema_version": 1}\n')
+    code, output = report(results, "--windows", tmp_path / "bad.jsonl")
+    errors = [line for line in output.splitlines() if line.startswith("Error:")]
+    assert code == 1 and len(errors) == 1 and "bad.jsonl" in errors[0] and "specbench.windows" in errors[0]

@@ -93,3 +93,17 @@ def test_budget_selection_prefers_throughput_then_the_smaller_budget():
 def test_speedups_need_target_only_rows():
     with pytest.raises(SpecbenchError, match="no target-only rows"):
         metrics.pooled(STUDY[STUDY["method"] != "target"])
+
+
+def test_overheads_from_a_native_as2d_result():
+    from specbench.overheads import overheads_from_results
+
+    def run(started, costs, plans):
+        ops = [{"model": "target", "plan_us": us, "searched": searched} for us, searched in plans]
+        return {"kind": "decode", "producer": {"started_us": started, "publish_us": [0] * len(costs),
+                                               "publish_cost_us": sum(costs)}, "ops": ops}
+
+    results = [run(40, [1, 3], [(5, False), (30, True)]), run(60, [2], [(7, True)]), run(50, [], [(9, False)])]
+    got = overheads_from_results(results)
+    # startup: median of 40, 60, 50 us; publish: 6 us over 3 batches; align: median of searched rounds (30, 7)
+    assert got == {"producer_startup_s": 50e-6, "publish_s": 2e-6, "align_s": 18.5e-6}

@@ -38,3 +38,36 @@ def emulated_phone(adb_server, phone_description, tmp_path):
     phone = EmulatedPhone(phone_description, tmp_path / "phone")
     with connected_phone(adb_server, phone) as handle:
         yield handle
+
+
+# --- phones that run the real runner (tests of AdbDevice and the CLI on phones) ---
+from tests.native.conftest import runner, tiny  # noqa: E402,F401  (fixtures reused)
+
+
+def _connected(adb_server, name: str, sandbox: Path, monkeypatch):
+    monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", str(adb_server.port))  # what --adb-port sets
+    monkeypatch.delenv("ANDROID_ADB_SERVER_HOST", raising=False)
+    return connected_phone(adb_server, EmulatedPhone(load_description(PHONES_DIR / name), sandbox))
+
+
+@pytest.fixture
+def x86_phone(adb_server, runner, tmp_path, monkeypatch):  # noqa: F811
+    """An x86_64 emulated phone (CPUs 0 and 1) connected to the private server, which
+    ANDROID_ADB_SERVER_PORT names; the host's runner executes in it."""
+    with _connected(adb_server, "x86-emu.yaml", tmp_path / "phone", monkeypatch) as handle:
+        yield handle
+
+
+@pytest.fixture
+def x86_phones(adb_server, runner, tmp_path, monkeypatch):  # noqa: F811
+    """Two such phones at once."""
+    with _connected(adb_server, "x86-emu.yaml", tmp_path / "phone1", monkeypatch) as one, \
+            _connected(adb_server, "x86-emu.yaml", tmp_path / "phone2", monkeypatch) as two:
+        yield one, two
+
+
+@pytest.fixture
+def arm_phone(adb_server, tmp_path, monkeypatch):
+    """An arm64-v8a emulated phone; the aarch64 runner runs in it under qemu-aarch64."""
+    with _connected(adb_server, "arm-emu.yaml", tmp_path / "phone", monkeypatch) as handle:
+        yield handle

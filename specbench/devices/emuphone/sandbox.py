@@ -19,6 +19,11 @@ Every device path P lives at ``<root>P`` on the host (``/data/local/tmp/x`` is
   PATH), answering from files generated from the description; ``/sys/devices/system/cpu``,
   ``/sys/class/thermal`` and ``/sys/class/power_supply`` are generated file trees, so
   ``cat``, globs and loops over them work as on a phone.
+* ``taskset`` is a script in ``<root>/system/bin`` too: the phone's CPU mask is narrowed to
+  the host's CPUs (all of them when none overlap) and handed to the host's taskset, so
+  pinning is real and ``/proc/<pid>/task/*/status`` shows it. On a phone that claims
+  arm64-v8a (on a non-arm host) an aarch64 ELF it starts runs under qemu-aarch64(-static),
+  since binfmt_misc is usually unavailable in containers.
 
 Limits of the rewrite: paths *inside* pushed files (e.g. a script that cds to
 ``/data/local/tmp/...``) are not translated; such scripts can use ``$EMUPHONE_ROOT``, which
@@ -30,8 +35,10 @@ pieces (``d=/data; ls $d/local/tmp``) are not rewritten.
 from __future__ import annotations
 
 import os
+import platform
 import posixpath
 import re
+import shutil
 from pathlib import Path
 
 from specbench.errors import SpecbenchError
@@ -47,7 +54,7 @@ DEVICE_ALIASES = {
 SHELL_ROOTS = (
     "/data/local/tmp", "/sdcard", "/storage/emulated/0", "/storage/self/primary",
     "/sys/devices/system/cpu", "/sys/class/thermal", "/sys/class/power_supply",
-    "/system/bin/getprop", "/system/bin/dumpsys",
+    "/system/bin/getprop", "/system/bin/dumpsys", "/system/bin/taskset",
 )
 """Device path prefixes that shell command text is rewritten for."""
 
@@ -197,6 +204,7 @@ def _generated_files(d: PhoneDescription, root: str) -> dict[str, str]:
     files["system/emuphone/dumpsys/battery"] = _dumpsys_battery(d)
     files["system/bin/getprop"] = _GETPROP.replace("@ROOT@", root)
     files["system/bin/dumpsys"] = _DUMPSYS.replace("@ROOT@", root)
+    files["system/bin/taskset"] = _taskset_script(d)
 
     cpu = "sys/devices/system/cpu"
     span = f"0-{d.cpu_count - 1}\n"
@@ -299,6 +307,41 @@ def _dumpsys_thermalservice(d: PhoneDescription) -> str:
         "Current cooling devices from HAL:",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _taskset_script(d: PhoneDescription) -> str:
+    """taskset for the phone's CPU numbers on this host; aarch64 ELFs under qemu on an arm64 phone."""
+    real = shutil.which("taskset", path=os.environ.get("PATH", "/usr/bin:/bin")) or ""
+    qemu = ""
+    if d.abi.startswith("arm64") and platform.machine().lower() not in ("aarch64", "arm64"):
+        qemu = shutil.which("qemu-aarch64-static") or shutil.which("qemu-aarch64") or "missing"
+    try:
+        host_mask = format(sum(1 << cpu for cpu in os.sched_getaffinity(0)), "x")
+    except (AttributeError, OSError):
+        host_mask = format((1 << (os.cpu_count() or 1)) - 1, "x")
+    return _TASKSET.replace("@TASKSET@", real).replace("@QEMU@", qemu).replace("@HOSTMASK@", host_mask)
+
+
+# The phone may claim more CPUs than the host has: its mask is narrowed to the host's CPUs
+# (all of them when none overlap), so pinning checks on a small host see the narrowing.
+_TASKSET = """#!/bin/sh
+# taskset of an emulated phone (specbench emuphone): MASK narrowed to the host's CPUs
+real="@TASKSET@"; qemu="@QEMU@"; host=@HOSTMASK@
+case "$1" in -*|'') [ -n "$real" ] && exec "$real" "$@"; echo "emuphone: taskset not on host" >&2; exit 1;; esac
+mask=$1; shift
+if [ -n "$real" ]; then
+  m=$(( 0x$mask & 0x$host )); [ "$m" -eq 0 ] && m=$(( 0x$host ))
+  set -- "$real" "$(printf '%x' "$m")" "$@"
+fi
+if [ -n "$qemu" ] && [ -f "$1" -o -f "${3:-}" ]; then
+  prog=$1; [ -n "$real" ] && prog=$3
+  if [ "$(od -An -tx1 -N4 "$prog" | tr -d ' \n')$(od -An -tx1 -j18 -N2 "$prog" | tr -d ' \n')" = 7f454c46b700 ]; then
+    [ "$qemu" = missing ] && { echo "emuphone: $prog is aarch64; install qemu-user-static to run it" >&2; exit 126; }
+    if [ -n "$real" ]; then r=$1; m=$2; shift 2; set -- "$r" "$m" "$qemu" "$@"; else set -- "$qemu" "$@"; fi
+  fi
+fi
+exec "$@"
+"""
 
 
 _GETPROP = """#!/bin/sh

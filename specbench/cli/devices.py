@@ -1,0 +1,175 @@
+"""`specbench devices`, and the phone options and parallel helper `profile`/`run --native` share."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Sequence, TypeVar
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from ..devices.adb_link import SERVER_HOST_ENV, SERVER_PORT_ENV
+from ..errors import SpecbenchError
+from .common import stderr
+
+T = TypeVar("T")
+SETTINGS_KEY = "specbench.adb_settings"
+
+
+def _set_env(name: str):
+    def callback(ctx: click.Context, param: click.Parameter, value):
+        if value is not None:
+            os.environ[name] = str(value)  # adb's own setting: adbutils and adb read it
+    return callback
+
+
+def adb_server_options(func):
+    func = click.option("--adb-port", type=click.IntRange(1, 65535), expose_value=False, is_eager=True,
+                        callback=_set_env(SERVER_PORT_ENV),
+                        help=f"adb server port (default ${SERVER_PORT_ENV} or 5037).")(func)
+    func = click.option("--adb-host", expose_value=False, is_eager=True, callback=_set_env(SERVER_HOST_ENV),
+                        help=f"adb server host, e.g. a machine with the phones (default ${SERVER_HOST_ENV} or 127.0.0.1).")(func)
+    return func
+
+
+def _setting(key: str, convert: Callable = lambda v: v):
+    def callback(ctx: click.Context, param: click.Parameter, value):
+        if value is not None:
+            ctx.meta.setdefault(SETTINGS_KEY, {})[key] = convert(value)
+    return callback
+
+
+def _processors(value: str) -> tuple[str, str]:
+    parts = [p.strip() for p in value.split(",")]
+    if len(parts) > 2 or not all(parts):
+        raise click.BadParameter(f"'{value}': expected TARGET[,DRAFTER], e.g. cpu or GPUOpenCL,cpu")
+    return parts[0], parts[-1]
+
+
+def phone_options(func):
+    """Options for jobs on phones; ignored for `local`. Stored in ctx.meta (see apply_phone_options)."""
+    options = [
+        click.option("--cores", callback=_setting("cores"), expose_value=False,
+                     help="Phones: CPUs to pin the runner to: big (default; all but the slowest cluster), all, "
+                          "little, prime, or numbers such as 4-7."),
+        click.option("--processor", callback=_setting("processor", _processors), expose_value=False,
+                     metavar="TARGET[,DRAFTER]", help="Phones: cpu (default) or a ggml GPU device name (GPUOpenCL)."),
+        click.option("--cooldown-max", type=click.FloatRange(0), callback=_setting("cooldown_max_s"),
+                     expose_value=False, help="Phones: longest cool-down wait between jobs, seconds (default 300)."),
+        click.option("--cooldown-temp", type=float, callback=_setting("cooldown_temp_c"), expose_value=False,
+                     help="Phones: wait between jobs until every thermal zone is below this, °C (default 45)."),
+        click.option("--energy-interval", type=click.FloatRange(0), callback=_setting("energy_interval_s"),
+                     expose_value=False, help="Phones: sample current_now/voltage_now every this many seconds."),
+        click.option("--job-timeout", type=click.FloatRange(1), callback=_setting("job_timeout_s"),
+                     expose_value=False, help="Phones: kill a runner job after this many seconds (default 3600)."),
+    ]
+    for option in options:
+        func = option(func)
+    return adb_server_options(func)
+
+
+def device_names(specs: Sequence[str]) -> list[str]:
+    """'a,b' and repeated names -> unique names in order ('local' when none)."""
+    names = [n.strip() for spec in specs for n in spec.split(",") if n.strip()] or ["local"]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise SpecbenchError(f"device {duplicates[0]} is named twice", hint="name each serial once")
+    return names
+
+
+def open_devices(names: Sequence[str]) -> list:
+    """Open each device and apply the phone options of the current command to the phones."""
+    from ..devices.adb import AdbDevice, AdbSettings
+    from ..native_run import open_device
+
+    meta = click.get_current_context().meta.get(SETTINGS_KEY, {})
+    devices = [open_device(name) for name in names]
+    for dev in devices:
+        if isinstance(dev, AdbDevice):
+            values = dict(meta)
+            if "processor" in values:
+                values["target_processor"], values["drafter_processor"] = values.pop("processor")
+            dev.settings = AdbSettings(**values)
+            dev.warn = lambda message: stderr.print(f"warning: {message}", markup=False)
+    return devices
+
+
+def safe_name(name: str) -> str:
+    """A device name usable in a file name ('127.0.0.1:5555' -> '127.0.0.1-5555')."""
+    return "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in name)
+
+
+def on_devices(devices: Sequence, label: str, total: Callable[[object], int],
+               work: Callable[[object, Callable[[int], None]], T]) -> list[T]:
+    """work(device, advance) on every device, in parallel threads, one progress bar each (stderr).
+    Every device runs to its end; then one SpecbenchError names each that failed."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    results: list = [None] * len(devices)
+    errors: list[tuple[str, SpecbenchError]] = []
+    lock = threading.Lock()
+    with Progress(*columns, console=stderr, transient=False, disable=not stderr.is_terminal) as progress:
+        tasks = [progress.add_task(f"{label} {dev.name}", total=total(dev)) for dev in devices]
+
+        def one(index: int) -> None:
+            try:
+                results[index] = work(devices[index], lambda n: progress.advance(tasks[index], n))
+            except SpecbenchError as exc:
+                with lock:
+                    errors.append((devices[index].name, exc))
+
+        if len(devices) == 1:
+            one(0)  # in this thread: Ctrl-C reaches the job directly
+        else:
+            pool = ThreadPoolExecutor(max_workers=len(devices))
+            futures = [pool.submit(one, i) for i in range(len(devices))]
+            try:
+                for future in futures:
+                    future.result()
+            except KeyboardInterrupt:
+                for dev in devices:
+                    if hasattr(dev, "cancel"):
+                        dev.cancel("was interrupted (Ctrl-C)")
+                pool.shutdown(wait=True)
+                raise
+            pool.shutdown()
+    if len(errors) == 1 and len(devices) == 1:
+        raise errors[0][1]
+    if errors:
+        for name, exc in errors:
+            stderr.print(f"error: {name}: {exc}", markup=False)
+        raise SpecbenchError(f"{len(errors)} of {len(devices)} devices failed: "
+                             + "; ".join(f"{name}: {exc}" for name, exc in errors))
+    return results
+
+
+@click.command()
+@adb_server_options
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per phone instead of a table.")
+def devices(as_json: bool) -> None:
+    """List the phones the adb server sees: serial, state, model, SoC, ABI, Android version.
+
+    Phones are then named by serial: `specbench profile SERIAL`, `specbench run ...
+    --device SERIAL --native`. A remote adb server: --adb-host/--adb-port (or
+    ANDROID_ADB_SERVER_HOST/PORT).
+
+    Example:
+
+        specbench devices --adb-port 5037
+    """
+    from ..devices.adb import list_phones
+
+    rows = list_phones()
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row))
+        return
+    if not rows:
+        stderr.print("no phones attached (check `adb devices`, the cable and USB debugging)")
+        return
+    columns = ("serial", "state", "model", "soc", "abi", "android")
+    widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in columns]
+    for values in [[c.upper() for c in columns]] + [[str(r[c]) for c in columns] for r in rows]:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip())

@@ -1,0 +1,72 @@
+"""AS2D's non-model costs on a device, measured for the profile's `overheads` section.
+
+A short native AS2D decode (the same window a few times) gives what the cost model
+charges besides forwards: the producer thread's start-up after the decode clock starts,
+the producer-lane time to publish one batch, and the target-lane time of one verifier
+planning step with a realignment search. Each is the median over the runs (publishing:
+the mean per batch, since the runner sums it). A runner without native AS2D, or a
+profile without a drafter, leaves them at 0 and says so in the profile's notes.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Callable, Sequence
+
+from .devices.base import Device
+from .errors import SpecbenchError
+from .model_files import ModelFile
+
+TEXT = "Count from one to twenty in words, separated by commas."
+CAP = 48
+RUNS = 3
+ZERO = {"producer_startup_s": 0.0, "publish_s": 0.0, "align_s": 0.0}
+
+
+def _prompt(device: Device, model: ModelFile) -> list[int]:
+    job = {"mode": "tokenize", "model": {"path": device.model_path(model.path)}, "texts": [TEXT], "chat": True,
+           "template": ""}
+    results = device.run_job(job).results
+    if len(results) != 1:
+        raise SpecbenchError(f"runner tokenized {len(results)} of 1 overhead prompts")
+    return [int(t) for t in results[0]["tokens"]]
+
+
+def overheads_job(device: Device, target: dict, drafter: dict, prompt: list[int], drafter_prompt: list[int],
+                  threads: int | None) -> dict:
+    window = {"prompt": prompt, "cap": CAP}
+    if drafter_prompt != prompt:
+        window["drafter_prompt"] = drafter_prompt
+    job = {"mode": "decode", "target": target, "drafter": drafter,
+           "methods": [{"name": "as2d", "budget": 7, "batch": 8}],
+           "windows": [window | {"id": f"overheads-{i}"} for i in range(RUNS)]}
+    if threads:
+        job["threads"] = threads
+    return job
+
+
+def overheads_from_results(results: Sequence[dict]) -> dict:
+    """The profile's `overheads` from the runner's AS2D decode results (pure)."""
+    runs = [r for r in results if r.get("kind") == "decode" and "producer" in r]
+    if not runs:
+        raise SpecbenchError("the runner's AS2D decode returned no producer record")
+    startup = statistics.median(r["producer"]["started_us"] for r in runs)
+    batches = sum(len(r["producer"]["publish_us"]) for r in runs)
+    publish = sum(r["producer"]["publish_cost_us"] for r in runs) / max(batches, 1)
+    plans = [op for r in runs for op in r["ops"] if op.get("model") == "target" and "plan_us" in op]
+    searched = [op["plan_us"] for op in plans if op.get("searched")] or [op["plan_us"] for op in plans] or [0]
+    return {"producer_startup_s": startup / 1e6, "publish_s": publish / 1e6,
+            "align_s": statistics.median(searched) / 1e6}
+
+
+def measure_overheads(device: Device, target: dict, drafter: dict, target_file: ModelFile,
+                      drafter_file: ModelFile, threads: int | None,
+                      warn: Callable[[str], None]) -> tuple[dict, str]:
+    """(overheads, note for the profile). `target`/`drafter`: the runner's model specs."""
+    if not device.supports_method("as2d"):
+        warn(f"the runner on {device.name} has no native as2d: AS2D overheads not measured (0)")
+        return dict(ZERO), "overheads not measured (no native as2d)"
+    prompt, drafter_prompt = _prompt(device, target_file), _prompt(device, drafter_file)
+    out = device.run_job(overheads_job(device, target, drafter, prompt, drafter_prompt, threads))
+    return (overheads_from_results(out.results),
+            f"overheads: native as2d[B=7], {RUNS} runs of a {CAP}-token window, medians")

@@ -1,0 +1,34 @@
+"""The arm path: the static aarch64 runner (scripts/build-runner --aarch64-linux) pushed to
+an arm64-v8a emulated phone and run there under qemu-aarch64, as on a phone."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from specbench.devices.adb import RUNNERS_DIR, open_adb_device
+
+AARCH64 = RUNNERS_DIR / "aarch64-linux" / "specbench-runner"
+
+
+@pytest.fixture
+def aarch64_runner():
+    if not AARCH64.exists():
+        pytest.skip(f"{AARCH64} not built: scripts/build-runner --aarch64-linux --no-mtmd (needs g++-aarch64-linux-gnu)")
+    if not (shutil.which("qemu-aarch64-static") or shutil.which("qemu-aarch64")):
+        pytest.skip("qemu-aarch64 not installed (apt-get install qemu-user-static; `make deps`)")
+    return AARCH64
+
+
+def test_aarch64_runner_sweeps_on_an_arm_phone(arm_phone, aarch64_runner, tiny):
+    device = open_adb_device(arm_phone.serial)
+    info = device.runner()
+    assert info.protocol == 1 and ("NEON" in info.system_info or "ARM" in info.system_info)
+    on_phone = arm_phone.phone.sandbox.host_path("/data/local/tmp/specbench/specbench-runner")
+    assert on_phone.read_bytes()[18] == 0xB7  # e_machine EM_AARCH64: the arm binary ran
+    job = {"mode": "sweep", "target": {"path": device.model_path(tiny.target)}, "widths": [1, 2], "depths": [0],
+           "repetitions": 5}
+    out = device.run_job(job)
+    assert sorted((r["model"], r["width"]) for r in out.results) == [("target", 1), ("target", 2)]
+    assert device.snapshot()["jobs"][0]["cpus"] == [1]
