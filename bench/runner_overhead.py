@@ -21,12 +21,15 @@ with llama.cpp's tools built from the runner's own llama.cpp source and CMake fl
 
 Rates are tokens per second; ratio = runner / llama.cpp tool (higher is better for the
 runner). Each round runs every runner job and its tool once, alternating which goes first
-(runner, tool, tool, runner, ...), and the table reports medians over rounds (the sweep:
-medians of all per-forward samples), so machine noise hits both sides. The load average is
-printed at the start and the end; above 0.5 the numbers are flagged as taken on a busy
-machine. Exit status 0 whatever the verdicts (a benchmark, not a test).
+(runner, tool, tool, runner, ...). The table reports each side's median rate over rounds
+and, as the ratio, the median over rounds of that round's runner / tool rate (the sweep:
+per round, width / median forward time), so machine noise and drift hit both sides. The
+load average is printed at the start and the end, with the mean number of cores other
+processes kept busy during the measurements (/proc/stat minus this benchmark's own CPU
+time); above 0.5 the numbers are flagged as taken on a busy machine. Exit status 0 whatever
+the verdicts (a benchmark, not a test).
 
-    python bench/runner_overhead.py [--threads auto|1|2] [--rounds 5] [--tokens 128]
+    python bench/runner_overhead.py [--threads auto|1|2] [--rounds 15] [--tokens 128]
         [--widths 1,2,4,8] [--sd-width 5] [--json]
 
 Needs the runner (scripts/build-runner) and the cached demo model; llama-bench and
@@ -44,6 +47,7 @@ import importlib.util
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -73,6 +77,21 @@ class BenchError(Exception):
 
 def note(msg: str) -> None:
     print(f"runner_overhead: {msg}", file=sys.stderr, flush=True)
+
+
+def cpu_seconds() -> tuple[float, float]:
+    """(CPU seconds the whole machine has been busy, CPU seconds of this process and its children)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    busy = sum(fields[:8]) - fields[3] - fields[4]  # all but idle and iowait
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return busy / os.sysconf("SC_CLK_TCK"), me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def others_cores(since: tuple[float, float], wall_s: float) -> float:
+    """Mean number of cores other processes kept busy since `since` (over `wall_s` seconds)."""
+    busy, mine = cpu_seconds()
+    return max(0.0, (busy - since[0]) - (mine - since[1])) / max(wall_s, 1e-9)
 
 
 # ---------------------------------------------------------------------------------------
@@ -225,15 +244,16 @@ def tool_pp(s: Setup) -> dict:
 def runner_sd(s: Setup) -> dict:
     job = {"mode": "decode", "threads": s.threads, "target": {"path": s.model}, "drafter": {"path": s.model},
            "methods": [{"name": "sd", "width": s.sd_width}],
-           # y[0] comes from the prefill; then as many tokens as llama-speculative-simple decodes.
-           "windows": [{"id": "sd", "prompt": s.prompt, "cap": s.sd_tokens + 1}]}
+           # The same committed tokens as llama-speculative-simple; the runner's y[0] comes from its
+           # prefill, the tool's first token from its first verification (the prompt's last token).
+           "windows": [{"id": "sd", "prompt": s.prompt, "cap": s.sd_tokens}]}
     res = run_job(s.runner, job, timeout_s=TOOL_TIMEOUT_S).results[0]
     verifies = [op for op in res["ops"] if op["model"] == "target"]
     drafted = sum(op["width"] - 1 for op in verifies)
     accepted = sum(op["accepted"] for op in verifies)
     n = len(res["tokens"]) - 1
-    if n != s.sd_tokens:
-        raise BenchError(f"the runner's SD decode stopped after {n} tokens ({res['stop_reason']}), expected {s.sd_tokens}")
+    if n + 1 != s.sd_tokens:
+        raise BenchError(f"the runner's SD decode committed {n + 1} tokens ({res['stop_reason']}), expected {s.sd_tokens}")
     return {"tokens_per_s": n / res["decode_s"], "tokens": n, "decode_s": res["decode_s"], "drafted": drafted,
             "accepted": accepted, "rounds": len(verifies), "output": res["tokens"]}
 
@@ -274,19 +294,25 @@ class Row:
     baseline: str
     """The llama.cpp tool and its arguments that measured the baseline."""
     runner_tokens_per_s: float
+    """Median over rounds."""
     tool_tokens_per_s: float
+    """Median over rounds."""
+    ratio: float
+    """Median over rounds of that round's runner / tool rate (pairs cancel slow drift in machine speed)."""
     target: float | None
     """Minimum ratio required; None: informational."""
-
-    @property
-    def ratio(self) -> float:
-        return self.runner_tokens_per_s / self.tool_tokens_per_s
 
     @property
     def verdict(self) -> str:
         if self.target is None:
             return "info"
         return "pass" if self.ratio >= self.target else "FAIL"
+
+
+def paired_row(measurement: str, baseline: str, runner: list[float], tool: list[float], target: float | None) -> Row:
+    """A row from per-round rates (tokens/s) of both sides."""
+    ratio = statistics.median(r / t for r, t in zip(runner, tool))
+    return Row(measurement, baseline, statistics.median(runner), statistics.median(tool), ratio, target)
 
 
 def measure(s: Setup, rounds: int) -> tuple[list[Row], dict]:
@@ -303,20 +329,20 @@ def measure(s: Setup, rounds: int) -> tuple[list[Row], dict]:
         note(f"round {r + 1}/{rounds}: tg {tg_r:.1f} vs {tg_t:.1f} t/s, sd {sd_r:.1f} vs {sd_t:.1f} t/s, "
              f"load {os.getloadavg()[0]:.2f}")
 
-    med = lambda runs: statistics.median(x["tokens_per_s"] for x in runs)  # noqa: E731
-    rows = [Row(f"target-only decode, {s.tokens} tokens from depth {len(s.prompt)}",
-                f"llama-bench -p 0 -n {s.tokens} -d {len(s.prompt)} (tg)",
-                med(got["tg"]["runner"]), med(got["tg"]["tool"]), TG_TARGET)]
+    rates = lambda runs: [x["tokens_per_s"] for x in runs]  # noqa: E731
+    rows = [paired_row(f"target-only decode, {s.tokens} tokens from depth {len(s.prompt)}",
+                       f"llama-bench -p 0 -n {s.tokens} -d {len(s.prompt)} (tg)",
+                       rates(got["tg"]["runner"]), rates(got["tg"]["tool"]), TG_TARGET)]
     for w in s.widths:
-        tool_us = statistics.median(x for run in got["pp"]["tool"] for x in run["last"][w])
+        # Per round: width / median forward time of that round's samples.
+        tool = [w / (statistics.median(run["last"][w]) * 1e-6) for run in got["pp"]["tool"]]
         for logits in ("all", "last"):
-            runner_us = statistics.median(x for run in got["pp"]["runner"] for x in run[logits][w])
+            runner = [w / (statistics.median(run[logits][w]) * 1e-6) for run in got["pp"]["runner"]]
             what = "logits for every row" if logits == "all" else "logits for the last row"
-            rows.append(Row(f"sweep width {w}, {what}", f"llama-bench -p {w} -n 0 (pp{w})",
-                            w / (runner_us * 1e-6), w / (tool_us * 1e-6), None))
-    rows.append(Row(f"SD W={s.sd_width}, {s.sd_tokens} tokens, drafter = target",
-                    f"llama-speculative-simple --spec-draft-n-max {s.sd_width - 1}",
-                    med(got["sd"]["runner"]), med(got["sd"]["tool"]), SD_TARGET))
+            rows.append(paired_row(f"sweep width {w}, {what}", f"llama-bench -p {w} -n 0 (pp{w})", runner, tool, None))
+    rows.append(paired_row(f"SD W={s.sd_width}, {s.sd_tokens} tokens, drafter = target",
+                           f"llama-speculative-simple --spec-draft-n-max {s.sd_width - 1}",
+                           rates(got["sd"]["runner"]), rates(got["sd"]["tool"]), SD_TARGET))
 
     sd_runner, sd_tool = got["sd"]["runner"][0], got["sd"]["tool"][0]
     runner_text = detokenize(s, sd_runner["output"])
@@ -340,7 +366,8 @@ def detokenize(s: Setup, tokens: list[int]) -> str:
 
 def print_table(rows: list[Row], header: dict, details: dict) -> None:
     print(f"runner vs llama.cpp tools on {header['model']} — {header['threads']} threads, "
-          f"{header['rounds']} interleaved rounds, medians; ratio = runner / tool (tokens/s)")
+          f"{header['rounds']} interleaved rounds; rates: medians over rounds (tokens/s); "
+          f"ratio: median over rounds of runner / tool")
     print(f"llama.cpp {header['llama_cpp_commit'][:12]}, flags {' '.join(header['flags'])}")
     cols = ["measurement", "runner t/s", "llama tool t/s", "ratio", "target", "result", "baseline"]
     cells = [[r.measurement, f"{r.runner_tokens_per_s:.1f}", f"{r.tool_tokens_per_s:.1f}", f"{r.ratio:.3f}",
@@ -360,9 +387,17 @@ def print_table(rows: list[Row], header: dict, details: dict) -> None:
     print("sweep: pp computes logits for the last row only; the 'every row' lines pay for W logit rows "
           "(a verification needs them), the 'last row' lines are like for like")
     load = header["load"]
-    print(f"load average (1 min): {load['start']:.2f} at start, {load['end']:.2f} at end"
-          + (" — BUSY MACHINE: other processes shared the 2 cores; treat the ratios with care"
-             if max(load["start"], load["end"]) > BUSY_LOAD else ""))
+    print(f"load average (1 min): {load['start']:.2f} at start, {load['end']:.2f} at end (the end includes this "
+          f"benchmark's own threads); other processes kept {load['others_cores']:.2f} cores busy on average during "
+          f"the measurements")
+    why = [f"load average {load['start']:.2f} at start" if load["start"] > BUSY_LOAD else "",
+           f"load average {load['end']:.2f} at end, {load['end'] - header['threads']:.2f} beyond this benchmark's "
+           f"threads" if load["end"] - header["threads"] > BUSY_LOAD else "",
+           f"other processes used {load['others_cores']:.2f} cores" if load["others_cores"] > BUSY_LOAD else ""]
+    if any(why):
+        print(f"WARNING: busy machine ({'; '.join(w for w in why if w)} > {BUSY_LOAD}; a start figure can be the "
+              "tail of earlier work, the load average lags by minutes): interleaving spreads other work over both "
+              "sides, but treat the ratios with care")
     failed = [r.measurement for r in rows if r.verdict == "FAIL"]
     print("verdict: " + ("all targets met" if not failed else "MISSED: " + "; ".join(failed)))
 
@@ -374,13 +409,17 @@ def prepare(args: argparse.Namespace, load_start: float) -> Setup:
     try:
         model = str(demo_model(MODEL, download=False))
     except SpecbenchError as exc:
-        raise BenchError(f"{exc}; fetch it with: python -c 'from specbench.models import demo_model; "
+        raise BenchError(f"{exc.args[0]}; fetch it with: python -c 'from specbench.models import demo_model; "
                          f"demo_model(\"{MODEL}\")'") from None
     tools = build_tools()
     threads = args.threads
     if threads == "auto":
-        threads = 1 if load_start > BUSY_LOAD else 2
-        note(f"threads: {threads} (auto: 1-minute load average {load_start:.2f} "
+        # The load average lags by minutes; a 1-second sample says whether others use the cores now.
+        since = cpu_seconds()
+        time.sleep(1.0)
+        busy = others_cores(since, 1.0)
+        threads = 1 if busy > BUSY_LOAD else 2
+        note(f"threads: {threads} (auto: other processes kept {busy:.2f} cores busy over the last second, "
              f"{'>' if threads == 1 else '<='} {BUSY_LOAD})")
     threads = int(threads)
     tok = run_job(runner, {"mode": "tokenize", "model": {"path": model}, "texts": [PROMPT], "chat": True}).results[0]
@@ -407,8 +446,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      epilog="Ratios are runner / llama.cpp tool, measured in the same run.")
     parser.add_argument("--threads", default="auto", choices=["auto", "1", "2"],
-                        help="threads for both sides (auto: 2, or 1 when the 1-minute load average > 0.5)")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved repetitions (default 5)")
+                        help="threads for both sides (auto: 2, or 1 when other processes keep > 0.5 cores busy in a 1-second sample)")
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved repetitions (default 15)")
     parser.add_argument("--tokens", type=int, default=128, help="tokens decoded after the prefill (default 128)")
     parser.add_argument("--widths", type=parse_widths, default=[1, 2, 4, 8], help="sweep widths (default 1,2,4,8)")
     parser.add_argument("--sd-width", type=int, default=5, help="SD physical width W = 1 + drafts (default 5)")
@@ -419,8 +458,9 @@ def main(argv: list[str] | None = None) -> int:
     load_start = os.getloadavg()[0]
     try:
         setup = prepare(args, load_start)
-        started = time.time()
+        started, since = time.time(), cpu_seconds()
         rows, details = measure(setup, args.rounds)
+        others = others_cores(since, time.time() - started)
     except (BenchError, SpecbenchError) as exc:
         print(f"runner_overhead: error: {exc}", file=sys.stderr)
         return 1
@@ -428,10 +468,10 @@ def main(argv: list[str] | None = None) -> int:
               "tokens": setup.tokens, "prompt_tokens": len(setup.prompt), "widths": setup.widths,
               "sd_width": setup.sd_width, "llama_cpp_commit": setup.tools["commit"], "flags": setup.tools["flags"],
               "tools_dir": setup.tools["dir"], "runner": str(setup.runner), "wall_s": round(time.time() - started, 1),
-              "load": {"start": load_start, "end": os.getloadavg()[0]}}
+              "load": {"start": load_start, "end": os.getloadavg()[0], "others_cores": round(others, 3)}}
     if args.json:
         doc = {"kind": "specbench.bench.runner_overhead", "schema_version": 1, **header,
-               "rows": [{**asdict(r), "ratio": r.ratio, "verdict": r.verdict} for r in rows], **details}
+               "rows": [{**asdict(r), "verdict": r.verdict} for r in rows], **details}
         print(json.dumps(doc, indent=2))
     else:
         print_table(rows, header, details)
