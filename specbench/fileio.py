@@ -8,6 +8,7 @@ leaves half a file behind.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -162,3 +163,11 @@ def _umask() -> int:
 
 def dump_yaml(obj: Any) -> str:
     return yaml.safe_dump(obj, sort_keys=False, default_flow_style=None, width=100)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

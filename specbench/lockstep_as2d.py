@@ -9,7 +9,7 @@ the same order, so the results equal the scalar reference bit for bit (tests che
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 

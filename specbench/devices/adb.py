@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import SpecbenchError
-from ..runner import REPO, PROTOCOLS, LineHandler, RunnerInfo, RunOutput
+from ..runner import REPO, PROTOCOLS, LineHandler, RunnerInfo, RunOutput, file_sha256
 from . import adb_state as st
 from . import adb_watch as watch
-from .adb_link import AdbLink, file_sha256
+from .adb_link import AdbLink
 
 WORKDIR = "/data/local/tmp/specbench"
 RUNNER = "specbench-runner"

@@ -10,7 +10,6 @@ runner cut short by a dropped transfer is never executed.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shlex
 import socket
@@ -205,14 +204,6 @@ class AdbLink:
                 if list_states(self.client).get(self.serial) == "device":
                     return
             time.sleep(0.2)
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _describe(exc: BaseException) -> str:

@@ -58,14 +58,6 @@ def lcp(candidates: Sequence[int], reference: Sequence[int]) -> int:
     return n
 
 
-def stopped_on_confidence(tokens: np.ndarray, conf: np.ndarray, k: int, limit: int, min_conf: float) -> bool:
-    """Whether drafting `k >= 1` tokens ended at a confidence below `min_conf`. Then the
-    drafter ran one more forward (on draft k) only to learn that confidence: a real cost,
-    and draft k sits in its KV afterwards. At the limit or after an end of sequence there
-    is no such forward."""
-    return 0 < k < min(limit, len(tokens)) and tokens[k] != PAD and conf[k] < min_conf
-
-
 class TargetOracle:
     """The target's greedy decisions, revealed one verification at a time.
 
@@ -137,7 +129,7 @@ class TraceDrafts:
             recorded = ", ".join(sorted(self._trace.recycle)) or "none"
             raise SpecbenchError(f"trace of window '{self._trace.window_id}' (drafter {self._drafter}) has no "
                                  f"recorded recycling queries for configuration {label} (recorded: {recorded})",
-                                 hint=f"trace again with this configuration in the catalog")
+                                 hint=f"trace again with --specasr 'specasr:{label.partition('[')[2].rstrip(']')}'")
         answer = table.get((t, tail))
         if answer is None:
             raise SpecbenchError(f"trace of window '{self._trace.window_id}' (drafter {self._drafter}), "

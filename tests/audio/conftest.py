@@ -46,29 +46,12 @@ def librispeech_tree(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def audio_run_job():
     """run_job(job) -> RunnerOutput with the built native runner (or a skip saying how to build it)."""
-    from tests.native.conftest import runner_path
+    from tests.native.conftest import job_runner, runner_path
 
     path = runner_path()
     if not path.exists():
         pytest.skip(f"native runner not built ({path} missing): run scripts/build-runner")
-    import json
-
-    from tests.native.conftest import RunnerOutput
-
-    def run(job: dict, timeout: float = 300) -> RunnerOutput:
-        done = subprocess.run([str(path), "-"], input=json.dumps(job), capture_output=True, text=True, timeout=timeout)
-        out = RunnerOutput(done.returncode, stderr=done.stderr)
-        for line in done.stdout.splitlines():
-            doc = json.loads(line)
-            if "event" in doc:
-                out.events.append(doc)
-            elif "result" in doc:
-                out.results.append(doc["result"])
-            else:
-                out.error = doc
-        return out
-
-    return run
+    return job_runner(path)
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.native.tiny_gguf import EOS_TEXT, vocabulary
+from tests.native.tiny_gguf import add_tiny_tokenizer, vocabulary
 
 N_MEL = 128
 CONV_CHANNELS = 4
@@ -70,7 +70,7 @@ def write_qwen3vl(path: Path, shape: TextShape, seed: int, context_length: int =
     tiny byte-level vocabulary of tests/native/tiny_gguf.py and a ChatML template."""
     import gguf
 
-    tokens, merges, types = vocabulary("a")
+    n_vocab = len(vocabulary("a")[0])
     w = gguf.GGUFWriter(str(path), "qwen3vl")
     w.add_name(f"specbench-tiny-qwen3vl-{shape.width}")
     w.add_context_length(context_length)
@@ -87,18 +87,8 @@ def write_qwen3vl(path: Path, shape: TextShape, seed: int, context_length: int =
     w.add_rope_dimension_sections([half - 2 * (half // 4), half // 4, half // 4, 0])
     w.add_num_deepstack_layers(0)
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("qwen2")
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    w.add_bos_token_id(tokens.index("<|endoftext|>"))
-    w.add_eos_token_id(tokens.index(EOS_TEXT))
-    w.add_add_bos_token(False)
-    w.add_chat_template(
-        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-    for name, t in text_weights(shape, seed, len(tokens)).items():
+    add_tiny_tokenizer(w, "a")
+    for name, t in text_weights(shape, seed, n_vocab).items():
         w.add_tensor(name, t)
     _finish(w)
     return path

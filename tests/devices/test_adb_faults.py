@@ -121,7 +121,7 @@ def test_arguments_with_spaces_and_quotes_are_not_injected(x86_phone, tmp_path):
     local = tmp_path / evil.replace("/", "_")
     local.write_bytes(os.urandom(1000))
     remote = f"{WORKDIR}/{evil}"
-    from specbench.devices.adb_link import file_sha256
+    from specbench.fileio import file_sha256
 
     assert device.link.push_verified(local, remote, file_sha256(local), 0o644)
     assert phone.sandbox.host_path(remote).read_bytes() == local.read_bytes()

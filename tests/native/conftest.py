@@ -42,12 +42,12 @@ def runner() -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def run_job(runner):
-    """run_job(job) -> RunnerOutput; asserts the protocol: every stdout line is one JSON object."""
+def job_runner(path: Path):
+    """run(job) -> RunnerOutput with the runner at `path`; asserts the protocol: every
+    stdout line is one JSON object of one kind."""
 
     def run(job: dict, timeout: float = 300) -> RunnerOutput:
-        done = subprocess.run([str(runner), "-"], input=json.dumps(job), capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run([str(path), "-"], input=json.dumps(job), capture_output=True, text=True, timeout=timeout)
         out = RunnerOutput(done.returncode, stderr=done.stderr)
         for line in done.stdout.splitlines():
             doc = json.loads(line)
@@ -61,6 +61,12 @@ def run_job(runner):
         return out
 
     return run
+
+
+@pytest.fixture(scope="session")
+def run_job(runner):
+    """run_job(job) -> RunnerOutput (see job_runner)."""
+    return job_runner(runner)
 
 
 @dataclass(frozen=True)
