@@ -101,6 +101,16 @@ def first_difference(expected: Sequence[int], got: Sequence[int]) -> Divergence 
     return None
 
 
+def producer_service(producer: dict, decode_s: float) -> tuple[float, int]:
+    """(D, forwards) of an AS2D producer within the decode clock: its forwards run back to
+    back from the thread's start (`started_us`) to the end of its last step (`step_us`);
+    a forward still running when the target finished is not counted."""
+    steps = [us for us in producer.get("step_us", []) if us <= decode_s * 1e6]
+    if not steps:
+        return 0.0, 0
+    return (steps[-1] - producer.get("started_us", 0)) / 1e6, len(steps)
+
+
 def decode_row(result: dict, window: Window, device: str, config: MethodConfig) -> WindowResult:
     """A WindowResult from one runner decode record (pure)."""
     ops = result["ops"]
@@ -113,8 +123,11 @@ def decode_row(result: dict, window: Window, device: str, config: MethodConfig) 
         accepted += op.get("accepted", 0)
         t = new_t
     d_s = sum(op["us"] for op in ops if op["model"] == "drafter") / 1e6
+    drafter_forwards = sum(op["model"] == "drafter" for op in ops)
     v_s = sum(op["us"] for op in target_ops) / 1e6
     decode_s = float(result["decode_s"])
+    if isinstance(config, As2dConfig) and "producer" in result:
+        d_s, drafter_forwards = producer_service(result["producer"], decode_s)
     # Serial methods: O = 0 and H = T - D - V. Two concurrent lanes (as2d): the op log gives
     # only O - H = D + V - T, so the net is booked to O (or to H when negative).
     net = d_s + v_s - decode_s
@@ -122,7 +135,7 @@ def decode_row(result: dict, window: Window, device: str, config: MethodConfig) 
     return WindowResult(device, method_name(config), config.label, window.window_id, window.window_sha256,
                         window.dataset, window.split.value, n - 1, decode_s, len(target_ops),
                         sum(op["width"] - 1 for op in target_ops), accepted, multi,
-                        sum(op["model"] == "drafter" for op in ops), d_s, v_s, o_s, h_s, False, True, "native",
+                        drafter_forwards, d_s, v_s, o_s, h_s, False, True, "native",
                         text=str(result.get("text", "")))
 
 

@@ -107,3 +107,21 @@ def test_overheads_from_a_native_as2d_result():
     got = overheads_from_results(results)
     # startup: median of 40, 60, 50 us; publish: 6 us over 3 batches; align: median of searched rounds (30, 7)
     assert got == {"producer_startup_s": 50e-6, "publish_s": 2e-6, "align_s": 18.5e-6}
+
+
+def test_native_as2d_rows_book_the_producer_lane_from_its_step_clock():
+    from specbench.methods.as2d import As2dConfig
+    from specbench.native_run import decode_row
+    from specbench.windows import make_text_window
+
+    window = make_text_window("w", "some text", "Repeat this.", 16, "d", "test")
+    # target: 3 forwards of 10 ms; producer: started at 1 ms, steps ending at 6, 11, 16 ms and one
+    # at 40 ms, after the 31 ms decode clock stopped (not counted).
+    result = {"tokens": [5, 6, 7, 8], "decode_s": 0.031, "text": "x",
+              "ops": [{"model": "target", "width": 1, "accepted": 0, "us": 10_000}] * 3,
+              "producer": {"started_us": 1_000, "step_us": [6_000, 11_000, 16_000, 40_000]}}
+    row = decode_row(result, window, "local", As2dConfig(budget=3))
+    assert row.drafter_forwards == 3 and row.d_s == 0.015 and row.v_s == 0.03
+    # O - H = D + V - T = 0.015 + 0.030 - 0.031
+    assert abs(row.o_s - 0.014) < 1e-12 and row.h_s == 0.0
+    assert abs(row.d_s + row.v_s - row.o_s + row.h_s - row.decode_s) < 1e-12
