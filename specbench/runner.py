@@ -49,6 +49,8 @@ class RunnerInfo:
     """CMake flags from runners/<abi>/manifest.json (empty when there is none)."""
     modes: tuple[str, ...] | None = None
     """Modes the runner lists in --version (None: it does not list them)."""
+    methods: tuple[str, ...] | None = None
+    """Methods its decode mode implements, as --version lists them (None: not listed)."""
 
     def as_dict(self) -> dict:
         """The `runner` section of profiles and result manifests."""
@@ -154,10 +156,14 @@ def runner_info(path: Path) -> RunnerInfo:
         except (OSError, json.JSONDecodeError):
             manifest = {}
     sha = manifest.get("sha256") or file_sha256(path)
-    modes = doc.get("modes")
     return RunnerInfo(path, str(doc.get("version", "?")), int(doc["protocol"]), str(doc.get("llama_cpp_commit", "?")),
-                      str(doc.get("system_info", "")), sha, tuple(manifest.get("flags", ())),
-                      None if modes is None else tuple(modes))
+                      str(doc.get("system_info", "")), sha, tuple(manifest.get("flags", ())), *listed(doc))
+
+
+def listed(version_doc: dict) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    """(modes, methods) a runner's --version lists; None for what an older runner leaves out."""
+    return tuple(
+        None if version_doc.get(key) is None else tuple(version_doc[key]) for key in ("modes", "methods"))
 
 
 def _knows(path: Path, job: dict, unknown: str) -> bool:
@@ -180,8 +186,11 @@ def supports_mode(path: Path, mode: str, info: RunnerInfo | None = None) -> bool
     return _knows(path, {"mode": mode}, f"unknown mode '{mode}'")
 
 
-def supports_method(path: Path, name: str) -> bool:
-    """Whether the runner's decode mode knows method `name` (the job fails before loading models)."""
+def supports_method(path: Path, name: str, info: RunnerInfo | None = None) -> bool:
+    """Whether the runner's decode mode knows method `name`: from --version's list, else by
+    probing a job (it fails before loading models)."""
+    if info is not None and info.methods is not None:
+        return name in info.methods
     job = {"mode": "decode", "target": {"path": "/nonexistent/probe.gguf"}, "drafter": {"path": "/nonexistent/probe.gguf"},
            "methods": [{"name": name}], "windows": [{"prompt": [1], "cap": 1}]}
     return _knows(path, job, f"unknown method '{name}'")

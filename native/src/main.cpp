@@ -21,11 +21,24 @@ const char * RUNNER_VERSION = "0.1.0";
 // Bumped whenever a job or output format changes; the Python side checks it.
 const int PROTOCOL_VERSION = 1;
 
+const std::map<std::string, void (*)(JobObject &)> & job_modes() {
+    static const std::map<std::string, void (*)(JobObject &)> modes = {
+        {"sweep", run_sweep},       {"decode", run_decode},         {"trace", run_trace},
+        {"tokenize", run_tokenize}, {"detokenize", run_detokenize}, {"cosched", run_cosched},
+    };
+    return modes;
+}
+
+// What callers would otherwise learn by probing jobs (one process start each: costly over adb).
 json runner_info() {
+    json modes = json::array();
+    for (const auto & kv : job_modes()) modes.push_back(kv.first);
     return json{{"runner", "specbench-runner"},
                 {"version", RUNNER_VERSION},
                 {"protocol", PROTOCOL_VERSION},
                 {"llama_cpp_commit", SPECBENCH_LLAMA_COMMIT},
+                {"modes", modes},
+                {"methods", {"as2d", "sd", "specasr", "target"}},
                 {"system_info", llama_print_system_info()}};
 }
 
@@ -39,10 +52,7 @@ std::string read_job_text(int argc, char ** argv) {
 }
 
 void run_job(const json & doc) {
-    const std::map<std::string, void (*)(JobObject &)> modes = {
-        {"sweep", run_sweep},       {"decode", run_decode},         {"trace", run_trace},
-        {"tokenize", run_tokenize}, {"detokenize", run_detokenize}, {"cosched", run_cosched},
-    };
+    const auto & modes = job_modes();
     JobObject job(doc, "");
     const std::string mode = job.need<std::string>("mode");
     install_log_filter(job.get<bool>("verbose", false));

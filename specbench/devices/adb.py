@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import SpecbenchError
-from ..runner import REPO, PROTOCOLS, LineHandler, RunnerInfo, RunOutput, file_sha256
+from ..runner import REPO, PROTOCOLS, LineHandler, RunnerInfo, RunOutput, file_sha256, listed
 from . import adb_state as st
 from . import adb_watch as watch
 from .adb_link import AdbLink
@@ -198,10 +198,9 @@ class AdbDevice:
             if doc.get("protocol") not in PROTOCOLS:
                 raise SpecbenchError(f"phone {self.serial}: runner protocol {doc.get('protocol')} is not one this "
                                      f"specbench speaks ({list(PROTOCOLS)})", hint="rebuild the runner from this checkout")
-            modes = doc.get("modes")
             self._info = RunnerInfo(Path(f"{WORKDIR}/{RUNNER}"), str(doc.get("version", "?")), int(doc["protocol"]),
                                     str(doc.get("llama_cpp_commit", "?")), str(doc.get("system_info", "")), sha,
-                                    tuple(manifest.get("flags", ())), None if modes is None else tuple(modes))
+                                    tuple(manifest.get("flags", ())), *listed(doc))
         return self._info
 
     def _push(self, local: Path, remote: str, sha: str, mode: int) -> None:
@@ -234,6 +233,9 @@ class AdbDevice:
         return self._modes[mode]
 
     def supports_method(self, name: str) -> bool:
+        info = self.runner()
+        if info.methods is not None:
+            return name in info.methods
         key = f"method:{name}"
         if key not in self._modes:
             job = {"mode": "decode", "target": {"path": "/nonexistent/probe.gguf"},

@@ -42,7 +42,7 @@ class LocalDevice:
     def supports_method(self, name: str) -> bool:
         key = f"method:{name}"
         if key not in self._modes:
-            self._modes[key] = supports_method(self.runner().path, name)
+            self._modes[key] = supports_method(self.runner().path, name, self.runner())
         return self._modes[key]
 
     def model_path(self, path: Path) -> str:
