@@ -103,11 +103,15 @@ def main() -> None:
           f"{args.threads} thread(s) per model, "
           f"target + 1 drafter with co-scheduling; tiny models: target {args.target_layers} blocks "
           f"({(work / 'target.gguf').stat().st_size} bytes), drafter 2 blocks ({(work / 'near.gguf').stat().st_size} bytes)")
-    print(f"{'':28} {'total s':>8} {'runner s':>9} {'overhead s':>11} {'overhead':>9} {'push s':>7} {'x local':>8}")
+    # overhead = everything but the runner's own time; of it, "push s" moves and checks files
+    # (data transfer, sha256 on the phone), the rest is round trips (jobs, snapshots, pinning).
+    print(f"{'':28} {'total s':>8} {'runner s':>9} {'overhead s':>11} {'overhead':>9} {'push s':>7} "
+          f"{'round trips':>12} {'x local':>8}")
     base = rows["local (baseline)"]["total_s"]
     for label, r in rows.items():
+        trips = (r["overhead_s"] - r["push_s"]) / r["total_s"]
         print(f"{label:28} {r['total_s']:8.2f} {r['runner_s']:9.2f} {r['overhead_s']:11.2f} "
-              f"{r['overhead_s'] / r['total_s']:9.1%} {r['push_s']:7.2f} {r['total_s'] / base:7.2f}x")
+              f"{r['overhead_s'] / r['total_s']:9.1%} {r['push_s']:7.2f} {trips:12.1%} {r['total_s'] / base:7.2f}x")
     for label in ("phone, cold (pushes)", "phone, warm (sha256 match)"):
         overhead = rows[label]["overhead_s"]
         print(f"{label}: the overhead is {overhead:.2f} s per profile, under 10% of it once the runner works "
