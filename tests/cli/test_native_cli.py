@@ -190,7 +190,7 @@ def _demo_models_cached() -> bool:
     from specbench.models import DEMO_MODELS, cache_dir
     from specbench.runner import runner_path
 
-    names = ("smollm2-135m",)
+    names = ("smollm2-135m", "gemma3-270m")
     return runner_path().exists() and all((cache_dir() / "models" / DEMO_MODELS[n].filename).exists() for n in names)
 
 
@@ -203,4 +203,7 @@ def test_demo_quick_on_the_real_demo_models(tmp_path, runner):  # noqa: F811
     for sub in ("windows.jsonl", "device_profiles/local.yaml", "traces/smollm2.jsonl", "report.md"):
         assert (tmp_path / "demo" / sub).exists(), sub
     _, replay = load_results(tmp_path / "demo" / "results" / "replay")
-    assert {"target", "sd[W=5]", "sd[W=8]", "specasr[k_max=8,tau=0.5]"} <= set(replay["config"])
+    assert {"target", "sd[W=5,drafter=smollm2]", "sd[W=8,drafter=smollm2]", "specasr[k_max=8,tau=0.5,drafter=smollm2]",
+            "as2d[B=3,drafter=smollm2]", "sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]"} <= set(replay["config"])
+    _, native = load_results(tmp_path / "demo" / "results" / "native-gemma3")
+    assert set(native["config"]) == {"sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]"}
