@@ -50,6 +50,21 @@ Method parse_method(JobObject mo) {
     return m;
 }
 
+// The serial decode clock (METHODS 2) around a method's rounds: both prefills, y[0] from the
+// target's, then `round(ops)` until an end of generation or the cap.
+template <class Round>
+DecodeRun run_serial(Model & target, Model & drafter, const Window & w, std::vector<llama_token> & y, Round round) {
+    DecodeRun r;
+    r.prefill = prefill_window(target, &drafter, w);
+    r.prefill_us = r.prefill.total_us();
+    const int64_t start = now_us();
+    y.push_back(target.argmax(-1));
+    while (!target.is_eog(y.back()) && (int) y.size() < w.cap) round(r.ops);
+    r.decode_us = now_us() - start;
+    r.stop_reason = target.is_eog(y.back()) ? "eos" : "cap";
+    r.tokens = y;
+    return r;
+}
 
 // State of one serial SD window. Positions: the target's KV holds prompt + y[:t-1] (the
 // root y[t-1] is fed by the next verification); the drafter's holds its prompt + y[:have].
@@ -59,18 +74,7 @@ class SpecDecoder {
         : target_(target), drafter_(drafter), w_(w), m_(m) {}
 
     DecodeRun run() {
-        DecodeRun r;
-        r.prefill = prefill_window(target_, &drafter_, w_);
-        r.prefill_us = r.prefill.total_us();
-        const int64_t start = now_us();
-        y_.push_back(target_.argmax(-1));
-        while (!target_.is_eog(y_.back()) && (int) y_.size() < w_.cap) {
-            round(r.ops);
-        }
-        r.decode_us = now_us() - start;
-        r.stop_reason = target_.is_eog(y_.back()) ? "eos" : "cap";
-        r.tokens = y_;
-        return r;
+        return run_serial(target_, drafter_, w_, y_, [this](std::vector<Op> & ops) { round(ops); });
     }
 
   private:
@@ -108,28 +112,8 @@ class SpecDecoder {
         std::vector<llama_token> c;
         if (k_max > 0) c = draft(k_max, ops);  // no room: a plain target step, the drafter idles
 
-        std::vector<llama_token> batch = {y_.back()};
-        batch.insert(batch.end(), c.begin(), c.end());
-        const int depth = target_.kv_len();
-        const int64_t us = target_.forward(batch, true);
-
-        // Accept the longest prefix of c the target agrees with; an accepted EOG ends it.
-        int a = 0;
-        bool ended = false;
-        while (a < (int) c.size() && c[a] == target_.argmax(a)) {
-            y_.push_back(c[a++]);
-            if (target_.is_eog(y_.back())) {
-                ended = true;
-                break;
-            }
-        }
-        // Correction (or bonus after full acceptance) from row a, unless the cap is reached.
-        if (!ended && (int) y_.size() < w_.cap) y_.push_back(target_.argmax(a));
-        ops.push_back(Op{"target", (int) batch.size(), depth, a, us});
-
-        // Roll back: the target keeps prompt + y[:n-1]; the drafter keeps what matches y.
-        const int n = (int) y_.size();
-        target_.rollback((int) w_.prompt.size() + n - 1);
+        const int a = verify_round(target_, y_, c, w_, ops);
+        // The drafter keeps what matches y (the target rolled back to prompt + y[:-1]).
         if (k_max > 0) have_ = t + std::min(a, fed_);
         drafter_.rollback((int) w_.drafter_prompt.size() + have_);
     }
@@ -158,18 +142,7 @@ class SpecAsrDecoder {
         : target_(target), drafter_(drafter), w_(w), m_(m), npd_((int) w.drafter_prompt.size()) {}
 
     DecodeRun run() {
-        DecodeRun r;
-        r.prefill = prefill_window(target_, &drafter_, w_);
-        r.prefill_us = r.prefill.total_us();
-        const int64_t start = now_us();
-        y_.push_back(target_.argmax(-1));
-        while (!target_.is_eog(y_.back()) && (int) y_.size() < w_.cap) {
-            round(r.ops);
-        }
-        r.decode_us = now_us() - start;
-        r.stop_reason = target_.is_eog(y_.back()) ? "eos" : "cap";
-        r.tokens = y_;
-        return r;
+        return run_serial(target_, drafter_, w_, y_, [this](std::vector<Op> & ops) { round(ops); });
     }
 
   private:
@@ -251,22 +224,14 @@ class CrossSpecDecoder {
         : target_(target), drafter_(drafter), w_(w), m_(m) {}
 
     DecodeRun run() {
-        DecodeRun r;
-        r.prefill = prefill_window(target_, &drafter_, w_);
-        r.prefill_us = r.prefill.total_us();
-        kv_ = w_.drafter_prompt;
-        const int64_t start = now_us();
-        y_.push_back(target_.argmax(-1));
-        while (!target_.is_eog(y_.back()) && (int) y_.size() < w_.cap) {
+        kv_ = w_.drafter_prompt;  // what the prefill leaves in the drafter's KV
+        DecodeRun r = run_serial(target_, drafter_, w_, y_, [this](std::vector<Op> & ops) {
             const int t = (int) y_.size();
             const int limit = std::min(m_.width - 1, w_.cap - t - 1);
             std::vector<llama_token> c;
-            if (limit > 0) c = draft(t, limit, r.ops);
-            verify_round(target_, y_, c, w_, r.ops);
-        }
-        r.decode_us = now_us() - start;
-        r.stop_reason = target_.is_eog(y_.back()) ? "eos" : "cap";
-        r.tokens = y_;
+            if (limit > 0) c = draft(t, limit, ops);
+            verify_round(target_, y_, c, w_, ops);
+        });
         r.extra["cross_vocab"] = true;
         return r;
     }
