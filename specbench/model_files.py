@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import SpecbenchError
 from .runner import file_sha256
+
+if TYPE_CHECKING:
+    from .devices.base import Device
 
 _SHA_CACHE: dict[tuple[str, int, int], str] = {}
 
@@ -95,3 +99,13 @@ def unique_names(models: list[ModelFile]) -> list[ModelFile]:
     if dup:
         raise SpecbenchError(f"drafter name '{dup[0]}' given twice; name each --drafter differently")
     return models
+
+
+def model_job(device: Device, model: ModelFile, threads: int | None = None) -> dict:
+    """The runner's model object: path on the device, CPU, its mmproj when it has one."""
+    spec: dict = {"path": device.model_path(model.path), "device": "cpu"}
+    if model.mmproj is not None:
+        spec["mmproj"] = device.model_path(model.mmproj)
+    if threads:
+        spec["threads"] = threads
+    return spec

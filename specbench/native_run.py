@@ -30,9 +30,9 @@ from .methods.as2d import As2dConfig
 from .methods.sd import SdConfig
 from .methods.specasr import SpecAsrConfig
 from .methods.target import TargetConfig
-from .model_files import ModelFile
+from .model_files import ModelFile, model_job
 from .results import ResultsDir, WindowResult
-from .tracing import Prompts, model_job, prompts_for
+from .tracing import Prompts, prompts_for
 from .windows import Window, windows_digest
 
 NATIVE_METHODS = ("target", "sd")

@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 from .devices.base import Device
 from .errors import SpecbenchError
 from .fileio import dump_yaml, dumps_line, write_atomic
-from .model_files import ModelFile
+from .model_files import ModelFile, model_job
 from .overheads import ZERO as ZERO_OVERHEADS, measure_overheads
 from .profiles import KIND, VERSIONS, profile_from_dict
 
@@ -82,22 +82,15 @@ class ProfileRun:
     warnings: list[str] = field(default_factory=list)
 
 
-def _model_spec(device: Device, model: ModelFile, threads: int | None) -> dict:
-    spec = {"path": device.model_path(model.path), "device": "cpu"}
-    if threads:
-        spec["threads"] = threads
-    return spec
-
-
 def sweep_job(device: Device, target: ModelFile, drafter: ModelFile | None, plan: SweepPlan,
               target_widths: Sequence[int] | None = None) -> dict:
-    job = {"mode": "sweep", "target": _model_spec(device, target, plan.threads),
+    job = {"mode": "sweep", "target": model_job(device, target, plan.threads),
            "widths": list(target_widths or plan.widths), "depths": list(plan.depths), "warmup": plan.warmup,
            "repetitions": plan.repetitions, "seed": 42}
     if plan.threads:
         job["threads"] = plan.threads
     if drafter is not None:
-        job |= {"drafter": _model_spec(device, drafter, plan.threads), "drafter_widths": list(plan.drafter_widths),
+        job |= {"drafter": model_job(device, drafter, plan.threads), "drafter_widths": list(plan.drafter_widths),
                 "drafter_logits": DRAFTER_LOGITS}
     return job
 
@@ -162,7 +155,7 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
     overheads, overheads_note = dict(ZERO_OVERHEADS), "overheads not measured (no drafter)"
     if drafters:
         overheads, overheads_note = measure_overheads(
-            device, _model_spec(device, target, plan.threads), _model_spec(device, drafters[0], plan.threads),
+            device, model_job(device, target, plan.threads), model_job(device, drafters[0], plan.threads),
             plan.threads, say)
     target_doc = {"model": target.ref(), "processor": processors.get("target", "cpu"), "costs": target_costs}
     if plan.threads:
@@ -182,8 +175,8 @@ def measure_cosched(device: Device, target: ModelFile, drafter: ModelFile, plan:
         warn(f"the runner on {device.name} has no 'cosched' mode: the profile has no co-scheduling ratios for "
              f"drafter '{drafter.name}', so AS2D cannot be replayed with it (rebuild the runner once the mode lands)")
         return None
-    job = {"mode": "cosched", "target": _model_spec(device, target, plan.threads),
-           "drafter": _model_spec(device, drafter, plan.threads), "widths": list(plan.widths),
+    job = {"mode": "cosched", "target": model_job(device, target, plan.threads),
+           "drafter": model_job(device, drafter, plan.threads), "widths": list(plan.widths),
            "repetitions": plan.repetitions}
     if plan.threads:
         job["threads"] = plan.threads

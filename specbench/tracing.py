@@ -19,15 +19,13 @@ from .devices.base import Device
 from .errors import SpecbenchError
 from .fileio import Where, dumps_line, iter_jsonl
 from .methods.specasr import SpecAsrConfig
-from .model_files import ModelFile
+from .model_files import ModelFile, model_job
 from .traces import ModelRef, header_dict, load_trace_file, window_trace_from_dict, window_trace_to_dict
 from .windows import Window
 
 Progress = Callable[[int], None]
 MODEL_TEMPLATE = "model"
 """Window template meaning: use the chat template stored in the model file."""
-
-
 MEDIA_MARKER = "<__media__>"
 """Where libmtmd puts the audio in an audio window's prompt text."""
 
@@ -89,16 +87,6 @@ def window_pcm(window: Window) -> Path:
     samples.astype("<f4").tofile(partial)
     os.replace(partial, path)
     return path
-
-
-def model_job(device: Device, model: ModelFile, threads: int | None = None) -> dict:
-    """The runner's model object: path on the device, CPU, its mmproj when it has one."""
-    spec: dict = {"path": device.model_path(model.path), "device": "cpu"}
-    if model.mmproj is not None:
-        spec["mmproj"] = device.model_path(model.mmproj)
-    if threads:
-        spec["threads"] = threads
-    return spec
 
 
 def check_mmproj(models: Sequence[ModelFile | None], windows: Sequence[Window]) -> None:

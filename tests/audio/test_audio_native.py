@@ -55,7 +55,8 @@ def models(tiny_asr):
 
 
 def runner_job(device, tiny_asr, windows, mode: str, **keys) -> dict:
-    from specbench.tracing import model_job, prompts_for
+    from specbench.model_files import model_job
+    from specbench.tracing import prompts_for
 
     target, drafter = models(tiny_asr)
     prompts = prompts_for(device, target, drafter, windows)
