@@ -224,22 +224,7 @@ def run_job(path: Path, job: dict, on_line: LineHandler | None = None, timeout_s
         try:
             assert proc.stdout is not None
             for line in proc.stdout:
-                if not line.strip():
-                    continue
-                try:
-                    doc = json.loads(line)
-                except json.JSONDecodeError:
-                    raise SpecbenchError(f"runner printed a line that is not JSON: {line.strip()[:120]!r}"
-                                         f"{_tail_text(''.join(stderr_tail))}") from None
-                if "error" in doc:
-                    error = doc
-                    continue
-                if "result" in doc:
-                    out.results.append(doc["result"])
-                else:
-                    out.events.append(doc)
-                if on_line:
-                    on_line(doc)
+                error = take_line(out, line, on_line, "", lambda: _tail_text("".join(stderr_tail))) or error
             returncode = proc.wait()
         finally:
             if timer:
@@ -254,6 +239,34 @@ def run_job(path: Path, job: dict, on_line: LineHandler | None = None, timeout_s
     if returncode != 0:
         raise SpecbenchError(f"runner exited with {_exit_text(returncode)} on a {job.get('mode')} job{tail}",
                              hint="a crash is a bug in the runner or llama.cpp; rerun with \"verbose\": true for its log")
+    return with_wall_time(out)
+
+
+def take_line(out: RunOutput, line: str | bytes, on_line: LineHandler | None, prefix: str = "",
+              tail: Callable[[], str] = str) -> dict | None:
+    """File one line of the runner's stdout into `out` and pass it to `on_line`; returns the
+    document when it is the runner's error line. A line that is not JSON is an error
+    (`prefix` + the line + `tail()`, e.g. the stderr tail)."""
+    if not line.strip():
+        return None
+    try:
+        doc = json.loads(line)
+    except json.JSONDecodeError:
+        text = line.decode(errors="replace") if isinstance(line, bytes) else line.strip()
+        raise SpecbenchError(f"{prefix}runner printed a line that is not JSON: {text[:120]!r}{tail()}") from None
+    if "error" in doc:
+        return doc
+    if "result" in doc:
+        out.results.append(doc["result"])
+    else:
+        out.events.append(doc)
+    if on_line:
+        on_line(doc)
+    return None
+
+
+def with_wall_time(out: RunOutput) -> RunOutput:
+    """`out` with the runner's own wall time for the job (its last `done` event)."""
     done = [e for e in out.events if e.get("event") == "done"]
     return RunOutput(out.events, out.results, float(done[-1].get("wall_s", 0.0)) if done else 0.0)
 

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import SpecbenchError
-from ..runner import REPO, PROTOCOLS, LineHandler, RunnerInfo, RunOutput, file_sha256, listed
+from ..runner import (REPO, PROTOCOLS, LineHandler, RunnerInfo, RunOutput, file_sha256, listed, take_line,
+                      with_wall_time)
 from . import adb_state as st
 from . import adb_watch as watch
 from .adb_link import AdbLink
@@ -295,19 +296,7 @@ class AdbDevice:
                     threads.append(_start(self._check_pinning, state, cpus))
                     if self.settings.energy_interval_s > 0:
                         threads.append(_start(self._sample_energy, state, stop))
-                try:
-                    doc = json.loads(raw)
-                except json.JSONDecodeError:
-                    raise SpecbenchError(f"phone {self.serial}: runner printed a line that is not JSON: "
-                                         f"{raw.decode(errors='replace')[:120]!r}") from None
-                if "error" in doc:
-                    error[0] = doc
-                elif "result" in doc:
-                    out.results.append(doc["result"])
-                else:
-                    out.events.append(doc)
-                if on_line and "error" not in doc:
-                    on_line(doc)
+                error[0] = take_line(out, raw, on_line, f"phone {self.serial}: ") or error[0]
 
         def on_stderr(data: bytes) -> None:
             state.stderr.extend(line for line in data.decode(errors="replace").splitlines() if line.strip())
@@ -359,8 +348,7 @@ class AdbDevice:
             pin = state.record.get("pinning")
             if pin and pin["ok"] is False:
                 self.warn(f"{self.serial}: runner threads ran on CPUs {pin['observed']}, not only on {cpus}")
-        done = [e for e in out.events if e.get("event") == "done"]
-        return RunOutput(out.events, out.results, float(done[-1].get("wall_s", 0.0)) if done else 0.0)
+        return with_wall_time(out)
 
     def cancel(self, reason: str = "was cancelled") -> None:
         """Stop the running job from another thread (Ctrl-C with several phones)."""
