@@ -162,20 +162,31 @@ void Model::decode_chunk(const llama_token * tokens, int n, int first_out) {
     kv_len_ += n;
 }
 
-int64_t Model::forward(const llama_token * tokens, int n, bool all_logits) {
-    if (n <= 0) throw JobError("internal: empty forward for the " + spec_.role);
+int Model::check_fits(int n, bool one_batch) const {
     if (kv_len_ + n > n_ctx_) {
         throw JobError(spec_.role + " context full: " + std::to_string(kv_len_) + " + " + std::to_string(n) +
                            " tokens > n_ctx " + std::to_string(n_ctx_),
                        "raise the job's n_ctx");
     }
+    const int batch = std::min(n_batch_, (int) llama_n_batch(ctx_));
+    if (one_batch && n > batch) {
+        throw JobError(spec_.role + " forward of width " + std::to_string(n) + " exceeds the batch of " +
+                           std::to_string(batch) + " tokens (llama.cpp caps the batch at the job's n_ctx)",
+                       "raise the job's n_ctx to at least the widest forward plus its depth");
+    }
+    return batch;
+}
+
+int64_t Model::forward(const llama_token * tokens, int n, bool all_logits) {
+    if (n <= 0) throw JobError("internal: empty forward for the " + spec_.role);
+    const int batch = check_fits(n, all_logits);
     if (all_logits && n > max_outputs_) {
         throw JobError("internal: " + std::to_string(n) + " logit rows exceed max_outputs " +
                        std::to_string(max_outputs_));
     }
     int64_t t0 = now_us();
-    for (int i = 0; i < n; i += n_batch_) {
-        const int len = std::min(n_batch_, n - i);
+    for (int i = 0; i < n; i += batch) {
+        const int len = std::min(batch, n - i);
         decode_chunk(tokens + i, len, all_logits ? 0 : len - 1);
     }
     llama_synchronize(ctx_);  // decodes may be asynchronous (GPU): stop the clock only when done
@@ -184,16 +195,11 @@ int64_t Model::forward(const llama_token * tokens, int n, bool all_logits) {
 
 int64_t Model::forward_last(const llama_token * tokens, int n, int n_out) {
     if (n <= 0 || n_out < 1 || n_out > n) throw JobError("internal: bad forward_last for the " + spec_.role);
-    if (n > n_batch_) throw JobError("internal: forward_last wider than n_batch for the " + spec_.role);
     if (n_out > max_outputs_) {
         throw JobError("internal: " + std::to_string(n_out) + " logit rows exceed max_outputs " +
                        std::to_string(max_outputs_));
     }
-    if (kv_len_ + n > n_ctx_) {
-        throw JobError(spec_.role + " context full: " + std::to_string(kv_len_) + " + " + std::to_string(n) +
-                           " tokens > n_ctx " + std::to_string(n_ctx_),
-                       "raise the job's n_ctx");
-    }
+    check_fits(n, true);
     int64_t t0 = now_us();
     decode_chunk(tokens, n, n - n_out);
     llama_synchronize(ctx_);

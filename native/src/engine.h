@@ -99,6 +99,9 @@ class Model {
   private:
     void decode_chunk(const llama_token * tokens, int n, int first_out);
     void create_context(int n_ctx);
+    // JobError unless n more tokens fit the context and, for a forward that must be one graph
+    // (all or several logit rows), one batch: llama.cpp caps the batch at n_ctx.
+    int check_fits(int n, bool one_batch) const;
 
     ModelSpec spec_;
     llama_model * model_ = nullptr;

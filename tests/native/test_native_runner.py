@@ -251,3 +251,27 @@ def test_tokenize_with_a_named_builtin_template(run_job, tiny):
     bad = run_job({"mode": "tokenize", "model": {"path": str(tiny.target)}, "texts": ["hi"], "chat": True,
                    "template": "no-such-template"})
     assert bad.returncode == 1 and "no-such-template" in bad.error["error"]
+
+
+def test_a_width_beyond_the_context_is_a_json_error(run_job, tiny):
+    """llama.cpp caps the batch at n_ctx: a wider all-logits forward is refused, not aborted."""
+    out = run_job({"mode": "sweep", "target": {"path": str(tiny.target)}, "widths": [1, 8], "depths": [0], "n_ctx": 4})
+    assert out.returncode == 1
+    assert out.error["error"] == ("target forward of width 8 exceeds the batch of 4 tokens "
+                                  "(llama.cpp caps the batch at the job's n_ctx)")
+    assert "n_ctx" in out.error["hint"]
+    out = run_job({"mode": "sweep", "target": {"path": str(tiny.target)}, "widths": [300], "depths": [0], "n_ctx": 256})
+    assert out.returncode == 1 and out.error["error"] == "target context full: 0 + 300 tokens > n_ctx 256"
+
+
+def test_a_drafter_whose_vocabulary_cannot_be_mapped_is_a_json_error(run_job, tiny, tmp_path):
+    from . import tiny_gguf as tg
+
+    lossy = tg.write_tiny_qwen3(tmp_path / "lossy.gguf", tg.random_weights(seed=5, n_vocab=tg.n_vocab("b-lossy")),
+                                vocab="b-lossy")
+    out = run_job({"mode": "decode", "target": {"path": str(tiny.target)}, "drafter": {"path": str(lossy)},
+                   "methods": [{"name": "sd", "width": 4}], "windows": [{"prompt": [97, 98], "cap": 8}]})
+    assert out.returncode == 1
+    assert out.error["error"].startswith(f"cannot map between the vocabularies of the target ({tiny.target}) and the "
+                                         f"drafter ({lossy}): the drafter's tokenizer does not round-trip text")
+    assert "same-vocabulary drafter" in out.error["hint"] and out.results == []

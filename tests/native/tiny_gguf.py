@@ -39,6 +39,9 @@ MERGES = {
     "a": ["Ġ t", "Ġ a", "h e", "i n"],
     # A different vocabulary (cross-vocabulary drafting tests): other merges, other ids from 256 on.
     "b": ["l l", "Ġ w", "o r", "e r", "Ġ h", "Ġt h", "Ġth e"],
+    # Vocabulary b with the newline byte marked CONTROL: detokenizing drops it, so the
+    # tokenizer does not round-trip text and cross-vocabulary mapping must refuse it.
+    "b-lossy": ["l l", "Ġ w", "o r", "e r", "Ġ h", "Ġt h", "Ġth e"],
 }
 
 
@@ -50,6 +53,8 @@ def vocabulary(variant: str = "a") -> tuple[list[str], list[str], list[int]]:
     merges = MERGES[variant]
     tokens += [m.replace(" ", "") for m in merges]
     types = [gguf.TokenType.NORMAL] * len(tokens)
+    if variant == "b-lossy":
+        types[ord("\n")] = gguf.TokenType.CONTROL
     tokens += SPECIALS
     types += [gguf.TokenType.CONTROL] * len(SPECIALS)
     return tokens, merges, [int(t) for t in types]
