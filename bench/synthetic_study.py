@@ -180,8 +180,8 @@ def synthetic_profiles(n_devices: int = 4, seed: int = 0) -> list[DeviceProfile]
         for d_name, scale in (("small", 0.35), ("large", 0.55)):
             costs = _cost_table(rng, target.seconds[1][0] * scale * rng.uniform(0.8, 1.2), 0.2, f"{name} {d_name}")
             measured = range(1, 9)
-            cosched = CoSchedule({w: float(rng.uniform(1.05, 1.3)) for w in measured},
-                                 {w: float(rng.uniform(1.1, 1.5)) for w in measured})
+            cosched = CoSchedule(np.array([0.0]), {w: np.array([rng.uniform(1.05, 1.3)]) for w in measured},
+                                 {w: np.array([rng.uniform(1.1, 1.5)]) for w in measured})
             drafters[d_name] = DrafterProfile(d_name, {"name": d_name, "sha256": f"synthetic-{d_name}"}, "cpu",
                                               costs, cosched)
         profiles.append(DeviceProfile({"name": name, "kind": "synthetic"}, {"sha256": "synthetic"},

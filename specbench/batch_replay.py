@@ -150,7 +150,7 @@ def _base_columns(profile: DeviceProfile, config: MethodConfig, windows: Sequenc
             "dataset": [w.dataset for w in windows], "split": [w.split.value for w in windows],
             "tokens": np.array([t.n_tokens - 1 for t in window_traces], dtype=np.int64),
             # every method commits the trace's y, so it answers the trace's text
-            "text": [t.text for t in window_traces]}
+            "text": [t.text for t in window_traces], "placement": [profile.placement.key] * count}
 
 
 def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],

@@ -26,7 +26,8 @@ from .methods.as2d import As2dConfig
 from .methods.specasr import SpecAsrConfig
 from .methods.target import TargetConfig
 from .model_files import ModelFile
-from .native_run import NativePlan, native_methods, native_steps, run_native
+from .native_run import NativePlan, native_methods, native_steps, profile_ref, run_native
+from .placement import NAMED as PLACEMENTS, resolve
 from .profiling import SweepPlan, profile_device, write_profile
 from .replay import decode_serial
 from .runner import find_runner
@@ -99,11 +100,11 @@ def timed(run: DemoRun, step: str, log: Log) -> Iterator[None]:
     log(f"{step}: {run.timings[step]:.1f} s")
 
 
-def sweep_plan(configs: list[MethodConfig]) -> SweepPlan:
-    """Only the widths the demo's methods need, 2 depths, 5 repetitions."""
+def sweep_plan(configs: list[MethodConfig], placement) -> SweepPlan:
+    """Only the widths the demo's methods need, 2 depths, 5 repetitions, in one placement."""
     target_max = max(needed_widths(c)[0] for c in configs)
     drafter_max = max(max(needed_widths(c)[1] for c in configs), 1)
-    return SweepPlan(tuple(range(1, target_max + 1)), tuple(range(1, drafter_max + 1)), DEPTHS, REPETITIONS)
+    return SweepPlan(tuple(range(1, target_max + 1)), tuple(range(1, drafter_max + 1)), DEPTHS, placement, REPETITIONS)
 
 
 def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> DemoRun:
@@ -119,13 +120,14 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
     windows = windows[:QUICK_WINDOWS] if quick else windows
     windows_path = run.out / "windows.jsonl"
     save_windows(windows_path, windows)
-    profile_path = run.out / "device_profiles" / "local.yaml"
+    profile_paths = [run.out / "device_profiles" / f"local-{name}.yaml" for name in PLACEMENTS]
     with timed(run, "profile", log):
-        plan = sweep_plan(configs)
-        with progress("profiling this host", plan.forwards(1)) as advance:
-            profiled = profile_device(device, target, drafters, plan, advance, log_warning(run, log))
-        profile_path.parent.mkdir(parents=True, exist_ok=True)
-        write_profile(profile_path, profiled)
+        for name, profile_path in zip(PLACEMENTS, profile_paths):  # one profile per placement
+            plan = sweep_plan(configs, resolve(name, device.cpus(), device.processors()))
+            with progress(f"profiling this host ({name})", plan.forwards(len(drafters))) as advance:
+                profiled = profile_device(device, target, drafters, plan, advance, log_warning(run, log))
+            profile_path.parent.mkdir(parents=True, exist_ok=True)
+            write_profile(profile_path, profiled)
     traces_dir = run.out / "traces"
     with timed(run, "trace", log):
         for drafter in drafters:
@@ -135,21 +137,27 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
                 trace_windows(device, windows, target, drafter, traces_dir, TRACE_K_MAX[drafter.name], False, None,
                               advance, prompts, specasr)
     with timed(run, "replay", log):
-        inputs = load_inputs(windows_path, traces_dir, [profile_path], None)
+        inputs = load_inputs(windows_path, traces_dir, profile_paths, None)
         replayable = replayable_configs(inputs, configs, run, log)
-        with progress("replaying", len(windows) * len(replayable)) as advance:
-            run_replay(inputs, replayable, [profile_path], run.out / "results" / "replay", False, False, advance)
+        with progress("replaying", len(windows) * len(replayable) * len(profile_paths)) as advance:
+            run_replay(inputs, replayable, profile_paths, run.out / "results" / "replay", False, False, advance)
     with timed(run, "native", log):
         available = native_methods(device)
         native = [c for c in configs if method_name(c) in available and (not quick or c.label in QUICK_NATIVE)]
-        for drafter in drafters:  # one native run per drafter (a runner job loads one pair)
-            mine = [c for c in native if getattr(c, "drafter", None) == drafter.name or
-                    (drafter is drafters[0] and isinstance(c, TargetConfig))]
-            references = {w.window_id: inputs.traces[drafter.name].windows[w.window_id].y.tolist() for w in windows}
-            plan_native = NativePlan(device, windows, target, drafter, mine, references, None, str(windows_path))
-            with progress(f"running natively ({drafter.name})", native_steps(plan_native)) as advance:
-                _, _, divergences = run_native(plan_native, native_dir(run.out, drafter.name), False, advance)
-            run.divergences += divergences
+        # one native run per placement and drafter (a runner job loads one pair), each in its profile's placement
+        for profile in inputs.profiles:
+            for drafter in drafters:
+                mine = [c for c in native if getattr(c, "drafter", None) == drafter.name or
+                        (drafter is drafters[0] and isinstance(c, TargetConfig))]
+                references = {w.window_id: inputs.traces[drafter.name].windows[w.window_id].y.tolist()
+                              for w in windows}
+                plan_native = NativePlan(device, windows, target, drafter, mine, profile.placement, references,
+                                         str(windows_path), profile_ref(profile))
+                label = f"{drafter.name}, {profile.placement.label}"
+                with progress(f"running natively ({label})", native_steps(plan_native)) as advance:
+                    _, _, divergences = run_native(plan_native, native_dir(run.out, drafter.name, profile.placement.label),
+                                                   False, advance)
+                run.divergences += divergences
     return run
 
 
@@ -164,7 +172,7 @@ def log_warning(run: DemoRun, log: Log) -> Log:
 def replayable_configs(inputs, configs: list[MethodConfig], run: DemoRun, log: Log) -> list[MethodConfig]:
     """The configurations whose inputs exist; the others are named with the reason."""
     keep = []
-    profile = inputs.profiles[0]
+    profile = inputs.profiles[0]  # every placement's profile measures the same drafters and tables
     for config in configs:
         reason = None
         if isinstance(config, As2dConfig) and profile.drafter(config.drafter).cosched is None:
@@ -197,5 +205,5 @@ def load_demo_results(out: Path):
     return load_many([out / "results" / "replay"] + sorted((out / "results").glob("native*")))
 
 
-def native_dir(out: Path, drafter: str) -> Path:
-    return out / "results" / ("native" if drafter == SELF_DRAFTER[0] else f"native-{drafter}")
+def native_dir(out: Path, drafter: str, placement: str) -> Path:
+    return out / "results" / f"native-{drafter}-{placement}"

@@ -104,7 +104,7 @@ class _Study:
             key = (s.profile_index, s.config.drafter)
             if key not in ratios:
                 ratios[key] = len(ratio_tables)
-                ratio_tables.append(profile.cosched(s.config.drafter).table(max_width))
+                ratio_tables.append(profile.cosched(s.config.drafter).dense(max_width, max_depth))
                 drafter_costs[key] = dense_costs(profile.drafter(s.config.drafter).costs, 1, max_depth)[1]
             self.ratio_row[i] = ratios[key]
             t_key = (s.profile_index, s.config.drafter, s.config.batch, s.window_index)
@@ -268,7 +268,8 @@ def _round(s: _State, study: _Study, idx: np.ndarray) -> None:
         raise MissingCostError(f"{study.target_labels[s.device[idx][bad]]}: no measured cost for width {width[bad]}",
                                hint="profile the device with a larger --max-width")
     ratio_row = s.ratio_row[idx]
-    _run(s, idx, solo, study.rho_t[ratio_row, width], study.rho_d[ratio_row, width], forward=True)
+    depth = s.n_prompt[idx] + t - 1
+    _run(s, idx, solo, study.rho_t[ratio_row, width, depth], study.rho_d[ratio_row, width, depth], forward=True)
     s.extrapolated[idx] |= study.rho_extrapolated[ratio_row, width]
 
     # Commit and move the cursor (As2dVerifier.observe).

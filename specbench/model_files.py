@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import SpecbenchError
+from .placement import Lane, lane_job
 from .runner import file_sha256
 
 if TYPE_CHECKING:
@@ -101,11 +102,10 @@ def unique_names(models: list[ModelFile]) -> list[ModelFile]:
     return models
 
 
-def model_job(device: Device, model: ModelFile, threads: int | None = None) -> dict:
-    """The runner's model object: path on the device, CPU, its mmproj when it has one."""
+def model_job(device: Device, model: ModelFile, lane: Lane | None = None) -> dict:
+    """The runner's model object: path on the device, its mmproj when it has one, and the
+    lane it runs on (processor, CPU set it is pinned to, threads; default: CPU, unpinned)."""
     spec: dict = {"path": device.model_path(model.path), "device": "cpu"}
     if model.mmproj is not None:
         spec["mmproj"] = device.model_path(model.mmproj)
-    if threads:
-        spec["threads"] = threads
-    return spec
+    return spec | lane_job(lane)

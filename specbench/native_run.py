@@ -24,13 +24,15 @@ from typing import Callable, Sequence
 from . import __version__
 from .devices.base import Device
 from .errors import SpecbenchError
-from .fileio import dumps_line
+from .fileio import dumps_line, file_sha256
 from .methods import MethodConfig, method_name
 from .methods.as2d import As2dConfig
 from .methods.sd import SdConfig
 from .methods.specasr import SpecAsrConfig
 from .methods.target import TargetConfig
 from .model_files import ModelFile, model_job
+from .placement import Placement, device_label, pinning_problems, resolve
+from .profiles import DeviceProfile
 from .results import ResultsDir, WindowResult
 from .tracing import Prompts, prompts_for
 from .windows import Window, windows_digest
@@ -39,6 +41,8 @@ NATIVE_METHODS = ("target", "sd")
 """Methods every protocol-1 runner's `decode` mode implements."""
 OPTIONAL_METHODS = ("specasr", "as2d")
 """Methods newer runners add; detected per device."""
+PINNING = "pinning.jsonl"
+"""The CPU set of every lane and thread, read back by the runner after each job."""
 DIVERGENCES = "divergences.jsonl"
 CLOCKS = "request_clocks.jsonl"
 """Per (window, configuration): the request-latency clock beside the rows' decode clock."""
@@ -111,7 +115,7 @@ def producer_service(producer: dict, decode_s: float) -> tuple[float, int]:
     return (steps[-1] - producer.get("started_us", 0)) / 1e6, len(steps)
 
 
-def decode_row(result: dict, window: Window, device: str, config: MethodConfig) -> WindowResult:
+def decode_row(result: dict, window: Window, device: str, config: MethodConfig, placement: str = "") -> WindowResult:
     """A WindowResult from one runner decode record (pure)."""
     ops = result["ops"]
     target_ops = [op for op in ops if op["model"] == "target"]
@@ -136,7 +140,7 @@ def decode_row(result: dict, window: Window, device: str, config: MethodConfig) 
                         window.dataset, window.split.value, n - 1, decode_s, len(target_ops),
                         sum(op["width"] - 1 for op in target_ops), accepted, multi,
                         drafter_forwards, d_s, v_s, o_s, h_s, False, True, "native",
-                        text=str(result.get("text", "")))
+                        text=str(result.get("text", "")), placement=placement)
 
 
 def request_clocks(result: dict, window: Window, device: str, config: MethodConfig) -> dict:
@@ -153,11 +157,11 @@ def request_clocks(result: dict, window: Window, device: str, config: MethodConf
     return doc
 
 
-def divergence_row(window: Window, device: str, config: MethodConfig) -> WindowResult:
+def divergence_row(window: Window, device: str, config: MethodConfig, placement: str = "") -> WindowResult:
     """A diverging window: no tokens and no times are claimed for it."""
     return WindowResult(device, method_name(config), config.label, window.window_id, window.window_sha256,
                         window.dataset, window.split.value, 0, 0.0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, False, False,
-                        "native")
+                        "native", placement=placement)
 
 
 @dataclass(frozen=True)
@@ -167,41 +171,56 @@ class NativePlan:
     target: ModelFile
     drafter: ModelFile | None
     configs: list[MethodConfig]
+    placement: Placement
+    """Where each lane runs (the placement of the profile the run is compared with)."""
     references: dict[str, list[int]] | None = None
     """Expected y per window id (the traces'); None: target-only's output is the reference."""
-    threads: int | None = None
     windows_path: str = ""
+    profile: dict | None = None
+    """{path, sha256} of the profile the placement came from, if any."""
 
 
 def manifest_for(plan: NativePlan) -> dict:
     info = plan.device.runner()
     return {"specbench_version": __version__, "command": " ".join(sys.argv), "mode": "native",
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "device": plan.device.name, "device_info": plan.device.describe(),
+            "device": device_label(plan.device.name, plan.placement), "device_info": plan.device.describe(),
             "windows": {"path": plan.windows_path, "digest": windows_digest(plan.windows), "count": len(plan.windows)},
             "target": plan.target.ref(), "drafter": None if plan.drafter is None else plan.drafter.ref(),
-            "methods": [c.label for c in plan.configs], "threads": plan.threads,
+            "methods": [c.label for c in plan.configs], "placement": plan.placement.as_dict(),
+            "placement_profile": plan.profile,
             "runner": {"sha256": info.sha256, "version": info.version, "llama_cpp_commit": info.llama_cpp_commit},
             "reference": "trace" if plan.references is not None else "target-only output"}
 
 
-def lane_threads(plan: NativePlan) -> tuple[int, int]:
-    """(target, drafter) threads for concurrent methods (as2d): the cores are split between
-    the lanes, since OpenMP threads that outnumber the cores spin and stall each other."""
-    cores = plan.threads or int(plan.device.describe().get("cores") or 2)
-    return max(1, cores - cores // 2), max(1, cores // 2)
+def native_placement(device: Device, spec: str | None, profile: DeviceProfile | None) -> Placement:
+    """The placement a native run uses: the profile's (a run compared with a profile must run
+    where it was measured); `spec` must then name the same one."""
+    asked = None if spec is None else resolve(spec, device.cpus(), device.processors())
+    if profile is None:
+        return asked or resolve("shared", device.cpus(), device.processors())
+    if not profile.placement.recorded:
+        raise SpecbenchError(f"profile {profile.path}: records no placement, so a native run cannot match it",
+                             hint="profile the device again (profiles now record their placement)")
+    if asked is not None and asked.key != profile.placement.key:
+        raise SpecbenchError(f"--placement {asked.key} differs from the placement of profile {profile.path} "
+                             f"({profile.placement.key})", hint="drop --placement, or pass a profile measured there")
+    missing = sorted(set(profile.placement.target.cpus + profile.placement.drafter.cpus) - set(device.cpus()))
+    if missing:
+        raise SpecbenchError(f"profile {profile.path}: placement {profile.placement.key} uses CPU {missing[0]}, which "
+                             f"{device.name} does not let the runner use")
+    return profile.placement
 
 
-def job_groups(plan: NativePlan) -> list[tuple[list[MethodConfig], tuple[int, int] | None]]:
-    """Serial methods in one job (threads as given), concurrent ones in another (split threads)."""
-    serial = [c for c in plan.configs if not isinstance(c, As2dConfig)]
-    concurrent = [c for c in plan.configs if isinstance(c, As2dConfig)]
-    return [(group, split) for group, split in ((serial, None), (concurrent, lane_threads(plan))) if group]
+def profile_ref(profile: DeviceProfile | None) -> dict | None:
+    if profile is None or profile.path is None:
+        return None
+    return {"path": str(profile.path), "sha256": file_sha256(profile.path)}
 
 
 def native_steps(plan: NativePlan) -> int:
-    """Progress units of `run_native`: one per (window, job group)."""
-    return len(plan.windows) * len(job_groups(plan))
+    """Progress units of `run_native`: one per window."""
+    return len(plan.windows)
 
 
 def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | None = None) -> tuple[ResultsDir, int, int]:
@@ -211,11 +230,8 @@ def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | N
     if needs_drafter and plan.drafter is None:
         raise SpecbenchError("the methods other than target need a drafter: pass --drafter NAME=PATH")
     results = ResultsDir(out)
-    manifest = manifest_for(plan)
-    if any(split for _, split in job_groups(plan)):
-        manifest["as2d_threads"] = dict(zip(("target", "drafter"), lane_threads(plan)))
-    done = results.open(manifest, resume)
-    name = plan.device.name
+    done = results.open(manifest_for(plan), resume)
+    name = device_label(plan.device.name, plan.placement)
 
     def missing(configs: list[MethodConfig]) -> list[Window]:
         return [w for w in plan.windows if not all((name, c.label, w.window_id, "median") in done for c in configs)]
@@ -227,20 +243,15 @@ def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | N
         return results, 0, 0
     _append(results.directory / SNAPSHOTS, {"before": plan.device.snapshot()})
     prompts = prompts_for(plan.device, plan.target, plan.drafter if needs_drafter else None, todo)
-    added = diverged = 0
-    for configs, split in job_groups(plan):
-        group_todo = missing(configs)
-        if progress and len(group_todo) < len(plan.windows):
-            progress(len(plan.windows) - len(group_todo))
-        if group_todo:
-            counts = _decode(plan, configs, split, group_todo, prompts, results, progress)
-            added, diverged = added + counts[0], diverged + counts[1]
+    if progress and len(todo) < len(plan.windows):
+        progress(len(plan.windows) - len(todo))
+    added, diverged = _decode(plan, plan.configs, todo, prompts, results, progress)
     _append(results.directory / SNAPSHOTS, {"after": plan.device.snapshot()})
     return results, added, diverged
 
 
-def _decode(plan: NativePlan, wanted: list[MethodConfig], split: tuple[int, int] | None, todo: list[Window],
-            prompts: Prompts, results: ResultsDir, progress: Progress | None) -> tuple[int, int]:
+def _decode(plan: NativePlan, wanted: list[MethodConfig], todo: list[Window], prompts: Prompts,
+            results: ResultsDir, progress: Progress | None) -> tuple[int, int]:
     """One decode job over the windows still to do; a window's rows are appended when its
     last method finishes (the runner runs every method of a window, in order, before the next)."""
     # Without traces, target-only's output (run first) is the reference for the others.
@@ -250,14 +261,13 @@ def _decode(plan: NativePlan, wanted: list[MethodConfig], split: tuple[int, int]
     pending: dict[str, list[dict]] = {}
     counts = [0, 0]
     refs = plan.references or {}
-    target_threads, drafter_threads = split or (plan.threads, plan.threads)
-    job = {"mode": "decode", "target": model_job(plan.device, plan.target, target_threads),
+    placement_key = plan.placement.key
+    row_device = device_label(plan.device.name, plan.placement)
+    job = {"mode": "decode", "target": model_job(plan.device, plan.target, plan.placement.target),
            "methods": [method_job(c) for c in run_configs], "warmup": True,
            "windows": [prompts.runner_window(w, refs.get(w.window_id)) for w in todo]}
     if plan.drafter is not None and any(method_name(c) != "target" for c in run_configs):
-        job["drafter"] = model_job(plan.device, plan.drafter, drafter_threads)
-    if plan.threads:
-        job["threads"] = plan.threads
+        job["drafter"] = model_job(plan.device, plan.drafter, plan.placement.drafter)
 
     def on_line(doc: dict) -> None:
         result = doc.get("result")
@@ -269,27 +279,35 @@ def _decode(plan: NativePlan, wanted: list[MethodConfig], split: tuple[int, int]
             return
         window = by_id[result["window_id"]]
         reference = records[0].get("tokens") if plan.references is None else None
-        rows, divergences = window_rows(window, plan.device.name, list(zip(run_configs, records)), wanted, reference)
+        rows, divergences = window_rows(window, row_device, list(zip(run_configs, records)), wanted, reference,
+                                        placement_key)
         results.append(rows)
         for d in divergences:
-            _append(results.directory / DIVERGENCES, vars(d) | {"device": plan.device.name})
+            _append(results.directory / DIVERGENCES, vars(d) | {"device": row_device})
         for config, record in zip(run_configs, records):
             if config in wanted and record["kind"] == "decode":
-                _append(results.directory / CLOCKS, request_clocks(record, window, plan.device.name, config))
+                _append(results.directory / CLOCKS, request_clocks(record, window, row_device, config))
         counts[0] += len(rows)
         counts[1] += len(divergences)
         del pending[result["window_id"]]
         if progress:
             progress(1)
 
-    plan.device.run_job(job, on_line)
+    out = plan.device.run_job(job, on_line)
     if pending:
         raise SpecbenchError(f"the runner stopped before finishing window '{next(iter(pending))}'")
+    pinning = next((e for e in out.events if e.get("event") == "pinning"), {})
+    _append(results.directory / PINNING, {"placement": plan.placement.as_dict(), "read_back": pinning})
+    problems = pinning_problems(plan.placement, pinning)
+    if problems:
+        raise SpecbenchError(f"{plan.device.name}: {problems[0]}; the rows in {results.directory} were not measured "
+                             f"in placement {plan.placement.key}", hint="delete them and choose usable CPUs")
     return counts[0], counts[1]
 
 
 def window_rows(window: Window, device: str, records: Sequence[tuple[MethodConfig, dict]],
-                wanted: Sequence[MethodConfig], reference: Sequence[int] | None) -> tuple[list[WindowResult], list[Divergence]]:
+                wanted: Sequence[MethodConfig], reference: Sequence[int] | None,
+                placement: str = "") -> tuple[list[WindowResult], list[Divergence]]:
     """Rows of the `wanted` configurations for one window (pure); with `reference`, each
     output is checked against it (the runner checked it already when given a reference)."""
     labels = [c.label for c in wanted]
@@ -305,9 +323,9 @@ def window_rows(window: Window, device: str, records: Sequence[tuple[MethodConfi
             diff = None if found is None else Divergence(window.window_id, config.label, found.position,
                                                          found.expected, found.got)
         if diff is None:
-            rows.append(decode_row(record, window, device, config))
+            rows.append(decode_row(record, window, device, config, placement))
         else:
-            rows.append(divergence_row(window, device, config))
+            rows.append(divergence_row(window, device, config, placement))
             divergences.append(diff)
     return sorted(rows, key=lambda r: labels.index(r.config)), divergences
 

@@ -23,14 +23,12 @@ RUNS = 3
 ZERO = {"producer_startup_s": 0.0, "publish_s": 0.0, "align_s": 0.0}
 
 
-def overheads_job(target: dict, drafter: dict, threads: int | None) -> dict:
+def overheads_job(target: dict, drafter: dict) -> dict:
+    """`target`/`drafter`: the runner's model objects, with their lanes (the profile's placement)."""
     window = {"prompt": PROMPT, "drafter_prompt": PROMPT, "cap": CAP}
-    job = {"mode": "decode", "target": target, "drafter": drafter,
-           "methods": [{"name": "as2d", "budget": 7, "batch": 8}],
-           "windows": [window | {"id": f"overheads-{i}"} for i in range(RUNS)]}
-    if threads:
-        job["threads"] = threads
-    return job
+    return {"mode": "decode", "target": target, "drafter": drafter,
+            "methods": [{"name": "as2d", "budget": 7, "batch": 8}],
+            "windows": [window | {"id": f"overheads-{i}"} for i in range(RUNS)]}
 
 
 def overheads_from_results(results: Sequence[dict]) -> dict:
@@ -47,12 +45,11 @@ def overheads_from_results(results: Sequence[dict]) -> dict:
             "align_s": statistics.median(searched) / 1e6}
 
 
-def measure_overheads(device: Device, target: dict, drafter: dict, threads: int | None,
-                      warn: Callable[[str], None]) -> tuple[dict, str]:
+def measure_overheads(device: Device, target: dict, drafter: dict, warn: Callable[[str], None]) -> tuple[dict, str]:
     """(overheads, note for the profile). `target`/`drafter`: the runner's model specs."""
     if not device.supports_method("as2d"):
         warn(f"the runner on {device.name} has no native as2d: AS2D overheads not measured (0)")
         return dict(ZERO), "overheads not measured (no native as2d)"
-    out = device.run_job(overheads_job(target, drafter, threads))
+    out = device.run_job(overheads_job(target, drafter))
     return (overheads_from_results(out.results),
             f"overheads: native as2d[B=7], {RUNS} runs of a {CAP}-token window, medians")

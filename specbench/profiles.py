@@ -3,12 +3,14 @@
 YAML layout (`kind: specbench.profile`, `schema_version: 1`):
 
     device: {name, serial, model, soc, abi}
+    placement: {name, target: {processor, cpus, threads}, drafter: {...}}   # METHODS §5.1
+    pinning: {lanes: [{lane, cpus, read_back}], ...}   # the runner's CPU sets, read back
     runner: {sha256, llama_cpp_commit, flags}
     snapshot: {...}                       # device state before/after measuring
     target:  {model: {name, sha256}, processor, costs: {depths: [...], seconds: {width: [per depth]}}}
     drafters:
       - {name, model: {...}, processor, costs: {...},
-         cosched: {width: {rho_target, rho_drafter}}}   # measured widths only
+         cosched: {depths: [...], ratios: {width: {rho_target: [..], rho_drafter: [..]}}}}  # measured widths
     overheads: {producer_startup_s, publish_s, align_s}
 
 Costs are seconds per forward, interpolated linearly in KV depth between measured depths
@@ -27,10 +29,12 @@ import numpy as np
 
 from .errors import MissingCostError, SpecbenchError
 from .fileio import Where, check_header, dump_yaml, load_yaml, need, reject_unknown, write_atomic
+from .placement import UNRECORDED_PLACEMENT, Placement, device_label, placement_from_dict
 
 KIND = "specbench.profile"
-# Format history: 1 = first version.
-VERSIONS = (1,)
+# Format history: 1 = first version; 2 = `placement` (required) and `pinning`: every table
+# is measured in that placement. Version 1 files load with the placement "unrecorded".
+VERSIONS = (1, 2)
 DEPTH_POLICY = "linear-in-depth, flat outside the measured depths"
 RATIO_FITS = ("median", "min", "max")
 
@@ -93,29 +97,47 @@ def interp_rows(matrix: np.ndarray, grid: np.ndarray, rows: np.ndarray, x: np.nd
 
 @dataclass(frozen=True)
 class CoSchedule:
-    """Slowdown of each lane while the other runs: progress at 1/rho of solo speed."""
+    """Slowdown of each lane while the other runs: progress at 1/rho of solo speed.
 
-    rho_target: Mapping[int, float]
-    """Measured target slowdown per target width."""
-    rho_drafter: Mapping[int, float]
-    """Measured drafter (AR step) slowdown while the target runs that width."""
+    Measured per target width at the profile's KV depths and interpolated in depth like the
+    costs (at the target forward's depth; both lanes sat at that depth while measuring)."""
+
+    depths: np.ndarray
+    """Measured KV depths, increasing."""
+    rho_target: Mapping[int, np.ndarray]
+    """Measured target slowdown per target width, one per depth."""
+    rho_drafter: Mapping[int, np.ndarray]
+    """Measured drafter (AR step) slowdown while the target runs that width, one per depth."""
     fit: str = "median"
     """How unmeasured widths are filled: median (default), min or max of the measured ratios."""
 
-    def _fill(self, measured: Mapping[int, float]) -> float:
-        values = np.array(list(measured.values()), dtype=np.float64)
-        return float({"median": np.median, "min": np.min, "max": np.max}[self.fit](values))
+    def _fill(self, measured: Mapping[int, np.ndarray]) -> np.ndarray:
+        values = np.stack(list(measured.values()))
+        return {"median": np.median, "min": np.min, "max": np.max}[self.fit](values, axis=0)
 
-    def ratios(self, width: int) -> tuple[float, float, bool]:
-        """(rho_target, rho_drafter, extrapolated) for one target width."""
+    def _row(self, width: int) -> tuple[np.ndarray, np.ndarray, bool]:
         if width in self.rho_target and width in self.rho_drafter:
             return self.rho_target[width], self.rho_drafter[width], False
         return self._fill(self.rho_target), self._fill(self.rho_drafter), True
 
-    def table(self, max_width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Arrays indexed by width 0..max_width: rho_target, rho_drafter, extrapolated."""
-        rows = [self.ratios(w) for w in range(max_width + 1)]
-        return (np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), np.array([r[2] for r in rows]))
+    def ratios(self, width: int, depth: float) -> tuple[float, float, bool]:
+        """(rho_target, rho_drafter, extrapolated) for one target width at one KV depth."""
+        rho_t, rho_d, extrapolated = self._row(width)
+        both = interp_rows(np.stack([rho_t, rho_d]), self.depths, np.array([0, 1]), np.full(2, float(depth)))
+        return float(both[0]), float(both[1]), extrapolated
+
+    def dense(self, max_width: int, max_depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """[max_width + 1, max_depth + 1] rho_target and rho_drafter at every integer depth, and
+        [max_width + 1] extrapolated flags: the same numbers `ratios` gives, for bulk replay."""
+        rows = [self._row(w) for w in range(max_width + 1)]
+        depths = np.arange(max_depth + 1, dtype=np.float64)
+        out = []
+        for k in (0, 1):
+            matrix = np.stack([r[k] for r in rows])
+            widths = np.repeat(np.arange(max_width + 1), max_depth + 1)
+            out.append(interp_rows(matrix, self.depths, widths, np.tile(depths, max_width + 1))
+                       .reshape(max_width + 1, max_depth + 1))
+        return out[0], out[1], np.array([r[2] for r in rows])
 
 
 @dataclass(frozen=True)
@@ -148,10 +170,14 @@ class DeviceProfile:
     overheads: Overheads = field(default_factory=Overheads)
     snapshot: dict = field(default_factory=dict)
     path: Path | None = None
+    placement: Placement = UNRECORDED_PLACEMENT
+    """Where each lane ran while every table was measured (METHODS §5.1)."""
+    pinning: dict = field(default_factory=dict)
 
     @property
     def name(self) -> str:
-        return str(self.device.get("name", "device"))
+        """The device in this profile's placement, as result rows name it (e.g. local@split)."""
+        return device_label(str(self.device.get("name", "device")), self.placement)
 
     def drafter(self, name: str | None) -> DrafterProfile:
         if name is None:
@@ -217,23 +243,36 @@ def _width_key(key: object, where: Where) -> int:
 
 
 def _cosched(doc: dict, where: Where) -> CoSchedule:
-    rho_t: dict[int, float] = {}
-    rho_d: dict[int, float] = {}
-    for key, entry in doc.items():
-        width = _width_key(key, where)
-        e_where = where.at(str(key))
+    """`{depths: [...], ratios: {width: {rho_target: [per depth], rho_drafter: [...]}}}`; version 1
+    profiles hold `{width: {rho_target, rho_drafter}}`, measured at depth 0 only."""
+    if "ratios" in doc or "depths" in doc:
+        reject_unknown(doc, {"depths", "ratios"}, where)
+        depths = need(doc, "depths", list, where)
+        if not depths or not all(isinstance(d, int) and d >= 0 for d in depths) or sorted(set(depths)) != depths:
+            raise where.at("depths").fail("a non-empty increasing list of KV depths (integers >= 0)", depths)
+        entries, r_where = need(doc, "ratios", dict, where), where.at("ratios")
+    else:
+        depths, entries, r_where = [0], {k: {n: [v] for n, v in e.items()} if isinstance(e, dict) else e
+                                         for k, e in doc.items()}, where
+    rho_t: dict[int, np.ndarray] = {}
+    rho_d: dict[int, np.ndarray] = {}
+    for key, entry in entries.items():
+        width = _width_key(key, r_where)
+        e_where = r_where.at(str(key))
         reject_unknown(entry if isinstance(entry, dict) else {}, {"rho_target", "rho_drafter", "spread"}, e_where)
         for name, out in (("rho_target", rho_t), ("rho_drafter", rho_d)):
-            value = float(need(entry, name, float, e_where))
-            if not value > 0:
-                raise e_where.at(name).fail("a slowdown ratio > 0", value)
-            out[width] = value
+            values = need(entry, name, list, e_where)
+            array = np.asarray(values, dtype=np.float64) if all(isinstance(v, (int, float)) for v in values) else None
+            if array is None or len(array) != len(depths) or not np.all(np.isfinite(array)) or np.any(array <= 0):
+                raise e_where.at(name).fail(f"{len(depths)} slowdown ratios > 0 (one per depth)", values)
+            out[width] = array
     if not rho_t:
         raise where.fail("at least one measured width")
-    return CoSchedule(rho_t, rho_d)
+    return CoSchedule(np.asarray(depths, dtype=np.float64), rho_t, rho_d)
 
 
-_TOP_KEYS = frozenset({"kind", "schema_version", "device", "runner", "snapshot", "target", "drafters", "overheads", "notes"})
+_TOP_KEYS = frozenset({"kind", "schema_version", "device", "runner", "snapshot", "target", "drafters", "overheads",
+                       "notes", "placement", "pinning"})
 
 
 def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
@@ -262,9 +301,14 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
     for key, value in vars(overheads).items():
         if value < 0:
             raise where.at("overheads").at(key).fail("seconds >= 0", value)
+    if doc["schema_version"] >= 2:
+        placement = placement_from_dict(need(doc, "placement", dict, where), where.at("placement"))
+    else:
+        placement = UNRECORDED_PLACEMENT
     return DeviceProfile(device, need(doc, "runner", dict, where, {}), need(target, "model", dict, t_where),
                          need(target, "processor", str, t_where, "cpu"), target_costs, drafters, overheads,
-                         need(doc, "snapshot", dict, where, {}), path)
+                         need(doc, "snapshot", dict, where, {}), path, placement,
+                         need(doc, "pinning", dict, where, {}))
 
 
 def load_profile(path: Path) -> DeviceProfile:
@@ -283,11 +327,13 @@ def profile_to_dict(profile: DeviceProfile) -> dict:
     for d in profile.drafters.values():
         entry = {"name": d.name, "model": d.model, "processor": d.processor, "costs": _table_doc(d.costs)}
         if d.cosched is not None:
-            entry["cosched"] = {int(w): {"rho_target": float(d.cosched.rho_target[w]),
-                                         "rho_drafter": float(d.cosched.rho_drafter[w])}
-                                for w in sorted(d.cosched.rho_target)}
+            entry["cosched"] = {"depths": [int(x) for x in d.cosched.depths],
+                                "ratios": {int(w): {"rho_target": [float(v) for v in d.cosched.rho_target[w]],
+                                                    "rho_drafter": [float(v) for v in d.cosched.rho_drafter[w]]}
+                                           for w in sorted(d.cosched.rho_target)}}
         drafters.append(entry)
-    return {"kind": KIND, "schema_version": VERSIONS[-1], "device": profile.device, "runner": profile.runner,
+    return {"kind": KIND, "schema_version": VERSIONS[-1], "device": profile.device,
+            "placement": profile.placement.as_dict(), "pinning": profile.pinning, "runner": profile.runner,
             "snapshot": profile.snapshot,
             "target": {"model": profile.target_model, "processor": profile.target_processor,
                        "costs": _table_doc(profile.target_costs)},

@@ -5,9 +5,11 @@ drafter forwards of widths 1..n at several KV depths, each the median of >= 5 ti
 repetitions after warm-up. Medians become the profile's costs, standard deviations its
 `spread`, and every raw sample goes to a `*.samples.jsonl` file beside the profile.
 
-Co-scheduling ratios come from the runner's `cosched` mode where the runner has it; a
-runner without it gives a profile without a `cosched` section (AS2D replay then refuses it)
-and a warning saying so.
+Every table is measured in one placement (METHODS §5.1): the target's forwards on the
+target lane, the drafter's on the drafter lane (each pinned to its CPU set, with its thread
+count), and the co-scheduling ratios with both lanes pinned exactly as native AS2D runs
+them, at every profiled depth. The runner reads each lane's CPU set back from the kernel;
+the profile records it, and a lane that did not run where it was asked is an error.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from .errors import SpecbenchError
 from .fileio import dump_yaml, dumps_line, write_atomic
 from .model_files import ModelFile, model_job
 from .overheads import ZERO as ZERO_OVERHEADS, measure_overheads
+from .placement import Placement, pinning_problems
 from .profiles import KIND, VERSIONS, profile_from_dict
 
 Progress = Callable[[int], None]
@@ -36,10 +39,10 @@ class SweepPlan:
     drafter_widths: tuple[int, ...]
     depths: tuple[int, ...]
     """KV depths before each timed forward."""
+    placement: Placement
+    """Where each lane runs; every table is measured there."""
     repetitions: int = 5
     warmup: int = 1
-    threads: int | None = None
-    """Threads for both models (None: the runner's default, all hardware threads)."""
     cosched: bool = True
     """Measure co-scheduling ratios (when the runner supports it)."""
 
@@ -57,10 +60,10 @@ class SweepPlan:
         return (first + max(drafters - 1, 0) * (1 + len(self.drafter_widths))) * len(self.depths)
 
 
-def plan_for(max_width: int, depths: Sequence[int], repetitions: int = 5, threads: int | None = None,
+def plan_for(max_width: int, depths: Sequence[int], placement: Placement, repetitions: int = 5,
              drafter_max_width: int | None = None, cosched: bool = True) -> SweepPlan:
     return SweepPlan(tuple(range(1, max_width + 1)), tuple(range(1, (drafter_max_width or max_width) + 1)),
-                     tuple(sorted(set(depths))), repetitions, 1, threads, cosched)
+                     tuple(sorted(set(depths))), placement, repetitions, 1, cosched)
 
 
 def parse_depths(text: str) -> tuple[int, ...]:
@@ -84,14 +87,12 @@ class ProfileRun:
 
 def sweep_job(device: Device, target: ModelFile, drafter: ModelFile | None, plan: SweepPlan,
               target_widths: Sequence[int] | None = None) -> dict:
-    job = {"mode": "sweep", "target": model_job(device, target, plan.threads),
+    job = {"mode": "sweep", "target": model_job(device, target, plan.placement.target),
            "widths": list(target_widths or plan.widths), "depths": list(plan.depths), "warmup": plan.warmup,
            "repetitions": plan.repetitions, "seed": 42}
-    if plan.threads:
-        job["threads"] = plan.threads
     if drafter is not None:
-        job |= {"drafter": model_job(device, drafter, plan.threads), "drafter_widths": list(plan.drafter_widths),
-                "drafter_logits": DRAFTER_LOGITS}
+        job |= {"drafter": model_job(device, drafter, plan.placement.drafter),
+                "drafter_widths": list(plan.drafter_widths), "drafter_logits": DRAFTER_LOGITS}
     return job
 
 
@@ -107,13 +108,19 @@ def costs_doc(results: Sequence[dict], model: str, widths: Sequence[int], depths
             "repetitions": int(next(iter(got.values()))["repetitions"])}
 
 
-def cosched_doc(results: Sequence[dict]) -> dict:
-    """{width: {rho_target, rho_drafter}} from the runner's cosched records."""
-    out = {}
-    for r in results:
-        if r.get("kind") == "cosched":
-            out[int(r["width"])] = {"rho_target": float(r["rho_target"]), "rho_drafter": float(r["rho_drafter"])}
-    return dict(sorted(out.items()))
+def cosched_doc(results: Sequence[dict], depths: Sequence[int]) -> dict:
+    """{depths, ratios: {width: {rho_target: [per depth], rho_drafter: [per depth]}}} from the
+    runner's cosched records; a width needs a drafter ratio at every depth."""
+    got = {(int(r["width"]), int(r["depth"])): r for r in results if r.get("kind") == "cosched"}
+    widths = sorted({w for w, _ in got})
+    ratios = {}
+    for w in widths:
+        rows = [got.get((w, d)) for d in depths]
+        if any(r is None or r.get("rho_drafter") is None for r in rows):
+            continue  # no drafter step fell inside the target's span: not measured at this width
+        ratios[w] = {"rho_target": [float(r["rho_target"]) for r in rows],
+                     "rho_drafter": [float(r["rho_drafter"]) for r in rows]}
+    return {"depths": [int(d) for d in depths], "ratios": ratios} if ratios else {}
 
 
 def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFile], plan: SweepPlan,
@@ -128,8 +135,6 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
 
     info = device.runner()
     before = device.snapshot()
-    # phones may run a model on a GPU backend (AdbDevice describes it); the host runs on its CPU
-    processors = device.describe().get("processors") or {}
 
     def count(doc: dict) -> None:
         if progress and doc.get("result", {}).get("kind") == "forward":
@@ -137,30 +142,45 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
 
     jobs = [(None, None)] if not drafters else [(d, None if i == 0 else [1]) for i, d in enumerate(drafters)]
     target_costs, drafter_entries = None, []
+    pinning: dict = {}
+
+    def pinned(out, what: str):
+        """The job's pinning read back; a lane off its CPUs makes every number of it wrong."""
+        event = next((e for e in out.events if e.get("event") == "pinning"), None)
+        if event is None:
+            raise SpecbenchError(f"the runner on {device.name} did not report its pinning ({what}): rebuild it")
+        problems = pinning_problems(plan.placement, event)
+        if problems:
+            raise SpecbenchError(f"{device.name}, {what}: {problems[0]}",
+                                 hint="choose a placement whose CPUs the runner may use")
+        for lane in event.get("lanes", []):
+            pinning.setdefault(lane["lane"], {"cpus": lane["cpus"], "read_back": lane["read_back"],
+                                              "threads": lane["threads"]})
+        return out
+
     for drafter, widths in jobs:
-        out = device.run_job(sweep_job(device, target, drafter, plan, widths), count)
+        out = pinned(device.run_job(sweep_job(device, target, drafter, plan, widths), count), "sweep")
         run.samples += [r | {"model_name": target.name if r.get("model") == "target" else drafter.name}
                         for r in out.results]
         if target_costs is None:
             target_costs = costs_doc(out.results, "target", plan.widths, plan.depths)
         if drafter is not None:
-            entry = {"name": drafter.name, "model": drafter.ref(), "processor": processors.get("drafter", "cpu"),
-                     "costs": costs_doc(out.results, "drafter", plan.drafter_widths, plan.depths)}
-            if plan.threads:
-                entry["threads"] = plan.threads
-            cosched = measure_cosched(device, target, drafter, plan, say) if plan.cosched else None
+            entry = {"name": drafter.name, "model": drafter.ref(), "processor": plan.placement.drafter.processor,
+                     "costs": costs_doc(out.results, "drafter", plan.drafter_widths, plan.depths),
+                     "threads": plan.placement.drafter.threads}
+            cosched = measure_cosched(device, target, drafter, plan, pinned) if plan.cosched else None
             if cosched:
                 entry["cosched"] = cosched
             drafter_entries.append(entry)
     overheads, overheads_note = dict(ZERO_OVERHEADS), "overheads not measured (no drafter)"
     if drafters:
         overheads, overheads_note = measure_overheads(
-            device, model_job(device, target, plan.threads), model_job(device, drafters[0], plan.threads),
-            plan.threads, say)
-    target_doc = {"model": target.ref(), "processor": processors.get("target", "cpu"), "costs": target_costs}
-    if plan.threads:
-        target_doc["threads"] = plan.threads
-    run.doc = {"kind": KIND, "schema_version": VERSIONS[-1], "device": device.describe(), "runner": info.as_dict(),
+            device, model_job(device, target, plan.placement.target),
+            model_job(device, drafters[0], plan.placement.drafter), say)
+    target_doc = {"model": target.ref(), "processor": plan.placement.target.processor, "costs": target_costs,
+                  "threads": plan.placement.target.threads}
+    run.doc = {"kind": KIND, "schema_version": VERSIONS[-1], "device": device.describe(),
+               "placement": plan.placement.as_dict(), "pinning": {"lanes": pinning}, "runner": info.as_dict(),
                "snapshot": {"before": before, "after": device.snapshot()}, "target": target_doc,
                "drafters": drafter_entries,
                "overheads": overheads,
@@ -169,25 +189,14 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
     return run
 
 
-def measure_cosched(device: Device, target: ModelFile, drafter: ModelFile, plan: SweepPlan, warn: Warn) -> dict | None:
-    """Co-scheduling ratios per target width, or None (with a warning) where unavailable."""
-    if not device.supports("cosched"):
-        warn(f"the runner on {device.name} has no 'cosched' mode: the profile has no co-scheduling ratios for "
-             f"drafter '{drafter.name}', so AS2D cannot be replayed with it (rebuild the runner once the mode lands)")
-        return None
-    job = {"mode": "cosched", "target": model_job(device, target, plan.threads),
-           "drafter": model_job(device, drafter, plan.threads), "widths": list(plan.widths),
-           "repetitions": plan.repetitions}
-    if plan.threads:
-        job["threads"] = plan.threads
-    try:
-        ratios = cosched_doc(device.run_job(job).results)
-    except SpecbenchError as exc:  # the mode is new; a job-format mismatch should not sink the sweep
-        warn(f"co-scheduling measurement failed for drafter '{drafter.name}' ({exc}); profile written without it")
-        return None
+def measure_cosched(device: Device, target: ModelFile, drafter: ModelFile, plan: SweepPlan, pinned) -> dict:
+    """Co-scheduling ratios per target width and depth, both lanes pinned as native AS2D runs them."""
+    job = {"mode": "cosched", "target": model_job(device, target, plan.placement.target),
+           "drafter": model_job(device, drafter, plan.placement.drafter), "widths": list(plan.widths),
+           "depths": list(plan.depths), "warmup": plan.warmup, "repetitions": plan.repetitions}
+    ratios = cosched_doc(pinned(device.run_job(job), "co-scheduling").results, plan.depths)
     if not ratios:
-        warn(f"the runner's cosched job returned no ratios for drafter '{drafter.name}'")
-        return None
+        raise SpecbenchError(f"the runner's cosched job returned no ratios for drafter '{drafter.name}'")
     return ratios
 
 

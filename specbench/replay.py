@@ -174,10 +174,10 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
         plan = verifier.plan(t, oracle.last(), stream.tokens, stream.conf, published)
         if plan.searched and overheads.align_s > 0:
             lanes.run(overheads.align_s, 1.0, 1.0, forward=False)
-        width = len(plan.candidates) + 1
-        rho_t, rho_d, extra = cosched.ratios(width)
+        width, depth = len(plan.candidates) + 1, trace.n_prompt + t - 1
+        rho_t, rho_d, extra = cosched.ratios(width, depth)
         extrapolated |= extra
-        lanes.run(profile.target_costs.cost(width, trace.n_prompt + t - 1), rho_t, rho_d, forward=True)
+        lanes.run(profile.target_costs.cost(width, depth), rho_t, rho_d, forward=True)
         accepted, committed = oracle.verify(plan.candidates)
         verifier.observe(plan, accepted, committed)
         counts["rounds"] += 1
@@ -210,4 +210,4 @@ def replay_window(window: Window, trace: WindowTrace, profile: DeviceProfile, co
         window_sha256=window.window_sha256, dataset=window.dataset, split=window.split.value,
         tokens=trace.n_tokens - 1, decode_s=timing.decode_s, drafter_forwards=timing.drafter_forwards,
         d_s=timing.d_s, v_s=timing.v_s, o_s=timing.o_s, h_s=timing.h_s, extrapolated=timing.extrapolated,
-        lossless=lossless, text=trace.text, **counts)
+        lossless=lossless, text=trace.text, placement=profile.placement.key, **counts)

@@ -164,11 +164,10 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: dict[str, int] |
     if main.empty:
         raise SpecbenchError("no result rows to report")
     suffix = "" if len(replayed) else " (native runs)"
-    pooled = metrics.pooled(main)
-    tables = [
-        Table("Pooled decode throughput" + suffix, metrics.ORDER["pooled"],
-              pooled[["device", "config", "windows", "tokens", "decode_s", "tokens_per_s", "speedup"]],
-              {"decode_s": ".3f", "tokens_per_s": ".2f", "speedup": ".3f"}),
+    tables = [pooled_table(main, suffix)]
+    if len(replayed) and len(native):
+        tables.append(pooled_table(native, " (native runs)"))
+    tables += [
         Table("Windows faster / slower than target-only" + suffix, metrics.ORDER["windows"],
               metrics.window_counts(main)[["device", "config", "windows", "faster", "slower", "slower_pct",
                                            "median_loss_pct", "max_loss_pct"]],
@@ -217,6 +216,17 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: dict[str, int] |
         scored, scored_suffix = (main, suffix) if text_metrics.has_text(main) else (native, " (native runs)")
         tables += text_tables(frame[frame["ratio_fit"] == "median"], scored, loaded.references, scored_suffix)
     return tables
+
+
+def pooled_table(rows: pd.DataFrame, suffix: str) -> Table:
+    pooled = metrics.pooled(rows)
+    columns = ["device", "config", "windows", "tokens", "decode_s", "tokens_per_s", "speedup"]
+    order = metrics.ORDER["pooled"]
+    if "speedup_vs_best_target" in pooled:
+        columns.append("speedup_vs_best_target")
+        order += "; " + metrics.ORDER["placements"]
+    return Table("Pooled decode throughput" + suffix, order, pooled[columns],
+                 {"decode_s": ".3f", "tokens_per_s": ".2f", "speedup": ".3f", "speedup_vs_best_target": ".3f"})
 
 
 def text_tables(frame: pd.DataFrame, scored: pd.DataFrame, references: dict[str, tuple[str, str | None]],

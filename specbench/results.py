@@ -23,7 +23,8 @@ from .errors import SpecbenchError
 from .fileio import Where, check_header, dumps_line, load_json, need, write_atomic
 
 KIND = "specbench.results"
-# Format history: 1 = first version (rows gained the optional `text` later; rows without it still load).
+# Format history: 1 = first version (rows gained the optional `text`, then `placement`, later; rows
+# without them still load).
 VERSIONS = (1,)
 MANIFEST = "manifest.json"
 ROWS = "rows.jsonl"
@@ -72,6 +73,8 @@ class WindowResult:
     """How unmeasured co-scheduling ratios were filled (median; min/max for sensitivity rows)."""
     text: str = ""
     """The detokenized answer ("" = not recorded: rows written before it existed, or no text available)."""
+    placement: str = ""
+    """Placement key (METHODS §5.1) the row was measured or priced in ("" = not recorded)."""
 
     @property
     def tokens_per_s(self) -> float:

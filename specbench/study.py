@@ -48,7 +48,8 @@ def load_inputs(windows_path: Path, traces_dir: Path, profile_paths: Sequence[Pa
     names = [p.name for p in profiles]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
-        raise SpecbenchError(f"two profiles describe device '{duplicated[0]}'; pass one profile per device")
+        raise SpecbenchError(f"two profiles describe device '{duplicated[0]}' in the same placement; pass one "
+                             "profile per device and placement")
     target_sha = next(iter(traces.values())).target.sha256
     for profile in profiles:
         profiled = profile.target_model.get("sha256")
@@ -117,7 +118,8 @@ def manifest_for(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths:
                     "count": len(inputs.windows)},
         "traces": {name: {"path": str(t.path), "target": vars(t.target), "drafter": vars(t.drafter)}
                    for name, t in sorted(inputs.traces.items())},
-        "profiles": [{"device": p.name, "path": str(path), "sha256": file_sha256(path), "runner": p.runner}
+        "profiles": [{"device": p.name, "path": str(path), "sha256": file_sha256(path), "runner": p.runner,
+                      "placement": p.placement.as_dict()}
                      for p, path in zip(inputs.profiles, profile_paths)],
         "methods": [c.label for c in configs],
         "depth_policy": DEPTH_POLICY,

@@ -19,7 +19,8 @@ def linear_costs(base: float, per_token: float, max_width: int, label: str, dept
 def make_profile(rho=(1.0, 1.0), measured_widths=range(1, 17), overheads=Overheads(), target_max=17,
                  drafter_max=17, name="hand", depth_slope=0.0) -> DeviceProfile:
     """Target CT(w) = 1 + 0.25 (w-1) s; drafter CD(n) = 0.25 + 0.125 (n-1) s (exact in binary)."""
-    cosched = CoSchedule({w: rho[0] for w in measured_widths}, {w: rho[1] for w in measured_widths})
+    cosched = CoSchedule(np.array([0.0]), {w: np.array([rho[0]]) for w in measured_widths},
+                         {w: np.array([rho[1]]) for w in measured_widths})
     target = linear_costs(1.0, 0.25, target_max, "hand target", (0, 1024), depth_slope)
     drafter = linear_costs(0.25, 0.125, drafter_max, "hand drafter", (0, 1024), depth_slope)
     return DeviceProfile({"name": name}, {}, {"name": "t", "sha256": "0" * 64}, "cpu", target,

@@ -74,8 +74,8 @@ def _costs(draw, label: str) -> CostTable:
 @st.composite
 def profiles(draw):
     measured = draw(st.lists(st.integers(1, MAX_WIDTH), min_size=1, max_size=MAX_WIDTH, unique=True))
-    cosched = CoSchedule({w: draw(st.floats(1.0, 3.0)) for w in measured},
-                         {w: draw(st.floats(1.0, 3.0)) for w in measured})
+    ratio = st.lists(st.floats(1.0, 3.0), min_size=2, max_size=2).map(np.array)
+    cosched = CoSchedule(np.array([0.0, 64.0]), {w: draw(ratio) for w in measured}, {w: draw(ratio) for w in measured})
     overheads = Overheads(producer_startup_s=draw(st.sampled_from([0.0, 0.05, 1.0, 1e6])),
                           publish_s=draw(st.sampled_from([0.0, 0.01])), align_s=draw(st.sampled_from([0.0, 0.02])))
     drafter = DrafterProfile("drafter", {"name": "d"}, "cpu", _costs(draw, "random drafter"), cosched)

@@ -4,9 +4,18 @@
 #include "ggml.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <fstream>
+#include <mutex>
+#include <sched.h>
+#include <set>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace {
 
@@ -37,7 +46,65 @@ std::string device_names() {
     return names;
 }
 
+std::vector<int> read_affinity(pid_t tid) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    std::vector<int> cpus;
+    if (sched_getaffinity(tid, sizeof set, &set) != 0) return cpus;
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    }
+    return cpus;
+}
+
+std::mutex g_pin_mutex;
+json g_pinned = json::array();
+
 }  // namespace
+
+void pin_lane(const std::string & role, const std::vector<int> & cpus, int threads) {
+    if (cpus.empty()) return;
+    // The lane's thread keeps its mask between forwards; only a switch costs a syscall.
+    thread_local std::vector<int> current;
+    thread_local std::set<std::string> recorded;
+    if (cpus != current) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        for (int c : cpus) {
+            if (c < 0 || c >= CPU_SETSIZE) throw JobError("the " + role + " lane names CPU " + std::to_string(c));
+            CPU_SET(c, &set);
+        }
+        if (sched_setaffinity(0, sizeof set, &set) != 0) {
+            std::string list;
+            for (int c : cpus) list += (list.empty() ? "" : ",") + std::to_string(c);
+            throw JobError("could not pin the " + role + " lane to CPUs " + list + ": " + std::strerror(errno),
+                           "name CPUs this device lets the runner use (see the placement)");
+        }
+        current = cpus;
+    }
+    if (recorded.insert(role).second) {
+        std::lock_guard<std::mutex> lock(g_pin_mutex);
+        g_pinned.push_back(json{{"lane", role},
+                                {"cpus", cpus},
+                                {"threads", threads},
+                                {"tid", (long) syscall(SYS_gettid)},
+                                {"read_back", read_affinity(0)}});
+    }
+}
+
+json pinning_report() {
+    json tasks = json::array();
+    if (DIR * dir = opendir("/proc/self/task")) {
+        while (dirent * e = readdir(dir)) {
+            if (e->d_name[0] == '.') continue;
+            const pid_t tid = (pid_t) std::atol(e->d_name);
+            tasks.push_back(json{{"tid", (long) tid}, {"cpus", read_affinity(tid)}});
+        }
+        closedir(dir);
+    }
+    std::lock_guard<std::mutex> lock(g_pin_mutex);
+    return json{{"lanes", g_pinned}, {"threads", tasks}};
+}
 
 void install_log_filter(bool verbose) {
     g_verbose = verbose;
@@ -53,6 +120,7 @@ ModelSpec parse_model_spec(JobObject obj, const std::string & role, int default_
     spec.threads = obj.get<int>("threads", default_threads);
     spec.device = obj.get<std::string>("device", "cpu");
     spec.mmproj = obj.get<std::string>("mmproj", "");
+    spec.cpus = obj.get<std::vector<int>>("cpus", {});
     obj.done();
     if (spec.threads < 1) throw JobError("job key '" + obj.path() + ".threads' must be >= 1");
     return spec;
@@ -138,7 +206,7 @@ json Model::describe() const {
     json j = json{{"model", spec_.role},   {"path", spec_.path},        {"desc", desc},
                 {"n_vocab", n_vocab_},   {"n_params", llama_model_n_params(model_)},
                 {"size_bytes", llama_model_size(model_)},             {"n_ctx", n_ctx_},
-                {"threads", spec_.threads}, {"device", spec_.device}};
+                {"threads", spec_.threads}, {"device", spec_.device},  {"cpus", spec_.cpus}};
     if (!spec_.mmproj.empty()) j["mmproj"] = spec_.mmproj;
     return j;
 }
@@ -184,6 +252,7 @@ int64_t Model::forward(const llama_token * tokens, int n, bool all_logits) {
         throw JobError("internal: " + std::to_string(n) + " logit rows exceed max_outputs " +
                        std::to_string(max_outputs_));
     }
+    pin();
     int64_t t0 = now_us();
     for (int i = 0; i < n; i += batch) {
         const int len = std::min(batch, n - i);
@@ -200,6 +269,7 @@ int64_t Model::forward_last(const llama_token * tokens, int n, int n_out) {
                        std::to_string(max_outputs_));
     }
     check_fits(n, true);
+    pin();
     int64_t t0 = now_us();
     decode_chunk(tokens, n, n - n_out);
     llama_synchronize(ctx_);

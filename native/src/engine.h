@@ -17,7 +17,15 @@ struct ModelSpec {
     int threads = 0;     // 0: the job's "threads"
     std::string device;  // "cpu" or a ggml device name such as "GPUOpenCL"
     std::string mmproj;  // audio projector GGUF (libmtmd), for audio windows; "" if none
+    std::vector<int> cpus;  // the lane's CPU set: the calling thread is pinned to it before each
+                            // forward (empty: not pinned). Placement, METHODS 5.1.
 };
+
+// Pins the calling thread to `cpus` for `role` (no-op when empty or already pinned there) and
+// records, once per (role, thread), the CPU set read back from the kernel.
+void pin_lane(const std::string & role, const std::vector<int> & cpus, int threads);
+// Every recorded lane pinning, and the CPU set of every thread of this process, read back.
+json pinning_report();
 
 class MediaFrontEnd;  // audio.cpp: the model's libmtmd context
 
@@ -58,6 +66,8 @@ class Model {
     // microseconds. all_logits: keep the logits of every row (a verification); otherwise
     // only the last row. Wider than n_batch is allowed only without all_logits (prefill).
     int64_t forward(const llama_token * tokens, int n, bool all_logits);
+    // Pins the calling thread to this model's lane (forward() and forward_last() do it).
+    void pin() const { pin_lane(spec_.role, spec_.cpus, spec_.threads); }
     int64_t forward(const std::vector<llama_token> & tokens, bool all_logits) {
         return forward(tokens.data(), (int) tokens.size(), all_logits);
     }

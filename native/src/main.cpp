@@ -94,6 +94,7 @@ int main(int argc, char ** argv) {
         emit_event("runner", runner_info());
         const int64_t t0 = now_us();
         run_job(doc);
+        emit_event("pinning", pinning_report());
         emit_event("done", {{"wall_s", (now_us() - t0) * 1e-6}});
     } catch (const JobError & e) {
         emit_error(e.what(), e.hint);

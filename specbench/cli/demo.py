@@ -40,7 +40,7 @@ def demo(out: Path, quick: bool) -> None:
         stderr.print(f"not in this report: {label}: {reason}", highlight=False, markup=False)
     if run.divergences:
         stderr.print(f"{run.divergences} native outputs differed from the traced target output "
-                     f"(see {run.out / 'results' / 'native' / 'divergences.jsonl'})")
+                     f"(see {run.out / 'results'}/native-*/divergences.jsonl)")
     steps = ", ".join(f"{step} {seconds:.1f} s" for step, seconds in run.timings.items())
     stderr.print(f"demo finished in {time.perf_counter() - start:.1f} s ({steps}); results in {run.out}/ "
-                 f"(report.md, results/replay, results/native)", highlight=False)
+                 f"(report.md, results/replay, results/native-*)", highlight=False)

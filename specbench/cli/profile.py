@@ -8,6 +8,7 @@ import click
 
 from ..errors import SpecbenchError
 from ..model_files import parse_named, target_file, unique_names
+from ..placement import resolve
 from ..profiling import parse_depths, plan_for, profile_device, samples_path, write_profile
 from .common import stderr
 from .devices import device_names, on_devices, open_devices, phone_options, safe_name
@@ -25,45 +26,51 @@ from .devices import device_names, on_devices, open_devices, phone_options, safe
               help="Drafter widths 1..n (default: --max-width; SpecASR's ingest needs up to k_max).")
 @click.option("--depths", default="0,128,256", show_default=True, help="KV depths to measure at (comma-separated).")
 @click.option("--repetitions", type=click.IntRange(5), default=5, show_default=True, help="Timed forwards per point.")
-@click.option("--threads", type=click.IntRange(1), default=None, help="Threads per model (default: all hardware threads).")
+@click.option("--placement", "placement_spec", default="shared", show_default=True, metavar="split|shared|SPEC",
+              help="Where each lane runs while measuring (every table is measured there): split = target and "
+                   "drafter on disjoint halves of the CPUs, shared = both on all of them, or "
+                   "'target=PROC@CPUS[/THREADS],drafter=PROC@CPUS[/THREADS]' (e.g. target=GPUOpenCL@4-7/1,"
+                   "drafter=cpu@0-3). One profile per placement.")
 @click.option("--no-cosched", is_flag=True, help="Skip the co-scheduling measurement (AS2D replay then refuses the profile).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Profile YAML to write (raw samples go beside it, *.samples.jsonl). Default: "
                    "device_profiles/<device>.yaml; with several devices, <stem>-<device>.yaml each.")
 @phone_options
 def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_specs: tuple[str, ...], max_width: int,
-            drafter_max_width: int | None, depths: str, repetitions: int, threads: int | None, no_cosched: bool,
+            drafter_max_width: int | None, depths: str, repetitions: int, placement_spec: str, no_cosched: bool,
             out: Path | None) -> None:
     """Profile DEVICE (default: local, this host; or phone serials, in parallel): forward costs.
 
     The runner times target forwards of widths 1..--max-width (logits for every row) and
     drafter forwards at each depth (median of >= 5 repetitions after warm-up), records
-    the device state before and after, and co-scheduling ratios where the runner can
-    measure them. Phones (serials from `specbench devices`) get the runner and models
+    the device state before and after, and co-scheduling ratios at each depth, all in one
+    --placement, each lane's threads pinned to its CPUs (read back and recorded). Phones (serials from `specbench devices`) get the runner and models
     pushed to /data/local/tmp/specbench, jobs pinned to --cores and a cool-down between jobs.
 
     Example:
 
         specbench profile local --target models/target.gguf --drafter small=models/draft.gguf
-        --max-width 16 --depths 0,128,256 --out device_profiles/local.yaml
+        --max-width 16 --depths 0,128,256 --placement split --out device_profiles/local-split.yaml
 
         specbench profile 0A1B2C3D R5CT20XYZ --target models/target.gguf --cores big
     """
-    plan = plan_for(max_width, parse_depths(depths), repetitions, threads, drafter_max_width, not no_cosched)
+    parsed_depths = parse_depths(depths)
     names = device_names(device_specs)
     outs = {name: _out_path(out, name, len(names)) for name in names}
     target, drafters = _models(target_path, drafter_specs)
     for path in outs.values():
         path.parent.mkdir(parents=True, exist_ok=True)  # the default device_profiles/ may not exist yet
     devices = open_devices(names)
+    plans = {dev.name: plan_for(max_width, parsed_depths, resolve(placement_spec, dev.cpus(), dev.processors()),
+                                repetitions, drafter_max_width, not no_cosched) for dev in devices}
 
     def one(dev, advance):
-        run = profile_device(dev, target, drafters, plan, advance,
+        run = profile_device(dev, target, drafters, plans[dev.name], advance,
                              lambda message: stderr.print(f"warning: {dev.name}: {message}", markup=False))
         write_profile(outs[dev.name], run)  # as soon as it is done: another phone may still fail
         stderr.print(f"profile written to {outs[dev.name]} (raw samples: {samples_path(outs[dev.name])})")
 
-    on_devices(devices, "profiling", lambda dev: plan.forwards(len(drafters)), one)
+    on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(len(drafters)), one)
 
 
 def _out_path(out: Path | None, name: str, count: int) -> Path:

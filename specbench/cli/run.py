@@ -33,7 +33,7 @@ from .run_native import native_options, run_native_command
 def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...], method_names: str,
         method_specs: tuple[str, ...], drafter: str | None, budget_path: Path | None, split: str | None, out: Path,
         resume: bool, sensitivity: bool, workers: int | None, native: bool, device: str | None,
-        target_path: Path | None, threads: int | None) -> None:
+        target_path: Path | None, placement_spec: str | None) -> None:
     """Replay decoding methods on WINDOWS with device profiles, or run them with --native.
 
     Every method decodes the same windows; serial methods are priced op by op from the
@@ -52,7 +52,7 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
     """
     if native or device is not None or target_path is not None:
         run_native_command(windows, traces_dir, profile_paths, method_names, method_specs, drafter, budget_path,
-                           split, out, resume, sensitivity, native, device, target_path, threads)
+                           split, out, resume, sensitivity, native, device, target_path, placement_spec)
         return
     if traces_dir is None or not profile_paths:
         raise SpecbenchError("replay needs --traces and --profile (or pass --native to run on a device)")

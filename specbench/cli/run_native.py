@@ -9,7 +9,8 @@ from click.core import ParameterSource
 
 from ..errors import SpecbenchError
 from ..model_files import parse_named, target_file, with_mmproj
-from ..native_run import NativePlan, native_methods, native_steps, run_native
+from ..native_run import NativePlan, native_methods, native_placement, native_steps, profile_ref, run_native
+from ..profiles import load_profile
 from ..traces import check_against_windows, load_trace_dir
 from ..windows import load_split
 from .common import configs_from, stderr
@@ -17,8 +18,9 @@ from .devices import device_names, on_devices, open_devices, phone_options, safe
 
 
 def native_options(func):
-    func = click.option("--threads", type=click.IntRange(1), default=None,
-                        help="--native: threads per model (default: all hardware threads).")(func)
+    func = click.option("--placement", "placement_spec", default=None, metavar="split|shared|SPEC",
+                        help="--native: where each lane runs (see `specbench profile --help`); default: the "
+                             "placement of --profile, else shared. A --profile of another placement is refused.")(func)
     func = click.option("--target", "target_path", type=click.Path(path_type=Path), default=None,
                         help="--native: the target model (.gguf).")(func)
     func = click.option("--device", default=None,
@@ -47,13 +49,14 @@ def _keep(key: str):
 def run_native_command(windows_path: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
                        method_names: str, method_specs: tuple[str, ...], drafter_spec: str | None,
                        budget_path: Path | None, split: str | None, out: Path, resume: bool, sensitivity: bool,
-                       native: bool, device: str | None, target_path: Path | None, threads: int | None) -> None:
+                       native: bool, device: str | None, target_path: Path | None, placement_spec: str | None) -> None:
     if not native:
         raise SpecbenchError("--device and --target are for native runs: add --native")
-    for flag, given in (("--profile", bool(profile_paths)), ("--budget", budget_path is not None),
-                        ("--sensitivity", sensitivity)):
+    for flag, given in (("--budget", budget_path is not None), ("--sensitivity", sensitivity)):
         if given:
             raise SpecbenchError(f"{flag} is for replay; a --native run measures on the device itself")
+    if len(profile_paths) > 1:
+        raise SpecbenchError("--native takes one --profile (the placement to run in)")
     if target_path is None:
         raise SpecbenchError("--native needs --target PATH (the target model file)")
     names = device_names([device or "local"])
@@ -77,7 +80,9 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
             raise SpecbenchError(f"{first.path}: traced with target {first.target.name} ({first.target.sha256[:12]}), "
                                  f"not {target.path} ({target.sha256[:12]})")
         references = {w.window_id: first.windows[w.window_id].y.tolist() for w in windows}
-    plans = {dev.name: NativePlan(dev, windows, target, drafter, configs, references, threads, str(windows_path))
+    profile = load_profile(profile_paths[0]) if profile_paths else None
+    plans = {dev.name: NativePlan(dev, windows, target, drafter, configs, native_placement(dev, placement_spec, profile),
+                                  references, str(windows_path), profile_ref(profile))
              for dev in devices}
 
     def one(dev, advance) -> None:

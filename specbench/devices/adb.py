@@ -127,6 +127,12 @@ class AdbDevice:
         ident = self._identity()
         return st.pick_cores(self.settings.cores, self._clusters, ident["cpu_count"])
 
+    def cpus(self) -> list[int]:
+        return self.cores()
+
+    def processors(self) -> dict[str, str]:
+        return {"target": self.settings.target_processor, "drafter": self.settings.drafter_processor}
+
     def describe(self) -> dict:
         i = self._identity()
         return {"name": self.name, "kind": "adb", "serial": self.serial, "model": i["model"],
@@ -261,6 +267,9 @@ class AdbDevice:
         for role, processor in (("target", self.settings.target_processor), ("drafter", self.settings.drafter_processor)):
             if isinstance(job.get(role), dict):
                 job[role]["device"] = processor
+                # taskset already pins the whole runner to these cores: a lane on all of them needs no more
+                if job[role].get("cpus") == self.cores():
+                    del job[role]["cpus"]
         if "threads" not in job and job.get("mode") not in ("tokenize", "detokenize"):
             job["threads"] = len(self.cores())  # more threads than pinned cores stall llama.cpp
         if job.get("mode") in UNMEASURED_MODES:

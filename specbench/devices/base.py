@@ -21,6 +21,12 @@ class Device(Protocol):
     def describe(self) -> dict:
         """Static facts for a profile's `device` section: name, model, soc, abi, cores..."""
 
+    def cpus(self) -> list[int]:
+        """CPU numbers the runner may use (a placement's lanes are drawn from them)."""
+
+    def processors(self) -> dict[str, str]:
+        """The processor of each lane ({"target": "cpu", "drafter": "cpu"} on a CPU-only device)."""
+
     def snapshot(self) -> dict:
         """Current state (load, frequency governor, temperatures...) where readable."""
 

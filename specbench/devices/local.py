@@ -45,6 +45,12 @@ class LocalDevice:
             self._modes[key] = supports_method(self.runner().path, name, self.runner())
         return self._modes[key]
 
+    def cpus(self) -> list[int]:
+        return sorted(os.sched_getaffinity(0))
+
+    def processors(self) -> dict[str, str]:
+        return {"target": "cpu", "drafter": "cpu"}
+
     def model_path(self, path: Path) -> str:
         path = Path(path)
         if not path.is_file():

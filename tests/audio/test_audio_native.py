@@ -288,7 +288,7 @@ def test_cli_trace_and_native_run_take_the_mmproj_options(tiny_asr, windows, tmp
     assert code == 0, output
     assert {w.window_id for w in windows[:2]} == set(load_trace_file(tmp_path / "traces" / "asr06.jsonl").windows)
     code, output = invoke("run", path, "--native", "--device", "local", *models, *drafter, "--traces",
-                          tmp_path / "traces", "--methods", "target,sd", "--threads", 1, "--out", tmp_path / "run")
+                          tmp_path / "traces", "--methods", "target,sd", "--placement", "split", "--out", tmp_path / "run")
     assert code == 0, output
     assert (tmp_path / "run" / "request_clocks.jsonl").exists()
     code, output = invoke("trace", path, "--target", tiny_asr.target, *drafter, "--out", tmp_path / "t2")

@@ -11,8 +11,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from specbench import metrics
 from specbench.cli import main
+from specbench.devices.local import LocalDevice
+from specbench.errors import SpecbenchError
+from specbench.placement import resolve
 from specbench.profiles import load_profile
+from specbench.report import load_many
 from specbench.results import ROW_FIELDS, load_results
 from specbench.traces import load_trace_dir
 from specbench.windows import make_text_window, save_windows
@@ -43,7 +48,7 @@ def study(tmp_path_factory, tiny, runner):  # noqa: F811
                            for i, t in enumerate(TEXTS)])
     profile = root / "profiles" / "local.yaml"
     code, output = invoke("profile", "local", "--target", tiny.target, "--drafter", f"near={tiny.near}",
-                          "--max-width", 9, "--depths", "0,32", "--threads", 1, "--out", profile)
+                          "--max-width", 9, "--depths", "0,32", "--placement", "split", "--out", profile)
     assert code == 0, output
     code, output = invoke("trace", windows, "--target", tiny.target, "--drafter", f"near={tiny.near}",
                           "--k-max", 8, "--specasr", SPECASR, "--threads", 1, "--out", root / "traces")
@@ -55,13 +60,13 @@ def study(tmp_path_factory, tiny, runner):  # noqa: F811
 def native_args(study, out, *extra):
     tiny = study["tiny"]
     return ["run", study["windows"], "--device", "local", "--native", "--target", tiny.target,
-            "--drafter", f"near={tiny.near}", "--methods", "target,sd", "--threads", 1,
+            "--drafter", f"near={tiny.near}", "--methods", "target,sd", "--profile", study["profile"],
             "--out", out, *extra]
 
 
 def test_profile_is_a_loadable_profile(study):
     profile = load_profile(study["profile"])
-    assert profile.name == "local" and profile.target_costs.widths() == list(range(1, 10))
+    assert profile.name == "local@split" and profile.target_costs.widths() == list(range(1, 10))
     assert profile.drafter("near").costs.widths() == list(range(1, 10))
     assert profile.snapshot["before"]["cores"] >= 1 and "after" in profile.snapshot
     assert profile.runner["protocol"] == 1
@@ -106,7 +111,7 @@ def test_traced_specasr_configurations_replay_as_they_run_natively(study, tmp_pa
     assert code == 0, output
     tiny = study["tiny"]
     code, output = invoke("run", study["windows"], "--device", "local", "--native", "--target", tiny.target,
-                          "--drafter", f"near={tiny.near}", "--method", SPECASR, "--threads", 1,
+                          "--drafter", f"near={tiny.near}", "--method", SPECASR, "--profile", study["profile"],
                           "--out", tmp_path / "native")
     assert code == 0, output
     replay, native = (load_results(tmp_path / sub)[1] for sub in ("replay", "native"))
@@ -176,9 +181,36 @@ def test_unknown_job_key_is_one_line(study, tmp_path):
     assert code == 1 and "unknown job key 'captain'" in line and "known keys" in line
 
 
+def test_a_native_run_in_another_placement_than_its_profile_is_refused(study, tmp_path):
+    code, output = invoke(*native_args(study, tmp_path / "o", "--placement", "shared"))
+    profile = load_profile(study["profile"])
+    shared = resolve("shared", LocalDevice().cpus(), LocalDevice().processors())
+    assert code == 1 and error_line(output).startswith(
+        f"Error: --placement {shared.key} differs from the placement of profile {study['profile']} "
+        f"({profile.placement.key})")
+    assert not (tmp_path / "o").exists()
+
+
+def test_replay_and_native_rows_of_different_placements_are_never_paired(study, tmp_path):
+    """Fidelity pairs a native row only with the replay of its own placement's profile."""
+    code, output = invoke("run", study["windows"], "--traces", study["traces"], "--profile", study["profile"],
+                          "--methods", "target", "--drafter", "near", "--out", tmp_path / "replay")
+    assert code == 0, output
+    tiny = study["tiny"]
+    code, output = invoke("run", study["windows"], "--device", "local", "--native", "--target", tiny.target,
+                          "--methods", "target", "--placement", "shared", "--out", tmp_path / "shared")
+    assert code == 0, output
+    loaded = load_many([tmp_path / "replay", tmp_path / "shared"])
+    assert set(loaded.frame["device"]) == {"local@split", "local@shared"}
+    with pytest.raises(SpecbenchError, match="no window was both replayed and run natively"):
+        metrics.replay_fidelity(loaded.frame)
+    code, output = invoke(*native_args(study, tmp_path / "split", "--methods", "target"))
+    assert code == 0, output
+    table = metrics.replay_fidelity(load_many([tmp_path / "replay", tmp_path / "split"]).frame)
+    assert table["device"].tolist() == ["local@split"] and table["windows"].tolist() == [len(TEXTS)]
+
+
 def test_native_refuses_replay_options_and_unknown_devices(study, tmp_path):
-    code, output = invoke(*native_args(study, tmp_path / "o", "--profile", study["profile"]))
-    assert code == 1 and "--profile is for replay" in error_line(output)
     code, output = invoke("run", study["windows"], "--device", "pixel9", "--native", "--target",
                           study["tiny"].target, "--out", tmp_path / "o")
     assert code == 1 and "Unknown device 'pixel9'. Available: local" in error_line(output)

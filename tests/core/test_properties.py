@@ -79,7 +79,7 @@ def _as2d_decisions(oracle, trace, cap, profile, config):
         plan = verifier.plan(t, oracle.last(), trace.producer.tokens, trace.producer.conf,
                              timeline.published(lanes.work))
         width = len(plan.candidates) + 1
-        rho_t, rho_d, _ = cosched.ratios(width)
+        rho_t, rho_d, _ = cosched.ratios(width, trace.n_prompt + t - 1)
         lanes.run(profile.target_costs.cost(width, trace.n_prompt + t - 1), rho_t, rho_d, True)
         accepted, committed = oracle.verify(plan.candidates)
         verifier.observe(plan, accepted, committed)

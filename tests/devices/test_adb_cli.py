@@ -73,7 +73,7 @@ def test_native_run_on_the_phone_has_the_local_schema(x86_phone, tiny, tmp_path)
               "--method", "sd:W=3"]
     code, output = invoke("run", windows, "--device", x86_phone.serial, *common, "--out", tmp_path / "phone")
     assert code == 0, output
-    code, output = invoke("run", windows, "--device", "local", *common, "--threads", 1, "--out", tmp_path / "local")
+    code, output = invoke("run", windows, "--device", "local", *common, "--placement", "split", "--out", tmp_path / "local")
     assert code == 0, output
     phone_rows, local_rows = rows(tmp_path / "phone"), rows(tmp_path / "local")
     assert len(phone_rows) == len(local_rows) == 2 * len(TEXTS)

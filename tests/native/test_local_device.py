@@ -17,6 +17,7 @@ from specbench.methods.sd import SdConfig
 from specbench.methods.target import TargetConfig
 from specbench.model_files import ModelFile
 from specbench.native_run import NativePlan, run_native
+from specbench.placement import resolve
 from specbench.profiles import load_profile
 from specbench.profiling import SweepPlan, profile_device, write_profile
 from specbench.results import ROW_FIELDS, load_results
@@ -102,9 +103,15 @@ def test_a_crash_is_an_error_with_the_stderr_tail(tmp_path):
         run_job(fake, {"mode": "sweep"})
 
 
+def split_placement(device):
+    if len(device.cpus()) < 2:
+        pytest.skip("the split placement needs two CPUs")
+    return resolve("split", device.cpus(), device.processors())
+
+
 def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     target, near = models
-    plan = SweepPlan(tuple(range(1, 10)), tuple(range(1, 9)), (0, 32), 5, threads=1)
+    plan = SweepPlan(tuple(range(1, 10)), tuple(range(1, 9)), (0, 32), split_placement(device), 5)
     ticks = []
     run = profile_device(device, target, [near], plan, ticks.append)
     assert sum(ticks) == plan.forwards(1)
@@ -116,8 +123,12 @@ def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     assert set(profile.snapshot) == {"before", "after"}
     samples = [json.loads(line) for line in (tmp_path / "p.samples.jsonl").read_text().splitlines()]
     assert len(samples) == plan.forwards(1) and all(len(s["samples_us"]) == 5 for s in samples)
-    if not device.supports("cosched"):
-        assert profile.drafter("near").cosched is None and any("cosched" in w for w in run.warnings)
+    # the placement is recorded, with each lane's CPU set as the kernel reported it back
+    assert profile.placement == plan.placement and profile.name == "local@split"
+    lanes = profile.pinning["lanes"]
+    assert lanes["target"]["read_back"] == [device.cpus()[0]] and lanes["drafter"]["read_back"] == [device.cpus()[1]]
+    cosched = profile.drafter("near").cosched  # measured at every profiled depth
+    assert list(cosched.depths) == [0, 32] and all(len(v) == 2 for v in cosched.rho_target.values())
 
 
 def test_trace_appends_per_window_and_resumes(device, models, tmp_path):
@@ -140,18 +151,22 @@ def test_native_rows_have_the_replay_columns_and_resume(device, models, tmp_path
     target, near = models
     items = windows(4)
     configs = [TargetConfig(), SdConfig(3), SdConfig(5)]
-    plan = NativePlan(device, items[:2], target, near, configs, threads=1, windows_path="w.jsonl")
+    plan = NativePlan(device, items[:2], target, near, configs, split_placement(device), windows_path="w.jsonl")
     _, added, diverged = run_native(plan, tmp_path / "r", resume=False)
     assert added == 6
     manifest, rows = load_results(tmp_path / "r")
     assert list(rows.columns) == list(ROW_FIELDS) and manifest["mode"] == "native"
+    assert manifest["placement"] == plan.placement.as_dict() and (rows["placement"] == plan.placement.key).all()
+    pinning = [json.loads(line) for line in (tmp_path / "r" / "pinning.jsonl").read_text().splitlines()]
+    read_back = {lane["lane"]: lane["read_back"] for lane in pinning[0]["read_back"]["lanes"]}
+    assert read_back == {"target": list(plan.placement.target.cpus), "drafter": list(plan.placement.drafter.cpus)}
     assert (rows["source"] == "native").all() and rows["lossless"].sum() == 6 - diverged
     ok = rows[rows["lossless"]]
     assert (ok["decode_s"] > 0).all() and (abs(ok["d_s"] + ok["v_s"] + ok["h_s"] - ok["decode_s"]) < 1e-3).all()
     target_rows = ok[ok["method"] == "target"]
     assert (target_rows["rounds"] == target_rows["tokens"]).all()
     # resume over all four windows: only the two new ones run
-    full = NativePlan(device, items, target, near, configs, threads=1, windows_path="w.jsonl")
+    full = NativePlan(device, items, target, near, configs, split_placement(device), windows_path="w.jsonl")
     with pytest.raises(SpecbenchError, match="differs"):
         run_native(full, tmp_path / "r", resume=True)  # another windows file is another run
 
@@ -160,7 +175,7 @@ def test_native_resume_skips_finished_windows(device, models, tmp_path):
     target, near = models
     items = windows(3)
     configs = [TargetConfig(), SdConfig(4)]
-    plan = NativePlan(device, items, target, near, configs, threads=1, windows_path="w.jsonl")
+    plan = NativePlan(device, items, target, near, configs, split_placement(device), windows_path="w.jsonl")
     _, added, _ = run_native(plan, tmp_path / "r", resume=False)
     assert added == 6
     rows_path = tmp_path / "r" / "rows.jsonl"
