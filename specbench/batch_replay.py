@@ -69,6 +69,8 @@ class SerialOps:
     lossless: bool = True
     target_accepted: np.ndarray | None = None
     """Accepted candidates of each target forward (for per-depth acceptance)."""
+    drafter_all_rows: np.ndarray | None = None
+    """Per drafter forward: keeps a logits row per token (priced from the all-rows table)."""
 
 
 def target_ops(trace: WindowTrace) -> SerialOps:
@@ -131,7 +133,8 @@ def reference_ops(config: MethodConfig, trace: WindowTrace, cap: int, drafter: s
                      np.array([op.width for op in drafters], dtype=np.int64),
                      np.array([op.depth for op in drafters], dtype=np.int64), len(targets),
                      sum(op.proposed for op in targets), sum(op.accepted for op in targets),
-                     sum(op.committed > 1 for op in targets), list(decoded.tokens) == trace.y.tolist())
+                     sum(op.committed > 1 for op in targets), list(decoded.tokens) == trace.y.tolist(),
+                     drafter_all_rows=np.array([op.all_rows for op in drafters], dtype=bool))
 
 
 def serial_ops(config: MethodConfig, trace: WindowTrace, cap: int, drafter: str) -> SerialOps:
@@ -164,13 +167,19 @@ def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], pr
     t_depth = np.concatenate([o.target_depth for o in ops]).astype(np.float64) if ops else np.zeros(0)
     d_width = np.concatenate([o.drafter_width for o in ops]) if ops else np.zeros(0, dtype=np.int64)
     d_depth = np.concatenate([o.drafter_depth for o in ops]).astype(np.float64) if ops else np.zeros(0)
+    d_all_rows = np.concatenate([o.drafter_all_rows if o.drafter_all_rows is not None else
+                                 np.zeros(len(o.drafter_width), dtype=bool) for o in ops]) if ops else np.zeros(0, bool)
     frames = []
     for profile in profiles:
         v = np.zeros(n)
         np.add.at(v, t_owner, profile.target_costs.costs(t_width, t_depth))  # in op order, like the scalar sum
         d = np.zeros(n)
         if len(d_width):
-            np.add.at(d, d_owner, profile.drafter(getattr(config, "drafter", None)).costs.costs(d_width, d_depth))
+            drafter = profile.drafter(getattr(config, "drafter", None))
+            cost = drafter.costs.costs(d_width, d_depth)
+            if d_all_rows.any():
+                cost[d_all_rows] = drafter.ingest_costs().costs(d_width[d_all_rows], d_depth[d_all_rows])
+            np.add.at(d, d_owner, cost)
         columns = _base_columns(profile, config, windows, [trace for _, trace in used])
         columns.update(decode_s=d + v, rounds=[o.rounds for o in ops], proposed=[o.proposed for o in ops],
                        accepted=[o.accepted for o in ops], multi_token_rounds=[o.multi_token_rounds for o in ops],

@@ -9,7 +9,7 @@ YAML layout (`kind: specbench.profile`, `schema_version: 1`):
     snapshot: {...}                       # device state before/after measuring
     target:  {model: {name, sha256}, processor, costs: {depths: [...], seconds: {width: [per depth]}}}
     drafters:
-      - {name, model: {...}, processor, costs: {...},
+      - {name, model: {...}, processor, costs: {...}, costs_all_rows: {...},   # last row / every row
          cosched: {depths: [...], ratios: {width: {rho_target: [..], rho_drafter: [..]}}}}  # measured widths
     overheads: {producer_startup_s, publish_s, align_s}
 
@@ -146,7 +146,15 @@ class DrafterProfile:
     model: dict
     processor: str
     costs: CostTable
+    """Forwards that keep the last row's logits (an AR step, an SD catch-up ingest)."""
     cosched: CoSchedule | None
+    all_rows_costs: CostTable | None = None
+    """Forwards that keep a logits row per token (SpecASR's recycling ingest reads them all)."""
+
+    def ingest_costs(self) -> CostTable:
+        """The table a forward with a row per token is priced from; profiles without one
+        (measured before it existed) price it like a last-row forward, slightly cheaper."""
+        return self.all_rows_costs or self.costs
 
 
 @dataclass(frozen=True)
@@ -288,13 +296,16 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
     drafters: dict[str, DrafterProfile] = {}
     for i, entry in enumerate(need(doc, "drafters", list, where, [])):
         d_where = where.at("drafters").at(i)
-        reject_unknown(entry, {"name", "model", "processor", "costs", "cosched", "threads"}, d_where)
+        reject_unknown(entry, {"name", "model", "processor", "costs", "costs_all_rows", "cosched", "threads"}, d_where)
         name = need(entry, "name", str, d_where)
         cosched_doc = need(entry, "cosched", dict, d_where, None)
+        all_rows_doc = need(entry, "costs_all_rows", dict, d_where, None)
         drafters[name] = DrafterProfile(
             name, need(entry, "model", dict, d_where), need(entry, "processor", str, d_where, "cpu"),
             _cost_table(need(entry, "costs", dict, d_where), d_where.at("costs"), f"profile {path} drafter '{name}'"),
-            None if cosched_doc is None else _cosched(cosched_doc, d_where.at("cosched")))
+            None if cosched_doc is None else _cosched(cosched_doc, d_where.at("cosched")),
+            None if all_rows_doc is None else _cost_table(all_rows_doc, d_where.at("costs_all_rows"),
+                                                          f"profile {path} drafter '{name}' (all logit rows)"))
     over_doc = need(doc, "overheads", dict, where, {})
     reject_unknown(over_doc, {"producer_startup_s", "publish_s", "align_s"}, where.at("overheads"))
     overheads = Overheads(**{k: float(need(over_doc, k, float, where.at("overheads"))) for k in over_doc})
@@ -326,6 +337,8 @@ def profile_to_dict(profile: DeviceProfile) -> dict:
     drafters = []
     for d in profile.drafters.values():
         entry = {"name": d.name, "model": d.model, "processor": d.processor, "costs": _table_doc(d.costs)}
+        if d.all_rows_costs is not None:
+            entry["costs_all_rows"] = _table_doc(d.all_rows_costs)
         if d.cosched is not None:
             entry["cosched"] = {"depths": [int(x) for x in d.cosched.depths],
                                 "ratios": {int(w): {"rho_target": [float(v) for v in d.cosched.rho_target[w]],

@@ -29,7 +29,8 @@ from .profiles import KIND, VERSIONS, profile_from_dict
 Progress = Callable[[int], None]
 Warn = Callable[[str], None]
 DRAFTER_LOGITS = "last"
-"""Drafter forwards keep the last row's logits only (what an SD ingest needs)."""
+"""Drafter forwards keep the last row's logits (an AR step, an SD ingest); a second table
+keeps every row (`costs_all_rows`: SpecASR's recycling ingest reads a row per token)."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ class SweepPlan:
     def forwards(self, drafters: int) -> int:
         """Timed (model, width, depth) records `profile_device` collects for that many drafters."""
         first = len(self.widths) + (len(self.drafter_widths) if drafters else 0)
-        return (first + max(drafters - 1, 0) * (1 + len(self.drafter_widths))) * len(self.depths)
+        rest = max(drafters - 1, 0) * (1 + len(self.drafter_widths)) + drafters * (1 + len(self.drafter_widths))
+        return (first + rest) * len(self.depths)
 
 
 def plan_for(max_width: int, depths: Sequence[int], placement: Placement, repetitions: int = 5,
@@ -86,13 +88,13 @@ class ProfileRun:
 
 
 def sweep_job(device: Device, target: ModelFile, drafter: ModelFile | None, plan: SweepPlan,
-              target_widths: Sequence[int] | None = None) -> dict:
+              target_widths: Sequence[int] | None = None, drafter_logits: str = DRAFTER_LOGITS) -> dict:
     job = {"mode": "sweep", "target": model_job(device, target, plan.placement.target),
            "widths": list(target_widths or plan.widths), "depths": list(plan.depths), "warmup": plan.warmup,
            "repetitions": plan.repetitions, "seed": 42}
     if drafter is not None:
         job |= {"drafter": model_job(device, drafter, plan.placement.drafter),
-                "drafter_widths": list(plan.drafter_widths), "drafter_logits": DRAFTER_LOGITS}
+                "drafter_widths": list(plan.drafter_widths), "drafter_logits": drafter_logits}
     return job
 
 
@@ -165,8 +167,12 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         if target_costs is None:
             target_costs = costs_doc(out.results, "target", plan.widths, plan.depths)
         if drafter is not None:
+            all_rows = pinned(device.run_job(sweep_job(device, target, drafter, plan, [1], "all"), count),
+                              "sweep with every logit row")
+            run.samples += [r | {"model_name": drafter.name} for r in all_rows.results if r.get("model") == "drafter"]
             entry = {"name": drafter.name, "model": drafter.ref(), "processor": plan.placement.drafter.processor,
                      "costs": costs_doc(out.results, "drafter", plan.drafter_widths, plan.depths),
+                     "costs_all_rows": costs_doc(all_rows.results, "drafter", plan.drafter_widths, plan.depths),
                      "threads": plan.placement.drafter.threads}
             cosched = measure_cosched(device, target, drafter, plan, pinned) if plan.cosched else None
             if cosched:

@@ -23,7 +23,7 @@ from .methods.base import Decoded, Model, TargetOracle, TraceDrafts
 from .methods.sd import SdConfig, decode_sd
 from .methods.specasr import SpecAsrConfig, decode_specasr
 from .methods.target import TargetConfig, decode_target
-from .profiles import CostTable, DeviceProfile
+from .profiles import CostTable, DeviceProfile, DrafterProfile
 from .results import WindowResult
 from .traces import ProducerStream, WindowTrace
 from .windows import Window
@@ -53,7 +53,7 @@ def decode_serial(config: MethodConfig, trace: WindowTrace, cap: int, drafter_na
     raise SpecbenchError(f"{method_name(config)} is not a serial method")
 
 
-def price_serial(decoded: Decoded, target_costs: CostTable, drafter_costs: CostTable | None) -> Timing:
+def price_serial(decoded: Decoded, target_costs: CostTable, drafter: DrafterProfile | None) -> Timing:
     """Serial: nothing overlaps, so T = D + V exactly and O = H = 0."""
     d_s = v_s = 0.0
     drafter_forwards = 0
@@ -61,9 +61,9 @@ def price_serial(decoded: Decoded, target_costs: CostTable, drafter_costs: CostT
         if op.model is Model.TARGET:
             v_s += target_costs.cost(op.width, op.depth)
         else:
-            if drafter_costs is None:
+            if drafter is None:
                 raise SpecbenchError("a drafter forward needs a drafter cost table")
-            d_s += drafter_costs.cost(op.width, op.depth)
+            d_s += (drafter.ingest_costs() if op.all_rows else drafter.costs).cost(op.width, op.depth)
             drafter_forwards += 1
     return Timing(d_s + v_s, d_s, v_s, 0.0, 0.0, drafter_forwards)
 
@@ -202,8 +202,8 @@ def replay_window(window: Window, trace: WindowTrace, profile: DeviceProfile, co
         lossless = True  # the oracle commits only y, token by token
     else:
         decoded = decode_serial(config, trace, window.cap, getattr(config, "drafter", None) or "drafter")
-        drafter_costs = None if isinstance(config, TargetConfig) else profile.drafter(config.drafter).costs
-        timing, counts = price_serial(decoded, profile.target_costs, drafter_costs), serial_counts(decoded)
+        drafter = None if isinstance(config, TargetConfig) else profile.drafter(config.drafter)
+        timing, counts = price_serial(decoded, profile.target_costs, drafter), serial_counts(decoded)
         lossless = list(decoded.tokens) == trace.y.tolist()
     return WindowResult(
         device=profile.name, method=method_name(config), config=config.label, window_id=window.window_id,

@@ -97,6 +97,8 @@ def check_costs(inputs: Inputs, configs: Sequence[MethodConfig]) -> None:
                 drafter = profile.drafter(getattr(config, "drafter", None) or _only_drafter(inputs, config))
                 for width in range(1, drafter_max + 1):
                     drafter.costs.require(width)
+                    if isinstance(config, SpecAsrConfig):
+                        drafter.ingest_costs().require(width)
                 if isinstance(config, As2dConfig):
                     profile.cosched(drafter.name)
             for window in inputs.windows[:1]:

@@ -38,6 +38,9 @@ class Op:
     """Target forwards: candidates accepted."""
     committed: int = 0
     """Target forwards: tokens committed (accepted + correction/bonus, cut at the end)."""
+    all_rows: bool = False
+    """Drafter forwards that keep a logits row per token (SpecASR's recycling ingest); the
+    others keep the last row only. Target forwards always keep every row."""
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ def decode_specasr(oracle: TargetOracle, drafts: DraftSource, cap: int, n_prompt
             cont, cont_conf = np.asarray(answer.cont), np.asarray(answer.cont_conf)
             n_new = usable_drafts(cont, cont_conf, limit - kept, config.tau)
             probe = stopped_on_confidence(cont, cont_conf, n_new, limit - kept, config.tau)
-            ops.append(Op(Model.DRAFTER, (t - valid) + len(tail), n_prompt_drafter + valid))
+            ops.append(Op(Model.DRAFTER, (t - valid) + len(tail), n_prompt_drafter + valid, all_rows=True))
             ops += [Op(Model.DRAFTER, 1, n_prompt_drafter + t + kept + i - 1) for i in range(1, n_new + probe)]
             candidates = tuple(tail[:kept]) + tuple(int(c) for c in answer.cont[:n_new])
             in_kv = kept + max(n_new - 1, 0) + probe

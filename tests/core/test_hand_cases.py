@@ -6,6 +6,8 @@ CD(n) = 0.25 + 0.125 (n - 1) s, flat in depth; every number below is exact in bi
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from specbench.methods.as2d import As2dConfig
@@ -13,9 +15,10 @@ from specbench.methods.sd import SdConfig
 from specbench.methods.specasr import SpecAsrConfig
 from specbench.methods.target import TargetConfig
 from specbench.profiles import Overheads
+from specbench.batch_replay import replay_study
 from specbench.replay import replay_window
-from specbench.traces import RecycleAnswer
-from tests.helpers import make_profile, make_trace, perfect_drafts, window_for
+from specbench.traces import ModelRef, RecycleAnswer, TraceFile
+from tests.helpers import linear_costs, make_profile, make_trace, perfect_drafts, window_for
 
 EOS = 2
 Y = [10, 11, 12, 13, 14, 15, EOS]  # N = 7: y[0] from prefill, 6 tokens to decode
@@ -108,6 +111,28 @@ def test_specasr_recycles_the_tail_after_a_substitution():
     #      accepts 13 14 15 16 -> commits 5 -> t=8 = N.
     assert row.decode_s == (0.25 + 0.75 + 2.0) + (0.5 + 0.25 + 2.0)
     assert (row.rounds, row.proposed, row.accepted, row.drafter_forwards) == (2, 8, 5, 6)
+
+
+def test_specasr_recycling_ingest_is_priced_with_a_row_per_token():
+    """The batched ingest keeps a logits row per token, so it comes from the all-rows table."""
+    y = [10, 11, 12, 13, 14, 15, 16, EOS]
+    drafts = perfect_drafts(y)
+    drafts[1] = [11, 99, 13, 14, 15]
+    label = SpecAsrConfig(k_max=4, tau=0.5).trace_label
+    recycle = {label: {(3, (13, 14)): RecycleAnswer(top1=(13, 14, 15), conf=(0.9, 0.9, 0.9), kept=2,
+                                                    cont=(15, 16, EOS), cont_conf=(0.9, 0.9, 0.9))}}
+    trace = make_trace(y, drafts=drafts, recycle=recycle)
+    profile = make_profile()
+    drafter = profile.drafters["drafter"]
+    all_rows = linear_costs(0.5, 0.25, 17, "hand drafter, all rows", (0, 1024))  # CD_all(3) = 1.0
+    priced = replace(profile, drafters={"drafter": replace(drafter, all_rows_costs=all_rows)})
+    config = SpecAsrConfig(k_max=4, tau=0.5)
+    row = run(config, trace, profile=priced)
+    # as the case above, with the t=3 ingest CD_all(3) = 1.0 in place of CD(3) = 0.5; the t=1
+    # ingest keeps only its last row and stays CD(1) = 0.25
+    assert row.decode_s == (0.25 + 0.75 + 2.0) + (1.0 + 0.25 + 2.0)
+    bulk = replay_study([window_for(trace, 32)], {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), {trace.window_id: trace})}, [priced], [config])
+    assert bulk["decode_s"].tolist() == [row.decode_s]
 
 
 def test_specasr_missing_recorded_query_is_an_error():
