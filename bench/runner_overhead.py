@@ -47,7 +47,6 @@ import importlib.util
 import json
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -57,6 +56,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.hostload import cpu_seconds, others_cores  # noqa: E402
 
 from specbench.errors import SpecbenchError  # noqa: E402
 from specbench.models import demo_model  # noqa: E402
@@ -77,21 +78,6 @@ class BenchError(Exception):
 
 def note(msg: str) -> None:
     print(f"runner_overhead: {msg}", file=sys.stderr, flush=True)
-
-
-def cpu_seconds() -> tuple[float, float]:
-    """(CPU seconds the whole machine has been busy, CPU seconds of this process and its children)."""
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    busy = sum(fields[:8]) - fields[3] - fields[4]  # all but idle and iowait
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return busy / os.sysconf("SC_CLK_TCK"), me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-def others_cores(since: tuple[float, float], wall_s: float) -> float:
-    """Mean number of cores other processes kept busy since `since` (over `wall_s` seconds)."""
-    busy, mine = cpu_seconds()
-    return max(0.0, (busy - since[0]) - (mine - since[1])) / max(wall_s, 1e-9)
 
 
 # ---------------------------------------------------------------------------------------

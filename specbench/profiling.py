@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+import numpy as np
+
 from .devices.base import Device
 from .errors import SpecbenchError
 from .fileio import dump_yaml, dumps_line, write_atomic
@@ -216,3 +218,38 @@ def write_profile(path: Path, run: ProfileRun) -> None:
 
 def samples_path(path: Path) -> Path:
     return Path(path).with_name(Path(path).stem + ".samples.jsonl")
+
+
+def median_profile(docs: Sequence[dict]) -> dict:
+    """One profile document from several measured in the same placement (interleaved with
+    other work, so that host drift hits them differently): every cost, ratio and overhead is
+    the median over them. Refuses documents of different placements, models or tables."""
+    if not docs:
+        raise SpecbenchError("no profiles to combine")
+    first = docs[0]
+    for doc in docs[1:]:
+        for key in ("placement", "device"):
+            if doc.get(key) != first.get(key):
+                raise SpecbenchError(f"profiles to combine differ in '{key}': {first.get(key)} vs {doc.get(key)}")
+
+    def combine(values: list):
+        head = values[0]
+        if isinstance(head, bool) or not isinstance(head, (int, float, list, dict)):
+            return head
+        if isinstance(head, (int, float)):
+            return float(np.median(np.asarray(values, dtype=np.float64))) if isinstance(head, float) else head
+        if isinstance(head, list):
+            if any(not isinstance(v, list) or len(v) != len(head) for v in values):
+                raise SpecbenchError("profiles to combine measure different tables")
+            return [combine([v[i] for v in values]) for i in range(len(head))]
+        if any(not isinstance(v, dict) or set(v) != set(head) for v in values):
+            raise SpecbenchError("profiles to combine measure different tables")
+        return {k: combine([v[k] for v in values]) for k in head}
+
+    out = dict(first)
+    out["target"] = combine([d["target"] for d in docs])
+    out["drafters"] = combine([d["drafters"] for d in docs])
+    out["overheads"] = combine([d["overheads"] for d in docs])
+    out["snapshot"] = {"before": first["snapshot"]["before"], "after": docs[-1]["snapshot"]["after"]}
+    out["notes"] = f"{first.get('notes', '')}; median over {len(docs)} profiles measured one after another"
+    return out

@@ -219,11 +219,15 @@ def test_native_refuses_replay_options_and_unknown_devices(study, tmp_path):
 
 
 def _demo_models_cached() -> bool:
-    from specbench.models import DEMO_MODELS, cache_dir
+    from specbench.errors import SpecbenchError
+    from specbench.models import demo_model
     from specbench.runner import runner_path
 
-    names = ("smollm2-135m", "gemma3-270m")
-    return runner_path().exists() and all((cache_dir() / "models" / DEMO_MODELS[n].filename).exists() for n in names)
+    try:
+        [demo_model(n, download=False) for n in ("smollm2-135m", "smollm2-135m-f16", "gemma3-270m")]
+    except SpecbenchError:
+        return False
+    return runner_path().exists()
 
 
 @pytest.mark.skipif(not _demo_models_cached(), reason="demo models or runner not cached (run `specbench demo` once)")
@@ -232,10 +236,15 @@ def test_demo_quick_on_the_real_demo_models(tmp_path, runner):  # noqa: F811
     code, output = invoke("demo", "--quick", "--out", tmp_path / "demo", env={"SPECBENCH_RUNNER": str(runner)})
     assert code == 0, output
     assert "Pooled decode throughput" in output and "Replay fidelity" in output
-    for sub in ("windows.jsonl", "device_profiles/local.yaml", "traces/smollm2.jsonl", "report.md"):
+    for sub in ("windows.jsonl", "device_profiles/local-split.yaml", "device_profiles/local-shared.yaml",
+                "traces/smollm2.jsonl", "report.md"):
         assert (tmp_path / "demo" / sub).exists(), sub
     _, replay = load_results(tmp_path / "demo" / "results" / "replay")
     assert {"target", "sd[W=5,drafter=smollm2]", "sd[W=8,drafter=smollm2]", "specasr[k_max=8,tau=0.5,drafter=smollm2]",
             "as2d[B=3,drafter=smollm2]", "sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]"} <= set(replay["config"])
-    _, native = load_results(tmp_path / "demo" / "results" / "native-gemma3")
-    assert set(native["config"]) == {"sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]"}
+    assert set(replay["device"]) == {"local@split", "local@shared"}
+    for placement in ("split", "shared"):
+        _, native = load_results(tmp_path / "demo" / "results" / f"native-gemma3-{placement}")
+        assert set(native["config"]) == {"sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]"}
+        assert set(native["device"]) == {f"local@{placement}"}
+    assert "speedup_vs_best_target" in output
