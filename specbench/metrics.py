@@ -11,7 +11,11 @@ each table:
 * window counts compare each window with target-only on the same device and window;
   loss = 1 - throughput / target-only throughput, over the slower windows;
 * degenerate windows (no token after the prefill) are counted and excluded from
-  per-window ratios.
+  per-window ratios;
+* a divergent window (some row with lossless = false: a native output that differed from
+  the reference) leaves every aggregate on its device: all rows of that (device, window),
+  every configuration, replay and native alike, so that all methods are compared on the
+  same windows (`split_divergent`, applied by every function here).
 """
 
 from __future__ import annotations
@@ -33,8 +37,32 @@ ORDER = {
     "decomposition": "per device x configuration: sums over windows of D, V, O, H (seconds); T = D + V - O + H",
     "counts": "per device x configuration: ratios of sums over windows (tau = tokens / target forwards, "
               "acceptance = accepted / proposed, coverage = accepted / tokens)",
+    "divergent": "a (device, window) where a configuration did not commit the reference output (its native "
+                 "row has no tokens and no time): every row of it, all configurations, replay and native, is "
+                 "left out of every other table; positions and tokens in the run's divergences.jsonl",
 }
 KEYS = ["device", "method", "config"]
+DIVERGENT_COLUMNS = ["device", "window_id", "dataset", "config", "source"]
+
+
+def split_divergent(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the rows aggregates use, the divergent rows as DIVERGENT_COLUMNS).
+
+    A 0-token 0-second divergence row would otherwise count as a window, win the oracle and
+    leave the other methods measured on windows it lacks, so the whole (device, window) goes."""
+    bad = ~df["lossless"].astype(bool)
+    if not bad.any():
+        return df, pd.DataFrame(columns=DIVERGENT_COLUMNS)
+    diverged = df.loc[bad, DIVERGENT_COLUMNS].drop_duplicates().reset_index(drop=True)
+    pairs = pd.MultiIndex.from_frame(diverged[["device", "window_id"]])
+    keep = ~pd.MultiIndex.from_frame(df[["device", "window_id"]]).isin(pairs)
+    return df[keep], diverged
+
+
+def _comparable(df: pd.DataFrame) -> pd.DataFrame:
+    return split_divergent(df)[0]
+
+
 
 
 def _require_target(df: pd.DataFrame) -> None:
@@ -75,6 +103,7 @@ def _with_sd_means(frame: pd.DataFrame, group: list[str], value: str, first: lis
 
 def pooled(df: pd.DataFrame) -> pd.DataFrame:
     """Pooled throughput and speedup per device x configuration (plus the SD mean rows)."""
+    df = _comparable(df)
     _require_target(df)
     sums = df.groupby(KEYS, sort=False).agg(windows=("window_id", "size"), tokens=("tokens", "sum"),
                                             decode_s=("decode_s", "sum"),
@@ -89,6 +118,7 @@ def pooled(df: pd.DataFrame) -> pd.DataFrame:
 
 def per_window(df: pd.DataFrame) -> pd.DataFrame:
     """Per-window throughput with the SD per-window mean over W added (for counts and CDFs)."""
+    df = _comparable(df)
     live = df[df["tokens"] > 0]
     out = live[KEYS + ["window_id", "dataset"]].copy()
     out["tokens_per_s"] = live["tokens"] / live["decode_s"]
@@ -119,6 +149,7 @@ def window_counts(df: pd.DataFrame) -> pd.DataFrame:
 
 def counts(df: pd.DataFrame) -> pd.DataFrame:
     """tau, acceptance, coverage, multi-token-round fraction and forwards, as ratios of sums."""
+    df = _comparable(df)
     sums = df.groupby(KEYS, sort=False)[["tokens", "rounds", "proposed", "accepted", "multi_token_rounds",
                                          "drafter_forwards"]].sum().reset_index()
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -131,6 +162,7 @@ def counts(df: pd.DataFrame) -> pd.DataFrame:
 
 def decomposition(df: pd.DataFrame) -> pd.DataFrame:
     """Sums of D, V, O, H and T per device x configuration, and the exposed drafter time."""
+    df = _comparable(df)
     sums = df.groupby(KEYS, sort=False)[["decode_s", "d_s", "v_s", "o_s", "h_s"]].sum().reset_index()
     sums["exposed_drafter_s"] = sums["d_s"] - sums["o_s"]
     return sums
@@ -139,6 +171,7 @@ def decomposition(df: pd.DataFrame) -> pd.DataFrame:
 def oracle(df: pd.DataFrame, catalog: list[str], deployed: dict[str, str] | None = None) -> pd.DataFrame:
     """Per device x dataset: the per-window oracle over `catalog` configurations and the gap
     of the deployed configuration (`deployed[device]`, default: the best pooled one)."""
+    df = _comparable(df)
     rows = df[df["config"].isin(catalog)]
     if rows.empty:
         raise SpecbenchError(f"no results for the oracle catalog ({', '.join(catalog) or 'empty'})")
@@ -166,6 +199,8 @@ def sensitivity(df: pd.DataFrame) -> pd.DataFrame:
     Expects rows with a `ratio_fit` column (median, min, max)."""
     if "ratio_fit" not in df.columns or df["ratio_fit"].nunique() < 2:
         raise SpecbenchError("no sensitivity rows in these results", hint="run with --sensitivity")
+    df = _comparable(df)
+    df = df[df["source"] == "replay"]  # native rows have no variants
     varied = df.loc[df["ratio_fit"] != "median", "config"].unique()
     sums = df[df["config"].isin(varied)].groupby(KEYS + ["ratio_fit"], sort=False)[["tokens", "decode_s"]].sum()
     sums = sums.reset_index()
@@ -181,6 +216,7 @@ def sensitivity(df: pd.DataFrame) -> pd.DataFrame:
 
 def macro_average(df: pd.DataFrame) -> pd.DataFrame:
     """Pooled throughput per dataset, then the unweighted mean over datasets, per device x configuration."""
+    df = _comparable(df)
     _require_target(df)
     per_dataset = pd.concat([pooled(group).assign(dataset=name) for name, group in df.groupby("dataset", sort=False)],
                             ignore_index=True)
@@ -192,6 +228,7 @@ def macro_average(df: pd.DataFrame) -> pd.DataFrame:
 
 def replay_fidelity(df: pd.DataFrame, threshold_pct: float = 10.0) -> pd.DataFrame:
     """Replay vs native throughput on the windows run both ways, per device x configuration."""
+    df = _comparable(df)
     live = df[df["tokens"] > 0]
     keys = ["device", "config", "window_id"]
     native = live[live["source"] == "native"].set_index(keys)

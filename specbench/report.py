@@ -21,6 +21,7 @@ from .windows import load_windows
 
 
 TEXT_DIFFERS = "WARNING: answer text differs between methods"
+DIVERGENT = "Divergent windows, excluded from every table"
 
 
 @dataclass
@@ -157,7 +158,8 @@ def _specs(labels: list[str]) -> list[str]:
 
 
 def build_tables(loaded: Loaded, macro: bool = False, selected: dict[str, int] | None = None) -> list[Table]:
-    frame = loaded.frame
+    # Divergent windows go before `main` is chosen: a native divergence also drops the replay rows.
+    frame, diverged = metrics.split_divergent(loaded.frame)
     replayed = frame[(frame["ratio_fit"] == "median") & (frame["source"] == "replay")]
     native = frame[frame["source"] == "native"]
     main = replayed if len(replayed) else native
@@ -200,6 +202,10 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: dict[str, int] |
             tables.append(Table("Ablation: decoupling and budget configuration", "pooled throughput per device x "
                                 "arm; serial = specasr with k_max = budget, decoupled = as2d with B = budget",
                                 table, {"tokens_per_s": ".2f", "speedup": ".3f"}))
+    if len(diverged):
+        windows = len(diverged[["device", "window_id"]].drop_duplicates())
+        tables.insert(0, Table(f"{DIVERGENT} ({windows} window{'' if windows == 1 else 's'})",
+                               metrics.ORDER["divergent"], diverged))
     if loaded.notes:
         tables.insert(0, Table("Overrides", "recorded as given on the command line",
                                pd.DataFrame({"note": loaded.notes})))
@@ -281,7 +287,7 @@ def make_figures(loaded: Loaded, directory: Path, horizon: bool = False) -> dict
     from . import plots
     from .profiles import load_profile
 
-    frame = loaded.frame
+    frame = metrics.split_divergent(loaded.frame)[0]
     main = frame[(frame["ratio_fit"] == "median")]
     main = main[main["source"] == ("replay" if (main["source"] == "replay").any() else "native")]
     figures: dict[str, list[Path]] = {}

@@ -65,7 +65,8 @@ class WindowResult:
     extrapolated: bool
     """Used a co-scheduling ratio the profile did not measure."""
     lossless: bool
-    """Committed exactly the target's greedy output."""
+    """Committed exactly the target's greedy output (false: a native divergence, whose (device,
+    window) every report aggregate leaves out: metrics.split_divergent)."""
     source: str = "replay"
     """'replay' (priced from a profile) or 'native' (device clock)."""
     ratio_fit: str = "median"

@@ -8,7 +8,8 @@ import click
 
 from ..budget import load_budget
 from ..render import FORMATS, Table, print_rich, render, to_markdown
-from ..report import TEXT_DIFFERS, add_sensitivity, build_tables, bundle, horizon_tables, load_many, make_figures
+from ..report import (DIVERGENT, TEXT_DIFFERS, add_sensitivity, build_tables, bundle, horizon_tables, load_many,
+                      make_figures)
 from .common import check_output_path, existing_dir, existing_file, stderr
 
 
@@ -68,6 +69,9 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, allow_mixed
     differs = [t for t in tables if t.title.startswith(TEXT_DIFFERS)]
     if differs:
         click.echo(f"warning: {differs[0].title.removeprefix('WARNING: ')}; see that table", err=True)
+    diverged = [t for t in tables if t.title.startswith(DIVERGENT)]
+    if diverged:
+        click.echo(f"warning: {diverged[0].title[0].lower()}{diverged[0].title[1:]}; see that table", err=True)
     if bundle_dir is not None:
         figures = make_figures(loaded, bundle_dir / "figures", horizon)
         path = bundle(bundle_dir, loaded, tables, figures, to_markdown(tables))

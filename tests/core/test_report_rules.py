@@ -1,0 +1,98 @@
+"""Report rules on hand-built rows: divergent windows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from specbench.cli import main
+from specbench.methods.as2d import As2dConfig
+from specbench.native_run import divergence_row
+from specbench.results import ResultsDir, WindowResult
+from specbench.windows import make_text_window
+
+WINDOWS = {w: make_text_window(w, f"source {w}", "Repeat.", 64, "d", "test") for w in ("w1", "w2", "w3")}
+TOKENS = {"w1": 10, "w2": 20, "w3": 30}
+
+
+def row(device, config, window, decode_s, source="replay", fit="median"):
+    w = WINDOWS[window]
+    return WindowResult(device=device, method=config.split("[")[0], config=config, window_id=window,
+                        window_sha256=w.window_sha256, dataset=w.dataset, split=w.split.value,
+                        tokens=TOKENS[window], decode_s=decode_s, rounds=TOKENS[window], proposed=0, accepted=0,
+                        multi_token_rounds=0, drafter_forwards=0, d_s=0.0, v_s=decode_s, o_s=0.0, h_s=0.0,
+                        extrapolated=False, lossless=True, source=source, ratio_fit=fit)
+
+
+def write_results(directory, rows):
+    results = ResultsDir(directory)
+    results.open({"mode": "replay", "windows": {"digest": "hand"}, "methods": []}, resume=False)
+    results.append(rows)
+    return directory
+
+
+def report_json(*args):
+    result = CliRunner().invoke(main, ["report", *map(str, args), "--format", "json"])
+    tables = {t["title"]: t["rows"] for t in json.loads(result.stdout)} if result.exit_code == 0 else {}
+    return result, tables
+
+
+def by(rows, **match):
+    found = [r for r in rows if all(r[k] == v for k, v in match.items())]
+    assert len(found) == 1, (match, rows)
+    return found[0]
+
+
+# replay decode seconds per (config, window); native runs take 1.25 x as long
+REPLAY = {"target": {"w1": 2.0, "w2": 4.0, "w3": 5.0},
+          "as2d[B=3]": {"w1": 1.0, "w2": 1.0, "w3": 4.0},
+          "as2d[B=7]": {"w1": 4.0, "w2": 2.0, "w3": 3.0}}
+
+
+def test_a_divergent_window_leaves_every_aggregate_of_its_device(tmp_path):
+    rows = []
+    for config, times in REPLAY.items():
+        for window, seconds in times.items():
+            rows.append(row("A", config, window, seconds))
+            rows.append(row("B", config, window, seconds))  # B never diverged: it keeps w2
+            if config == "as2d[B=3]":  # co-scheduling sensitivity rows: twice and half the time
+                rows += [row("A", config, window, 2 * seconds, fit="min"),
+                         row("A", config, window, seconds / 2, fit="max")]
+            if (config, window) == ("as2d[B=7]", "w2"):
+                rows.append(divergence_row(WINDOWS[window], "A", As2dConfig(budget=7)))
+            else:
+                rows.append(row("A", config, window, 1.25 * seconds, source="native"))
+    result, tables = report_json(write_results(tmp_path / "r", rows), "--macro")
+    assert result.exit_code == 0, result.output
+
+    # by hand, device A without w2: tokens 10 + 30 over the seconds of w1 and w3
+    without = {c: 40 / (t["w1"] + t["w3"]) for c, t in REPLAY.items()}
+    with_w2 = {c: 60 / sum(t.values()) for c, t in REPLAY.items()}
+    assert without == {"target": 40 / 7, "as2d[B=3]": 8.0, "as2d[B=7]": 40 / 7}
+    assert all(without[c] != with_w2[c] for c in REPLAY)
+    pooled = tables["Pooled decode throughput"]
+    for config in REPLAY:
+        a, b = by(pooled, device="A", config=config), by(pooled, device="B", config=config)
+        assert (a["windows"], a["tokens"]) == (2, 40) and a["tokens_per_s"] == pytest.approx(without[config])
+        assert a["speedup"] == pytest.approx(without[config] / without["target"])
+        assert (b["windows"], b["tokens"]) == (3, 60) and b["tokens_per_s"] == pytest.approx(with_w2[config])
+
+    assert {r["windows"] for r in tables["Windows faster / slower than target-only"] if r["device"] == "A"} == {2}
+    assert by(tables["Time decomposition T = D + V - O + H (seconds)"], device="A", config="target")["decode_s"] == 7.0
+    macro = tables["Macro-average over datasets"]
+    assert by(macro, device="A", config="as2d[B=3]")["tokens_per_s"] == pytest.approx(8.0)
+    # oracle on A: per window the faster of B=3 and B=7: w1 1.0 s, w3 3.0 s (w2's 0-second row would have won)
+    oracle = by(tables["Oracle over the AS2D catalog (deployed = best pooled)"], device="A")
+    assert (oracle["windows"], oracle["oracle_tokens_per_s"]) == (2, 10.0)
+    sensitivity = by(tables["Sensitivity to extrapolated co-scheduling ratios (tokens/s)"], device="A")
+    assert (sensitivity["median"], sensitivity["min"], sensitivity["max"]) == (8.0, 4.0, 16.0)
+    # fidelity pairs only w1 and w3 of A; native is 1.25 x slower: |1.25 - 1| = 25 %
+    fidelity = tables["Replay fidelity (replay vs native throughput)"]
+    assert {(r["device"], r["windows"]) for r in fidelity} == {("A", 2)}
+    assert all(r["mean_abs_error_pct"] == pytest.approx(25.0) for r in fidelity)
+
+    listed = tables["Divergent windows, excluded from every table (1 window)"]
+    assert listed == [{"device": "A", "window_id": "w2", "dataset": "d", "config": "as2d[B=7]", "source": "native"}]
+    assert "warning: divergent windows, excluded from every table (1 window); see that table" in result.stderr
