@@ -20,10 +20,15 @@ each table:
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+from typing import Mapping
+
 import numpy as np
 import pandas as pd
 
 from .errors import SpecbenchError
+from .methods.as2d import As2dConfig
 from .methods.sd import REPORTED_WIDTHS
 
 SD_MEAN = f"sd[W={REPORTED_WIDTHS[0]}..{REPORTED_WIDTHS[-1]} mean]"
@@ -247,20 +252,27 @@ def replay_fidelity(df: pd.DataFrame, threshold_pct: float = 10.0) -> pd.DataFra
     return table
 
 
-def ablation(df: pd.DataFrame, selected: dict[str, int], default_budget: int = 7) -> pd.DataFrame:
-    """Serial vs decoupled at the default and at the selected budget (the AS2D paper's ablation).
+def ablation(df: pd.DataFrame, selected: Mapping[str, As2dConfig], default_budget: int = 7) -> pd.DataFrame:
+    """Serial vs decoupled at the default and at the selected budget (the AS2D paper's ablation),
+    with the selected configuration's drafter.
 
-    Serial = SpecASR with k_max = budget; decoupled = AS2D with B = budget. Rows that the
-    results do not contain are left out."""
+    Serial = SpecASR with k_max = budget; decoupled = the selected AS2D configuration with
+    B = budget (its other settings kept). Rows that the results do not contain are left out."""
     pooled_rows = pooled(df)
     out = []
-    for device, budget in selected.items():
+    for device, chosen in selected.items():
         on_device = pooled_rows[pooled_rows["device"] == device]
-        for arm, method, key in (("serial", "specasr", "k_max"), ("decoupled", "as2d", "B")):
-            for which, b in (("default", default_budget), ("selected", budget)):
-                match = on_device[(on_device["method"] == method)
-                                  & on_device["config"].str.contains(rf"[\[,]{key}={b}[,\]]", regex=True)]
-                for _, row in match.iterrows():
+        labels = on_device["config"]
+        specasr = on_device["method"] == "specasr"
+        if chosen.drafter:
+            specasr &= labels.str.contains(rf"[\[,]drafter={re.escape(chosen.drafter)}[,\]]", regex=True)
+        for arm in ("serial", "decoupled"):
+            for which, b in (("default", default_budget), ("selected", chosen.budget)):
+                if arm == "serial":
+                    match = specasr & labels.str.contains(rf"[\[,]k_max={b}[,\]]", regex=True)
+                else:
+                    match = labels == replace(chosen, budget=b).label
+                for _, row in on_device[match].iterrows():
                     out.append({"device": device, "arm": arm, "budget": f"{which} ({b})", "config": row["config"],
                                 "tokens_per_s": row["tokens_per_s"], "speedup": row["speedup"]})
     return pd.DataFrame(out).drop_duplicates(["device", "config"]) if out else pd.DataFrame(out)

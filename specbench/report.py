@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import shlex
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -157,7 +157,8 @@ def _specs(labels: list[str]) -> list[str]:
     return specs
 
 
-def build_tables(loaded: Loaded, macro: bool = False, selected: dict[str, int] | None = None) -> list[Table]:
+def build_tables(loaded: Loaded, macro: bool = False, selected: Mapping[str, As2dConfig] | None = None) -> list[Table]:
+    """Every table of a report; `selected`: device -> the AS2D configuration its budget file names."""
     # Divergent windows go before `main` is chosen: a native divergence also drops the replay rows.
     frame, diverged = metrics.split_divergent(loaded.frame)
     replayed = frame[(frame["ratio_fit"] == "median") & (frame["source"] == "replay")]
@@ -189,18 +190,20 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: dict[str, int] |
                             "configuration, then the unweighted mean over datasets",
                             metrics.macro_average(main), {"tokens_per_s": ".2f", "speedup": ".3f"}))
     as2d = sorted(main.loc[main["method"] == "as2d", "config"].unique())
+    deployed = _deployed(main, selected) if selected else {}
     if len(as2d) > 1:
-        deployed = _deployed(as2d, selected)
         tables.append(Table("Oracle over the AS2D catalog" + (" (deployed = selected budget)" if deployed else
                                                               " (deployed = best pooled)"),
-                            metrics.ORDER["oracle"], metrics.oracle(main, as2d, deployed),
+                            metrics.ORDER["oracle"],
+                            metrics.oracle(main, as2d, {d: c.label for d, c in deployed.items()} or None),
                             {"deployed_tokens_per_s": ".2f", "oracle_tokens_per_s": ".2f", "oracle_pct": ".2f",
                              "gap_pct": ".2f"}))
-    if selected:
-        table = metrics.ablation(main, selected)
+    if deployed:
+        table = metrics.ablation(main, deployed)
         if len(table):
             tables.append(Table("Ablation: decoupling and budget configuration", "pooled throughput per device x "
-                                "arm; serial = specasr with k_max = budget, decoupled = as2d with B = budget",
+                                "arm, with the selected drafter; serial = specasr with k_max = budget, decoupled = "
+                                "the selected as2d configuration with B = budget",
                                 table, {"tokens_per_s": ".2f", "speedup": ".3f"}))
     if len(diverged):
         windows = len(diverged[["device", "window_id"]].drop_duplicates())
@@ -248,15 +251,24 @@ def text_tables(frame: pd.DataFrame, scored: pd.DataFrame, references: dict[str,
     return tables
 
 
-def _deployed(as2d: list[str], selected: dict[str, int] | None) -> dict[str, str] | None:
-    if not selected:
-        return None
+def _deployed(main: pd.DataFrame, selected: Mapping[str, As2dConfig]) -> dict[str, As2dConfig]:
+    """Per device, the AS2D configuration of the results that its budget file names: every
+    parameter the file records must match; a file naming no drafter (selected with a single
+    traced drafter) matches a configuration that names one, if only one does."""
     out = {}
-    for device, budget in selected.items():
-        match = [c for c in as2d if c.startswith(f"as2d[B={budget},") or c == f"as2d[B={budget}]"]
-        if match:
-            out[device] = match[0]
-    return out or None
+    for device, wanted in selected.items():
+        labels = main.loc[(main["device"] == device) & (main["method"] == "as2d"), "config"].unique()
+        found = {label: parse_method_specs(_specs([label]))[0] for label in labels}
+        match = [label for label, config in found.items() if config == wanted]
+        if not match and wanted.drafter is None:
+            match = [label for label, config in found.items() if replace(config, drafter=None) == wanted]
+        if len(match) != 1:
+            problem = "several configurations match it" if match else "it is not in these results"
+            raise SpecbenchError(f"--budget: the budget file for device '{device}' names {wanted.label}, but "
+                                 f"{problem} (AS2D configurations of {device}: {', '.join(sorted(labels)) or 'none'})",
+                                 hint="report the results of `specbench run --budget` with that file")
+        out[device] = found[match[0]]
+    return out
 
 
 def bundle(directory: Path, loaded: Loaded, tables: list[Table], figures: dict[str, list[Path]], markdown: str,

@@ -1,4 +1,4 @@
-"""Report rules on hand-built rows: divergent windows."""
+"""Report rules on hand-built rows: divergent windows, the budget file's configuration."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from specbench.budget import BudgetChoice, save_budget
 from specbench.cli import main
 from specbench.methods.as2d import As2dConfig
 from specbench.native_run import divergence_row
@@ -96,3 +97,36 @@ def test_a_divergent_window_leaves_every_aggregate_of_its_device(tmp_path):
     listed = tables["Divergent windows, excluded from every table (1 window)"]
     assert listed == [{"device": "A", "window_id": "w2", "dataset": "d", "config": "as2d[B=7]", "source": "native"}]
     assert "warning: divergent windows, excluded from every table (1 window); see that table" in result.stderr
+
+
+def test_the_deployed_configuration_is_the_one_the_budget_file_names(tmp_path):
+    times = {"as2d[B=3,drafter=big]": (1.0, 1.0, 1.0), "as2d[B=3,drafter=small]": (2.0, 2.0, 4.0),
+             "as2d[B=7,drafter=small]": (2.0, 4.0, 4.0), "as2d[B=7,drafter=big]": (1.0, 1.0, 2.0),
+             "specasr[k_max=3,tau=0.5,drafter=small]": (3.0, 3.0, 3.0),
+             "specasr[k_max=3,tau=0.5,drafter=big]": (1.0, 1.0, 1.0), "target": (5.0, 5.0, 5.0)}
+    results = write_results(tmp_path / "r", [row("A", c, w, s) for c, ts in times.items()
+                                             for w, s in zip(WINDOWS, ts)])
+
+    def budget(name, **config):
+        path = tmp_path / f"{name}.yaml"
+        save_budget(path, BudgetChoice("A", As2dConfig(**config), 1.0, (), 0.0, False, 3), {})
+        return path
+
+    result, tables = report_json(results, "--budget", budget("small", budget=3, drafter="small"))
+    assert result.exit_code == 0, result.output
+    oracle = by(tables["Oracle over the AS2D catalog (deployed = selected budget)"], device="A")
+    assert oracle["deployed"] == "as2d[B=3,drafter=small]" and oracle["deployed_tokens_per_s"] == 60 / 8
+    ablation = tables["Ablation: decoupling and budget configuration"]
+    assert [(r["arm"], r["budget"], r["config"]) for r in ablation] == [
+        ("serial", "selected (3)", "specasr[k_max=3,tau=0.5,drafter=small]"),
+        ("decoupled", "default (7)", "as2d[B=7,drafter=small]"),
+        ("decoupled", "selected (3)", "as2d[B=3,drafter=small]")]
+
+    for path, problem in ((budget("tiny", budget=3, drafter="tiny"), "it is not in these results"),
+                          (budget("batch", budget=3, drafter="small", batch=4), "it is not in these results"),
+                          (budget("none", budget=3), "several configurations match it")):
+        result, _ = report_json(results, "--budget", path)
+        errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+        assert result.exit_code == 1 and len(errors) == 1, result.output
+        assert problem in errors[0] and "device 'A'" in errors[0]
+        assert "as2d[B=3,drafter=big], as2d[B=3,drafter=small], as2d[B=7,drafter=big]" in errors[0]
