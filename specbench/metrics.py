@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -66,8 +66,6 @@ def split_divergent(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def _comparable(df: pd.DataFrame) -> pd.DataFrame:
     return split_divergent(df)[0]
-
-
 
 
 def _require_target(df: pd.DataFrame) -> None:
@@ -198,25 +196,30 @@ def oracle(df: pd.DataFrame, catalog: list[str], deployed: dict[str, str] | None
     return pd.DataFrame(out)
 
 
-def sensitivity(df: pd.DataFrame) -> pd.DataFrame:
-    """Pooled throughput under each co-scheduling ratio fit, and its range, per device x configuration.
-
-    Expects rows with a `ratio_fit` column (median, min, max)."""
-    if "ratio_fit" not in df.columns or df["ratio_fit"].nunique() < 2:
-        raise SpecbenchError("no sensitivity rows in these results", hint="run with --sensitivity")
+def sensitivity(df: pd.DataFrame, fits: Sequence[str] = ("median", "min", "max"),
+                flag: str = "extrapolated") -> pd.DataFrame:
+    """Pooled throughput under each cost fill-in of `fits` (`ratio_fit` values; the first is the
+    one every other table uses) and its range, per device x configuration replayed under more
+    than the first; `flagged` = windows whose first-fit row is marked by the column `flag`."""
     df = _comparable(df)
-    df = df[df["source"] == "replay"]  # native rows have no variants
-    varied = df.loc[df["ratio_fit"] != "median", "config"].unique()
-    sums = df[df["config"].isin(varied)].groupby(KEYS + ["ratio_fit"], sort=False)[["tokens", "decode_s"]].sum()
-    sums = sums.reset_index()
+    rows = df[(df["source"] == "replay") & df["ratio_fit"].isin(fits)]  # native rows have no variants
+    varied = rows.loc[rows["ratio_fit"] != fits[0], "config"].unique()
+    if not len(varied):
+        raise SpecbenchError(f"no sensitivity rows ({', '.join(fits[1:])}) in these results",
+                             hint="run with --sensitivity")
+    rows = rows[rows["config"].isin(varied)]
+    sums = rows.groupby(KEYS + ["ratio_fit"], sort=False)[["tokens", "decode_s"]].sum().reset_index()
     sums["tokens_per_s"] = sums["tokens"] / sums["decode_s"]
     table = sums.pivot_table(index=KEYS, columns="ratio_fit", values="tokens_per_s", sort=False).reset_index()
-    fits = [c for c in ("median", "min", "max") if c in table.columns]
-    table["low"] = table[fits].min(axis=1)
-    table["high"] = table[fits].max(axis=1)
-    table["range_pct"] = 100.0 * (table["high"] - table["low"]) / table["median"]
+    present = [f for f in fits if f in table.columns]
+    table["low"] = table[present].min(axis=1)
+    table["high"] = table[present].max(axis=1)
+    table["range_pct"] = 100.0 * (table["high"] - table["low"]) / table[fits[0]]
+    base = rows[rows["ratio_fit"] == fits[0]]
+    flagged = base.groupby(KEYS, sort=False)[flag].sum().astype(int).rename("flagged").reset_index()
+    table = table.merge(flagged, on=KEYS, how="left")
     table.columns.name = None
-    return table
+    return table[KEYS + present + ["low", "high", "range_pct", "flagged"]]
 
 
 def macro_average(df: pd.DataFrame) -> pd.DataFrame:

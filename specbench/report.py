@@ -12,6 +12,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from . import metrics, text_metrics
+from .batch_replay import DEPTH_LINEAR, replay_study
 from .errors import SpecbenchError
 from .methods import parse_method_specs
 from .methods.as2d import As2dConfig
@@ -119,19 +120,21 @@ def _references(manifests: list[dict], explicit: Path | None) -> tuple[dict[str,
 
 
 def add_sensitivity(loaded: Loaded, progress=None) -> None:
-    """Replay the AS2D configurations again with the min and max measured ratios (from the manifest's inputs)."""
-    frame = loaded.frame
-    if (frame["ratio_fit"] != "median").any():
-        return
-    from .study import load_inputs
-    from .batch_replay import replay_study
+    """Replay the cost fill-in variants the results lack (study.SENSITIVITY_FITS: min and max
+    co-scheduling ratios for AS2D, depths extended linearly for every method) from the manifests' inputs."""
+    from .study import SENSITIVITY_FITS, fit_configs, load_inputs
 
-    extra = []
+    frame = loaded.frame
+    missing_fits = [fit for fit in SENSITIVITY_FITS if not (frame["ratio_fit"] == fit).any()]
+    if not missing_fits:
+        return
+    extra, replayed = [], False
     for manifest in loaded.manifests:
         if manifest.get("mode") != "replay":
             continue
-        configs = [c for c in parse_method_specs(_specs(manifest["methods"])) if isinstance(c, As2dConfig)]
-        if not configs:
+        replayed = True
+        configs = parse_method_specs(_specs(manifest["methods"]))
+        if not any(fit_configs(configs, fit) for fit in missing_fits):
             continue
         paths = [Path(p["path"]) for p in manifest["profiles"]]
         missing = [p for p in [Path(manifest["windows"]["path"]), *paths] if not p.exists()]
@@ -141,11 +144,14 @@ def add_sensitivity(loaded: Loaded, progress=None) -> None:
                              paths, None)
         subset = set(frame["window_id"])
         inputs.windows[:] = [w for w in inputs.windows if w.window_id in subset]
-        for fit in ("min", "max"):
-            extra.append(replay_study(inputs.windows, inputs.traces, inputs.profiles, configs, progress, None, fit))
-    if not extra:
-        raise SpecbenchError("--sensitivity needs AS2D rows from a replay run")
-    loaded.frame = pd.concat([frame, *extra], ignore_index=True)
+        for fit in missing_fits:
+            todo = fit_configs(configs, fit)
+            if todo:
+                extra.append(replay_study(inputs.windows, inputs.traces, inputs.profiles, todo, progress, None, fit))
+    if not replayed:
+        raise SpecbenchError("--sensitivity needs rows from a replay run")
+    if extra:
+        loaded.frame = pd.concat([frame, *extra], ignore_index=True)
 
 
 def _specs(labels: list[str]) -> list[str]:
@@ -169,7 +175,7 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: Mapping[str, As2
     suffix = "" if len(replayed) else " (native runs)"
     pooled = metrics.pooled(main)
     tables = [
-        Table("Pooled decode throughput" + suffix, metrics.ORDER["pooled"],
+        Table("Pooled decode throughput" + suffix, metrics.ORDER["pooled"] + _extrapolation_note(main),
               pooled[["device", "config", "windows", "tokens", "decode_s", "tokens_per_s", "speedup"]],
               {"decode_s": ".3f", "tokens_per_s": ".2f", "speedup": ".3f"}),
         Table("Windows faster / slower than target-only" + suffix, metrics.ORDER["windows"],
@@ -212,11 +218,20 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: Mapping[str, As2
     if loaded.notes:
         tables.insert(0, Table("Overrides", "recorded as given on the command line",
                                pd.DataFrame({"note": loaded.notes})))
-    if (frame["ratio_fit"] != "median").any():
+    if frame["ratio_fit"].isin(["min", "max"]).any():
         tables.append(Table("Sensitivity to extrapolated co-scheduling ratios (tokens/s)",
                             "pooled throughput replayed with the median, minimum and maximum measured ratio "
-                            "filling unmeasured widths", metrics.sensitivity(frame),
+                            "filling unmeasured widths; flagged = windows whose median replay used an unmeasured "
+                            "ratio", metrics.sensitivity(frame),
                             {c: ".2f" for c in ("median", "min", "max", "low", "high", "range_pct")}))
+    if (frame["ratio_fit"] == DEPTH_LINEAR).any():
+        depth = metrics.sensitivity(frame, ("median", DEPTH_LINEAR), "depth_extrapolated")
+        tables.append(Table("Sensitivity to KV depths beyond the measured ones: flat vs linear (tokens/s)",
+                            "pooled throughput replayed with costs outside the profile's measured depths held flat "
+                            "(as every other table) and extended linearly from the nearest two measured depths "
+                            "(never below 0 s); flagged = windows whose flat replay priced a forward outside them",
+                            depth.rename(columns={"median": "flat", DEPTH_LINEAR: "linear"}),
+                            {c: ".2f" for c in ("flat", "linear", "low", "high", "range_pct")}))
     if len(native) and len(replayed):
         tables.append(Table("Replay fidelity (replay vs native throughput)", "per window |replay - native| / "
                             "native, then mean and max per device x configuration; flagged above 10%",
@@ -249,6 +264,15 @@ def text_tables(frame: pd.DataFrame, scored: pd.DataFrame, references: dict[str,
         tables.append(Table(f"{TEXT_DIFFERS} ({windows} window{'' if windows == 1 else 's'})",
                             text_metrics.ORDER["text_differs"], differing))
     return tables
+
+
+def _extrapolation_note(rows: pd.DataFrame) -> str:
+    """What the table's rows priced beyond the profile's measurements, if anything."""
+    parts = [f"{int(rows[column].sum())} rows {what}" for column, what in
+             (("extrapolated", "used an unmeasured co-scheduling ratio"),
+              ("depth_extrapolated", "priced a KV depth outside the measured depths (flat there)"))
+             if rows[column].any()]
+    return "; " + ", ".join(parts) + " (see --sensitivity)" if parts else ""
 
 
 def _deployed(main: pd.DataFrame, selected: Mapping[str, As2dConfig]) -> dict[str, As2dConfig]:

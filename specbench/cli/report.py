@@ -25,7 +25,8 @@ from .common import check_output_path, existing_dir, existing_file, stderr
               help="Compare runs whose windows, models, runner or profile differ (recorded in the output).")
 @click.option("--macro", is_flag=True, help="Add the macro-average over datasets.")
 @click.option("--sensitivity", is_flag=True,
-              help="Replay AS2D with the min and max measured co-scheduling ratios where ratios were extrapolated.")
+              help="Replay AS2D with the min and max measured co-scheduling ratios, and every method with costs "
+                   "beyond the measured KV depths extended linearly (when the run has no such rows).")
 @click.option("--budget", "budgets", type=existing_file, multiple=True,
               help="Budget YAML (select-budget) per device: oracle gap of the configuration it names (drafter, "
                    "B and the rest) and the ablation.")

@@ -1,18 +1,29 @@
-"""Report rules on hand-built rows: divergent windows, the budget file's configuration."""
+"""Report rules on hand-built rows: divergent windows, the budget file's configuration, depths
+beyond the profile's measured range."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from specbench.batch_replay import DEPTH_LINEAR, replay_study
 from specbench.budget import BudgetChoice, save_budget
 from specbench.cli import main
 from specbench.methods.as2d import As2dConfig
+from specbench.methods.sd import SdConfig
+from specbench.methods.target import TargetConfig
 from specbench.native_run import divergence_row
+from specbench.profiles import CoSchedule, DeviceProfile, DrafterProfile
+from specbench.report import Loaded, build_tables
 from specbench.results import ResultsDir, WindowResult
+from specbench.traces import ModelRef, TraceFile
 from specbench.windows import make_text_window
+from tests.helpers import linear_costs, make_trace, perfect_drafts
 
 WINDOWS = {w: make_text_window(w, f"source {w}", "Repeat.", 64, "d", "test") for w in ("w1", "w2", "w3")}
 TOKENS = {"w1": 10, "w2": 20, "w3": 30}
@@ -130,3 +141,66 @@ def test_the_deployed_configuration_is_the_one_the_budget_file_names(tmp_path):
         assert result.exit_code == 1 and len(errors) == 1, result.output
         assert problem in errors[0] and "device 'A'" in errors[0]
         assert "as2d[B=3,drafter=big], as2d[B=3,drafter=small], as2d[B=7,drafter=big]" in errors[0]
+
+
+def depth_profile(depths=(0, 128)) -> DeviceProfile:
+    """Measured at two depths only: CT(1, d) = 1 + d / 128 there (exact in binary)."""
+    target = linear_costs(1.0, 0.25, 8, "target", depths, 1 / 128)
+    drafter = linear_costs(0.25, 0.125, 8, "drafter", depths, 1 / 256)
+    measured = range(1, 9)
+    cosched = CoSchedule({w: 1.5 for w in measured}, {w: 1.5 for w in measured})
+    return DeviceProfile({"name": "two-depths"}, {}, {"name": "t"}, "cpu", target,
+                         {"drafter": DrafterProfile("drafter", {"name": "d"}, "cpu", drafter, cosched)})
+
+
+def test_depths_beyond_the_measured_ones_are_flagged_and_their_sensitivity_reported():
+    y_short, y_long = [10, 11, 12, 13, 14, 2], list(range(10, 29)) + [2]
+    windows = [make_text_window("short", "a", "Repeat.", 64, "d", "test"),
+               make_text_window("long", "b", "Repeat.", 64, "d", "test")]
+    # short decodes at depths 10..14; long at 120..138, past the last measured depth 128
+    traces = {"short": make_trace(y_short, perfect_drafts(y_short), y_short, n_prompt=10, window_id="short",
+                                  sha=windows[0].window_sha256),
+              "long": make_trace(y_long, perfect_drafts(y_long), y_long, n_prompt=120, window_id="long",
+                                 sha=windows[1].window_sha256)}
+    trace_files = {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), traces)}
+    configs = [TargetConfig(), SdConfig(width=3), As2dConfig(budget=3)]
+    frame = pd.concat([replay_study(windows, trace_files, [depth_profile()], configs, workers=1, ratio_fit=fit)
+                       for fit in ("median", DEPTH_LINEAR)], ignore_index=True)
+    median = frame[frame["ratio_fit"] == "median"].set_index(["config", "window_id"])
+    assert median.xs("long", level="window_id")["depth_extrapolated"].all()
+    assert not median.xs("short", level="window_id")["depth_extrapolated"].any()
+    assert not median["extrapolated"].any()  # every co-scheduling width was measured
+
+    # target-only, by hand: one forward per token at depths 120..138
+    depths = np.arange(120, 139)
+    flat, linear = np.minimum(1 + depths / 128, 2.0).sum(), (1 + depths / 128).sum()
+    target = frame[(frame["config"] == "target") & (frame["window_id"] == "long")].set_index("ratio_fit")
+    assert target.at["median", "decode_s"] == flat and target.at[DEPTH_LINEAR, "decode_s"] == linear
+    short = sum(1 + d / 128 for d in range(10, 15))
+
+    built = build_tables(Loaded([], frame, []))
+    tables = {t.title: t.frame for t in built}
+    table = tables["Sensitivity to KV depths beyond the measured ones: flat vs linear (tokens/s)"].set_index("config")
+    assert list(table.columns) == ["device", "method", "flat", "linear", "low", "high", "range_pct", "flagged"]
+    assert table.at["target", "flat"] == pytest.approx(24 / (short + flat))
+    assert table.at["target", "linear"] == pytest.approx(24 / (short + linear))
+    assert table.at["target", "range_pct"] == pytest.approx(100 * (1 - (short + flat) / (short + linear)))
+    for config in ("target", "sd[W=3]", "as2d[B=3]"):
+        assert table.at[config, "range_pct"] > 0 and table.at[config, "flagged"] == 1
+    note = next(t.order for t in built if t.title == "Pooled decode throughput")
+    assert "3 rows priced a KV depth outside the measured depths (flat there) (see --sensitivity)" in note
+
+
+
+def test_a_producer_past_the_measured_depths_flags_as2d_and_a_decode_below_them_flags_all():
+    y = [10, 11, 12, 13, 14, 2]
+    window = make_text_window("w", "a", "Repeat.", 64, "d", "test")
+    trace = make_trace(y, perfect_drafts(y), y, n_prompt=10, window_id="w", sha=window.window_sha256)
+    # the target decodes at depths 10..14; the producer, after a longer prompt, at 125..130
+    trace = dataclasses.replace(trace, n_prompt_drafter=125)
+    configs = [TargetConfig(), As2dConfig(budget=3)]
+    traces = {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), {"w": trace})}
+    flags = replay_study([window], traces, [depth_profile()], configs, workers=1).set_index("config")
+    assert flags["depth_extrapolated"].to_dict() == {"target": False, "as2d[B=3]": True}
+    below = replay_study([window], traces, [depth_profile((16, 256))], configs, workers=1)
+    assert below["depth_extrapolated"].all()
