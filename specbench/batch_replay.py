@@ -35,6 +35,18 @@ from .windows import Window
 
 Progress = Callable[[int], None]
 """Called with the number of window replays just finished."""
+DEPTH_LINEAR = "depth-linear"
+COST_FITS = ("median", "min", "max", DEPTH_LINEAR)
+"""Fill-ins of what a profile did not measure (a row's `ratio_fit`): median co-scheduling ratio
+and flat in depth (every table's rows); min/max ratio; depth-linear (median ratio, costs beyond
+the measured depths extended linearly from the nearest two)."""
+
+
+def fit_profile(profile: DeviceProfile, fit: str) -> DeviceProfile:
+    """`profile` priced with the fill-in `fit` (one of COST_FITS)."""
+    if fit == DEPTH_LINEAR:
+        return profile.with_depth_fit("linear")
+    return profile.with_ratio_fit(fit)
 
 
 def trace_for(traces: Mapping[str, TraceFile], config: MethodConfig, window_id: str) -> tuple[str, WindowTrace]:
@@ -173,19 +185,23 @@ def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], pr
     for profile in profiles:
         v = np.zeros(n)
         np.add.at(v, t_owner, profile.target_costs.costs(t_width, t_depth))  # in op order, like the scalar sum
+        outside = np.bincount(t_owner, weights=profile.target_costs.extrapolates(t_depth), minlength=n)
         d = np.zeros(n)
         if len(d_width):
             drafter = profile.drafter(getattr(config, "drafter", None))
             cost = drafter.costs.costs(d_width, d_depth)
+            outside_d = drafter.costs.extrapolates(d_depth)
             if d_all_rows.any():
                 cost[d_all_rows] = drafter.ingest_costs().costs(d_width[d_all_rows], d_depth[d_all_rows])
+                outside_d[d_all_rows] = drafter.ingest_costs().extrapolates(d_depth[d_all_rows])
             np.add.at(d, d_owner, cost)
+            outside += np.bincount(d_owner, weights=outside_d, minlength=n)
         columns = _base_columns(profile, config, windows, [trace for _, trace in used])
         columns.update(decode_s=d + v, rounds=[o.rounds for o in ops], proposed=[o.proposed for o in ops],
                        accepted=[o.accepted for o in ops], multi_token_rounds=[o.multi_token_rounds for o in ops],
                        drafter_forwards=np.bincount(d_owner, minlength=n), d_s=d, v_s=v, o_s=np.zeros(n),
                        h_s=np.zeros(n), extrapolated=np.zeros(n, dtype=bool), lossless=[o.lossless for o in ops],
-                       source=["replay"] * n, ratio_fit=["median"] * n)
+                       source=["replay"] * n, ratio_fit=["median"] * n, depth_extrapolated=outside > 0)
         frames.append(pd.DataFrame(columns, columns=list(ROW_FIELDS)))
         if progress:
             progress(n)
@@ -210,7 +226,7 @@ def replay_as2d(windows: Sequence[Window], traces: Mapping[str, TraceFile], prof
                 multi_token_rounds=result.multi_token_rounds, drafter_forwards=result.drafter_forwards,
                 d_s=result.d_s, v_s=result.v_s, o_s=result.o_s, h_s=result.h_s, extrapolated=result.extrapolated,
                 lossless=np.ones(count, dtype=bool), source=np.full(count, "replay"),
-                ratio_fit=np.full(count, "median"))
+                ratio_fit=np.full(count, "median"), depth_extrapolated=result.depth_extrapolated)
     return pd.DataFrame(base, columns=list(ROW_FIELDS))
 
 
@@ -241,11 +257,11 @@ def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], pro
     """All (device, configuration, window) replays of a study, one row each.
 
     With several workers (default: one per CPU), the independent pieces run in forked
-    processes; the rows are the same either way, in the same order. `ratio_fit` fills
-    unmeasured co-scheduling ratios (median; min/max for the sensitivity rerun).
+    processes; the rows are the same either way, in the same order. `ratio_fit` (one of
+    COST_FITS) fills what the profile did not measure: median, or a sensitivity variant.
     """
     global _STUDY
-    profiles = [p.with_ratio_fit(ratio_fit) for p in profiles]
+    profiles = [fit_profile(p, ratio_fit) for p in profiles]
     tasks = _tasks(profiles, configs)
     if not tasks:
         return pd.DataFrame(columns=list(ROW_FIELDS))

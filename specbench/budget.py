@@ -35,6 +35,8 @@ class BudgetChoice:
     extrapolated: bool
     """The choice used co-scheduling ratios the profile did not measure."""
     windows: int
+    depth_extrapolated: bool = False
+    """The choice priced forwards outside the profile's measured KV depths."""
 
 
 def select_budget(rows: pd.DataFrame, configs: Sequence[As2dConfig], runners_up: int = 3) -> BudgetChoice:
@@ -49,7 +51,7 @@ def select_budget(rows: pd.DataFrame, configs: Sequence[As2dConfig], runners_up:
     by_label = {c.label: c for c in configs}
     sums = rows[rows["config"].isin(by_label)].groupby("config").agg(
         tokens=("tokens", "sum"), decode_s=("decode_s", "sum"), extrapolated=("extrapolated", "any"),
-        windows=("window_id", "nunique"))
+        depth_extrapolated=("depth_extrapolated", "any"), windows=("window_id", "nunique"))
     missing = sorted(set(by_label) - set(sums.index))
     if missing:
         raise SpecbenchError(f"no replay rows for catalog configuration {missing[0]}")
@@ -60,7 +62,8 @@ def select_budget(rows: pd.DataFrame, configs: Sequence[As2dConfig], runners_up:
     others = tuple((label, float(sums.at[label, "tokens_per_s"])) for label in order[1:1 + runners_up])
     margin = float(100.0 * (sums.at[best, "tokens_per_s"] / others[0][1] - 1.0)) if others else float("inf")
     return BudgetChoice(str(devices[0]), by_label[best], float(sums.at[best, "tokens_per_s"]), others, margin,
-                        bool(sums.at[best, "extrapolated"]), int(sums.at[best, "windows"]))
+                        bool(sums.at[best, "extrapolated"]), int(sums.at[best, "windows"]),
+                        bool(sums.at[best, "depth_extrapolated"]))
 
 
 def budget_to_dict(choice: BudgetChoice, provenance: dict) -> dict:
@@ -70,7 +73,8 @@ def budget_to_dict(choice: BudgetChoice, provenance: dict) -> dict:
                      "align": c.align, "H": c.horizon},
             "selection": {"tokens_per_s": choice.tokens_per_s, "margin_pct": choice.margin_pct,
                           "runners_up": [{"config": label, "tokens_per_s": tps} for label, tps in choice.runners_up],
-                          "extrapolated_cosched": choice.extrapolated, "dev_windows": choice.windows,
+                          "extrapolated_cosched": choice.extrapolated, "extrapolated_depth": choice.depth_extrapolated,
+                          "dev_windows": choice.windows,
                           **provenance}}
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from .errors import MissingCostError, SpecbenchError
 from .methods.as2d import As2dConfig
 from .profiles import CostTable, DeviceProfile, interp_rows
-from .replay import batch_publish_steps
+from .replay import batch_publish_steps, producer_depth_extrapolated
 from .traces import WindowTrace
 from .windows import Window
 
@@ -29,7 +29,8 @@ def dense_costs(table: CostTable, max_width: int, max_depth: int) -> np.ndarray:
     matrix = table.matrix(max_width)
     widths = np.repeat(np.arange(max_width + 1), max_depth + 1)
     depths = np.tile(np.arange(max_depth + 1, dtype=np.float64), max_width + 1)
-    return interp_rows(matrix, table.depths, widths, depths).reshape(max_width + 1, max_depth + 1)
+    return interp_rows(matrix, table.depths, widths, depths, table.depth_fit == "linear").reshape(
+        max_width + 1, max_depth + 1)
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class LockstepResult:
     multi_token_rounds: np.ndarray
     drafter_forwards: np.ndarray
     extrapolated: np.ndarray
+    depth_extrapolated: np.ndarray
 
 
 def _pad_rows(rows: Sequence[np.ndarray], width: int, fill, dtype) -> np.ndarray:
@@ -92,6 +94,7 @@ class _Study:
         max_depth = max(max(t.n_prompt, t.n_prompt_drafter) + max(len(t.y), t.producer.steps) for t in trace_list)
         self.target_costs = np.stack([dense_costs(p.target_costs, max_width, max_depth) for p in profiles])
         self.target_labels = [p.target_costs.label for p in profiles]
+        self.target_outside = np.stack([p.target_costs.extrapolates(np.arange(max_depth + 1)) for p in profiles])
         drafter_costs: dict[tuple[int, str | None], np.ndarray] = {}
         ratios: dict[tuple[int, str | None], int] = {}
         ratio_tables = []
@@ -161,6 +164,7 @@ class _State:
         for name in ("time", "work", "d", "v", "o", "h"):
             setattr(self, name, np.zeros(count))
         self.extrapolated = np.zeros(count, dtype=bool)
+        self.depth_extrapolated = np.zeros(count, dtype=bool)
 
 
 def _advance_publication(s: _State, study: _Study, idx: np.ndarray) -> None:
@@ -262,7 +266,8 @@ def _round(s: _State, study: _Study, idx: np.ndarray) -> None:
         ones = np.ones(len(sub))
         _run(s, sub, s.align_s[sub], ones, ones, forward=False)
     width = length + 1
-    solo = study.target_costs[s.device[idx], width, s.n_prompt[idx] + t - 1]
+    depth = s.n_prompt[idx] + t - 1
+    solo = study.target_costs[s.device[idx], width, depth]
     if np.isnan(solo).any():
         bad = int(np.argmax(np.isnan(solo)))
         raise MissingCostError(f"{study.target_labels[s.device[idx][bad]]}: no measured cost for width {width[bad]}",
@@ -271,6 +276,7 @@ def _round(s: _State, study: _Study, idx: np.ndarray) -> None:
     depth = s.n_prompt[idx] + t - 1
     _run(s, idx, solo, study.rho_t[ratio_row, width, depth], study.rho_d[ratio_row, width, depth], forward=True)
     s.extrapolated[idx] |= study.rho_extrapolated[ratio_row, width]
+    s.depth_extrapolated[idx] |= study.target_outside[s.device[idx], depth]
 
     # Commit and move the cursor (As2dVerifier.observe).
     s.t[idx] = t + committed
@@ -301,5 +307,9 @@ def simulate_lockstep(sims: Sequence[Simulation], windows: Sequence[Window], pro
         active = active[still]
     steps_done = np.array([np.searchsorted(study.cums[s.timeline[i]], s.work[i], side="right") - 1
                            for i in range(len(sims))], dtype=np.int64)
+    for i, sim in enumerate(sims):
+        costs = profiles[sim.profile_index].drafter(sim.config.drafter).costs
+        s.depth_extrapolated[i] |= producer_depth_extrapolated(study.cums[s.timeline[i]], s.work[i], costs,
+                                                               sim.trace.n_prompt_drafter)
     return LockstepResult(s.time, s.d, s.v, s.o, s.h, s.rounds, s.proposed, s.accepted, s.multi, steps_done,
-                          s.extrapolated)
+                          s.extrapolated, s.depth_extrapolated)

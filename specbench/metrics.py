@@ -11,15 +11,24 @@ each table:
 * window counts compare each window with target-only on the same device and window;
   loss = 1 - throughput / target-only throughput, over the slower windows;
 * degenerate windows (no token after the prefill) are counted and excluded from
-  per-window ratios.
+  per-window ratios;
+* a divergent window (some row with lossless = false: a native output that differed from
+  the reference) leaves every aggregate on its device: all rows of that (device, window),
+  every configuration, replay and native alike, so that all methods are compared on the
+  same windows (`split_divergent`, applied by every function here).
 """
 
 from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .errors import SpecbenchError
+from .methods.as2d import As2dConfig
 from .methods.sd import REPORTED_WIDTHS
 from .placement import device_of
 
@@ -36,8 +45,30 @@ ORDER = {
     "decomposition": "per device x configuration: sums over windows of D, V, O, H (seconds); T = D + V - O + H",
     "counts": "per device x configuration: ratios of sums over windows (tau = tokens / target forwards, "
               "acceptance = accepted / proposed, coverage = accepted / tokens)",
+    "divergent": "a (device, window) where a configuration did not commit the reference output (its native "
+                 "row has no tokens and no time): every row of it, all configurations, replay and native, is "
+                 "left out of every other table; positions and tokens in the run's divergences.jsonl",
 }
 KEYS = ["device", "method", "config"]
+DIVERGENT_COLUMNS = ["device", "window_id", "dataset", "config", "source"]
+
+
+def split_divergent(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the rows aggregates use, the divergent rows as DIVERGENT_COLUMNS).
+
+    A 0-token 0-second divergence row would otherwise count as a window, win the oracle and
+    leave the other methods measured on windows it lacks, so the whole (device, window) goes."""
+    bad = ~df["lossless"].astype(bool)
+    if not bad.any():
+        return df, pd.DataFrame(columns=DIVERGENT_COLUMNS)
+    diverged = df.loc[bad, DIVERGENT_COLUMNS].drop_duplicates().reset_index(drop=True)
+    pairs = pd.MultiIndex.from_frame(diverged[["device", "window_id"]])
+    keep = ~pd.MultiIndex.from_frame(df[["device", "window_id"]]).isin(pairs)
+    return df[keep], diverged
+
+
+def _comparable(df: pd.DataFrame) -> pd.DataFrame:
+    return split_divergent(df)[0]
 
 
 def _require_target(df: pd.DataFrame) -> None:
@@ -78,6 +109,7 @@ def _with_sd_means(frame: pd.DataFrame, group: list[str], value: str, first: lis
 
 def pooled(df: pd.DataFrame) -> pd.DataFrame:
     """Pooled throughput and speedup per device x configuration (plus the SD mean rows)."""
+    df = _comparable(df)
     _require_target(df)
     sums = df.groupby(KEYS, sort=False).agg(windows=("window_id", "size"), tokens=("tokens", "sum"),
                                             decode_s=("decode_s", "sum"),
@@ -98,6 +130,7 @@ def pooled(df: pd.DataFrame) -> pd.DataFrame:
 
 def per_window(df: pd.DataFrame) -> pd.DataFrame:
     """Per-window throughput with the SD per-window mean over W added (for counts and CDFs)."""
+    df = _comparable(df)
     live = df[df["tokens"] > 0]
     out = live[KEYS + ["window_id", "dataset"]].copy()
     out["tokens_per_s"] = live["tokens"] / live["decode_s"]
@@ -128,6 +161,7 @@ def window_counts(df: pd.DataFrame) -> pd.DataFrame:
 
 def counts(df: pd.DataFrame) -> pd.DataFrame:
     """tau, acceptance, coverage, multi-token-round fraction and forwards, as ratios of sums."""
+    df = _comparable(df)
     sums = df.groupby(KEYS, sort=False)[["tokens", "rounds", "proposed", "accepted", "multi_token_rounds",
                                          "drafter_forwards"]].sum().reset_index()
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -140,6 +174,7 @@ def counts(df: pd.DataFrame) -> pd.DataFrame:
 
 def decomposition(df: pd.DataFrame) -> pd.DataFrame:
     """Sums of D, V, O, H and T per device x configuration, and the exposed drafter time."""
+    df = _comparable(df)
     sums = df.groupby(KEYS, sort=False)[["decode_s", "d_s", "v_s", "o_s", "h_s"]].sum().reset_index()
     sums["exposed_drafter_s"] = sums["d_s"] - sums["o_s"]
     return sums
@@ -148,6 +183,7 @@ def decomposition(df: pd.DataFrame) -> pd.DataFrame:
 def oracle(df: pd.DataFrame, catalog: list[str], deployed: dict[str, str] | None = None) -> pd.DataFrame:
     """Per device x dataset: the per-window oracle over `catalog` configurations and the gap
     of the deployed configuration (`deployed[device]`, default: the best pooled one)."""
+    df = _comparable(df)
     rows = df[df["config"].isin(catalog)]
     if rows.empty:
         raise SpecbenchError(f"no results for the oracle catalog ({', '.join(catalog) or 'empty'})")
@@ -169,27 +205,35 @@ def oracle(df: pd.DataFrame, catalog: list[str], deployed: dict[str, str] | None
     return pd.DataFrame(out)
 
 
-def sensitivity(df: pd.DataFrame) -> pd.DataFrame:
-    """Pooled throughput under each co-scheduling ratio fit, and its range, per device x configuration.
-
-    Expects rows with a `ratio_fit` column (median, min, max)."""
-    if "ratio_fit" not in df.columns or df["ratio_fit"].nunique() < 2:
-        raise SpecbenchError("no sensitivity rows in these results", hint="run with --sensitivity")
-    varied = df.loc[df["ratio_fit"] != "median", "config"].unique()
-    sums = df[df["config"].isin(varied)].groupby(KEYS + ["ratio_fit"], sort=False)[["tokens", "decode_s"]].sum()
-    sums = sums.reset_index()
+def sensitivity(df: pd.DataFrame, fits: Sequence[str] = ("median", "min", "max"),
+                flag: str = "extrapolated") -> pd.DataFrame:
+    """Pooled throughput under each cost fill-in of `fits` (`ratio_fit` values; the first is the
+    one every other table uses) and its range, per device x configuration replayed under more
+    than the first; `flagged` = windows whose first-fit row is marked by the column `flag`."""
+    df = _comparable(df)
+    rows = df[(df["source"] == "replay") & df["ratio_fit"].isin(fits)]  # native rows have no variants
+    varied = rows.loc[rows["ratio_fit"] != fits[0], "config"].unique()
+    if not len(varied):
+        raise SpecbenchError(f"no sensitivity rows ({', '.join(fits[1:])}) in these results",
+                             hint="run with --sensitivity")
+    rows = rows[rows["config"].isin(varied)]
+    sums = rows.groupby(KEYS + ["ratio_fit"], sort=False)[["tokens", "decode_s"]].sum().reset_index()
     sums["tokens_per_s"] = sums["tokens"] / sums["decode_s"]
     table = sums.pivot_table(index=KEYS, columns="ratio_fit", values="tokens_per_s", sort=False).reset_index()
-    fits = [c for c in ("median", "min", "max") if c in table.columns]
-    table["low"] = table[fits].min(axis=1)
-    table["high"] = table[fits].max(axis=1)
-    table["range_pct"] = 100.0 * (table["high"] - table["low"]) / table["median"]
+    present = [f for f in fits if f in table.columns]
+    table["low"] = table[present].min(axis=1)
+    table["high"] = table[present].max(axis=1)
+    table["range_pct"] = 100.0 * (table["high"] - table["low"]) / table[fits[0]]
+    base = rows[rows["ratio_fit"] == fits[0]]
+    flagged = base.groupby(KEYS, sort=False)[flag].sum().astype(int).rename("flagged").reset_index()
+    table = table.merge(flagged, on=KEYS, how="left")
     table.columns.name = None
-    return table
+    return table[KEYS + present + ["low", "high", "range_pct", "flagged"]]
 
 
 def macro_average(df: pd.DataFrame) -> pd.DataFrame:
     """Pooled throughput per dataset, then the unweighted mean over datasets, per device x configuration."""
+    df = _comparable(df)
     _require_target(df)
     per_dataset = pd.concat([pooled(group).assign(dataset=name) for name, group in df.groupby("dataset", sort=False)],
                             ignore_index=True)
@@ -201,6 +245,7 @@ def macro_average(df: pd.DataFrame) -> pd.DataFrame:
 
 def replay_fidelity(df: pd.DataFrame, threshold_pct: float = 10.0) -> pd.DataFrame:
     """Replay vs native throughput on the windows run both ways, per device x configuration."""
+    df = _comparable(df)
     live = df[df["tokens"] > 0]
     keys = ["device", "config", "window_id"]
     native = live[live["source"] == "native"].set_index(keys)
@@ -219,20 +264,27 @@ def replay_fidelity(df: pd.DataFrame, threshold_pct: float = 10.0) -> pd.DataFra
     return table
 
 
-def ablation(df: pd.DataFrame, selected: dict[str, int], default_budget: int = 7) -> pd.DataFrame:
-    """Serial vs decoupled at the default and at the selected budget (the AS2D paper's ablation).
+def ablation(df: pd.DataFrame, selected: Mapping[str, As2dConfig], default_budget: int = 7) -> pd.DataFrame:
+    """Serial vs decoupled at the default and at the selected budget (the AS2D paper's ablation),
+    with the selected configuration's drafter.
 
-    Serial = SpecASR with k_max = budget; decoupled = AS2D with B = budget. Rows that the
-    results do not contain are left out."""
+    Serial = SpecASR with k_max = budget; decoupled = the selected AS2D configuration with
+    B = budget (its other settings kept). Rows that the results do not contain are left out."""
     pooled_rows = pooled(df)
     out = []
-    for device, budget in selected.items():
+    for device, chosen in selected.items():
         on_device = pooled_rows[pooled_rows["device"] == device]
-        for arm, method, key in (("serial", "specasr", "k_max"), ("decoupled", "as2d", "B")):
-            for which, b in (("default", default_budget), ("selected", budget)):
-                match = on_device[(on_device["method"] == method)
-                                  & on_device["config"].str.contains(rf"[\[,]{key}={b}[,\]]", regex=True)]
-                for _, row in match.iterrows():
+        labels = on_device["config"]
+        specasr = on_device["method"] == "specasr"
+        if chosen.drafter:
+            specasr &= labels.str.contains(rf"[\[,]drafter={re.escape(chosen.drafter)}[,\]]", regex=True)
+        for arm in ("serial", "decoupled"):
+            for which, b in (("default", default_budget), ("selected", chosen.budget)):
+                if arm == "serial":
+                    match = specasr & labels.str.contains(rf"[\[,]k_max={b}[,\]]", regex=True)
+                else:
+                    match = labels == replace(chosen, budget=b).label
+                for _, row in on_device[match].iterrows():
                     out.append({"device": device, "arm": arm, "budget": f"{which} ({b})", "config": row["config"],
                                 "tokens_per_s": row["tokens_per_s"], "speedup": row["speedup"]})
     return pd.DataFrame(out).drop_duplicates(["device", "config"]) if out else pd.DataFrame(out)

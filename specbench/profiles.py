@@ -14,7 +14,9 @@ YAML layout (`kind: specbench.profile`, `schema_version: 1`):
     overheads: {producer_startup_s, publish_s, align_s}
 
 Costs are seconds per forward, interpolated linearly in KV depth between measured depths
-and held flat outside them (`DEPTH_POLICY`). A width the profile lacks is an error. Widths
+and held flat outside them (`DEPTH_POLICY`); a depth outside is flagged as extrapolated
+(`CostTable.extrapolates`) and `with_depth_fit("linear")` gives the sensitivity variant that
+extends the nearest measured segment instead. A width the profile lacks is an error. Widths
 without a measured co-scheduling ratio use the median of the measured ratios and are
 flagged as extrapolated; `with_ratio_fit("min"|"max")` gives the sensitivity variants.
 """
@@ -37,6 +39,7 @@ KIND = "specbench.profile"
 VERSIONS = (1, 2)
 DEPTH_POLICY = "linear-in-depth, flat outside the measured depths"
 RATIO_FITS = ("median", "min", "max")
+DEPTH_FITS = ("flat", "linear")
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,8 @@ class CostTable:
     """width -> seconds at each measured depth."""
     label: str = "cost table"
     """Names the table in errors, e.g. 'profile pixel.yaml target'."""
+    depth_fit: str = "flat"
+    """Outside the measured depths: flat (DEPTH_POLICY) or linear (the sensitivity variant)."""
 
     def widths(self) -> list[int]:
         return sorted(self.seconds)
@@ -63,7 +68,13 @@ class CostTable:
 
     def cost(self, width: int, depth: float) -> float:
         costs = self.require(width)
-        return float(interp_rows(costs[None, :], self.depths, np.zeros(1, dtype=np.int64), np.array([float(depth)]))[0])
+        return float(interp_rows(costs[None, :], self.depths, np.zeros(1, dtype=np.int64), np.array([float(depth)]),
+                                 self.depth_fit == "linear")[0])
+
+    def extrapolates(self, depths):
+        """True where a depth lies outside the measured depths (a price the profile did not measure)."""
+        depths = np.asarray(depths, dtype=np.float64)
+        return (depths < self.depths[0]) | (depths > self.depths[-1])
 
     def matrix(self, max_width: int) -> np.ndarray:
         """[max_width + 1, n_depths] costs; NaN rows for widths not measured."""
@@ -81,18 +92,23 @@ class CostTable:
         missing = sorted(set(np.unique(widths).tolist()) - set(self.seconds))
         if missing:
             self.require(missing[0])
-        return interp_rows(self.matrix(int(widths.max())), self.depths, widths, np.asarray(depths, dtype=np.float64))
+        return interp_rows(self.matrix(int(widths.max())), self.depths, widths, np.asarray(depths, dtype=np.float64),
+                           self.depth_fit == "linear")
 
 
-def interp_rows(matrix: np.ndarray, grid: np.ndarray, rows: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """np.interp of `matrix[rows[i]]` at `x[i]` for every i (flat outside the grid)."""
+def interp_rows(matrix: np.ndarray, grid: np.ndarray, rows: np.ndarray, x: np.ndarray,
+                linear: bool = False) -> np.ndarray:
+    """np.interp of `matrix[rows[i]]` at `x[i]` for every i: flat outside the grid, or with
+    `linear` the nearest measured segment extended (never below 0 s). One depth: flat."""
     if len(grid) == 1:
         return matrix[rows, 0]
-    x = np.clip(x, grid[0], grid[-1])
+    if not linear:
+        x = np.clip(x, grid[0], grid[-1])
     upper = np.clip(np.searchsorted(grid, x, side="right"), 1, len(grid) - 1)
     lower = upper - 1
     frac = (x - grid[lower]) / (grid[upper] - grid[lower])
-    return matrix[rows, lower] * (1.0 - frac) + matrix[rows, upper] * frac
+    out = matrix[rows, lower] * (1.0 - frac) + matrix[rows, upper] * frac
+    return np.maximum(out, 0.0) if linear else out
 
 
 @dataclass(frozen=True)
@@ -213,6 +229,13 @@ class DeviceProfile:
         drafters = {name: replace(d, cosched=None if d.cosched is None else replace(d.cosched, fit=fit))
                     for name, d in self.drafters.items()}
         return replace(self, drafters=drafters)
+
+    def with_depth_fit(self, fit: str) -> "DeviceProfile":
+        """The same profile with every cost table priced outside its measured depths by `fit`."""
+        if fit not in DEPTH_FITS:
+            raise SpecbenchError(f"unknown depth fit '{fit}'. Available: {', '.join(DEPTH_FITS)}")
+        drafters = {name: replace(d, costs=replace(d.costs, depth_fit=fit)) for name, d in self.drafters.items()}
+        return replace(self, target_costs=replace(self.target_costs, depth_fit=fit), drafters=drafters)
 
 
 def _ranges(widths: list[int]) -> str:

@@ -38,6 +38,9 @@ class Timing:
     h_s: float
     drafter_forwards: int
     extrapolated: bool = False
+    """A co-scheduling ratio the profile did not measure."""
+    depth_extrapolated: bool = False
+    """A forward priced outside the profile's measured depths."""
 
 
 def decode_serial(config: MethodConfig, trace: WindowTrace, cap: int, drafter_name: str = "drafter") -> Decoded:
@@ -57,15 +60,19 @@ def price_serial(decoded: Decoded, target_costs: CostTable, drafter: DrafterProf
     """Serial: nothing overlaps, so T = D + V exactly and O = H = 0."""
     d_s = v_s = 0.0
     drafter_forwards = 0
+    depth_extrapolated = False
     for op in decoded.ops:
         if op.model is Model.TARGET:
             v_s += target_costs.cost(op.width, op.depth)
+            depth_extrapolated |= bool(target_costs.extrapolates(op.depth))
         else:
             if drafter is None:
                 raise SpecbenchError("a drafter forward needs a drafter cost table")
-            d_s += (drafter.ingest_costs() if op.all_rows else drafter.costs).cost(op.width, op.depth)
+            table = drafter.ingest_costs() if op.all_rows else drafter.costs
+            d_s += table.cost(op.width, op.depth)
+            depth_extrapolated |= bool(table.extrapolates(op.depth))
             drafter_forwards += 1
-    return Timing(d_s + v_s, d_s, v_s, 0.0, 0.0, drafter_forwards)
+    return Timing(d_s + v_s, d_s, v_s, 0.0, 0.0, drafter_forwards, depth_extrapolated=depth_extrapolated)
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,14 @@ def producer_timeline(stream: ProducerStream, costs: CostTable, depth0: int, bat
     np.add.at(step_cost, publish_steps, publish_s)
     cum = np.concatenate([[0.0], np.cumsum(step_cost)])
     return ProducerTimeline(cum, cum[publish_steps + 1], batch, len(stream.tokens))
+
+
+def producer_depth_extrapolated(cum: np.ndarray, work: float, costs: CostTable, depth0: int) -> bool:
+    """Whether a producer step begun by the end of the decode (`work` solo seconds done; step s
+    begins at cum[s], at depth depth0 + s) was priced outside the measured depths. A step still
+    running at the end counts: its price decided whether its batch came in time."""
+    started = int(np.searchsorted(cum[:-1], work, side="left"))
+    return started > 0 and bool(costs.extrapolates(np.array([depth0, depth0 + started - 1])).any())
 
 
 class _Lanes:
@@ -167,7 +182,7 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
     oracle = TargetOracle(trace.y)
     verifier = As2dVerifier(config, cap)
     counts = {"rounds": 0, "proposed": 0, "accepted": 0, "multi_token_rounds": 0}
-    extrapolated = False
+    extrapolated = depth_extrapolated = False
     while not oracle.done:
         t = oracle.committed
         published = timeline.published(lanes.work)  # no work is done before the producer starts
@@ -177,6 +192,7 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
         width, depth = len(plan.candidates) + 1, trace.n_prompt + t - 1
         rho_t, rho_d, extra = cosched.ratios(width, depth)
         extrapolated |= extra
+        depth_extrapolated |= bool(profile.target_costs.extrapolates(depth))
         lanes.run(profile.target_costs.cost(width, depth), rho_t, rho_d, forward=True)
         accepted, committed = oracle.verify(plan.candidates)
         verifier.observe(plan, accepted, committed)
@@ -184,7 +200,9 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
         counts["proposed"] += len(plan.candidates)
         counts["accepted"] += accepted
         counts["multi_token_rounds"] += committed > 1
-    timing = Timing(lanes.time, lanes.d, lanes.v, lanes.o, lanes.h, timeline.steps_done(lanes.work), extrapolated)
+    depth_extrapolated |= producer_depth_extrapolated(timeline.cum, lanes.work, drafter.costs, trace.n_prompt_drafter)
+    timing = Timing(lanes.time, lanes.d, lanes.v, lanes.o, lanes.h, timeline.steps_done(lanes.work), extrapolated,
+                    depth_extrapolated)
     return timing, counts
 
 
@@ -210,4 +228,5 @@ def replay_window(window: Window, trace: WindowTrace, profile: DeviceProfile, co
         window_sha256=window.window_sha256, dataset=window.dataset, split=window.split.value,
         tokens=trace.n_tokens - 1, decode_s=timing.decode_s, drafter_forwards=timing.drafter_forwards,
         d_s=timing.d_s, v_s=timing.v_s, o_s=timing.o_s, h_s=timing.h_s, extrapolated=timing.extrapolated,
-        lossless=lossless, text=trace.text, placement=profile.placement.key, **counts)
+        lossless=lossless, text=trace.text, depth_extrapolated=timing.depth_extrapolated,
+        placement=profile.placement.key, **counts)

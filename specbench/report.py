@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import shlex
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import pandas as pd
 
 from . import metrics, text_metrics
+from .batch_replay import DEPTH_LINEAR, replay_study
 from .errors import SpecbenchError
 from .methods import parse_method_specs
 from .methods.as2d import As2dConfig
@@ -21,6 +22,7 @@ from .windows import load_windows
 
 
 TEXT_DIFFERS = "WARNING: answer text differs between methods"
+DIVERGENT = "Divergent windows, excluded from every table"
 
 
 @dataclass
@@ -118,19 +120,21 @@ def _references(manifests: list[dict], explicit: Path | None) -> tuple[dict[str,
 
 
 def add_sensitivity(loaded: Loaded, progress=None) -> None:
-    """Replay the AS2D configurations again with the min and max measured ratios (from the manifest's inputs)."""
-    frame = loaded.frame
-    if (frame["ratio_fit"] != "median").any():
-        return
-    from .study import load_inputs
-    from .batch_replay import replay_study
+    """Replay the cost fill-in variants the results lack (study.SENSITIVITY_FITS: min and max
+    co-scheduling ratios for AS2D, depths extended linearly for every method) from the manifests' inputs."""
+    from .study import SENSITIVITY_FITS, fit_configs, load_inputs
 
-    extra = []
+    frame = loaded.frame
+    missing_fits = [fit for fit in SENSITIVITY_FITS if not (frame["ratio_fit"] == fit).any()]
+    if not missing_fits:
+        return
+    extra, replayed = [], False
     for manifest in loaded.manifests:
         if manifest.get("mode") != "replay":
             continue
-        configs = [c for c in parse_method_specs(_specs(manifest["methods"])) if isinstance(c, As2dConfig)]
-        if not configs:
+        replayed = True
+        configs = parse_method_specs(_specs(manifest["methods"]))
+        if not any(fit_configs(configs, fit) for fit in missing_fits):
             continue
         paths = [Path(p["path"]) for p in manifest["profiles"]]
         missing = [p for p in [Path(manifest["windows"]["path"]), *paths] if not p.exists()]
@@ -140,11 +144,14 @@ def add_sensitivity(loaded: Loaded, progress=None) -> None:
                              paths, None)
         subset = set(frame["window_id"])
         inputs.windows[:] = [w for w in inputs.windows if w.window_id in subset]
-        for fit in ("min", "max"):
-            extra.append(replay_study(inputs.windows, inputs.traces, inputs.profiles, configs, progress, None, fit))
-    if not extra:
-        raise SpecbenchError("--sensitivity needs AS2D rows from a replay run")
-    loaded.frame = pd.concat([frame, *extra], ignore_index=True)
+        for fit in missing_fits:
+            todo = fit_configs(configs, fit)
+            if todo:
+                extra.append(replay_study(inputs.windows, inputs.traces, inputs.profiles, todo, progress, None, fit))
+    if not replayed:
+        raise SpecbenchError("--sensitivity needs rows from a replay run")
+    if extra:
+        loaded.frame = pd.concat([frame, *extra], ignore_index=True)
 
 
 def _specs(labels: list[str]) -> list[str]:
@@ -156,8 +163,10 @@ def _specs(labels: list[str]) -> list[str]:
     return specs
 
 
-def build_tables(loaded: Loaded, macro: bool = False, selected: dict[str, int] | None = None) -> list[Table]:
-    frame = loaded.frame
+def build_tables(loaded: Loaded, macro: bool = False, selected: Mapping[str, As2dConfig] | None = None) -> list[Table]:
+    """Every table of a report; `selected`: device -> the AS2D configuration its budget file names."""
+    # Divergent windows go before `main` is chosen: a native divergence also drops the replay rows.
+    frame, diverged = metrics.split_divergent(loaded.frame)
     replayed = frame[(frame["ratio_fit"] == "median") & (frame["source"] == "replay")]
     native = frame[frame["source"] == "native"]
     main = replayed if len(replayed) else native
@@ -186,27 +195,42 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: dict[str, int] |
                             "configuration, then the unweighted mean over datasets",
                             metrics.macro_average(main), {"tokens_per_s": ".2f", "speedup": ".3f"}))
     as2d = sorted(main.loc[main["method"] == "as2d", "config"].unique())
+    deployed = _deployed(main, selected) if selected else {}
     if len(as2d) > 1:
-        deployed = _deployed(as2d, selected)
         tables.append(Table("Oracle over the AS2D catalog" + (" (deployed = selected budget)" if deployed else
                                                               " (deployed = best pooled)"),
-                            metrics.ORDER["oracle"], metrics.oracle(main, as2d, deployed),
+                            metrics.ORDER["oracle"],
+                            metrics.oracle(main, as2d, {d: c.label for d, c in deployed.items()} or None),
                             {"deployed_tokens_per_s": ".2f", "oracle_tokens_per_s": ".2f", "oracle_pct": ".2f",
                              "gap_pct": ".2f"}))
-    if selected:
-        table = metrics.ablation(main, selected)
+    if deployed:
+        table = metrics.ablation(main, deployed)
         if len(table):
             tables.append(Table("Ablation: decoupling and budget configuration", "pooled throughput per device x "
-                                "arm; serial = specasr with k_max = budget, decoupled = as2d with B = budget",
+                                "arm, with the selected drafter; serial = specasr with k_max = budget, decoupled = "
+                                "the selected as2d configuration with B = budget",
                                 table, {"tokens_per_s": ".2f", "speedup": ".3f"}))
+    if len(diverged):
+        windows = len(diverged[["device", "window_id"]].drop_duplicates())
+        tables.insert(0, Table(f"{DIVERGENT} ({windows} window{'' if windows == 1 else 's'})",
+                               metrics.ORDER["divergent"], diverged))
     if loaded.notes:
         tables.insert(0, Table("Overrides", "recorded as given on the command line",
                                pd.DataFrame({"note": loaded.notes})))
-    if (frame["ratio_fit"] != "median").any():
+    if frame["ratio_fit"].isin(["min", "max"]).any():
         tables.append(Table("Sensitivity to extrapolated co-scheduling ratios (tokens/s)",
                             "pooled throughput replayed with the median, minimum and maximum measured ratio "
-                            "filling unmeasured widths", metrics.sensitivity(frame),
+                            "filling unmeasured widths; flagged = windows whose median replay used an unmeasured "
+                            "ratio", metrics.sensitivity(frame),
                             {c: ".2f" for c in ("median", "min", "max", "low", "high", "range_pct")}))
+    if (frame["ratio_fit"] == DEPTH_LINEAR).any():
+        depth = metrics.sensitivity(frame, ("median", DEPTH_LINEAR), "depth_extrapolated")
+        tables.append(Table("Sensitivity to KV depths beyond the measured ones: flat vs linear (tokens/s)",
+                            "pooled throughput replayed with costs outside the profile's measured depths held flat "
+                            "(as every other table) and extended linearly from the nearest two measured depths "
+                            "(never below 0 s); flagged = windows whose flat replay priced a forward outside them",
+                            depth.rename(columns={"median": "flat", DEPTH_LINEAR: "linear"}),
+                            {c: ".2f" for c in ("flat", "linear", "low", "high", "range_pct")}))
     if len(native) and len(replayed):
         tables.append(Table("Replay fidelity (replay vs native throughput)", "per window |replay - native| / "
                             "native, then mean and max per device x configuration; flagged above 10%",
@@ -221,7 +245,7 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: dict[str, int] |
 def pooled_table(rows: pd.DataFrame, suffix: str) -> Table:
     pooled = metrics.pooled(rows)
     columns = ["device", "config", "windows", "tokens", "decode_s", "tokens_per_s", "speedup"]
-    order = metrics.ORDER["pooled"]
+    order = metrics.ORDER["pooled"] + _extrapolation_note(rows)
     if "speedup_vs_best_target" in pooled:
         columns.append("speedup_vs_best_target")
         order += "; " + metrics.ORDER["placements"]
@@ -252,15 +276,33 @@ def text_tables(frame: pd.DataFrame, scored: pd.DataFrame, references: dict[str,
     return tables
 
 
-def _deployed(as2d: list[str], selected: dict[str, int] | None) -> dict[str, str] | None:
-    if not selected:
-        return None
+def _extrapolation_note(rows: pd.DataFrame) -> str:
+    """What the table's rows priced beyond the profile's measurements, if anything."""
+    parts = [f"{int(rows[column].sum())} rows {what}" for column, what in
+             (("extrapolated", "used an unmeasured co-scheduling ratio"),
+              ("depth_extrapolated", "priced a KV depth outside the measured depths (flat there)"))
+             if rows[column].any()]
+    return "; " + ", ".join(parts) + " (see --sensitivity)" if parts else ""
+
+
+def _deployed(main: pd.DataFrame, selected: Mapping[str, As2dConfig]) -> dict[str, As2dConfig]:
+    """Per device, the AS2D configuration of the results that its budget file names: every
+    parameter the file records must match; a file naming no drafter (selected with a single
+    traced drafter) matches a configuration that names one, if only one does."""
     out = {}
-    for device, budget in selected.items():
-        match = [c for c in as2d if c.startswith(f"as2d[B={budget},") or c == f"as2d[B={budget}]"]
-        if match:
-            out[device] = match[0]
-    return out or None
+    for device, wanted in selected.items():
+        labels = main.loc[(main["device"] == device) & (main["method"] == "as2d"), "config"].unique()
+        found = {label: parse_method_specs(_specs([label]))[0] for label in labels}
+        match = [label for label, config in found.items() if config == wanted]
+        if not match and wanted.drafter is None:
+            match = [label for label, config in found.items() if replace(config, drafter=None) == wanted]
+        if len(match) != 1:
+            problem = "several configurations match it" if match else "it is not in these results"
+            raise SpecbenchError(f"--budget: the budget file for device '{device}' names {wanted.label}, but "
+                                 f"{problem} (AS2D configurations of {device}: {', '.join(sorted(labels)) or 'none'})",
+                                 hint="report the results of `specbench run --budget` with that file")
+        out[device] = found[match[0]]
+    return out
 
 
 def bundle(directory: Path, loaded: Loaded, tables: list[Table], figures: dict[str, list[Path]], markdown: str,
@@ -291,7 +333,7 @@ def make_figures(loaded: Loaded, directory: Path, horizon: bool = False) -> dict
     from . import plots
     from .profiles import load_profile
 
-    frame = loaded.frame
+    frame = metrics.split_divergent(loaded.frame)[0]
     main = frame[(frame["ratio_fit"] == "median")]
     main = main[main["source"] == ("replay" if (main["source"] == "replay").any() else "native")]
     figures: dict[str, list[Path]] = {}

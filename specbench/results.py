@@ -23,7 +23,8 @@ from .errors import SpecbenchError
 from .fileio import Where, check_header, dumps_line, load_json, need, write_atomic
 
 KIND = "specbench.results"
-# Format history: 1 = first version (rows gained the optional `text`, then `placement`, later; rows
+# Format history: 1 = first version (rows gained the optional `text`, `depth_extrapolated` and
+# `placement` later; rows
 # without them still load).
 VERSIONS = (1,)
 MANIFEST = "manifest.json"
@@ -64,13 +65,19 @@ class WindowResult:
     h_s: float
     """H: residual (start-up, waits, alignment, drain): time neither lane ran a model."""
     extrapolated: bool
-    """Used a co-scheduling ratio the profile did not measure."""
+    """Used a co-scheduling ratio the profile did not measure (AS2D; depths: `depth_extrapolated`)."""
     lossless: bool
-    """Committed exactly the target's greedy output."""
+    """Committed exactly the target's greedy output (false: a native divergence, whose (device,
+    window) every report aggregate leaves out: metrics.split_divergent)."""
     source: str = "replay"
     """'replay' (priced from a profile) or 'native' (device clock)."""
     ratio_fit: str = "median"
-    """How unmeasured co-scheduling ratios were filled (median; min/max for sensitivity rows)."""
+    """Which fill-in of unmeasured costs priced the row: median (the median co-scheduling ratio,
+    flat outside the measured depths; every table's rows), min/max (co-scheduling ratio
+    sensitivity) or depth-linear (depth sensitivity: the nearest measured segment extended)."""
+    depth_extrapolated: bool = False
+    """Priced a forward at a KV depth outside the profile's measured depths (False on native
+    rows and on rows written before this field existed)."""
     text: str = ""
     """The detokenized answer ("" = not recorded: rows written before it existed, or no text available)."""
     placement: str = ""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import __version__
-from .batch_replay import replay_study, trace_for
+from .batch_replay import COST_FITS, DEPTH_LINEAR, replay_study, trace_for
 from .errors import SpecbenchError
 from .methods import MethodConfig
 from .methods.as2d import As2dConfig
@@ -129,6 +129,17 @@ def manifest_for(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths:
     }
 
 
+SENSITIVITY_FITS = tuple(f for f in COST_FITS if f != "median")
+
+
+def fit_configs(configs: Sequence[MethodConfig], fit: str) -> list[MethodConfig]:
+    """The configurations replayed with a cost fill-in: co-scheduling ratio variants concern
+    AS2D only (serial methods never overlap); every method prices depths."""
+    if fit in ("median", DEPTH_LINEAR):
+        return list(configs)
+    return [c for c in configs if isinstance(c, As2dConfig)]
+
+
 def run_replay(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths: Sequence[Path], out: Path,
                resume: bool, sensitivity: bool, progress: Callable[[int], None] | None = None,
                workers: int | None = None) -> tuple[ResultsDir, int]:
@@ -136,12 +147,10 @@ def run_replay(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths: S
     check_costs(inputs, configs)
     results = ResultsDir(out)
     done = results.open(manifest_for(inputs, configs, profile_paths, sensitivity), resume)
-    fits = ["median"] + (["min", "max"] if sensitivity else [])
+    fits = ("median",) + (SENSITIVITY_FITS if sensitivity else ())
     added = 0
     for fit in fits:
-        # Sensitivity reruns concern AS2D only: serial methods do not overlap.
-        fit_configs = list(configs) if fit == "median" else [c for c in configs if isinstance(c, As2dConfig)]
-        todo = [c for c in fit_configs if not _all_done(done, inputs, c, fit)]
+        todo = [c for c in fit_configs(configs, fit) if not _all_done(done, inputs, c, fit)]
         if not todo:
             continue
         frame = replay_study(inputs.windows, inputs.traces, inputs.profiles, todo, progress, workers, fit)
@@ -157,5 +166,5 @@ def _all_done(done: set, inputs: Inputs, config: MethodConfig, fit: str) -> bool
 
 
 def study_size(inputs: Inputs, configs: Sequence[MethodConfig], sensitivity: bool) -> int:
-    as2d = sum(isinstance(c, As2dConfig) for c in configs)
-    return len(inputs.windows) * len(inputs.profiles) * (len(configs) + (2 * as2d if sensitivity else 0))
+    fits = ("median",) + (SENSITIVITY_FITS if sensitivity else ())
+    return len(inputs.windows) * len(inputs.profiles) * sum(len(fit_configs(configs, fit)) for fit in fits)

@@ -7,8 +7,11 @@ from pathlib import Path
 import click
 
 from ..budget import load_budget
+from ..errors import SpecbenchError
+from ..methods.as2d import As2dConfig
 from ..render import FORMATS, Table, print_rich, render, to_markdown
-from ..report import TEXT_DIFFERS, add_sensitivity, build_tables, bundle, horizon_tables, load_many, make_figures
+from ..report import (DIVERGENT, TEXT_DIFFERS, add_sensitivity, build_tables, bundle, horizon_tables, load_many,
+                      make_figures)
 from .common import check_output_path, existing_dir, existing_file, stderr
 
 
@@ -22,9 +25,11 @@ from .common import check_output_path, existing_dir, existing_file, stderr
               help="Compare runs whose windows, models, runner or profile differ (recorded in the output).")
 @click.option("--macro", is_flag=True, help="Add the macro-average over datasets.")
 @click.option("--sensitivity", is_flag=True,
-              help="Replay AS2D with the min and max measured co-scheduling ratios where ratios were extrapolated.")
+              help="Replay AS2D with the min and max measured co-scheduling ratios, and every method with costs "
+                   "beyond the measured KV depths extended linearly (when the run has no such rows).")
 @click.option("--budget", "budgets", type=existing_file, multiple=True,
-              help="Budget YAML (select-budget) per device: oracle gap of the deployed budget and the ablation.")
+              help="Budget YAML (select-budget) per device: oracle gap of the configuration it names (drafter, "
+                   "B and the rest) and the ablation.")
 @click.option("--horizon", is_flag=True, help="Add the horizon sweep (SD at K = 3..12) from the run's traces.")
 @click.option("--plots", "plots_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write the figures (PNG and SVG) here.")
@@ -52,8 +57,7 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, allow_mixed
     loaded = load_many(results, allow_mixed, windows_path)
     if sensitivity:
         add_sensitivity(loaded)
-    selected = {device: config.budget for device, config in map(load_budget, budgets)}
-    tables = build_tables(loaded, macro, selected or None)
+    tables = build_tables(loaded, macro, _selected(budgets) or None)
     if horizon:
         summary, depths = horizon_tables(loaded)
         tables += [Table("Horizon sweep (SD drafting K tokens)", "per drafter x K: tau = sum(tokens) / "
@@ -68,6 +72,9 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, allow_mixed
     differs = [t for t in tables if t.title.startswith(TEXT_DIFFERS)]
     if differs:
         click.echo(f"warning: {differs[0].title.removeprefix('WARNING: ')}; see that table", err=True)
+    diverged = [t for t in tables if t.title.startswith(DIVERGENT)]
+    if diverged:
+        click.echo(f"warning: {diverged[0].title[0].lower()}{diverged[0].title[1:]}; see that table", err=True)
     if bundle_dir is not None:
         figures = make_figures(loaded, bundle_dir / "figures", horizon)
         path = bundle(bundle_dir, loaded, tables, figures, to_markdown(tables))
@@ -88,3 +95,14 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, allow_mixed
     else:
         output.write_text(text, encoding="utf-8")
         stderr.print(f"report written to {output}")
+
+
+def _selected(paths: tuple[Path, ...]) -> dict[str, As2dConfig]:
+    """Device -> the AS2D configuration its budget file names (one file per device)."""
+    selected: dict[str, As2dConfig] = {}
+    for path in paths:
+        device, config = load_budget(path)
+        if device in selected:
+            raise SpecbenchError(f"--budget {path}: a second budget file for device '{device}'")
+        selected[device] = config
+    return selected

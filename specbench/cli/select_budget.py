@@ -51,7 +51,9 @@ def select_budget(windows_path: Path, traces_dir: Path, profile_path: Path, cata
                               "profile": {"path": str(profile_path), "sha256": file_sha256(profile_path)},
                               "catalog": [c.label for c in configs]})
     runner = f"; runner-up {choice.runners_up[0][0]} by {choice.margin_pct:.2f}%" if choice.runners_up else ""
-    note = " (uses extrapolated co-scheduling ratios)" if choice.extrapolated else ""
+    used = [what for what, flag in (("co-scheduling ratios", choice.extrapolated),
+                                    ("KV depths", choice.depth_extrapolated)) if flag]
+    note = f" (uses extrapolated {' and '.join(used)})" if used else ""
     click.echo(f"{choice.device}: {choice.config.label} at {choice.tokens_per_s:.2f} tokens/s on "
                f"{choice.windows} dev windows{runner}{note}")
     stderr.print(f"budget written to {out}")

@@ -49,14 +49,17 @@ def test_run_then_report_in_every_format(study, tmp_path):
     code, output = invoke(*run_args(study, out, "--method", "as2d:B=3|7", "--sensitivity"))
     assert code == 0, output
     manifest, rows = load_results(out)
-    # 10 windows x (target + sd W=5..8 + specasr + 2 as2d) + 2 x 2 as2d sensitivity rows per window
-    assert len(rows) == 10 * (1 + 4 + 1 + 2) + 10 * 2 * 2
+    # 10 windows x (target + sd W=5..8 + specasr + 2 as2d), again with depths extended linearly,
+    # and 2 x 2 as2d rows per window with the min and max co-scheduling ratio
+    assert len(rows) == 2 * 10 * (1 + 4 + 1 + 2) + 10 * 2 * 2
     assert manifest["methods"][0] == "target" and manifest["mode"] == "replay"
     assert rows["lossless"].all()
 
     code, md = invoke("report", out, "--format", "md")
     assert code == 0
     assert "### Pooled decode throughput" in md and "sd[W=5..8 mean,drafter=small]" in md
+    assert "### Sensitivity to extrapolated co-scheduling ratios (tokens/s)" in md
+    assert "### Sensitivity to KV depths beyond the measured ones: flat vs linear (tokens/s)" in md
     assert "_Aggregation: per device x configuration: sum(tokens) / sum(decode_s)" in md
     code, csv = invoke("report", out, "--format", "csv")
     assert code == 0 and csv.startswith("# Pooled decode throughput\ndevice,config,windows,tokens,decode_s")
@@ -67,6 +70,20 @@ def test_run_then_report_in_every_format(study, tmp_path):
     target = rows[rows["config"] == "target"]
     assert pooled["target"]["tokens_per_s"] == pytest.approx(target["tokens"].sum() / target["decode_s"].sum())
     assert pooled["target"]["speedup"] == 1.0
+
+
+def test_report_sensitivity_replays_what_the_run_did_not(study, tmp_path):
+    out = tmp_path / "results"
+    assert invoke(*run_args(study, out, "--methods", "target,sd,as2d"))[0] == 0
+    code, text = invoke("report", out, "--sensitivity", "--format", "json")
+    assert code == 0, text
+    tables = {t["title"]: t["rows"] for t in json.loads(text)}
+    ratios = tables["Sensitivity to extrapolated co-scheduling ratios (tokens/s)"]
+    assert [r["config"] for r in ratios] == ["as2d[B=7,drafter=small]"]
+    depths = tables["Sensitivity to KV depths beyond the measured ones: flat vs linear (tokens/s)"]
+    # every method prices depths; the synthetic profile measures past every window's depth: no range
+    assert len(depths) == 1 + 4 + 1
+    assert all(r["flat"] == r["linear"] and r["range_pct"] == 0 and r["flagged"] == 0 for r in depths)
 
 
 def test_interrupted_run_resumes_without_redoing_rows(study, tmp_path):
@@ -160,7 +177,7 @@ def test_unknown_profile_version(study, tmp_path):
     code, output = invoke("run", study["windows"], "--traces", study["traces"], "--profile", bad,
                           "--out", tmp_path / "r")
     assert code == 1
-    assert error_line(output) == (f"Error: {bad}: key 'schema_version': expected one of [1] "
+    assert error_line(output) == (f"Error: {bad}: key 'schema_version': expected one of [1, 2] "
                                   "(this specbench reads these), got 7")
 
 

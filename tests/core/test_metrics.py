@@ -21,7 +21,8 @@ def rows(spec):
                         "split": "dev", "tokens": tokens, "decode_s": decode_s, "rounds": max(tokens // 2, 1),
                         "proposed": tokens, "accepted": tokens // 2, "multi_token_rounds": 1,
                         "drafter_forwards": 3, "d_s": decode_s / 2, "v_s": decode_s / 2, "o_s": 0.0, "h_s": 0.0,
-                        "extrapolated": False, "lossless": True, "source": "replay", "ratio_fit": "median"})
+                        "extrapolated": False, "lossless": True, "source": "replay", "ratio_fit": "median",
+                        "depth_extrapolated": False})
     return pd.DataFrame(out)
 
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specbench import metrics
-from specbench.batch_replay import replay_study
+from specbench.batch_replay import COST_FITS, fit_profile, replay_study
 from specbench.errors import SpecbenchError
 from specbench.methods.as2d import As2dConfig, As2dVerifier
 from specbench.methods.base import TargetOracle, TraceDrafts
@@ -129,8 +129,9 @@ def test_time_decomposes_exactly(trace_cap, profile, config):
 
 
 @SETTINGS
-@given(st.lists(traces(), min_size=1, max_size=4), profiles(), st.lists(any_config, min_size=1, max_size=3))
-def test_bulk_replay_equals_the_scalar_reference_and_pooled_equals_sums(trace_caps, profile, configs):
+@given(st.lists(traces(), min_size=1, max_size=4), profiles(), st.lists(any_config, min_size=1, max_size=3),
+       st.sampled_from(COST_FITS))
+def test_bulk_replay_equals_the_scalar_reference_and_pooled_equals_sums(trace_caps, profile, configs, fit):
     windows, window_traces = [], {}
     for i, (trace, cap) in enumerate(trace_caps):
         trace = dataclasses.replace(trace, window_id=f"w{i}")
@@ -140,9 +141,10 @@ def test_bulk_replay_equals_the_scalar_reference_and_pooled_equals_sums(trace_ca
         window_traces[trace.window_id] = trace
     configs = list(dict.fromkeys([TargetConfig()] + configs))
     trace_files = {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), window_traces)}
-    bulk = replay_study(windows, trace_files, [profile], configs, workers=1)
-    reference = pd.DataFrame([dataclasses.asdict(replay_window(w, window_traces[w.window_id], profile, c))
-                              for c in configs for w in windows])
+    bulk = replay_study(windows, trace_files, [profile], configs, workers=1, ratio_fit=fit)
+    fitted = fit_profile(profile, fit)
+    reference = pd.DataFrame([dataclasses.asdict(replay_window(w, window_traces[w.window_id], fitted, c))
+                              for c in configs for w in windows]).assign(ratio_fit=fit)
     order = ["config", "window_id"]
     pd.testing.assert_frame_equal(bulk.sort_values(order).reset_index(drop=True),
                                   reference[bulk.columns].sort_values(order).reset_index(drop=True), check_dtype=False)

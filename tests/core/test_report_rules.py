@@ -1,0 +1,206 @@
+"""Report rules on hand-built rows: divergent windows, the budget file's configuration, depths
+beyond the profile's measured range."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from specbench.batch_replay import DEPTH_LINEAR, replay_study
+from specbench.budget import BudgetChoice, save_budget
+from specbench.cli import main
+from specbench.methods.as2d import As2dConfig
+from specbench.methods.sd import SdConfig
+from specbench.methods.target import TargetConfig
+from specbench.native_run import divergence_row
+from specbench.profiles import CoSchedule, DeviceProfile, DrafterProfile
+from specbench.report import Loaded, build_tables
+from specbench.results import ResultsDir, WindowResult
+from specbench.traces import ModelRef, TraceFile
+from specbench.windows import make_text_window
+from tests.helpers import linear_costs, make_trace, perfect_drafts
+
+WINDOWS = {w: make_text_window(w, f"source {w}", "Repeat.", 64, "d", "test") for w in ("w1", "w2", "w3")}
+TOKENS = {"w1": 10, "w2": 20, "w3": 30}
+
+
+def row(device, config, window, decode_s, source="replay", fit="median"):
+    w = WINDOWS[window]
+    return WindowResult(device=device, method=config.split("[")[0], config=config, window_id=window,
+                        window_sha256=w.window_sha256, dataset=w.dataset, split=w.split.value,
+                        tokens=TOKENS[window], decode_s=decode_s, rounds=TOKENS[window], proposed=0, accepted=0,
+                        multi_token_rounds=0, drafter_forwards=0, d_s=0.0, v_s=decode_s, o_s=0.0, h_s=0.0,
+                        extrapolated=False, lossless=True, source=source, ratio_fit=fit)
+
+
+def write_results(directory, rows):
+    results = ResultsDir(directory)
+    results.open({"mode": "replay", "windows": {"digest": "hand"}, "methods": []}, resume=False)
+    results.append(rows)
+    return directory
+
+
+def report_json(*args):
+    result = CliRunner().invoke(main, ["report", *map(str, args), "--format", "json"])
+    tables = {t["title"]: t["rows"] for t in json.loads(result.stdout)} if result.exit_code == 0 else {}
+    return result, tables
+
+
+def by(rows, **match):
+    found = [r for r in rows if all(r[k] == v for k, v in match.items())]
+    assert len(found) == 1, (match, rows)
+    return found[0]
+
+
+# replay decode seconds per (config, window); native runs take 1.25 x as long
+REPLAY = {"target": {"w1": 2.0, "w2": 4.0, "w3": 5.0},
+          "as2d[B=3]": {"w1": 1.0, "w2": 1.0, "w3": 4.0},
+          "as2d[B=7]": {"w1": 4.0, "w2": 2.0, "w3": 3.0}}
+
+
+def test_a_divergent_window_leaves_every_aggregate_of_its_device(tmp_path):
+    rows = []
+    for config, times in REPLAY.items():
+        for window, seconds in times.items():
+            rows.append(row("A", config, window, seconds))
+            rows.append(row("B", config, window, seconds))  # B never diverged: it keeps w2
+            if config == "as2d[B=3]":  # co-scheduling sensitivity rows: twice and half the time
+                rows += [row("A", config, window, 2 * seconds, fit="min"),
+                         row("A", config, window, seconds / 2, fit="max")]
+            if (config, window) == ("as2d[B=7]", "w2"):
+                rows.append(divergence_row(WINDOWS[window], "A", As2dConfig(budget=7)))
+            else:
+                rows.append(row("A", config, window, 1.25 * seconds, source="native"))
+    result, tables = report_json(write_results(tmp_path / "r", rows), "--macro")
+    assert result.exit_code == 0, result.output
+
+    # by hand, device A without w2: tokens 10 + 30 over the seconds of w1 and w3
+    without = {c: 40 / (t["w1"] + t["w3"]) for c, t in REPLAY.items()}
+    with_w2 = {c: 60 / sum(t.values()) for c, t in REPLAY.items()}
+    assert without == {"target": 40 / 7, "as2d[B=3]": 8.0, "as2d[B=7]": 40 / 7}
+    assert all(without[c] != with_w2[c] for c in REPLAY)
+    pooled = tables["Pooled decode throughput"]
+    for config in REPLAY:
+        a, b = by(pooled, device="A", config=config), by(pooled, device="B", config=config)
+        assert (a["windows"], a["tokens"]) == (2, 40) and a["tokens_per_s"] == pytest.approx(without[config])
+        assert a["speedup"] == pytest.approx(without[config] / without["target"])
+        assert (b["windows"], b["tokens"]) == (3, 60) and b["tokens_per_s"] == pytest.approx(with_w2[config])
+
+    assert {r["windows"] for r in tables["Windows faster / slower than target-only"] if r["device"] == "A"} == {2}
+    assert by(tables["Time decomposition T = D + V - O + H (seconds)"], device="A", config="target")["decode_s"] == 7.0
+    macro = tables["Macro-average over datasets"]
+    assert by(macro, device="A", config="as2d[B=3]")["tokens_per_s"] == pytest.approx(8.0)
+    # oracle on A: per window the faster of B=3 and B=7: w1 1.0 s, w3 3.0 s (w2's 0-second row would have won)
+    oracle = by(tables["Oracle over the AS2D catalog (deployed = best pooled)"], device="A")
+    assert (oracle["windows"], oracle["oracle_tokens_per_s"]) == (2, 10.0)
+    sensitivity = by(tables["Sensitivity to extrapolated co-scheduling ratios (tokens/s)"], device="A")
+    assert (sensitivity["median"], sensitivity["min"], sensitivity["max"]) == (8.0, 4.0, 16.0)
+    # fidelity pairs only w1 and w3 of A; native is 1.25 x slower: |1.25 - 1| = 25 %
+    fidelity = tables["Replay fidelity (replay vs native throughput)"]
+    assert {(r["device"], r["windows"]) for r in fidelity} == {("A", 2)}
+    assert all(r["mean_abs_error_pct"] == pytest.approx(25.0) for r in fidelity)
+
+    listed = tables["Divergent windows, excluded from every table (1 window)"]
+    assert listed == [{"device": "A", "window_id": "w2", "dataset": "d", "config": "as2d[B=7]", "source": "native"}]
+    assert "warning: divergent windows, excluded from every table (1 window); see that table" in result.stderr
+
+
+def test_the_deployed_configuration_is_the_one_the_budget_file_names(tmp_path):
+    times = {"as2d[B=3,drafter=big]": (1.0, 1.0, 1.0), "as2d[B=3,drafter=small]": (2.0, 2.0, 4.0),
+             "as2d[B=7,drafter=small]": (2.0, 4.0, 4.0), "as2d[B=7,drafter=big]": (1.0, 1.0, 2.0),
+             "specasr[k_max=3,tau=0.5,drafter=small]": (3.0, 3.0, 3.0),
+             "specasr[k_max=3,tau=0.5,drafter=big]": (1.0, 1.0, 1.0), "target": (5.0, 5.0, 5.0)}
+    results = write_results(tmp_path / "r", [row("A", c, w, s) for c, ts in times.items()
+                                             for w, s in zip(WINDOWS, ts)])
+
+    def budget(name, **config):
+        path = tmp_path / f"{name}.yaml"
+        save_budget(path, BudgetChoice("A", As2dConfig(**config), 1.0, (), 0.0, False, 3), {})
+        return path
+
+    result, tables = report_json(results, "--budget", budget("small", budget=3, drafter="small"))
+    assert result.exit_code == 0, result.output
+    oracle = by(tables["Oracle over the AS2D catalog (deployed = selected budget)"], device="A")
+    assert oracle["deployed"] == "as2d[B=3,drafter=small]" and oracle["deployed_tokens_per_s"] == 60 / 8
+    ablation = tables["Ablation: decoupling and budget configuration"]
+    assert [(r["arm"], r["budget"], r["config"]) for r in ablation] == [
+        ("serial", "selected (3)", "specasr[k_max=3,tau=0.5,drafter=small]"),
+        ("decoupled", "default (7)", "as2d[B=7,drafter=small]"),
+        ("decoupled", "selected (3)", "as2d[B=3,drafter=small]")]
+
+    for path, problem in ((budget("tiny", budget=3, drafter="tiny"), "it is not in these results"),
+                          (budget("batch", budget=3, drafter="small", batch=4), "it is not in these results"),
+                          (budget("none", budget=3), "several configurations match it")):
+        result, _ = report_json(results, "--budget", path)
+        errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+        assert result.exit_code == 1 and len(errors) == 1, result.output
+        assert problem in errors[0] and "device 'A'" in errors[0]
+        assert "as2d[B=3,drafter=big], as2d[B=3,drafter=small], as2d[B=7,drafter=big]" in errors[0]
+
+
+def depth_profile(depths=(0, 128)) -> DeviceProfile:
+    """Measured at two depths only: CT(1, d) = 1 + d / 128 there (exact in binary)."""
+    target = linear_costs(1.0, 0.25, 8, "target", depths, 1 / 128)
+    drafter = linear_costs(0.25, 0.125, 8, "drafter", depths, 1 / 256)
+    measured = range(1, 9)
+    cosched = CoSchedule(np.array([0.0]), {w: np.array([1.5]) for w in measured}, {w: np.array([1.5]) for w in measured})
+    return DeviceProfile({"name": "two-depths"}, {}, {"name": "t"}, "cpu", target,
+                         {"drafter": DrafterProfile("drafter", {"name": "d"}, "cpu", drafter, cosched)})
+
+
+def test_depths_beyond_the_measured_ones_are_flagged_and_their_sensitivity_reported():
+    y_short, y_long = [10, 11, 12, 13, 14, 2], list(range(10, 29)) + [2]
+    windows = [make_text_window("short", "a", "Repeat.", 64, "d", "test"),
+               make_text_window("long", "b", "Repeat.", 64, "d", "test")]
+    # short decodes at depths 10..14; long at 120..138, past the last measured depth 128
+    traces = {"short": make_trace(y_short, perfect_drafts(y_short), y_short, n_prompt=10, window_id="short",
+                                  sha=windows[0].window_sha256),
+              "long": make_trace(y_long, perfect_drafts(y_long), y_long, n_prompt=120, window_id="long",
+                                 sha=windows[1].window_sha256)}
+    trace_files = {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), traces)}
+    configs = [TargetConfig(), SdConfig(width=3), As2dConfig(budget=3)]
+    frame = pd.concat([replay_study(windows, trace_files, [depth_profile()], configs, workers=1, ratio_fit=fit)
+                       for fit in ("median", DEPTH_LINEAR)], ignore_index=True)
+    median = frame[frame["ratio_fit"] == "median"].set_index(["config", "window_id"])
+    assert median.xs("long", level="window_id")["depth_extrapolated"].all()
+    assert not median.xs("short", level="window_id")["depth_extrapolated"].any()
+    assert not median["extrapolated"].any()  # every co-scheduling width was measured
+
+    # target-only, by hand: one forward per token at depths 120..138
+    depths = np.arange(120, 139)
+    flat, linear = np.minimum(1 + depths / 128, 2.0).sum(), (1 + depths / 128).sum()
+    target = frame[(frame["config"] == "target") & (frame["window_id"] == "long")].set_index("ratio_fit")
+    assert target.at["median", "decode_s"] == flat and target.at[DEPTH_LINEAR, "decode_s"] == linear
+    short = sum(1 + d / 128 for d in range(10, 15))
+
+    built = build_tables(Loaded([], frame, []))
+    tables = {t.title: t.frame for t in built}
+    table = tables["Sensitivity to KV depths beyond the measured ones: flat vs linear (tokens/s)"].set_index("config")
+    assert list(table.columns) == ["device", "method", "flat", "linear", "low", "high", "range_pct", "flagged"]
+    assert table.at["target", "flat"] == pytest.approx(24 / (short + flat))
+    assert table.at["target", "linear"] == pytest.approx(24 / (short + linear))
+    assert table.at["target", "range_pct"] == pytest.approx(100 * (1 - (short + flat) / (short + linear)))
+    for config in ("target", "sd[W=3]", "as2d[B=3]"):
+        assert table.at[config, "range_pct"] > 0 and table.at[config, "flagged"] == 1
+    note = next(t.order for t in built if t.title == "Pooled decode throughput")
+    assert "3 rows priced a KV depth outside the measured depths (flat there) (see --sensitivity)" in note
+
+
+
+def test_a_producer_past_the_measured_depths_flags_as2d_and_a_decode_below_them_flags_all():
+    y = [10, 11, 12, 13, 14, 2]
+    window = make_text_window("w", "a", "Repeat.", 64, "d", "test")
+    trace = make_trace(y, perfect_drafts(y), y, n_prompt=10, window_id="w", sha=window.window_sha256)
+    # the target decodes at depths 10..14; the producer, after a longer prompt, at 125..130
+    trace = dataclasses.replace(trace, n_prompt_drafter=125)
+    configs = [TargetConfig(), As2dConfig(budget=3)]
+    traces = {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), {"w": trace})}
+    flags = replay_study([window], traces, [depth_profile()], configs, workers=1).set_index("config")
+    assert flags["depth_extrapolated"].to_dict() == {"target": False, "as2d[B=3]": True}
+    below = replay_study([window], traces, [depth_profile((16, 256))], configs, workers=1)
+    assert below["depth_extrapolated"].all()
