@@ -92,12 +92,13 @@ def load_budget(path: Path) -> tuple[str, As2dConfig]:
     as2d = need(doc, "as2d", dict, where)
     a_where = where.at("as2d")
     reject_unknown(as2d, {"drafter", "B", "batch", "conf_stop", "align", "H"}, a_where)
-    drafter = need(as2d, "drafter", (str, type(None)), a_where, None)
-    try:
-        config = As2dConfig(budget=need(as2d, "B", int, a_where), drafter=drafter,
-                            batch=need(as2d, "batch", int, a_where, 8),
-                            conf_stop=float(need(as2d, "conf_stop", float, a_where, 0.0)),
-                            align=need(as2d, "align", str, a_where, "anchor"), horizon=need(as2d, "H", int, a_where, 8))
+    fields = {"budget": need(as2d, "B", int, a_where),
+              "drafter": need(as2d, "drafter", (str, type(None)), a_where, None),
+              "batch": need(as2d, "batch", int, a_where, 8),
+              "conf_stop": float(need(as2d, "conf_stop", float, a_where, 0.0)),
+              "align": need(as2d, "align", str, a_where, "anchor"), "horizon": need(as2d, "H", int, a_where, 8)}
+    try:  # schema errors above name the file already; the configuration's own checks do not
+        config = As2dConfig(**fields)
     except SpecbenchError as exc:
         raise SpecbenchError(f"{path}: {exc}") from None
     return need(doc, "device", str, where), config

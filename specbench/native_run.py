@@ -75,8 +75,6 @@ def check_native(configs: Sequence[MethodConfig], available: Sequence[str]) -> N
 def method_job(config: MethodConfig) -> dict:
     """The runner's method object for a configuration (the drafter is the job's)."""
     if isinstance(config, SdConfig):
-        if config.width < 2:
-            raise SpecbenchError(f"{config.label}: native SD needs a width W >= 2")
         return {"name": "sd", "width": config.width, "p_min": config.p_min}
     if isinstance(config, SpecAsrConfig):
         return {"name": "specasr", "k_max": config.k_max, "tau": config.tau}

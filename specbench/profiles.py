@@ -239,7 +239,14 @@ class DeviceProfile:
 
 
 def _ranges(widths: list[int]) -> str:
-    return ", ".join(str(w) for w in widths) or "none"
+    """Sorted widths as runs, e.g. '1..7, 9..17' (the method spec's range notation)."""
+    runs: list[list[int]] = []
+    for w in widths:
+        if runs and w == runs[-1][1] + 1:
+            runs[-1][1] = w
+        else:
+            runs.append([w, w])
+    return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in runs) or "none"
 
 
 def _cost_table(doc: dict, where: Where, label: str) -> CostTable:

@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 from . import __version__
 from .batch_replay import COST_FITS, DEPTH_LINEAR, replay_study, trace_for
-from .errors import SpecbenchError
+from .errors import MissingCostError, SpecbenchError
 from .methods import MethodConfig
 from .methods.as2d import As2dConfig
 from .methods.sd import SdConfig
@@ -80,27 +80,31 @@ def needed_widths(config: MethodConfig) -> tuple[int, int]:
     if isinstance(config, TargetConfig):
         return 1, 0
     if isinstance(config, SdConfig):
-        return config.width, 2 if config.width > 1 else 0
+        return config.width, 2
     if isinstance(config, SpecAsrConfig):
         return config.k_max + 1, max(config.k_max, 2)
     return config.budget + 1, 1
 
 
 def check_costs(inputs: Inputs, configs: Sequence[MethodConfig]) -> None:
-    """Every width a configuration may need must be measured (never guessed)."""
+    """Every width a configuration may need must be measured (never guessed). Checked
+    before anything is written, naming the configuration, the width and what was measured."""
     for profile in inputs.profiles:
         for config in configs:
             target_max, drafter_max = needed_widths(config)
-            for width in range(1, target_max + 1):
-                profile.target_costs.require(width)
-            if drafter_max:
-                drafter = profile.drafter(getattr(config, "drafter", None) or _only_drafter(inputs, config))
-                for width in range(1, drafter_max + 1):
-                    drafter.costs.require(width)
-                    if isinstance(config, SpecAsrConfig):
-                        drafter.ingest_costs().require(width)
-                if isinstance(config, As2dConfig):
-                    profile.cosched(drafter.name)
+            try:
+                for width in range(1, target_max + 1):
+                    profile.target_costs.require(width)
+                if drafter_max:
+                    drafter = profile.drafter(getattr(config, "drafter", None) or _only_drafter(inputs, config))
+                    for width in range(1, drafter_max + 1):
+                        drafter.costs.require(width)
+                        if isinstance(config, SpecAsrConfig):
+                            drafter.ingest_costs().require(width)
+                    if isinstance(config, As2dConfig):
+                        profile.cosched(drafter.name)
+            except MissingCostError as exc:
+                raise MissingCostError(f"{config.label}: {exc.args[0]}", exc.hint) from None
             for window in inputs.windows[:1]:
                 trace_for(inputs.traces, config, window.window_id)
 

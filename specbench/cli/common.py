@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, Sequence
 
 import click
 from rich.console import Console
@@ -20,19 +20,30 @@ existing_file = click.Path(exists=True, dir_okay=False, path_type=Path)
 existing_dir = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
+DEFAULT_METHODS = ("target", "sd", "specasr", "as2d")
+
+
 def method_options(func):
     func = click.option("--method", "method_specs", multiple=True, metavar="SPEC",
                         help="A configured method, e.g. 'sd:W=5..8,drafter=small' or 'as2d:B=1..15'. Repeatable.")(func)
-    func = click.option("--methods", "method_names", default="target,sd,specasr,as2d", show_default=True,
-                        help=f"Comma-separated methods with default settings ({', '.join(sorted(REGISTRY))}).")(func)
+    func = click.option("--methods", "method_names", default=None,
+                        help=f"Comma-separated methods with default settings ({', '.join(sorted(REGISTRY))}). "
+                             f"Default: {','.join(DEFAULT_METHODS)} (--native: those the runner decodes), "
+                             "none when --method is given.")(func)
     return func
 
 
-def configs_from(method_names: str, method_specs: tuple[str, ...], default_drafter: str | None) -> list[MethodConfig]:
-    """The configurations of --methods and --method; drafter-less defaults take `default_drafter`."""
-    specs = [name.strip() for name in method_names.split(",") if name.strip()] if method_names else []
+def configs_from(method_names: str | None, method_specs: Sequence[str], default_drafter: str | None,
+                 default: Callable[[], Sequence[str]] = lambda: DEFAULT_METHODS) -> list[MethodConfig]:
+    """The configurations that --methods (None: not given) and --method ask for; drafter-less
+    ones take `default_drafter`. --method alone runs only what it names; with neither, the
+    methods of `default()`. A --methods name that a --method configures gives way to it."""
+    if method_names is None:
+        names = [] if method_specs else list(default())
+    else:
+        names = [name.strip() for name in method_names.split(",") if name.strip()]
     configured = {spec.partition(":")[0].strip() for spec in method_specs}
-    specs = [s for s in specs if s not in configured] + list(method_specs)
+    specs = [s for s in names if s not in configured] + list(method_specs)
     if not specs:
         raise SpecbenchError("no methods given (--methods or --method)")
     configs = parse_method_specs(specs)

@@ -9,7 +9,7 @@ import click
 from ..budget import load_budget
 from ..errors import SpecbenchError
 from ..study import load_inputs, run_replay, study_size
-from .common import configs_from, existing_dir, existing_file, method_options, progress_bar, stderr
+from .common import DEFAULT_METHODS, configs_from, existing_dir, existing_file, method_options, progress_bar, stderr
 from .run_native import native_options, run_native_command
 
 
@@ -30,7 +30,7 @@ from .run_native import native_options, run_native_command
               help="Also replay AS2D with the min and max measured co-scheduling ratios for unmeasured widths.")
 @click.option("--workers", type=click.IntRange(1), default=None, help="Processes for replay (default: one per CPU).")
 @native_options
-def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...], method_names: str,
+def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...], method_names: str | None,
         method_specs: tuple[str, ...], drafter: str | None, budget_path: Path | None, split: str | None, out: Path,
         resume: bool, sensitivity: bool, workers: int | None, native: bool, device: str | None,
         target_path: Path | None, placement_spec: str | None) -> None:
@@ -56,11 +56,14 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
         return
     if traces_dir is None or not profile_paths:
         raise SpecbenchError("replay needs --traces and --profile (or pass --native to run on a device)")
+    default = DEFAULT_METHODS
     if budget_path is not None:  # the budget file's configuration replaces the default as2d
         device, budget_config = load_budget(budget_path)
-        method_names = ",".join(n for n in method_names.split(",") if n.strip() != "as2d")
+        default = tuple(m for m in DEFAULT_METHODS if m != "as2d")
+        if method_names is not None:
+            method_names = ",".join(n for n in method_names.split(",") if n.strip() != "as2d")
         stderr.print(f"as2d from {budget_path} (selected for {device}): {budget_config.label}")
-    configs = configs_from(method_names, method_specs, drafter)
+    configs = configs_from(method_names, method_specs, drafter, lambda: default)
     if budget_path is not None and budget_config not in configs:
         configs.append(budget_config)
     inputs = load_inputs(windows, traces_dir, profile_paths, split)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from click.core import ParameterSource
 
 from ..errors import SpecbenchError
 from ..model_files import parse_named, target_file, with_mmproj
@@ -47,7 +46,7 @@ def _keep(key: str):
 
 
 def run_native_command(windows_path: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
-                       method_names: str, method_specs: tuple[str, ...], drafter_spec: str | None,
+                       method_names: str | None, method_specs: tuple[str, ...], drafter_spec: str | None,
                        budget_path: Path | None, split: str | None, out: Path, resume: bool, sensitivity: bool,
                        native: bool, device: str | None, target_path: Path | None, placement_spec: str | None) -> None:
     if not native:
@@ -61,16 +60,18 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
         raise SpecbenchError("--native needs --target PATH (the target model file)")
     names = device_names([device or "local"])
     devices = open_devices(names)
-    if click.get_current_context().get_parameter_source("method_names") is ParameterSource.DEFAULT:
+
+    def common_methods() -> list[str]:  # the default: what every device's runner decodes natively
         available = [native_methods(dev) for dev in devices]
-        method_names = ",".join(m for m in available[0] if all(m in a for a in available))
+        return [m for m in available[0] if all(m in a for a in available)]
+
     windows = load_split(windows_path, split)
     meta = click.get_current_context().meta
     target = with_mmproj(target_file(target_path), meta.get("specbench.target_mmproj"), "--target-mmproj")
     drafter = parse_named(drafter_spec) if drafter_spec else None
     if drafter is not None:
         drafter = with_mmproj(drafter, meta.get("specbench.drafter_mmproj"), "--drafter-mmproj")
-    configs = configs_from(method_names, method_specs, drafter.name if drafter else None)
+    configs = configs_from(method_names, method_specs, drafter.name if drafter else None, common_methods)
     references = None
     if traces_dir is not None:
         traces = load_trace_dir(traces_dir)

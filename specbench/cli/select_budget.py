@@ -38,10 +38,10 @@ def select_budget(windows_path: Path, traces_dir: Path, profile_path: Path, cata
         --out budgets/pixel8.yaml
     """
     check_output_path(out)
-    inputs = dev_inputs(windows_path, traces_dir, profile_path)
-    configs = configs_from("", (catalog,), None)
+    configs = configs_from(None, (catalog,), None)
     if not all(isinstance(c, As2dConfig) for c in configs):
         raise SpecbenchError(f"--catalog '{catalog}': only as2d configurations can be selected")
+    inputs = dev_inputs(windows_path, traces_dir, profile_path)
     if all(c.drafter is None for c in configs) and len(inputs.traces) > 1:
         configs = [replace(c, drafter=name) for name in sorted(inputs.traces) for c in configs]
     check_costs(inputs, configs)

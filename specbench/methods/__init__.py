@@ -93,7 +93,10 @@ def parse_method_spec(spec: str) -> list[MethodConfig]:
     choices = [_values(k, given[k], info.keys[k][1], spec) for k in keys]
     configs = []
     for combo in itertools.product(*choices):
-        configs.append(info.config(**{info.keys[k][0]: v for k, v in zip(keys, combo)}))
+        try:  # the configurations check their own ranges; the spec says where the value came from
+            configs.append(info.config(**{info.keys[k][0]: v for k, v in zip(keys, combo)}))
+        except SpecbenchError as exc:
+            raise SpecbenchError(f"method spec '{spec}': {exc}") from None
     return configs
 
 

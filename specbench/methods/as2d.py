@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SpecbenchError
-from .base import usable_drafts
+from .base import check_parameter, usable_drafts
 
 ALIGN_POLICIES = ("anchor", "positional")
 BATCH_TOKENS = 8
@@ -49,9 +49,10 @@ class As2dConfig:
     def __post_init__(self) -> None:
         if self.align not in ALIGN_POLICIES:
             raise SpecbenchError(f"unknown alignment policy '{self.align}'. Available: {', '.join(ALIGN_POLICIES)}")
-        if self.budget < 1 or self.batch < 1 or self.horizon < 1:
-            raise SpecbenchError(f"as2d: budget, batch and horizon must be >= 1 (got B={self.budget}, "
-                                 f"batch={self.batch}, H={self.horizon})")
+        check_parameter("B", self.budget, 1)
+        check_parameter("batch", self.batch, 1)
+        check_parameter("conf_stop", self.conf_stop, 0.0, 1.0)
+        check_parameter("H", self.horizon, 1)
 
     @property
     def label(self) -> str:

@@ -8,8 +8,10 @@ and a test can check that by changing `y` past the committed prefix.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
+from numbers import Integral, Real
 from typing import Protocol, Sequence
 
 import numpy as np
@@ -49,6 +51,20 @@ class Decoded:
 
     tokens: tuple[int, ...]
     ops: tuple[Op, ...]
+
+
+def check_parameter(key: str, value: object, low: int | float, high: float | None = None) -> None:
+    """Refuses a method parameter outside its range: an integer >= `low`, or with `high` a
+    finite number in [low, high] (NaN fails every comparison, so it is named explicitly)."""
+    if high is None:
+        expected = f"an integer >= {low}"
+        ok = isinstance(value, Integral) and not isinstance(value, bool) and value >= low
+    else:
+        expected = f"a finite number in [{low:g}, {high:g}]"
+        ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value) and low <= value <= high
+    if not ok:
+        shown = f"{value:g}" if isinstance(value, float) else value  # as labels show it: 2, not 2.0
+        raise SpecbenchError(f"{key}={shown} is out of range (expected {expected})")
 
 
 def lcp(candidates: Sequence[int], reference: Sequence[int]) -> int:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import Decoded, DraftSource, Model, Op, TargetOracle, stopped_on_confidence, usable_drafts
+from .base import (Decoded, DraftSource, Model, Op, TargetOracle, check_parameter, stopped_on_confidence,
+                   usable_drafts)
 
 REPORTED_WIDTHS = (5, 6, 7, 8)
 """AS2D's reporting convention: SD is the mean over these physical widths."""
@@ -25,6 +26,10 @@ class SdConfig:
     p_min: float = 0.0
     """Confidence stop: drafting ends below this top-1 probability."""
     drafter: str | None = None
+
+    def __post_init__(self) -> None:
+        check_parameter("W", self.width, 2)  # W = 1 would verify no draft at all
+        check_parameter("p_min", self.p_min, 0.0, 1.0)
 
     @property
     def label(self) -> str:

@@ -25,7 +25,8 @@ import numpy as np
 
 from ..errors import SpecbenchError
 from ..traces import PAD, RecycleAnswer
-from .base import Decoded, DraftSource, Model, Op, TargetOracle, stopped_on_confidence, usable_drafts
+from .base import (Decoded, DraftSource, Model, Op, TargetOracle, check_parameter, stopped_on_confidence,
+                   usable_drafts)
 from .sd import draft_ops
 
 
@@ -36,6 +37,10 @@ class SpecAsrConfig:
     tau: float = 0.5
     """Confidence threshold for drafting and for keeping recycled tokens."""
     drafter: str | None = None
+
+    def __post_init__(self) -> None:
+        check_parameter("k_max", self.k_max, 1)
+        check_parameter("tau", self.tau, 0.0, 1.0)
 
     @property
     def label(self) -> str:

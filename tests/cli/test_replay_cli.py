@@ -46,7 +46,8 @@ def test_every_command_has_help_with_an_example():
 
 def test_run_then_report_in_every_format(study, tmp_path):
     out = tmp_path / "results"
-    code, output = invoke(*run_args(study, out, "--method", "as2d:B=3|7", "--sensitivity"))
+    code, output = invoke(*run_args(study, out, "--methods", "target,sd,specasr", "--method", "as2d:B=3|7",
+                                     "--sensitivity"))
     assert code == 0, output
     manifest, rows = load_results(out)
     # 10 windows x (target + sd W=5..8 + specasr + 2 as2d), again with depths extended linearly,

@@ -28,7 +28,7 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 as2d_configs = st.builds(As2dConfig, budget=st.integers(1, 8), drafter=st.none(), batch=st.sampled_from([1, 3, 8]),
                          conf_stop=st.sampled_from([0.0, 0.4]), align=st.sampled_from(["anchor", "positional"]),
                          horizon=st.integers(1, 8))
-serial_configs = st.one_of(st.just(TargetConfig()), st.builds(SdConfig, width=st.integers(1, 8),
+serial_configs = st.one_of(st.just(TargetConfig()), st.builds(SdConfig, width=st.integers(2, 8),
                                                               p_min=st.sampled_from([0.0, 0.5])),
                            st.just(SPECASR))
 any_config = st.one_of(serial_configs, as2d_configs)
