@@ -28,6 +28,11 @@ def method_options(func):
     return func
 
 
+TEMPLATE_HELP = ("A model's chat template, NAME=TEMPLATE: NAME a --drafter name or target, TEMPLATE a llama.cpp "
+                 "built-in (gemma, chatml, llama3, ...) or 'model' (its GGUF's own). Repeatable. Per model: this, "
+                 "else the windows' template when it names one, else the one stored in the GGUF.")
+
+
 def configs_from(method_names: str, method_specs: tuple[str, ...], default_drafter: str | None) -> list[MethodConfig]:
     """The configurations of --methods and --method; drafter-less defaults take `default_drafter`."""
     specs = [name.strip() for name in method_names.split(",") if name.strip()] if method_names else []
