@@ -46,6 +46,8 @@ SELF_DRAFTER = ("smollm2", "smollm2-135m")
 OTHER_DRAFTER = ("gemma3", "gemma3-270m")
 DEMO_METHODS = ("target", "sd:W=5..8,drafter=smollm2", "specasr:drafter=smollm2", "as2d:B=3|7,drafter=smollm2",
                 "sd:W=5,drafter=gemma3", "as2d:B=3,drafter=gemma3")
+TEMPLATES = {"gemma3": "gemma"}
+"""Chat template per demo model whose GGUF stores none (SmolLM2's carries its ChatML one)."""
 TRACE_K_MAX = {"smollm2": 16, "gemma3": 4}
 """Drafts per trace row: the other drafter only serves sd[W=5] (4 drafts) and as2d (its stream)."""
 DEPTHS = (0, 128)
@@ -66,7 +68,8 @@ def demo_models() -> tuple[ModelFile, list[ModelFile]]:
 
     target = demo_model(DEMO_TARGET)
     return (ModelFile(target.name.removesuffix(".gguf"), target),
-            [ModelFile(name, demo_model(model)) for name, model in (SELF_DRAFTER, OTHER_DRAFTER)])
+            [ModelFile(name, demo_model(model), template=TEMPLATES.get(name))
+             for name, model in (SELF_DRAFTER, OTHER_DRAFTER)])
 
 
 def bundled_windows_path() -> Path:

@@ -1,7 +1,8 @@
 """Model files as the runner-facing commands name them: NAME=PATH pairs with a sha256.
 
 The sha256 identifies a model in traces, profiles and results; it is cached next to
-nothing, only in memory for the process, keyed by path, size and mtime.
+nothing, only in memory for the process, keyed by path, size and mtime. A model may carry
+the chat template named for it (`--template NAME=TEMPLATE`; see `tracing.chat_template`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ class ModelFile:
     """The .gguf file on this host."""
     mmproj: Path | None = None
     """The audio projector (.gguf, libmtmd) for audio windows, e.g. Qwen3-ASR's qwen3a mmproj."""
+    template: str | None = None
+    """Chat template named for this model (a llama.cpp built-in, or "model" for its GGUF's own);
+    None: the windows' template decides."""
 
     @property
     def sha256(self) -> str:
@@ -92,6 +96,28 @@ def drafter_mmproj(drafters: list[ModelFile], specs: tuple[str, ...]) -> list[Mo
                                  hint="drafters: " + ", ".join(d.name for d in drafters))
         by_name[name] = Path(path_text)
     return [with_mmproj(d, by_name.get(d.name), "--drafter-mmproj") for d in drafters]
+
+
+def with_templates(target: ModelFile, drafters: list[ModelFile],
+                   specs: tuple[str, ...]) -> tuple[ModelFile, list[ModelFile]]:
+    """--template NAME=TEMPLATE values: NAME is a drafter's name, or the target's (its file
+    stem, or `target`); a name that several models answer to names each of them."""
+    models = [target, *drafters]
+    names: dict[str, list[int]] = {"target": [0], target.name: [0]}
+    for i, drafter in enumerate(drafters, 1):
+        names.setdefault(drafter.name, []).append(i)
+    for spec in specs:
+        name, sep, template = (part.strip() for part in spec.partition("="))
+        if not sep or not name or not template:
+            raise SpecbenchError(f"--template '{spec}': expected NAME=TEMPLATE, e.g. gemma3=gemma",
+                                 hint="NAME: a --drafter name, or target; TEMPLATE: a llama.cpp built-in template "
+                                      "(chatml, gemma, llama3, ...) or 'model' for the one in the model's GGUF")
+        if name not in names:
+            raise SpecbenchError(f"--template '{spec}': no model named '{name}'",
+                                 hint="models: " + ", ".join(names))
+        for i in names[name]:
+            models[i] = replace(models[i], template=template)
+    return models[0], models[1:]
 
 
 def unique_names(models: list[ModelFile]) -> list[ModelFile]:

@@ -2,7 +2,8 @@
 
 One runner `decode` job runs every (window, method); the rows of a window are appended
 to the results directory as soon as its last method finishes, so `resume=True` skips
-the windows already done. Rows have the replay columns (`results.WindowResult`) with
+the windows already done. Prompts are rendered as `specbench trace` renders them
+(`tracing.prompts_for`, each model's own chat template), recorded in the manifest. Rows have the replay columns (`results.WindowResult`) with
 `source = "native"`; D and V are the summed drafter and target forward times of the op
 log, O = 0 (serial methods) and H the rest of the decode clock.
 
@@ -34,7 +35,7 @@ from .model_files import ModelFile, model_job
 from .placement import Placement, device_label, pinning_problems, resolve
 from .profiles import DeviceProfile
 from .results import ResultsDir, WindowResult
-from .tracing import Prompts, prompts_for
+from .tracing import Prompts, model_templates, prompts_for
 from .windows import Window, windows_digest
 
 NATIVE_METHODS = ("target", "sd")
@@ -185,6 +186,7 @@ def manifest_for(plan: NativePlan) -> dict:
             "device": device_label(plan.device.name, plan.placement), "device_info": plan.device.describe(),
             "windows": {"path": plan.windows_path, "digest": windows_digest(plan.windows), "count": len(plan.windows)},
             "target": plan.target.ref(), "drafter": None if plan.drafter is None else plan.drafter.ref(),
+            "templates": model_templates(plan.target, plan.drafter, plan.windows),
             "methods": [c.label for c in plan.configs], "placement": plan.placement.as_dict(),
             "placement_profile": plan.profile,
             "runner": {"sha256": info.sha256, "version": info.version, "llama_cpp_commit": info.llama_cpp_commit},
@@ -227,6 +229,8 @@ def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | N
     needs_drafter = any(method_name(c) != "target" for c in plan.configs)
     if needs_drafter and plan.drafter is None:
         raise SpecbenchError("the methods other than target need a drafter: pass --drafter NAME=PATH")
+    # Prompts before the results directory: a model without a chat template leaves nothing behind.
+    prompts = prompts_for(plan.device, plan.target, plan.drafter if needs_drafter else None, plan.windows)
     results = ResultsDir(out)
     done = results.open(manifest_for(plan), resume)
     name = device_label(plan.device.name, plan.placement)
@@ -240,7 +244,6 @@ def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | N
             progress(native_steps(plan))
         return results, 0, 0
     _append(results.directory / SNAPSHOTS, {"before": plan.device.snapshot()})
-    prompts = prompts_for(plan.device, plan.target, plan.drafter if needs_drafter else None, todo)
     if progress and len(todo) < len(plan.windows):
         progress(len(plan.windows) - len(todo))
     added, diverged = _decode(plan, plan.configs, todo, prompts, results, progress)

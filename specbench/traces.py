@@ -1,7 +1,9 @@
 """Traces: what the real models decided for each window, free of timing (METHODS §4).
 
 A traces directory holds one JSONL file per (target, drafter) pair: a header line
-`{"kind": "specbench.trace", "schema_version": 1, "target": {...}, "drafter": {...}}`
+`{"kind": "specbench.trace", "schema_version": 1, "target": {...}, "drafter": {...},
+"templates": {"target": "model", "drafter": "gemma"}}` (the chat template each model
+rendered the windows with: a llama.cpp built-in name, or "model" for its GGUF's own)
 then one window per line with the target's greedy output `y`, the prefix-conditioned
 drafts `P` (row t = the drafter's greedy continuation after prompt + y[:t], padded with -1
 after the drafter's end of sequence), the producer stream `z` already mapped to the
@@ -22,7 +24,8 @@ from .fileio import Where, check_header, dumps_line, iter_jsonl, need, reject_un
 from .windows import Window
 
 KIND = "specbench.trace"
-# Format history: 1 = first version.
+# Format history: 1 = first version. Still 1: the header's optional `templates` (the chat
+# template each model rendered the windows with); files without it load with templates None.
 VERSIONS = (1,)
 PAD = -1
 """Token id that pads a draft row after the drafter's end of sequence."""
@@ -113,9 +116,12 @@ class TraceFile:
     windows: dict[str, WindowTrace]
     """By window_id, in file order."""
     path: Path | None = None
+    templates: Mapping[str, str] | None = None
+    """The chat template of the 'target' and the 'drafter' (a llama.cpp built-in name, or
+    "model" for the GGUF's own); None in files written before templates were recorded."""
 
 
-_HEADER_KEYS = frozenset({"kind", "schema_version", "target", "drafter", "notes"})
+_HEADER_KEYS = frozenset({"kind", "schema_version", "target", "drafter", "templates", "notes"})
 _WINDOW_KEYS = frozenset({"window_id", "window_sha256", "y", "stop_reason", "n_prompt", "n_prompt_drafter",
                           "drafts", "producer", "recycle", "text"})
 
@@ -123,6 +129,15 @@ _WINDOW_KEYS = frozenset({"window_id", "window_sha256", "y", "stop_reason", "n_p
 def _model_ref(doc: dict, key: str, where: Where) -> ModelRef:
     ref = need(doc, key, dict, where)
     return ModelRef(need(ref, "name", str, where.at(key)), need(ref, "sha256", str, where.at(key)))
+
+
+def _templates(doc: dict, where: Where) -> dict[str, str] | None:
+    templates = need(doc, "templates", dict, where, None)
+    if templates is None:
+        return None
+    if set(templates) != {"target", "drafter"} or not all(isinstance(v, str) and v for v in templates.values()):
+        raise where.at("templates").fail("{\"target\": NAME, \"drafter\": NAME} (chat template names)", templates)
+    return {"target": templates["target"], "drafter": templates["drafter"]}
 
 
 def _int_array(values: object, where: Where) -> np.ndarray:
@@ -239,8 +254,11 @@ def window_trace_to_dict(trace: WindowTrace) -> dict:
     return doc
 
 
-def header_dict(target: ModelRef, drafter: ModelRef) -> dict:
-    return {"kind": KIND, "schema_version": VERSIONS[-1], "target": vars(target), "drafter": vars(drafter)}
+def header_dict(target: ModelRef, drafter: ModelRef, templates: Mapping[str, str] | None = None) -> dict:
+    doc = {"kind": KIND, "schema_version": VERSIONS[-1], "target": vars(target), "drafter": vars(drafter)}
+    if templates is not None:
+        doc["templates"] = {"target": templates["target"], "drafter": templates["drafter"]}
+    return doc
 
 
 def load_trace_file(path: Path) -> TraceFile:
@@ -253,15 +271,17 @@ def load_trace_file(path: Path) -> TraceFile:
     check_header(first[1], KIND, VERSIONS, where)
     reject_unknown(first[1], _HEADER_KEYS, where)
     target, drafter = _model_ref(first[1], "target", where), _model_ref(first[1], "drafter", where)
+    templates = _templates(first[1], where)
     windows: dict[str, WindowTrace] = {}
     for number, doc in rows:
         trace = window_trace_from_dict(doc, Where(path, f"line {number}"))
         windows[trace.window_id] = trace
-    return TraceFile(target, drafter, windows, path)
+    return TraceFile(target, drafter, windows, path, templates)
 
 
-def save_trace_file(path: Path, target: ModelRef, drafter: ModelRef, traces: Iterable[WindowTrace]) -> None:
-    lines = [dumps_line(header_dict(target, drafter))] + [dumps_line(window_trace_to_dict(t)) for t in traces]
+def save_trace_file(path: Path, target: ModelRef, drafter: ModelRef, traces: Iterable[WindowTrace],
+                    templates: Mapping[str, str] | None = None) -> None:
+    lines = [dumps_line(header_dict(target, drafter, templates))] + [dumps_line(window_trace_to_dict(t)) for t in traces]
     write_atomic(Path(path), "".join(lines))
 
 
@@ -284,8 +304,20 @@ def load_trace_dir(directory: Path) -> dict[str, TraceFile]:
             other = next(iter(targets))
             raise SpecbenchError(f"{path}: target {trace_file.target.name} ({trace_file.target.sha256[:12]}) differs "
                                  f"from {other.name} ({other.sha256[:12]}) in the other trace files")
+        _check_target_template(trace_file, by_drafter.values())
         by_drafter[name] = trace_file
     return by_drafter
+
+
+def _check_target_template(trace_file: TraceFile, others: Iterable[TraceFile]) -> None:
+    """One target prompted two ways decides differently: its trace files must agree."""
+    if trace_file.templates is None:
+        return
+    for other in others:
+        if other.templates is not None and other.templates["target"] != trace_file.templates["target"]:
+            raise SpecbenchError(f"{trace_file.path}: the target was traced with chat template "
+                                 f"'{trace_file.templates['target']}', {other.path} with "
+                                 f"'{other.templates['target']}'", hint="trace every drafter with the same target template")
 
 
 def check_against_windows(trace_files: Mapping[str, TraceFile], windows: Sequence[Window]) -> None:

@@ -1,17 +1,19 @@
 """Trace windows with the real models: windows.jsonl -> traces/<drafter>.jsonl.
 
 Text windows become prompts with each model's own tokenizer and chat template (the
-runner's `tokenize` mode; the window's `template` names a llama.cpp built-in template,
-or `model` for the one stored in the GGUF). The runner's `trace` mode then records y,
-the prefix-conditioned drafts and the producer stream per window; each window is
-appended (and flushed) as soon as it is done, so an interrupted trace resumes with
-`resume=True` where it stopped.
+runner's `tokenize` mode). Which template a model uses (`chat_template`): the one named
+for it (`--template NAME=TEMPLATE`), else the windows' `template` when it names a
+llama.cpp built-in, else the one stored in its GGUF; a GGUF that stores none is an error
+naming the file and the flag. The trace header records each model's template. The
+runner's `trace` mode then records y, the prefix-conditioned drafts and the producer
+stream per window; each window is appended (and flushed) as soon as it is done, so an
+interrupted trace resumes with `resume=True` where it stopped.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -20,12 +22,10 @@ from .errors import SpecbenchError
 from .fileio import Where, dumps_line, iter_jsonl
 from .methods.specasr import SpecAsrConfig
 from .model_files import ModelFile, model_job
-from .traces import ModelRef, header_dict, load_trace_file, window_trace_from_dict, window_trace_to_dict
-from .windows import Window
+from .traces import ModelRef, TraceFile, header_dict, load_trace_file, window_trace_from_dict, window_trace_to_dict
+from .windows import MODEL_TEMPLATE, Window
 
 Progress = Callable[[int], None]
-MODEL_TEMPLATE = "model"
-"""Window template meaning: use the chat template stored in the model file."""
 MEDIA_MARKER = "<__media__>"
 """Where libmtmd puts the audio in an audio window's prompt text."""
 
@@ -40,26 +40,60 @@ def user_message(window: Window) -> str:
     return f"{window.instruction}\n\n{window.input.text}"
 
 
+def chat_template(model: ModelFile, windows: Sequence[Window]) -> str:
+    """The template `model` renders `windows` with: the one named for it, else the windows'
+    (a built-in name, or "model" for its GGUF's own). One per model, as a trace header records."""
+    if model.template:
+        return model.template
+    named = sorted({w.template for w in windows})
+    if len(named) > 1:
+        raise SpecbenchError(f"the windows name different templates ({', '.join(named)}); a run renders each "
+                             f"model's prompts with one", hint=f"name one for '{model.name}' with --template "
+                                                               f"{model.name}=TEMPLATE, or give the windows one")
+    return named[0] if named else MODEL_TEMPLATE
+
+
 def tokenize_windows(device: Device, model: ModelFile, windows: Sequence[Window]) -> dict[str, list[int] | str]:
-    """Per window id, chat template applied (one runner job per template): the prompt token
-    ids of a text window, or the prompt text (with the media marker) of an audio window,
-    which the runner tokenizes itself through the model's mmproj."""
+    """Per window id, the model's chat template applied: the prompt token ids of a text
+    window, or the prompt text (with the media marker) of an audio window, which the runner
+    tokenizes itself through the model's mmproj."""
+    template = chat_template(model, windows)
     prompts: dict[str, list[int] | str] = {}
-    groups: dict[tuple[str, str], list[Window]] = {}
+    groups: dict[str, list[Window]] = {}
     for window in windows:
-        system = window.instruction if window.input.kind == "audio" else ""
-        groups.setdefault((window.template, system), []).append(window)
-    for (template, system), group in groups.items():
+        groups.setdefault(window.instruction if window.input.kind == "audio" else "", []).append(window)
+    for system, group in groups.items():
         job = {"mode": "tokenize", "model": {"path": device.model_path(model.path)},
                "texts": [user_message(w) for w in group], "chat": True,
                "template": "" if template == MODEL_TEMPLATE else template, "system": system}
-        results = sorted(device.run_job(job).results, key=lambda r: r["index"])
+        try:
+            out = device.run_job(job)
+        except SpecbenchError as exc:
+            raise template_error(model, template, exc) from None
+        results = sorted(out.results, key=lambda r: r["index"])
         if len(results) != len(group):
             raise SpecbenchError(f"runner tokenized {len(results)} of {len(group)} prompts")
         for window, result in zip(group, results):
             prompts[window.window_id] = str(result["text"]) if window.input.kind == "audio" else \
                 [int(t) for t in result["tokens"]]
     return prompts
+
+
+def template_error(model: ModelFile, template: str, exc: SpecbenchError) -> SpecbenchError:
+    """A runner refusal of a chat template, said in terms of the model file and the flag."""
+    message = str(exc.args[0]) if exc.args else ""
+    flag = f"--template {model.name}=TEMPLATE"
+    if "no chat template" in message:
+        unnamed = "" if model.template else f", and none is named for model '{model.name}'"
+        return SpecbenchError(f"{model.path} stores no chat template{unnamed}",
+                              hint=f"pass {flag} naming a llama.cpp built-in template (gemma for Gemma models; "
+                                   f"chatml, llama3, ...)")
+    if "chat template" not in message:
+        return exc
+    source = f"--template {model.name}={template}" if model.template else f"the windows' template '{template}'"
+    what = "its GGUF's chat template" if template == MODEL_TEMPLATE else f"template '{template}'"
+    return SpecbenchError(f"model '{model.name}' ({model.path}): llama.cpp cannot apply {what} ({source})",
+                          hint=f"pass {flag} with a llama.cpp built-in template (chatml, gemma, llama3, ...)")
 
 
 def window_pcm(window: Window) -> Path:
@@ -102,13 +136,15 @@ def check_mmproj(models: Sequence[ModelFile | None], windows: Sequence[Window]) 
 
 @dataclass(frozen=True)
 class Prompts:
-    """Prompt ids of each window for the target and (when its files differ) the drafter."""
+    """Prompt ids of each window for the target and (when they differ) the drafter."""
 
     target: dict[str, list[int] | str]
     """Prompt ids of text windows; prompt texts (with the media marker) of audio windows."""
     drafter: dict[str, list[int] | str] | None = None
     audio: dict[str, str] | None = None
     """Audio windows: the device path of the window's raw float32 16 kHz mono samples."""
+    templates: dict[str, str] = field(default_factory=dict)
+    """The chat template each model rendered them with ('target', and 'drafter' when given)."""
 
     def runner_window(self, window: Window, reference: Sequence[int] | None = None) -> dict:
         prompt = self.target[window.window_id]
@@ -128,21 +164,48 @@ class Prompts:
         return doc
 
 
+def model_templates(target: ModelFile, drafter: ModelFile | None, windows: Sequence[Window]) -> dict[str, str]:
+    """{'target': template, 'drafter': template} as prompts_for renders them (no drafter: no key)."""
+    templates = {"target": chat_template(target, windows)}
+    if drafter is not None:
+        templates["drafter"] = chat_template(drafter, windows)
+    return templates
+
+
 def prompts_for(device: Device, target: ModelFile, drafter: ModelFile | None, windows: Sequence[Window]) -> Prompts:
-    """Tokenize once per distinct model file (a same-vocabulary drafter file is tokenized too,
-    so a drafter with its own tokenizer only needs the runner to accept `drafter_prompt`)."""
+    """Tokenize once per distinct (model file, template) (a same-vocabulary drafter file is
+    tokenized too, so a drafter with its own tokenizer only needs the runner to accept
+    `drafter_prompt`)."""
     check_mmproj([target, drafter], windows)
+    templates = model_templates(target, drafter, windows)
     target_prompts = tokenize_windows(device, target, windows)
+    same = drafter is None or (Path(drafter.path).resolve() == Path(target.path).resolve()
+                               and templates["drafter"] == templates["target"])
+    drafter_prompts = None if same else tokenize_windows(device, drafter, windows)
     audio = {w.window_id: device.model_path(window_pcm(w)) for w in windows if w.input.kind == "audio"} or None
-    if drafter is None or Path(drafter.path).resolve() == Path(target.path).resolve():
-        return Prompts(target_prompts, None, audio)
-    return Prompts(target_prompts, tokenize_windows(device, drafter, windows), audio)
+    return Prompts(target_prompts, drafter_prompts, audio, templates)
+
+
+def check_trace_templates(trace_files: dict[str, TraceFile], target: ModelFile, drafter: ModelFile | None,
+                          windows: Sequence[Window]) -> None:
+    """A native run checked against traces must render the prompts as they were traced, or
+    the greedy outputs (and drafts) differ; traces that predate the record are not checked."""
+    now = model_templates(target, drafter, windows)
+    for name, trace_file in trace_files.items():
+        recorded = trace_file.templates or {}
+        roles = ["target"] + (["drafter"] if drafter is not None and name == drafter.name else [])
+        for role in roles:
+            if role in recorded and recorded[role] != now[role]:
+                model = target if role == "target" else drafter
+                raise SpecbenchError(f"{trace_file.path}: the {role} was traced with chat template "
+                                     f"'{recorded[role]}', this run renders '{now[role]}'",
+                                     hint=f"pass --template {model.name}={recorded[role]}, or trace again")
 
 
 class TraceWriter:
-    """One trace file, appended a window at a time; resumes a file of the same model pair."""
+    """One trace file, appended a window at a time; resumes a file of the same models and templates."""
 
-    def __init__(self, path: Path, target: ModelRef, drafter: ModelRef, resume: bool):
+    def __init__(self, path: Path, target: ModelRef, drafter: ModelRef, templates: dict[str, str], resume: bool):
         self.path = Path(path)
         self.done: dict[str, str] = {}
         """window_id -> window_sha256 of the windows already in the file."""
@@ -157,10 +220,14 @@ class TraceWriter:
                     raise SpecbenchError(f"{self.path}: cannot resume: the {key} model differs "
                                          f"({old.name} {old.sha256[:12]} in the file, {new.name} {new.sha256[:12]} now)",
                                          hint="trace into another --out directory")
+            if existing.templates != templates:
+                raise SpecbenchError(f"{self.path}: cannot resume: the chat templates differ "
+                                     f"({_templates_text(existing.templates)} in the file, "
+                                     f"{_templates_text(templates)} now)", hint="trace into another --out directory")
             self.done = {w.window_id: w.window_sha256 for w in existing.windows.values()}
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._write(dumps_line(header_dict(target, drafter)))
+            self._write(dumps_line(header_dict(target, drafter, templates)))
 
     def todo(self, windows: Sequence[Window]) -> list[Window]:
         for window in windows:
@@ -180,6 +247,12 @@ class TraceWriter:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+
+
+def _templates_text(templates: dict[str, str] | None) -> str:
+    if templates is None:
+        return "none recorded"
+    return ", ".join(f"{role} {name}" for role, name in templates.items())
 
 
 def _repair_cut_line(path: Path) -> None:
@@ -212,13 +285,15 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
         if config.k_max > k_max:
             raise SpecbenchError(f"--specasr {config.trace_label}: k_max {config.k_max} exceeds --k-max {k_max}",
                                  hint=f"pass --k-max {config.k_max} or more")
-    writer = TraceWriter(trace_path(out_dir, drafter), ModelRef(**target.ref()), ModelRef(**drafter.ref()), resume)
+    # Prompts before the file: a model without a chat template leaves nothing behind.
+    prompts = prompts or prompts_for(device, target, drafter, windows)
+    writer = TraceWriter(trace_path(out_dir, drafter), ModelRef(**target.ref()), ModelRef(**drafter.ref()),
+                         prompts.templates, resume)
     todo = writer.todo(windows)
     if progress and len(todo) < len(windows):
         progress(len(windows) - len(todo))
     if not todo:
         return writer.path, 0
-    prompts = prompts or prompts_for(device, target, drafter, todo)
     by_id = {w.window_id: w for w in todo}
     job = {"mode": "trace", "target": model_job(device, target), "drafter": model_job(device, drafter), "k_max": k_max,
            "producer": True, "windows": [prompts.runner_window(w) for w in todo]}

@@ -4,6 +4,15 @@ File format (`windows.jsonl`): a header line `{"kind": "specbench.windows",
 "schema_version": 1}` then one window per line. A window's identity is its sha256 over
 the input (source text, or the 16 kHz mono PCM for audio), the instruction, the prompt
 template and the cap; results and traces carry it so unlike requests are never compared.
+
+A window is a request (instruction + input); each model renders it into a prompt with a
+chat template. The window's `template` says which: `"model"` (what `specbench windows`
+writes) lets each model use its own, and a llama.cpp built-in name (e.g. `"chatml"`)
+renders it with that template for every model. Per model, the first that applies wins
+(`tracing.chat_template`): the template named for that model on the command line
+(`--template NAME=TEMPLATE`), the window's named template, the chat template stored in
+the model's GGUF; a model whose GGUF stores none and that has none named is an error.
+The field stays in the sha256, so windows written before it meant this keep their identity.
 """
 
 from __future__ import annotations
@@ -23,6 +32,8 @@ KIND = "specbench.windows"
 # Format history: 1 = first version.
 VERSIONS = (1,)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+MODEL_TEMPLATE = "model"
+"""Window template meaning: each model renders the request with its own chat template."""
 
 
 class Split(str, Enum):
@@ -58,7 +69,7 @@ class Window:
     instruction: str
     """The task text, e.g. 'Transcribe the audio.'"""
     template: str
-    """Name of the prompt template the instruction is placed in."""
+    """"model" (each model's own chat template) or a llama.cpp built-in template for every model."""
     cap: int
     """max_new_tokens: the output stops at EOS or after this many tokens."""
     dataset: str
@@ -80,7 +91,7 @@ def windows_digest(windows: Sequence[Window]) -> str:
 
 
 def make_text_window(window_id: str, text: str, instruction: str, cap: int, dataset: str, split: str,
-                     template: str = "chatml", reference: str | None = None) -> Window:
+                     template: str = MODEL_TEMPLATE, reference: str | None = None) -> Window:
     return Window(window_id, text_window_sha256(text, instruction, template, cap), InputView("text", text=text),
                   instruction, template, cap, dataset, Split(split), reference)
 

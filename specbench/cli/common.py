@@ -33,6 +33,11 @@ def method_options(func):
     return func
 
 
+TEMPLATE_HELP = ("A model's chat template, NAME=TEMPLATE: NAME a --drafter name or target, TEMPLATE a llama.cpp "
+                 "built-in (gemma, chatml, llama3, ...) or 'model' (its GGUF's own). Repeatable. Per model: this, "
+                 "else the windows' template when it names one, else the one stored in the GGUF.")
+
+
 def configs_from(method_names: str | None, method_specs: Sequence[str], default_drafter: str | None,
                  default: Callable[[], Sequence[str]] = lambda: DEFAULT_METHODS) -> list[MethodConfig]:
     """The configurations that --methods (None: not given) and --method ask for; drafter-less

@@ -54,6 +54,8 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
         run_native_command(windows, traces_dir, profile_paths, method_names, method_specs, drafter, budget_path,
                            split, out, resume, sensitivity, native, device, target_path, placement_spec)
         return
+    if click.get_current_context().meta.get("specbench.templates"):
+        raise SpecbenchError("--template is for --native runs (replay uses what the traces recorded)")
     if traces_dir is None or not profile_paths:
         raise SpecbenchError("replay needs --traces and --profile (or pass --native to run on a device)")
     default = DEFAULT_METHODS

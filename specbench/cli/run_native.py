@@ -7,12 +7,13 @@ from pathlib import Path
 import click
 
 from ..errors import SpecbenchError
-from ..model_files import parse_named, target_file, with_mmproj
+from ..model_files import parse_named, target_file, with_mmproj, with_templates
 from ..native_run import NativePlan, native_methods, native_placement, native_steps, profile_ref, run_native
 from ..profiles import load_profile
 from ..traces import check_against_windows, load_trace_dir
+from ..tracing import check_trace_templates
 from ..windows import load_split
-from .common import configs_from, stderr
+from .common import TEMPLATE_HELP, configs_from, stderr
 from .devices import device_names, on_devices, open_devices, phone_options, safe_name
 
 
@@ -34,11 +35,13 @@ def native_options(func):
     func = click.option("--target-mmproj", type=click.Path(path_type=Path), default=None, expose_value=False,
                         callback=_keep("target_mmproj"),
                         help="--native: the target's audio projector (.gguf), for audio windows.")(func)
+    func = click.option("--template", "template_specs", multiple=True, metavar="NAME=TEMPLATE", expose_value=False,
+                        callback=_keep("templates"), help="--native: " + TEMPLATE_HELP)(func)
     return phone_options(func)
 
 
 def _keep(key: str):
-    """Stores an option in ctx.meta (the audio projectors; `run`'s signature stays as it is)."""
+    """Stores an option in ctx.meta (audio projectors, templates; `run`'s signature stays as it is)."""
     def callback(ctx: click.Context, _param, value):
         ctx.meta[f"specbench.{key}"] = value
         return value
@@ -71,11 +74,14 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
     drafter = parse_named(drafter_spec) if drafter_spec else None
     if drafter is not None:
         drafter = with_mmproj(drafter, meta.get("specbench.drafter_mmproj"), "--drafter-mmproj")
+    target, drafters = with_templates(target, [drafter] if drafter else [], meta.get("specbench.templates", ()))
+    drafter = drafters[0] if drafters else None
     configs = configs_from(method_names, method_specs, drafter.name if drafter else None, common_methods)
     references = None
     if traces_dir is not None:
         traces = load_trace_dir(traces_dir)
         check_against_windows(traces, windows)
+        check_trace_templates(traces, target, drafter, windows)
         first = next(iter(traces.values()))
         if first.target.sha256 != target.sha256:
             raise SpecbenchError(f"{first.path}: traced with target {first.target.name} ({first.target.sha256[:12]}), "

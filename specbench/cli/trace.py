@@ -9,11 +9,11 @@ import click
 from ..errors import SpecbenchError
 from ..methods import parse_method_spec, parse_method_specs
 from ..methods.specasr import SpecAsrConfig
-from ..model_files import drafter_mmproj, parse_named, target_file, unique_names, with_mmproj
+from ..model_files import drafter_mmproj, parse_named, target_file, unique_names, with_mmproj, with_templates
 from ..native_run import open_device
 from ..tracing import trace_windows
 from ..windows import load_split
-from .common import existing_file, progress_bar, stderr
+from .common import TEMPLATE_HELP, existing_file, progress_bar, stderr
 
 
 @click.command()
@@ -25,6 +25,7 @@ from .common import existing_file, progress_bar, stderr
               help="The target's audio projector (.gguf) for audio windows (Qwen3-ASR's mmproj).")
 @click.option("--drafter-mmproj", "drafter_mmproj_specs", multiple=True, metavar="[NAME=]PATH",
               help="A drafter's audio projector for audio windows (NAME=PATH per drafter, or PATH for one).")
+@click.option("--template", "template_specs", multiple=True, metavar="NAME=TEMPLATE", help=TEMPLATE_HELP)
 @click.option("--k-max", type=click.IntRange(1, 64), default=16, show_default=True,
               help="Drafts per prefix-conditioned row (SD replay up to W = k_max + 1).")
 @click.option("--specasr", "specasr_specs", multiple=True, metavar="SPEC",
@@ -38,7 +39,7 @@ from .common import existing_file, progress_bar, stderr
               help="Traces directory.")
 @click.option("--resume", is_flag=True, help="Continue interrupted trace files (skips windows already traced).")
 def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], target_mmproj: Path | None,
-          drafter_mmproj_specs: tuple[str, ...], k_max: int,
+          drafter_mmproj_specs: tuple[str, ...], template_specs: tuple[str, ...], k_max: int,
           specasr_specs: tuple[str, ...], split: str | None, threads: int | None, device: str, out: Path,
           resume: bool) -> None:
     """Trace WINDOWS: the target's greedy output, the drafter's prefix-conditioned drafts
@@ -51,11 +52,15 @@ def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], targ
 
         specbench trace windows.jsonl --target models/target.gguf --drafter small=models/draft.gguf
         --k-max 16 --specasr 'specasr:k_max=8,tau=0.3|0.5' --out traces/
+
+        specbench trace windows.jsonl --target smollm2.gguf --drafter gemma3=gemma-3-270m.gguf
+        --template gemma3=gemma --out traces/
     """
     specasr = specasr_configs(specasr_specs)
     items = load_split(windows, split)
     target = with_mmproj(target_file(target_path), target_mmproj, "--target-mmproj")
     drafters = drafter_mmproj(unique_names([parse_named(s) for s in drafter_specs]), drafter_mmproj_specs)
+    target, drafters = with_templates(target, drafters, template_specs)
     dev = open_device(device)
     for drafter in drafters:
         with progress_bar(f"tracing {drafter.name}", len(items)) as advance:

@@ -19,7 +19,9 @@ from .common import check_output_path, progress_bar, stderr
 @click.option("--language", default=None, help="Target language of the translate task.")
 @click.option("--question", default=None, help="The question of the answer task.")
 @click.option("--instruction", default=None, help="Instruction text instead of the task's template.")
-@click.option("--template", default="chatml", show_default=True, help="Prompt template name recorded in each window.")
+@click.option("--template", default="model", show_default=True,
+              help="Chat template recorded in each window: 'model' (each model's own) or a llama.cpp built-in "
+                   "name (e.g. chatml) for every model.")
 @click.option("--cap", type=click.IntRange(1), default=448, show_default=True, help="max_new_tokens of every window.")
 @click.option("--max-seconds", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
               help="Cut longer audio spans to this length.")

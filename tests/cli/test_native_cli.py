@@ -239,6 +239,10 @@ def test_demo_quick_on_the_real_demo_models(tmp_path, runner):  # noqa: F811
     for sub in ("windows.jsonl", "device_profiles/local-split.yaml", "device_profiles/local-shared.yaml",
                 "traces/smollm2.jsonl", "report.md"):
         assert (tmp_path / "demo" / sub).exists(), sub
+    # Gemma's GGUF stores no chat template: the demo names Gemma's own turn format for it
+    traces = load_trace_dir(tmp_path / "demo" / "traces")
+    assert traces["gemma3"].templates == {"target": "model", "drafter": "gemma"}
+    assert traces["smollm2"].templates == {"target": "model", "drafter": "model"}
     _, replay = load_results(tmp_path / "demo" / "results" / "replay")
     assert {"target", "sd[W=5,drafter=smollm2]", "sd[W=8,drafter=smollm2]", "specasr[k_max=8,tau=0.5,drafter=smollm2]",
             "as2d[B=3,drafter=smollm2]", "sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]"} <= set(replay["config"])

@@ -119,3 +119,14 @@ def tiny_other_vocab(tiny) -> Path:
     if not path.exists():
         tg.write_tiny_qwen3(path, tg.random_weights(seed=5, n_vocab=tg.n_vocab("b")), vocab="b")
     return path
+
+
+@pytest.fixture(scope="session")
+def tiny_no_template(tiny) -> Path:
+    """The `near` drafter's weights in a GGUF that stores no chat template (as Gemma 3's repackaging)."""
+    from . import tiny_gguf as tg
+
+    path = tiny.target.parent / "no-template.gguf"
+    if not path.exists():
+        tg.write_tiny_qwen3(path, tg.perturbed(tiny.weights, seed=2, noise=0.05), chat_template=None)
+    return path

@@ -95,8 +95,13 @@ def random_weights(seed: int, n_vocab: int, scale: float = 1.0) -> dict[str, np.
     return w
 
 
-def add_tiny_tokenizer(w, vocab: str = "a") -> None:
-    """The byte-level BPE vocabulary `vocab` and a ChatML template, on a gguf.GGUFWriter."""
+CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def add_tiny_tokenizer(w, vocab: str = "a", chat_template: str | None = CHATML) -> None:
+    """The byte-level BPE vocabulary `vocab` and a chat template (None: none stored, like
+    some repackaged GGUFs), on a gguf.GGUFWriter."""
     tokens, merges, types = vocabulary(vocab)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("qwen2")
@@ -106,16 +111,15 @@ def add_tiny_tokenizer(w, vocab: str = "a") -> None:
     w.add_bos_token_id(tokens.index("<|endoftext|>"))
     w.add_eos_token_id(tokens.index(EOS_TEXT))
     w.add_add_bos_token(False)
-    w.add_chat_template(
-        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-    )
+    if chat_template is not None:
+        w.add_chat_template(chat_template)
 
 
 def write_tiny_qwen3(path: Path, weights: dict[str, np.ndarray], context_length: int = 2048,
-                     vocab: str = "a", quant: str | None = None) -> Path:
-    """Write a qwen3 GGUF with a tiny vocabulary (variant `vocab`) and the given tensors; `quant`
-    (a gguf.GGMLQuantizationType name, e.g. "Q4_1") quantizes the 2-D ones, as llama-quantize does."""
+                     vocab: str = "a", quant: str | None = None, chat_template: str | None = CHATML) -> Path:
+    """Write a qwen3 GGUF with a tiny vocabulary (variant `vocab`), a chat template (None:
+    none) and the given tensors; `quant` (a gguf.GGMLQuantizationType name, e.g. "Q4_1")
+    quantizes the 2-D ones, as llama-quantize does."""
     import gguf
 
     arch = "qwen3"
@@ -132,7 +136,7 @@ def write_tiny_qwen3(path: Path, weights: dict[str, np.ndarray], context_length:
     w.add_layer_norm_rms_eps(1e-6)
     w.add_rope_freq_base(10000.0)
     w.add_file_type(gguf.LlamaFileType[f"MOSTLY_{quant}"] if quant else gguf.LlamaFileType.ALL_F32)
-    add_tiny_tokenizer(w, vocab)
+    add_tiny_tokenizer(w, vocab, chat_template)
     qtype = gguf.GGMLQuantizationType[quant] if quant else None
     for name, t in weights.items():
         if qtype is not None and t.ndim == 2:
