@@ -184,7 +184,7 @@ int64_t Model::forward(const llama_token * tokens, int n, bool all_logits) {
         throw JobError("internal: " + std::to_string(n) + " logit rows exceed max_outputs " +
                        std::to_string(max_outputs_));
     }
-    int64_t t0 = now_us();
+    const int64_t t0 = last_forward_start_us_ = now_us();
     for (int i = 0; i < n; i += batch) {
         const int len = std::min(batch, n - i);
         decode_chunk(tokens + i, len, all_logits ? 0 : len - 1);
@@ -200,7 +200,7 @@ int64_t Model::forward_last(const llama_token * tokens, int n, int n_out) {
                        std::to_string(max_outputs_));
     }
     check_fits(n, true);
-    int64_t t0 = now_us();
+    const int64_t t0 = last_forward_start_us_ = now_us();
     decode_chunk(tokens, n, n - n_out);
     llama_synchronize(ctx_);
     return now_us() - t0;

@@ -177,6 +177,45 @@ def test_as2d_producer_is_the_drafters_own_greedy_decode(run_job, tiny):
         assert p["tokens"] == tr["tokens"]
 
 
+def check_producer_timeline(r, stream, n_prompt_drafter):
+    """The runner's producer log equals replay's producer timeline of the traced stream: the
+    same steps (z[0] from the prefill, one drafter forward per further step) and each batch
+    published after the same step; a drained producer did a prefix of it."""
+    replay = pytest.importorskip("specbench.replay")
+    profiles = pytest.importorskip("specbench.profiles")
+    np = pytest.importorskip("numpy")
+    p = r["producer"]
+    unit = profiles.CostTable(np.array([0.0]), {1: np.array([1.0])})
+    timeline = replay.producer_timeline(stream, unit, n_prompt_drafter, r["method"]["batch"], 0.0)
+    steps = p["steps"]
+    assert len(p["step_us"]) == len(p["step_start_us"]) == steps - 1
+    assert timeline.forwards_done(timeline.cum[steps]) == steps - 1
+    if p["stop"] == "drained":
+        assert steps <= timeline.steps
+    else:
+        assert steps == timeline.steps and timeline.forwards_done(timeline.total) == steps - 1
+    assert p["publish_step"] == [s for s in timeline.publish_steps.tolist() if s < steps]
+    assert len(p["publish_step"]) == len(p["publish_count"])
+
+
+@pytest.mark.parametrize("vocab", ["same", "other"])
+def test_as2d_producer_log_equals_replays_producer_timeline(run_job, tiny, tiny_other_vocab, tmp_path, vocab):
+    from . import tiny_gguf as tg
+
+    slow = tg.write_tiny_qwen3(tmp_path / "slow.gguf", tg.slowed(tiny.weights, extra_layers=24))
+    drafter = tiny.near if vocab == "same" else tiny_other_vocab
+    windows = WINDOWS[:2] + LONG if vocab == "same" else cross_windows(run_job, tiny.target, drafter)
+    traced = by_window(run_job({"mode": "trace", "threads": 1, "target": {"path": str(slow)},
+                                "drafter": {"path": str(drafter)}, "k_max": 4, "windows": windows}).results)
+    methods = [as2d_method(budget=4), as2d_method(budget=3, batch=3), as2d_method(budget=2, batch=1)]
+    stops = set()
+    for r in decode(run_job, slow, drafter, methods, windows=windows):
+        stream = load_window_trace(traced[r["window_id"]]).producer
+        check_producer_timeline(r, stream, r["n_prompt_drafter"])
+        stops.add(r["producer"]["stop"])
+    assert stops - {"drained"}, "no producer ran to its end"
+
+
 def test_as2d_uses_published_candidates_on_a_slow_target(run_job, tiny, tmp_path):
     """A target slowed by zero-output layers computes the tiny target's function, so the
     tiny target drafting for it runs ahead: verifications use published batches, and the
@@ -279,6 +318,24 @@ def test_cross_vocabulary_trace_drafts_replay_native_sd(run_job, tiny, tiny_othe
                            sd.SdConfig(width=5, p_min=0.2))
         want = [(op.width, op.accepted) for op in ref.ops if op.model is base.Model.TARGET]
         assert [(op["width"], op["accepted"]) for op in r["ops"] if op["model"] == "target"] == want
+
+
+def test_native_as2d_lanes_decompose_the_decode_clock(run_job, tiny, tmp_path):
+    """O and H come from the lanes' busy intervals; T = D + V - O + H then holds to the
+    clock's resolution (decode_row checks it) and both lanes overlapped."""
+    from . import tiny_gguf as tg
+
+    as2d = pytest.importorskip("specbench.methods.as2d")
+    native_run = pytest.importorskip("specbench.native_run")
+    windows_mod = pytest.importorskip("specbench.windows")
+    slow = tg.write_tiny_qwen3(tmp_path / "slow.gguf", tg.slowed(tiny.weights, extra_layers=24))
+    window = windows_mod.make_text_window("long", "text", "Repeat.", LONG[0]["cap"], "d", "test")
+    for r in decode(run_job, slow, tiny.target, [as2d_method(budget=4), as2d_method(budget=2, batch=2)],
+                    windows=LONG):
+        m = r["method"]
+        row = native_run.decode_row(r, window, "local", as2d.As2dConfig(budget=m["budget"], batch=m["batch"]))
+        assert abs(row.d_s + row.v_s - row.o_s + row.h_s - row.decode_s) <= native_run.CLOCK_RESOLUTION_S
+        assert row.d_s > 0 and row.v_s > 0 and 0 < row.o_s <= min(row.d_s, row.v_s) and row.h_s >= 0
 
 
 def test_specasr_refuses_a_cross_vocabulary_drafter(run_job, tiny, tiny_other_vocab):
