@@ -20,7 +20,7 @@ from .errors import SpecbenchError
 from .methods import MethodConfig, method_name
 from .methods.as2d import As2dConfig, As2dVerifier
 from .methods.base import Decoded, Model, TargetOracle, TraceDrafts
-from .methods.sd import SdConfig, decode_sd
+from .methods.sd import SdConfig, decode_sd, drafter_kv
 from .methods.specasr import SpecAsrConfig, decode_specasr
 from .methods.target import TargetConfig, decode_target
 from .profiles import CostTable, DeviceProfile
@@ -47,7 +47,7 @@ def decode_serial(config: MethodConfig, trace: WindowTrace, cap: int, drafter_na
         return decode_target(oracle, trace.n_prompt)
     drafts = TraceDrafts(trace, drafter_name)
     if isinstance(config, SdConfig):
-        return decode_sd(oracle, drafts, cap, trace.n_prompt, trace.n_prompt_drafter, config)
+        return decode_sd(oracle, drafts, cap, trace.n_prompt, trace.n_prompt_drafter, config, drafter_kv(trace, config))
     if isinstance(config, SpecAsrConfig):
         return decode_specasr(oracle, drafts, cap, trace.n_prompt, trace.n_prompt_drafter, config)
     raise SpecbenchError(f"{method_name(config)} is not a serial method")
