@@ -16,7 +16,7 @@ import numpy as np
 from .errors import MissingCostError, SpecbenchError
 from .methods.as2d import As2dConfig
 from .profiles import CostTable, DeviceProfile, interp_rows
-from .replay import batch_publish_steps, producer_depth_extrapolated
+from .replay import ProducerTimeline, producer_depth_extrapolated, producer_forward_depths, timeline_from_forward_costs
 from .traces import WindowTrace
 from .windows import Window
 
@@ -98,8 +98,8 @@ class _Study:
         drafter_costs: dict[tuple[int, str | None], np.ndarray] = {}
         ratios: dict[tuple[int, str | None], int] = {}
         ratio_tables = []
-        timelines: dict[tuple[int, str | None, int, int], int] = {}
-        cums, pubs = [], []
+        timeline_index: dict[tuple[int, str | None, int, int], int] = {}
+        timelines: list[ProducerTimeline] = []
         self.timeline_row = np.empty(len(sims), dtype=np.int64)
         self.ratio_row = np.empty(len(sims), dtype=np.int64)
         for i, s in enumerate(sims):
@@ -111,24 +111,23 @@ class _Study:
                 drafter_costs[key] = dense_costs(profile.drafter(s.config.drafter).costs, 1, max_depth)[1]
             self.ratio_row[i] = ratios[key]
             t_key = (s.profile_index, s.config.drafter, s.config.batch, s.window_index)
-            if t_key not in timelines:
-                timelines[t_key] = len(cums)
+            if t_key not in timeline_index:
+                timeline_index[t_key] = len(timelines)
                 stream = s.trace.producer
-                step_cost = drafter_costs[key][s.trace.n_prompt_drafter + np.arange(stream.steps)]
-                if np.isnan(step_cost).any():
+                depths = producer_forward_depths(stream.steps, s.trace.n_prompt_drafter).astype(np.int64)
+                forward_s = drafter_costs[key][depths]
+                if np.isnan(forward_s).any():
                     profile.drafter(s.config.drafter).costs.require(1)
-                publish_steps = batch_publish_steps(stream.step, stream.steps, s.config.batch)
-                np.add.at(step_cost, publish_steps, profile.overheads.publish_s)
-                cum = np.concatenate([[0.0], np.cumsum(step_cost)])
-                cums.append(cum)
-                pubs.append(cum[publish_steps + 1])
-            self.timeline_row[i] = timelines[t_key]
-        self.cums = cums
+                timelines.append(timeline_from_forward_costs(stream, forward_s, s.config.batch,
+                                                             profile.overheads.publish_s))
+            self.timeline_row[i] = timeline_index[t_key]
+        self.timelines = timelines
+        pubs = [t.publish_work for t in timelines]
         self.publish_work = _pad_rows(pubs, max((len(p) for p in pubs), default=0) + 1, np.inf, np.float64)
         self.rho_t = np.stack([r[0] for r in ratio_tables])
         self.rho_d = np.stack([r[1] for r in ratio_tables])
         self.rho_extrapolated = np.stack([r[2] for r in ratio_tables])
-        self.total = np.array([c[-1] for c in cums])[self.timeline_row]
+        self.total = np.array([t.total for t in timelines])[self.timeline_row]
 
 
 class _State:
@@ -168,7 +167,9 @@ class _State:
 
 
 def _advance_publication(s: _State, study: _Study, idx: np.ndarray) -> None:
-    """Count the batches whose producer work is done (one more per pass until none)."""
+    """Count the batches whose producer work is done (one more per pass until none); none
+    before the producer thread starts (`replay._Lanes.published`)."""
+    idx = idx[s.time[idx] >= s.start_s[idx]]
     while len(idx):
         ready = study.publish_work[s.timeline[idx], s.batches[idx]] <= s.work[idx]
         idx = idx[ready]
@@ -305,11 +306,11 @@ def simulate_lockstep(sims: Sequence[Simulation], windows: Sequence[Window], pro
         if progress and not still.all():
             progress(int((~still).sum()))
         active = active[still]
-    steps_done = np.array([np.searchsorted(study.cums[s.timeline[i]], s.work[i], side="right") - 1
-                           for i in range(len(sims))], dtype=np.int64)
+    forwards = np.array([study.timelines[s.timeline[i]].forwards_done(s.work[i]) for i in range(len(sims))],
+                        dtype=np.int64)
     for i, sim in enumerate(sims):
         costs = profiles[sim.profile_index].drafter(sim.config.drafter).costs
-        s.depth_extrapolated[i] |= producer_depth_extrapolated(study.cums[s.timeline[i]], s.work[i], costs,
+        s.depth_extrapolated[i] |= producer_depth_extrapolated(study.timelines[s.timeline[i]].cum, s.work[i], costs,
                                                                sim.trace.n_prompt_drafter)
-    return LockstepResult(s.time, s.d, s.v, s.o, s.h, s.rounds, s.proposed, s.accepted, s.multi, steps_done,
+    return LockstepResult(s.time, s.d, s.v, s.o, s.h, s.rounds, s.proposed, s.accepted, s.multi, forwards,
                           s.extrapolated, s.depth_extrapolated)

@@ -5,7 +5,9 @@ to the results directory as soon as its last method finishes, so `resume=True` s
 the windows already done. Prompts are rendered as `specbench trace` renders them
 (`tracing.prompts_for`, each model's own chat template), recorded in the manifest. Rows have the replay columns (`results.WindowResult`) with
 `source = "native"`; D and V are the summed drafter and target forward times of the op
-log, O = 0 (serial methods) and H the rest of the decode clock.
+log, O = 0 (serial methods) and H the rest of the decode clock. AS2D's two lanes report
+when each forward ran on the decode clock: O is the time both lanes were busy and H the
+time neither was, so T = D + V - O + H is a check there, not a definition.
 
 Lossless check: each output is compared with the trace's y (when traces are given, via
 the runner's `reference`) or else with target-only's output on the same window. A
@@ -48,6 +50,8 @@ DIVERGENCES = "divergences.jsonl"
 CLOCKS = "request_clocks.jsonl"
 """Per (window, configuration): the request-latency clock beside the rows' decode clock."""
 SNAPSHOTS = "snapshots.jsonl"
+CLOCK_RESOLUTION_S = 1e-6
+"""The runner's clock ticks in microseconds."""
 Progress = Callable[[int], None]
 
 
@@ -104,14 +108,70 @@ def first_difference(expected: Sequence[int], got: Sequence[int]) -> Divergence 
     return None
 
 
+Interval = tuple[int, int]
+"""[start, end) on the decode clock, in microseconds."""
+
+
+def _busy(spans: list[Interval], clock_us: int) -> list[Interval]:
+    """The spans clipped to the decode clock [0, clock_us), empty ones dropped."""
+    return [(max(a, 0), min(b, clock_us)) for a, b in spans if min(b, clock_us) > max(a, 0)]
+
+
+def _union(spans: list[Interval]) -> list[Interval]:
+    merged: list[list[int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [(a, b) for a, b in merged]
+
+
+def _measure(spans: list[Interval]) -> int:
+    return sum(b - a for a, b in _union(spans))
+
+
+def _overlap(first: list[Interval], second: list[Interval]) -> int:
+    """Measure of the intersection of two sets of spans."""
+    a, b = _union(first), _union(second)
+    i = j = total = 0
+    while i < len(a) and j < len(b):
+        total += max(0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def target_lane(ops: list[dict]) -> list[Interval]:
+    """The target's forwards: each starts at `t_us` and runs its `us`."""
+    return [(op["t_us"], op["t_us"] + op["us"]) for op in ops if op["model"] == "target"]
+
+
+def producer_lane(producer: dict) -> list[Interval]:
+    """The producer's drafter forwards (`step_start_us` to `step_us`)."""
+    if "step_start_us" not in producer:
+        raise SpecbenchError("the runner's as2d result has no producer step_start_us: the runner is older than "
+                             "this specbench", hint="rebuild it with scripts/build-runner")
+    return list(zip(producer["step_start_us"], producer["step_us"]))
+
+
 def producer_service(producer: dict, decode_s: float) -> tuple[float, int]:
-    """(D, forwards) of an AS2D producer within the decode clock: its forwards run back to
-    back from the thread's start (`started_us`) to the end of its last step (`step_us`);
-    a forward still running when the target finished is not counted."""
-    steps = [us for us in producer.get("step_us", []) if us <= decode_s * 1e6]
-    if not steps:
-        return 0.0, 0
-    return (steps[-1] - producer.get("started_us", 0)) / 1e6, len(steps)
+    """(D, forwards) of an AS2D producer within the decode clock: the time its drafter
+    forwards ran before the clock stopped (one still running then counts up to the stop),
+    and the forwards finished by then."""
+    clock_us = round(decode_s * 1e6)
+    busy = _busy(producer_lane(producer), clock_us)
+    return sum(b - a for a, b in busy) / 1e6, sum(end <= clock_us for end in producer["step_us"])
+
+
+def two_lane_terms(result: dict, decode_s: float) -> tuple[float, float]:
+    """(O, H) of an AS2D run: the time both lanes ran a forward, and the time neither did."""
+    clock_us = round(decode_s * 1e6)
+    target = _busy(target_lane(result["ops"]), clock_us)
+    producer = _busy(producer_lane(result["producer"]), clock_us)
+    return _overlap(target, producer) / 1e6, (clock_us - _measure(target + producer)) / 1e6
 
 
 def decode_row(result: dict, window: Window, device: str, config: MethodConfig, placement: str = "") -> WindowResult:
@@ -129,12 +189,18 @@ def decode_row(result: dict, window: Window, device: str, config: MethodConfig, 
     drafter_forwards = sum(op["model"] == "drafter" for op in ops)
     v_s = sum(op["us"] for op in target_ops) / 1e6
     decode_s = float(result["decode_s"])
-    if isinstance(config, As2dConfig) and "producer" in result:
+    if isinstance(config, As2dConfig):
         d_s, drafter_forwards = producer_service(result["producer"], decode_s)
-    # Serial methods: O = 0 and H = T - D - V. Two concurrent lanes (as2d): the op log gives
-    # only O - H = D + V - T, so the net is booked to O (or to H when negative).
-    net = d_s + v_s - decode_s
-    o_s, h_s = (max(net, 0.0), max(-net, 0.0)) if isinstance(config, As2dConfig) else (0.0, max(-net, 0.0))
+        o_s, h_s = two_lane_terms(result, decode_s)
+        # Within a lane forwards never overlap, so inclusion-exclusion must give the clock back.
+        if abs(d_s + v_s - o_s + h_s - decode_s) > CLOCK_RESOLUTION_S:
+            raise SpecbenchError(f"window '{window.window_id}' {config.label}: the runner's lane timelines do not "
+                                 f"decompose the decode clock: T = {decode_s:.6f} s but D + V - O + H = "
+                                 f"{d_s:.6f} + {v_s:.6f} - {o_s:.6f} + {h_s:.6f} s",
+                                 hint="a runner bug: a lane reports overlapping forwards or forwards outside "
+                                      "the clock")
+    else:
+        o_s, h_s = 0.0, max(decode_s - d_s - v_s, 0.0)
     return WindowResult(device, method_name(config), config.label, window.window_id, window.window_sha256,
                         window.dataset, window.split.value, n - 1, decode_s, len(target_ops),
                         sum(op["width"] - 1 for op in target_ops), accepted, multi,

@@ -20,7 +20,7 @@ from .errors import SpecbenchError
 from .methods import MethodConfig, method_name
 from .methods.as2d import As2dConfig, As2dVerifier
 from .methods.base import Decoded, Model, TargetOracle, TraceDrafts
-from .methods.sd import SdConfig, decode_sd
+from .methods.sd import SdConfig, decode_sd, drafter_kv
 from .methods.specasr import SpecAsrConfig, decode_specasr
 from .methods.target import TargetConfig, decode_target
 from .profiles import CostTable, DeviceProfile, DrafterProfile
@@ -50,7 +50,7 @@ def decode_serial(config: MethodConfig, trace: WindowTrace, cap: int, drafter_na
         return decode_target(oracle, trace.n_prompt)
     drafts = TraceDrafts(trace, drafter_name)
     if isinstance(config, SdConfig):
-        return decode_sd(oracle, drafts, cap, trace.n_prompt, trace.n_prompt_drafter, config)
+        return decode_sd(oracle, drafts, cap, trace.n_prompt, trace.n_prompt_drafter, config, drafter_kv(trace, config))
     if isinstance(config, SpecAsrConfig):
         return decode_specasr(oracle, drafts, cap, trace.n_prompt, trace.n_prompt_drafter, config)
     raise SpecbenchError(f"{method_name(config)} is not a serial method")
@@ -77,18 +77,26 @@ def price_serial(decoded: Decoded, target_costs: CostTable, drafter: DrafterProf
 
 @dataclass(frozen=True)
 class ProducerTimeline:
-    """The producer's work in solo seconds: step s runs from cum[s] to cum[s+1]."""
+    """The producer's work in solo seconds: step s runs from cum[s] to cum[s+1]. Step 0 is
+    the drafter's prefill prediction (z[0] comes from the prefill's logits, before the decode
+    clock), so it costs no forward; step s >= 1 is one single-token drafter forward."""
 
     cum: np.ndarray
     """[steps + 1] cumulative solo seconds."""
     publish_work: np.ndarray
     """[batches] solo seconds of producer work after which each batch is visible."""
+    publish_steps: np.ndarray
+    """[batches] the producer step after which each batch is visible."""
     batch: int
     n_tokens: int
 
     @property
     def total(self) -> float:
         return float(self.cum[-1])
+
+    @property
+    def steps(self) -> int:
+        return len(self.cum) - 1
 
     def published(self, work_done: float) -> int:
         """Tokens visible once the producer has done `work_done` solo seconds of work."""
@@ -97,6 +105,10 @@ class ProducerTimeline:
 
     def steps_done(self, work_done: float) -> int:
         return int(np.searchsorted(self.cum, work_done, side="right")) - 1
+
+    def forwards_done(self, work_done: float) -> int:
+        """Drafter forwards finished: every step done but the prefill's."""
+        return max(self.steps_done(work_done) - 1, 0)
 
 
 def batch_publish_steps(step: np.ndarray, steps: int, batch: int) -> np.ndarray:
@@ -110,20 +122,37 @@ def batch_publish_steps(step: np.ndarray, steps: int, batch: int) -> np.ndarray:
     return out
 
 
-def producer_timeline(stream: ProducerStream, costs: CostTable, depth0: int, batch: int, publish_s: float) -> ProducerTimeline:
-    step_cost = costs.costs(np.ones(stream.steps, dtype=np.int64), depth0 + np.arange(stream.steps, dtype=np.float64))
+def producer_forward_depths(steps: int, depth0: int) -> np.ndarray:
+    """KV depth of the forward of each producer step s >= 1: it feeds the drafter token of
+    step s - 1 after the prompt's `depth0` entries."""
+    return depth0 + np.arange(max(steps - 1, 0), dtype=np.float64)
+
+
+def timeline_from_forward_costs(stream: ProducerStream, forward_s: np.ndarray, batch: int,
+                                publish_s: float) -> ProducerTimeline:
+    """The timeline from the solo seconds of each forward (steps 1..steps-1) and the
+    per-batch publishing cost, charged to the step that publishes."""
+    step_cost = np.zeros(stream.steps)
+    step_cost[1:] = forward_s
     publish_steps = batch_publish_steps(stream.step, stream.steps, batch)
     np.add.at(step_cost, publish_steps, publish_s)
     cum = np.concatenate([[0.0], np.cumsum(step_cost)])
-    return ProducerTimeline(cum, cum[publish_steps + 1], batch, len(stream.tokens))
+    return ProducerTimeline(cum, cum[publish_steps + 1], publish_steps, batch, len(stream.tokens))
+
+
+def producer_timeline(stream: ProducerStream, costs: CostTable, depth0: int, batch: int, publish_s: float) -> ProducerTimeline:
+    depths = producer_forward_depths(stream.steps, depth0)
+    return timeline_from_forward_costs(stream, costs.costs(np.ones(len(depths), dtype=np.int64), depths), batch,
+                                       publish_s)
 
 
 def producer_depth_extrapolated(cum: np.ndarray, work: float, costs: CostTable, depth0: int) -> bool:
-    """Whether a producer step begun by the end of the decode (`work` solo seconds done; step s
-    begins at cum[s], at depth depth0 + s) was priced outside the measured depths. A step still
-    running at the end counts: its price decided whether its batch came in time."""
+    """Whether a producer forward begun by the end of the decode (`work` solo seconds done; step
+    s >= 1 begins at cum[s] with a forward at depth depth0 + s - 1) was priced outside the
+    measured depths. A forward still running at the end counts: its price decided whether its
+    batch came in time."""
     started = int(np.searchsorted(cum[:-1], work, side="left"))
-    return started > 0 and bool(costs.extrapolates(np.array([depth0, depth0 + started - 1])).any())
+    return started > 1 and bool(costs.extrapolates(np.array([depth0, depth0 + started - 2])).any())
 
 
 class _Lanes:
@@ -133,6 +162,10 @@ class _Lanes:
         self.timeline = timeline
         self.start_s = start_s
         self.time = self.work = self.d = self.v = self.o = self.h = 0.0
+
+    def published(self) -> int:
+        """Tokens the target sees now: none before the producer thread starts."""
+        return self.timeline.published(self.work) if self.time >= self.start_s else 0
 
     def run(self, solo_s: float, rho_target: float, rho_drafter: float, forward: bool) -> None:
         """Advance through one target-lane activity of `solo_s` seconds of solo work."""
@@ -185,8 +218,7 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
     extrapolated = depth_extrapolated = False
     while not oracle.done:
         t = oracle.committed
-        published = timeline.published(lanes.work)  # no work is done before the producer starts
-        plan = verifier.plan(t, oracle.last(), stream.tokens, stream.conf, published)
+        plan = verifier.plan(t, oracle.last(), stream.tokens, stream.conf, lanes.published())
         if plan.searched and overheads.align_s > 0:
             lanes.run(overheads.align_s, 1.0, 1.0, forward=False)
         width, depth = len(plan.candidates) + 1, trace.n_prompt + t - 1
@@ -201,7 +233,7 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
         counts["accepted"] += accepted
         counts["multi_token_rounds"] += committed > 1
     depth_extrapolated |= producer_depth_extrapolated(timeline.cum, lanes.work, drafter.costs, trace.n_prompt_drafter)
-    timing = Timing(lanes.time, lanes.d, lanes.v, lanes.o, lanes.h, timeline.steps_done(lanes.work), extrapolated,
+    timing = Timing(lanes.time, lanes.d, lanes.v, lanes.o, lanes.h, timeline.forwards_done(lanes.work), extrapolated,
                     depth_extrapolated)
     return timing, counts
 

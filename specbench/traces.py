@@ -9,13 +9,17 @@ drafts `P` (row t = the drafter's greedy continuation after prompt + y[:t], padd
 after the drafter's end of sequence), the producer stream `z` already mapped to the
 target vocabulary, and the recorded drafter answers of SpecASR's recycling queries per
 configuration. Replay reads only these; a query the trace lacks is an error.
+
+With a drafter of another vocabulary the draft rows are mapped to target tokens, and the
+drafts also carry what the drafter's forwards depend on (`CrossDrafts`): the committed
+prefix in drafter tokens and the drafter tokens behind each row.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -24,9 +28,12 @@ from .fileio import Where, check_header, dumps_line, iter_jsonl, need, reject_un
 from .windows import Window
 
 KIND = "specbench.trace"
-# Format history: 1 = first version. Still 1: the header's optional `templates` (the chat
-# template each model rendered the windows with); files without it load with templates None.
-VERSIONS = (1,)
+# Format history: 1 = first version; the header gained the optional `templates` (the chat
+# template each model rendered the windows with; files without it load with templates None).
+# 2 = cross-vocabulary drafts add `step`, `drafter_tokens` and `context` (the drafter's own
+# tokens, which price its forwards); version 1 files load and replay as before (their
+# cross-vocabulary drafter forwards priced as same-vocabulary).
+VERSIONS = (1, 2)
 PAD = -1
 """Token id that pads a draft row after the drafter's end of sequence."""
 
@@ -39,6 +46,30 @@ class ModelRef:
 
 
 @dataclass(frozen=True)
+class CrossDrafts:
+    """A cross-vocabulary drafter's side of the draft rows, in its own tokens: the runner's
+    drafter forwards (widths and depths) follow from these (methods.sd.CrossVocabKV)."""
+
+    step: np.ndarray
+    """int32 [N, k_max]: drafter step (0 = the first drafter token of the row) at which each
+    mapped token became stable; PAD where the row is padded."""
+    drafter_tokens: tuple[np.ndarray, ...]
+    """Per row: the drafter tokens its mapping consumed (step i made drafter_tokens[i])."""
+    context_keep: np.ndarray
+    """int32 [N]: row t's context (y[:t] retokenized by the drafter) keeps this many leading
+    tokens of row t-1's context ..."""
+    context_append: tuple[np.ndarray, ...]
+    """... and appends these."""
+
+    def contexts(self) -> Iterator[np.ndarray]:
+        """y[:t] as drafter tokens, for t = 0, 1, ..."""
+        context = np.zeros(0, dtype=np.int32)
+        for keep, append in zip(self.context_keep.tolist(), self.context_append):
+            context = np.concatenate([context[:keep], append])
+            yield context
+
+
+@dataclass(frozen=True)
 class DraftTable:
     """Prefix-conditioned drafts: row t continues prompt + y[:t]."""
 
@@ -46,6 +77,8 @@ class DraftTable:
     """int32 [N, k_max]; PAD after the drafter's end of sequence."""
     conf: np.ndarray
     """float64 [N, k_max]: the drafter's top-1 probability of each token."""
+    cross: CrossDrafts | None = None
+    """Cross-vocabulary traces (version 2 on): the drafter-token side of the rows."""
 
     @property
     def k_max(self) -> int:
@@ -119,6 +152,8 @@ class TraceFile:
     templates: Mapping[str, str] | None = None
     """The chat template of the 'target' and the 'drafter' (a llama.cpp built-in name, or
     "model" for the GGUF's own); None in files written before templates were recorded."""
+    version: int = VERSIONS[-1]
+    """The file's schema_version."""
 
 
 _HEADER_KEYS = frozenset({"kind", "schema_version", "target", "drafter", "templates", "notes"})
@@ -155,12 +190,54 @@ def _prob_array(values: object, n: int, where: Where) -> np.ndarray:
     return array
 
 
+_CROSS_KEYS = ("step", "drafter_tokens", "context")
+
+
+def _rows(doc: dict, key: str, n: int, where: Where) -> list:
+    rows = need(doc, key, list, where)
+    if len(rows) != n:
+        raise where.at(key).fail(f"{n} rows (one per committed prefix y[:t], t = 0..N-1)", f"{len(rows)} rows")
+    return rows
+
+
+def _cross_from(doc: dict, tokens: np.ndarray, where: Where) -> CrossDrafts | None:
+    present = [key for key in _CROSS_KEYS if key in doc]
+    if not present:
+        return None
+    if len(present) < len(_CROSS_KEYS):
+        missing = next(key for key in _CROSS_KEYS if key not in doc)
+        raise where.at(missing).fail(f"present (missing; cross-vocabulary drafts carry {', '.join(_CROSS_KEYS)})")
+    n, k_max = tokens.shape
+    step = np.full((n, k_max), PAD, dtype=np.int32)
+    drafter_tokens = []
+    for t, (row, d_row) in enumerate(zip(_rows(doc, "step", n, where), _rows(doc, "drafter_tokens", n, where))):
+        length = int(np.sum(tokens[t] != PAD))
+        steps = _int_array(row, where.at("step").at(t))
+        d_tokens = _int_array(d_row, where.at("drafter_tokens").at(t))
+        if len(steps) != length or (length and (np.any(np.diff(steps) < 0) or steps[0] < 0
+                                                or steps[-1] >= len(d_tokens))):
+            raise where.at("step").at(t).fail(f"{length} non-decreasing drafter steps below {len(d_tokens)} "
+                                              "(one per draft token)", steps.tolist())
+        step[t, :length] = steps
+        drafter_tokens.append(d_tokens)
+    context = need(doc, "context", dict, where)
+    c_where = where.at("context")
+    keep = _int_array(_rows(context, "keep", n, c_where), c_where.at("keep"))
+    append = tuple(_int_array(row, c_where.at("append").at(t))
+                   for t, row in enumerate(_rows(context, "append", n, c_where)))
+    length = 0
+    for t, (k, a) in enumerate(zip(keep.tolist(), append)):
+        if not 0 <= k <= length:
+            raise c_where.at("keep").at(t).fail(f"0..{length} (tokens of the previous row's context)", k)
+        length = k + len(a)
+    return CrossDrafts(step, tuple(drafter_tokens), keep, append)
+
+
 def _drafts_from(doc: dict, n: int, where: Where) -> DraftTable:
+    reject_unknown(doc, frozenset({"k_max", "tokens", "conf", *_CROSS_KEYS}), where)
     k_max = need(doc, "k_max", int, where)
-    rows = need(doc, "tokens", list, where)
-    confs = need(doc, "conf", list, where)
-    if len(rows) != n or len(confs) != n:
-        raise where.at("tokens").fail(f"{n} rows (one per committed prefix y[:t], t = 0..N-1)", f"{len(rows)} rows")
+    rows = _rows(doc, "tokens", n, where)
+    confs = _rows(doc, "conf", n, where)
     tokens = np.full((n, k_max), PAD, dtype=np.int32)
     conf = np.zeros((n, k_max), dtype=np.float64)
     for t, (row, crow) in enumerate(zip(rows, confs)):
@@ -168,7 +245,7 @@ def _drafts_from(doc: dict, n: int, where: Where) -> DraftTable:
             raise where.at("tokens").at(t).fail(f"at most k_max={k_max} tokens", len(row))
         tokens[t, : len(row)] = _int_array(row, where.at("tokens").at(t))
         conf[t, : len(row)] = _prob_array(crow, len(row), where.at("conf").at(t))
-    return DraftTable(tokens, conf)
+    return DraftTable(tokens, conf, _cross_from(doc, tokens, where))
 
 
 def _producer_from(doc: dict, where: Where) -> ProducerStream:
@@ -234,12 +311,19 @@ def window_trace_to_dict(trace: WindowTrace) -> dict:
                  "stop_reason": trace.stop_reason, "n_prompt": trace.n_prompt,
                  "n_prompt_drafter": trace.n_prompt_drafter}
     if trace.drafts is not None:
-        rows, confs = [], []
+        rows, confs, lengths = [], [], []
         for tokens, conf in zip(trace.drafts.tokens, trace.drafts.conf):
             length = int(np.argmax(tokens == PAD)) if np.any(tokens == PAD) else len(tokens)
             rows.append(tokens[:length].tolist())
             confs.append([round(float(c), 6) for c in conf[:length]])
+            lengths.append(length)
         doc["drafts"] = {"k_max": trace.drafts.k_max, "tokens": rows, "conf": confs}
+        cross = trace.drafts.cross
+        if cross is not None:
+            doc["drafts"] |= {"step": [row[:n].tolist() for row, n in zip(cross.step, lengths)],
+                              "drafter_tokens": [row.tolist() for row in cross.drafter_tokens],
+                              "context": {"keep": cross.context_keep.tolist(),
+                                          "append": [row.tolist() for row in cross.context_append]}}
     if trace.producer is not None:
         p = trace.producer
         doc["producer"] = {"tokens": p.tokens.tolist(), "conf": [round(float(c), 6) for c in p.conf],
@@ -268,7 +352,7 @@ def load_trace_file(path: Path) -> TraceFile:
     if first is None:
         raise SpecbenchError(f"{path}: empty file; expected a specbench.trace header line")
     where = Where(path, "line 1")
-    check_header(first[1], KIND, VERSIONS, where)
+    version = check_header(first[1], KIND, VERSIONS, where)
     reject_unknown(first[1], _HEADER_KEYS, where)
     target, drafter = _model_ref(first[1], "target", where), _model_ref(first[1], "drafter", where)
     templates = _templates(first[1], where)
@@ -276,7 +360,7 @@ def load_trace_file(path: Path) -> TraceFile:
     for number, doc in rows:
         trace = window_trace_from_dict(doc, Where(path, f"line {number}"))
         windows[trace.window_id] = trace
-    return TraceFile(target, drafter, windows, path, templates)
+    return TraceFile(target, drafter, windows, path, templates, version)
 
 
 def save_trace_file(path: Path, target: ModelRef, drafter: ModelRef, traces: Iterable[WindowTrace],

@@ -22,7 +22,7 @@ from .errors import SpecbenchError
 from .fileio import Where, dumps_line, iter_jsonl
 from .methods.specasr import SpecAsrConfig
 from .model_files import ModelFile, model_job
-from .traces import ModelRef, TraceFile, header_dict, load_trace_file, window_trace_from_dict, window_trace_to_dict
+from .traces import VERSIONS, ModelRef, TraceFile, header_dict, load_trace_file, window_trace_from_dict, window_trace_to_dict
 from .windows import MODEL_TEMPLATE, Window
 
 Progress = Callable[[int], None]
@@ -215,6 +215,11 @@ class TraceWriter:
                                      hint="pass --resume to continue it, or choose another --out")
             _repair_cut_line(self.path)
             existing = load_trace_file(self.path)
+            if existing.version != VERSIONS[-1]:
+                # A file's windows share one format: older windows lack what newer replay reads.
+                raise SpecbenchError(f"{self.path}: cannot resume a schema_version {existing.version} trace file "
+                                     f"(this specbench writes version {VERSIONS[-1]})",
+                                     hint="trace into another --out directory")
             for key, old, new in (("target", existing.target, target), ("drafter", existing.drafter, drafter)):
                 if old.sha256 != new.sha256:
                     raise SpecbenchError(f"{self.path}: cannot resume: the {key} model differs "

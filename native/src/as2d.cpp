@@ -113,20 +113,23 @@ struct Stream {
     std::string stop_reason;
     std::vector<int64_t> publish_us;
     std::vector<int> publish_count;
-    std::vector<int64_t> step_us;  // end of each drafter step after the prefill, since the clock start
-    int64_t started_us = -1;       // the producer thread's first instruction, since the clock start
-    int64_t publish_cost_us = 0;   // producer time spent publishing (all batches)
+    std::vector<int> publish_step;       // the producer step that published each batch
+    std::vector<int64_t> step_start_us;  // start of each drafter forward (steps 1..), since the clock start
+    std::vector<int64_t> step_us;        // its end: the producer lane is busy in between
+    int64_t started_us = -1;             // the producer thread's first instruction, since the clock start
+    int64_t publish_cost_us = 0;         // producer time spent publishing (all batches)
     std::exception_ptr error;
 };
 
 void produce(Model & drafter, ProducerMapper & mapper, Stream & s, const As2dParams & p, int64_t t0, bool with_conf) {
     auto next_top = [&]() { return with_conf ? drafter.top1(-1) : Top1{drafter.argmax(-1), 1.0, 0.0f}; };
     s.started_us = now_us() - t0;
-    auto publish = [&](int n) {
+    auto publish = [&](int n, int step) {
         const int64_t begin = now_us();
         s.published.store(n, std::memory_order_release);
         s.publish_us.push_back(begin - t0);
         s.publish_count.push_back(n);
+        s.publish_step.push_back(step);
         s.publish_cost_us += now_us() - begin;
     };
     Top1 next = next_top();  // step 0: the prefill's prediction
@@ -139,10 +142,10 @@ void produce(Model & drafter, ProducerMapper & mapper, Stream & s, const As2dPar
             s.pz[i] = mapper.conf()[i];
             s.step[i] = mapper.step()[i];
             s.produced = i + 1;
-            if (s.produced % p.batch == 0) publish(s.produced);
+            if (s.produced % p.batch == 0) publish(s.produced, step);
         }
         if (done) {
-            if (s.produced % p.batch != 0) publish(s.produced);  // the final partial batch
+            if (s.produced % p.batch != 0) publish(s.produced, step);  // the final partial batch
             s.stop_reason = mapper.eos() ? "eos" : "cap";
             return;
         }
@@ -150,8 +153,9 @@ void produce(Model & drafter, ProducerMapper & mapper, Stream & s, const As2dPar
             s.stop_reason = "drained";
             return;
         }
-        drafter.forward(&next.token, 1, false);
-        s.step_us.push_back(now_us() - t0);
+        const int64_t us = drafter.forward(&next.token, 1, false);
+        s.step_start_us.push_back(drafter.last_forward_start_us() - t0);
+        s.step_us.push_back(s.step_start_us.back() + us);
         next = next_top();
     }
 }
@@ -191,9 +195,10 @@ DecodeRun run_as2d(Model & target, Model & drafter, const Window & w, const As2d
                           {"start", pl.start < 0 ? json(nullptr) : json(pl.start)},
                           {"candidates", pl.candidates},
                           {"anchored", pl.anchored},
-                          {"searched", pl.searched},
-                          {"t_us", now_us() - start}};
+                          {"searched", pl.searched}};
             const int a = verify_round(target, y, pl.candidates, w, r.ops, std::move(extra));
+            // The target lane is busy from here for the op's `us`.
+            r.ops.back().extra["t_us"] = target.last_forward_start_us() - start;
             v.observe(pl, a, (int) y.size() - t);
         }
     } catch (...) {
@@ -216,8 +221,10 @@ DecodeRun run_as2d(Model & target, Model & drafter, const Window & w, const As2d
                           {"published", s.published.load()},
                           {"publish_us", s.publish_us},
                           {"publish_count", s.publish_count},
+                          {"publish_step", s.publish_step},
                           {"started_us", s.started_us},
                           {"publish_cost_us", s.publish_cost_us},
+                          {"step_start_us", s.step_start_us},
                           {"step_us", s.step_us}});
     r.extra["producer"] = producer_json;
     r.extra["cross_vocab"] = cross;

@@ -253,7 +253,7 @@ int64_t Model::forward(const llama_token * tokens, int n, bool all_logits) {
                        std::to_string(max_outputs_));
     }
     pin();
-    int64_t t0 = now_us();
+    const int64_t t0 = last_forward_start_us_ = now_us();
     for (int i = 0; i < n; i += batch) {
         const int len = std::min(batch, n - i);
         decode_chunk(tokens + i, len, all_logits ? 0 : len - 1);
@@ -270,7 +270,7 @@ int64_t Model::forward_last(const llama_token * tokens, int n, int n_out) {
     }
     check_fits(n, true);
     pin();
-    int64_t t0 = now_us();
+    const int64_t t0 = last_forward_start_us_ = now_us();
     decode_chunk(tokens, n, n - n_out);
     llama_synchronize(ctx_);
     return now_us() - t0;

@@ -77,6 +77,8 @@ class Model {
     int64_t forward_last(const std::vector<llama_token> & tokens, int n_out) {
         return forward_last(tokens.data(), (int) tokens.size(), n_out);
     }
+    // now_us() when the last forward's timed span began: it ran until this + its time.
+    int64_t last_forward_start_us() const { return last_forward_start_us_; }
 
     // Greedy choice for output row `row` of the last forward (-1: the last row).
     // Ties go to the lowest token id, the same rule on every path.
@@ -123,6 +125,7 @@ class Model {
     int max_outputs_ = 0;
     int n_ctx_ = 0;
     int kv_len_ = 0;
+    int64_t last_forward_start_us_ = 0;
     mutable std::vector<llama_token> byte_tokens_;
     std::shared_ptr<MediaFrontEnd> media_;  // freed before the model (declared last)
 };

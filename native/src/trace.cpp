@@ -88,6 +88,13 @@ class DraftOracle {
 struct DraftTable {
     std::vector<std::vector<llama_token>> tokens;  // N rows of up to k_max (shorter after an EOG)
     std::vector<std::vector<double>> conf;
+    // Cross vocabulary: what the decoder's drafter forwards depend on (decode.cpp
+    // CrossSpecDecoder) — per row, the drafter step that made each mapped token stable and
+    // the drafter tokens pushed; per prefix, y[:t] as drafter tokens, as a delta from y[:t-1]'s.
+    std::vector<std::vector<int>> step;
+    std::vector<std::vector<llama_token>> drafter_tokens;
+    std::vector<int> context_keep;
+    std::vector<std::vector<llama_token>> context_append;
 };
 
 // Same vocabulary: row t = the drafter's greedy k_max tokens after prompt + y[:t].
@@ -99,6 +106,7 @@ DraftTable draft_table(DraftOracle & oracle, const Model & target, const Model &
     DraftTable table;
     std::vector<llama_token> c;
     std::vector<double> p;
+    std::vector<llama_token> prev_ctx;
     for (int t = 0; t < (int) y.size(); t++) {
         if (!cross) {
             oracle.continuation(y, t, k_max, c, p);
@@ -106,22 +114,29 @@ DraftTable draft_table(DraftOracle & oracle, const Model & target, const Model &
             const std::vector<llama_token> ctx = target_to_drafter(target, drafter, y, t);
             const int max_steps = std::max(96, 4 * k_max + 16);
             StreamMapper map(target, drafter);
+            std::vector<llama_token> d;
+            std::vector<double> dp;
             int fed = 0;
             for (int k = std::min(2 * k_max + 2, max_steps);; k = std::min(2 * k, max_steps)) {
-                std::vector<llama_token> d;
-                std::vector<double> dp;
                 oracle.continuation(ctx, (int) ctx.size(), k, d, dp);
                 for (; fed < (int) d.size() && (int) map.tokens.size() < k_max && !map.ended(); fed++) {
                     map.push(d[fed], dp[fed], fed);
                 }
                 if ((int) map.tokens.size() >= k_max || map.ended()) break;
                 if ((int) d.size() < k || k == max_steps) {  // the drafter ended (EOG) or the step limit
-                    map.finish(fed);
+                    map.finish(fed - 1);  // at the last pushed step, as the decoder flushes
                     break;
                 }
             }
             c.assign(map.tokens.begin(), map.tokens.begin() + std::min<size_t>(k_max, map.tokens.size()));
             p.assign(map.conf.begin(), map.conf.begin() + c.size());
+            table.step.emplace_back(map.step.begin(), map.step.begin() + c.size());
+            table.drafter_tokens.emplace_back(d.begin(), d.begin() + fed);
+            size_t keep = 0;
+            while (keep < prev_ctx.size() && keep < ctx.size() && prev_ctx[keep] == ctx[keep]) keep++;
+            table.context_keep.push_back((int) keep);
+            table.context_append.emplace_back(ctx.begin() + keep, ctx.end());
+            prev_ctx = ctx;
         }
         table.tokens.push_back(c);
         table.conf.push_back(p);
@@ -140,7 +155,13 @@ json drafts_json(const DraftTable & table, int k_max) {
         tokens.push_back(c);
         conf.push_back(p);
     }
-    return json{{"k_max", k_max}, {"tokens", tokens}, {"conf", conf}};
+    json out = {{"k_max", k_max}, {"tokens", tokens}, {"conf", conf}};
+    if (!table.step.empty()) {
+        out.update({{"step", table.step},
+                    {"drafter_tokens", table.drafter_tokens},
+                    {"context", {{"keep", table.context_keep}, {"append", table.context_append}}}});
+    }
+    return out;
 }
 
 // The producer stream: the drafter's greedy decode from its prompt alone, with the stop

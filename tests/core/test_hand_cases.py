@@ -157,20 +157,22 @@ def test_as2d_producer_far_ahead():
     profile = make_profile(rho=(1.0, 1.0))
     profile_cheap = _cheap_drafter(profile, 0.125)
     row = run(As2dConfig(budget=7), make_trace(y, producer=y), cap=9, profile=profile_cheap)
-    # t=0: nothing published -> single step (1 s); by then 8 steps x 0.125 s published batch 0.
-    # t=2: root y[1] = z[1]; candidates z[2:8] (room cap - t - 1 = 6), width 7: 2.5 s, all accepted.
+    # t=1: nothing published -> single step (1 s), in which the producer's 8 forwards x 0.125 s
+    # (z[0] is the prefill's) finish the stream. t=2: root y[1] = z[1]; candidates z[2:8] (room
+    # cap - t - 1 = 6), width 7: 2.5 s, all accepted.
     assert row.decode_s == 3.5
-    assert (row.rounds, row.proposed, row.accepted) == (2, 6, 6)
-    assert (row.d_s, row.v_s, row.o_s, row.h_s) == (1.125, 3.5, 1.125, 0.0)
+    assert (row.rounds, row.proposed, row.accepted, row.drafter_forwards) == (2, 6, 6, 8)
+    assert (row.d_s, row.v_s, row.o_s, row.h_s) == (1.0, 3.5, 1.0, 0.0)
     assert row.decode_s == row.d_s + row.v_s - row.o_s + row.h_s
 
 
 def test_as2d_processor_sharing_slows_both_lanes():
     y = [10, 11, 12, 13, 14, 15, 16, 17, EOS]
-    profile = _cheap_drafter(make_profile(rho=(2.0, 2.0)), 0.125)
+    profile = _cheap_drafter(make_profile(rho=(2.0, 2.0)), 9 / 64)
     row = run(As2dConfig(budget=7), make_trace(y, producer=y), cap=9, profile=profile)
     # Shared at half speed: the first single step (1 s solo) takes 2 s, in which the producer does
-    # 1 s of work = all 8 steps of batch 0; step 8 runs shared during the next forward.
+    # 1 s of work = 7 of its 8 forwards (9/64 s each; z[0] is the prefill's), completing batch 0;
+    # the last 0.125 s runs shared during the next forward.
     # t=2: width 7 (2.5 s solo): 0.125 s producer work takes 0.25 s, during which the target does
     # 0.125 s of its work; the rest (2.375 s) runs alone.  T = 2 + 0.25 + 2.375.
     assert row.decode_s == 4.625
@@ -184,9 +186,9 @@ def test_as2d_vocabulary_mapping_shifts():
     step = [0, 1, 1, 3, 4, 6, 6, 9, 10]
     profile = _cheap_drafter(make_profile(), 0.125)
     row = run(As2dConfig(budget=7), make_trace(y, producer=y, step=step, steps=11), cap=9, profile=profile)
-    # single step 1 s (8 producer steps: batch not complete); t=2, still unpublished (needs 10 steps
-    # = 1.25 s of work) -> second single step (t=3, time 2); then z[3:8] (5 tokens; room 5) width 6:
-    # 2.25 s, all accepted + bonus -> t=9.
+    # single step 1 s (8 producer forwards: batch not complete); t=2, still unpublished (needs step 9
+    # = 9 forwards = 1.125 s of work) -> second single step (t=3, time 2); then z[3:8] (5 tokens;
+    # room 5) width 6: 2.25 s, all accepted + bonus -> t=9.
     assert (row.rounds, row.proposed, row.accepted) == (3, 5, 5)
     assert row.decode_s == 1.0 + 1.0 + 2.25
 

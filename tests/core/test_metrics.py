@@ -110,19 +110,42 @@ def test_overheads_from_a_native_as2d_result():
     assert got == {"producer_startup_s": 50e-6, "publish_s": 2e-6, "align_s": 18.5e-6}
 
 
-def test_native_as2d_rows_book_the_producer_lane_from_its_step_clock():
+def _as2d_record(t_us, producer_spans, decode_s=0.031):
+    """A runner as2d record: 10 ms target forwards starting at `t_us`, producer forwards
+    over `producer_spans` (started at 1 ms)."""
+    return {"tokens": [5, 6, 7, 8], "decode_s": decode_s, "text": "x",
+            "ops": [{"model": "target", "width": 1, "accepted": 0, "us": 10_000, "t_us": t} for t in t_us],
+            "producer": {"started_us": 1_000, "step_start_us": [a for a, _ in producer_spans],
+                         "step_us": [b for _, b in producer_spans]}}
+
+
+def test_native_as2d_rows_take_o_and_h_from_the_two_lanes_timelines():
     from specbench.methods.as2d import As2dConfig
     from specbench.native_run import decode_row
     from specbench.windows import make_text_window
 
     window = make_text_window("w", "some text", "Repeat this.", 16, "d", "test")
-    # target: 3 forwards of 10 ms; producer: started at 1 ms, steps ending at 6, 11, 16 ms and one
-    # at 40 ms, after the 31 ms decode clock stopped (not counted).
-    result = {"tokens": [5, 6, 7, 8], "decode_s": 0.031, "text": "x",
-              "ops": [{"model": "target", "width": 1, "accepted": 0, "us": 10_000}] * 3,
-              "producer": {"started_us": 1_000, "step_us": [6_000, 11_000, 16_000, 40_000]}}
+    # target busy [0, 10), [10.5, 20.5), [21, 31) ms; producer [1, 16) ms in three forwards and one
+    # from 30 ms to 40 ms, past the 31 ms clock: 1 ms of it counts, not as a finished forward.
+    result = _as2d_record([0, 10_500, 21_000], [(1_000, 6_000), (6_000, 11_000), (11_000, 16_000), (30_000, 40_000)])
     row = decode_row(result, window, "local", As2dConfig(budget=3))
-    assert row.drafter_forwards == 3 and row.d_s == 0.015 and row.v_s == 0.03
-    # O - H = D + V - T = 0.015 + 0.030 - 0.031
-    assert abs(row.o_s - 0.014) < 1e-12 and row.h_s == 0.0
+    assert row.drafter_forwards == 3 and row.v_s == 0.03
+    assert abs(row.d_s - 0.016) < 1e-12
+    # both busy: [1, 10) + [10.5, 16) + [30, 31) ms; neither: [20.5, 21) ms
+    assert abs(row.o_s - 0.0155) < 1e-12 and abs(row.h_s - 0.0005) < 1e-12
     assert abs(row.d_s + row.v_s - row.o_s + row.h_s - row.decode_s) < 1e-12
+
+
+def test_native_as2d_lanes_that_do_not_decompose_the_clock_are_a_runner_bug():
+    from specbench.methods.as2d import As2dConfig
+    from specbench.native_run import decode_row
+    from specbench.windows import make_text_window
+
+    window = make_text_window("w", "some text", "Repeat this.", 16, "d", "test")
+    overlapping = _as2d_record([0, 5_000, 21_000], [(1_000, 6_000)])  # two target forwards at once
+    with pytest.raises(SpecbenchError, match="do not decompose the decode clock"):
+        decode_row(overlapping, window, "local", As2dConfig(budget=3))
+    old_runner = _as2d_record([0, 10_500, 21_000], [])
+    del old_runner["producer"]["step_start_us"]
+    with pytest.raises(SpecbenchError, match="step_start_us"):
+        decode_row(old_runner, window, "local", As2dConfig(budget=3))

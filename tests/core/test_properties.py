@@ -76,8 +76,7 @@ def _as2d_decisions(oracle, trace, cap, profile, config):
     cosched = profile.drafters["drafter"].cosched
     while not oracle.done:
         t = oracle.committed
-        plan = verifier.plan(t, oracle.last(), trace.producer.tokens, trace.producer.conf,
-                             timeline.published(lanes.work))
+        plan = verifier.plan(t, oracle.last(), trace.producer.tokens, trace.producer.conf, lanes.published())
         width = len(plan.candidates) + 1
         rho_t, rho_d, _ = cosched.ratios(width, trace.n_prompt + t - 1)
         lanes.run(profile.target_costs.cost(width, trace.n_prompt + t - 1), rho_t, rho_d, True)

@@ -177,6 +177,45 @@ def test_as2d_producer_is_the_drafters_own_greedy_decode(run_job, tiny):
         assert p["tokens"] == tr["tokens"]
 
 
+def check_producer_timeline(r, stream, n_prompt_drafter):
+    """The runner's producer log equals replay's producer timeline of the traced stream: the
+    same steps (z[0] from the prefill, one drafter forward per further step) and each batch
+    published after the same step; a drained producer did a prefix of it."""
+    replay = pytest.importorskip("specbench.replay")
+    profiles = pytest.importorskip("specbench.profiles")
+    np = pytest.importorskip("numpy")
+    p = r["producer"]
+    unit = profiles.CostTable(np.array([0.0]), {1: np.array([1.0])})
+    timeline = replay.producer_timeline(stream, unit, n_prompt_drafter, r["method"]["batch"], 0.0)
+    steps = p["steps"]
+    assert len(p["step_us"]) == len(p["step_start_us"]) == steps - 1
+    assert timeline.forwards_done(timeline.cum[steps]) == steps - 1
+    if p["stop"] == "drained":
+        assert steps <= timeline.steps
+    else:
+        assert steps == timeline.steps and timeline.forwards_done(timeline.total) == steps - 1
+    assert p["publish_step"] == [s for s in timeline.publish_steps.tolist() if s < steps]
+    assert len(p["publish_step"]) == len(p["publish_count"])
+
+
+@pytest.mark.parametrize("vocab", ["same", "other"])
+def test_as2d_producer_log_equals_replays_producer_timeline(run_job, tiny, tiny_other_vocab, tmp_path, vocab):
+    from . import tiny_gguf as tg
+
+    slow = tg.write_tiny_qwen3(tmp_path / "slow.gguf", tg.slowed(tiny.weights, extra_layers=24))
+    drafter = tiny.near if vocab == "same" else tiny_other_vocab
+    windows = WINDOWS[:2] + LONG if vocab == "same" else cross_windows(run_job, tiny.target, drafter)
+    traced = by_window(run_job({"mode": "trace", "threads": 1, "target": {"path": str(slow)},
+                                "drafter": {"path": str(drafter)}, "k_max": 4, "windows": windows}).results)
+    methods = [as2d_method(budget=4), as2d_method(budget=3, batch=3), as2d_method(budget=2, batch=1)]
+    stops = set()
+    for r in decode(run_job, slow, drafter, methods, windows=windows):
+        stream = load_window_trace(traced[r["window_id"]]).producer
+        check_producer_timeline(r, stream, r["n_prompt_drafter"])
+        stops.add(r["producer"]["stop"])
+    assert stops - {"drained"}, "no producer ran to its end"
+
+
 def test_as2d_uses_published_candidates_on_a_slow_target(run_job, tiny, tmp_path):
     """A target slowed by zero-output layers computes the tiny target's function, so the
     tiny target drafting for it runs ahead: verifications use published batches, and the
@@ -264,21 +303,52 @@ def test_cross_vocabulary_trace_maps_the_producer_and_the_drafts(run_job, tiny, 
         assert live["step"] == p["step"][: len(live["step"])]
 
 
-def test_cross_vocabulary_trace_drafts_replay_native_sd(run_job, tiny, tiny_other_vocab):
-    """The trace's mapped draft rows give the Python SD procedure the runner's own decisions."""
+@pytest.mark.parametrize("width,p_min", [(2, 0.0), (5, 0.0), (8, 0.0), (5, 0.2), (8, 0.6)])
+def test_cross_vocabulary_sd_ops_equal_the_python_reference(run_job, tiny, tiny_other_vocab, width, p_min):
+    """Replay prices the runner's own cross-vocabulary SD: the same forwards of both models
+    (drafter widths and depths in drafter tokens), from the trace's drafter-token fields."""
+    replay = pytest.importorskip("specbench.replay")
     sd = pytest.importorskip("specbench.methods.sd")
-    base = pytest.importorskip("specbench.methods.base")
     windows = cross_windows(run_job, tiny.target, tiny_other_vocab)
     out = run_job({"mode": "trace", "threads": 1, "target": {"path": str(tiny.target)},
                    "drafter": {"path": str(tiny_other_vocab)}, "k_max": 8, "producer": False, "windows": windows})
     traces = by_window(out.results)
-    for r in decode(run_job, tiny.target, tiny_other_vocab, [{"name": "sd", "width": 5, "p_min": 0.2}], windows=windows):
+    rejected = 0
+    for r in decode(run_job, tiny.target, tiny_other_vocab, [{"name": "sd", "width": width, "p_min": p_min}],
+                    windows=windows):
         wt = load_window_trace(traces[r["window_id"]])
+        assert wt.drafts.cross is not None
         cap = next(w["cap"] for w in windows if w["id"] == r["window_id"])
-        ref = sd.decode_sd(base.TargetOracle(wt.y), base.TraceDrafts(wt), cap, wt.n_prompt, wt.n_prompt_drafter,
-                           sd.SdConfig(width=5, p_min=0.2))
-        want = [(op.width, op.accepted) for op in ref.ops if op.model is base.Model.TARGET]
-        assert [(op["width"], op["accepted"]) for op in r["ops"] if op["model"] == "target"] == want
+        ref = replay.decode_serial(sd.SdConfig(width=width, p_min=p_min), wt, cap)
+        assert list(ref.tokens) == r["tokens"]
+        assert reference_ops(r["ops"]) == [(op.model.value, op.width, op.depth, op.accepted) for op in ref.ops], \
+            r["window_id"]
+        rejected += sum(op.model.value == "target" and op.accepted < op.width - 1 for op in ref.ops)
+    assert rejected > 0, "no rejection: the re-ingest after one was not exercised"
+
+
+def test_a_same_vocabulary_trace_has_no_cross_vocabulary_fields(run_job, tiny):
+    out = run_job({"mode": "trace", "threads": 1, "target": {"path": str(tiny.target)},
+                   "drafter": {"path": str(tiny.near)}, "k_max": 4, "producer": False, "windows": WINDOWS[:1]})
+    assert set(out.results[0]["drafts"]) == {"k_max", "tokens", "conf"}
+
+
+def test_native_as2d_lanes_decompose_the_decode_clock(run_job, tiny, tmp_path):
+    """O and H come from the lanes' busy intervals; T = D + V - O + H then holds to the
+    clock's resolution (decode_row checks it) and both lanes overlapped."""
+    from . import tiny_gguf as tg
+
+    as2d = pytest.importorskip("specbench.methods.as2d")
+    native_run = pytest.importorskip("specbench.native_run")
+    windows_mod = pytest.importorskip("specbench.windows")
+    slow = tg.write_tiny_qwen3(tmp_path / "slow.gguf", tg.slowed(tiny.weights, extra_layers=24))
+    window = windows_mod.make_text_window("long", "text", "Repeat.", LONG[0]["cap"], "d", "test")
+    for r in decode(run_job, slow, tiny.target, [as2d_method(budget=4), as2d_method(budget=2, batch=2)],
+                    windows=LONG):
+        m = r["method"]
+        row = native_run.decode_row(r, window, "local", as2d.As2dConfig(budget=m["budget"], batch=m["batch"]))
+        assert abs(row.d_s + row.v_s - row.o_s + row.h_s - row.decode_s) <= native_run.CLOCK_RESOLUTION_S
+        assert row.d_s > 0 and row.v_s > 0 and 0 < row.o_s <= min(row.d_s, row.v_s) and row.h_s >= 0
 
 
 def test_specasr_refuses_a_cross_vocabulary_drafter(run_job, tiny, tiny_other_vocab):
@@ -302,3 +372,24 @@ def test_gemma_drafting_for_smollm2_is_lossless(run_job, demo_model_path):
     assert sum(op["accepted"] for op in sd_run["ops"] if op["model"] == "target") > 0  # real text maps
     check_as2d_against_python(as2d_run, 24)
     assert as2d_run["cross_vocab"] is True
+
+
+def test_gemma_drafting_for_smollm2_sd_ops_equal_replays(run_job, demo_model_path):
+    """Real tokenizers: replay prices the runner's cross-vocabulary SD op for op."""
+    replay = pytest.importorskip("specbench.replay")
+    sd = pytest.importorskip("specbench.methods.sd")
+    sm, gm = demo_model_path("smollm2-135m"), demo_model_path("gemma3-270m")
+    text = "List three colors of the rainbow."
+    window = {"id": "rainbow", "prompt": tokenize(run_job, sm, text),
+              "drafter_prompt": tokenize(run_job, gm, text, template="gemma"), "cap": 24}
+    models = {"target": {"path": str(sm), "threads": 1}, "drafter": {"path": str(gm), "threads": 1}}
+    out = run_job({"mode": "trace", **models, "k_max": 8, "producer": False, "windows": [window]})
+    assert out.returncode == 0, out.error
+    wt = load_window_trace(out.results[0])
+    methods = [{"name": "sd", "width": 5, "p_min": 0.0}, {"name": "sd", "width": 8, "p_min": 0.3}]
+    out = run_job({"mode": "decode", **models, "methods": methods, "windows": [window]})
+    assert out.returncode == 0, out.error
+    for r in out.results:
+        ref = replay.decode_serial(sd.SdConfig(width=r["method"]["width"], p_min=r["method"]["p_min"]), wt, 24)
+        assert list(ref.tokens) == r["tokens"]
+        assert reference_ops(r["ops"]) == [(op.model.value, op.width, op.depth, op.accepted) for op in ref.ops]
