@@ -171,7 +171,8 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         if drafter is not None:
             all_rows = pinned(device.run_job(sweep_job(device, target, drafter, plan, [1], "all"), count),
                               "sweep with every logit row")
-            run.samples += [r | {"model_name": drafter.name} for r in all_rows.results if r.get("model") == "drafter"]
+            run.samples += [r | {"model_name": target.name if r.get("model") == "target" else drafter.name}
+                            for r in all_rows.results]
             entry = {"name": drafter.name, "model": drafter.ref(), "processor": plan.placement.drafter.processor,
                      "costs": costs_doc(out.results, "drafter", plan.drafter_widths, plan.depths),
                      "costs_all_rows": costs_doc(all_rows.results, "drafter", plan.drafter_widths, plan.depths),

@@ -143,12 +143,14 @@ def test_audio_traces_replay_the_native_decisions(device, tiny_asr, windows, dec
 
 def test_native_run_of_audio_windows_records_rows_text_and_clocks(device, tiny_asr, windows, tmp_path):
     from specbench.native_run import CLOCKS, NativePlan, run_native
+    from specbench.placement import resolve
     from specbench.results import ResultsDir
 
     target, drafter = models(tiny_asr)
     configs = [TargetConfig(), SdConfig(width=5, drafter="small"), SpecAsrConfig(k_max=4, tau=0.3, drafter="small"),
                As2dConfig(budget=3, batch=4, drafter="small")]
-    plan = NativePlan(device, windows, target, drafter, configs, None, 2, "windows.jsonl")
+    plan = NativePlan(device, windows, target, drafter, configs, resolve("shared", device.cpus(), device.processors()),
+                      None, "windows.jsonl")
     results, added, diverged = run_native(plan, tmp_path / "run", resume=False)
     assert (added, diverged) == (len(configs) * len(windows), 0)
     rows = [json.loads(line) for line in (tmp_path / "run" / "rows.jsonl").read_text().splitlines()]

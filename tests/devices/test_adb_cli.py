@@ -59,7 +59,7 @@ def test_profile_pushes_sweeps_coschedules_and_snapshots_the_phone(x86_phone, ti
     assert before["thermal"]["status"] == 0 and before["thermal_c"]["thermal_zone0:BIG"] == 36.5
     assert [c["max_freq_khz"] for c in before["clusters"]] == [1800000, 2800000]
     jobs = after["jobs"]  # a snapshot before and after every job, and where its threads ran
-    assert [j["mode"] for j in jobs][:2] == ["sweep", "cosched"]  # (then overhead measurements)
+    assert [j["mode"] for j in jobs][:3] == ["sweep", "sweep", "cosched"]  # last-row and all-rows sweeps (then overheads)
     assert all("before" in j and "after" in j and j["pinning"]["requested"] == [1] for j in jobs)
     # read while the runner ran (300 repetitions last long enough); CPU 1 exists on any 2-core host
     assert jobs[0]["pinning"]["ok"] and jobs[0]["pinning"]["observed"] == [[1]]
@@ -78,7 +78,7 @@ def test_native_run_on_the_phone_has_the_local_schema(x86_phone, tiny, tmp_path)
     phone_rows, local_rows = rows(tmp_path / "phone"), rows(tmp_path / "local")
     assert len(phone_rows) == len(local_rows) == 2 * len(TEXTS)
     assert [sorted(r) for r in phone_rows] == [sorted(r) for r in local_rows]
-    assert {r["device"] for r in phone_rows} == {x86_phone.serial}
+    assert {r["device"] for r in phone_rows} == {f"{x86_phone.serial}@shared"}
     assert [r["tokens"] for r in phone_rows] == [r["tokens"] for r in local_rows]  # greedy: same outputs
     manifests = [json.loads((tmp_path / d / "manifest.json").read_text()) for d in ("phone", "local")]
     assert sorted(manifests[0]) == sorted(manifests[1])
@@ -99,7 +99,7 @@ def test_two_phones_are_profiled_and_run_in_parallel(x86_phones, tiny, tmp_path)
                           "--methods", "target", "--out", tmp_path / "runs")
     assert code == 0, output
     for serial in serials:
-        assert {r["device"] for r in rows(tmp_path / "runs" / serial.replace(":", "-"))} == {serial}
+        assert {r["device"] for r in rows(tmp_path / "runs" / serial.replace(":", "-"))} == {f"{serial}@shared"}
 
 
 def test_unknown_serial_lists_the_phones(x86_phone, tiny, tmp_path):

@@ -16,6 +16,7 @@ from specbench.devices.adb import WORKDIR, AdbDevice, AdbSettings, open_adb_devi
 from specbench.devices.emulated_phone import wait_for_state
 from specbench.errors import SpecbenchError
 from specbench.model_files import parse_named, target_file
+from specbench.placement import resolve
 from specbench.native_run import NativePlan, run_native
 from specbench.windows import make_text_window
 
@@ -35,8 +36,9 @@ def test_offline_mid_run_keeps_rows_and_resume_finishes(x86_phone, tiny, tmp_pat
     serial, phone, client = x86_phone
     windows = [make_text_window(f"w{i}", t, "Repeat this.", 8, "tiny", "test")
                for i, t in enumerate(["hello the world", "in the heat", "a tale of the tin", "the end"])]
-    plan = NativePlan(open_adb_device(serial), windows, target_file(tiny.target), parse_named(f"near={tiny.near}"),
-                      configs_from("target,sd", ("sd:W=3",), "near"))
+    device = open_adb_device(serial)
+    plan = NativePlan(device, windows, target_file(tiny.target), parse_named(f"near={tiny.near}"),
+                      configs_from("target,sd", ("sd:W=3",), "near"), resolve("shared", device.cpus(), device.processors()))
     out = tmp_path / "results"
     done = []
 
