@@ -13,12 +13,14 @@ Q4_1 file) and Gemma 3 270M as a cross-vocabulary drafter:
 Prints per placement x configuration the mean and max absolute error of replay vs native
 throughput (per window, as the report's fidelity table does, which is printed too), and
 the noise floor: the same error between two native runs of the same configuration
-(median of the odd rounds vs median of the even rounds, and round 1 vs round 2). Also
+(median of the odd rounds vs median of the even rounds, and round 1 vs round 2). A second
+error pairs each round's replay with the same round's native run (host drift between rounds
+then hits both) and takes, per window, the median over rounds. Also
 prints, measured, each configuration's native speedup against its placement's target-only
 and against the fastest target-only in either placement. The host must be idle: the cores
 other processes keep busy are sampled before and during the run and printed.
 
-    python bench/fidelity.py [--rounds 3] [--windows 24] [--cap 48] [--out DIR] [--keep]
+    python bench/fidelity.py [--rounds 3] [--windows 24] [--cap 40] [--out DIR] [--keep]
 
 Builds the runner and derives the models on first use (cached). Exit status 0 whatever the
 figures (a benchmark, not a test). About 30 minutes on an idle 2-core host with the
@@ -52,11 +54,12 @@ from specbench.models import demo_model  # noqa: E402
 from specbench.native_run import NativePlan, profile_ref, run_native  # noqa: E402
 from specbench.placement import NAMED as PLACEMENTS, device_of, resolve  # noqa: E402
 from specbench.profiles import load_profile  # noqa: E402
-from specbench.profiling import SweepPlan, median_profile, profile_device, write_profile  # noqa: E402
+from specbench.demo import sweep_plan  # noqa: E402
+from specbench.profiling import median_profile, profile_device, write_profile  # noqa: E402
 from specbench.render import Table, render  # noqa: E402
 from specbench.results import load_results  # noqa: E402
 from specbench.runner import find_runner  # noqa: E402
-from specbench.study import load_inputs, needed_widths, run_replay  # noqa: E402
+from specbench.study import load_inputs, run_replay  # noqa: E402
 from specbench.traces import load_trace_dir  # noqa: E402
 from specbench.tracing import trace_windows  # noqa: E402
 from specbench.windows import make_text_window, save_windows  # noqa: E402
@@ -66,11 +69,11 @@ DRAFTERS = {"smollm2": ("smollm2-135m", 16), "gemma3": ("gemma3-270m", 4)}
 CONFIGS = ("target", "sd:W=5|8,drafter=smollm2", "specasr:k_max=8,tau=0.5,drafter=smollm2",
            "as2d:B=3|7,drafter=smollm2", "sd:W=5,drafter=gemma3", "as2d:B=3,drafter=gemma3")
 DEPTHS = (0, 64, 128)
-TASKS = (
-    ("Repeat this sentence exactly.", "repeat"),
+TASKS = (  # tasks whose answers run to the cap, so that each window's time is long enough to measure
+    ("Continue this story in a few sentences.", "continue"),
+    ("Explain this sentence to a child, in detail.", "explain"),
+    ("Repeat this sentence exactly, three times.", "repeat"),
     ("Translate this sentence into French.", "translate"),
-    ("Summarize this text in one sentence.", "summarize"),
-    ("Rewrite this sentence in the past tense.", "tense"),
 )
 TEXTS = (
     "The quick brown fox jumps over the lazy dog near the quiet river bank.",
@@ -97,13 +100,7 @@ def make_windows(count: int, cap: int) -> list:
     return out
 
 
-def sweep_plan(configs, placement) -> SweepPlan:
-    target_max = max(needed_widths(c)[0] for c in configs)
-    drafter_max = max(max(needed_widths(c)[1] for c in configs), 1)
-    return SweepPlan(tuple(range(1, target_max + 1)), tuple(range(1, drafter_max + 1)), DEPTHS, placement, 5)
-
-
-def native_frame(directories: list[Path]) -> pd.DataFrame:
+def runs_of(directories: list[Path]) -> pd.DataFrame:
     return pd.concat([load_results(d)[1] for d in directories], ignore_index=True)
 
 
@@ -131,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--windows", type=int, default=24)
-    parser.add_argument("--cap", type=int, default=48)
+    parser.add_argument("--cap", type=int, default=40)
     parser.add_argument("--out", type=Path, default=None, help="keep everything here (default: a temp dir)")
     args = parser.parse_args(argv)
     if args.rounds < 2 or args.windows < 1:
@@ -169,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
             path = out / "profiles" / f"round{r}-{name}.yaml"
             path.parent.mkdir(parents=True, exist_ok=True)
             note(f"round {r + 1}/{args.rounds}: profiling ({name})")
-            write_profile(path, profile_device(device, target, list(drafters.values()), sweep_plan(configs, placement)))
+            plan = sweep_plan(configs, placement, DEPTHS)
+            write_profile(path, profile_device(device, target, list(drafters.values()), plan))
             profile_docs[name].append(load_yaml(path))
             profile = load_profile(path)
             for d_name, drafter in drafters.items():
@@ -194,11 +192,31 @@ def main(argv: list[str] | None = None) -> int:
     inputs = load_inputs(windows_path, traces, medians, None)
     run_replay(inputs, configs, medians, replay_dir, False, False)
     replay = load_results(replay_dir)[1]
-    runs = {r: native_frame(dirs) for r, dirs in native_dirs.items()}
+    runs = {r: runs_of(dirs) for r, dirs in native_dirs.items()}
     native_all = pd.concat(list(runs.values()), ignore_index=True)
     native = per_window_median(native_all)
     odd = per_window_median(pd.concat([runs[r] for r in runs if r % 2 == 0], ignore_index=True))
     even = per_window_median(pd.concat([runs[r] for r in runs if r % 2 == 1], ignore_index=True))
+
+    # Per round: that round's profile replayed against that round's native runs, so host drift
+    # between rounds (minutes apart) hits both sides; per window the median over rounds.
+    paired = []
+    for r, dirs in native_dirs.items():
+        round_profiles = [out / "profiles" / f"round{r}-{name}.yaml" for name in PLACEMENTS]
+        round_dir = out / "replay-rounds" / f"round{r}"
+        shutil.rmtree(round_dir, ignore_errors=True)
+        run_replay(load_inputs(windows_path, traces, round_profiles, None), configs, round_profiles, round_dir, False,
+                   False)
+        keys = ["device", "config", "window_id"]
+        rep = load_results(round_dir)[1].set_index(keys)
+        nat = per_window_median(runs_of(dirs)).set_index(keys)
+        both = rep.index.intersection(nat.index)
+        paired.append(((rep.loc[both, "tokens"] / rep.loc[both, "decode_s"]) /
+                       (nat.loc[both, "tokens"] / nat.loc[both, "decode_s"])).rename(f"r{r}"))
+    ratios = pd.concat(paired, axis=1).median(axis=1)
+    per_round = (100 * (ratios - 1).abs()).rename("err").reset_index().groupby(["device", "config"], sort=False)[
+        "err"].agg(["mean", "max"]).reset_index().rename(columns={"mean": "paired_mean_err_pct",
+                                                                  "max": "paired_max_err_pct"})
 
     fidelity = abs_errors(replay, native)
     halves = abs_errors(odd, even)
@@ -208,8 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     table = table.rename(columns={"mean": "replay_mean_err_pct", "max": "replay_max_err_pct", "size": "windows",
                                   "mean_floor_halves": "floor_halves_mean_pct", "max_floor_halves": "floor_halves_max",
                                   "mean_floor_runs": "floor_runs_mean_pct", "max_floor_runs": "floor_runs_max"})
-    table = table[["device", "config", "windows", "replay_mean_err_pct", "replay_max_err_pct",
-                   "floor_halves_mean_pct", "floor_runs_mean_pct"]]
+    table = table.merge(per_round, on=["device", "config"])
+    table = table[["device", "config", "windows", "replay_mean_err_pct", "replay_max_err_pct", "paired_mean_err_pct",
+                   "paired_max_err_pct", "floor_halves_mean_pct", "floor_runs_mean_pct"]]
     pooled = metrics.pooled(native)
     pooled_replay = metrics.pooled(replay).set_index(["device", "config"])["tokens_per_s"]
     pooled["replay_tokens_per_s"] = [pooled_replay.get((d, c), float("nan"))
@@ -218,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     tables = [
         Table("Replay vs native (median profile of each placement; native = per-window median over rounds)",
               "per window |replay - native| / native, mean and max per device@placement x configuration; "
+              "paired: per window the median over rounds of (that round's replay / that round's native); "
               "floors: the same error between native runs (odd vs even rounds' medians; round 1 vs round 2)",
               table, {c: ".2f" for c in table.columns if c.endswith("pct") or c.endswith("err_pct")}),
         Table("The tool's own replay-fidelity table", "report.metrics.replay_fidelity on the same rows",

@@ -56,6 +56,8 @@ QUICK_WINDOWS = 3
 QUICK_NATIVE = ("target", "sd[W=5,drafter=smollm2]", "specasr[k_max=8,tau=0.5,drafter=smollm2]",
                 "as2d[B=3,drafter=smollm2]", "sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]")
 """--quick runs one configuration per method natively (all are still replayed)."""
+NATIVE = QUICK_NATIVE + ("sd[W=8,drafter=smollm2]", "as2d[B=7,drafter=smollm2]")
+"""Run natively in both placements (SD W=6 and 7 are replayed only: the cached demo stays near 3 minutes)."""
 MARKER = ".specbench-demo"
 
 ProgressFactory = Callable[[str, int], ContextManager[Callable[[int], None]]]
@@ -106,11 +108,15 @@ def timed(run: DemoRun, step: str, log: Log) -> Iterator[None]:
     log(f"{step}: {run.timings[step]:.1f} s")
 
 
-def sweep_plan(configs: list[MethodConfig], placement) -> SweepPlan:
-    """Only the widths the demo's methods need, 2 depths, 5 repetitions, in one placement."""
+def sweep_plan(configs: list[MethodConfig], placement, depths: tuple[int, ...] = DEPTHS) -> SweepPlan:
+    """Only what the demo's methods need (widths, co-scheduled widths, the all-rows table for
+    SpecASR's drafter), 2 depths, 5 repetitions, in one placement."""
     target_max = max(needed_widths(c)[0] for c in configs)
     drafter_max = max(max(needed_widths(c)[1] for c in configs), 1)
-    return SweepPlan(tuple(range(1, target_max + 1)), tuple(range(1, drafter_max + 1)), DEPTHS, placement, REPETITIONS)
+    as2d_max = max((needed_widths(c)[0] for c in configs if isinstance(c, As2dConfig)), default=1)
+    specasr = frozenset(c.drafter for c in configs if isinstance(c, SpecAsrConfig) and c.drafter)
+    return SweepPlan(tuple(range(1, target_max + 1)), tuple(range(1, drafter_max + 1)), depths, placement, REPETITIONS,
+                     cosched_widths=tuple(range(1, as2d_max + 1)), all_rows=specasr)
 
 
 def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> DemoRun:
@@ -149,7 +155,8 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
             run_replay(inputs, replayable, profile_paths, run.out / "results" / "replay", False, False, advance)
     with timed(run, "native", log):
         available = native_methods(device)
-        native = [c for c in configs if method_name(c) in available and (not quick or c.label in QUICK_NATIVE)]
+        wanted = QUICK_NATIVE if quick else NATIVE
+        native = [c for c in configs if method_name(c) in available and c.label in wanted]
         # one native run per placement and drafter (a runner job loads one pair), each in its profile's placement
         for profile in inputs.profiles:
             for drafter in drafters:

@@ -47,6 +47,10 @@ class SweepPlan:
     repetitions: int = 5
     warmup: int = 1
     cosched: bool = True
+    cosched_widths: tuple[int, ...] | None = None
+    """Target widths co-scheduled with each drafter (None: every width of `widths`)."""
+    all_rows: frozenset[str] | None = None
+    """Drafters that get the all-rows table (None: every drafter; only SpecASR reads it)."""
     """Measure co-scheduling ratios (when the runner supports it)."""
 
     def __post_init__(self) -> None:
@@ -60,7 +64,8 @@ class SweepPlan:
     def forwards(self, drafters: int) -> int:
         """Timed (model, width, depth) records `profile_device` collects for that many drafters."""
         first = len(self.widths) + (len(self.drafter_widths) if drafters else 0)
-        rest = max(drafters - 1, 0) * (1 + len(self.drafter_widths)) + drafters * (1 + len(self.drafter_widths))
+        with_all_rows = drafters if self.all_rows is None else min(len(self.all_rows), drafters)
+        rest = max(drafters - 1, 0) * (1 + len(self.drafter_widths)) + with_all_rows * (1 + len(self.drafter_widths))
         return (first + rest) * len(self.depths)
 
 
@@ -169,14 +174,15 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         if target_costs is None:
             target_costs = costs_doc(out.results, "target", plan.widths, plan.depths)
         if drafter is not None:
-            all_rows = pinned(device.run_job(sweep_job(device, target, drafter, plan, [1], "all"), count),
-                              "sweep with every logit row")
-            run.samples += [r | {"model_name": target.name if r.get("model") == "target" else drafter.name}
-                            for r in all_rows.results]
             entry = {"name": drafter.name, "model": drafter.ref(), "processor": plan.placement.drafter.processor,
                      "costs": costs_doc(out.results, "drafter", plan.drafter_widths, plan.depths),
-                     "costs_all_rows": costs_doc(all_rows.results, "drafter", plan.drafter_widths, plan.depths),
                      "threads": plan.placement.drafter.threads}
+            if plan.all_rows is None or drafter.name in plan.all_rows:
+                all_rows = pinned(device.run_job(sweep_job(device, target, drafter, plan, [1], "all"), count),
+                                  "sweep with every logit row")
+                run.samples += [r | {"model_name": target.name if r.get("model") == "target" else drafter.name}
+                                for r in all_rows.results]
+                entry["costs_all_rows"] = costs_doc(all_rows.results, "drafter", plan.drafter_widths, plan.depths)
             cosched = measure_cosched(device, target, drafter, plan, pinned) if plan.cosched else None
             if cosched:
                 entry["cosched"] = cosched
@@ -201,7 +207,8 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
 def measure_cosched(device: Device, target: ModelFile, drafter: ModelFile, plan: SweepPlan, pinned) -> dict:
     """Co-scheduling ratios per target width and depth, both lanes pinned as native AS2D runs them."""
     job = {"mode": "cosched", "target": model_job(device, target, plan.placement.target),
-           "drafter": model_job(device, drafter, plan.placement.drafter), "widths": list(plan.widths),
+           "drafter": model_job(device, drafter, plan.placement.drafter),
+           "widths": list(plan.cosched_widths or plan.widths),
            "depths": list(plan.depths), "warmup": plan.warmup, "repetitions": plan.repetitions}
     ratios = cosched_doc(pinned(device.run_job(job), "co-scheduling").results, plan.depths)
     if not ratios:
