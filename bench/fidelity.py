@@ -49,12 +49,10 @@ from specbench.fileio import dump_yaml, load_yaml, write_atomic  # noqa: E402
 from specbench.methods import parse_method_specs  # noqa: E402
 from specbench.methods.specasr import SpecAsrConfig  # noqa: E402
 from specbench.methods.target import TargetConfig  # noqa: E402
-from specbench.model_files import ModelFile  # noqa: E402
-from specbench.models import demo_model  # noqa: E402
 from specbench.native_run import NativePlan, profile_ref, run_native  # noqa: E402
 from specbench.placement import NAMED as PLACEMENTS, device_of, resolve  # noqa: E402
 from specbench.profiles import load_profile  # noqa: E402
-from specbench.demo import sweep_plan  # noqa: E402
+from specbench.demo import demo_models, sweep_plan  # noqa: E402
 from specbench.profiling import median_profile, profile_device, write_profile  # noqa: E402
 from specbench.render import Table, render  # noqa: E402
 from specbench.results import load_results  # noqa: E402
@@ -64,8 +62,8 @@ from specbench.traces import load_trace_dir  # noqa: E402
 from specbench.tracing import trace_windows  # noqa: E402
 from specbench.windows import make_text_window, save_windows  # noqa: E402
 
-DRAFTERS = {"smollm2": ("smollm2-135m", 16), "gemma3": ("gemma3-270m", 4)}
-"""name -> (demo model, drafts per trace row)."""
+K_MAX = {"smollm2": 16, "gemma3": 4}
+"""Drafts per trace row of each demo drafter."""
 CONFIGS = ("target", "sd:W=5|8,drafter=smollm2", "specasr:k_max=8,tau=0.5,drafter=smollm2",
            "as2d:B=3|7,drafter=smollm2", "sd:W=5,drafter=gemma3", "as2d:B=3,drafter=gemma3")
 DEPTHS = (0, 64, 128)
@@ -130,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--windows", type=int, default=24)
     parser.add_argument("--cap", type=int, default=40)
     parser.add_argument("--out", type=Path, default=None, help="keep everything here (default: a temp dir)")
+    parser.add_argument("--analyze-only", action="store_true",
+                        help="only compute the tables from the profiles and native runs already in --out")
     args = parser.parse_args(argv)
     if args.rounds < 2 or args.windows < 1:
         parser.error("--rounds >= 2 (the noise floor compares runs) and --windows >= 1")
@@ -141,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
 
     runner = find_runner(build=True, on_build_line=note)
     device = LocalDevice(runner=runner)
-    target = ModelFile("smollm2-135m-f16", demo_model("smollm2-135m-f16"))
-    drafters = {name: ModelFile(name, demo_model(model)) for name, (model, _) in DRAFTERS.items()}
+    target, demo_drafters = demo_models()  # the demo's files, each with its chat template
+    drafters = {d.name: d for d in demo_drafters}
     configs = parse_method_specs(list(CONFIGS))
     windows = make_windows(args.windows, args.cap)
     windows_path = out / "windows.jsonl"
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, drafter in drafters.items():
             specasr = [c for c in configs if isinstance(c, SpecAsrConfig) and c.drafter == name]
             note(f"tracing {len(windows)} windows with {name}")
-            trace_windows(device, windows, target, drafter, traces, DRAFTERS[name][1], specasr=specasr)
+            trace_windows(device, windows, target, drafter, traces, K_MAX[name], specasr=specasr)
 
     traced = load_trace_dir(traces)
     references = {name: {w.window_id: traced[name].windows[w.window_id].y.tolist() for w in windows} for name in drafters}
@@ -160,6 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     profile_docs: dict[str, list[dict]] = {name: [] for name in PLACEMENTS}
     native_dirs: dict[int, list[Path]] = {}
     for r in range(args.rounds):
+        if args.analyze_only:
+            for name in PLACEMENTS:
+                profile_docs[name].append(load_yaml(out / "profiles" / f"round{r}-{name}.yaml"))
+            native_dirs[r] = sorted((out / "native").glob(f"round{r}-*"))
+            continue
         order = list(PLACEMENTS) if r % 2 == 0 else list(reversed(PLACEMENTS))
         for name in order:
             placement = placements[name]

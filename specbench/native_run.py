@@ -2,10 +2,13 @@
 
 One runner `decode` job runs every (window, method); the rows of a window are appended
 to the results directory as soon as its last method finishes, so `resume=True` skips
-the windows already done. Prompts are rendered as `specbench trace` renders them
-(`tracing.prompts_for`, each model's own chat template), recorded in the manifest. Rows have the replay columns (`results.WindowResult`) with
-`source = "native"`; D and V are the summed drafter and target forward times of the op
-log, O = 0 (serial methods) and H the rest of the decode clock. AS2D's two lanes report
+the windows already done. Every lane runs in the run's placement (the profile's, when the
+run is compared with one), pinned by the runner, which reads the CPU sets back
+(`pinning.jsonl`). Prompts are rendered as `specbench trace` renders them
+(`tracing.prompts_for`, each model's own chat template), recorded in the manifest. Rows
+have the replay columns (`results.WindowResult`) with `source = "native"`; D and V are
+the summed drafter and target forward times of the op log, O = 0 (serial methods) and H
+the rest of the decode clock. AS2D's two lanes report
 when each forward ran on the decode clock: O is the time both lanes were busy and H the
 time neither was, so T = D + V - O + H is a check there, not a definition.
 
