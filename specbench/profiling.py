@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -47,8 +47,9 @@ class SweepPlan:
     repetitions: int = 5
     warmup: int = 1
     cosched: bool = True
-    cosched_widths: tuple[int, ...] | None = None
-    """Target widths co-scheduled with each drafter (None: every width of `widths`)."""
+    cosched_widths: Mapping[str, tuple[int, ...]] | None = None
+    """Per drafter name, the target widths co-scheduled with it (None, or a drafter not named:
+    every width of `widths`)."""
     all_rows: frozenset[str] | None = None
     """Drafters that get the all-rows table (None: every drafter; only SpecASR reads it)."""
     """Measure co-scheduling ratios (when the runner supports it)."""
@@ -208,7 +209,7 @@ def measure_cosched(device: Device, target: ModelFile, drafter: ModelFile, plan:
     """Co-scheduling ratios per target width and depth, both lanes pinned as native AS2D runs them."""
     job = {"mode": "cosched", "target": model_job(device, target, plan.placement.target),
            "drafter": model_job(device, drafter, plan.placement.drafter),
-           "widths": list(plan.cosched_widths or plan.widths),
+           "widths": list((plan.cosched_widths or {}).get(drafter.name) or plan.widths),
            "depths": list(plan.depths), "warmup": plan.warmup, "repetitions": plan.repetitions}
     ratios = cosched_doc(pinned(device.run_job(job), "co-scheduling").results, plan.depths)
     if not ratios:
