@@ -85,6 +85,5 @@ def _models(target_path: Path | None, drafter_specs: tuple[str, ...]):
     if target_path is None:
         if drafter_specs:
             raise SpecbenchError("--drafter without --target: pass the target model the drafters go with")
-        target, drafter = demo_models()
-        return target, [drafter]
+        return demo_models()
     return target_file(target_path), unique_names([parse_named(s) for s in drafter_specs])
