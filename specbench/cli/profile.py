@@ -17,9 +17,9 @@ from .devices import device_names, on_devices, open_devices, phone_options, safe
 @click.command()
 @click.argument("device_specs", nargs=-1, metavar="[DEVICE]...")
 @click.option("--target", "target_path", type=click.Path(path_type=Path), default=None,
-              help="Target model (.gguf). Default: the demo target (smollm2-135m), downloaded once.")
+              help="Target model (.gguf). Default: the demo target (smollm2-135m-f16), fetched and derived once.")
 @click.option("--drafter", "drafter_specs", multiple=True, metavar="NAME=PATH",
-              help="A drafter model to profile, named as in traces. Repeatable. Default: the demo drafter.")
+              help="A drafter model to profile, named as in traces. Repeatable. Default: the demo drafters.")
 @click.option("--max-width", type=click.IntRange(1, 64), default=16, show_default=True,
               help="Target widths 1..W (AS2D budget B needs W >= B+1; SD width W needs W).")
 @click.option("--drafter-max-width", type=click.IntRange(1, 64), default=None,
