@@ -335,7 +335,8 @@ def test_a_same_vocabulary_trace_has_no_cross_vocabulary_fields(run_job, tiny):
 
 def test_native_as2d_lanes_decompose_the_decode_clock(run_job, tiny, tmp_path):
     """O and H come from the lanes' busy intervals; T = D + V - O + H then holds to the
-    clock's resolution (decode_row checks it) and both lanes overlapped."""
+    clock's resolution (decode_row checks it). Whether the lanes overlap at all depends on
+    the scheduler, so only O's bounds are asserted (the interval arithmetic has unit tests)."""
     from . import tiny_gguf as tg
 
     as2d = pytest.importorskip("specbench.methods.as2d")
@@ -348,7 +349,7 @@ def test_native_as2d_lanes_decompose_the_decode_clock(run_job, tiny, tmp_path):
         m = r["method"]
         row = native_run.decode_row(r, window, "local", as2d.As2dConfig(budget=m["budget"], batch=m["batch"]))
         assert abs(row.d_s + row.v_s - row.o_s + row.h_s - row.decode_s) <= native_run.CLOCK_RESOLUTION_S
-        assert row.d_s > 0 and row.v_s > 0 and 0 < row.o_s <= min(row.d_s, row.v_s) and row.h_s >= 0
+        assert row.d_s > 0 and row.v_s > 0 and 0 <= row.o_s <= min(row.d_s, row.v_s) and row.h_s >= 0
 
 
 def test_specasr_refuses_a_cross_vocabulary_drafter(run_job, tiny, tiny_other_vocab):
