@@ -123,8 +123,8 @@ _LANE = re.compile(r"^(target|drafter)=([A-Za-z0-9_.-]+)@([0-9+\-]+)(?:/([0-9]+)
 
 
 def _parse_custom(spec: str) -> dict[str, Lane]:
-    expected = (f"split, shared, or target=PROC@CPUS[/THREADS],drafter=PROC@CPUS[/THREADS] "
-                f"(e.g. target=cpu@0-3,drafter=cpu@4-7)")
+    expected = ("split, shared, or target=PROC@CPUS[/THREADS],drafter=PROC@CPUS[/THREADS] "
+                "(e.g. target=cpu@0-3,drafter=cpu@4-7)")
     lanes: dict[str, Lane] = {}
     for part in spec.split(","):
         match = _LANE.match(part.strip())
