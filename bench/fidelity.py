@@ -50,7 +50,7 @@ from specbench.methods import parse_method_specs  # noqa: E402
 from specbench.methods.specasr import SpecAsrConfig  # noqa: E402
 from specbench.methods.target import TargetConfig  # noqa: E402
 from specbench.native_run import NativePlan, profile_ref, run_native  # noqa: E402
-from specbench.placement import NAMED as PLACEMENTS, device_of, resolve  # noqa: E402
+from specbench.placement import NAMED as PLACEMENTS, device_of, resolve_on  # noqa: E402
 from specbench.profiles import load_profile  # noqa: E402
 from specbench.demo import demo_models, sweep_plan  # noqa: E402
 from specbench.profiling import median_profile, profile_device, write_profile  # noqa: E402
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
 
     traced = load_trace_dir(traces)
     references = {name: {w.window_id: traced[name].windows[w.window_id].y.tolist() for w in windows} for name in drafters}
-    placements = {name: resolve(name, device.cpus(), device.processors()) for name in PLACEMENTS}
+    placements = {name: resolve_on(device, name) for name in PLACEMENTS}
     profile_docs: dict[str, list[dict]] = {name: [] for name in PLACEMENTS}
     native_dirs: dict[int, list[Path]] = {}
     for r in range(args.rounds):

@@ -29,7 +29,7 @@ from .methods.specasr import SpecAsrConfig
 from .methods.target import TargetConfig
 from .model_files import ModelFile
 from .native_run import NativePlan, native_methods, native_steps, profile_ref, run_native
-from .placement import NAMED as PLACEMENTS, resolve
+from .placement import NAMED as PLACEMENTS, resolve_on
 from .profiling import SweepPlan, profile_device, write_profile
 from .replay import decode_serial
 from .runner import find_runner
@@ -138,7 +138,7 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
     profile_paths = [run.out / "device_profiles" / f"local-{name}.yaml" for name in PLACEMENTS]
     with timed(run, "profile", log):
         for name, profile_path in zip(PLACEMENTS, profile_paths):  # one profile per placement
-            plan = sweep_plan(configs, resolve(name, device.cpus(), device.processors()))
+            plan = sweep_plan(configs, resolve_on(device, name))
             with progress(f"profiling this host ({name})", plan.forwards(len(drafters))) as advance:
                 profiled = profile_device(device, target, drafters, plan, advance, log_warning(run, log))
             profile_path.parent.mkdir(parents=True, exist_ok=True)

@@ -37,7 +37,7 @@ from .methods.sd import SdConfig
 from .methods.specasr import SpecAsrConfig
 from .methods.target import TargetConfig
 from .model_files import ModelFile, model_job
-from .placement import Placement, device_label, pinning_problems, resolve
+from .placement import Placement, device_label, pinning_problems, resolve_on
 from .profiles import DeviceProfile
 from .results import ResultsDir, WindowResult
 from .tracing import Prompts, model_templates, prompts_for
@@ -265,9 +265,9 @@ def manifest_for(plan: NativePlan) -> dict:
 def native_placement(device: Device, spec: str | None, profile: DeviceProfile | None) -> Placement:
     """The placement a native run uses: the profile's (a run compared with a profile must run
     where it was measured); `spec` must then name the same one."""
-    asked = None if spec is None else resolve(spec, device.cpus(), device.processors())
+    asked = None if spec is None else resolve_on(device, spec)
     if profile is None:
-        return asked or resolve("shared", device.cpus(), device.processors())
+        return asked or resolve_on(device, "shared")
     if not profile.placement.recorded:
         raise SpecbenchError(f"profile {profile.path}: records no placement, so a native run cannot match it",
                              hint="profile the device again (profiles now record their placement)")

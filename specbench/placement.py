@@ -94,6 +94,11 @@ def device_of(label: str) -> str:
     return label.split("@", 1)[0]
 
 
+def resolve_on(device, spec: str) -> Placement:
+    """The placement `spec` names on `device` (its usable CPUs and its lanes' processors)."""
+    return resolve(spec, device.cpus(), device.processors())
+
+
 def resolve(spec: str, cpus: Sequence[int], processors: Mapping[str, str] | None = None) -> Placement:
     """The placement `spec` names on a device whose runner may use `cpus` (see the module doc)."""
     processors = processors or {}

@@ -147,12 +147,9 @@ class CoSchedule:
         [max_width + 1] extrapolated flags: the same numbers `ratios` gives, for bulk replay."""
         rows = [self._row(w) for w in range(max_width + 1)]
         depths = np.arange(max_depth + 1, dtype=np.float64)
-        out = []
-        for k in (0, 1):
-            matrix = np.stack([r[k] for r in rows])
-            widths = np.repeat(np.arange(max_width + 1), max_depth + 1)
-            out.append(interp_rows(matrix, self.depths, widths, np.tile(depths, max_width + 1))
-                       .reshape(max_width + 1, max_depth + 1))
+        widths, at = np.repeat(np.arange(max_width + 1), max_depth + 1), np.tile(depths, max_width + 1)
+        out = [interp_rows(np.stack([r[k] for r in rows]), self.depths, widths, at).reshape(max_width + 1, max_depth + 1)
+               for k in (0, 1)]
         return out[0], out[1], np.array([r[2] for r in rows])
 
 
@@ -234,7 +231,10 @@ class DeviceProfile:
         """The same profile with every cost table priced outside its measured depths by `fit`."""
         if fit not in DEPTH_FITS:
             raise SpecbenchError(f"unknown depth fit '{fit}'. Available: {', '.join(DEPTH_FITS)}")
-        drafters = {name: replace(d, costs=replace(d.costs, depth_fit=fit)) for name, d in self.drafters.items()}
+        drafters = {name: replace(d, costs=replace(d.costs, depth_fit=fit),
+                                  all_rows_costs=None if d.all_rows_costs is None else
+                                  replace(d.all_rows_costs, depth_fit=fit))
+                    for name, d in self.drafters.items()}
         return replace(self, target_costs=replace(self.target_costs, depth_fit=fit), drafters=drafters)
 
 

@@ -47,12 +47,12 @@ class SweepPlan:
     repetitions: int = 5
     warmup: int = 1
     cosched: bool = True
+    """Measure co-scheduling ratios."""
     cosched_widths: Mapping[str, tuple[int, ...]] | None = None
     """Per drafter name, the target widths co-scheduled with it (None, or a drafter not named:
     every width of `widths`)."""
     all_rows: frozenset[str] | None = None
     """Drafters that get the all-rows table (None: every drafter; only SpecASR reads it)."""
-    """Measure co-scheduling ratios (when the runner supports it)."""
 
     def __post_init__(self) -> None:
         if not self.widths or min(self.widths) < 1 or (self.drafter_widths and min(self.drafter_widths) < 1):
@@ -146,6 +146,10 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
     info = device.runner()
     before = device.snapshot()
 
+    def named(results: list[dict], drafter: ModelFile | None) -> list[dict]:
+        """Raw samples, each with the name of the model it timed."""
+        return [r | {"model_name": target.name if r.get("model") == "target" else drafter.name} for r in results]
+
     def count(doc: dict) -> None:
         if progress and doc.get("result", {}).get("kind") == "forward":
             progress(1)
@@ -170,8 +174,7 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
 
     for drafter, widths in jobs:
         out = pinned(device.run_job(sweep_job(device, target, drafter, plan, widths), count), "sweep")
-        run.samples += [r | {"model_name": target.name if r.get("model") == "target" else drafter.name}
-                        for r in out.results]
+        run.samples += named(out.results, drafter)
         if target_costs is None:
             target_costs = costs_doc(out.results, "target", plan.widths, plan.depths)
         if drafter is not None:
@@ -181,8 +184,7 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
             if plan.all_rows is None or drafter.name in plan.all_rows:
                 all_rows = pinned(device.run_job(sweep_job(device, target, drafter, plan, [1], "all"), count),
                                   "sweep with every logit row")
-                run.samples += [r | {"model_name": target.name if r.get("model") == "target" else drafter.name}
-                                for r in all_rows.results]
+                run.samples += named(all_rows.results, drafter)
                 entry["costs_all_rows"] = costs_doc(all_rows.results, "drafter", plan.drafter_widths, plan.depths)
             cosched = measure_cosched(device, target, drafter, plan, pinned) if plan.cosched else None
             if cosched:

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
-#include <fstream>
 #include <mutex>
 #include <sched.h>
 #include <set>

@@ -8,7 +8,7 @@ import click
 
 from ..errors import SpecbenchError
 from ..model_files import parse_named, target_file, unique_names
-from ..placement import resolve
+from ..placement import resolve_on
 from ..profiling import parse_depths, plan_for, profile_device, samples_path, write_profile
 from .common import stderr
 from .devices import device_names, on_devices, open_devices, phone_options, safe_name
@@ -44,7 +44,8 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
     The runner times target forwards of widths 1..--max-width (logits for every row) and
     drafter forwards at each depth (median of >= 5 repetitions after warm-up), records
     the device state before and after, and co-scheduling ratios at each depth, all in one
-    --placement, each lane's threads pinned to its CPUs (read back and recorded). Phones (serials from `specbench devices`) get the runner and models
+    --placement, each lane's threads pinned to its CPUs (read back and recorded). Phones
+    (serials from `specbench devices`) get the runner and models
     pushed to /data/local/tmp/specbench, jobs pinned to --cores and a cool-down between jobs.
 
     Example:
@@ -61,7 +62,7 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
     for path in outs.values():
         path.parent.mkdir(parents=True, exist_ok=True)  # the default device_profiles/ may not exist yet
     devices = open_devices(names)
-    plans = {dev.name: plan_for(max_width, parsed_depths, resolve(placement_spec, dev.cpus(), dev.processors()),
+    plans = {dev.name: plan_for(max_width, parsed_depths, resolve_on(dev, placement_spec),
                                 repetitions, drafter_max_width, not no_cosched) for dev in devices}
 
     def one(dev, advance):
