@@ -37,7 +37,7 @@ runners: install deps
 # that run real weights (`demo --quick`, the lossless check on a real model), and SmolLM2 in F16 (271 MB, derived
 # locally from the Q4_1 file with gguf in ~15 s), the target the Q4_1 file drafts for.
 demo-model: install
-	$(BIN)/python -c "from specbench.models import demo_model; [demo_model(m) for m in ('smollm2-135m', 'gemma3-270m', 'smollm2-135m-f16')]"
+	$(BIN)/python -c "from specbench.world.models import demo_model; [demo_model(m) for m in ('smollm2-135m', 'gemma3-270m', 'smollm2-135m-f16')]"
 
 test: install deps runners demo-model
 	$(BIN)/python -m pytest

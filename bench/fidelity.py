@@ -43,24 +43,25 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import pandas as pd  # noqa: E402
 
 from bench.hostload import cpu_seconds, idle_check, others_cores  # noqa: E402
-from specbench import metrics  # noqa: E402
-from specbench.devices.local import LocalDevice  # noqa: E402
-from specbench.fileio import dump_yaml, load_yaml, write_atomic  # noqa: E402
-from specbench.methods import parse_method_specs  # noqa: E402
-from specbench.methods.specasr import SpecAsrConfig  # noqa: E402
-from specbench.methods.target import TargetConfig  # noqa: E402
-from specbench.native_run import NativePlan, profile_ref, run_native  # noqa: E402
-from specbench.placement import NAMED as PLACEMENTS, device_of, resolve_on  # noqa: E402
-from specbench.profiles import load_profile  # noqa: E402
-from specbench.demo import demo_models, sweep_plan  # noqa: E402
-from specbench.profiling import median_profile, profile_device, write_profile  # noqa: E402
-from specbench.render import Table, render  # noqa: E402
-from specbench.results import load_results  # noqa: E402
-from specbench.runner import find_runner  # noqa: E402
-from specbench.study import load_inputs, run_replay  # noqa: E402
-from specbench.traces import load_trace_dir  # noqa: E402
-from specbench.tracing import trace_windows  # noqa: E402
-from specbench.windows import make_text_window, save_windows  # noqa: E402
+from specbench.app.demo import demo_models, sweep_plan  # noqa: E402
+from specbench.app.study import load_inputs, run_replay  # noqa: E402
+from specbench.core import metrics  # noqa: E402
+from specbench.core.methods import parse_method_specs  # noqa: E402
+from specbench.core.methods.specasr import SpecAsrConfig  # noqa: E402
+from specbench.core.methods.target import TargetConfig  # noqa: E402
+from specbench.render.tables import Table, render  # noqa: E402
+from specbench.schemas.fileio import dump_yaml, load_yaml, write_atomic  # noqa: E402
+from specbench.schemas.placement import NAMED as PLACEMENTS  # noqa: E402
+from specbench.schemas.placement import device_of, resolve_on
+from specbench.schemas.profiles import load_profile  # noqa: E402
+from specbench.schemas.results import load_results  # noqa: E402
+from specbench.schemas.traces import load_trace_dir  # noqa: E402
+from specbench.schemas.windows import make_text_window, save_windows  # noqa: E402
+from specbench.world.devices.local import LocalDevice  # noqa: E402
+from specbench.world.native_run import NativePlan, profile_ref, run_native  # noqa: E402
+from specbench.world.profiling import median_profile, profile_device, write_profile  # noqa: E402
+from specbench.world.runner import find_runner  # noqa: E402
+from specbench.world.tracing import trace_windows  # noqa: E402
 
 K_MAX = {"smollm2": 16, "gemma3": 4}
 """Drafts per trace row of each demo drafter."""

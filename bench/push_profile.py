@@ -34,12 +34,11 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from specbench.devices.adb import AdbDevice, AdbSettings  # noqa: E402
-from specbench.devices.emulated_phone import (EmulatedPhone, connected_phone, load_description,  # noqa: E402
-                                              private_adb_server)
-from specbench.devices.local import LocalDevice  # noqa: E402
-from specbench.model_files import ModelFile, parse_named, target_file  # noqa: E402
-from specbench.profiling import parse_depths, plan_for, profile_device  # noqa: E402
+from specbench.emuphone.phone import EmulatedPhone, connected_phone, load_description, private_adb_server  # noqa: E402
+from specbench.world.devices.adb import AdbDevice, AdbSettings  # noqa: E402
+from specbench.world.devices.local import LocalDevice  # noqa: E402
+from specbench.world.model_files import ModelFile, parse_named, target_file  # noqa: E402
+from specbench.world.profiling import parse_depths, plan_for, profile_device  # noqa: E402
 from tests.native import tiny_gguf  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

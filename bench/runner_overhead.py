@@ -58,10 +58,9 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.hostload import cpu_seconds, others_cores  # noqa: E402
-
 from specbench.errors import SpecbenchError  # noqa: E402
-from specbench.models import demo_model  # noqa: E402
-from specbench.runner import run_job, runner_path  # noqa: E402
+from specbench.world.models import demo_model  # noqa: E402
+from specbench.world.runner import run_job, runner_path  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "smollm2-135m"
@@ -395,7 +394,7 @@ def prepare(args: argparse.Namespace, load_start: float) -> Setup:
     try:
         model = str(demo_model(MODEL, download=False))
     except SpecbenchError as exc:
-        raise BenchError(f"{exc.args[0]}; fetch it with: python -c 'from specbench.models import demo_model; "
+        raise BenchError(f"{exc.args[0]}; fetch it with: python -c 'from specbench.world.models import demo_model; "
                          f"demo_model(\"{MODEL}\")'") from None
     tools = build_tools()
     threads = args.threads

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specbench.methods.base import TargetOracle
-from specbench.methods.specasr import LiveDrafts, SpecAsrConfig, decode_specasr
-from specbench.profiles import CoSchedule, CostTable, DeviceProfile, DrafterProfile, Overheads
-from specbench.traces import PAD, DraftTable, ModelRef, ProducerStream, TraceFile, WindowTrace
-from specbench.windows import Window, make_text_window
+from specbench.core.methods.base import TargetOracle
+from specbench.core.methods.specasr import LiveDrafts, SpecAsrConfig, decode_specasr
+from specbench.schemas.profiles import CoSchedule, CostTable, DeviceProfile, DrafterProfile, Overheads
+from specbench.schemas.traces import PAD, DraftTable, ModelRef, ProducerStream, TraceFile, WindowTrace
+from specbench.schemas.windows import Window, make_text_window
 
 EOS = 2
 VOCAB = 4000

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from specbench.profiles import CoSchedule, CostTable, DeviceProfile, DrafterProfile, Overheads
-from specbench.traces import PAD, DraftTable, ProducerStream, WindowTrace
-from specbench.windows import make_text_window
+from specbench.schemas.profiles import CoSchedule, CostTable, DeviceProfile, DrafterProfile, Overheads
+from specbench.schemas.traces import PAD, DraftTable, ProducerStream, WindowTrace
+from specbench.schemas.windows import make_text_window
 
 
 def linear_costs(base: float, per_token: float, max_width: int, label: str, depths=(0,), depth_slope: float = 0.0) -> CostTable:
@@ -64,9 +64,9 @@ def write_study(directory, n_windows=12, n_devices=2, seed=0, dev_fraction=0.5):
     from pathlib import Path
 
     from bench.synthetic_study import synthetic_study
-    from specbench.profiles import save_profile
-    from specbench.traces import save_trace_file
-    from specbench.windows import save_windows
+    from specbench.schemas.profiles import save_profile
+    from specbench.schemas.traces import save_trace_file
+    from specbench.schemas.windows import save_windows
 
     directory = Path(directory)
     study = synthetic_study(n_windows=n_windows, n_devices=n_devices, seed=seed, dev_fraction=dev_fraction)

@@ -6,10 +6,10 @@ import numpy as np
 from hypothesis import strategies as st
 
 from bench.synthetic_study import EOS, _Drafter, _TableDrafts
-from specbench.methods.base import TargetOracle
-from specbench.methods.specasr import SpecAsrConfig, decode_specasr
-from specbench.profiles import CoSchedule, CostTable, DeviceProfile, DrafterProfile, Overheads
-from specbench.traces import ProducerStream, WindowTrace
+from specbench.core.methods.base import TargetOracle
+from specbench.core.methods.specasr import SpecAsrConfig, decode_specasr
+from specbench.schemas.profiles import CoSchedule, CostTable, DeviceProfile, DrafterProfile, Overheads
+from specbench.schemas.traces import ProducerStream, WindowTrace
 
 SPECASR = SpecAsrConfig(k_max=4, tau=0.3)
 MAX_WIDTH = 9

@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from .. import __version__
-from ..errors import SpecbenchError
+from specbench import __version__
+from specbench.errors import SpecbenchError
 
 
 class SpecbenchGroup(click.Group):
@@ -35,7 +35,7 @@ def main() -> None:
 
 
 def _register() -> None:
-    from . import demo, devices, profile, report, run, select_budget, trace, windows
+    from specbench.cli import demo, devices, profile, report, run, select_budget, trace, windows
 
     main.add_command(windows.windows)
     main.add_command(run.run)

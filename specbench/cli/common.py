@@ -11,8 +11,8 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ..errors import SpecbenchError
-from ..methods import REGISTRY, MethodConfig, parse_method_specs
+from specbench.core.methods import REGISTRY, MethodConfig, parse_method_specs
+from specbench.errors import SpecbenchError
 
 stderr = Console(stderr=True)
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from ..demo import load_demo_results, run_demo
-from ..render import print_rich, render
-from ..report import build_tables
-from .common import progress_bar, stderr
+from specbench.app.demo import load_demo_results, run_demo
+from specbench.app.report import build_tables
+from specbench.cli.common import progress_bar, stderr
+from specbench.render.tables import print_rich, render
 
 
 @click.command()

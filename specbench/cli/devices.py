@@ -11,9 +11,9 @@ from typing import Callable, Sequence, TypeVar
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ..devices.adb_link import SERVER_HOST_ENV, SERVER_PORT_ENV
-from ..errors import SpecbenchError
-from .common import stderr
+from specbench.cli.common import stderr
+from specbench.errors import SpecbenchError
+from specbench.world.devices.adb_link import SERVER_HOST_ENV, SERVER_PORT_ENV
 
 T = TypeVar("T")
 SETTINGS_KEY = "specbench.adb_settings"
@@ -82,8 +82,8 @@ def device_names(specs: Sequence[str]) -> list[str]:
 
 def open_devices(names: Sequence[str]) -> list:
     """Open each device and apply the phone options of the current command to the phones."""
-    from ..devices.adb import AdbDevice, AdbSettings
-    from ..native_run import open_device
+    from specbench.world.devices.adb import AdbDevice, AdbSettings
+    from specbench.world.native_run import open_device
 
     meta = click.get_current_context().meta.get(SETTINGS_KEY, {})
     devices = [open_device(name) for name in names]
@@ -159,7 +159,7 @@ def devices(as_json: bool) -> None:
 
         specbench devices --adb-port 5037
     """
-    from ..devices.adb import list_phones
+    from specbench.world.devices.adb import list_phones
 
     rows = list_phones()
     if as_json:

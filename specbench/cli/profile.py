@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from ..errors import SpecbenchError
-from ..model_files import parse_named, target_file, unique_names
-from ..placement import resolve_on
-from ..profiling import parse_depths, plan_for, profile_device, samples_path, write_profile
-from .common import stderr
-from .devices import device_names, on_devices, open_devices, phone_options, safe_name
+from specbench.cli.common import stderr
+from specbench.cli.devices import device_names, on_devices, open_devices, phone_options, safe_name
+from specbench.errors import SpecbenchError
+from specbench.schemas.placement import resolve_on
+from specbench.world.model_files import parse_named, target_file, unique_names
+from specbench.world.profiling import parse_depths, plan_for, profile_device, samples_path, write_profile
 
 
 @click.command()
@@ -81,7 +81,7 @@ def _out_path(out: Path | None, name: str, count: int) -> Path:
 
 
 def _models(target_path: Path | None, drafter_specs: tuple[str, ...]):
-    from ..demo import demo_models
+    from specbench.app.demo import demo_models
 
     if target_path is None:
         if drafter_specs:

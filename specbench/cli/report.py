@@ -6,13 +6,21 @@ from pathlib import Path
 
 import click
 
-from ..budget import load_budget
-from ..errors import SpecbenchError
-from ..methods.as2d import As2dConfig
-from ..render import FORMATS, Table, print_rich, render, to_markdown
-from ..report import (DIVERGENT, TEXT_DIFFERS, add_sensitivity, build_tables, bundle, horizon_tables, load_many,
-                      make_figures)
-from .common import check_output_path, existing_dir, existing_file, stderr
+from specbench.app.report import (
+    DIVERGENT,
+    TEXT_DIFFERS,
+    add_sensitivity,
+    build_tables,
+    bundle,
+    horizon_tables,
+    load_many,
+    make_figures,
+)
+from specbench.cli.common import check_output_path, existing_dir, existing_file, stderr
+from specbench.core.methods.as2d import As2dConfig
+from specbench.errors import SpecbenchError
+from specbench.render.tables import FORMATS, Table, print_rich, render, to_markdown
+from specbench.schemas.budgets import load_budget
 
 
 @click.command()

@@ -6,11 +6,19 @@ from pathlib import Path
 
 import click
 
-from ..budget import load_budget
-from ..errors import SpecbenchError
-from ..study import load_inputs, run_replay, study_size
-from .common import DEFAULT_METHODS, configs_from, existing_dir, existing_file, method_options, progress_bar, stderr
-from .run_native import native_options, run_native_command
+from specbench.app.study import load_inputs, run_replay, study_size
+from specbench.cli.common import (
+    DEFAULT_METHODS,
+    configs_from,
+    existing_dir,
+    existing_file,
+    method_options,
+    progress_bar,
+    stderr,
+)
+from specbench.cli.run_native import native_options, run_native_command
+from specbench.errors import SpecbenchError
+from specbench.schemas.budgets import load_budget
 
 
 @click.command()

@@ -1,4 +1,4 @@
-"""The --native half of `specbench run`: options and wiring to specbench.native_run."""
+"""The --native half of `specbench run`: options and wiring to specbench.world.native_run."""
 
 from __future__ import annotations
 
@@ -6,15 +6,22 @@ from pathlib import Path
 
 import click
 
-from ..errors import SpecbenchError
-from ..model_files import parse_named, target_file, with_mmproj, with_templates
-from ..native_run import NativePlan, native_methods, native_placement, native_steps, profile_ref, run_native
-from ..profiles import load_profile
-from ..traces import check_against_windows, load_trace_dir
-from ..tracing import check_trace_templates
-from ..windows import load_split
-from .common import TEMPLATE_HELP, configs_from, stderr
-from .devices import device_names, on_devices, open_devices, phone_options, safe_name
+from specbench.cli.common import TEMPLATE_HELP, configs_from, stderr
+from specbench.cli.devices import device_names, on_devices, open_devices, phone_options, safe_name
+from specbench.errors import SpecbenchError
+from specbench.schemas.profiles import load_profile
+from specbench.schemas.traces import check_against_windows, load_trace_dir
+from specbench.schemas.windows import load_split
+from specbench.world.model_files import parse_named, target_file, with_mmproj, with_templates
+from specbench.world.native_run import (
+    NativePlan,
+    native_methods,
+    native_placement,
+    native_steps,
+    profile_ref,
+    run_native,
+)
+from specbench.world.tracing import check_trace_templates
 
 
 def native_options(func):

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import click
 
-from ..batch_replay import replay_study
-from ..budget import save_budget, select_budget as choose
-from ..errors import SpecbenchError
-from ..methods.as2d import As2dConfig
-from ..study import check_costs, dev_inputs, file_sha256
-from ..windows import windows_digest
-from .common import check_output_path, configs_from, existing_dir, existing_file, stderr
+from specbench.app.study import check_costs, dev_inputs, file_sha256
+from specbench.cli.common import check_output_path, configs_from, existing_dir, existing_file, stderr
+from specbench.core.budget import select_budget as choose
+from specbench.core.methods.as2d import As2dConfig
+from specbench.core.replay.bulk import replay_study
+from specbench.errors import SpecbenchError
+from specbench.schemas.budgets import save_budget
+from specbench.schemas.windows import windows_digest
 
 
 @click.command("select-budget")

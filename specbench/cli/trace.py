@@ -6,14 +6,21 @@ from pathlib import Path
 
 import click
 
-from ..errors import SpecbenchError
-from ..methods import parse_method_spec, parse_method_specs
-from ..methods.specasr import SpecAsrConfig
-from ..model_files import drafter_mmproj, parse_named, target_file, unique_names, with_mmproj, with_templates
-from ..native_run import open_device
-from ..tracing import trace_windows
-from ..windows import load_split
-from .common import TEMPLATE_HELP, existing_file, progress_bar, stderr
+from specbench.cli.common import TEMPLATE_HELP, existing_file, progress_bar, stderr
+from specbench.core.methods import parse_method_spec, parse_method_specs
+from specbench.core.methods.specasr import SpecAsrConfig
+from specbench.errors import SpecbenchError
+from specbench.schemas.windows import load_split
+from specbench.world.model_files import (
+    drafter_mmproj,
+    parse_named,
+    target_file,
+    unique_names,
+    with_mmproj,
+    with_templates,
+)
+from specbench.world.native_run import open_device
+from specbench.world.tracing import trace_windows
 
 
 @click.command()

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from ..datasets import LAYOUTS, READERS, TASKS, build_windows, detect_layout, instruction_for
-from ..windows import save_windows
-from .common import check_output_path, progress_bar, stderr
+from specbench.cli.common import check_output_path, progress_bar, stderr
+from specbench.schemas.windows import save_windows
+from specbench.world.datasets import LAYOUTS, READERS, TASKS, build_windows, detect_layout, instruction_for
 
 
 @click.command()

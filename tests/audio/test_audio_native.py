@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from specbench.datasets import build_windows, read_librispeech
+from specbench.core.methods import base, sd, specasr
+from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.sd import SdConfig
+from specbench.core.methods.specasr import SpecAsrConfig
+from specbench.core.methods.target import TargetConfig
 from specbench.errors import SpecbenchError
-from specbench.methods import base, sd, specasr
-from specbench.methods.as2d import As2dConfig
-from specbench.methods.sd import SdConfig
-from specbench.methods.specasr import SpecAsrConfig
-from specbench.methods.target import TargetConfig
-from specbench.model_files import ModelFile
-from specbench.traces import load_trace_file, window_trace_from_dict
-from specbench.fileio import Where
+from specbench.schemas.fileio import Where
+from specbench.schemas.traces import load_trace_file, window_trace_from_dict
+from specbench.world.datasets import build_windows, read_librispeech
+from specbench.world.model_files import ModelFile
 
 CAP = 16
 METHODS = [{"name": "target"}, {"name": "sd", "width": 5, "p_min": 0.0}, {"name": "specasr", "k_max": 4, "tau": 0.3},
@@ -44,7 +44,7 @@ def windows(librispeech_tree):
 
 @pytest.fixture(scope="module")
 def device():
-    from specbench.devices.local import LocalDevice
+    from specbench.world.devices.local import LocalDevice
 
     return LocalDevice()
 
@@ -55,8 +55,8 @@ def models(tiny_asr):
 
 
 def runner_job(device, tiny_asr, windows, mode: str, **keys) -> dict:
-    from specbench.model_files import model_job
-    from specbench.tracing import prompts_for
+    from specbench.world.model_files import model_job
+    from specbench.world.tracing import prompts_for
 
     target, drafter = models(tiny_asr)
     prompts = prompts_for(device, target, drafter, windows)
@@ -113,7 +113,7 @@ def test_all_four_methods_are_lossless_on_audio(windows, decoded):
 
 
 def test_audio_traces_replay_the_native_decisions(device, tiny_asr, windows, decoded, tmp_path):
-    from specbench.tracing import trace_windows
+    from specbench.world.tracing import trace_windows
 
     target, drafter = models(tiny_asr)
     configs = [SpecAsrConfig(k_max=4, tau=0.3)]
@@ -142,9 +142,9 @@ def test_audio_traces_replay_the_native_decisions(device, tiny_asr, windows, dec
 
 
 def test_native_run_of_audio_windows_records_rows_text_and_clocks(device, tiny_asr, windows, tmp_path):
-    from specbench.native_run import CLOCKS, NativePlan, run_native
-    from specbench.placement import resolve
-    from specbench.results import ResultsDir
+    from specbench.schemas.placement import resolve
+    from specbench.schemas.results import ResultsDir
+    from specbench.world.native_run import CLOCKS, NativePlan, run_native
 
     target, drafter = models(tiny_asr)
     configs = [TargetConfig(), SdConfig(width=5, drafter="small"), SpecAsrConfig(k_max=4, tau=0.3, drafter="small"),
@@ -174,7 +174,7 @@ def test_mmproj_of_another_width_is_one_clear_error(device, tiny_asr, windows, a
     assert str(tiny_asr.target_mmproj) in message and str(tiny_asr.drafter) in message
     assert "n_embd = 32" in message and "n_embd = 64" in message
 
-    from specbench.tracing import trace_windows
+    from specbench.world.tracing import trace_windows
 
     target, drafter = models(tiny_asr)
     with pytest.raises(SpecbenchError, match="does not fit") as err:
@@ -184,7 +184,7 @@ def test_mmproj_of_another_width_is_one_clear_error(device, tiny_asr, windows, a
 
 
 def test_missing_audio_is_one_clear_error(device, tiny_asr, windows, audio_run_job, tmp_path, monkeypatch):
-    from specbench.tracing import prompts_for
+    from specbench.world.tracing import prompts_for
 
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "fresh"))  # the samples must be read from the file
     target, drafter = models(tiny_asr)
@@ -206,7 +206,7 @@ def test_missing_audio_is_one_clear_error(device, tiny_asr, windows, audio_run_j
 
 
 def test_audio_windows_without_an_mmproj_are_refused(device, tiny_asr, windows, audio_run_job):
-    from specbench.tracing import prompts_for
+    from specbench.world.tracing import prompts_for
 
     target, drafter = models(tiny_asr)
     with pytest.raises(SpecbenchError, match="no mmproj") as err:
@@ -219,8 +219,8 @@ def test_audio_windows_without_an_mmproj_are_refused(device, tiny_asr, windows, 
 
 
 def test_empty_transcript_window_is_traced_and_loaded(device, tiny_asr, windows, tmp_path):
-    from specbench.tracing import trace_windows
-    from specbench.windows import load_windows, save_windows
+    from specbench.schemas.windows import load_windows, save_windows
+    from specbench.world.tracing import trace_windows
 
     empty = windows[-1]
     assert empty.reference == ""
@@ -256,7 +256,7 @@ def test_changed_audio_is_refused(device, tiny_asr, windows, tmp_path, monkeypat
     """The samples must still hash to the window: a re-recorded file is not silently used."""
     import shutil
 
-    from specbench.tracing import prompts_for
+    from specbench.world.tracing import prompts_for
 
     from .conftest import speak
 
@@ -276,7 +276,7 @@ def test_cli_trace_and_native_run_take_the_mmproj_options(tiny_asr, windows, tmp
     from click.testing import CliRunner
 
     from specbench.cli import main
-    from specbench.windows import save_windows
+    from specbench.schemas.windows import save_windows
 
     def invoke(*args):
         result = CliRunner().invoke(main, [str(a) for a in args])

@@ -9,10 +9,10 @@ import pytest
 import soundfile
 from click.testing import CliRunner
 
-from specbench.audio import audio_window_sha256, load_window_audio
 from specbench.cli import main
-from specbench.datasets import build_windows, read_nemo, split_of
-from specbench.windows import load_windows
+from specbench.schemas.windows import load_windows
+from specbench.world.audio import audio_window_sha256, load_window_audio
+from specbench.world.datasets import build_windows, read_nemo, split_of
 from tests.audio.conftest import SENTENCES, speak
 
 
@@ -96,7 +96,7 @@ def test_splits_are_reproducible_and_order_free():
 
 
 def test_long_audio_is_cut(librispeech_tree):
-    utterances = [u for u in __import__("specbench.datasets", fromlist=["read_librispeech"])
+    utterances = [u for u in __import__("specbench.world.datasets", fromlist=["read_librispeech"])
                   .read_librispeech(librispeech_tree)][:1]
     (window,) = build_windows(iter(utterances), "d", "Transcribe the audio.", "chatml", 448, 0.5, 0, 0.2)
     assert window.input.duration_s == 0.5 and window.input.conversion["cut_to_s"] == 0.5
@@ -175,7 +175,7 @@ def test_an_audio_window_read_to_the_end_round_trips(librispeech_tree, tmp_path)
     """duration_s None (read to the end of the file) is written as null and loads back."""
     from dataclasses import replace
 
-    from specbench.windows import save_windows
+    from specbench.schemas.windows import save_windows
 
     out = tmp_path / "windows.jsonl"
     assert invoke("windows", str(librispeech_tree), "--out", str(out))[0] == 0

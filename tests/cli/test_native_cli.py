@@ -11,16 +11,16 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from specbench import metrics
+from specbench.app.report import load_many
 from specbench.cli import main
-from specbench.devices.local import LocalDevice
+from specbench.core import metrics
 from specbench.errors import SpecbenchError
-from specbench.placement import resolve
-from specbench.profiles import load_profile
-from specbench.report import load_many
-from specbench.results import ROW_FIELDS, load_results
-from specbench.traces import load_trace_dir
-from specbench.windows import make_text_window, save_windows
+from specbench.schemas.placement import resolve
+from specbench.schemas.profiles import load_profile
+from specbench.schemas.results import ROW_FIELDS, load_results
+from specbench.schemas.traces import load_trace_dir
+from specbench.schemas.windows import make_text_window, save_windows
+from specbench.world.devices.local import LocalDevice
 from tests.native.conftest import runner, tiny  # noqa: F401  (fixtures)
 
 TEXTS = ["hello the world", "in the heat", "a tale of the tin", "the end", "heat in the tin"]
@@ -220,8 +220,8 @@ def test_native_refuses_replay_options_and_unknown_devices(study, tmp_path):
 
 def _demo_models_cached() -> bool:
     from specbench.errors import SpecbenchError
-    from specbench.models import demo_model
-    from specbench.runner import runner_path
+    from specbench.world.models import demo_model
+    from specbench.world.runner import runner_path
 
     try:
         [demo_model(n, download=False) for n in ("smollm2-135m", "smollm2-135m-f16", "gemma3-270m")]

@@ -8,7 +8,7 @@ import yaml
 from click.testing import CliRunner
 
 from specbench.cli import main
-from specbench.results import load_results
+from specbench.schemas.results import load_results
 from tests.helpers import write_study
 
 INTEGER_2 = "an integer >= 2"

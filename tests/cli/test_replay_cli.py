@@ -9,8 +9,8 @@ import yaml
 from click.testing import CliRunner
 
 from specbench.cli import main
-from specbench.results import load_results
-from specbench.traces import save_trace_file
+from specbench.schemas.results import load_results
+from specbench.schemas.traces import save_trace_file
 from tests.helpers import write_study
 
 

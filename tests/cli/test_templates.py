@@ -9,13 +9,13 @@ import json
 
 import pytest
 
-from specbench.devices.local import LocalDevice
 from specbench.errors import SpecbenchError
-from specbench.model_files import ModelFile, with_templates
-from specbench.results import load_results
-from specbench.traces import load_trace_dir, load_trace_file
-from specbench.tracing import model_templates, prompts_for
-from specbench.windows import make_text_window, save_windows
+from specbench.schemas.results import load_results
+from specbench.schemas.traces import load_trace_dir, load_trace_file
+from specbench.schemas.windows import make_text_window, save_windows
+from specbench.world.devices.local import LocalDevice
+from specbench.world.model_files import ModelFile, with_templates
+from specbench.world.tracing import model_templates, prompts_for
 from tests.cli.test_native_cli import error_line, invoke
 from tests.native.conftest import demo_model_path, runner, tiny, tiny_no_template  # noqa: F401  (fixtures)
 

@@ -11,14 +11,22 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specbench.batch_replay import replay_study
+from specbench.core.methods.base import Model, TargetOracle, TraceDrafts
+from specbench.core.methods.sd import CrossVocabKV, SdConfig, decode_sd
+from specbench.core.replay.bulk import replay_study
+from specbench.core.replay.reference import decode_serial, replay_window
 from specbench.errors import SpecbenchError
-from specbench.fileio import Where
-from specbench.methods.base import Model, TargetOracle, TraceDrafts
-from specbench.methods.sd import CrossVocabKV, SdConfig, decode_sd
-from specbench.replay import decode_serial, replay_window
-from specbench.traces import (PAD, CrossDrafts, ModelRef, TraceFile, load_trace_file, save_trace_file,
-                              window_trace_from_dict, window_trace_to_dict)
+from specbench.schemas.fileio import Where
+from specbench.schemas.traces import (
+    PAD,
+    CrossDrafts,
+    ModelRef,
+    TraceFile,
+    load_trace_file,
+    save_trace_file,
+    window_trace_from_dict,
+    window_trace_to_dict,
+)
 from tests.helpers import make_profile, make_trace, window_for
 from tests.strategies import traces
 
@@ -186,7 +194,7 @@ def test_cross_drafts_round_trip_and_old_traces_still_load(tmp_path):
 
 
 def test_tracing_does_not_resume_a_file_of_an_older_version(tmp_path):
-    from specbench.tracing import TraceWriter
+    from specbench.world.tracing import TraceWriter
 
     path = tmp_path / "d.jsonl"
     path.write_text('{"kind": "specbench.trace", "schema_version": 1, "target": {"name": "t", "sha256": "t"}, '

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from specbench import metrics, plots
+from specbench.app.report import load_many
 from specbench.cli import main
-from specbench.report import load_many
+from specbench.core import metrics
+from specbench.render import plots
 
 GOLDEN = Path(__file__).resolve().parent.parent / "data" / "golden"
 
@@ -139,7 +140,7 @@ REFERENCES = {"syn-0000": "the cat sat", "syn-0001": "A b c d", "syn-0002": "", 
 def _with_text(tmp_path, answer=lambda row: ANSWERS[row["window_id"]]):
     """The golden run with answer texts, and a windows file with the references (audio views:
     their sha256 is not recomputed, so the golden window hashes can be kept)."""
-    from specbench.windows import InputView, Split, Window, save_windows
+    from specbench.schemas.windows import InputView, Split, Window, save_windows
 
     results = _copy_with(tmp_path, "text", None, lambda r: {**r, "text": answer(r)})
     rows = [json.loads(line) for line in (results / "rows.jsonl").read_text().splitlines()]

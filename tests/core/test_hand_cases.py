@@ -10,14 +10,14 @@ from dataclasses import replace
 
 import pytest
 
-from specbench.methods.as2d import As2dConfig
-from specbench.methods.sd import SdConfig
-from specbench.methods.specasr import SpecAsrConfig
-from specbench.methods.target import TargetConfig
-from specbench.profiles import Overheads
-from specbench.batch_replay import replay_study
-from specbench.replay import replay_window
-from specbench.traces import ModelRef, RecycleAnswer, TraceFile
+from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.sd import SdConfig
+from specbench.core.methods.specasr import SpecAsrConfig
+from specbench.core.methods.target import TargetConfig
+from specbench.core.replay.bulk import replay_study
+from specbench.core.replay.reference import replay_window
+from specbench.schemas.profiles import Overheads
+from specbench.schemas.traces import ModelRef, RecycleAnswer, TraceFile
 from tests.helpers import linear_costs, make_profile, make_trace, perfect_drafts, window_for
 
 EOS = 2

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from specbench import metrics
-from specbench.budget import select_budget
+from specbench.core import metrics
+from specbench.core.budget import select_budget
+from specbench.core.methods.as2d import As2dConfig
 from specbench.errors import SpecbenchError
-from specbench.methods.as2d import As2dConfig
 
 
 def rows(spec):
@@ -97,7 +97,7 @@ def test_speedups_need_target_only_rows():
 
 
 def test_overheads_from_a_native_as2d_result():
-    from specbench.overheads import overheads_from_results
+    from specbench.world.overheads import overheads_from_results
 
     def run(started, costs, plans):
         ops = [{"model": "target", "plan_us": us, "searched": searched} for us, searched in plans]
@@ -120,9 +120,9 @@ def _as2d_record(t_us, producer_spans, decode_s=0.031):
 
 
 def test_native_as2d_rows_take_o_and_h_from_the_two_lanes_timelines():
-    from specbench.methods.as2d import As2dConfig
-    from specbench.native_run import decode_row
-    from specbench.windows import make_text_window
+    from specbench.core.methods.as2d import As2dConfig
+    from specbench.schemas.windows import make_text_window
+    from specbench.world.native_run import decode_row
 
     window = make_text_window("w", "some text", "Repeat this.", 16, "d", "test")
     # target busy [0, 10), [10.5, 20.5), [21, 31) ms; producer [1, 16) ms in three forwards and one
@@ -137,9 +137,9 @@ def test_native_as2d_rows_take_o_and_h_from_the_two_lanes_timelines():
 
 
 def test_native_as2d_lanes_that_do_not_decompose_the_clock_are_a_runner_bug():
-    from specbench.methods.as2d import As2dConfig
-    from specbench.native_run import decode_row
-    from specbench.windows import make_text_window
+    from specbench.core.methods.as2d import As2dConfig
+    from specbench.schemas.windows import make_text_window
+    from specbench.world.native_run import decode_row
 
     window = make_text_window("w", "some text", "Repeat this.", 16, "d", "test")
     overlapping = _as2d_record([0, 5_000, 21_000], [(1_000, 6_000)])  # two target forwards at once

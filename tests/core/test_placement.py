@@ -7,9 +7,9 @@ import copy
 import pytest
 
 from specbench.errors import SpecbenchError
-from specbench.fileio import Where
-from specbench.placement import Lane, device_label, device_of, pinning_problems, placement_from_dict, resolve
-from specbench.profiling import median_profile
+from specbench.schemas.fileio import Where
+from specbench.schemas.placement import Lane, device_label, device_of, pinning_problems, placement_from_dict, resolve
+from specbench.world.profiling import median_profile
 
 
 def test_split_gives_each_lane_its_own_cores_and_shared_gives_both_all():

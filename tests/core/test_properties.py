@@ -10,16 +10,16 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specbench import metrics
-from specbench.batch_replay import COST_FITS, fit_profile, replay_study
+from specbench.core import metrics
+from specbench.core.methods.as2d import As2dConfig, As2dVerifier
+from specbench.core.methods.base import TargetOracle, TraceDrafts
+from specbench.core.methods.sd import SdConfig, decode_sd
+from specbench.core.methods.specasr import decode_specasr
+from specbench.core.methods.target import TargetConfig
+from specbench.core.replay.bulk import COST_FITS, fit_profile, replay_study
+from specbench.core.replay.reference import producer_timeline, replay_window
 from specbench.errors import SpecbenchError
-from specbench.methods.as2d import As2dConfig, As2dVerifier
-from specbench.methods.base import TargetOracle, TraceDrafts
-from specbench.methods.sd import SdConfig, decode_sd
-from specbench.methods.specasr import decode_specasr
-from specbench.methods.target import TargetConfig
-from specbench.replay import producer_timeline, replay_window
-from specbench.traces import TraceFile, ModelRef
+from specbench.schemas.traces import ModelRef, TraceFile
 from tests.helpers import window_for
 from tests.strategies import EOS, SPECASR, VOCAB, profiles, traces
 
@@ -67,7 +67,7 @@ def decisions(config, trace, cap, y, profile):
 
 
 def _as2d_decisions(oracle, trace, cap, profile, config):
-    from specbench.replay import _Lanes
+    from specbench.core.replay.reference import _Lanes
 
     timeline = producer_timeline(trace.producer, profile.drafters["drafter"].costs, trace.n_prompt_drafter,
                                  config.batch, profile.overheads.publish_s)

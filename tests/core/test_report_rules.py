@@ -11,18 +11,19 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from specbench.batch_replay import DEPTH_LINEAR, replay_study
-from specbench.budget import BudgetChoice, save_budget
+from specbench.app.report import Loaded, build_tables
 from specbench.cli import main
-from specbench.methods.as2d import As2dConfig
-from specbench.methods.sd import SdConfig
-from specbench.methods.target import TargetConfig
-from specbench.native_run import divergence_row
-from specbench.profiles import CoSchedule, DeviceProfile, DrafterProfile
-from specbench.report import Loaded, build_tables
-from specbench.results import ResultsDir, WindowResult
-from specbench.traces import ModelRef, TraceFile
-from specbench.windows import make_text_window
+from specbench.core.budget import BudgetChoice
+from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.sd import SdConfig
+from specbench.core.methods.target import TargetConfig
+from specbench.core.replay.bulk import DEPTH_LINEAR, replay_study
+from specbench.schemas.budgets import save_budget
+from specbench.schemas.profiles import CoSchedule, DeviceProfile, DrafterProfile
+from specbench.schemas.results import ResultsDir, WindowResult
+from specbench.schemas.traces import ModelRef, TraceFile
+from specbench.schemas.windows import make_text_window
+from specbench.world.native_run import divergence_row
 from tests.helpers import linear_costs, make_trace, perfect_drafts
 
 WINDOWS = {w: make_text_window(w, f"source {w}", "Repeat.", 64, "d", "test") for w in ("w1", "w2", "w3")}

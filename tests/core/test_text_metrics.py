@@ -8,10 +8,10 @@ import math
 import pandas as pd
 import pytest
 
-from specbench import text_metrics
+from specbench.core import text_metrics
+from specbench.core.text_metrics import edits, first_difference, normalise, text_check, transcripts
 from specbench.errors import SpecbenchError
-from specbench.results import ROW_FIELDS, ResultsDir, WindowResult
-from specbench.text_metrics import edits, first_difference, normalise, text_check, transcripts
+from specbench.schemas.results import ROW_FIELDS, ResultsDir, WindowResult
 
 
 def test_normalisation_is_the_named_one():
@@ -153,8 +153,8 @@ def test_replayed_rows_carry_the_trace_text_through_the_results_file(tmp_path):
     import dataclasses
 
     from bench.synthetic_study import synthetic_study
-    from specbench.batch_replay import replay_study
-    from specbench.methods import parse_method_specs
+    from specbench.core.methods import parse_method_specs
+    from specbench.core.replay.bulk import replay_study
 
     study = synthetic_study(n_windows=3, n_devices=1)
     traces = {name: dataclasses.replace(f, windows={w: dataclasses.replace(t, text=f"answer of {w}")

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.devices.emulated_phone import (
-    EmulatedPhone, connected_phone, load_description, private_adb_server)
+from specbench.emuphone.phone import EmulatedPhone, connected_phone, load_description, private_adb_server
 
 PHONES_DIR = Path(__file__).resolve().parents[1] / "data" / "phones"
 

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from specbench.devices.adb import RUNNERS_DIR, open_adb_device
+from specbench.world.devices.adb import RUNNERS_DIR, open_adb_device
 
 AARCH64 = RUNNERS_DIR / "aarch64-linux" / "specbench-runner"
 

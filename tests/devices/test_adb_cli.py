@@ -8,8 +8,8 @@ import json
 from click.testing import CliRunner
 
 from specbench.cli import main
-from specbench.profiles import load_profile
-from specbench.windows import make_text_window, save_windows
+from specbench.schemas.profiles import load_profile
+from specbench.schemas.windows import make_text_window, save_windows
 
 TEXTS = ["hello the world", "in the heat", "a tale of the tin"]
 

@@ -12,13 +12,13 @@ import time
 import pytest
 
 from specbench.cli.common import configs_from
-from specbench.devices.adb import WORKDIR, AdbDevice, AdbSettings, open_adb_device
-from specbench.devices.emulated_phone import wait_for_state
+from specbench.emuphone.phone import wait_for_state
 from specbench.errors import SpecbenchError
-from specbench.model_files import parse_named, target_file
-from specbench.placement import resolve
-from specbench.native_run import NativePlan, run_native
-from specbench.windows import make_text_window
+from specbench.schemas.placement import resolve
+from specbench.schemas.windows import make_text_window
+from specbench.world.devices.adb import WORKDIR, AdbDevice, AdbSettings, open_adb_device
+from specbench.world.model_files import parse_named, target_file
+from specbench.world.native_run import NativePlan, run_native
 
 RUNNER = f"{WORKDIR}/specbench-runner"
 
@@ -123,7 +123,7 @@ def test_arguments_with_spaces_and_quotes_are_not_injected(x86_phone, tmp_path):
     local = tmp_path / evil.replace("/", "_")
     local.write_bytes(os.urandom(1000))
     remote = f"{WORKDIR}/{evil}"
-    from specbench.fileio import file_sha256
+    from specbench.schemas.fileio import file_sha256
 
     assert device.link.push_verified(local, remote, file_sha256(local), 0o644)
     assert phone.sandbox.host_path(remote).read_bytes() == local.read_bytes()

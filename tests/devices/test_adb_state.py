@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from specbench.devices import adb_state as st
-from specbench.devices.adb import runner_dirs
 from specbench.errors import SpecbenchError
+from specbench.world.devices import adb_state as st
+from specbench.world.devices.adb import runner_dirs
 
 CLUSTERS = [{"cpus": [0, 1, 2, 3], "max_freq_khz": 1704000}, {"cpus": [4, 5, 6, 7], "max_freq_khz": 2367000},
             {"cpus": [8], "max_freq_khz": 2910000}]

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from specbench.devices.emulated_phone import FEATURES, device_state
+from specbench.emuphone.phone import FEATURES, device_state
 
 adbutils = pytest.importorskip("adbutils")
 AdbError = adbutils.AdbError

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from specbench.devices.emulated_phone import device_state, wait_for_state
+from specbench.emuphone.phone import device_state, wait_for_state
 
 adbutils = pytest.importorskip("adbutils")
 AdbError = adbutils.AdbError

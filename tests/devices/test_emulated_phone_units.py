@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specbench.devices.emulated_phone import EmulatedPhone, load_description, main, parse_description
-from specbench.devices.emuphone import wire
-from specbench.devices.emuphone.sandbox import OutputUnmapper, Sandbox
+from specbench.emuphone import wire
+from specbench.emuphone.phone import EmulatedPhone, load_description, main, parse_description
+from specbench.emuphone.sandbox import OutputUnmapper, Sandbox
 from specbench.errors import SchemaError, SpecbenchError
 
 PIXEL = Path(__file__).resolve().parents[1] / "data" / "phones" / "pixel-emu.yaml"
@@ -121,7 +121,7 @@ def test_cli_bad_description_is_one_clean_line(tmp_path, capsys):
 
 
 def test_cli_serves_until_sigterm(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "specbench.devices.emulated_phone", "--description", str(PIXEL),
+    proc = subprocess.Popen([sys.executable, "-m", "specbench.emuphone.phone", "--description", str(PIXEL),
                              "--sandbox", str(tmp_path / "phone")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:

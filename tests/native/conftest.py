@@ -98,8 +98,8 @@ def tiny(tmp_path_factory) -> TinyModels:
 @pytest.fixture(scope="session")
 def demo_model_path():
     """demo_model_path(name) -> the cached demo GGUF, or a skip (never downloads)."""
-    from specbench import models
     from specbench.errors import SpecbenchError
+    from specbench.world import models
 
     def get(name: str) -> Path:
         try:

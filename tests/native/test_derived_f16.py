@@ -1,4 +1,4 @@
-"""The derived F16 demo target (specbench.gguf_f16, models.DERIVED_MODELS): the conversion on a tiny
+"""The derived F16 demo target (specbench.world.gguf_f16, models.DERIVED_MODELS): the conversion on a tiny
 Q4_1 model, the cache's record and rebuild rules, and the real SmolLM2 F16 against its Q4_1 source."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import os
 import numpy as np
 import pytest
 
-from specbench import models
 from specbench.errors import SpecbenchError
-from specbench.fileio import file_sha256
+from specbench.schemas.fileio import file_sha256
+from specbench.world import models
 
 gguf = pytest.importorskip("gguf", reason="the F16 derivation needs gguf==0.19.0 (pip install gguf==0.19.0)")
 
@@ -30,7 +30,7 @@ def fields(reader) -> dict:
 
 
 def test_to_f16_dequantizes_2d_tensors_keeps_norms_and_metadata(tmp_path):
-    from specbench.gguf_f16 import to_f16
+    from specbench.world.gguf_f16 import to_f16
 
     src, dst = tiny_q4_1(tmp_path / "q4_1.gguf"), tmp_path / "f16.gguf"
     to_f16(src, dst)
@@ -51,7 +51,7 @@ def test_to_f16_dequantizes_2d_tensors_keeps_norms_and_metadata(tmp_path):
 
 
 def test_to_f16_is_deterministic_and_leaves_no_temp_file(tmp_path):
-    from specbench.gguf_f16 import to_f16
+    from specbench.world.gguf_f16 import to_f16
 
     src = tiny_q4_1(tmp_path / "q4_1.gguf")
     (tmp_path / "a").mkdir()
@@ -64,7 +64,7 @@ def test_to_f16_is_deterministic_and_leaves_no_temp_file(tmp_path):
 def test_the_runner_computes_the_same_function_from_f16_as_from_the_exact_f32_weights(tmp_path, run_job):
     """F16 holds the dequantized weights to 11 bits: the runner's greedy tokens match an F32 file of the same
     dequantized weights (the Q4_1 file itself differs: llama.cpp's Q4_1 kernels round the activations to 8 bits)."""
-    from specbench.gguf_f16 import to_f16
+    from specbench.world.gguf_f16 import to_f16
 
     src, f16 = tiny_q4_1(tmp_path / "q4_1.gguf"), tmp_path / "f16.gguf"
     to_f16(src, f16)
@@ -95,7 +95,7 @@ def tiny_cache(tmp_path, monkeypatch):
 
 
 def test_a_derived_model_is_made_once_with_its_record(tiny_cache, capsys):
-    from specbench.gguf_f16 import RECIPE
+    from specbench.world.gguf_f16 import RECIPE
 
     with pytest.raises(SpecbenchError, match="not in the cache") as err:
         models.demo_model("tiny-f16", download=False)

@@ -1,4 +1,4 @@
-"""LocalDevice and specbench.runner on the tiny fixtures: jobs, errors, profiling, tracing and
+"""LocalDevice and specbench.world.runner on the tiny fixtures: jobs, errors, profiling, tracing and
 native runs through the real runner binary."""
 
 from __future__ import annotations
@@ -10,21 +10,21 @@ import sys
 
 import pytest
 
-from specbench.devices.base import Device
-from specbench.devices.local import LocalDevice
+from specbench.core.methods.sd import SdConfig
+from specbench.core.methods.target import TargetConfig
 from specbench.errors import SpecbenchError
-from specbench.methods.sd import SdConfig
-from specbench.methods.target import TargetConfig
-from specbench.model_files import ModelFile
-from specbench.native_run import NativePlan, run_native
-from specbench.placement import resolve
-from specbench.profiles import load_profile
-from specbench.profiling import SweepPlan, profile_device, write_profile
-from specbench.results import ROW_FIELDS, load_results
-from specbench.runner import run_job
-from specbench.traces import load_trace_dir
-from specbench.tracing import trace_windows, traced_ids
-from specbench.windows import make_text_window
+from specbench.schemas.placement import resolve
+from specbench.schemas.profiles import load_profile
+from specbench.schemas.results import ROW_FIELDS, load_results
+from specbench.schemas.traces import load_trace_dir
+from specbench.schemas.windows import make_text_window
+from specbench.world.devices.base import Device
+from specbench.world.devices.local import LocalDevice
+from specbench.world.model_files import ModelFile
+from specbench.world.native_run import NativePlan, run_native
+from specbench.world.profiling import SweepPlan, profile_device, write_profile
+from specbench.world.runner import run_job
+from specbench.world.tracing import trace_windows, traced_ids
 
 TEXTS = ["hello the world", "in the heat", "a tale of the tin", "the end", "heat in the tin", "the tea"]
 

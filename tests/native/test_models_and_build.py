@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from specbench import models
 from specbench.errors import SpecbenchError
+from specbench.world import models
 
 REPO = Path(__file__).resolve().parents[2]
 

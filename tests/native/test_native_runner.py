@@ -130,10 +130,10 @@ def test_native_sd_ops_equal_the_python_reference(run_job, tiny, width, p_min):
     """The Python SD procedure on the runner's trace makes the runner's own decisions: the
     same forwards (widths, depths, accepted counts), confidence-stop probes and the cap's
     no-room rounds included."""
-    sd = pytest.importorskip("specbench.methods.sd")
-    base = pytest.importorskip("specbench.methods.base")
-    traces_mod = pytest.importorskip("specbench.traces")
-    fileio = pytest.importorskip("specbench.fileio")
+    sd = pytest.importorskip("specbench.core.methods.sd")
+    base = pytest.importorskip("specbench.core.methods.base")
+    traces_mod = pytest.importorskip("specbench.schemas.traces")
+    fileio = pytest.importorskip("specbench.schemas.fileio")
     tr = trace(run_job, tiny, tiny.near)
     for r in decode(run_job, tiny.target, tiny.near, [{"name": "sd", "width": width, "p_min": p_min}]):
         doc = {k: v for k, v in tr[r["window_id"]].items() if k != "kind"} | {"window_sha256": "0" * 64}
@@ -148,8 +148,8 @@ def test_native_sd_ops_equal_the_python_reference(run_job, tiny, width, p_min):
 
 
 def test_trace_result_loads_with_the_python_trace_schema(run_job, tiny):
-    traces_mod = pytest.importorskip("specbench.traces")
-    fileio = pytest.importorskip("specbench.fileio")
+    traces_mod = pytest.importorskip("specbench.schemas.traces")
+    fileio = pytest.importorskip("specbench.schemas.fileio")
     tr = trace(run_job, tiny, tiny.near, windows=WINDOWS[:1])["chat"]
     doc = {k: v for k, v in tr.items() if k != "kind"} | {"window_sha256": "0" * 64}
     wt = traces_mod.window_trace_from_dict(doc, fileio.Where("runner output"))

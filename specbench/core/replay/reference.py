@@ -1,0 +1,264 @@
+"""Replay: price a method's decisions with a device profile (METHODS §§4-5).
+
+Serial methods (target-only, SD, SpecASR) decide the same whatever the timing, so replay
+prices their fixed operation sequence op by op. AS2D's decisions depend on when producer
+batches are published, so its replay simulates the two lanes in time: while both lanes
+work, each progresses at 1/rho of its solo speed (processor sharing); the target never
+waits for the producer.
+
+This module is the scalar reference; `batch_replay` computes the same numbers for whole
+studies at once and is tested against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from specbench.core.methods import MethodConfig, method_name
+from specbench.core.methods.as2d import As2dConfig, As2dVerifier
+from specbench.core.methods.base import Decoded, Model, TargetOracle, TraceDrafts
+from specbench.core.methods.sd import SdConfig, decode_sd, drafter_kv
+from specbench.core.methods.specasr import SpecAsrConfig, decode_specasr
+from specbench.core.methods.target import TargetConfig, decode_target
+from specbench.errors import SpecbenchError
+from specbench.schemas.profiles import CostTable, DeviceProfile, DrafterProfile
+from specbench.schemas.results import WindowResult
+from specbench.schemas.traces import ProducerStream, WindowTrace
+from specbench.schemas.windows import Window
+
+
+@dataclass(frozen=True)
+class Timing:
+    decode_s: float
+    d_s: float
+    v_s: float
+    o_s: float
+    h_s: float
+    drafter_forwards: int
+    extrapolated: bool = False
+    """A co-scheduling ratio the profile did not measure."""
+    depth_extrapolated: bool = False
+    """A forward priced outside the profile's measured depths."""
+
+
+def decode_serial(config: MethodConfig, trace: WindowTrace, cap: int, drafter_name: str = "drafter") -> Decoded:
+    """Run a serial method's decision procedure on a trace."""
+    oracle = TargetOracle(trace.y)
+    if isinstance(config, TargetConfig):
+        return decode_target(oracle, trace.n_prompt)
+    drafts = TraceDrafts(trace, drafter_name)
+    if isinstance(config, SdConfig):
+        return decode_sd(oracle, drafts, cap, trace.n_prompt, trace.n_prompt_drafter, config, drafter_kv(trace, config))
+    if isinstance(config, SpecAsrConfig):
+        return decode_specasr(oracle, drafts, cap, trace.n_prompt, trace.n_prompt_drafter, config)
+    raise SpecbenchError(f"{method_name(config)} is not a serial method")
+
+
+def price_serial(decoded: Decoded, target_costs: CostTable, drafter: DrafterProfile | None) -> Timing:
+    """Serial: nothing overlaps, so T = D + V exactly and O = H = 0."""
+    d_s = v_s = 0.0
+    drafter_forwards = 0
+    depth_extrapolated = False
+    for op in decoded.ops:
+        if op.model is Model.TARGET:
+            v_s += target_costs.cost(op.width, op.depth)
+            depth_extrapolated |= bool(target_costs.extrapolates(op.depth))
+        else:
+            if drafter is None:
+                raise SpecbenchError("a drafter forward needs a drafter cost table")
+            table = drafter.ingest_costs() if op.all_rows else drafter.costs
+            d_s += table.cost(op.width, op.depth)
+            depth_extrapolated |= bool(table.extrapolates(op.depth))
+            drafter_forwards += 1
+    return Timing(d_s + v_s, d_s, v_s, 0.0, 0.0, drafter_forwards, depth_extrapolated=depth_extrapolated)
+
+
+@dataclass(frozen=True)
+class ProducerTimeline:
+    """The producer's work in solo seconds: step s runs from cum[s] to cum[s+1]. Step 0 is
+    the drafter's prefill prediction (z[0] comes from the prefill's logits, before the decode
+    clock), so it costs no forward; step s >= 1 is one single-token drafter forward."""
+
+    cum: np.ndarray
+    """[steps + 1] cumulative solo seconds."""
+    publish_work: np.ndarray
+    """[batches] solo seconds of producer work after which each batch is visible."""
+    publish_steps: np.ndarray
+    """[batches] the producer step after which each batch is visible."""
+    batch: int
+    n_tokens: int
+
+    @property
+    def total(self) -> float:
+        return float(self.cum[-1])
+
+    @property
+    def steps(self) -> int:
+        return len(self.cum) - 1
+
+    def published(self, work_done: float) -> int:
+        """Tokens visible once the producer has done `work_done` solo seconds of work."""
+        batches = int(np.searchsorted(self.publish_work, work_done, side="right"))
+        return min(self.n_tokens, batches * self.batch)
+
+    def steps_done(self, work_done: float) -> int:
+        return int(np.searchsorted(self.cum, work_done, side="right")) - 1
+
+    def forwards_done(self, work_done: float) -> int:
+        """Drafter forwards finished: every step done but the prefill's."""
+        return max(self.steps_done(work_done) - 1, 0)
+
+
+def batch_publish_steps(step: np.ndarray, steps: int, batch: int) -> np.ndarray:
+    """Producer step after which each batch is published: its last token's step; the final
+    partial batch at the producer's end."""
+    n = len(step)
+    last = np.minimum(np.arange(batch - 1, n + batch - 1, batch), n - 1) if n else np.zeros(0, dtype=np.int64)
+    out = step[last].astype(np.int64) if n else np.zeros(0, dtype=np.int64)
+    if n % batch:
+        out[-1] = steps - 1
+    return out
+
+
+def producer_forward_depths(steps: int, depth0: int) -> np.ndarray:
+    """KV depth of the forward of each producer step s >= 1: it feeds the drafter token of
+    step s - 1 after the prompt's `depth0` entries."""
+    return depth0 + np.arange(max(steps - 1, 0), dtype=np.float64)
+
+
+def timeline_from_forward_costs(stream: ProducerStream, forward_s: np.ndarray, batch: int,
+                                publish_s: float) -> ProducerTimeline:
+    """The timeline from the solo seconds of each forward (steps 1..steps-1) and the
+    per-batch publishing cost, charged to the step that publishes."""
+    step_cost = np.zeros(stream.steps)
+    step_cost[1:] = forward_s
+    publish_steps = batch_publish_steps(stream.step, stream.steps, batch)
+    np.add.at(step_cost, publish_steps, publish_s)
+    cum = np.concatenate([[0.0], np.cumsum(step_cost)])
+    return ProducerTimeline(cum, cum[publish_steps + 1], publish_steps, batch, len(stream.tokens))
+
+
+def producer_timeline(stream: ProducerStream, costs: CostTable, depth0: int, batch: int, publish_s: float) -> ProducerTimeline:
+    depths = producer_forward_depths(stream.steps, depth0)
+    return timeline_from_forward_costs(stream, costs.costs(np.ones(len(depths), dtype=np.int64), depths), batch,
+                                       publish_s)
+
+
+def producer_depth_extrapolated(cum: np.ndarray, work: float, costs: CostTable, depth0: int) -> bool:
+    """Whether a producer forward begun by the end of the decode (`work` solo seconds done; step
+    s >= 1 begins at cum[s] with a forward at depth depth0 + s - 1) was priced outside the
+    measured depths. A forward still running at the end counts: its price decided whether its
+    batch came in time."""
+    started = int(np.searchsorted(cum[:-1], work, side="left"))
+    return started > 1 and bool(costs.extrapolates(np.array([depth0, depth0 + started - 2])).any())
+
+
+class _Lanes:
+    """Clock and D/V/O/H bookkeeping for the two-lane simulation."""
+
+    def __init__(self, timeline: ProducerTimeline, start_s: float):
+        self.timeline = timeline
+        self.start_s = start_s
+        self.time = self.work = self.d = self.v = self.o = self.h = 0.0
+
+    def published(self) -> int:
+        """Tokens the target sees now: none before the producer thread starts."""
+        return self.timeline.published(self.work) if self.time >= self.start_s else 0
+
+    def run(self, solo_s: float, rho_target: float, rho_drafter: float, forward: bool) -> None:
+        """Advance through one target-lane activity of `solo_s` seconds of solo work."""
+        remaining = solo_s
+        if self.time < self.start_s:  # the producer has not started: the target runs alone
+            alone = min(self.start_s - self.time, remaining)
+            self._alone(alone, forward)
+            remaining = 0.0 if alone == remaining else remaining - alone
+        total = self.timeline.total
+        if remaining > 0 and self.work < total:
+            need_target = remaining * rho_target
+            need_producer = (total - self.work) * rho_drafter
+            if need_target < need_producer:
+                shared = need_target
+                self.work = min(self.work + shared / rho_drafter, total)
+                remaining = 0.0
+            else:
+                shared = need_producer
+                self.work = total
+                remaining = 0.0 if need_target == need_producer else remaining - shared / rho_target
+            self.time += shared
+            self.d += shared
+            if forward:
+                self.v += shared
+                self.o += shared
+        if remaining > 0:
+            self._alone(remaining, forward)
+
+    def _alone(self, seconds: float, forward: bool) -> None:
+        self.time += seconds
+        if forward:
+            self.v += seconds
+        else:
+            self.h += seconds
+
+
+def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: As2dConfig) -> tuple[Timing, dict]:
+    """Two lanes in time. Returns the timing and the target-lane counts."""
+    stream = trace.producer
+    if stream is None:
+        raise SpecbenchError(f"trace of window '{trace.window_id}' has no producer stream; AS2D needs one")
+    drafter = profile.drafter(config.drafter)
+    cosched = profile.cosched(config.drafter)
+    overheads = profile.overheads
+    timeline = producer_timeline(stream, drafter.costs, trace.n_prompt_drafter, config.batch, overheads.publish_s)
+    lanes = _Lanes(timeline, overheads.producer_startup_s)
+    oracle = TargetOracle(trace.y)
+    verifier = As2dVerifier(config, cap)
+    counts = {"rounds": 0, "proposed": 0, "accepted": 0, "multi_token_rounds": 0}
+    extrapolated = depth_extrapolated = False
+    while not oracle.done:
+        t = oracle.committed
+        plan = verifier.plan(t, oracle.last(), stream.tokens, stream.conf, lanes.published())
+        if plan.searched and overheads.align_s > 0:
+            lanes.run(overheads.align_s, 1.0, 1.0, forward=False)
+        width, depth = len(plan.candidates) + 1, trace.n_prompt + t - 1
+        rho_t, rho_d, extra = cosched.ratios(width, depth)
+        extrapolated |= extra
+        depth_extrapolated |= bool(profile.target_costs.extrapolates(depth))
+        lanes.run(profile.target_costs.cost(width, depth), rho_t, rho_d, forward=True)
+        accepted, committed = oracle.verify(plan.candidates)
+        verifier.observe(plan, accepted, committed)
+        counts["rounds"] += 1
+        counts["proposed"] += len(plan.candidates)
+        counts["accepted"] += accepted
+        counts["multi_token_rounds"] += committed > 1
+    depth_extrapolated |= producer_depth_extrapolated(timeline.cum, lanes.work, drafter.costs, trace.n_prompt_drafter)
+    timing = Timing(lanes.time, lanes.d, lanes.v, lanes.o, lanes.h, timeline.forwards_done(lanes.work), extrapolated,
+                    depth_extrapolated)
+    return timing, counts
+
+
+def serial_counts(decoded: Decoded) -> dict:
+    targets = [op for op in decoded.ops if op.model is Model.TARGET]
+    return {"rounds": len(targets), "proposed": sum(op.proposed for op in targets),
+            "accepted": sum(op.accepted for op in targets),
+            "multi_token_rounds": sum(op.committed > 1 for op in targets)}
+
+
+def replay_window(window: Window, trace: WindowTrace, profile: DeviceProfile, config: MethodConfig) -> WindowResult:
+    """Replay one window with one method configuration on one device profile."""
+    if isinstance(config, As2dConfig):
+        timing, counts = simulate_as2d(trace, window.cap, profile, config)
+        lossless = True  # the oracle commits only y, token by token
+    else:
+        decoded = decode_serial(config, trace, window.cap, getattr(config, "drafter", None) or "drafter")
+        drafter = None if isinstance(config, TargetConfig) else profile.drafter(config.drafter)
+        timing, counts = price_serial(decoded, profile.target_costs, drafter), serial_counts(decoded)
+        lossless = list(decoded.tokens) == trace.y.tolist()
+    return WindowResult(
+        device=profile.name, method=method_name(config), config=config.label, window_id=window.window_id,
+        window_sha256=window.window_sha256, dataset=window.dataset, split=window.split.value,
+        tokens=trace.n_tokens - 1, decode_s=timing.decode_s, drafter_forwards=timing.drafter_forwards,
+        d_s=timing.d_s, v_s=timing.v_s, o_s=timing.o_s, h_s=timing.h_s, extrapolated=timing.extrapolated,
+        lossless=lossless, text=trace.text, depth_extrapolated=timing.depth_extrapolated,
+        placement=profile.placement.key, **counts)

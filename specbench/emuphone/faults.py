@@ -1,0 +1,90 @@
+"""Fault injection state of an emulated phone, set from the test thread, read by the phone's loop."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from specbench.emuphone.transport import Stream
+
+DROP_HOWS = ("connection", "stream")
+
+
+@dataclass(frozen=True)
+class DropFault:
+    """Cut the next stream whose service starts with `service_prefix` after `after_bytes`."""
+
+    after_bytes: int
+    """Payload bytes (either direction, sync framing included) let through before the cut."""
+    service_prefix: str
+    """e.g. "sync:" for push/pull, "shell" for commands."""
+    how: str
+    """"connection": close the whole TCP connection (a pulled cable); "stream": CLSE that stream."""
+
+
+@dataclass(frozen=True)
+class ExitFault:
+    """Make a command exit with `exit_code` instead of running."""
+
+    exit_code: int
+    match: Optional[str]
+    """Only commands containing this text are affected (None: any command)."""
+
+
+class Faults:
+    """Pending and standing faults. All methods are thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.packet_delay_s = 0.0
+        """Sleep before every packet the phone sends, in seconds."""
+        self.command_delay_s = 0.0
+        """Sleep before each opened service (a shell command, a sync session) starts, in seconds."""
+        self._drops: list[DropFault] = []
+        self._exits: list[ExitFault] = []
+
+    def clear(self) -> None:
+        with self._lock:
+            self.packet_delay_s = self.command_delay_s = 0.0
+            self._drops.clear()
+            self._exits.clear()
+
+    def add_drop(self, fault: DropFault) -> None:
+        if fault.how not in DROP_HOWS:
+            raise ValueError(f"unknown drop {fault.how!r}; available: {', '.join(DROP_HOWS)}")
+        with self._lock:
+            self._drops.append(fault)
+
+    def add_exits(self, fault: ExitFault, count: int) -> None:
+        with self._lock:
+            self._exits.extend([fault] * count)
+
+    def arm_stream(self, stream: "Stream") -> None:
+        """Give a newly opened stream the first pending drop that matches its service. The
+        drop stays pending until a stream actually reaches its byte count (adbutils opens a
+        short STAT session before every push and pull; that one must not use it up)."""
+        with self._lock:
+            for fault in self._drops:
+                if stream.service.startswith(fault.service_prefix):
+                    stream.arm_drop(fault)
+                    return
+
+    def consume_drop(self, fault: DropFault) -> bool:
+        """True (once) if `fault` is still pending: the calling stream is the one to cut."""
+        with self._lock:
+            for index, pending in enumerate(self._drops):
+                if pending is fault:
+                    del self._drops[index]
+                    return True
+        return False
+
+    def take_exit(self, command: str) -> Optional[int]:
+        """The injected exit code for this command, consuming the fault, or None."""
+        with self._lock:
+            for fault in self._exits:
+                if fault.match is None or fault.match in command:
+                    self._exits.remove(fault)
+                    return fault.exit_code
+        return None

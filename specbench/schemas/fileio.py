@@ -1,0 +1,173 @@
+"""Reading and writing the versioned files every stage exchanges.
+
+Every file kind carries `kind` and `schema_version`; loaders reject other kinds and
+versions they do not know, and every complaint names the file, the key and what was
+expected. Writers go through a temporary file and a rename, so an interrupted write never
+leaves half a file behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+from specbench.errors import SchemaError, SpecbenchError
+
+
+@dataclass(frozen=True)
+class Where:
+    """A location inside a file, for error messages: the file and a key prefix."""
+
+    path: Path | str
+    prefix: str = ""
+
+    def at(self, key: str | int) -> "Where":
+        key_text = f"[{key}]" if isinstance(key, int) else str(key)
+        joined = f"{self.prefix}{key_text}" if isinstance(key, int) or not self.prefix else f"{self.prefix}.{key_text}"
+        return Where(self.path, joined)
+
+    def fail(self, expected: str, got: object = None, key: str | None = None) -> SchemaError:
+        return SchemaError(self.path, key if key is not None else (self.prefix or "<root>"), expected, got)
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list", dict: "a mapping"}
+
+
+def need(mapping: Any, key: str, kind: type | tuple[type, ...], where: Where, default: Any = ...) -> Any:
+    """`mapping[key]` checked against `kind`; a missing key without default is an error."""
+    if not isinstance(mapping, dict):
+        raise where.fail("a mapping", type(mapping).__name__)
+    if key not in mapping:
+        if default is not ...:
+            return default
+        raise where.at(key).fail(f"{_kind_name(kind)} (missing)")
+    value = mapping[key]
+    if not _is_kind(value, kind):
+        raise where.at(key).fail(_kind_name(kind), value)
+    return value
+
+
+def reject_unknown(mapping: dict, known: set[str] | frozenset[str], where: Where) -> None:
+    unknown = sorted(set(mapping) - set(known))
+    if unknown:
+        raise where.at(unknown[0]).fail(f"one of the known keys {sorted(known)} (unknown key)")
+
+
+def check_header(doc: Any, kind: str, versions: tuple[int, ...], where: Where) -> int:
+    """Validate the `kind`/`schema_version` pair that starts every specbench file."""
+    if not isinstance(doc, dict):
+        raise where.fail(f"a {kind} header mapping", type(doc).__name__)
+    got_kind = doc.get("kind")
+    if got_kind != kind:
+        raise where.at("kind").fail(f"'{kind}'", got_kind)
+    version = doc.get("schema_version")
+    if version not in versions:
+        raise where.at("schema_version").fail(f"one of {list(versions)} (this specbench reads these)", version)
+    return version
+
+
+def _is_kind(value: Any, kind: type | tuple[type, ...]) -> bool:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        return False  # true/false is not a number here
+    if float in kinds and isinstance(value, int) and not isinstance(value, bool):
+        return True
+    if isinstance(value, float) and float in kinds and not math.isfinite(value):
+        return False
+    return isinstance(value, kinds)
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
+
+
+def read_text(path: Path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecbenchError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise SpecbenchError(f"{path}: expected a file, found a directory") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecbenchError(f"{path}: cannot read ({exc})") from None
+
+
+def load_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(read_text(path))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        raise SpecbenchError(f"{path}:{line} is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+
+
+def load_json(path: Path) -> Any:
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise SpecbenchError(f"{path}: line {exc.lineno} is not valid JSON ({exc.msg})") from None
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed object) for each non-empty line; a bad line names its number.
+
+    A final line without a newline that does not parse is a write cut short by an
+    interruption; it is reported as such rather than as corrupt data.
+    """
+    text = read_text(path)
+    lines = text.split("\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            cut_short = number == len(lines) and not text.endswith("\n")
+            why = "was cut short by an interrupted write" if cut_short else f"is not valid JSON ({exc.msg})"
+            raise SpecbenchError(f"{path}: line {number} {why}") from None
+
+
+def dumps_line(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file and a rename: all or nothing."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual mode
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def dump_yaml(obj: Any) -> str:
+    return yaml.safe_dump(obj, sort_keys=False, default_flow_style=None, width=100)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,422 @@
+"""Traces: what the real models decided for each window, free of timing (METHODS §4).
+
+A traces directory holds one JSONL file per (target, drafter) pair: a header line
+`{"kind": "specbench.trace", "schema_version": 1, "target": {...}, "drafter": {...},
+"templates": {"target": "model", "drafter": "gemma"}}` (the chat template each model
+rendered the windows with: a llama.cpp built-in name, or "model" for its GGUF's own)
+then one window per line with the target's greedy output `y`, the prefix-conditioned
+drafts `P` (row t = the drafter's greedy continuation after prompt + y[:t], padded with -1
+after the drafter's end of sequence), the producer stream `z` already mapped to the
+target vocabulary, and the recorded drafter answers of SpecASR's recycling queries per
+configuration. Replay reads only these; a query the trace lacks is an error.
+
+With a drafter of another vocabulary the draft rows are mapped to target tokens, and the
+drafts also carry what the drafter's forwards depend on (`CrossDrafts`): the committed
+prefix in drafter tokens and the drafter tokens behind each row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from specbench.errors import SpecbenchError
+from specbench.schemas.fileio import Where, check_header, dumps_line, iter_jsonl, need, reject_unknown, write_atomic
+from specbench.schemas.windows import Window
+
+KIND = "specbench.trace"
+# Format history: 1 = first version; the header gained the optional `templates` (the chat
+# template each model rendered the windows with; files without it load with templates None).
+# 2 = cross-vocabulary drafts add `step`, `drafter_tokens` and `context` (the drafter's own
+# tokens, which price its forwards); version 1 files load and replay as before (their
+# cross-vocabulary drafter forwards priced as same-vocabulary).
+VERSIONS = (1, 2)
+PAD = -1
+"""Token id that pads a draft row after the drafter's end of sequence."""
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    name: str
+    sha256: str
+    """sha256 of the GGUF file (or a synthetic identity for generated studies)."""
+
+
+@dataclass(frozen=True)
+class CrossDrafts:
+    """A cross-vocabulary drafter's side of the draft rows, in its own tokens: the runner's
+    drafter forwards (widths and depths) follow from these (methods.sd.CrossVocabKV)."""
+
+    step: np.ndarray
+    """int32 [N, k_max]: drafter step (0 = the first drafter token of the row) at which each
+    mapped token became stable; PAD where the row is padded."""
+    drafter_tokens: tuple[np.ndarray, ...]
+    """Per row: the drafter tokens its mapping consumed (step i made drafter_tokens[i])."""
+    context_keep: np.ndarray
+    """int32 [N]: row t's context (y[:t] retokenized by the drafter) keeps this many leading
+    tokens of row t-1's context ..."""
+    context_append: tuple[np.ndarray, ...]
+    """... and appends these."""
+
+    def contexts(self) -> Iterator[np.ndarray]:
+        """y[:t] as drafter tokens, for t = 0, 1, ..."""
+        context = np.zeros(0, dtype=np.int32)
+        for keep, append in zip(self.context_keep.tolist(), self.context_append):
+            context = np.concatenate([context[:keep], append])
+            yield context
+
+
+@dataclass(frozen=True)
+class DraftTable:
+    """Prefix-conditioned drafts: row t continues prompt + y[:t]."""
+
+    tokens: np.ndarray
+    """int32 [N, k_max]; PAD after the drafter's end of sequence."""
+    conf: np.ndarray
+    """float64 [N, k_max]: the drafter's top-1 probability of each token."""
+    cross: CrossDrafts | None = None
+    """Cross-vocabulary traces (version 2 on): the drafter-token side of the rows."""
+
+    @property
+    def k_max(self) -> int:
+        return int(self.tokens.shape[1])
+
+
+@dataclass(frozen=True)
+class ProducerStream:
+    """AS2D's producer output, from the input view and instruction alone."""
+
+    tokens: np.ndarray
+    """int32 [M]: z, in the target vocabulary."""
+    conf: np.ndarray
+    """float64 [M]: pz, top-1 probability (the lowest of the drafter tokens a mapped token came from)."""
+    step: np.ndarray
+    """int32 [M], non-decreasing: index of the producer step (drafter forward) that completes each token."""
+    steps: int
+    """Drafter forwards the producer runs in all (>= step[-1] + 1)."""
+    stop: str
+    """'eos' or 'cap'."""
+
+
+@dataclass(frozen=True)
+class RecycleAnswer:
+    """The drafter's answer to one SpecASR recycling query (context = y[:t] + correction... see methods.specasr)."""
+
+    top1: tuple[int, ...]
+    """Top-1 token after each ingested position (len(tail) + 1 entries)."""
+    conf: tuple[float, ...]
+    kept: int
+    """Leading tail tokens the configuration kept (top-1 agrees, confidence >= tau)."""
+    cont: tuple[int, ...]
+    """Greedy continuation after prompt + y[:t] + tail[:kept]."""
+    cont_conf: tuple[float, ...]
+
+
+RecycleKey = tuple[int, tuple[int, ...]]
+"""(committed tokens t after the correction, recycled tail)."""
+
+
+@dataclass(frozen=True)
+class WindowTrace:
+    window_id: str
+    window_sha256: str
+    y: np.ndarray
+    """int32 [N]: the target's greedy output; y[0] comes from the prefill."""
+    stop_reason: str
+    """'eos' or 'cap'."""
+    n_prompt: int
+    """Target KV entries after the initial prefill (audio + instruction)."""
+    n_prompt_drafter: int
+    drafts: DraftTable | None = None
+    producer: ProducerStream | None = None
+    recycle: Mapping[str, Mapping[RecycleKey, RecycleAnswer]] = field(default_factory=dict)
+    """Recorded recycling answers per SpecASR configuration label."""
+    text: str = ""
+    """y detokenized by the target (special tokens left out), for WER/CER; "" in older traces."""
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.y.shape[0])
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    target: ModelRef
+    drafter: ModelRef
+    windows: dict[str, WindowTrace]
+    """By window_id, in file order."""
+    path: Path | None = None
+    templates: Mapping[str, str] | None = None
+    """The chat template of the 'target' and the 'drafter' (a llama.cpp built-in name, or
+    "model" for the GGUF's own); None in files written before templates were recorded."""
+    version: int = VERSIONS[-1]
+    """The file's schema_version."""
+
+
+_HEADER_KEYS = frozenset({"kind", "schema_version", "target", "drafter", "templates", "notes"})
+_WINDOW_KEYS = frozenset({"window_id", "window_sha256", "y", "stop_reason", "n_prompt", "n_prompt_drafter",
+                          "drafts", "producer", "recycle", "text"})
+
+
+def _model_ref(doc: dict, key: str, where: Where) -> ModelRef:
+    ref = need(doc, key, dict, where)
+    return ModelRef(need(ref, "name", str, where.at(key)), need(ref, "sha256", str, where.at(key)))
+
+
+def _templates(doc: dict, where: Where) -> dict[str, str] | None:
+    templates = need(doc, "templates", dict, where, None)
+    if templates is None:
+        return None
+    if set(templates) != {"target", "drafter"} or not all(isinstance(v, str) and v for v in templates.values()):
+        raise where.at("templates").fail("{\"target\": NAME, \"drafter\": NAME} (chat template names)", templates)
+    return {"target": templates["target"], "drafter": templates["drafter"]}
+
+
+def _int_array(values: object, where: Where) -> np.ndarray:
+    if not isinstance(values, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise where.fail("a list of integer token ids", values)
+    return np.asarray(values, dtype=np.int32)
+
+
+def _prob_array(values: object, n: int, where: Where) -> np.ndarray:
+    if not isinstance(values, list) or len(values) != n:
+        raise where.fail(f"a list of {n} probabilities", values)
+    array = np.asarray(values, dtype=np.float64)
+    if array.size and (not np.all(np.isfinite(array)) or array.min() < 0 or array.max() > 1):
+        raise where.fail("probabilities in [0, 1]", values)
+    return array
+
+
+_CROSS_KEYS = ("step", "drafter_tokens", "context")
+
+
+def _rows(doc: dict, key: str, n: int, where: Where) -> list:
+    rows = need(doc, key, list, where)
+    if len(rows) != n:
+        raise where.at(key).fail(f"{n} rows (one per committed prefix y[:t], t = 0..N-1)", f"{len(rows)} rows")
+    return rows
+
+
+def _cross_from(doc: dict, tokens: np.ndarray, where: Where) -> CrossDrafts | None:
+    present = [key for key in _CROSS_KEYS if key in doc]
+    if not present:
+        return None
+    if len(present) < len(_CROSS_KEYS):
+        missing = next(key for key in _CROSS_KEYS if key not in doc)
+        raise where.at(missing).fail(f"present (missing; cross-vocabulary drafts carry {', '.join(_CROSS_KEYS)})")
+    n, k_max = tokens.shape
+    step = np.full((n, k_max), PAD, dtype=np.int32)
+    drafter_tokens = []
+    for t, (row, d_row) in enumerate(zip(_rows(doc, "step", n, where), _rows(doc, "drafter_tokens", n, where))):
+        length = int(np.sum(tokens[t] != PAD))
+        steps = _int_array(row, where.at("step").at(t))
+        d_tokens = _int_array(d_row, where.at("drafter_tokens").at(t))
+        if len(steps) != length or (length and (np.any(np.diff(steps) < 0) or steps[0] < 0
+                                                or steps[-1] >= len(d_tokens))):
+            raise where.at("step").at(t).fail(f"{length} non-decreasing drafter steps below {len(d_tokens)} "
+                                              "(one per draft token)", steps.tolist())
+        step[t, :length] = steps
+        drafter_tokens.append(d_tokens)
+    context = need(doc, "context", dict, where)
+    c_where = where.at("context")
+    keep = _int_array(_rows(context, "keep", n, c_where), c_where.at("keep"))
+    append = tuple(_int_array(row, c_where.at("append").at(t))
+                   for t, row in enumerate(_rows(context, "append", n, c_where)))
+    length = 0
+    for t, (k, a) in enumerate(zip(keep.tolist(), append)):
+        if not 0 <= k <= length:
+            raise c_where.at("keep").at(t).fail(f"0..{length} (tokens of the previous row's context)", k)
+        length = k + len(a)
+    return CrossDrafts(step, tuple(drafter_tokens), keep, append)
+
+
+def _drafts_from(doc: dict, n: int, where: Where) -> DraftTable:
+    reject_unknown(doc, frozenset({"k_max", "tokens", "conf", *_CROSS_KEYS}), where)
+    k_max = need(doc, "k_max", int, where)
+    rows = _rows(doc, "tokens", n, where)
+    confs = _rows(doc, "conf", n, where)
+    tokens = np.full((n, k_max), PAD, dtype=np.int32)
+    conf = np.zeros((n, k_max), dtype=np.float64)
+    for t, (row, crow) in enumerate(zip(rows, confs)):
+        if len(row) > k_max:
+            raise where.at("tokens").at(t).fail(f"at most k_max={k_max} tokens", len(row))
+        tokens[t, : len(row)] = _int_array(row, where.at("tokens").at(t))
+        conf[t, : len(row)] = _prob_array(crow, len(row), where.at("conf").at(t))
+    return DraftTable(tokens, conf, _cross_from(doc, tokens, where))
+
+
+def _producer_from(doc: dict, where: Where) -> ProducerStream:
+    tokens = _int_array(need(doc, "tokens", list, where), where.at("tokens"))
+    conf = _prob_array(need(doc, "conf", list, where), len(tokens), where.at("conf"))
+    step = _int_array(need(doc, "step", list, where, list(range(len(tokens)))), where.at("step"))
+    steps = need(doc, "steps", int, where, len(tokens))
+    if len(step) != len(tokens) or (len(step) and (np.any(np.diff(step) < 0) or step[0] < 0)):
+        raise where.at("step").fail("one non-decreasing step index >= 0 per token", step.tolist())
+    if len(step) and steps < int(step[-1]) + 1:
+        raise where.at("steps").fail(f"at least {int(step[-1]) + 1} (last token's step + 1)", steps)
+    stop = need(doc, "stop", str, where)
+    if stop not in ("eos", "cap"):
+        raise where.at("stop").fail("'eos' or 'cap'", stop)
+    return ProducerStream(tokens, conf, step, steps, stop)
+
+
+def _recycle_from(doc: dict, where: Where) -> dict[str, dict[RecycleKey, RecycleAnswer]]:
+    out: dict[str, dict[RecycleKey, RecycleAnswer]] = {}
+    for label, queries in doc.items():
+        if not isinstance(queries, list):
+            raise where.at(label).fail("a list of recorded queries", queries)
+        table: dict[RecycleKey, RecycleAnswer] = {}
+        for i, query in enumerate(queries):
+            q_where = where.at(label).at(i)
+            tail = tuple(_int_array(need(query, "tail", list, q_where), q_where.at("tail")).tolist())
+            top1 = tuple(_int_array(need(query, "top1", list, q_where), q_where.at("top1")).tolist())
+            if len(top1) != len(tail) + 1:
+                raise q_where.at("top1").fail(f"{len(tail) + 1} tokens (one per ingested position)", len(top1))
+            cont = tuple(_int_array(need(query, "cont", list, q_where), q_where.at("cont")).tolist())
+            kept = need(query, "kept", int, q_where)
+            if not 0 <= kept <= len(tail):
+                raise q_where.at("kept").fail(f"0..{len(tail)} (tail tokens kept)", kept)
+            table[(need(query, "t", int, q_where), tail)] = RecycleAnswer(
+                top1, tuple(_prob_array(need(query, "conf", list, q_where), len(top1), q_where.at("conf")).tolist()),
+                kept, cont, tuple(_prob_array(need(query, "cont_conf", list, q_where), len(cont), q_where.at("cont_conf")).tolist()))
+        out[label] = table
+    return out
+
+
+def window_trace_from_dict(doc: dict, where: Where) -> WindowTrace:
+    reject_unknown(doc, _WINDOW_KEYS, where)
+    y = _int_array(need(doc, "y", list, where), where.at("y"))
+    if len(y) == 0:
+        raise where.at("y").fail("at least one token (y[0] comes from the prefill)", [])
+    stop = need(doc, "stop_reason", str, where)
+    if stop not in ("eos", "cap"):
+        raise where.at("stop_reason").fail("'eos' or 'cap'", stop)
+    drafts = need(doc, "drafts", dict, where, None)
+    producer = need(doc, "producer", dict, where, None)
+    n_prompt = need(doc, "n_prompt", int, where)
+    return WindowTrace(
+        window_id=need(doc, "window_id", str, where), window_sha256=need(doc, "window_sha256", str, where),
+        y=y, stop_reason=stop, n_prompt=n_prompt, n_prompt_drafter=need(doc, "n_prompt_drafter", int, where, n_prompt),
+        drafts=None if drafts is None else _drafts_from(drafts, len(y), where.at("drafts")),
+        producer=None if producer is None else _producer_from(producer, where.at("producer")),
+        recycle=_recycle_from(need(doc, "recycle", dict, where, {}), where.at("recycle")),
+        text=need(doc, "text", str, where, ""))
+
+
+def window_trace_to_dict(trace: WindowTrace) -> dict:
+    doc: dict = {"window_id": trace.window_id, "window_sha256": trace.window_sha256, "y": trace.y.tolist(),
+                 "stop_reason": trace.stop_reason, "n_prompt": trace.n_prompt,
+                 "n_prompt_drafter": trace.n_prompt_drafter}
+    if trace.drafts is not None:
+        rows, confs, lengths = [], [], []
+        for tokens, conf in zip(trace.drafts.tokens, trace.drafts.conf):
+            length = int(np.argmax(tokens == PAD)) if np.any(tokens == PAD) else len(tokens)
+            rows.append(tokens[:length].tolist())
+            confs.append([round(float(c), 6) for c in conf[:length]])
+            lengths.append(length)
+        doc["drafts"] = {"k_max": trace.drafts.k_max, "tokens": rows, "conf": confs}
+        cross = trace.drafts.cross
+        if cross is not None:
+            doc["drafts"] |= {"step": [row[:n].tolist() for row, n in zip(cross.step, lengths)],
+                              "drafter_tokens": [row.tolist() for row in cross.drafter_tokens],
+                              "context": {"keep": cross.context_keep.tolist(),
+                                          "append": [row.tolist() for row in cross.context_append]}}
+    if trace.producer is not None:
+        p = trace.producer
+        doc["producer"] = {"tokens": p.tokens.tolist(), "conf": [round(float(c), 6) for c in p.conf],
+                           "step": p.step.tolist(), "steps": p.steps, "stop": p.stop}
+    if trace.recycle:
+        doc["recycle"] = {label: [{"t": t, "tail": list(tail), "top1": list(a.top1), "conf": list(a.conf),
+                                   "kept": a.kept, "cont": list(a.cont), "cont_conf": list(a.cont_conf)}
+                                  for (t, tail), a in table.items()]
+                          for label, table in trace.recycle.items()}
+    if trace.text:
+        doc["text"] = trace.text
+    return doc
+
+
+def header_dict(target: ModelRef, drafter: ModelRef, templates: Mapping[str, str] | None = None) -> dict:
+    doc = {"kind": KIND, "schema_version": VERSIONS[-1], "target": vars(target), "drafter": vars(drafter)}
+    if templates is not None:
+        doc["templates"] = {"target": templates["target"], "drafter": templates["drafter"]}
+    return doc
+
+
+def load_trace_file(path: Path) -> TraceFile:
+    path = Path(path)
+    rows = iter_jsonl(path)
+    first = next(rows, None)
+    if first is None:
+        raise SpecbenchError(f"{path}: empty file; expected a specbench.trace header line")
+    where = Where(path, "line 1")
+    version = check_header(first[1], KIND, VERSIONS, where)
+    reject_unknown(first[1], _HEADER_KEYS, where)
+    target, drafter = _model_ref(first[1], "target", where), _model_ref(first[1], "drafter", where)
+    templates = _templates(first[1], where)
+    windows: dict[str, WindowTrace] = {}
+    for number, doc in rows:
+        trace = window_trace_from_dict(doc, Where(path, f"line {number}"))
+        windows[trace.window_id] = trace
+    return TraceFile(target, drafter, windows, path, templates, version)
+
+
+def save_trace_file(path: Path, target: ModelRef, drafter: ModelRef, traces: Iterable[WindowTrace],
+                    templates: Mapping[str, str] | None = None) -> None:
+    lines = [dumps_line(header_dict(target, drafter, templates))] + [dumps_line(window_trace_to_dict(t)) for t in traces]
+    write_atomic(Path(path), "".join(lines))
+
+
+def load_trace_dir(directory: Path) -> dict[str, TraceFile]:
+    """All trace files of a directory, by drafter name."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise SpecbenchError(f"{directory}: expected a traces directory (made by `specbench trace`)")
+    files = sorted(directory.glob("*.jsonl"))
+    if not files:
+        raise SpecbenchError(f"{directory}: no *.jsonl trace files")
+    by_drafter: dict[str, TraceFile] = {}
+    for path in files:
+        trace_file = load_trace_file(path)
+        name = trace_file.drafter.name
+        if name in by_drafter:
+            raise SpecbenchError(f"{path}: drafter '{name}' already traced in {by_drafter[name].path}")
+        targets = {f.target for f in by_drafter.values()}
+        if targets and trace_file.target not in targets:
+            other = next(iter(targets))
+            raise SpecbenchError(f"{path}: target {trace_file.target.name} ({trace_file.target.sha256[:12]}) differs "
+                                 f"from {other.name} ({other.sha256[:12]}) in the other trace files")
+        _check_target_template(trace_file, by_drafter.values())
+        by_drafter[name] = trace_file
+    return by_drafter
+
+
+def _check_target_template(trace_file: TraceFile, others: Iterable[TraceFile]) -> None:
+    """One target prompted two ways decides differently: its trace files must agree."""
+    if trace_file.templates is None:
+        return
+    for other in others:
+        if other.templates is not None and other.templates["target"] != trace_file.templates["target"]:
+            raise SpecbenchError(f"{trace_file.path}: the target was traced with chat template "
+                                 f"'{trace_file.templates['target']}', {other.path} with "
+                                 f"'{other.templates['target']}'", hint="trace every drafter with the same target template")
+
+
+def check_against_windows(trace_files: Mapping[str, TraceFile], windows: Sequence[Window]) -> None:
+    """Every window must be traced, for the same content (sha256) and within its cap."""
+    for name, trace_file in trace_files.items():
+        for window in windows:
+            trace = trace_file.windows.get(window.window_id)
+            if trace is None:
+                raise SpecbenchError(f"{trace_file.path}: no trace for window '{window.window_id}' (drafter {name})",
+                                     hint="run `specbench trace` on this windows file")
+            if trace.window_sha256 != window.window_sha256:
+                raise SpecbenchError(
+                    f"{trace_file.path}: window '{window.window_id}': window_sha256 {trace.window_sha256} differs "
+                    f"from the windows file's {window.window_sha256}",
+                    hint="the window changed since it was traced; trace it again")
+            if trace.n_tokens > window.cap:
+                raise SpecbenchError(f"{trace_file.path}: window '{window.window_id}': y has {trace.n_tokens} tokens, "
+                                     f"more than the cap {window.cap}")

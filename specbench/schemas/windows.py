@@ -1,0 +1,189 @@
+"""Windows: the fixed requests every method of a study decodes.
+
+File format (`windows.jsonl`): a header line `{"kind": "specbench.windows",
+"schema_version": 1}` then one window per line. A window's identity is its sha256 over
+the input (source text, or the 16 kHz mono PCM for audio), the instruction, the prompt
+template and the cap; results and traces carry it so unlike requests are never compared.
+
+A window is a request (instruction + input); each model renders it into a prompt with a
+chat template. The window's `template` says which: `"model"` (what `specbench windows`
+writes) lets each model use its own, and a llama.cpp built-in name (e.g. `"chatml"`)
+renders it with that template for every model. Per model, the first that applies wins
+(`tracing.chat_template`): the template named for that model on the command line
+(`--template NAME=TEMPLATE`), the window's named template, the chat template stored in
+the model's GGUF; a model whose GGUF stores none and that has none named is an error.
+The field stays in the sha256, so windows written before it meant this keep their identity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Sequence
+
+from specbench.errors import SpecbenchError
+from specbench.schemas.fileio import Where, check_header, dumps_line, iter_jsonl, need, reject_unknown, write_atomic
+
+KIND = "specbench.windows"
+# Format history: 1 = first version.
+VERSIONS = (1,)
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+MODEL_TEMPLATE = "model"
+"""Window template meaning: each model renders the request with its own chat template."""
+
+
+class Split(str, Enum):
+    DEV = "dev"
+    TEST = "test"
+
+
+@dataclass(frozen=True)
+class InputView:
+    """What the models hear or read before the instruction."""
+
+    kind: str
+    """'text' (a source text) or 'audio' (a span of an audio file)."""
+    text: str | None = None
+    """The source text, for text windows."""
+    audio_path: str | None = None
+    """The audio file, for audio windows."""
+    offset_s: float = 0.0
+    """Start of the span in the audio file, seconds."""
+    duration_s: float | None = None
+    """Length of the span, seconds."""
+    conversion: dict | None = None
+    """How the span became 16 kHz mono (source rate/channels, resampler), for audio."""
+
+
+@dataclass(frozen=True)
+class Window:
+    window_id: str
+    """Unique within the file."""
+    window_sha256: str
+    """sha256 over input, instruction, template and cap (see `text_window_sha256`)."""
+    input: InputView
+    instruction: str
+    """The task text, e.g. 'Transcribe the audio.'"""
+    template: str
+    """"model" (each model's own chat template) or a llama.cpp built-in template for every model."""
+    cap: int
+    """max_new_tokens: the output stops at EOS or after this many tokens."""
+    dataset: str
+    split: Split
+    reference: str | None = None
+    """The reference answer (e.g. the transcript), for WER/CER; never shown to the models."""
+
+
+def text_window_sha256(text: str, instruction: str, template: str, cap: int) -> str:
+    """The identity of a text window: any change to its content changes the hash."""
+    payload = json.dumps({"source_text": text, "instruction": instruction, "template": template, "cap": cap},
+                         sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def windows_digest(windows: Sequence[Window]) -> str:
+    """One sha256 for a whole windows file: the ordered window hashes."""
+    return hashlib.sha256("\n".join(w.window_sha256 for w in windows).encode()).hexdigest()
+
+
+def make_text_window(window_id: str, text: str, instruction: str, cap: int, dataset: str, split: str,
+                     template: str = MODEL_TEMPLATE, reference: str | None = None) -> Window:
+    return Window(window_id, text_window_sha256(text, instruction, template, cap), InputView("text", text=text),
+                  instruction, template, cap, dataset, Split(split), reference)
+
+
+_WINDOW_KEYS = frozenset({"window_id", "window_sha256", "input", "instruction", "template", "cap", "dataset", "split",
+                          "reference"})
+_INPUT_KEYS = frozenset({"kind", "text", "audio_path", "offset_s", "duration_s", "conversion"})
+
+
+def window_from_dict(doc: dict, where: Where) -> Window:
+    reject_unknown(doc, _WINDOW_KEYS, where)
+    view_doc = need(doc, "input", dict, where)
+    view_where = where.at("input")
+    reject_unknown(view_doc, _INPUT_KEYS, view_where)
+    kind = need(view_doc, "kind", str, view_where)
+    if kind == "text":
+        view = InputView("text", text=need(view_doc, "text", str, view_where))
+    elif kind == "audio":
+        duration = need(view_doc, "duration_s", (float, type(None)), view_where, None)  # None: to the end
+        view = InputView("audio", audio_path=need(view_doc, "audio_path", str, view_where),
+                         offset_s=float(need(view_doc, "offset_s", float, view_where, 0.0)),
+                         duration_s=None if duration is None else float(duration),
+                         conversion=need(view_doc, "conversion", dict, view_where, None))
+    else:
+        raise view_where.at("kind").fail("'text' or 'audio'", kind)
+    sha = need(doc, "window_sha256", str, where)
+    if not _SHA256.match(sha):
+        raise where.at("window_sha256").fail("64 lowercase hex digits", sha)
+    cap = need(doc, "cap", int, where)
+    if cap < 1:
+        raise where.at("cap").fail("an integer >= 1", cap)
+    split = need(doc, "split", str, where)
+    if split not in (s.value for s in Split):
+        raise where.at("split").fail("'dev' or 'test'", split)
+    window = Window(need(doc, "window_id", str, where), sha, view, need(doc, "instruction", str, where),
+                    need(doc, "template", str, where), cap, need(doc, "dataset", str, where), Split(split),
+                    need(doc, "reference", (str, type(None)), where, None))
+    if kind == "text":
+        expected = text_window_sha256(view.text or "", window.instruction, window.template, cap)
+        if expected != sha:
+            raise where.at("window_sha256").fail(f"{expected} (the hash of this window's content)", sha)
+    return window
+
+
+def window_to_dict(window: Window) -> dict:
+    view = window.input
+    view_doc = {"kind": view.kind}
+    if view.kind == "text":
+        view_doc["text"] = view.text
+    else:
+        view_doc.update(audio_path=view.audio_path, offset_s=view.offset_s, duration_s=view.duration_s)
+        if view.conversion is not None:
+            view_doc["conversion"] = view.conversion
+    doc = {"window_id": window.window_id, "window_sha256": window.window_sha256, "input": view_doc,
+           "instruction": window.instruction, "template": window.template, "cap": window.cap,
+           "dataset": window.dataset, "split": window.split.value}
+    if window.reference is not None:
+        doc["reference"] = window.reference
+    return doc
+
+
+def load_windows(path: Path) -> list[Window]:
+    path = Path(path)
+    rows = iter_jsonl(path)
+    first = next(rows, None)
+    if first is None:
+        raise SpecbenchError(f"{path}: empty file; expected a specbench.schemas.windows header line")
+    check_header(first[1], KIND, VERSIONS, Where(path, "line 1"))
+    windows: list[Window] = []
+    seen: set[str] = set()
+    for number, doc in rows:
+        window = window_from_dict(doc, Where(path, f"line {number}"))
+        if window.window_id in seen:
+            raise Where(path, f"line {number}").at("window_id").fail("a unique id", window.window_id)
+        seen.add(window.window_id)
+        windows.append(window)
+    if not windows:
+        raise SpecbenchError(f"{path}: no windows after the header")
+    return windows
+
+
+def load_split(path: Path, split: str | None) -> list[Window]:
+    """The windows of `path`, only those of `split` when given (at least one, or an error)."""
+    windows = load_windows(path)
+    if split:
+        windows = [w for w in windows if w.split.value == split]
+        if not windows:
+            raise SpecbenchError(f"{path}: no '{split}' windows")
+    return windows
+
+
+def save_windows(path: Path, windows: Sequence[Window]) -> None:
+    lines = [dumps_line({"kind": KIND, "schema_version": VERSIONS[-1]})]
+    lines += [dumps_line(window_to_dict(w)) for w in windows]
+    write_atomic(Path(path), "".join(lines))

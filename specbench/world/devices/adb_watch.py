@@ -1,0 +1,74 @@
+"""Around a job on a phone: cool-down before it, CPU pinning and energy read while it runs."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+from specbench.errors import SpecbenchError
+from specbench.world.devices import adb_state as st
+from specbench.world.devices.adb_link import AdbLink
+
+ENERGY_CONVENTION = ("raw /sys/class/power_supply/battery/current_now and voltage_now as the phone prints them; "
+                     "usually microamperes and microvolts, the current's sign and unit vary by vendor "
+                     "(Pixels: negative while discharging)")
+
+
+def pinning(link: AdbLink, pid_file: str, cpus: list[int]) -> dict:
+    """Cpus_allowed_list of every thread of the pid in `pid_file`, against the requested CPUs."""
+    command = f"p=$(cat {pid_file}) && for f in /proc/$p/task/*/status; do grep Cpus_allowed_list $f; done"
+    observed = []
+    try:
+        text = link.shell(command, "reading the runner's CPU affinity", check=False).stdout
+    except SpecbenchError:
+        text = ""
+    for line in text.splitlines():
+        try:
+            observed.append(tuple(st.parse_cpu_list(line.partition(":")[2])))
+        except ValueError:
+            continue
+    if not observed:  # a job of a few milliseconds: nothing left to read
+        return {"requested": cpus, "observed": None, "ok": None,
+                "note": "the runner exited before its threads could be read"}
+    return {"requested": cpus, "observed": [list(o) for o in sorted(set(observed))], "threads": len(observed),
+            "ok": all(set(o) <= set(cpus) for o in observed)}
+
+
+def energy_samples(link: AdbLink, interval_s: float, stop: threading.Event) -> dict:
+    """Raw current_now/voltage_now every `interval_s` until `stop` is set."""
+    samples, start = [], time.monotonic()
+    command = "cat /sys/class/power_supply/battery/current_now /sys/class/power_supply/battery/voltage_now"
+    while not stop.is_set():
+        try:
+            values = link.shell(command, "sampling current/voltage", check=False).stdout.split()
+        except SpecbenchError:
+            break
+        if len(values) == 2 and all(v.lstrip("-").isdigit() for v in values):
+            samples.append([round(time.monotonic() - start, 3), int(values[0]), int(values[1])])
+        stop.wait(interval_s)
+    return {"convention": ENERGY_CONVENTION, "columns": ["t_s", "current_now", "voltage_now"],
+            "interval_s": interval_s, "samples": samples}
+
+
+def cool_down(snapshot: Callable[[], dict], settings, serial: str) -> tuple[dict, dict | None]:
+    """Poll snapshots until thermal status and zones are below the thresholds or
+    settings.cooldown_max_s passed. Returns (last snapshot, cool-down record or None when
+    the phone was cool at once); the record carries a warning when it never cooled."""
+    s = settings
+    start = time.monotonic()
+    while True:
+        snap = snapshot()
+        status = snap["thermal"]["status"]
+        hottest = st.hottest_c(snap)
+        hot_status = isinstance(status, int) and status > s.cooldown_status
+        hot_zone = hottest is not None and hottest >= s.cooldown_temp_c
+        waited = time.monotonic() - start
+        if not (hot_status or hot_zone):
+            return snap, ({"waited_s": round(waited, 1), "ok": True} if waited > 0.5 else None)
+        if waited >= s.cooldown_max_s:
+            message = (f"{serial}: still hot after {waited:.1f} s of cool-down (thermal status {status}, "
+                       f"hottest zone {hottest} °C; thresholds {s.cooldown_status} and {s.cooldown_temp_c} °C): "
+                       "measuring anyway")
+            return snap, {"waited_s": round(waited, 1), "ok": False, "warning": message}
+        time.sleep(min(s.cooldown_poll_s, max(0.0, s.cooldown_max_s - waited)))

@@ -1,0 +1,405 @@
+"""Native runs: decode windows for real on a device and record them as result rows.
+
+One runner `decode` job runs every (window, method); the rows of a window are appended
+to the results directory as soon as its last method finishes, so `resume=True` skips
+the windows already done. Every lane runs in the run's placement (the profile's, when the
+run is compared with one), pinned by the runner, which reads the CPU sets back
+(`pinning.jsonl`). Prompts are rendered as `specbench trace` renders them
+(`tracing.prompts_for`, each model's own chat template), recorded in the manifest. Rows
+have the replay columns (`results.WindowResult`) with `source = "native"`; D and V are
+the summed drafter and target forward times of the op log, O = 0 (serial methods) and H
+the rest of the decode clock. AS2D's two lanes report
+when each forward ran on the decode clock: O is the time both lanes were busy and H the
+time neither was, so T = D + V - O + H is a check there, not a definition.
+
+Lossless check: each output is compared with the trace's y (when traces are given, via
+the runner's `reference`) or else with target-only's output on the same window. A
+differing output is a divergence, not a throughput: its row has `lossless = false`,
+`tokens = 0` and no times, and the details (first differing position, both tokens) go
+to `divergences.jsonl` in the results directory.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from specbench import __version__
+from specbench.core.methods import MethodConfig, method_name
+from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.sd import SdConfig
+from specbench.core.methods.specasr import SpecAsrConfig
+from specbench.core.methods.target import TargetConfig
+from specbench.errors import SpecbenchError
+from specbench.schemas.fileio import dumps_line, file_sha256
+from specbench.schemas.placement import Placement, device_label, pinning_problems, resolve_on
+from specbench.schemas.profiles import DeviceProfile
+from specbench.schemas.results import ResultsDir, WindowResult
+from specbench.schemas.windows import Window, windows_digest
+from specbench.world.devices.base import Device
+from specbench.world.model_files import ModelFile, model_job
+from specbench.world.tracing import Prompts, model_templates, prompts_for
+
+NATIVE_METHODS = ("target", "sd")
+"""Methods every protocol-1 runner's `decode` mode implements."""
+OPTIONAL_METHODS = ("specasr", "as2d")
+"""Methods newer runners add; detected per device."""
+PINNING = "pinning.jsonl"
+"""The CPU set of every lane and thread, read back by the runner after each job."""
+DIVERGENCES = "divergences.jsonl"
+CLOCKS = "request_clocks.jsonl"
+"""Per (window, configuration): the request-latency clock beside the rows' decode clock."""
+SNAPSHOTS = "snapshots.jsonl"
+CLOCK_RESOLUTION_S = 1e-6
+"""The runner's clock ticks in microseconds."""
+Progress = Callable[[int], None]
+
+
+def open_device(name: str) -> Device:
+    if name == "local":
+        from specbench.world.devices.local import LocalDevice
+
+        return LocalDevice()
+    from specbench.world.devices.adb import open_adb_device  # a phone by its adb serial (see `specbench devices`)
+
+    return open_adb_device(name)
+
+
+def native_methods(device: Device) -> tuple[str, ...]:
+    """The methods the device's runner can decode for real."""
+    return NATIVE_METHODS + tuple(m for m in OPTIONAL_METHODS if device.supports_method(m))
+
+
+def check_native(configs: Sequence[MethodConfig], available: Sequence[str]) -> None:
+    for config in configs:
+        if method_name(config) not in available:
+            raise SpecbenchError(f"{config.label}: this runner decodes {', '.join(available)} natively",
+                                 hint="replay the other methods (specbench run without --native)")
+
+
+def method_job(config: MethodConfig) -> dict:
+    """The runner's method object for a configuration (the drafter is the job's)."""
+    if isinstance(config, SdConfig):
+        return {"name": "sd", "width": config.width, "p_min": config.p_min}
+    if isinstance(config, SpecAsrConfig):
+        return {"name": "specasr", "k_max": config.k_max, "tau": config.tau}
+    if isinstance(config, As2dConfig):
+        return {"name": "as2d", "budget": config.budget, "batch": config.batch, "conf_stop": config.conf_stop,
+                "align": config.align, "horizon": config.horizon}
+    return {"name": "target"}
+
+
+@dataclass(frozen=True)
+class Divergence:
+    window_id: str
+    config: str
+    position: int
+    expected: int | None
+    got: int | None
+
+
+def first_difference(expected: Sequence[int], got: Sequence[int]) -> Divergence | None:
+    for i, (a, b) in enumerate(zip(expected, got)):
+        if a != b:
+            return Divergence("", "", i, int(a), int(b))
+    if len(expected) != len(got):
+        i = min(len(expected), len(got))
+        return Divergence("", "", i, expected[i] if i < len(expected) else None, got[i] if i < len(got) else None)
+    return None
+
+
+Interval = tuple[int, int]
+"""[start, end) on the decode clock, in microseconds."""
+
+
+def _busy(spans: list[Interval], clock_us: int) -> list[Interval]:
+    """The spans clipped to the decode clock [0, clock_us), empty ones dropped."""
+    return [(max(a, 0), min(b, clock_us)) for a, b in spans if min(b, clock_us) > max(a, 0)]
+
+
+def _union(spans: list[Interval]) -> list[Interval]:
+    merged: list[list[int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [(a, b) for a, b in merged]
+
+
+def _measure(spans: list[Interval]) -> int:
+    return sum(b - a for a, b in _union(spans))
+
+
+def _overlap(first: list[Interval], second: list[Interval]) -> int:
+    """Measure of the intersection of two sets of spans."""
+    a, b = _union(first), _union(second)
+    i = j = total = 0
+    while i < len(a) and j < len(b):
+        total += max(0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def target_lane(ops: list[dict]) -> list[Interval]:
+    """The target's forwards: each starts at `t_us` and runs its `us`."""
+    return [(op["t_us"], op["t_us"] + op["us"]) for op in ops if op["model"] == "target"]
+
+
+def producer_lane(producer: dict) -> list[Interval]:
+    """The producer's drafter forwards (`step_start_us` to `step_us`)."""
+    if "step_start_us" not in producer:
+        raise SpecbenchError("the runner's as2d result has no producer step_start_us: the runner is older than "
+                             "this specbench", hint="rebuild it with scripts/build-runner")
+    return list(zip(producer["step_start_us"], producer["step_us"]))
+
+
+def producer_service(producer: dict, decode_s: float) -> tuple[float, int]:
+    """(D, forwards) of an AS2D producer within the decode clock: the time its drafter
+    forwards ran before the clock stopped (one still running then counts up to the stop),
+    and the forwards finished by then."""
+    clock_us = round(decode_s * 1e6)
+    busy = _busy(producer_lane(producer), clock_us)
+    return sum(b - a for a, b in busy) / 1e6, sum(end <= clock_us for end in producer["step_us"])
+
+
+def two_lane_terms(result: dict, decode_s: float) -> tuple[float, float]:
+    """(O, H) of an AS2D run: the time both lanes ran a forward, and the time neither did."""
+    clock_us = round(decode_s * 1e6)
+    target = _busy(target_lane(result["ops"]), clock_us)
+    producer = _busy(producer_lane(result["producer"]), clock_us)
+    return _overlap(target, producer) / 1e6, (clock_us - _measure(target + producer)) / 1e6
+
+
+def decode_row(result: dict, window: Window, device: str, config: MethodConfig, placement: str = "") -> WindowResult:
+    """A WindowResult from one runner decode record (pure)."""
+    ops = result["ops"]
+    target_ops = [op for op in ops if op["model"] == "target"]
+    n = len(result["tokens"])
+    t, multi, accepted = 1, 0, 0
+    for op in target_ops:
+        new_t = min(t + op.get("accepted", 0) + 1, n)
+        multi += new_t - t > 1
+        accepted += op.get("accepted", 0)
+        t = new_t
+    d_s = sum(op["us"] for op in ops if op["model"] == "drafter") / 1e6
+    drafter_forwards = sum(op["model"] == "drafter" for op in ops)
+    v_s = sum(op["us"] for op in target_ops) / 1e6
+    decode_s = float(result["decode_s"])
+    if isinstance(config, As2dConfig):
+        d_s, drafter_forwards = producer_service(result["producer"], decode_s)
+        o_s, h_s = two_lane_terms(result, decode_s)
+        # Within a lane forwards never overlap, so inclusion-exclusion must give the clock back.
+        if abs(d_s + v_s - o_s + h_s - decode_s) > CLOCK_RESOLUTION_S:
+            raise SpecbenchError(f"window '{window.window_id}' {config.label}: the runner's lane timelines do not "
+                                 f"decompose the decode clock: T = {decode_s:.6f} s but D + V - O + H = "
+                                 f"{d_s:.6f} + {v_s:.6f} - {o_s:.6f} + {h_s:.6f} s",
+                                 hint="a runner bug: a lane reports overlapping forwards or forwards outside "
+                                      "the clock")
+    else:
+        o_s, h_s = 0.0, max(decode_s - d_s - v_s, 0.0)
+    return WindowResult(device, method_name(config), config.label, window.window_id, window.window_sha256,
+                        window.dataset, window.split.value, n - 1, decode_s, len(target_ops),
+                        sum(op["width"] - 1 for op in target_ops), accepted, multi,
+                        drafter_forwards, d_s, v_s, o_s, h_s, False, True, "native",
+                        text=str(result.get("text", "")), placement=placement)
+
+
+def request_clocks(result: dict, window: Window, device: str, config: MethodConfig) -> dict:
+    """The request clock of one runner decode record (METHODS 2): background (audio) prefill,
+    residual instruction prefill, time to y[0] and to the drafter's readiness, and request
+    latency (request instant -> last commit); microseconds, as the runner reports them."""
+    doc = {"device": device, "config": config.label, "window_id": window.window_id,
+           "window_sha256": window.window_sha256, "n_prompt": result.get("n_prompt"),
+           "decode_us": round(float(result["decode_s"]) * 1e6)}
+    for key in ("n_audio", "audio_prefill_us", "instruction_prefill_us", "first_token_us", "first_draft_us",
+                "request_latency_us"):
+        if key in result:
+            doc[key] = result[key]
+    return doc
+
+
+def divergence_row(window: Window, device: str, config: MethodConfig, placement: str = "") -> WindowResult:
+    """A diverging window: no tokens and no times are claimed for it."""
+    return WindowResult(device, method_name(config), config.label, window.window_id, window.window_sha256,
+                        window.dataset, window.split.value, 0, 0.0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, False, False,
+                        "native", placement=placement)
+
+
+@dataclass(frozen=True)
+class NativePlan:
+    device: Device
+    windows: list[Window]
+    target: ModelFile
+    drafter: ModelFile | None
+    configs: list[MethodConfig]
+    placement: Placement
+    """Where each lane runs (the placement of the profile the run is compared with)."""
+    references: dict[str, list[int]] | None = None
+    """Expected y per window id (the traces'); None: target-only's output is the reference."""
+    windows_path: str = ""
+    profile: dict | None = None
+    """{path, sha256} of the profile the placement came from, if any."""
+
+
+def manifest_for(plan: NativePlan) -> dict:
+    info = plan.device.runner()
+    return {"specbench_version": __version__, "command": " ".join(sys.argv), "mode": "native",
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "device": device_label(plan.device.name, plan.placement), "device_info": plan.device.describe(),
+            "windows": {"path": plan.windows_path, "digest": windows_digest(plan.windows), "count": len(plan.windows)},
+            "target": plan.target.ref(), "drafter": None if plan.drafter is None else plan.drafter.ref(),
+            "templates": model_templates(plan.target, plan.drafter, plan.windows),
+            "methods": [c.label for c in plan.configs], "placement": plan.placement.as_dict(),
+            "placement_profile": plan.profile,
+            "runner": {"sha256": info.sha256, "version": info.version, "llama_cpp_commit": info.llama_cpp_commit},
+            "reference": "trace" if plan.references is not None else "target-only output"}
+
+
+def native_placement(device: Device, spec: str | None, profile: DeviceProfile | None) -> Placement:
+    """The placement a native run uses: the profile's (a run compared with a profile must run
+    where it was measured); `spec` must then name the same one."""
+    asked = None if spec is None else resolve_on(device, spec)
+    if profile is None:
+        return asked or resolve_on(device, "shared")
+    if not profile.placement.recorded:
+        raise SpecbenchError(f"profile {profile.path}: records no placement, so a native run cannot match it",
+                             hint="profile the device again (profiles now record their placement)")
+    if asked is not None and asked.key != profile.placement.key:
+        raise SpecbenchError(f"--placement {asked.key} differs from the placement of profile {profile.path} "
+                             f"({profile.placement.key})", hint="drop --placement, or pass a profile measured there")
+    missing = sorted(set(profile.placement.target.cpus + profile.placement.drafter.cpus) - set(device.cpus()))
+    if missing:
+        raise SpecbenchError(f"profile {profile.path}: placement {profile.placement.key} uses CPU {missing[0]}, which "
+                             f"{device.name} does not let the runner use")
+    return profile.placement
+
+
+def profile_ref(profile: DeviceProfile | None) -> dict | None:
+    if profile is None or profile.path is None:
+        return None
+    return {"path": str(profile.path), "sha256": file_sha256(profile.path)}
+
+
+def native_steps(plan: NativePlan) -> int:
+    """Progress units of `run_native`: one per window."""
+    return len(plan.windows)
+
+
+def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | None = None) -> tuple[ResultsDir, int, int]:
+    """Decode every (window, configuration) not already in `out`; returns (results, rows added, divergences)."""
+    check_native(plan.configs, native_methods(plan.device))
+    needs_drafter = any(method_name(c) != "target" for c in plan.configs)
+    if needs_drafter and plan.drafter is None:
+        raise SpecbenchError("the methods other than target need a drafter: pass --drafter NAME=PATH")
+    # Prompts before the results directory: a model without a chat template leaves nothing behind.
+    prompts = prompts_for(plan.device, plan.target, plan.drafter if needs_drafter else None, plan.windows)
+    results = ResultsDir(out)
+    done = results.open(manifest_for(plan), resume)
+    name = device_label(plan.device.name, plan.placement)
+
+    def missing(configs: list[MethodConfig]) -> list[Window]:
+        return [w for w in plan.windows if not all((name, c.label, w.window_id, "median") in done for c in configs)]
+
+    todo = missing(plan.configs)
+    if not todo:
+        if progress:
+            progress(native_steps(plan))
+        return results, 0, 0
+    _append(results.directory / SNAPSHOTS, {"before": plan.device.snapshot()})
+    if progress and len(todo) < len(plan.windows):
+        progress(len(plan.windows) - len(todo))
+    added, diverged = _decode(plan, plan.configs, todo, prompts, results, progress)
+    _append(results.directory / SNAPSHOTS, {"after": plan.device.snapshot()})
+    return results, added, diverged
+
+
+def _decode(plan: NativePlan, wanted: list[MethodConfig], todo: list[Window], prompts: Prompts,
+            results: ResultsDir, progress: Progress | None) -> tuple[int, int]:
+    """One decode job over the windows still to do; a window's rows are appended when its
+    last method finishes (the runner runs every method of a window, in order, before the next)."""
+    # Without traces, target-only's output (run first) is the reference for the others.
+    run_configs = wanted if plan.references is not None else \
+        [TargetConfig()] + [c for c in wanted if not isinstance(c, TargetConfig)]
+    by_id = {w.window_id: w for w in todo}
+    pending: dict[str, list[dict]] = {}
+    counts = [0, 0]
+    refs = plan.references or {}
+    placement_key = plan.placement.key
+    row_device = device_label(plan.device.name, plan.placement)
+    job = {"mode": "decode", "target": model_job(plan.device, plan.target, plan.placement.target),
+           "methods": [method_job(c) for c in run_configs], "warmup": True,
+           "windows": [prompts.runner_window(w, refs.get(w.window_id)) for w in todo]}
+    if plan.drafter is not None and any(method_name(c) != "target" for c in run_configs):
+        job["drafter"] = model_job(plan.device, plan.drafter, plan.placement.drafter)
+
+    def on_line(doc: dict) -> None:
+        result = doc.get("result")
+        if not result or result.get("kind") not in ("decode", "divergence"):
+            return
+        records = pending.setdefault(result["window_id"], [])
+        records.append(result)
+        if len(records) < len(run_configs):
+            return
+        window = by_id[result["window_id"]]
+        reference = records[0].get("tokens") if plan.references is None else None
+        rows, divergences = window_rows(window, row_device, list(zip(run_configs, records)), wanted, reference,
+                                        placement_key)
+        results.append(rows)
+        for d in divergences:
+            _append(results.directory / DIVERGENCES, vars(d) | {"device": row_device})
+        for config, record in zip(run_configs, records):
+            if config in wanted and record["kind"] == "decode":
+                _append(results.directory / CLOCKS, request_clocks(record, window, row_device, config))
+        counts[0] += len(rows)
+        counts[1] += len(divergences)
+        del pending[result["window_id"]]
+        if progress:
+            progress(1)
+
+    out = plan.device.run_job(job, on_line)
+    if pending:
+        raise SpecbenchError(f"the runner stopped before finishing window '{next(iter(pending))}'")
+    pinning = next((e for e in out.events if e.get("event") == "pinning"), {})
+    _append(results.directory / PINNING, {"placement": plan.placement.as_dict(), "read_back": pinning})
+    problems = pinning_problems(plan.placement, pinning)
+    if problems:
+        raise SpecbenchError(f"{plan.device.name}: {problems[0]}; the rows in {results.directory} were not measured "
+                             f"in placement {plan.placement.key}", hint="delete them and choose usable CPUs")
+    return counts[0], counts[1]
+
+
+def window_rows(window: Window, device: str, records: Sequence[tuple[MethodConfig, dict]],
+                wanted: Sequence[MethodConfig], reference: Sequence[int] | None,
+                placement: str = "") -> tuple[list[WindowResult], list[Divergence]]:
+    """Rows of the `wanted` configurations for one window (pure); with `reference`, each
+    output is checked against it (the runner checked it already when given a reference)."""
+    labels = [c.label for c in wanted]
+    rows, divergences = [], []
+    for config, record in records:
+        if config.label not in labels:
+            continue
+        if record["kind"] == "divergence":
+            diff = Divergence(window.window_id, config.label, int(record["position"]), record.get("expected"),
+                              record.get("got"))
+        else:
+            found = first_difference(reference, record["tokens"]) if reference is not None else None
+            diff = None if found is None else Divergence(window.window_id, config.label, found.position,
+                                                         found.expected, found.got)
+        if diff is None:
+            rows.append(decode_row(record, window, device, config, placement))
+        else:
+            rows.append(divergence_row(window, device, config, placement))
+            divergences.append(diff)
+    return sorted(rows, key=lambda r: labels.index(r.config)), divergences
+
+
+def _append(path: Path, doc: dict) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(dumps_line(doc))

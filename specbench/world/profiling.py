@@ -1,0 +1,267 @@
+"""Profile a device: width sweeps (and co-scheduling ratios) -> a DeviceProfile YAML.
+
+The runner's `sweep` times target forwards of widths 1..W (logits for every row) and
+drafter forwards of widths 1..n at several KV depths, each the median of >= 5 timed
+repetitions after warm-up. Medians become the profile's costs, standard deviations its
+`spread`, and every raw sample goes to a `*.samples.jsonl` file beside the profile.
+
+Every table is measured in one placement (METHODS §5.1): the target's forwards on the
+target lane, the drafter's on the drafter lane (each pinned to its CPU set, with its thread
+count), and the co-scheduling ratios with both lanes pinned exactly as native AS2D runs
+them, at every profiled depth. The runner reads each lane's CPU set back from the kernel;
+the profile records it, and a lane that did not run where it was asked is an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from specbench.errors import SpecbenchError
+from specbench.schemas.fileio import dump_yaml, dumps_line, write_atomic
+from specbench.schemas.placement import Placement, pinning_problems
+from specbench.schemas.profiles import KIND, VERSIONS, profile_from_dict
+from specbench.world.devices.base import Device
+from specbench.world.model_files import ModelFile, model_job
+from specbench.world.overheads import ZERO as ZERO_OVERHEADS
+from specbench.world.overheads import measure_overheads
+
+Progress = Callable[[int], None]
+Warn = Callable[[str], None]
+DRAFTER_LOGITS = "last"
+"""Drafter forwards keep the last row's logits (an AR step, an SD ingest); a second table
+keeps every row (`costs_all_rows`: SpecASR's recycling ingest reads a row per token)."""
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    widths: tuple[int, ...]
+    """Target forward widths (tokens per forward), logits for all rows."""
+    drafter_widths: tuple[int, ...]
+    depths: tuple[int, ...]
+    """KV depths before each timed forward."""
+    placement: Placement
+    """Where each lane runs; every table is measured there."""
+    repetitions: int = 5
+    warmup: int = 1
+    cosched: bool = True
+    """Measure co-scheduling ratios."""
+    cosched_widths: Mapping[str, tuple[int, ...]] | None = None
+    """Per drafter name, the target widths co-scheduled with it (None, or a drafter not named:
+    every width of `widths`)."""
+    all_rows: frozenset[str] | None = None
+    """Drafters that get the all-rows table (None: every drafter; only SpecASR reads it)."""
+
+    def __post_init__(self) -> None:
+        if not self.widths or min(self.widths) < 1 or (self.drafter_widths and min(self.drafter_widths) < 1):
+            raise SpecbenchError("widths must be >= 1")
+        if not self.depths or min(self.depths) < 0:
+            raise SpecbenchError("depths must be >= 0 (e.g. --depths 0,128,256)")
+        if self.repetitions < 5:
+            raise SpecbenchError(f"--repetitions {self.repetitions}: at least 5 are needed for a median and spread")
+
+    def forwards(self, drafters: int) -> int:
+        """Timed (model, width, depth) records `profile_device` collects for that many drafters."""
+        first = len(self.widths) + (len(self.drafter_widths) if drafters else 0)
+        with_all_rows = drafters if self.all_rows is None else min(len(self.all_rows), drafters)
+        rest = max(drafters - 1, 0) * (1 + len(self.drafter_widths)) + with_all_rows * (1 + len(self.drafter_widths))
+        return (first + rest) * len(self.depths)
+
+
+def plan_for(max_width: int, depths: Sequence[int], placement: Placement, repetitions: int = 5,
+             drafter_max_width: int | None = None, cosched: bool = True) -> SweepPlan:
+    return SweepPlan(tuple(range(1, max_width + 1)), tuple(range(1, (drafter_max_width or max_width) + 1)),
+                     tuple(sorted(set(depths))), placement, repetitions, 1, cosched)
+
+
+def parse_depths(text: str) -> tuple[int, ...]:
+    try:
+        depths = tuple(sorted({int(v) for v in text.split(",") if v.strip()}))
+    except ValueError:
+        raise SpecbenchError(f"--depths '{text}': expected comma-separated integers, e.g. 0,128,256") from None
+    if not depths or depths[0] < 0:
+        raise SpecbenchError(f"--depths '{text}': expected KV depths >= 0")
+    return depths
+
+
+@dataclass
+class ProfileRun:
+    """What profiling produced: the profile document, raw samples and warnings."""
+
+    doc: dict
+    samples: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def sweep_job(device: Device, target: ModelFile, drafter: ModelFile | None, plan: SweepPlan,
+              target_widths: Sequence[int] | None = None, drafter_logits: str = DRAFTER_LOGITS) -> dict:
+    job = {"mode": "sweep", "target": model_job(device, target, plan.placement.target),
+           "widths": list(target_widths or plan.widths), "depths": list(plan.depths), "warmup": plan.warmup,
+           "repetitions": plan.repetitions, "seed": 42}
+    if drafter is not None:
+        job |= {"drafter": model_job(device, drafter, plan.placement.drafter),
+                "drafter_widths": list(plan.drafter_widths), "drafter_logits": drafter_logits}
+    return job
+
+
+def costs_doc(results: Sequence[dict], model: str, widths: Sequence[int], depths: Sequence[int]) -> dict:
+    """A profile cost table {depths, seconds, spread, repetitions} from sweep results of one model."""
+    got = {(r["width"], r["depth"]): r for r in results if r.get("kind") == "forward" and r.get("model") == model}
+    missing = [(w, d) for w in widths for d in depths if (w, d) not in got]
+    if missing:
+        raise SpecbenchError(f"the runner's sweep lacks {model} width {missing[0][0]} at depth {missing[0][1]}")
+    return {"depths": [int(d) for d in depths],
+            "seconds": {int(w): [got[(w, d)]["median_us"] / 1e6 for d in depths] for w in widths},
+            "spread": {int(w): [got[(w, d)]["stdev_us"] / 1e6 for d in depths] for w in widths},
+            "repetitions": int(next(iter(got.values()))["repetitions"])}
+
+
+def cosched_doc(results: Sequence[dict], depths: Sequence[int]) -> dict:
+    """{depths, ratios: {width: {rho_target: [per depth], rho_drafter: [per depth]}}} from the
+    runner's cosched records; a width needs a drafter ratio at every depth."""
+    got = {(int(r["width"]), int(r["depth"])): r for r in results if r.get("kind") == "cosched"}
+    widths = sorted({w for w, _ in got})
+    ratios = {}
+    for w in widths:
+        rows = [got.get((w, d)) for d in depths]
+        if any(r is None or r.get("rho_drafter") is None for r in rows):
+            continue  # no drafter step fell inside the target's span: not measured at this width
+        ratios[w] = {"rho_target": [float(r["rho_target"]) for r in rows],
+                     "rho_drafter": [float(r["rho_drafter"]) for r in rows]}
+    return {"depths": [int(d) for d in depths], "ratios": ratios} if ratios else {}
+
+
+def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFile], plan: SweepPlan,
+                   progress: Progress | None = None, warn: Warn | None = None) -> ProfileRun:
+    """Sweep the target and every drafter on `device`; returns the profile document."""
+    run = ProfileRun({})
+
+    def say(message: str) -> None:
+        run.warnings.append(message)
+        if warn:
+            warn(message)
+
+    info = device.runner()
+    before = device.snapshot()
+
+    def named(results: list[dict], drafter: ModelFile | None) -> list[dict]:
+        """Raw samples, each with the name of the model it timed."""
+        return [r | {"model_name": target.name if r.get("model") == "target" else drafter.name} for r in results]
+
+    def count(doc: dict) -> None:
+        if progress and doc.get("result", {}).get("kind") == "forward":
+            progress(1)
+
+    jobs = [(None, None)] if not drafters else [(d, None if i == 0 else [1]) for i, d in enumerate(drafters)]
+    target_costs, drafter_entries = None, []
+    pinning: dict = {}
+
+    def pinned(out, what: str):
+        """The job's pinning read back; a lane off its CPUs makes every number of it wrong."""
+        event = next((e for e in out.events if e.get("event") == "pinning"), None)
+        if event is None:
+            raise SpecbenchError(f"the runner on {device.name} did not report its pinning ({what}): rebuild it")
+        problems = pinning_problems(plan.placement, event)
+        if problems:
+            raise SpecbenchError(f"{device.name}, {what}: {problems[0]}",
+                                 hint="choose a placement whose CPUs the runner may use")
+        for lane in event.get("lanes", []):
+            pinning.setdefault(lane["lane"], {"cpus": lane["cpus"], "read_back": lane["read_back"],
+                                              "threads": lane["threads"]})
+        return out
+
+    for drafter, widths in jobs:
+        out = pinned(device.run_job(sweep_job(device, target, drafter, plan, widths), count), "sweep")
+        run.samples += named(out.results, drafter)
+        if target_costs is None:
+            target_costs = costs_doc(out.results, "target", plan.widths, plan.depths)
+        if drafter is not None:
+            entry = {"name": drafter.name, "model": drafter.ref(), "processor": plan.placement.drafter.processor,
+                     "costs": costs_doc(out.results, "drafter", plan.drafter_widths, plan.depths),
+                     "threads": plan.placement.drafter.threads}
+            if plan.all_rows is None or drafter.name in plan.all_rows:
+                all_rows = pinned(device.run_job(sweep_job(device, target, drafter, plan, [1], "all"), count),
+                                  "sweep with every logit row")
+                run.samples += named(all_rows.results, drafter)
+                entry["costs_all_rows"] = costs_doc(all_rows.results, "drafter", plan.drafter_widths, plan.depths)
+            cosched = measure_cosched(device, target, drafter, plan, pinned) if plan.cosched else None
+            if cosched:
+                entry["cosched"] = cosched
+            drafter_entries.append(entry)
+    overheads, overheads_note = dict(ZERO_OVERHEADS), "overheads not measured (no drafter)"
+    if drafters:
+        overheads, overheads_note = measure_overheads(
+            device, model_job(device, target, plan.placement.target),
+            model_job(device, drafters[0], plan.placement.drafter), say)
+    target_doc = {"model": target.ref(), "processor": plan.placement.target.processor, "costs": target_costs,
+                  "threads": plan.placement.target.threads}
+    run.doc = {"kind": KIND, "schema_version": VERSIONS[-1], "device": device.describe(),
+               "placement": plan.placement.as_dict(), "pinning": {"lanes": pinning}, "runner": info.as_dict(),
+               "snapshot": {"before": before, "after": device.snapshot()}, "target": target_doc,
+               "drafters": drafter_entries,
+               "overheads": overheads,
+               "notes": (f"sweep: warmup {plan.warmup}, {plan.repetitions} repetitions, median seconds; target "
+                         f"logits for all rows, drafter logits '{DRAFTER_LOGITS}'; {overheads_note}")}
+    return run
+
+
+def measure_cosched(device: Device, target: ModelFile, drafter: ModelFile, plan: SweepPlan, pinned) -> dict:
+    """Co-scheduling ratios per target width and depth, both lanes pinned as native AS2D runs them."""
+    job = {"mode": "cosched", "target": model_job(device, target, plan.placement.target),
+           "drafter": model_job(device, drafter, plan.placement.drafter),
+           "widths": list((plan.cosched_widths or {}).get(drafter.name) or plan.widths),
+           "depths": list(plan.depths), "warmup": plan.warmup, "repetitions": plan.repetitions}
+    ratios = cosched_doc(pinned(device.run_job(job), "co-scheduling").results, plan.depths)
+    if not ratios:
+        raise SpecbenchError(f"the runner's cosched job returned no ratios for drafter '{drafter.name}'")
+    return ratios
+
+
+def write_profile(path: Path, run: ProfileRun) -> None:
+    """Validate the document with the profile loader, then write it and its raw samples."""
+    path = Path(path)
+    profile_from_dict(run.doc, path)
+    write_atomic(path, dump_yaml(run.doc))
+    write_atomic(samples_path(path), "".join(dumps_line(r) for r in run.samples))
+
+
+def samples_path(path: Path) -> Path:
+    return Path(path).with_name(Path(path).stem + ".samples.jsonl")
+
+
+def median_profile(docs: Sequence[dict]) -> dict:
+    """One profile document from several measured in the same placement (interleaved with
+    other work, so that host drift hits them differently): every cost, ratio and overhead is
+    the median over them. Refuses documents of different placements, models or tables."""
+    if not docs:
+        raise SpecbenchError("no profiles to combine")
+    first = docs[0]
+    for doc in docs[1:]:
+        for key in ("placement", "device"):
+            if doc.get(key) != first.get(key):
+                raise SpecbenchError(f"profiles to combine differ in '{key}': {first.get(key)} vs {doc.get(key)}")
+
+    def combine(values: list):
+        head = values[0]
+        if isinstance(head, bool) or not isinstance(head, (int, float, list, dict)):
+            return head
+        if isinstance(head, (int, float)):
+            return float(np.median(np.asarray(values, dtype=np.float64))) if isinstance(head, float) else head
+        if isinstance(head, list):
+            if any(not isinstance(v, list) or len(v) != len(head) for v in values):
+                raise SpecbenchError("profiles to combine measure different tables")
+            return [combine([v[i] for v in values]) for i in range(len(head))]
+        if any(not isinstance(v, dict) or set(v) != set(head) for v in values):
+            raise SpecbenchError("profiles to combine measure different tables")
+        return {k: combine([v[k] for v in values]) for k in head}
+
+    out = dict(first)
+    out["target"] = combine([d["target"] for d in docs])
+    out["drafters"] = combine([d["drafters"] for d in docs])
+    out["overheads"] = combine([d["overheads"] for d in docs])
+    out["snapshot"] = {"before": first["snapshot"]["before"], "after": docs[-1]["snapshot"]["after"]}
+    out["notes"] = f"{first.get('notes', '')}; median over {len(docs)} profiles measured one after another"
+    return out

@@ -1,0 +1,339 @@
+"""Trace windows with the real models: windows.jsonl -> traces/<drafter>.jsonl.
+
+Text windows become prompts with each model's own tokenizer and chat template (the
+runner's `tokenize` mode). Which template a model uses (`chat_template`): the one named
+for it (`--template NAME=TEMPLATE`), else the windows' `template` when it names a
+llama.cpp built-in, else the one stored in its GGUF; a GGUF that stores none is an error
+naming the file and the flag. The trace header records each model's template. The
+runner's `trace` mode then records y, the prefix-conditioned drafts and the producer
+stream per window; each window is appended (and flushed) as soon as it is done, so an
+interrupted trace resumes with `resume=True` where it stopped.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from specbench.core.methods.specasr import SpecAsrConfig
+from specbench.errors import SpecbenchError
+from specbench.schemas.fileio import Where, dumps_line, iter_jsonl
+from specbench.schemas.traces import (
+    VERSIONS,
+    ModelRef,
+    TraceFile,
+    header_dict,
+    load_trace_file,
+    window_trace_from_dict,
+    window_trace_to_dict,
+)
+from specbench.schemas.windows import MODEL_TEMPLATE, Window
+from specbench.world.devices.base import Device
+from specbench.world.model_files import ModelFile, model_job
+
+Progress = Callable[[int], None]
+MEDIA_MARKER = "<__media__>"
+"""Where libmtmd puts the audio in an audio window's prompt text."""
+
+
+def user_message(window: Window) -> str:
+    """The one user turn a window sends: for text, the instruction, a blank line, the source
+    text; for audio, the media marker alone (the instruction goes in the system turn:
+    Qwen3-ASR's ChatML prompt `<|im_start|>system\n{context}<|im_end|>\n<|im_start|>user\n
+    <__media__><|im_end|>\n<|im_start|>assistant\n`, context = the instruction)."""
+    if window.input.kind == "audio":
+        return MEDIA_MARKER
+    return f"{window.instruction}\n\n{window.input.text}"
+
+
+def chat_template(model: ModelFile, windows: Sequence[Window]) -> str:
+    """The template `model` renders `windows` with: the one named for it, else the windows'
+    (a built-in name, or "model" for its GGUF's own). One per model, as a trace header records."""
+    if model.template:
+        return model.template
+    named = sorted({w.template for w in windows})
+    if len(named) > 1:
+        raise SpecbenchError(f"the windows name different templates ({', '.join(named)}); a run renders each "
+                             f"model's prompts with one", hint=f"name one for '{model.name}' with --template "
+                                                               f"{model.name}=TEMPLATE, or give the windows one")
+    return named[0] if named else MODEL_TEMPLATE
+
+
+def tokenize_windows(device: Device, model: ModelFile, windows: Sequence[Window]) -> dict[str, list[int] | str]:
+    """Per window id, the model's chat template applied: the prompt token ids of a text
+    window, or the prompt text (with the media marker) of an audio window, which the runner
+    tokenizes itself through the model's mmproj."""
+    template = chat_template(model, windows)
+    prompts: dict[str, list[int] | str] = {}
+    groups: dict[str, list[Window]] = {}
+    for window in windows:
+        groups.setdefault(window.instruction if window.input.kind == "audio" else "", []).append(window)
+    for system, group in groups.items():
+        job = {"mode": "tokenize", "model": {"path": device.model_path(model.path)},
+               "texts": [user_message(w) for w in group], "chat": True,
+               "template": "" if template == MODEL_TEMPLATE else template, "system": system}
+        try:
+            out = device.run_job(job)
+        except SpecbenchError as exc:
+            raise template_error(model, template, exc) from None
+        results = sorted(out.results, key=lambda r: r["index"])
+        if len(results) != len(group):
+            raise SpecbenchError(f"runner tokenized {len(results)} of {len(group)} prompts")
+        for window, result in zip(group, results):
+            prompts[window.window_id] = str(result["text"]) if window.input.kind == "audio" else \
+                [int(t) for t in result["tokens"]]
+    return prompts
+
+
+def template_error(model: ModelFile, template: str, exc: SpecbenchError) -> SpecbenchError:
+    """A runner refusal of a chat template, said in terms of the model file and the flag."""
+    message = str(exc.args[0]) if exc.args else ""
+    flag = f"--template {model.name}=TEMPLATE"
+    if "no chat template" in message:
+        unnamed = "" if model.template else f", and none is named for model '{model.name}'"
+        return SpecbenchError(f"{model.path} stores no chat template{unnamed}",
+                              hint=f"pass {flag} naming a llama.cpp built-in template (gemma for Gemma models; "
+                                   f"chatml, llama3, ...)")
+    if "chat template" not in message:
+        return exc
+    source = f"--template {model.name}={template}" if model.template else f"the windows' template '{template}'"
+    what = "its GGUF's chat template" if template == MODEL_TEMPLATE else f"template '{template}'"
+    return SpecbenchError(f"model '{model.name}' ({model.path}): llama.cpp cannot apply {what} ({source})",
+                          hint=f"pass {flag} with a llama.cpp built-in template (chatml, gemma, llama3, ...)")
+
+
+def window_pcm(window: Window) -> Path:
+    """The window's 16 kHz mono samples as raw little-endian float32 (the runner's audio input),
+    cached under $SPECBENCH_CACHE/audio by window sha256; the samples must still hash to the
+    window's sha256 (the audio file has not changed since `specbench windows`)."""
+    from specbench.world.audio import audio_window_sha256, load_window_audio
+    from specbench.world.models import cache_dir
+
+    path = cache_dir() / "audio" / f"{window.window_sha256}.f32"
+    if path.is_file():
+        return path
+    view = window.input
+    try:
+        samples, _ = load_window_audio(Path(view.audio_path or ""), view.offset_s, view.duration_s)
+    except SpecbenchError as exc:
+        raise SpecbenchError(f"window '{window.window_id}': {exc.args[0]}", hint=exc.hint) from None
+    sha = audio_window_sha256(samples, window.instruction, window.template, window.cap)
+    if sha != window.window_sha256:
+        raise SpecbenchError(f"window '{window.window_id}': the audio of {view.audio_path} no longer matches the "
+                             f"window (sha256 {sha[:12]}, the window says {window.window_sha256[:12]})",
+                             hint="rebuild the windows file with `specbench windows`")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.part")
+    samples.astype("<f4").tofile(partial)
+    os.replace(partial, path)
+    return path
+
+
+def check_mmproj(models: Sequence[ModelFile | None], windows: Sequence[Window]) -> None:
+    """Audio windows need an mmproj for every model that hears them."""
+    audio = next((w for w in windows if w.input.kind == "audio"), None)
+    if audio is None:
+        return
+    for model in models:
+        if model is not None and model.mmproj is None:
+            raise SpecbenchError(f"window '{audio.window_id}' is audio, but the model {model.path} has no mmproj",
+                                 hint="pass --target-mmproj / --drafter-mmproj (the model's audio projector .gguf)")
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """Prompt ids of each window for the target and (when they differ) the drafter."""
+
+    target: dict[str, list[int] | str]
+    """Prompt ids of text windows; prompt texts (with the media marker) of audio windows."""
+    drafter: dict[str, list[int] | str] | None = None
+    audio: dict[str, str] | None = None
+    """Audio windows: the device path of the window's raw float32 16 kHz mono samples."""
+    templates: dict[str, str] = field(default_factory=dict)
+    """The chat template each model rendered them with ('target', and 'drafter' when given)."""
+
+    def runner_window(self, window: Window, reference: Sequence[int] | None = None) -> dict:
+        prompt = self.target[window.window_id]
+        if isinstance(prompt, str):
+            if not self.audio or window.window_id not in self.audio:
+                raise SpecbenchError(f"window '{window.window_id}': no audio samples prepared for the runner")
+            doc = {"id": window.window_id, "audio": {"path": self.audio[window.window_id], "format": "f32"},
+                   "prompt_text": prompt, "cap": window.cap}
+            if self.drafter is not None and self.drafter[window.window_id] != prompt:
+                doc["drafter_prompt_text"] = self.drafter[window.window_id]
+        else:
+            doc = {"id": window.window_id, "prompt": prompt, "cap": window.cap}
+            if self.drafter is not None and self.drafter[window.window_id] != doc["prompt"]:
+                doc["drafter_prompt"] = self.drafter[window.window_id]
+        if reference is not None:
+            doc["reference"] = [int(t) for t in reference]
+        return doc
+
+
+def model_templates(target: ModelFile, drafter: ModelFile | None, windows: Sequence[Window]) -> dict[str, str]:
+    """{'target': template, 'drafter': template} as prompts_for renders them (no drafter: no key)."""
+    templates = {"target": chat_template(target, windows)}
+    if drafter is not None:
+        templates["drafter"] = chat_template(drafter, windows)
+    return templates
+
+
+def prompts_for(device: Device, target: ModelFile, drafter: ModelFile | None, windows: Sequence[Window]) -> Prompts:
+    """Tokenize once per distinct (model file, template) (a same-vocabulary drafter file is
+    tokenized too, so a drafter with its own tokenizer only needs the runner to accept
+    `drafter_prompt`)."""
+    check_mmproj([target, drafter], windows)
+    templates = model_templates(target, drafter, windows)
+    target_prompts = tokenize_windows(device, target, windows)
+    same = drafter is None or (Path(drafter.path).resolve() == Path(target.path).resolve()
+                               and templates["drafter"] == templates["target"])
+    drafter_prompts = None if same else tokenize_windows(device, drafter, windows)
+    audio = {w.window_id: device.model_path(window_pcm(w)) for w in windows if w.input.kind == "audio"} or None
+    return Prompts(target_prompts, drafter_prompts, audio, templates)
+
+
+def check_trace_templates(trace_files: dict[str, TraceFile], target: ModelFile, drafter: ModelFile | None,
+                          windows: Sequence[Window]) -> None:
+    """A native run checked against traces must render the prompts as they were traced, or
+    the greedy outputs (and drafts) differ; traces that predate the record are not checked."""
+    now = model_templates(target, drafter, windows)
+    for name, trace_file in trace_files.items():
+        recorded = trace_file.templates or {}
+        roles = ["target"] + (["drafter"] if drafter is not None and name == drafter.name else [])
+        for role in roles:
+            if role in recorded and recorded[role] != now[role]:
+                model = target if role == "target" else drafter
+                raise SpecbenchError(f"{trace_file.path}: the {role} was traced with chat template "
+                                     f"'{recorded[role]}', this run renders '{now[role]}'",
+                                     hint=f"pass --template {model.name}={recorded[role]}, or trace again")
+
+
+class TraceWriter:
+    """One trace file, appended a window at a time; resumes a file of the same models and templates."""
+
+    def __init__(self, path: Path, target: ModelRef, drafter: ModelRef, templates: dict[str, str], resume: bool):
+        self.path = Path(path)
+        self.done: dict[str, str] = {}
+        """window_id -> window_sha256 of the windows already in the file."""
+        if self.path.exists() and self.path.stat().st_size > 0:
+            if not resume:
+                raise SpecbenchError(f"{self.path}: trace file already exists",
+                                     hint="pass --resume to continue it, or choose another --out")
+            _repair_cut_line(self.path)
+            existing = load_trace_file(self.path)
+            if existing.version != VERSIONS[-1]:
+                # A file's windows share one format: older windows lack what newer replay reads.
+                raise SpecbenchError(f"{self.path}: cannot resume a schema_version {existing.version} trace file "
+                                     f"(this specbench writes version {VERSIONS[-1]})",
+                                     hint="trace into another --out directory")
+            for key, old, new in (("target", existing.target, target), ("drafter", existing.drafter, drafter)):
+                if old.sha256 != new.sha256:
+                    raise SpecbenchError(f"{self.path}: cannot resume: the {key} model differs "
+                                         f"({old.name} {old.sha256[:12]} in the file, {new.name} {new.sha256[:12]} now)",
+                                         hint="trace into another --out directory")
+            if existing.templates != templates:
+                raise SpecbenchError(f"{self.path}: cannot resume: the chat templates differ "
+                                     f"({_templates_text(existing.templates)} in the file, "
+                                     f"{_templates_text(templates)} now)", hint="trace into another --out directory")
+            self.done = {w.window_id: w.window_sha256 for w in existing.windows.values()}
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._write(dumps_line(header_dict(target, drafter, templates)))
+
+    def todo(self, windows: Sequence[Window]) -> list[Window]:
+        for window in windows:
+            sha = self.done.get(window.window_id)
+            if sha is not None and sha != window.window_sha256:
+                raise SpecbenchError(f"{self.path}: window '{window.window_id}' was traced with different content "
+                                     f"(window_sha256 {sha[:12]}, now {window.window_sha256[:12]})",
+                                     hint="trace the changed windows into another --out directory")
+        return [w for w in windows if w.window_id not in self.done]
+
+    def append(self, doc: dict) -> None:
+        self._write(dumps_line(doc))
+        self.done[doc["window_id"]] = doc["window_sha256"]
+
+    def _write(self, text: str) -> None:
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def _templates_text(templates: dict[str, str] | None) -> str:
+    if templates is None:
+        return "none recorded"
+    return ", ".join(f"{role} {name}" for role, name in templates.items())
+
+
+def _repair_cut_line(path: Path) -> None:
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
+def trace_doc(result: dict, window: Window, where: Where) -> dict:
+    """A runner trace record as a trace-file line: validated, padding stripped, sha256 added."""
+    doc = {k: v for k, v in result.items() if k not in ("kind", "y_margin")} | {"window_sha256": window.window_sha256}
+    return window_trace_to_dict(window_trace_from_dict(doc, where))
+
+
+def trace_path(out_dir: Path, drafter: ModelFile) -> Path:
+    return Path(out_dir) / f"{drafter.name}.jsonl"
+
+
+def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, drafter: ModelFile, out_dir: Path,
+                  k_max: int = 16, resume: bool = False, threads: int | None = None,
+                  progress: Progress | None = None, prompts: Prompts | None = None,
+                  specasr: Sequence[SpecAsrConfig] = ()) -> tuple[Path, int]:
+    """Trace every window not yet in out_dir/<drafter>.jsonl; returns (file, windows traced now).
+
+    `specasr`: configurations whose recycling queries are recorded too (the runner runs
+    each one against the target's output), so that replay can price them."""
+    if k_max < 1:
+        raise SpecbenchError(f"--k-max {k_max}: expected at least 1 draft per row (16 covers SD up to W=17)")
+    for config in specasr:
+        if config.k_max > k_max:
+            raise SpecbenchError(f"--specasr {config.trace_label}: k_max {config.k_max} exceeds --k-max {k_max}",
+                                 hint=f"pass --k-max {config.k_max} or more")
+    # Prompts before the file: a model without a chat template leaves nothing behind.
+    prompts = prompts or prompts_for(device, target, drafter, windows)
+    writer = TraceWriter(trace_path(out_dir, drafter), ModelRef(**target.ref()), ModelRef(**drafter.ref()),
+                         prompts.templates, resume)
+    todo = writer.todo(windows)
+    if progress and len(todo) < len(windows):
+        progress(len(windows) - len(todo))
+    if not todo:
+        return writer.path, 0
+    by_id = {w.window_id: w for w in todo}
+    job = {"mode": "trace", "target": model_job(device, target), "drafter": model_job(device, drafter), "k_max": k_max,
+           "producer": True, "windows": [prompts.runner_window(w) for w in todo]}
+    if specasr:
+        unique = {c.trace_label: c for c in specasr}
+        job["specasr"] = [{"k_max": c.k_max, "tau": c.tau} for c in unique.values()]
+    if threads:
+        job["threads"] = threads
+
+    def on_line(doc: dict) -> None:
+        result = doc.get("result")
+        if not result or result.get("kind") != "trace":
+            return
+        window = by_id[result["window_id"]]
+        writer.append(trace_doc(result, window, Where(f"runner trace of window '{window.window_id}'")))
+        if progress:
+            progress(1)
+
+    device.run_job(job, on_line)
+    missing = [w.window_id for w in todo if w.window_id not in writer.done]
+    if missing:
+        raise SpecbenchError(f"the runner returned no trace for window '{missing[0]}'")
+    return writer.path, len(todo)
+
+
+def traced_ids(path: Path) -> set[str]:
+    """Window ids in a trace file (for tests and resume reports)."""
+    rows = iter_jsonl(Path(path))
+    next(rows, None)
+    return {doc["window_id"] for _, doc in rows}
