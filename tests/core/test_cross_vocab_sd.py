@@ -165,7 +165,7 @@ def test_bulk_replay_of_cross_vocabulary_sd_equals_the_reference(trace_caps, con
     bulk = replay_study(windows, files, [profile], [config], workers=1)
     reference = pd.DataFrame([dataclasses.asdict(replay_window(w, window_traces[w.window_id], profile, config))
                               for w in windows])
-    pd.testing.assert_frame_equal(bulk.reset_index(drop=True), reference[bulk.columns], check_dtype=False)
+    pd.testing.assert_frame_equal(bulk.reset_index(drop=True), reference[bulk.columns], check_dtype=False, check_exact=True)
 
 
 def test_cross_drafts_round_trip_and_old_traces_still_load(tmp_path):

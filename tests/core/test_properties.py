@@ -11,13 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specbench.core import metrics
-from specbench.core.methods.as2d import As2dConfig, As2dVerifier
-from specbench.core.methods.base import TargetOracle, TraceDrafts
-from specbench.core.methods.sd import SdConfig, decode_sd
-from specbench.core.methods.specasr import decode_specasr
+from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.base import TargetOracle
+from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.target import TargetConfig
 from specbench.core.replay.bulk import COST_FITS, fit_profile, replay_study
-from specbench.core.replay.reference import producer_timeline, replay_window
+from specbench.core.replay.reference import decode_serial, replay_window, simulate_as2d
 from specbench.errors import SpecbenchError
 from specbench.schemas.traces import ModelRef, TraceFile
 from tests.helpers import window_for
@@ -47,41 +46,19 @@ class RecordingOracle(TargetOracle):
 
 
 def decisions(config, trace, cap, y, profile):
-    """(t, candidates) of every forward of `config` when the target's output is `y`."""
+    """(t, candidates) of every forward of `config` when the target's output is `y`, from the
+    reference replay's own decision loop."""
     log: list = []
     trace = dataclasses.replace(trace, y=np.asarray(y, dtype=np.int32))
     oracle = RecordingOracle(trace.y, log)
     try:
-        if isinstance(config, TargetConfig):
-            while not oracle.done:
-                oracle.verify(())
-        elif isinstance(config, SdConfig):
-            decode_sd(oracle, TraceDrafts(trace), cap, 0, 0, config)
-        elif config == SPECASR:
-            decode_specasr(oracle, TraceDrafts(trace), cap, 0, 0, config)
+        if isinstance(config, As2dConfig):
+            simulate_as2d(trace, cap, profile, config, oracle)
         else:
-            _as2d_decisions(oracle, trace, cap, profile, config)
+            decode_serial(config, trace, cap, "drafter", oracle)
     except SpecbenchError:
         pass  # a changed future may ask for answers the trace never recorded; what came before counts
     return log
-
-
-def _as2d_decisions(oracle, trace, cap, profile, config):
-    from specbench.core.replay.reference import _Lanes
-
-    timeline = producer_timeline(trace.producer, profile.drafters["drafter"].costs, trace.n_prompt_drafter,
-                                 config.batch, profile.overheads.publish_s)
-    lanes = _Lanes(timeline, profile.overheads.producer_startup_s)
-    verifier = As2dVerifier(config, cap)
-    cosched = profile.drafters["drafter"].cosched
-    while not oracle.done:
-        t = oracle.committed
-        plan = verifier.plan(t, oracle.last(), trace.producer.tokens, trace.producer.conf, lanes.published())
-        width = len(plan.candidates) + 1
-        rho_t, rho_d, _ = cosched.ratios(width, trace.n_prompt + t - 1)
-        lanes.run(profile.target_costs.cost(width, trace.n_prompt + t - 1), rho_t, rho_d, True)
-        accepted, committed = oracle.verify(plan.candidates)
-        verifier.observe(plan, accepted, committed)
 
 
 @SETTINGS
@@ -146,7 +123,8 @@ def test_bulk_replay_equals_the_scalar_reference_and_pooled_equals_sums(trace_ca
                               for c in configs for w in windows]).assign(ratio_fit=fit)
     order = ["config", "window_id"]
     pd.testing.assert_frame_equal(bulk.sort_values(order).reset_index(drop=True),
-                                  reference[bulk.columns].sort_values(order).reset_index(drop=True), check_dtype=False)
+                                  reference[bulk.columns].sort_values(order).reset_index(drop=True), check_dtype=False,
+                                  check_exact=True)
 
     pooled = metrics.pooled(bulk)
     for (device, config), group in bulk.groupby(["device", "config"]):
@@ -157,3 +135,23 @@ def test_bulk_replay_equals_the_scalar_reference_and_pooled_equals_sums(trace_ca
         if group["decode_s"].sum() > 0:  # all-degenerate groups have no throughput
             assert math.isclose(row["tokens_per_s"], group["tokens"].sum() / math.fsum(group["decode_s"]),
                                 rel_tol=1e-12)
+
+
+def test_bulk_replay_of_a_two_drafter_two_device_study_equals_the_reference_exactly():
+    """The bench's catalog (SD W=5..8, SpecASR, AS2D B=1..15 over two drafters) on a small
+    synthetic study: every column of every row equal to the scalar reference's, no tolerance."""
+    from bench.replay_speed import CATALOG
+    from bench.synthetic_study import synthetic_study
+    from specbench.core.methods import parse_method_specs
+    from specbench.core.replay.bulk import trace_for
+
+    study = synthetic_study(n_windows=12, n_devices=2)
+    configs = parse_method_specs(CATALOG)
+    bulk = replay_study(study.windows, study.traces, study.profiles, configs, workers=1)
+    reference = pd.DataFrame([dataclasses.asdict(replay_window(w, trace_for(study.traces, c, w.window_id)[1], p, c))
+                              for p in study.profiles for c in configs for w in study.windows])
+    order = ["device", "config", "window_id"]
+    assert len(bulk) == len(reference) == 2 * len(configs) * 12
+    pd.testing.assert_frame_equal(bulk.sort_values(order).reset_index(drop=True),
+                                  reference[bulk.columns].sort_values(order).reset_index(drop=True),
+                                  check_dtype=False, check_exact=True)

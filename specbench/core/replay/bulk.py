@@ -209,18 +209,17 @@ def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], pr
     return pd.concat(frames, ignore_index=True)
 
 
-def replay_as2d(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],
+def replay_as2d(windows: Sequence[Window], traces: Mapping[str, TraceFile], profile: DeviceProfile,
                 configs: Sequence[As2dConfig], progress: Progress | None = None) -> pd.DataFrame:
-    """Every (device, configuration, window) of AS2D, simulated in lockstep."""
+    """Every (configuration, window) of AS2D on one device, simulated in lockstep."""
     sims, blocks = [], []
-    for p_index, profile in enumerate(profiles):
-        for config in configs:
-            window_traces = [trace_for(traces, config, w.window_id)[1] for w in windows]
-            sims += [Simulation(p_index, config, i, trace) for i, trace in enumerate(window_traces)]
-            blocks.append(_base_columns(profile, config, windows, window_traces))
+    for config in configs:
+        window_traces = [trace_for(traces, config, w.window_id)[1] for w in windows]
+        sims += [Simulation(config, i, trace) for i, trace in enumerate(window_traces)]
+        blocks.append(_base_columns(profile, config, windows, window_traces))
     if not sims:
         return pd.DataFrame(columns=list(ROW_FIELDS))
-    result = simulate_lockstep(sims, windows, profiles, progress)
+    result = simulate_lockstep(sims, windows, profile, progress)
     base = {key: np.concatenate([b[key] for b in blocks]) for key in blocks[0]}
     count = len(sims)
     base.update(decode_s=result.decode_s, rounds=result.rounds, proposed=result.proposed, accepted=result.accepted,
@@ -249,7 +248,7 @@ def _run_task(task: tuple[str, object]) -> pd.DataFrame:
     if kind == "serial":
         return replay_serial(windows, traces, profiles, what)
     as2d = [c for c in configs if isinstance(c, As2dConfig)]
-    return replay_as2d(windows, traces, [profiles[what]], as2d)
+    return replay_as2d(windows, traces, profiles[what], as2d)
 
 
 def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],

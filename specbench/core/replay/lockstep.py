@@ -1,9 +1,9 @@
-"""AS2D replay of many (device, configuration, window) simulations in lockstep.
+"""AS2D replay of many (configuration, window) simulations on one device, in lockstep.
 
 One loop iteration is one target forward boundary of every unfinished simulation:
 alignment, candidates, verification, then the two-lane clock — all as array operations.
-Every floating-point operation is the one `replay._Lanes` and `CostTable.cost` perform, in
-the same order, so the results equal the scalar reference bit for bit (tests check it).
+Every floating-point operation is the one `reference._Lanes` and `CostTable.cost` perform, in
+the same order, so the results equal the scalar reference bit for bit (tests check it exactly).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import numpy as np
 from specbench.core.methods.as2d import As2dConfig
 from specbench.core.replay.reference import (
     ProducerTimeline,
-    producer_depth_extrapolated,
     producer_forward_depths,
     timeline_from_forward_costs,
 )
@@ -40,9 +39,8 @@ def dense_costs(table: CostTable, max_width: int, max_depth: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Simulation:
-    """One (device, configuration, window) to simulate."""
+    """One (configuration, window) to simulate."""
 
-    profile_index: int
     config: As2dConfig
     window_index: int
     trace: WindowTrace
@@ -76,7 +74,7 @@ def _pad_rows(rows: Sequence[np.ndarray], width: int, fill, dtype) -> np.ndarray
 class _Study:
     """Constants shared by the simulations: padded streams, timelines, cost tables."""
 
-    def __init__(self, sims: Sequence[Simulation], windows: Sequence[Window], profiles: Sequence[DeviceProfile]):
+    def __init__(self, sims: Sequence[Simulation], profile: DeviceProfile):
         self.max_b = max(s.config.budget for s in sims)
         self.max_h = max(s.config.horizon for s in sims)
         max_width = self.max_b + 1
@@ -97,25 +95,24 @@ class _Study:
         self.pz = _pad_rows([t.producer.conf for t in trace_list], width, -1.0, np.float64)
 
         max_depth = max(max(t.n_prompt, t.n_prompt_drafter) + max(len(t.y), t.producer.steps) for t in trace_list)
-        self.target_costs = np.stack([dense_costs(p.target_costs, max_width, max_depth) for p in profiles])
-        self.target_labels = [p.target_costs.label for p in profiles]
-        self.target_outside = np.stack([p.target_costs.extrapolates(np.arange(max_depth + 1)) for p in profiles])
-        drafter_costs: dict[tuple[int, str | None], np.ndarray] = {}
-        ratios: dict[tuple[int, str | None], int] = {}
+        self.target_costs = dense_costs(profile.target_costs, max_width, max_depth)
+        self.target_label = profile.target_costs.label
+        self.target_outside = profile.target_costs.extrapolates(np.arange(max_depth + 1))
+        drafter_costs: dict[str | None, np.ndarray] = {}
+        ratios: dict[str | None, int] = {}
         ratio_tables = []
-        timeline_index: dict[tuple[int, str | None, int, int], int] = {}
+        timeline_index: dict[tuple[str | None, int, int], int] = {}
         timelines: list[ProducerTimeline] = []
         self.timeline_row = np.empty(len(sims), dtype=np.int64)
         self.ratio_row = np.empty(len(sims), dtype=np.int64)
         for i, s in enumerate(sims):
-            profile = profiles[s.profile_index]
-            key = (s.profile_index, s.config.drafter)
+            key = s.config.drafter
             if key not in ratios:
                 ratios[key] = len(ratio_tables)
                 ratio_tables.append(profile.cosched(s.config.drafter).dense(max_width, max_depth))
                 drafter_costs[key] = dense_costs(profile.drafter(s.config.drafter).costs, 1, max_depth)[1]
             self.ratio_row[i] = ratios[key]
-            t_key = (s.profile_index, s.config.drafter, s.config.batch, s.window_index)
+            t_key = (s.config.drafter, s.config.batch, s.window_index)
             if t_key not in timeline_index:
                 timeline_index[t_key] = len(timelines)
                 stream = s.trace.producer
@@ -127,6 +124,10 @@ class _Study:
                                                              profile.overheads.publish_s))
             self.timeline_row[i] = timeline_index[t_key]
         self.timelines = timelines
+        # Padded with inf, so counting the entries at or below a work level is a searchsorted.
+        longest_cum = max(len(t.cum) for t in timelines)
+        self.cum = _pad_rows([t.cum for t in timelines], longest_cum, np.inf, np.float64)
+        self.step_starts = _pad_rows([t.cum[:-1] for t in timelines], longest_cum, np.inf, np.float64)
         pubs = [t.publish_work for t in timelines]
         self.publish_work = _pad_rows(pubs, max((len(p) for p in pubs), default=0) + 1, np.inf, np.float64)
         self.rho_t = np.stack([r[0] for r in ratio_tables])
@@ -138,7 +139,7 @@ class _Study:
 class _State:
     """Per-simulation constants and mutable state, as arrays."""
 
-    def __init__(self, sims: Sequence[Simulation], windows: Sequence[Window], profiles: Sequence[DeviceProfile],
+    def __init__(self, sims: Sequence[Simulation], windows: Sequence[Window], profile: DeviceProfile,
                  study: _Study):
         count = len(sims)
 
@@ -149,7 +150,6 @@ class _State:
         self.timeline = study.timeline_row
         self.ratio_row = study.ratio_row
         self.total = study.total
-        self.device = column((s.profile_index for s in sims), np.int64)
         self.n = column((len(s.trace.y) for s in sims), np.int64)
         self.m = column((len(s.trace.producer.tokens) for s in sims), np.int64)
         self.cap = column((windows[s.window_index].cap for s in sims), np.int64)
@@ -159,8 +159,8 @@ class _State:
         self.conf_stop = column((s.config.conf_stop for s in sims), np.float64)
         self.horizon = column((s.config.horizon for s in sims), np.int64)
         self.positional = column((s.config.align == "positional" for s in sims), bool)
-        self.start_s = column((profiles[s.profile_index].overheads.producer_startup_s for s in sims), np.float64)
-        self.align_s = column((profiles[s.profile_index].overheads.align_s for s in sims), np.float64)
+        self.start_s = np.full(count, profile.overheads.producer_startup_s)
+        self.align_s = np.full(count, profile.overheads.align_s)
         ints = ("t", "expected", "floor", "batches", "rounds", "proposed", "accepted", "multi")
         for name in ints:
             setattr(self, name, np.zeros(count, dtype=np.int64))
@@ -273,16 +273,16 @@ def _round(s: _State, study: _Study, idx: np.ndarray) -> None:
         _run(s, sub, s.align_s[sub], ones, ones, forward=False)
     width = length + 1
     depth = s.n_prompt[idx] + t - 1
-    solo = study.target_costs[s.device[idx], width, depth]
+    solo = study.target_costs[width, depth]
     if np.isnan(solo).any():
         bad = int(np.argmax(np.isnan(solo)))
-        raise MissingCostError(f"{study.target_labels[s.device[idx][bad]]}: no measured cost for width {width[bad]}",
+        raise MissingCostError(f"{study.target_label}: no measured cost for width {width[bad]}",
                                hint="profile the device with a larger --max-width")
     ratio_row = s.ratio_row[idx]
     depth = s.n_prompt[idx] + t - 1
     _run(s, idx, solo, study.rho_t[ratio_row, width, depth], study.rho_d[ratio_row, width, depth], forward=True)
     s.extrapolated[idx] |= study.rho_extrapolated[ratio_row, width]
-    s.depth_extrapolated[idx] |= study.target_outside[s.device[idx], depth]
+    s.depth_extrapolated[idx] |= study.target_outside[depth]
 
     # Commit and move the cursor (As2dVerifier.observe).
     s.t[idx] = t + committed
@@ -297,10 +297,29 @@ def _round(s: _State, study: _Study, idx: np.ndarray) -> None:
     _advance_publication(s, study, idx)
 
 
-def simulate_lockstep(sims: Sequence[Simulation], windows: Sequence[Window], profiles: Sequence[DeviceProfile],
+def _producer_ends(sims: Sequence[Simulation], profile: DeviceProfile, study: _Study,
+                   s: _State) -> tuple[np.ndarray, np.ndarray]:
+    """`ProducerTimeline.forwards_done` and `reference.producer_depth_extrapolated` of every
+    simulation at its end, as array operations (integer counts and flags: exact)."""
+    work = s.work[:, None]
+    steps_done = (study.cum[s.timeline] <= work).sum(axis=1) - 1
+    forwards = np.maximum(steps_done - 1, 0)
+    started = (study.step_starts[s.timeline] < work).sum(axis=1)
+    depth0 = np.fromiter((sim.trace.n_prompt_drafter for sim in sims), dtype=np.int64, count=len(sims))
+    outside = np.zeros(len(sims), dtype=bool)
+    drafters = [sim.config.drafter for sim in sims]
+    for name in dict.fromkeys(drafters):
+        mine = np.array([d == name for d in drafters])
+        costs = profile.drafter(name).costs
+        outside[mine] = (started[mine] > 1) & (costs.extrapolates(depth0[mine]) |
+                                               costs.extrapolates(depth0[mine] + started[mine] - 2))
+    return forwards.astype(np.int64), outside
+
+
+def simulate_lockstep(sims: Sequence[Simulation], windows: Sequence[Window], profile: DeviceProfile,
                       progress: Callable[[int], None] | None = None) -> LockstepResult:
-    study = _Study(sims, windows, profiles)
-    s = _State(sims, windows, profiles, study)
+    study = _Study(sims, profile)
+    s = _State(sims, windows, profile, study)
     _advance_publication(s, study, np.arange(len(sims)))
     active = np.nonzero(s.t < s.n)[0]
     if progress and len(sims) - len(active):
@@ -311,11 +330,7 @@ def simulate_lockstep(sims: Sequence[Simulation], windows: Sequence[Window], pro
         if progress and not still.all():
             progress(int((~still).sum()))
         active = active[still]
-    forwards = np.array([study.timelines[s.timeline[i]].forwards_done(s.work[i]) for i in range(len(sims))],
-                        dtype=np.int64)
-    for i, sim in enumerate(sims):
-        costs = profiles[sim.profile_index].drafter(sim.config.drafter).costs
-        s.depth_extrapolated[i] |= producer_depth_extrapolated(study.timelines[s.timeline[i]].cum, s.work[i], costs,
-                                                               sim.trace.n_prompt_drafter)
+    forwards, producer_outside = _producer_ends(sims, profile, study, s)
+    s.depth_extrapolated |= producer_outside
     return LockstepResult(s.time, s.d, s.v, s.o, s.h, s.rounds, s.proposed, s.accepted, s.multi, forwards,
                           s.extrapolated, s.depth_extrapolated)

@@ -6,8 +6,8 @@ batches are published, so its replay simulates the two lanes in time: while both
 work, each progresses at 1/rho of its solo speed (processor sharing); the target never
 waits for the producer.
 
-This module is the scalar reference; `batch_replay` computes the same numbers for whole
-studies at once and is tested against it.
+This module is the scalar reference; `replay.bulk` (and `replay.lockstep` for AS2D) compute
+the same numbers for whole studies at once, and tests check them equal to the last bit.
 """
 
 from __future__ import annotations
@@ -43,9 +43,11 @@ class Timing:
     """A forward priced outside the profile's measured depths."""
 
 
-def decode_serial(config: MethodConfig, trace: WindowTrace, cap: int, drafter_name: str = "drafter") -> Decoded:
-    """Run a serial method's decision procedure on a trace."""
-    oracle = TargetOracle(trace.y)
+def decode_serial(config: MethodConfig, trace: WindowTrace, cap: int, drafter_name: str = "drafter",
+                  oracle: TargetOracle | None = None) -> Decoded:
+    """Run a serial method's decision procedure on a trace. `oracle` answers the verifications
+    (default: the trace's output); a test passes one that records what it was asked."""
+    oracle = oracle or TargetOracle(trace.y)
     if isinstance(config, TargetConfig):
         return decode_target(oracle, trace.n_prompt)
     drafts = TraceDrafts(trace, drafter_name)
@@ -202,8 +204,10 @@ class _Lanes:
             self.h += seconds
 
 
-def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: As2dConfig) -> tuple[Timing, dict]:
-    """Two lanes in time. Returns the timing and the target-lane counts."""
+def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: As2dConfig,
+                  oracle: TargetOracle | None = None) -> tuple[Timing, dict]:
+    """Two lanes in time. Returns the timing and the target-lane counts. `oracle` as in
+    `decode_serial`."""
     stream = trace.producer
     if stream is None:
         raise SpecbenchError(f"trace of window '{trace.window_id}' has no producer stream; AS2D needs one")
@@ -212,7 +216,7 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
     overheads = profile.overheads
     timeline = producer_timeline(stream, drafter.costs, trace.n_prompt_drafter, config.batch, overheads.publish_s)
     lanes = _Lanes(timeline, overheads.producer_startup_s)
-    oracle = TargetOracle(trace.y)
+    oracle = oracle or TargetOracle(trace.y)
     verifier = As2dVerifier(config, cap)
     counts = {"rounds": 0, "proposed": 0, "accepted": 0, "multi_token_rounds": 0}
     extrapolated = depth_extrapolated = False
