@@ -2,9 +2,9 @@
 
 Generates the synthetic study of `bench/synthetic_study.py` (688 windows, ~95k target
 tokens per device, 4 devices, 2 drafters), then replays target + SD W=5..8 + SpecASR +
-AS2D over the catalog 2 drafters x budgets 1..15 with `batch_replay.replay_study`, and
+AS2D over the catalog 2 drafters x budgets 1..15 with `app.parallel_replay.replay_study`, and
 prints window-replays per second and the total time. The named baseline, measured in the
-same run on a sample of the same study, is the scalar reference `replay.replay_window`;
+same run on a sample of the same study, is the scalar reference `core.replay.reference.replay_window`;
 the ratio is the speed-up of the bulk path. Generation is timed separately (it stands
 for tracing, not replay).
 
@@ -21,8 +21,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.synthetic_study import synthetic_study  # noqa: E402
+from specbench.app.parallel_replay import replay_study  # noqa: E402
 from specbench.core.methods import parse_method_specs  # noqa: E402
-from specbench.core.replay.bulk import replay_study  # noqa: E402
 from specbench.core.replay.reference import replay_window  # noqa: E402
 
 CATALOG = ["target", "sd:W=5..8,drafter=small", "specasr:drafter=small", "as2d:B=1..15,drafter=small|large"]
@@ -59,9 +59,9 @@ def main() -> None:
                 count += 1
     scalar_rate = count / (time.perf_counter() - started)
 
-    print(f"bulk replay (batch_replay.replay_study): {len(rows)} window-replays in {bulk_s:.2f} s "
+    print(f"bulk replay (app.parallel_replay.replay_study): {len(rows)} window-replays in {bulk_s:.2f} s "
           f"= {bulk_rate:,.0f} window-replays/s")
-    print(f"baseline (replay.replay_window, scalar, {count} replays): {scalar_rate:,.0f} window-replays/s")
+    print(f"baseline (reference.replay_window, scalar, {count} replays): {scalar_rate:,.0f} window-replays/s")
     print(f"ratio bulk/baseline: {bulk_rate / scalar_rate:.1f}x; whole study: {bulk_s:.2f} s (target <= 10 s)")
 
 

@@ -11,10 +11,11 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
+from specbench.app.parallel_replay import replay_study
 from specbench.core import metrics, text_metrics
 from specbench.core.methods import parse_method_specs
 from specbench.core.methods.as2d import As2dConfig
-from specbench.core.replay.bulk import DEPTH_LINEAR, replay_study
+from specbench.core.replay.bulk import DEPTH_LINEAR
 from specbench.errors import SpecbenchError
 from specbench.render.tables import Table
 from specbench.schemas.results import ROWS, load_results

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from specbench import __version__
+from specbench.app.parallel_replay import replay_study
 from specbench.core.methods import MethodConfig
 from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.core.methods.target import TargetConfig
-from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, replay_study, trace_for
+from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, trace_for
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.profiles import DEPTH_POLICY, DeviceProfile, load_profile
 from specbench.schemas.results import ResultsDir

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
+from specbench.app.parallel_replay import replay_study
 from specbench.app.study import check_costs, dev_inputs, file_sha256
 from specbench.cli.common import check_output_path, configs_from, existing_dir, existing_file, stderr
 from specbench.core.budget import select_budget as choose
 from specbench.core.methods.as2d import As2dConfig
-from specbench.core.replay.bulk import replay_study
 from specbench.errors import SpecbenchError
 from specbench.schemas.budgets import save_budget
 from specbench.schemas.windows import windows_digest

@@ -162,7 +162,7 @@ def test_bulk_replay_of_cross_vocabulary_sd_equals_the_reference(trace_caps, con
         windows.append(window)
         window_traces[trace.window_id] = trace
     files = {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), window_traces)}
-    bulk = replay_study(windows, files, [profile], [config], workers=1)
+    bulk = replay_study(windows, files, [profile], [config])
     reference = pd.DataFrame([dataclasses.asdict(replay_window(w, window_traces[w.window_id], profile, config))
                               for w in windows])
     pd.testing.assert_frame_equal(bulk.reset_index(drop=True), reference[bulk.columns], check_dtype=False, check_exact=True)

@@ -117,7 +117,7 @@ def test_bulk_replay_equals_the_scalar_reference_and_pooled_equals_sums(trace_ca
         window_traces[trace.window_id] = trace
     configs = list(dict.fromkeys([TargetConfig()] + configs))
     trace_files = {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), window_traces)}
-    bulk = replay_study(windows, trace_files, [profile], configs, workers=1, ratio_fit=fit)
+    bulk = replay_study(windows, trace_files, [profile], configs, ratio_fit=fit)
     fitted = fit_profile(profile, fit)
     reference = pd.DataFrame([dataclasses.asdict(replay_window(w, window_traces[w.window_id], fitted, c))
                               for c in configs for w in windows]).assign(ratio_fit=fit)
@@ -147,7 +147,7 @@ def test_bulk_replay_of_a_two_drafter_two_device_study_equals_the_reference_exac
 
     study = synthetic_study(n_windows=12, n_devices=2)
     configs = parse_method_specs(CATALOG)
-    bulk = replay_study(study.windows, study.traces, study.profiles, configs, workers=1)
+    bulk = replay_study(study.windows, study.traces, study.profiles, configs)
     reference = pd.DataFrame([dataclasses.asdict(replay_window(w, trace_for(study.traces, c, w.window_id)[1], p, c))
                               for p in study.profiles for c in configs for w in study.windows])
     order = ["device", "config", "window_id"]
@@ -155,3 +155,16 @@ def test_bulk_replay_of_a_two_drafter_two_device_study_equals_the_reference_exac
     pd.testing.assert_frame_equal(bulk.sort_values(order).reset_index(drop=True),
                                   reference[bulk.columns].sort_values(order).reset_index(drop=True),
                                   check_dtype=False, check_exact=True)
+
+
+def test_the_parallel_replay_returns_the_sequential_rows_in_the_same_order():
+    from bench.synthetic_study import synthetic_study
+    from specbench.app import parallel_replay
+    from specbench.core.methods import parse_method_specs
+
+    study = synthetic_study(n_windows=6, n_devices=2)
+    configs = parse_method_specs(["target", "sd:W=5,drafter=small", "as2d:B=2..3,drafter=small|large"])
+    sequential = replay_study(study.windows, study.traces, study.profiles, configs, ratio_fit="max")
+    parallel = parallel_replay.replay_study(study.windows, study.traces, study.profiles, configs, workers=2,
+                                            ratio_fit="max")
+    pd.testing.assert_frame_equal(parallel, sequential, check_exact=True)

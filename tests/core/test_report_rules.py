@@ -165,7 +165,7 @@ def test_depths_beyond_the_measured_ones_are_flagged_and_their_sensitivity_repor
                                  sha=windows[1].window_sha256)}
     trace_files = {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), traces)}
     configs = [TargetConfig(), SdConfig(width=3), As2dConfig(budget=3)]
-    frame = pd.concat([replay_study(windows, trace_files, [depth_profile()], configs, workers=1, ratio_fit=fit)
+    frame = pd.concat([replay_study(windows, trace_files, [depth_profile()], configs, ratio_fit=fit)
                        for fit in ("median", DEPTH_LINEAR)], ignore_index=True)
     median = frame[frame["ratio_fit"] == "median"].set_index(["config", "window_id"])
     assert median.xs("long", level="window_id")["depth_extrapolated"].all()
@@ -201,7 +201,7 @@ def test_a_producer_past_the_measured_depths_flags_as2d_and_a_decode_below_them_
     trace = dataclasses.replace(trace, n_prompt_drafter=125)
     configs = [TargetConfig(), As2dConfig(budget=3)]
     traces = {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), {"w": trace})}
-    flags = replay_study([window], traces, [depth_profile()], configs, workers=1).set_index("config")
+    flags = replay_study([window], traces, [depth_profile()], configs).set_index("config")
     assert flags["depth_extrapolated"].to_dict() == {"target": False, "as2d[B=3]": True}
-    below = replay_study([window], traces, [depth_profile((16, 256))], configs, workers=1)
+    below = replay_study([window], traces, [depth_profile((16, 256))], configs)
     assert below["depth_extrapolated"].all()

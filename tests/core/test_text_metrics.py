@@ -162,7 +162,7 @@ def test_replayed_rows_carry_the_trace_text_through_the_results_file(tmp_path):
               for name, f in study.traces.items()}
     drafter = sorted(traces)[0]
     configs = parse_method_specs(["target", f"sd:W=5,drafter={drafter}", f"as2d:B=3,drafter={drafter}"])
-    frame = replay_study(study.windows, traces, study.profiles, configs, workers=1)
+    frame = replay_study(study.windows, traces, study.profiles, configs)
     assert set(frame["method"]) == {"target", "sd", "as2d"}
     assert (frame["text"] == "answer of " + frame["window_id"]).all()
     results = ResultsDir(tmp_path / "r")

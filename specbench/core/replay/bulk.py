@@ -1,11 +1,11 @@
-"""Replay a whole study at once: the same numbers as `replay`, computed in bulk.
+"""Replay a whole study at once: the same numbers as `replay.reference`, computed in bulk.
 
 * Serial methods decide the same on every device, so each (window, configuration) is
   decoded once and its operations are priced for all devices with vectorised lookups.
   Target-only and same-vocabulary SD take a fast path driven by per-window arrays
   (accepted prefix and usable draft length at every t); SpecASR and cross-vocabulary SD
   run their reference decision procedure.
-* AS2D runs in lockstep across all (device, configuration, window) (`lockstep_as2d`).
+* AS2D runs in lockstep across all (configuration, window) of a device (`replay.lockstep`).
 
 Results come back as a pandas DataFrame with one row per (device, configuration, window)
 and the columns of `results.WindowResult`.
@@ -13,8 +13,6 @@ and the columns of `results.WindowResult`.
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import os
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -230,65 +228,47 @@ def replay_as2d(windows: Sequence[Window], traces: Mapping[str, TraceFile], prof
     return pd.DataFrame(base, columns=list(ROW_FIELDS))
 
 
-def _tasks(profiles: Sequence[DeviceProfile], configs: Sequence[MethodConfig]) -> list[tuple[str, object]]:
-    """Independent pieces of a study: each serial configuration (decoded once, priced on
-    every device), and AS2D split by device."""
-    tasks: list[tuple[str, object]] = [("serial", c) for c in configs if not isinstance(c, As2dConfig)]
-    if any(isinstance(c, As2dConfig) for c in configs):
-        tasks += [("as2d", i) for i in range(len(profiles))]
+Task = tuple[str, object]
+"""An independent piece of a study: ("serial", config) or ("as2d", device index)."""
+
+
+def study_tasks(profiles: Sequence[DeviceProfile], configs: Sequence[MethodConfig]) -> list[tuple[Task, int]]:
+    """The independent pieces of a study with their sizes in window replays: each serial
+    configuration (decoded once, priced on every device), and AS2D split by device."""
+    n_as2d = sum(isinstance(c, As2dConfig) for c in configs)
+    tasks: list[tuple[Task, int]] = [(("serial", c), len(profiles)) for c in configs if not isinstance(c, As2dConfig)]
+    if n_as2d:
+        tasks += [(("as2d", i), n_as2d) for i in range(len(profiles))]
     return tasks
 
 
-_STUDY: tuple | None = None  # the study, inherited by forked workers instead of pickled
-
-
-def _run_task(task: tuple[str, object]) -> pd.DataFrame:
-    windows, traces, profiles, configs = _STUDY
+def run_task(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],
+             configs: Sequence[MethodConfig], task: Task) -> pd.DataFrame:
     kind, what = task
     if kind == "serial":
         return replay_serial(windows, traces, profiles, what)
-    as2d = [c for c in configs if isinstance(c, As2dConfig)]
-    return replay_as2d(windows, traces, profiles[what], as2d)
+    return replay_as2d(windows, traces, profiles[what], [c for c in configs if isinstance(c, As2dConfig)])
 
 
 def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],
                  configs: Sequence[MethodConfig], progress: Progress | None = None,
-                 workers: int | None = None, ratio_fit: str = "median") -> pd.DataFrame:
-    """All (device, configuration, window) replays of a study, one row each.
-
-    With several workers (default: one per CPU), the independent pieces run in forked
-    processes; the rows are the same either way, in the same order. `ratio_fit` (one of
-    COST_FITS) fills what the profile did not measure: median, or a sensitivity variant.
-    """
-    global _STUDY
+                 ratio_fit: str = "median") -> pd.DataFrame:
+    """All (device, configuration, window) replays of a study, one row each, in task order.
+    `ratio_fit` (one of COST_FITS) fills what the profile did not measure: median, or a
+    sensitivity variant. `app.parallel_replay` runs the same tasks in several processes."""
     profiles = [fit_profile(p, ratio_fit) for p in profiles]
-    tasks = _tasks(profiles, configs)
-    if not tasks:
+    frames = []
+    for task, size in study_tasks(profiles, configs):
+        frames.append(run_task(windows, traces, profiles, configs, task))
+        if progress:
+            progress(size * len(windows))
+    return study_rows(frames, ratio_fit)
+
+
+def study_rows(frames: Sequence[pd.DataFrame], ratio_fit: str) -> pd.DataFrame:
+    """The tasks' frames, in task order, as one table of rows."""
+    if not frames:
         return pd.DataFrame(columns=list(ROW_FIELDS))
-    workers = min(workers or os.cpu_count() or 1, len(tasks))
-    sizes = [len(windows) * (len(profiles) if kind == "serial" else sum(isinstance(c, As2dConfig) for c in configs))
-             for kind, _ in tasks]
-    _STUDY = (windows, traces, profiles, configs)
-    try:
-        if workers <= 1 or "fork" not in mp.get_all_start_methods():
-            frames = []
-            for task, size in zip(tasks, sizes):
-                frames.append(_run_task(task))
-                if progress:
-                    progress(size)
-        else:
-            with mp.get_context("fork").Pool(workers) as pool:
-                frames = [None] * len(tasks)
-                for index, frame in pool.imap_unordered(_indexed, list(enumerate(tasks))):
-                    frames[index] = frame
-                    if progress:
-                        progress(sizes[index])
-    finally:
-        _STUDY = None
     rows = pd.concat(frames, ignore_index=True)
     rows["ratio_fit"] = ratio_fit
     return rows
-
-
-def _indexed(item: tuple[int, tuple[str, object]]) -> tuple[int, pd.DataFrame]:
-    return item[0], _run_task(item[1])

@@ -1,0 +1,59 @@
+"""A study's replay spread over processes: the pieces of `core.replay.bulk` in a fork pool.
+
+The rows are the ones `bulk.replay_study` returns, in the same order; only the wall time differs.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from specbench.core.methods import MethodConfig
+from specbench.core.replay.bulk import Progress, Task, fit_profile, run_task, study_rows, study_tasks
+from specbench.schemas.profiles import DeviceProfile
+from specbench.schemas.traces import TraceFile
+from specbench.schemas.windows import Window
+
+_STUDY: tuple | None = None  # the study, inherited by forked workers instead of pickled
+
+
+def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],
+                 configs: Sequence[MethodConfig], progress: Progress | None = None,
+                 workers: int | None = None, ratio_fit: str = "median") -> pd.DataFrame:
+    """`bulk.replay_study` with its pieces in `workers` forked processes (default: one per CPU;
+    one worker, or a platform without fork, runs them here)."""
+    global _STUDY
+    profiles = [fit_profile(p, ratio_fit) for p in profiles]
+    tasks = study_tasks(profiles, configs)
+    workers = min(workers or os.cpu_count() or 1, len(tasks))
+    frames: list[pd.DataFrame | None] = [None] * len(tasks)
+    _STUDY = (windows, traces, profiles, configs)
+    try:
+        if workers <= 1 or "fork" not in mp.get_all_start_methods():
+            done = ((i, _run(task)) for i, (task, _) in enumerate(tasks))
+            _collect(done, frames, tasks, len(windows), progress)
+        else:
+            with mp.get_context("fork").Pool(workers) as pool:
+                done = pool.imap_unordered(_indexed, [(i, task) for i, (task, _) in enumerate(tasks)])
+                _collect(done, frames, tasks, len(windows), progress)
+    finally:
+        _STUDY = None
+    return study_rows(frames, ratio_fit)
+
+
+def _collect(done, frames: list, tasks: list, n_windows: int, progress: Progress | None) -> None:
+    for index, frame in done:
+        frames[index] = frame
+        if progress:
+            progress(tasks[index][1] * n_windows)
+
+
+def _run(task: Task) -> pd.DataFrame:
+    return run_task(*_STUDY, task)
+
+
+def _indexed(item: tuple[int, Task]) -> tuple[int, pd.DataFrame]:
+    return item[0], _run(item[1])
