@@ -129,7 +129,7 @@ Model::Model(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs)
     : spec_(spec), n_batch_(n_batch), max_outputs_(std::min(max_outputs, n_batch)), n_ctx_(n_ctx) {
     if (!file_exists(spec.path)) {
         throw JobError(spec.role + " model file not found: " + spec.path,
-                       "check the path; demo models come from specbench.models.demo_model()");
+                       "check the path; demo models come from specbench.world.models.demo_model()");
     }
     // Pinning needs an explicit device list: n_gpu_layers = 0 alone still uses a GPU in the list.
     std::vector<ggml_backend_dev_t> devices;

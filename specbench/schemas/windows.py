@@ -158,7 +158,7 @@ def load_windows(path: Path) -> list[Window]:
     rows = iter_jsonl(path)
     first = next(rows, None)
     if first is None:
-        raise SpecbenchError(f"{path}: empty file; expected a specbench.schemas.windows header line")
+        raise SpecbenchError(f"{path}: empty file; expected a {KIND} header line")
     check_header(first[1], KIND, VERSIONS, Where(path, "line 1"))
     windows: list[Window] = []
     seen: set[str] = set()

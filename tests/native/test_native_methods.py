@@ -4,6 +4,8 @@ model): lossless output, and the same decisions as the Python reference procedur
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from .test_native_runner import WINDOWS, by_window, decode
@@ -52,16 +54,16 @@ def specasr_trace(run_job, tiny, drafter, configs, windows=WINDOWS, k_max=16):
 
 
 def load_window_trace(doc):
-    traces = pytest.importorskip("specbench.schemas.traces")
-    fileio = pytest.importorskip("specbench.schemas.fileio")
+    traces = importlib.import_module("specbench.schemas.traces")
+    fileio = importlib.import_module("specbench.schemas.fileio")
     return traces.window_trace_from_dict({k: v for k, v in doc.items() if k != "kind"} | {"window_sha256": "0" * 64},
                                          fileio.Where("runner output"))
 
 
 @pytest.mark.parametrize("drafter", ["near", "far", "target"])
 def test_specasr_ops_equal_the_python_reference(run_job, tiny, drafter):
-    specasr = pytest.importorskip("specbench.core.methods.specasr")
-    base = pytest.importorskip("specbench.core.methods.base")
+    specasr = importlib.import_module("specbench.core.methods.specasr")
+    base = importlib.import_module("specbench.core.methods.base")
     model = getattr(tiny, drafter)
     traces = specasr_trace(run_job, tiny, model, SPECASR_CONFIGS)
     results = decode(run_job, tiny.target, model, [specasr_method(k, tau) for k, tau in SPECASR_CONFIGS])
@@ -88,7 +90,7 @@ def test_specasr_ops_equal_the_python_reference(run_job, tiny, drafter):
 
 
 def test_trace_recycle_labels_follow_python_formatting(run_job, tiny):
-    specasr = pytest.importorskip("specbench.core.methods.specasr")
+    specasr = importlib.import_module("specbench.core.methods.specasr")
     configs = [(5, 0.25), (4, 1e-05), (2, 1.0)]
     tr = specasr_trace(run_job, tiny, tiny.near, configs, windows=WINDOWS[:1])["chat"]
     assert set(tr["recycle"]) == {specasr.SpecAsrConfig(k_max=k, tau=t).trace_label for k, t in configs}
@@ -118,8 +120,8 @@ def check_as2d_against_python(r, cap):
     """Feed the Python As2dVerifier the runner's producer stream and its snapshot counts:
     it must plan the same candidates, and the target must accept the same counts."""
     np = pytest.importorskip("numpy")
-    as2d = pytest.importorskip("specbench.core.methods.as2d")
-    base = pytest.importorskip("specbench.core.methods.base")
+    as2d = importlib.import_module("specbench.core.methods.as2d")
+    base = importlib.import_module("specbench.core.methods.base")
     m = r["method"]
     config = as2d.As2dConfig(budget=m["budget"], batch=m["batch"], conf_stop=m["conf_stop"], align=m["align"],
                              horizon=m["horizon"])
@@ -181,8 +183,8 @@ def check_producer_timeline(r, stream, n_prompt_drafter):
     """The runner's producer log equals replay's producer timeline of the traced stream: the
     same steps (z[0] from the prefill, one drafter forward per further step) and each batch
     published after the same step; a drained producer did a prefix of it."""
-    replay = pytest.importorskip("specbench.core.replay.reference")
-    profiles = pytest.importorskip("specbench.schemas.profiles")
+    replay = importlib.import_module("specbench.core.replay.reference")
+    profiles = importlib.import_module("specbench.schemas.profiles")
     np = pytest.importorskip("numpy")
     p = r["producer"]
     unit = profiles.CostTable(np.array([0.0]), {1: np.array([1.0])})
@@ -307,8 +309,8 @@ def test_cross_vocabulary_trace_maps_the_producer_and_the_drafts(run_job, tiny, 
 def test_cross_vocabulary_sd_ops_equal_the_python_reference(run_job, tiny, tiny_other_vocab, width, p_min):
     """Replay prices the runner's own cross-vocabulary SD: the same forwards of both models
     (drafter widths and depths in drafter tokens), from the trace's drafter-token fields."""
-    replay = pytest.importorskip("specbench.core.replay.reference")
-    sd = pytest.importorskip("specbench.core.methods.sd")
+    replay = importlib.import_module("specbench.core.replay.reference")
+    sd = importlib.import_module("specbench.core.methods.sd")
     windows = cross_windows(run_job, tiny.target, tiny_other_vocab)
     out = run_job({"mode": "trace", "threads": 1, "target": {"path": str(tiny.target)},
                    "drafter": {"path": str(tiny_other_vocab)}, "k_max": 8, "producer": False, "windows": windows})
@@ -339,9 +341,9 @@ def test_native_as2d_lanes_decompose_the_decode_clock(run_job, tiny, tmp_path):
     the scheduler, so only O's bounds are asserted (the interval arithmetic has unit tests)."""
     from . import tiny_gguf as tg
 
-    as2d = pytest.importorskip("specbench.core.methods.as2d")
-    native_run = pytest.importorskip("specbench.world.native_run")
-    windows_mod = pytest.importorskip("specbench.windows")
+    as2d = importlib.import_module("specbench.core.methods.as2d")
+    native_run = importlib.import_module("specbench.world.native_run")
+    windows_mod = importlib.import_module("specbench.schemas.windows")
     slow = tg.write_tiny_qwen3(tmp_path / "slow.gguf", tg.slowed(tiny.weights, extra_layers=24))
     window = windows_mod.make_text_window("long", "text", "Repeat.", LONG[0]["cap"], "d", "test")
     for r in decode(run_job, slow, tiny.target, [as2d_method(budget=4), as2d_method(budget=2, batch=2)],
@@ -377,8 +379,8 @@ def test_gemma_drafting_for_smollm2_is_lossless(run_job, demo_model_path):
 
 def test_gemma_drafting_for_smollm2_sd_ops_equal_replays(run_job, demo_model_path):
     """Real tokenizers: replay prices the runner's cross-vocabulary SD op for op."""
-    replay = pytest.importorskip("specbench.core.replay.reference")
-    sd = pytest.importorskip("specbench.core.methods.sd")
+    replay = importlib.import_module("specbench.core.replay.reference")
+    sd = importlib.import_module("specbench.core.methods.sd")
     sm, gm = demo_model_path("smollm2-135m"), demo_model_path("gemma3-270m")
     text = "List three colors of the rainbow."
     window = {"id": "rainbow", "prompt": tokenize(run_job, sm, text),

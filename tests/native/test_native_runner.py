@@ -3,6 +3,8 @@ decode, losslessness of speculative decoding, and trace/decode consistency."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from . import tiny_reference
@@ -130,10 +132,10 @@ def test_native_sd_ops_equal_the_python_reference(run_job, tiny, width, p_min):
     """The Python SD procedure on the runner's trace makes the runner's own decisions: the
     same forwards (widths, depths, accepted counts), confidence-stop probes and the cap's
     no-room rounds included."""
-    sd = pytest.importorskip("specbench.core.methods.sd")
-    base = pytest.importorskip("specbench.core.methods.base")
-    traces_mod = pytest.importorskip("specbench.schemas.traces")
-    fileio = pytest.importorskip("specbench.schemas.fileio")
+    sd = importlib.import_module("specbench.core.methods.sd")
+    base = importlib.import_module("specbench.core.methods.base")
+    traces_mod = importlib.import_module("specbench.schemas.traces")
+    fileio = importlib.import_module("specbench.schemas.fileio")
     tr = trace(run_job, tiny, tiny.near)
     for r in decode(run_job, tiny.target, tiny.near, [{"name": "sd", "width": width, "p_min": p_min}]):
         doc = {k: v for k, v in tr[r["window_id"]].items() if k != "kind"} | {"window_sha256": "0" * 64}
@@ -148,8 +150,8 @@ def test_native_sd_ops_equal_the_python_reference(run_job, tiny, width, p_min):
 
 
 def test_trace_result_loads_with_the_python_trace_schema(run_job, tiny):
-    traces_mod = pytest.importorskip("specbench.schemas.traces")
-    fileio = pytest.importorskip("specbench.schemas.fileio")
+    traces_mod = importlib.import_module("specbench.schemas.traces")
+    fileio = importlib.import_module("specbench.schemas.fileio")
     tr = trace(run_job, tiny, tiny.near, windows=WINDOWS[:1])["chat"]
     doc = {k: v for k, v in tr.items() if k != "kind"} | {"window_sha256": "0" * 64}
     wt = traces_mod.window_trace_from_dict(doc, fileio.Where("runner output"))
