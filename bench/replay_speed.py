@@ -2,7 +2,7 @@
 
 Generates the synthetic study of `bench/synthetic_study.py` (688 windows, ~95k target
 tokens per device, 4 devices, 2 drafters), then replays target + SD W=5..8 + SpecASR +
-AS2D over the catalog 2 drafters x budgets 1..15 with `batch_replay.replay_study`, and
+AS2D over the catalog 2 drafters x budgets 1..15 with `bulk.replay_study`, and
 prints window-replays per second and the total time. The named baseline, measured in the
 same run on a sample of the same study, is the scalar reference `replay.replay_window`;
 the ratio is the speed-up of the bulk path. Generation is timed separately (it stands

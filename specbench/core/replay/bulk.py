@@ -1,11 +1,11 @@
-"""Replay a whole study at once: the same numbers as `replay`, computed in bulk.
+"""Replay a whole study at once: the same numbers as `reference`, computed in bulk.
 
 * Serial methods decide the same on every device, so each (window, configuration) is
   decoded once and its operations are priced for all devices with vectorised lookups.
   Target-only and same-vocabulary SD take a fast path driven by per-window arrays
   (accepted prefix and usable draft length at every t); SpecASR and cross-vocabulary SD
   run their reference decision procedure.
-* AS2D runs in lockstep across all (device, configuration, window) (`lockstep_as2d`).
+* AS2D runs in lockstep across all (device, configuration, window) (`lockstep`).
 
 Results come back as a pandas DataFrame with one row per (device, configuration, window)
 and the columns of `results.WindowResult`.

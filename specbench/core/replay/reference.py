@@ -1,4 +1,4 @@
-"""Replay: price a method's decisions with a device profile (METHODS §§4-5).
+"""Replay: price a method's decisions with a device profile (docs/METHODS.md §5).
 
 Serial methods (target-only, SD, SpecASR) decide the same whatever the timing, so replay
 prices their fixed operation sequence op by op. AS2D's decisions depend on when producer
@@ -6,7 +6,7 @@ batches are published, so its replay simulates the two lanes in time: while both
 work, each progresses at 1/rho of its solo speed (processor sharing); the target never
 waits for the producer.
 
-This module is the scalar reference; `batch_replay` computes the same numbers for whole
+This module is the scalar reference; `bulk` computes the same numbers for whole
 studies at once and is tested against it.
 """
 
