@@ -1,8 +1,8 @@
-// AS2D (METHODS 3.4) run for real: the producer (drafter lane) decodes greedily from its
+// AS2D (docs/METHODS.md §2.5) run for real: the producer (drafter lane) decodes greedily from its
 // own prompt on its own thread and publishes immutable batches to an append-only buffer;
 // the target (verifier lane, the calling thread) never waits: at each forward boundary it
 // snapshots the published count and plans its candidates exactly as
-// specbench/methods/as2d.py As2dVerifier does, verifies them in one all-rows forward,
+// specbench/core/methods/as2d.py As2dVerifier does, verifies them in one all-rows forward,
 // commits and rolls its KV back. The producer never reads the target's tokens and stops
 // at its own end, its cap, or when the target finishes (drain).
 #include "modes.h"
@@ -31,7 +31,7 @@ As2dParams parse_as2d(JobObject & mo) {
 
 namespace {
 
-// specbench/methods/as2d.py As2dVerifier, line for line (start -1 = None).
+// specbench/core/methods/as2d.py As2dVerifier, line for line (start -1 = None).
 class Verifier {
   public:
     struct Plan {

@@ -1,5 +1,5 @@
 // "decode": really run a method on each window and time it. Target-only greedy, or
-// serial speculative decoding (METHODS 3.2): the drafter ingests the committed tokens it
+// serial speculative decoding (docs/METHODS.md §2.3): the drafter ingests the committed tokens it
 // lacks, drafts k = W-1 tokens one forward each, the target verifies [root, c0..] in one
 // forward with logits for every row, and both KV caches roll back to the committed prefix.
 #include "modes.h"
@@ -50,7 +50,7 @@ Method parse_method(JobObject mo) {
     return m;
 }
 
-// The serial decode clock (METHODS 2) around a method's rounds: both prefills, y[0] from the
+// The serial decode clock (docs/METHODS.md §1.3) around a method's rounds: both prefills, y[0] from the
 // target's, then `round(ops)` until an end of generation or the cap.
 template <class Round>
 DecodeRun run_serial(Model & target, Model & drafter, const Window & w, std::vector<llama_token> & y, Round round) {
@@ -127,7 +127,7 @@ class SpecDecoder {
     int fed_ = 0;   // drafts of this round fed to the drafter
 };
 
-// SpecASR-style serial decoding (METHODS 3.3), exactly specbench/methods/specasr.py:
+// SpecASR-style serial decoding (docs/METHODS.md §2.4), exactly specbench/core/methods/specasr.py:
 // adaptive length (draft while the top-1 probability >= tau, at most k_max and cap - t - 1),
 // and recycling: after a rejection at draft position a the tail c[a+1:] is kept; next round
 // the drafter ingests [committed it lacks] + [correction] + tail in one forward with logits
@@ -209,7 +209,7 @@ class SpecAsrDecoder {
     int valid_ = 0;                  // committed tokens (after the prompt) valid in the drafter's KV
 };
 
-// Serial SD with a drafter of another vocabulary (METHODS 3.2 + the text mapping), with
+// Serial SD with a drafter of another vocabulary (docs/METHODS.md §2.3 + the text mapping), with
 // the reference's limits (k <= min(W-1, cap-t-1), no drafting when that is 0). Each round
 // the drafter's context is its prompt + the committed text retokenized with its tokenizer;
 // its KV keeps the longest common prefix with that and ingests the rest in one forward.

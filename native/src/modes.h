@@ -63,7 +63,7 @@ json op_json(const Op & op);
 int verify_round(Model & target, std::vector<llama_token> & y, const std::vector<llama_token> & c, const Window & w,
                  std::vector<Op> & ops, json extra = nullptr);
 
-// AS2D's parameters (specbench/methods/as2d.py As2dConfig).
+// AS2D's parameters (specbench/core/methods/as2d.py As2dConfig).
 struct As2dParams {
     int budget = 7;       // B: most candidates per verification
     int batch = 8;        // tokens per published batch
@@ -73,7 +73,7 @@ struct As2dParams {
 };
 As2dParams parse_as2d(JobObject & mo);  // reads the keys; the caller calls done()
 
-// The initial prefill of a window, both models (METHODS 2's two clocks): the background
+// The initial prefill of a window, both models (the two clocks, docs/METHODS.md §1.3): the background
 // part (audio) of each model, then the request instant, then the residual instruction of
 // the target (its logits give y[0]) and of the drafter. Text windows: all instruction.
 struct Prefill {
@@ -98,7 +98,7 @@ struct DecodeRun {
     Prefill prefill;
 };
 
-// AS2D (METHODS 3.4) for real: the producer on its own thread, the target never waiting.
+// AS2D (docs/METHODS.md §2.5) for real: the producer on its own thread, the target never waiting.
 // cross: the drafter's vocabulary differs (its tokens are mapped through text).
 DecodeRun run_as2d(Model & target, Model & drafter, const Window & w, const As2dParams & p, bool cross);
 

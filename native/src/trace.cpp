@@ -1,4 +1,4 @@
-// "trace": what the models decide, free of timing (METHODS 4). Per window: the target's
+// "trace": what the models decide, free of timing (docs/METHODS.md §3). Per window: the target's
 // greedy y; for every committed prefix y[:t] the drafter's greedy continuation of length
 // k_max with top-1 probabilities (enough to replay SD at any width <= k_max + 1 and any
 // p_min); and the producer stream, the drafter's own greedy decode from the prompt.
@@ -181,9 +181,9 @@ json producer_json(DraftOracle & oracle, const Model & target, const Model & dra
                 {"steps", fed}, {"stop", pm.eos() ? "eos" : "cap"}};
 }
 
-// SpecASR's recycling queries (specbench/methods/specasr.py decode_specasr run on y with
+// SpecASR's recycling queries (specbench/core/methods/specasr.py decode_specasr run on y with
 // this trace's draft table), answered by the drafter: one record per query, as
-// specbench.traces reads them.
+// specbench.schemas.traces reads them.
 struct SpecAsrCfg {
     int k_max;
     double tau;
@@ -294,7 +294,7 @@ void run_trace(JobObject & job) {
     for (const Window & w : windows) {
         GreedyRun g = greedy_target(*target, w, with_margins);
         DraftOracle oracle(*drafter, w);
-        // Keys as specbench.traces.window_trace_from_dict reads them (less window_sha256,
+        // Keys as specbench.schemas.traces.window_trace_from_dict reads them (less window_sha256,
         // which the Python side computes from the window itself).
         json rec = {{"kind", "trace"},           {"window_id", w.id},
                     {"y", g.y},                  {"stop_reason", g.stop_reason},

@@ -1,6 +1,6 @@
 // Cross-vocabulary drafting through text: drafter tokens -> detokenize -> retokenize with
-// the target's tokenizer, incrementally (METHODS 3.4: "maps tokens to the target
-// vocabulary when the two vocabularies differ"). llama.cpp has no such translation.
+// the target's tokenizer, incrementally, for drafters of another vocabulary
+// (docs/METHODS.md §2.5). llama.cpp has no such translation.
 #pragma once
 
 #include "engine.h"

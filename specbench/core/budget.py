@@ -1,4 +1,4 @@
-"""Budget selection (METHODS §7): one drafter and one budget per device, fixed before deployment.
+"""Budget selection (docs/METHODS.md §8): one drafter and one budget per device, fixed before deployment.
 
 `select_budget` is pure: it takes AS2D replay rows of development windows and picks the
 catalog configuration with the highest pooled decode throughput; ties go to the smaller

@@ -1,4 +1,4 @@
-"""Aggregates over per-window results (METHODS §6). Pure: DataFrames in, DataFrames out.
+"""Aggregates over per-window results (docs/METHODS.md §7). Pure: DataFrames in, DataFrames out.
 
 Every function states its aggregation order in `ORDER`, which the report prints with
 each table:
@@ -120,7 +120,7 @@ def pooled(df: pd.DataFrame) -> pd.DataFrame:
     target = sums[sums["config"] == "target"].set_index("device")["tokens_per_s"]
     sums["speedup"] = sums["tokens_per_s"] / sums["device"].map(target)
     if sums["device"].str.contains("@", regex=False).any():
-        # The honest baseline (METHODS 5.1): the fastest target-only of the device in any
+        # The honest baseline (docs/METHODS.md §7.1): the fastest target-only of the device in any
         # placement, so a method cannot look good by crippling its own placement's baseline.
         phone = sums["device"].map(device_of)
         best = target.groupby(target.index.map(device_of)).max()

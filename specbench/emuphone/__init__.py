@@ -1,1 +1,1 @@
-"""An emulated Android phone that speaks the adb device protocol on loopback (see emulated_phone)."""
+"""An emulated Android phone that speaks the adb device protocol on loopback (see phone.py)."""

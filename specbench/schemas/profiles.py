@@ -1,9 +1,9 @@
-"""Device cost profiles (METHODS §5): measured forward costs and co-scheduling slowdowns.
+"""Device cost profiles (docs/METHODS.md §4): measured forward costs and co-scheduling slowdowns.
 
 YAML layout (`kind: specbench.profile`, `schema_version: 1`):
 
     device: {name, serial, model, soc, abi}
-    placement: {name, target: {processor, cpus, threads}, drafter: {...}}   # METHODS §5.1
+    placement: {name, target: {processor, cpus, threads}, drafter: {...}}   # docs/METHODS.md §4.1
     pinning: {lanes: [{lane, cpus, read_back}], ...}   # the runner's CPU sets, read back
     runner: {sha256, llama_cpp_commit, flags}
     snapshot: {...}                       # device state before/after measuring
@@ -192,7 +192,7 @@ class DeviceProfile:
     snapshot: dict = field(default_factory=dict)
     path: Path | None = None
     placement: Placement = UNRECORDED_PLACEMENT
-    """Where each lane ran while every table was measured (METHODS §5.1)."""
+    """Where each lane ran while every table was measured (docs/METHODS.md §4.1)."""
     pinning: dict = field(default_factory=dict)
 
     @property

@@ -1,6 +1,6 @@
 """Results directories: a manifest and appendable per-window rows (resumable runs).
 
-    results/<run>/manifest.json   kind specbench.schemas.results, schema_version, inputs and their hashes
+    results/<run>/manifest.json   kind specbench.results, schema_version, inputs and their hashes
     results/<run>/rows.jsonl      one row per (device, method configuration, window)
 
 Rows are appended and flushed one window at a time, so an interrupted run keeps what it
@@ -81,7 +81,7 @@ class WindowResult:
     text: str = ""
     """The detokenized answer ("" = not recorded: rows written before it existed, or no text available)."""
     placement: str = ""
-    """Placement key (METHODS §5.1) the row was measured or priced in ("" = not recorded)."""
+    """Placement key (docs/METHODS.md §4.1) the row was measured or priced in ("" = not recorded)."""
 
     @property
     def tokens_per_s(self) -> float:

@@ -1,4 +1,4 @@
-"""Traces: what the real models decided for each window, free of timing (METHODS §4).
+"""Traces: what the real models decided for each window, free of timing (docs/METHODS.md §3).
 
 A traces directory holds one JSONL file per (target, drafter) pair: a header line
 `{"kind": "specbench.trace", "schema_version": 1, "target": {...}, "drafter": {...},

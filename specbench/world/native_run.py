@@ -212,7 +212,7 @@ def decode_row(result: dict, window: Window, device: str, config: MethodConfig, 
 
 
 def request_clocks(result: dict, window: Window, device: str, config: MethodConfig) -> dict:
-    """The request clock of one runner decode record (METHODS 2): background (audio) prefill,
+    """The request clock of one runner decode record (docs/METHODS.md §1.3): background (audio) prefill,
     residual instruction prefill, time to y[0] and to the drafter's readiness, and request
     latency (request instant -> last commit); microseconds, as the runner reports them."""
     doc = {"device": device, "config": config.label, "window_id": window.window_id,

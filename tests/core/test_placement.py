@@ -1,4 +1,4 @@
-"""Placements (METHODS 5.1): named and explicit lanes, their identity, and profiles combined per placement."""
+"""Placements (docs/METHODS.md §4.1): named and explicit lanes, their identity, and profiles combined per placement."""
 
 from __future__ import annotations
 

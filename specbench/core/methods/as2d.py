@@ -1,7 +1,7 @@
 """AS2D's target lane: candidates from published producer tokens, and cursor alignment.
 
 The producer (drafter lane) runs on its own, from the input view and instruction only,
-and publishes immutable batches; its timing is simulated by `replay.simulate_as2d`. This
+and publishes immutable batches; its timing is simulated by `reference.simulate_as2d`. This
 module holds the decisions the target makes at each forward boundary: which published
 tokens to verify and where the read cursor goes after a rejection. Only the cursor
 moves; published tokens and the producer's state never change.

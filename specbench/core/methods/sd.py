@@ -1,4 +1,4 @@
-"""Standard speculative decoding, serial and prefix-conditioned (METHODS §3.2).
+"""Standard speculative decoding, serial and prefix-conditioned (docs/METHODS.md §2.3).
 
 Each round the drafter ingests the committed tokens its KV lacks (1 after a rejection, 2
 after full acceptance), drafts up to W-1 tokens greedily one forward at a time, and the

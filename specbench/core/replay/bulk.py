@@ -5,7 +5,7 @@
   Target-only and same-vocabulary SD take a fast path driven by per-window arrays
   (accepted prefix and usable draft length at every t); SpecASR and cross-vocabulary SD
   run their reference decision procedure.
-* AS2D runs in lockstep across all (configuration, window) of a device (`replay.lockstep`).
+* AS2D runs in lockstep across all (configuration, window) of a device (`lockstep`).
 
 Results come back as a pandas DataFrame with one row per (device, configuration, window)
 and the columns of `results.WindowResult`.

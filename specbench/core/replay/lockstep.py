@@ -173,7 +173,7 @@ class _State:
 
 def _advance_publication(s: _State, study: _Study, idx: np.ndarray) -> None:
     """Count the batches whose producer work is done (one more per pass until none); none
-    before the producer thread starts (`replay._Lanes.published`)."""
+    before the producer thread starts (`reference._Lanes.published`)."""
     idx = idx[s.time[idx] >= s.start_s[idx]]
     while len(idx):
         ready = study.publish_work[s.timeline[idx], s.batches[idx]] <= s.work[idx]
@@ -182,7 +182,7 @@ def _advance_publication(s: _State, study: _Study, idx: np.ndarray) -> None:
 
 
 def _run(s: _State, idx: np.ndarray, solo: np.ndarray, rt: np.ndarray, rd: np.ndarray, forward: bool) -> None:
-    """`replay._Lanes.run` for the simulations `idx` (same operations, same order)."""
+    """`reference._Lanes.run` for the simulations `idx` (same operations, same order)."""
     time, work, total, start = s.time[idx], s.work[idx], s.total[idx], s.start_s[idx]
     lane = s.v if forward else s.h
     lane_values = lane[idx]

@@ -1,4 +1,4 @@
-"""Replay: price a method's decisions with a device profile (METHODS §§4-5).
+"""Replay: price a method's decisions with a device profile (docs/METHODS.md §5).
 
 Serial methods (target-only, SD, SpecASR) decide the same whatever the timing, so replay
 prices their fixed operation sequence op by op. AS2D's decisions depend on when producer
