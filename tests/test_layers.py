@@ -1,8 +1,8 @@
 """The package's layers, checked on the source: which folder may import which, and a pure core.
 
 core/ decides and prices: no devices, files, processes or clock, so every number it gives
-follows from its arguments alone. The other rules keep the data flow one way:
-cli -> app -> world/render -> schemas/core.
+follows from its arguments alone. The package rules are docs/ARCHITECTURE.md's
+table: the data flow goes one way, cli -> app -> world/render -> core/schemas.
 """
 
 from __future__ import annotations
@@ -14,17 +14,20 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "specbench"
 
-# What each folder must not import (module prefixes).
-FORBIDDEN = {
-    "core": ("specbench.world", "specbench.app", "specbench.render", "specbench.cli", "specbench.emuphone",
-             "specbench.schemas.fileio", "time", "datetime", "subprocess", "os", "pathlib", "shutil", "io",
-             "tempfile", "multiprocessing", "threading", "socket", "glob"),
-    "schemas": ("specbench.world", "specbench.app", "specbench.render", "specbench.cli", "specbench.emuphone"),
-    "world": ("specbench.app", "specbench.render", "specbench.cli"),
-    "render": ("specbench.world", "specbench.app", "specbench.cli"),
-    "app": ("specbench.cli",),
-    "emuphone": ("specbench.world", "specbench.app", "specbench.render", "specbench.cli", "specbench.core"),
+# docs/ARCHITECTURE.md's table: the specbench packages each package's modules may import.
+ALLOWED = {
+    "errors": set(),
+    "core": {"core", "schemas", "errors"},
+    "schemas": {"schemas", "core", "errors"},
+    "render": set(),
+    "world": {"world", "core", "schemas", "errors"},
+    "app": {"app", "world", "core", "schemas", "render", "errors"},
+    "cli": {"cli", "app", "world", "core", "schemas", "render", "errors"},
+    "emuphone": {"emuphone", "errors"},
 }
+# What core/ must not import besides: the clock, processes, files and the operating system.
+IMPURE = ("time", "datetime", "subprocess", "os", "pathlib", "shutil", "io", "tempfile", "multiprocessing",
+          "threading", "socket", "glob")
 # Calls that read or write files, refused in core/ whatever module they come from.
 FILE_CALLS = {"open", "read_text", "write_text", "read_bytes", "write_bytes", "read_csv", "to_csv", "read_json",
               "to_json", "savefig", "load", "save", "savez", "loadtxt", "savetxt"}
@@ -48,16 +51,19 @@ def _refused(name: str, prefixes: tuple[str, ...]) -> str | None:
     return next((p for p in prefixes if name == p or name.startswith(p + ".")), None)
 
 
-@pytest.mark.parametrize("folder", sorted(FORBIDDEN))
-def test_a_layer_imports_only_what_it_may(folder):
-    assert _modules(folder), f"specbench/{folder} has no modules"
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_a_layer_imports_only_what_it_may(layer):
+    paths = [PACKAGE / "errors.py"] if layer == "errors" else _modules(layer)
+    assert paths, f"specbench/{layer} has no modules"
     problems = []
-    for path in _modules(folder):
-        tree = ast.parse(path.read_text(), str(path))
-        for line, name in _imports(tree):
-            prefix = _refused(name, FORBIDDEN[folder])
-            if prefix:
-                problems.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports {name} ({folder}/ may not use {prefix})")
+    for path in paths:
+        for line, name in _imports(ast.parse(path.read_text(), str(path))):
+            where = f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
+            used = name.split(".")[1] if name.startswith("specbench.") else None
+            if used in ALLOWED and used not in ALLOWED[layer]:  # `specbench.__version__` is no layer
+                problems.append(f"{where} ({layer} may use {sorted(ALLOWED[layer]) or 'nothing of specbench'})")
+            elif layer == "core" and _refused(name, IMPURE):
+                problems.append(f"{where} (core is pure: no {_refused(name, IMPURE)})")
     assert not problems, "\n".join(problems)
 
 
@@ -76,6 +82,6 @@ def test_core_reads_and_writes_no_files():
 def test_the_checks_see_a_forbidden_import_and_a_file_call():
     tree = ast.parse("import time\nfrom specbench.world.runner import find_runner\nopen('x')\n")
     names = [name for _, name in _imports(tree)]
-    assert _refused("time", FORBIDDEN["core"]) == "time" and "specbench.world.runner" in names
-    assert _refused("timeit", FORBIDDEN["core"]) is None  # prefixes match whole module names
+    assert _refused("time", IMPURE) == "time" and "specbench.world.runner" in names
+    assert _refused("timeit", IMPURE) is None  # prefixes match whole module names
     assert any(isinstance(n, ast.Call) and getattr(n.func, "id", None) == "open" for n in ast.walk(tree))
