@@ -90,9 +90,11 @@ class _Study:
         longest = max(max(len(t.y), len(t.producer.tokens)) for t in trace_list)
         # Wide enough that cursor + budget and expected + horizon never leave the matrix.
         width = 2 * longest + self.max_b + self.max_h + 2
-        self.y = _pad_rows([t.y for t in trace_list], width, NO_TOKEN, np.int64)
-        self.z = _pad_rows([t.producer.tokens for t in trace_list], width, NO_TOKEN, np.int64)
-        self.pz = _pad_rows([t.producer.conf for t in trace_list], width, -1.0, np.float64)
+        # Kept flat and read at row * stride + column: one gather instead of numpy's two-index one.
+        self.stride = width
+        self.y = _pad_rows([t.y for t in trace_list], width, NO_TOKEN, np.int64).ravel()
+        self.z = _pad_rows([t.producer.tokens for t in trace_list], width, NO_TOKEN, np.int64).ravel()
+        self.pz = _pad_rows([t.producer.conf for t in trace_list], width, -1.0, np.float64).ravel()
 
         max_depth = max(max(t.n_prompt, t.n_prompt_drafter) + max(len(t.y), t.producer.steps) for t in trace_list)
         self.target_costs = dense_costs(profile.target_costs, max_width, max_depth)
@@ -130,8 +132,9 @@ class _Study:
         self.step_starts = _pad_rows([t.cum[:-1] for t in timelines], longest_cum, np.inf, np.float64)
         pubs = [t.publish_work for t in timelines]
         self.publish_work = _pad_rows(pubs, max((len(p) for p in pubs), default=0) + 1, np.inf, np.float64)
-        self.rho_t = np.stack([r[0] for r in ratio_tables])
-        self.rho_d = np.stack([r[1] for r in ratio_tables])
+        self.rho_t = np.stack([r[0] for r in ratio_tables]).ravel()  # flat, read at `cell`
+        self.rho_d = np.stack([r[1] for r in ratio_tables]).ravel()
+        self.rho_shape = ratio_tables[0][0].shape
         self.rho_extrapolated = np.stack([r[2] for r in ratio_tables])
         self.total = np.array([t.total for t in timelines])[self.timeline_row]
 
@@ -219,7 +222,8 @@ def _align(s: _State, study: _Study, idx: np.ndarray, root: np.ndarray, publishe
     """`As2dVerifier._align` for `idx`: (start or -1, anchored, searched)."""
     row, e, floor = s.row[idx], s.expected[idx], s.floor[idx]
     n = len(idx)
-    e_ok = (floor <= e) & (e < published) & (study.z[row, e] == root)
+    base = row * study.stride
+    e_ok = (floor <= e) & (e < published) & (study.z[base + e] == root)
     fallback = np.where(e < published, e + 1, -1)
     positional = s.positional[idx]
     start = np.where(e_ok & ~positional, e + 1, fallback)
@@ -231,7 +235,7 @@ def _align(s: _State, study: _Study, idx: np.ndarray, root: np.ndarray, publishe
         k = e[look, None] + offsets[None, :]
         in_window = (offsets[None, :] < s.horizon[idx[look], None]) | (offsets[None, :] == -1)
         reachable = in_window & (k >= floor[look, None]) & (k < published[look, None])
-        hits = reachable & (study.z[row[look, None], k] == root[look, None])
+        hits = reachable & (study.z[base[look, None] + k] == root[look, None])  # k < 0 only where unreachable
         found = hits.any(axis=1)
         first = k[np.arange(len(look)), np.argmax(hits, axis=1)]
         start[look] = np.where(found, first + 1, fallback[look])
@@ -244,7 +248,8 @@ def _round(s: _State, study: _Study, idx: np.ndarray) -> None:
     """One forward boundary and forward of every simulation in `idx`."""
     row, t = s.row[idx], s.t[idx]
     published = np.minimum(s.m[idx], s.batches[idx] * s.batch[idx])
-    root = study.y[row, t - 1]
+    base = row * study.stride
+    root = study.y[base + t - 1]
     start, anchored, searched = _align(s, study, idx, root, published)
 
     # Candidates: published tokens from `start`, at most B and the cap's room, cut at the confidence stop.
@@ -253,14 +258,14 @@ def _round(s: _State, study: _Study, idx: np.ndarray) -> None:
     accepted = np.zeros(len(idx), dtype=np.int64)
     some = np.nonzero(length > 0)[0]
     if len(some):  # only simulations with candidates, only as wide as the widest of them
-        c_row, c_length = row[some, None], length[some]
+        c_base, c_length = base[some, None], length[some]
         j = np.arange(int(c_length.max()))[None, :]
-        positions = start[some, None] + j
+        positions = c_base + start[some, None] + j
         in_candidates = j < c_length[:, None]
-        low = in_candidates & (study.pz[c_row, positions] < s.conf_stop[idx[some], None])
+        low = in_candidates & (study.pz[positions] < s.conf_stop[idx[some], None])
         c_length = np.where(low.any(axis=1), np.argmax(low, axis=1), c_length)
         in_candidates = j < c_length[:, None]
-        mismatch = in_candidates & (study.z[c_row, positions] != study.y[c_row, t[some, None] + j])
+        mismatch = in_candidates & (study.z[positions] != study.y[c_base + t[some, None] + j])
         length[some] = c_length
         accepted[some] = np.where(mismatch.any(axis=1), np.argmax(mismatch, axis=1), c_length)
     committed = np.minimum(accepted + 1, s.n[idx] - t)
@@ -279,8 +284,8 @@ def _round(s: _State, study: _Study, idx: np.ndarray) -> None:
         raise MissingCostError(f"{study.target_label}: no measured cost for width {width[bad]}",
                                hint="profile the device with a larger --max-width")
     ratio_row = s.ratio_row[idx]
-    depth = s.n_prompt[idx] + t - 1
-    _run(s, idx, solo, study.rho_t[ratio_row, width, depth], study.rho_d[ratio_row, width, depth], forward=True)
+    cell = (ratio_row * study.rho_shape[0] + width) * study.rho_shape[1] + depth
+    _run(s, idx, solo, study.rho_t[cell], study.rho_d[cell], forward=True)
     s.extrapolated[idx] |= study.rho_extrapolated[ratio_row, width]
     s.depth_extrapolated[idx] |= study.target_outside[depth]
 
