@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import importlib.machinery
 import importlib.util
 import json
@@ -87,7 +86,7 @@ TOOLS = ("llama-bench", "llama-speculative-simple")
 # Only what the two tools need: common + tools + examples; no server, tests, app, network.
 TOOL_FLAGS = ["-DLLAMA_BUILD_COMMON=ON", "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_EXAMPLES=ON",
               "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_APP=OFF",
-              "-DLLAMA_OPENSSL=OFF"]  # LLAMA_CURL no longer exists at this commit (deprecated, ignored)
+              "-DLLAMA_OPENSSL=OFF"]  # no LLAMA_CURL: this llama.cpp commit ignores it
 
 
 def _build_runner_module():
@@ -122,8 +121,7 @@ def build_tools(jobs: int = 2) -> dict:
     except br.BuildError as exc:
         raise BenchError(f"llama.cpp source: {exc}") from None
     flags = runner_llama_flags(br) + TOOL_FLAGS
-    key = hashlib.sha256(json.dumps([commit, flags]).encode()).hexdigest()[:12]
-    bdir = cache / "build" / f"tools-{commit[:10]}-{key}"
+    bdir = cache / "build" / f"tools-{commit[:10]}-{br.build_key(commit, flags)}"
     paths = {t: bdir / "bin" / t for t in TOOLS}
     with br.locked(cache / "build" / f"{bdir.name}.lock"):
         steps = []

@@ -15,7 +15,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import yaml
 
@@ -140,6 +140,43 @@ def dumps_line(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n"
 
 
+def drop_cut_line(path: Path) -> None:
+    """Drop a last line that an interrupted write left without its newline (only the file's
+    tail is read: appending to a long file stays cheap)."""
+    with open(path, "rb+") as handle:
+        end = handle.seek(0, os.SEEK_END)
+        if end == 0:
+            return
+        handle.seek(end - 1)
+        if handle.read(1) == b"\n":
+            return
+        keep, block = 0, 1 << 16
+        while end > 0:  # back to the last newline: what follows it is the cut line
+            start = max(end - block, 0)
+            handle.seek(start)
+            found = handle.read(end - start).rfind(b"\n")
+            if found >= 0:
+                keep = start + found + 1
+                break
+            end = start
+        handle.truncate(keep)
+
+
+def append_jsonl(path: Path, docs: Iterable[Any]) -> None:
+    """Append one JSON line per document and flush it to disk, so that an interrupted run keeps
+    every line it wrote; a line an earlier interruption cut short is dropped first."""
+    text = "".join(dumps_line(doc) for doc in docs)
+    if not text:
+        return
+    path = Path(path)
+    if path.exists():
+        drop_cut_line(path)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file and a rename: all or nothing."""
     path = Path(path)
@@ -171,3 +208,8 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def safe_name(name: str) -> str:
+    """`name` usable as a file name: '127.0.0.1:5555' -> '127.0.0.1-5555'."""
+    return "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in name)

@@ -11,7 +11,6 @@ inputs differ (windows, traces, profile, methods) is refused, naming the field.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Iterable
@@ -20,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from specbench.errors import SpecbenchError
-from specbench.schemas.fileio import Where, check_header, dumps_line, load_json, need, write_atomic
+from specbench.schemas.fileio import Where, append_jsonl, check_header, load_json, need, write_atomic
 
 KIND = "specbench.results"
 # Format history: 1 = first version (rows gained the optional `text`, `depth_extrapolated` and
@@ -159,36 +158,16 @@ class ResultsDir:
         return set()
 
     def append(self, rows: Iterable[WindowResult]) -> None:
-        text = "".join(dumps_line(asdict(r)) for r in rows)
-        if not text:
-            return
-        self._repair_cut_line()
-        with open(self.rows_path, "a", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-
-    def _repair_cut_line(self) -> None:
-        """Drop a last line that an interrupted write left without its newline."""
-        if not self.rows_path.exists() or self.rows_path.stat().st_size == 0:
-            return
-        data = self.rows_path.read_bytes()
-        if not data.endswith(b"\n"):
-            self.rows_path.write_bytes(data[: data.rfind(b"\n") + 1])
+        append_jsonl(self.rows_path, (asdict(r) for r in rows))
 
     def append_frame(self, frame: pd.DataFrame) -> None:
         """Append rows given as a DataFrame with the WindowResult columns."""
         if frame.empty:
             return
-        self._repair_cut_line()
         missing = {f.name: f.default for f in fields(WindowResult) if f.name not in frame and f.default is not MISSING}
         if missing:  # optional columns a producer does not fill (e.g. text) get their defaults
             frame = frame.assign(**missing)
-        text = "".join(dumps_line(row) for row in frame[list(ROW_FIELDS)].to_dict("records"))
-        with open(self.rows_path, "a", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_jsonl(self.rows_path, frame[list(ROW_FIELDS)].to_dict("records"))
 
     def frame(self) -> pd.DataFrame:
         """All complete rows, validated: a bad line is named by its number."""

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specbench.errors import SpecbenchError
+from specbench.schemas.fileio import file_sha256
 from specbench.schemas.placement import Lane, lane_job
-from specbench.world.runner import file_sha256
 
 if TYPE_CHECKING:
     from specbench.world.devices.base import Device

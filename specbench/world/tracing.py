@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.errors import SpecbenchError
-from specbench.schemas.fileio import Where, dumps_line, iter_jsonl
+from specbench.schemas.fileio import Where, append_jsonl, drop_cut_line, iter_jsonl
 from specbench.schemas.traces import (
     VERSIONS,
     ModelRef,
@@ -197,7 +197,7 @@ def prompts_for(device: Device, target: ModelFile, drafter: ModelFile | None, wi
 def check_trace_templates(trace_files: dict[str, TraceFile], target: ModelFile, drafter: ModelFile | None,
                           windows: Sequence[Window]) -> None:
     """A native run checked against traces must render the prompts as they were traced, or
-    the greedy outputs (and drafts) differ; traces that predate the record are not checked."""
+    the greedy outputs (and drafts) differ; a trace whose header records no templates is not checked."""
     now = model_templates(target, drafter, windows)
     for name, trace_file in trace_files.items():
         recorded = trace_file.templates or {}
@@ -221,10 +221,10 @@ class TraceWriter:
             if not resume:
                 raise SpecbenchError(f"{self.path}: trace file already exists",
                                      hint="pass --resume to continue it, or choose another --out")
-            _repair_cut_line(self.path)
+            drop_cut_line(self.path)  # a window cut short by an interruption is traced again
             existing = load_trace_file(self.path)
             if existing.version != VERSIONS[-1]:
-                # A file's windows share one format: older windows lack what newer replay reads.
+                # A file's windows share one format, and replay reads what only the latest version records.
                 raise SpecbenchError(f"{self.path}: cannot resume a schema_version {existing.version} trace file "
                                      f"(this specbench writes version {VERSIONS[-1]})",
                                      hint="trace into another --out directory")
@@ -240,7 +240,7 @@ class TraceWriter:
             self.done = {w.window_id: w.window_sha256 for w in existing.windows.values()}
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._write(dumps_line(header_dict(target, drafter, templates)))
+            append_jsonl(self.path, [header_dict(target, drafter, templates)])
 
     def todo(self, windows: Sequence[Window]) -> list[Window]:
         for window in windows:
@@ -252,26 +252,14 @@ class TraceWriter:
         return [w for w in windows if w.window_id not in self.done]
 
     def append(self, doc: dict) -> None:
-        self._write(dumps_line(doc))
+        append_jsonl(self.path, [doc])
         self.done[doc["window_id"]] = doc["window_sha256"]
-
-    def _write(self, text: str) -> None:
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
 
 
 def _templates_text(templates: dict[str, str] | None) -> str:
     if templates is None:
         return "none recorded"
     return ", ".join(f"{role} {name}" for role, name in templates.items())
-
-
-def _repair_cut_line(path: Path) -> None:
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        path.write_bytes(data[: data.rfind(b"\n") + 1])
 
 
 def trace_doc(result: dict, window: Window, where: Where) -> dict:

@@ -8,6 +8,7 @@ import json
 from click.testing import CliRunner
 
 from specbench.cli import main
+from specbench.schemas.fileio import file_sha256
 from specbench.schemas.profiles import load_profile
 from specbench.schemas.windows import make_text_window, save_windows
 
@@ -64,7 +65,7 @@ def test_profile_pushes_sweeps_coschedules_and_snapshots_the_phone(x86_phone, ti
     # read while the runner ran (300 repetitions last long enough); CPU 1 exists on any 2-core host
     assert jobs[0]["pinning"]["ok"] and jobs[0]["pinning"]["observed"] == [[1]]
     runner_file = x86_phone.phone.sandbox.host_path("/data/local/tmp/specbench/specbench-runner")
-    assert runner_file.stat().st_mode & 0o111 and profile.runner["sha256"] == _sha(runner_file)
+    assert runner_file.stat().st_mode & 0o111 and profile.runner["sha256"] == file_sha256(runner_file)
 
 
 def test_native_run_on_the_phone_has_the_local_schema(x86_phone, tiny, tmp_path):
@@ -112,9 +113,3 @@ def test_bad_cores_flag_is_one_line_naming_it(x86_phone, tiny, tmp_path):
                           "--out", tmp_path / "p.yaml")
     assert code == 1 and "--cores '9-12': expected all, big, little, prime or CPU numbers" in output
     assert not (tmp_path / "p.yaml").exists()
-
-
-def _sha(path):
-    import hashlib
-
-    return hashlib.sha256(path.read_bytes()).hexdigest()
