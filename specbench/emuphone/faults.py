@@ -45,12 +45,6 @@ class Faults:
         self._drops: list[DropFault] = []
         self._exits: list[ExitFault] = []
 
-    def clear(self) -> None:
-        with self._lock:
-            self.packet_delay_s = self.command_delay_s = 0.0
-            self._drops.clear()
-            self._exits.clear()
-
     def add_drop(self, fault: DropFault) -> None:
         if fault.how not in DROP_HOWS:
             raise ValueError(f"unknown drop {fault.how!r}; available: {', '.join(DROP_HOWS)}")

@@ -174,10 +174,6 @@ class EmulatedPhone:
         self._description = description
         self.sandbox.materialize(description)
 
-    def clear_faults(self) -> None:
-        """Remove delays and pending drops/exits (offline and free space stay as set)."""
-        self.faults.clear()
-
     # --- what happened ---
     @property
     def commands(self) -> list[str]:

@@ -69,8 +69,7 @@ SHELL_STDIN = 0
 SHELL_STDOUT = 1
 SHELL_STDERR = 2
 SHELL_EXIT = 3
-SHELL_CLOSE_STDIN = 4
-SHELL_WINDOW_SIZE = 5
+SHELL_CLOSE_STDIN = 4  # window-size packets (5) are ignored
 
 SHELL_PACKET = struct.Struct("<BI")
 

@@ -25,7 +25,7 @@ from specbench.errors import SpecbenchError
 
 NAMED = ("split", "shared")
 UNRECORDED = "unrecorded"
-"""The placement of profiles and results written before placements were recorded."""
+"""The placement of a profile or results manifest that records none (the key is optional)."""
 
 
 @dataclass(frozen=True)

@@ -165,8 +165,8 @@ class DrafterProfile:
     """Forwards that keep a logits row per token (SpecASR's recycling ingest reads them all)."""
 
     def ingest_costs(self) -> CostTable:
-        """The table a forward with a row per token is priced from; profiles without one
-        (measured before it existed) price it like a last-row forward, slightly cheaper."""
+        """The table a forward with a row per token is priced from; a profile without one (the
+        table is optional) prices it like a last-row forward, slightly cheaper."""
         return self.all_rows_costs or self.costs
 
 

@@ -135,7 +135,7 @@ class WindowTrace:
     recycle: Mapping[str, Mapping[RecycleKey, RecycleAnswer]] = field(default_factory=dict)
     """Recorded recycling answers per SpecASR configuration label."""
     text: str = ""
-    """y detokenized by the target (special tokens left out), for WER/CER; "" in older traces."""
+    """y detokenized by the target (special tokens left out), for WER/CER; "" when the line has none (the key is optional)."""
 
     @property
     def n_tokens(self) -> int:
@@ -151,7 +151,7 @@ class TraceFile:
     path: Path | None = None
     templates: Mapping[str, str] | None = None
     """The chat template of the 'target' and the 'drafter' (a llama.cpp built-in name, or
-    "model" for the GGUF's own); None in files written before templates were recorded."""
+    "model" for the GGUF's own); None when the header records none (the key is optional)."""
     version: int = VERSIONS[-1]
     """The file's schema_version."""
 

@@ -12,7 +12,8 @@ renders it with that template for every model. Per model, the first that applies
 (`tracing.chat_template`): the template named for that model on the command line
 (`--template NAME=TEMPLATE`), the window's named template, the chat template stored in
 the model's GGUF; a model whose GGUF stores none and that has none named is an error.
-The field stays in the sha256, so windows written before it meant this keep their identity.
+The field is hashed as written (not as resolved per model), so a window's identity does not
+depend on the models that render it.
 """
 
 from __future__ import annotations

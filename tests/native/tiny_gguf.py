@@ -154,10 +154,6 @@ def n_vocab(variant: str = "a") -> int:
     return len(vocabulary(variant)[0])
 
 
-def eos_id() -> int:
-    return vocabulary()[0].index(EOS_TEXT)
-
-
 def perturbed(weights: dict[str, np.ndarray], seed: int, noise: float) -> dict[str, np.ndarray]:
     """A same-vocabulary "drafter" close to `weights`: it agrees with the target often, not always."""
     rng = np.random.default_rng(seed)
