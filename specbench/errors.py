@@ -28,6 +28,12 @@ class MissingCostError(SpecbenchError):
     """The profile lacks a cost the replay needs; costs are never guessed."""
 
 
+def stderr_tail(text: str, limit: int = 400) -> str:
+    """The last lines of a process's stderr as a suffix for an error message ("" when empty)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return f" [stderr: {' | '.join(lines[-4:])[-limit:]}]" if lines else ""
+
+
 def _short(value: object, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."

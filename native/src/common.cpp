@@ -14,6 +14,12 @@ CommonOptions parse_common(JobObject & job) {
     return o;
 }
 
+std::string join_names(const std::vector<std::string> & names) {
+    std::string joined;
+    for (const std::string & name : names) joined += (joined.empty() ? "" : ", ") + name;
+    return joined;
+}
+
 std::vector<Window> parse_windows(JobObject & job, bool allow_reference) {
     std::vector<Window> windows;
     for (JobObject & wo : job.objects("windows")) {

@@ -8,6 +8,11 @@
 
 #include <algorithm>
 
+const std::vector<std::string> & decode_methods() {
+    static const std::vector<std::string> names = {"as2d", "sd", "specasr", "target"};
+    return names;
+}
+
 namespace {
 
 struct Method {
@@ -44,7 +49,7 @@ Method parse_method(JobObject mo) {
         m.as2d = parse_as2d(mo);
         m.width = m.as2d.budget + 1;
     } else if (m.name != "target") {
-        throw JobError("unknown method '" + m.name + "'", "available: as2d, sd, specasr, target");
+        throw JobError("unknown method '" + m.name + "'", "available: " + join_names(decode_methods()));
     }
     mo.done();
     return m;

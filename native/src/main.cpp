@@ -29,16 +29,21 @@ const std::map<std::string, void (*)(JobObject &)> & job_modes() {
     return modes;
 }
 
-// What callers would otherwise learn by probing jobs (one process start each: costly over adb).
+std::vector<std::string> mode_names() {
+    std::vector<std::string> names;
+    for (const auto & kv : job_modes()) names.push_back(kv.first);
+    return names;
+}
+
+// Callers read what the runner can do from here, not by trying jobs (each a process start:
+// costly over adb).
 json runner_info() {
-    json modes = json::array();
-    for (const auto & kv : job_modes()) modes.push_back(kv.first);
     return json{{"runner", "specbench-runner"},
                 {"version", RUNNER_VERSION},
                 {"protocol", PROTOCOL_VERSION},
                 {"llama_cpp_commit", SPECBENCH_LLAMA_COMMIT},
-                {"modes", modes},
-                {"methods", {"as2d", "sd", "specasr", "target"}},
+                {"modes", mode_names()},
+                {"methods", decode_methods()},
                 {"system_info", llama_print_system_info()}};
 }
 
@@ -57,11 +62,7 @@ void run_job(const json & doc) {
     const std::string mode = job.need<std::string>("mode");
     install_log_filter(job.get<bool>("verbose", false));
     auto it = modes.find(mode);
-    if (it == modes.end()) {
-        std::string names;
-        for (const auto & kv : modes) names += (names.empty() ? "" : ", ") + kv.first;
-        throw JobError("unknown mode '" + mode + "'", "available: " + names);
-    }
+    if (it == modes.end()) throw JobError("unknown mode '" + mode + "'", "available: " + join_names(mode_names()));
     it->second(job);
 }
 
@@ -77,8 +78,8 @@ int main(int argc, char ** argv) {
     if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
         std::puts("usage: specbench-runner [JOB.json | -]   (job from stdin when omitted)\n"
                   "       specbench-runner --version\n"
-                  "Prints one JSON object per line: {\"event\"}, {\"result\"}, or {\"error\", \"hint\"} and exit 1.\n"
-                  "Modes: sweep, decode, trace, cosched, tokenize, detokenize (see native/README.md).");
+                  "Prints one JSON object per line: {\"event\"}, {\"result\"}, or {\"error\", \"hint\"} and exit 1.");
+        std::printf("Modes: %s (see native/README.md).\n", join_names(mode_names()).c_str());
         return 0;
     }
     install_log_filter(false);

@@ -15,6 +15,11 @@ void run_tokenize(JobObject & job);
 void run_detokenize(JobObject & job);
 void run_cosched(JobObject & job);
 
+// The methods `decode` implements: what --version lists and what an unknown method's error names.
+const std::vector<std::string> & decode_methods();
+// "a, b, c": a list of names in an error's hint.
+std::string join_names(const std::vector<std::string> & names);
+
 // Keys every model-running job shares.
 struct CommonOptions {
     int threads = 0;  // default for both models

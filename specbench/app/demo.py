@@ -33,7 +33,7 @@ from specbench.schemas.placement import resolve_on
 from specbench.schemas.windows import load_windows, save_windows
 from specbench.world.devices.local import LocalDevice
 from specbench.world.model_files import ModelFile
-from specbench.world.native_run import NativePlan, native_methods, native_steps, profile_ref, run_native
+from specbench.world.native_run import NativePlan, native_steps, profile_ref, run_native
 from specbench.world.profiling import SweepPlan, profile_device, write_profile
 from specbench.world.runner import find_runner
 from specbench.world.tracing import prompts_for, trace_windows
@@ -83,7 +83,6 @@ def bundled_windows_path() -> Path:
 class DemoRun:
     out: Path
     timings: dict[str, float] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     """Method configuration label -> why it was not replayed."""
     divergences: int = 0
@@ -141,7 +140,7 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
         for name, profile_path in zip(PLACEMENTS, profile_paths):  # one profile per placement
             plan = sweep_plan(configs, resolve_on(device, name))
             with progress(f"profiling this host ({name})", plan.forwards(len(drafters))) as advance:
-                profiled = profile_device(device, target, drafters, plan, advance, log_warning(run, log))
+                profiled = profile_device(device, target, drafters, plan, advance)
             profile_path.parent.mkdir(parents=True, exist_ok=True)
             write_profile(profile_path, profiled)
     traces_dir = run.out / "traces"
@@ -158,7 +157,7 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
         with progress("replaying", len(windows) * len(replayable) * len(profile_paths)) as advance:
             run_replay(inputs, replayable, profile_paths, run.out / "results" / "replay", False, False, advance)
     with timed(run, "native", log):
-        available = native_methods(device)
+        available = device.runner().methods
         wanted = QUICK_NATIVE if quick else NATIVE
         native = [c for c in configs if method_name(c) in available and c.label in wanted]
         # one native run per placement and drafter (a runner job loads one pair), each in its profile's placement
@@ -178,27 +177,16 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
     return run
 
 
-def log_warning(run: DemoRun, log: Log) -> Log:
-    def warn(message: str) -> None:
-        run.warnings.append(message)
-        log(f"warning: {message}")
-
-    return warn
-
-
 def replayable_configs(inputs, configs: list[MethodConfig], run: DemoRun, log: Log) -> list[MethodConfig]:
     """The configurations whose inputs exist; the others are named with the reason."""
     keep = []
-    profile = inputs.profiles[0]  # every placement's profile measures the same drafters and tables
     for config in configs:
         reason = None
-        if isinstance(config, As2dConfig) and profile.drafter(config.drafter).cosched is None:
-            reason = "the profile has no co-scheduling ratios (the runner lacks its 'cosched' mode)"
-        elif isinstance(config, SpecAsrConfig):
+        if isinstance(config, SpecAsrConfig):
             reason = _specasr_gap(inputs, config)
         if reason:
             run.skipped[config.label] = reason
-            log_warning(run, log)(f"{config.label} not replayed: {reason}")
+            log(f"warning: {config.label} not replayed: {reason}")
         else:
             keep.append(config)
     return keep

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import shlex
 import sys
 from dataclasses import dataclass, field, replace
@@ -18,6 +17,8 @@ from specbench.core.methods.as2d import As2dConfig
 from specbench.core.replay.bulk import DEPTH_LINEAR
 from specbench.errors import SpecbenchError
 from specbench.render.tables import Table
+from specbench.schemas.budgets import load_budget
+from specbench.schemas.fileio import file_sha256
 from specbench.schemas.results import ROWS, load_results
 from specbench.schemas.windows import load_windows
 
@@ -317,7 +318,7 @@ def bundle(directory: Path, loaded: Loaded, tables: list[Table], figures: dict[s
         lines.append(f"![{name}]({png.relative_to(directory)})")
     lines += ["", "## Inputs", "", "| results | rows sha256 | mode | windows digest | methods |", "|---|---|---|---|---|"]
     for path, manifest in zip(loaded.directories, loaded.manifests):
-        rows_sha = hashlib.sha256((path / ROWS).read_bytes()).hexdigest()
+        rows_sha = file_sha256(path / ROWS)
         lines.append(f"| {path} | {rows_sha[:16]} | {manifest.get('mode')} | "
                      f"{str(manifest.get('windows', {}).get('digest'))[:16]} | {len(manifest.get('methods', []))} |")
     lines += ["", "## Reproduce", "", "```sh"]
@@ -386,3 +387,24 @@ def horizon_tables(loaded: Loaded) -> tuple[pd.DataFrame, pd.DataFrame]:
     inputs = load_inputs(Path(manifest["windows"]["path"]), traces_dir, [Path(manifest["profiles"][0]["path"])], None)
     parts = [horizon_sweep(inputs.windows, inputs.traces, inputs.profiles[0], name) for name in sorted(inputs.traces)]
     return pd.concat([p[0] for p in parts], ignore_index=True), pd.concat([p[1] for p in parts], ignore_index=True)
+
+
+def horizon_report(loaded: Loaded) -> list[Table]:
+    """`report --horizon`'s tables: SD's tau and speedup per drafter x K, and acceptance per depth."""
+    summary, depths = horizon_tables(loaded)
+    return [Table("Horizon sweep (SD drafting K tokens)", "per drafter x K: tau = sum(tokens) / "
+                  "sum(target forwards); speedup = pooled throughput / target-only's", summary,
+                  {"tau": ".3f", "tokens_per_s": ".2f", "speedup": ".3f"}),
+            Table("Per-depth acceptance P(accept at d | reached d)", "counts over all rounds of all windows", depths,
+                  {"acceptance": ".3f"})]
+
+
+def selected_budgets(paths: Sequence[Path]) -> dict[str, As2dConfig]:
+    """Device -> the AS2D configuration its budget file names (`report --budget`, one file per device)."""
+    selected: dict[str, As2dConfig] = {}
+    for path in paths:
+        device, config = load_budget(path)
+        if device in selected:
+            raise SpecbenchError(f"--budget {path}: a second budget file for device '{device}'")
+        selected[device] = config
+    return selected

@@ -6,15 +6,16 @@ half-written results directory behind.
 
 from __future__ import annotations
 
-import hashlib
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
 from specbench import __version__
 from specbench.app.parallel_replay import replay_study
+from specbench.core.budget import BudgetChoice
+from specbench.core.budget import select_budget as choose_budget
 from specbench.core.methods import MethodConfig
 from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.sd import SdConfig
@@ -22,6 +23,8 @@ from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.core.methods.target import TargetConfig
 from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, trace_for
 from specbench.errors import MissingCostError, SpecbenchError
+from specbench.schemas.budgets import save_budget
+from specbench.schemas.fileio import file_sha256
 from specbench.schemas.profiles import DEPTH_POLICY, DeviceProfile, load_profile
 from specbench.schemas.results import ResultsDir
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
@@ -35,10 +38,6 @@ class Inputs:
     profiles: list[DeviceProfile]
     windows_path: Path
     traces_dir: Path
-
-
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def load_inputs(windows_path: Path, traces_dir: Path, profile_paths: Sequence[Path], split: str | None) -> Inputs:
@@ -173,3 +172,21 @@ def _all_done(done: set, inputs: Inputs, config: MethodConfig, fit: str) -> bool
 def study_size(inputs: Inputs, configs: Sequence[MethodConfig], sensitivity: bool) -> int:
     fits = ("median",) + (SENSITIVITY_FITS if sensitivity else ())
     return len(inputs.windows) * len(inputs.profiles) * sum(len(fit_configs(configs, fit)) for fit in fits)
+
+
+def select_and_save_budget(windows_path: Path, traces_dir: Path, profile_path: Path, catalog: Sequence[As2dConfig],
+                          out: Path) -> BudgetChoice:
+    """`specbench select-budget`: replay the AS2D `catalog` on the dev windows traced in
+    `traces_dir`, choose the best pooled throughput (ties: the smaller budget) and save the
+    choice with its provenance to `out`. A catalog that names no drafter is tried with every
+    traced drafter."""
+    inputs = dev_inputs(windows_path, traces_dir, profile_path)
+    configs = list(catalog)
+    if all(c.drafter is None for c in configs) and len(inputs.traces) > 1:
+        configs = [replace(c, drafter=name) for name in sorted(inputs.traces) for c in configs]
+    check_costs(inputs, configs)
+    choice = choose_budget(replay_study(inputs.windows, inputs.traces, inputs.profiles, configs), configs)
+    save_budget(out, choice, {"windows": {"path": str(windows_path), "digest": windows_digest(inputs.windows)},
+                              "profile": {"path": str(profile_path), "sha256": file_sha256(profile_path)},
+                              "catalog": [c.label for c in configs]})
+    return choice

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from specbench.core.methods import REGISTRY, MethodConfig, parse_method_specs
 from specbench.errors import SpecbenchError
-
-stderr = Console(stderr=True)
 
 existing_file = click.Path(exists=True, dir_okay=False, path_type=Path)
 existing_dir = click.Path(exists=True, file_okay=False, path_type=Path)
@@ -56,15 +51,6 @@ def configs_from(method_names: str | None, method_specs: Sequence[str], default_
         return configs
     return [replace(c, drafter=default_drafter) if hasattr(c, "drafter") and c.drafter is None else c
             for c in configs]
-
-
-@contextlib.contextmanager
-def progress_bar(description: str, total: int) -> Iterator:
-    """A rich progress bar on stderr; yields a callback taking the number of items done."""
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=stderr, transient=False, disable=not stderr.is_terminal) as progress:
-        task = progress.add_task(description, total=total)
-        yield lambda n: progress.advance(task, n)
 
 
 def check_output_path(path: Path | None) -> None:

@@ -9,8 +9,8 @@ import click
 from rich.console import Console
 
 from specbench.app.demo import load_demo_results, run_demo
+from specbench.app.progress import progress_bar, stderr
 from specbench.app.report import build_tables
-from specbench.cli.common import progress_bar, stderr
 from specbench.render.tables import print_rich, render
 
 

@@ -1,21 +1,18 @@
-"""`specbench devices`, and the phone options and parallel helper `profile`/`run --native` share."""
+"""`specbench devices`, and the device options `profile`/`run --native` share."""
 
 from __future__ import annotations
 
 import json
 import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Sequence
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from specbench.cli.common import stderr
+from specbench.app.progress import stderr
 from specbench.errors import SpecbenchError
+from specbench.world.devices.adb import AdbSettings
 from specbench.world.devices.adb_link import SERVER_HOST_ENV, SERVER_PORT_ENV
 
-T = TypeVar("T")
 SETTINGS_KEY = "specbench.adb_settings"
 
 
@@ -50,7 +47,7 @@ def _processors(value: str) -> tuple[str, str]:
 
 
 def phone_options(func):
-    """Options for jobs on phones; ignored for `local`. Stored in ctx.meta (see apply_phone_options)."""
+    """Options for jobs on phones; ignored for `local`. Stored in ctx.meta (see phone_settings)."""
     options = [
         click.option("--cores", callback=_setting("cores"), expose_value=False,
                      help="Phones: CPUs to pin the runner to: big (default; all but the slowest cluster), all, "
@@ -80,69 +77,12 @@ def device_names(specs: Sequence[str]) -> list[str]:
     return names
 
 
-def open_devices(names: Sequence[str]) -> list:
-    """Open each device and apply the phone options of the current command to the phones."""
-    from specbench.world.devices.adb import AdbDevice, AdbSettings
-    from specbench.world.native_run import open_device
-
-    meta = click.get_current_context().meta.get(SETTINGS_KEY, {})
-    devices = [open_device(name) for name in names]
-    for dev in devices:
-        if isinstance(dev, AdbDevice):
-            values = dict(meta)
-            if "processor" in values:
-                values["target_processor"], values["drafter_processor"] = values.pop("processor")
-            dev.settings = AdbSettings(**values)
-            dev.warn = lambda message: stderr.print(f"warning: {message}", markup=False)
-    return devices
-
-
-def safe_name(name: str) -> str:
-    """A device name usable in a file name ('127.0.0.1:5555' -> '127.0.0.1-5555')."""
-    return "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in name)
-
-
-def on_devices(devices: Sequence, label: str, total: Callable[[object], int],
-               work: Callable[[object, Callable[[int], None]], T]) -> list[T]:
-    """work(device, advance) on every device, in parallel threads, one progress bar each (stderr).
-    Every device runs to its end; then one SpecbenchError names each that failed."""
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    results: list = [None] * len(devices)
-    errors: list[tuple[str, SpecbenchError]] = []
-    lock = threading.Lock()
-    with Progress(*columns, console=stderr, transient=False, disable=not stderr.is_terminal) as progress:
-        tasks = [progress.add_task(f"{label} {dev.name}", total=total(dev)) for dev in devices]
-
-        def one(index: int) -> None:
-            try:
-                results[index] = work(devices[index], lambda n: progress.advance(tasks[index], n))
-            except SpecbenchError as exc:
-                with lock:
-                    errors.append((devices[index].name, exc))
-
-        if len(devices) == 1:
-            one(0)  # in this thread: Ctrl-C reaches the job directly
-        else:
-            pool = ThreadPoolExecutor(max_workers=len(devices))
-            futures = [pool.submit(one, i) for i in range(len(devices))]
-            try:
-                for future in futures:
-                    future.result()
-            except KeyboardInterrupt:
-                for dev in devices:
-                    if hasattr(dev, "cancel"):
-                        dev.cancel("was interrupted (Ctrl-C)")
-                pool.shutdown(wait=True)
-                raise
-            pool.shutdown()
-    if len(errors) == 1 and len(devices) == 1:
-        raise errors[0][1]
-    if errors:
-        for name, exc in errors:
-            stderr.print(f"error: {name}: {exc}", markup=False)
-        raise SpecbenchError(f"{len(errors)} of {len(devices)} devices failed: "
-                             + "; ".join(f"{name}: {exc}" for name, exc in errors))
-    return results
+def phone_settings() -> AdbSettings:
+    """How phones run the current command's jobs: the phone options given, defaults for the rest."""
+    values = dict(click.get_current_context().meta.get(SETTINGS_KEY, {}))
+    if "processor" in values:
+        values["target_processor"], values["drafter_processor"] = values.pop("processor")
+    return AdbSettings(**values)
 
 
 @click.command()

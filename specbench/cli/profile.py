@@ -6,9 +6,11 @@ from pathlib import Path
 
 import click
 
-from specbench.cli.common import stderr
-from specbench.cli.devices import device_names, on_devices, open_devices, phone_options, safe_name
+from specbench.app.devices import on_devices, open_devices
+from specbench.app.progress import stderr
+from specbench.cli.devices import device_names, phone_options, phone_settings
 from specbench.errors import SpecbenchError
+from specbench.schemas.fileio import safe_name
 from specbench.schemas.placement import resolve_on
 from specbench.world.model_files import parse_named, target_file, unique_names
 from specbench.world.profiling import parse_depths, plan_for, profile_device, samples_path, write_profile
@@ -61,13 +63,12 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
     target, drafters = _models(target_path, drafter_specs)
     for path in outs.values():
         path.parent.mkdir(parents=True, exist_ok=True)  # the default device_profiles/ may not exist yet
-    devices = open_devices(names)
+    devices = open_devices(names, phone_settings())
     plans = {dev.name: plan_for(max_width, parsed_depths, resolve_on(dev, placement_spec),
                                 repetitions, drafter_max_width, not no_cosched) for dev in devices}
 
     def one(dev, advance):
-        run = profile_device(dev, target, drafters, plans[dev.name], advance,
-                             lambda message: stderr.print(f"warning: {dev.name}: {message}", markup=False))
+        run = profile_device(dev, target, drafters, plans[dev.name], advance)
         write_profile(outs[dev.name], run)  # as soon as it is done: another phone may still fail
         stderr.print(f"profile written to {outs[dev.name]} (raw samples: {samples_path(outs[dev.name])})")
 

@@ -6,21 +6,20 @@ from pathlib import Path
 
 import click
 
+from specbench.app.progress import stderr
 from specbench.app.report import (
     DIVERGENT,
     TEXT_DIFFERS,
     add_sensitivity,
     build_tables,
     bundle,
-    horizon_tables,
+    horizon_report,
     load_many,
     make_figures,
+    selected_budgets,
 )
-from specbench.cli.common import check_output_path, existing_dir, existing_file, stderr
-from specbench.core.methods.as2d import As2dConfig
-from specbench.errors import SpecbenchError
-from specbench.render.tables import FORMATS, Table, print_rich, render, to_markdown
-from specbench.schemas.budgets import load_budget
+from specbench.cli.common import check_output_path, existing_dir, existing_file
+from specbench.render.tables import FORMATS, print_rich, render, to_markdown
 
 
 @click.command()
@@ -65,14 +64,9 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, allow_mixed
     loaded = load_many(results, allow_mixed, windows_path)
     if sensitivity:
         add_sensitivity(loaded)
-    tables = build_tables(loaded, macro, _selected(budgets) or None)
+    tables = build_tables(loaded, macro, selected_budgets(budgets) or None)
     if horizon:
-        summary, depths = horizon_tables(loaded)
-        tables += [Table("Horizon sweep (SD drafting K tokens)", "per drafter x K: tau = sum(tokens) / "
-                         "sum(target forwards); speedup = pooled throughput / target-only's", summary,
-                         {"tau": ".3f", "tokens_per_s": ".2f", "speedup": ".3f"}),
-                   Table("Per-depth acceptance P(accept at d | reached d)", "counts over all rounds of all "
-                         "windows", depths, {"acceptance": ".3f"})]
+        tables += horizon_report(loaded)
     if loaded.notes:
         stderr.print("\n".join(loaded.notes))
     for note in loaded.text_notes:
@@ -104,13 +98,3 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, allow_mixed
         output.write_text(text, encoding="utf-8")
         stderr.print(f"report written to {output}")
 
-
-def _selected(paths: tuple[Path, ...]) -> dict[str, As2dConfig]:
-    """Device -> the AS2D configuration its budget file names (one file per device)."""
-    selected: dict[str, As2dConfig] = {}
-    for path in paths:
-        device, config = load_budget(path)
-        if device in selected:
-            raise SpecbenchError(f"--budget {path}: a second budget file for device '{device}'")
-        selected[device] = config
-    return selected

@@ -6,16 +6,9 @@ from pathlib import Path
 
 import click
 
+from specbench.app.progress import progress_bar, stderr
 from specbench.app.study import load_inputs, run_replay, study_size
-from specbench.cli.common import (
-    DEFAULT_METHODS,
-    configs_from,
-    existing_dir,
-    existing_file,
-    method_options,
-    progress_bar,
-    stderr,
-)
+from specbench.cli.common import DEFAULT_METHODS, configs_from, existing_dir, existing_file, method_options
 from specbench.cli.run_native import native_options, run_native_command
 from specbench.errors import SpecbenchError
 from specbench.schemas.budgets import load_budget
@@ -46,8 +39,7 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
 
     Every method decodes the same windows; serial methods are priced op by op from the
     profile, AS2D is simulated as two lanes sharing the device. With --native the methods
-    run for real on --device (target and sd today; outputs checked against --traces or
-    target-only). Rows are appended to OUT/rows.jsonl as windows finish, so an
+    run for real on --device (outputs checked against --traces or target-only). Rows are appended to OUT/rows.jsonl as windows finish, so an
     interrupted run resumes with --resume.
 
     Example:

@@ -1,4 +1,4 @@
-"""The --native half of `specbench run`: options and wiring to specbench.world.native_run."""
+"""The --native half of `specbench run`: options and wiring to specbench.app.native."""
 
 from __future__ import annotations
 
@@ -6,22 +6,13 @@ from pathlib import Path
 
 import click
 
-from specbench.cli.common import TEMPLATE_HELP, configs_from, stderr
-from specbench.cli.devices import device_names, on_devices, open_devices, phone_options, safe_name
+from specbench.app.devices import open_devices
+from specbench.app.native import common_methods, native_plans, run_plans
+from specbench.cli.common import TEMPLATE_HELP, configs_from
+from specbench.cli.devices import device_names, phone_options, phone_settings
 from specbench.errors import SpecbenchError
-from specbench.schemas.profiles import load_profile
-from specbench.schemas.traces import check_against_windows, load_trace_dir
 from specbench.schemas.windows import load_split
 from specbench.world.model_files import parse_named, target_file, with_mmproj, with_templates
-from specbench.world.native_run import (
-    NativePlan,
-    native_methods,
-    native_placement,
-    native_steps,
-    profile_ref,
-    run_native,
-)
-from specbench.world.tracing import check_trace_templates
 
 
 def native_options(func):
@@ -68,13 +59,7 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
         raise SpecbenchError("--native takes one --profile (the placement to run in)")
     if target_path is None:
         raise SpecbenchError("--native needs --target PATH (the target model file)")
-    names = device_names([device or "local"])
-    devices = open_devices(names)
-
-    def common_methods() -> list[str]:  # the default: what every device's runner decodes natively
-        available = [native_methods(dev) for dev in devices]
-        return [m for m in available[0] if all(m in a for a in available)]
-
+    devices = open_devices(device_names([device or "local"]), phone_settings())
     windows = load_split(windows_path, split)
     meta = click.get_current_context().meta
     target = with_mmproj(target_file(target_path), meta.get("specbench.target_mmproj"), "--target-mmproj")
@@ -83,28 +68,8 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
         drafter = with_mmproj(drafter, meta.get("specbench.drafter_mmproj"), "--drafter-mmproj")
     target, drafters = with_templates(target, [drafter] if drafter else [], meta.get("specbench.templates", ()))
     drafter = drafters[0] if drafters else None
-    configs = configs_from(method_names, method_specs, drafter.name if drafter else None, common_methods)
-    references = None
-    if traces_dir is not None:
-        traces = load_trace_dir(traces_dir)
-        check_against_windows(traces, windows)
-        check_trace_templates(traces, target, drafter, windows)
-        first = next(iter(traces.values()))
-        if first.target.sha256 != target.sha256:
-            raise SpecbenchError(f"{first.path}: traced with target {first.target.name} ({first.target.sha256[:12]}), "
-                                 f"not {target.path} ({target.sha256[:12]})")
-        references = {w.window_id: first.windows[w.window_id].y.tolist() for w in windows}
-    profile = load_profile(profile_paths[0]) if profile_paths else None
-    plans = {dev.name: NativePlan(dev, windows, target, drafter, configs, native_placement(dev, placement_spec, profile),
-                                  references, str(windows_path), profile_ref(profile))
-             for dev in devices}
-
-    def one(dev, advance) -> None:
-        where = out if len(devices) == 1 else out / safe_name(dev.name)
-        results, added, diverged = run_native(plans[dev.name], where, resume, advance)
-        stderr.print(f"{added} rows written to {results.rows_path}")
-        if diverged:
-            stderr.print(f"warning: {diverged} (window, method) outputs differ from the reference; "
-                         f"see {results.directory / 'divergences.jsonl'}")
-
-    on_devices(devices, "running on", lambda dev: native_steps(plans[dev.name]), one)
+    configs = configs_from(method_names, method_specs, drafter.name if drafter else None,
+                           lambda: common_methods(devices))
+    plans = native_plans(devices, windows, windows_path, target, drafter, configs, traces_dir,
+                         profile_paths[0] if profile_paths else None, placement_spec)
+    run_plans(plans, out, resume)

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import click
 
-from specbench.app.parallel_replay import replay_study
-from specbench.app.study import check_costs, dev_inputs, file_sha256
-from specbench.cli.common import check_output_path, configs_from, existing_dir, existing_file, stderr
-from specbench.core.budget import select_budget as choose
+from specbench.app.progress import stderr
+from specbench.app.study import select_and_save_budget
+from specbench.cli.common import check_output_path, configs_from, existing_dir, existing_file
 from specbench.core.methods.as2d import As2dConfig
 from specbench.errors import SpecbenchError
-from specbench.schemas.budgets import save_budget
-from specbench.schemas.windows import windows_digest
 
 
 @click.command("select-budget")
@@ -42,15 +38,7 @@ def select_budget(windows_path: Path, traces_dir: Path, profile_path: Path, cata
     configs = configs_from(None, (catalog,), None)
     if not all(isinstance(c, As2dConfig) for c in configs):
         raise SpecbenchError(f"--catalog '{catalog}': only as2d configurations can be selected")
-    inputs = dev_inputs(windows_path, traces_dir, profile_path)
-    if all(c.drafter is None for c in configs) and len(inputs.traces) > 1:
-        configs = [replace(c, drafter=name) for name in sorted(inputs.traces) for c in configs]
-    check_costs(inputs, configs)
-    rows = replay_study(inputs.windows, inputs.traces, inputs.profiles, configs)
-    choice = choose(rows, configs)
-    save_budget(out, choice, {"windows": {"path": str(windows_path), "digest": windows_digest(inputs.windows)},
-                              "profile": {"path": str(profile_path), "sha256": file_sha256(profile_path)},
-                              "catalog": [c.label for c in configs]})
+    choice = select_and_save_budget(windows_path, traces_dir, profile_path, configs, out)
     runner = f"; runner-up {choice.runners_up[0][0]} by {choice.margin_pct:.2f}%" if choice.runners_up else ""
     used = [what for what, flag in (("co-scheduling ratios", choice.extrapolated),
                                     ("KV depths", choice.depth_extrapolated)) if flag]

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from specbench.cli.common import TEMPLATE_HELP, existing_file, progress_bar, stderr
+from specbench.app.progress import progress_bar, stderr
+from specbench.cli.common import TEMPLATE_HELP, existing_file
 from specbench.core.methods import parse_method_spec, parse_method_specs
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.errors import SpecbenchError
@@ -19,7 +20,7 @@ from specbench.world.model_files import (
     with_mmproj,
     with_templates,
 )
-from specbench.world.native_run import open_device
+from specbench.world.devices.base import open_device
 from specbench.world.tracing import trace_windows
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from specbench.cli.common import check_output_path, progress_bar, stderr
+from specbench.app.progress import progress_bar, stderr
+from specbench.cli.common import check_output_path
 from specbench.schemas.windows import save_windows
 from specbench.world.datasets import LAYOUTS, READERS, TASKS, build_windows, detect_layout, instruction_for
 

@@ -34,7 +34,7 @@ from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.core.methods.target import TargetConfig
 from specbench.errors import SpecbenchError
-from specbench.schemas.fileio import dumps_line, file_sha256
+from specbench.schemas.fileio import append_jsonl, file_sha256
 from specbench.schemas.placement import Placement, device_label, pinning_problems, resolve_on
 from specbench.schemas.profiles import DeviceProfile
 from specbench.schemas.results import ResultsDir, WindowResult
@@ -43,10 +43,6 @@ from specbench.world.devices.base import Device
 from specbench.world.model_files import ModelFile, model_job
 from specbench.world.tracing import Prompts, model_templates, prompts_for
 
-NATIVE_METHODS = ("target", "sd")
-"""Methods every protocol-1 runner's `decode` mode implements."""
-OPTIONAL_METHODS = ("specasr", "as2d")
-"""Methods newer runners add; detected per device."""
 PINNING = "pinning.jsonl"
 """The CPU set of every lane and thread, read back by the runner after each job."""
 DIVERGENCES = "divergences.jsonl"
@@ -56,21 +52,6 @@ SNAPSHOTS = "snapshots.jsonl"
 CLOCK_RESOLUTION_S = 1e-6
 """The runner's clock ticks in microseconds."""
 Progress = Callable[[int], None]
-
-
-def open_device(name: str) -> Device:
-    if name == "local":
-        from specbench.world.devices.local import LocalDevice
-
-        return LocalDevice()
-    from specbench.world.devices.adb import open_adb_device  # a phone by its adb serial (see `specbench devices`)
-
-    return open_adb_device(name)
-
-
-def native_methods(device: Device) -> tuple[str, ...]:
-    """The methods the device's runner can decode for real."""
-    return NATIVE_METHODS + tuple(m for m in OPTIONAL_METHODS if device.supports_method(m))
 
 
 def check_native(configs: Sequence[MethodConfig], available: Sequence[str]) -> None:
@@ -155,8 +136,8 @@ def target_lane(ops: list[dict]) -> list[Interval]:
 def producer_lane(producer: dict) -> list[Interval]:
     """The producer's drafter forwards (`step_start_us` to `step_us`)."""
     if "step_start_us" not in producer:
-        raise SpecbenchError("the runner's as2d result has no producer step_start_us: the runner is older than "
-                             "this specbench", hint="rebuild it with scripts/build-runner")
+        raise SpecbenchError("the runner's as2d result has no producer step_start_us (runner protocol 1 "
+                             "reports when each producer step started)", hint="rebuild it with scripts/build-runner")
     return list(zip(producer["step_start_us"], producer["step_us"]))
 
 
@@ -270,7 +251,7 @@ def native_placement(device: Device, spec: str | None, profile: DeviceProfile | 
         return asked or resolve_on(device, "shared")
     if not profile.placement.recorded:
         raise SpecbenchError(f"profile {profile.path}: records no placement, so a native run cannot match it",
-                             hint="profile the device again (profiles now record their placement)")
+                             hint="profile the device again (a profile records the placement it was measured in)")
     if asked is not None and asked.key != profile.placement.key:
         raise SpecbenchError(f"--placement {asked.key} differs from the placement of profile {profile.path} "
                              f"({profile.placement.key})", hint="drop --placement, or pass a profile measured there")
@@ -294,7 +275,7 @@ def native_steps(plan: NativePlan) -> int:
 
 def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | None = None) -> tuple[ResultsDir, int, int]:
     """Decode every (window, configuration) not already in `out`; returns (results, rows added, divergences)."""
-    check_native(plan.configs, native_methods(plan.device))
+    check_native(plan.configs, plan.device.runner().methods)
     needs_drafter = any(method_name(c) != "target" for c in plan.configs)
     if needs_drafter and plan.drafter is None:
         raise SpecbenchError("the methods other than target need a drafter: pass --drafter NAME=PATH")
@@ -312,11 +293,11 @@ def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | N
         if progress:
             progress(native_steps(plan))
         return results, 0, 0
-    _append(results.directory / SNAPSHOTS, {"before": plan.device.snapshot()})
+    append_jsonl(results.directory / SNAPSHOTS, [{"before": plan.device.snapshot()}])
     if progress and len(todo) < len(plan.windows):
         progress(len(plan.windows) - len(todo))
     added, diverged = _decode(plan, plan.configs, todo, prompts, results, progress)
-    _append(results.directory / SNAPSHOTS, {"after": plan.device.snapshot()})
+    append_jsonl(results.directory / SNAPSHOTS, [{"after": plan.device.snapshot()}])
     return results, added, diverged
 
 
@@ -352,11 +333,10 @@ def _decode(plan: NativePlan, wanted: list[MethodConfig], todo: list[Window], pr
         rows, divergences = window_rows(window, row_device, list(zip(run_configs, records)), wanted, reference,
                                         placement_key)
         results.append(rows)
-        for d in divergences:
-            _append(results.directory / DIVERGENCES, vars(d) | {"device": row_device})
-        for config, record in zip(run_configs, records):
-            if config in wanted and record["kind"] == "decode":
-                _append(results.directory / CLOCKS, request_clocks(record, window, row_device, config))
+        append_jsonl(results.directory / DIVERGENCES, [vars(d) | {"device": row_device} for d in divergences])
+        append_jsonl(results.directory / CLOCKS, [request_clocks(record, window, row_device, config)
+                                                  for config, record in zip(run_configs, records)
+                                                  if config in wanted and record["kind"] == "decode"])
         counts[0] += len(rows)
         counts[1] += len(divergences)
         del pending[result["window_id"]]
@@ -367,7 +347,7 @@ def _decode(plan: NativePlan, wanted: list[MethodConfig], todo: list[Window], pr
     if pending:
         raise SpecbenchError(f"the runner stopped before finishing window '{next(iter(pending))}'")
     pinning = next((e for e in out.events if e.get("event") == "pinning"), {})
-    _append(results.directory / PINNING, {"placement": plan.placement.as_dict(), "read_back": pinning})
+    append_jsonl(results.directory / PINNING, [{"placement": plan.placement.as_dict(), "read_back": pinning}])
     problems = pinning_problems(plan.placement, pinning)
     if problems:
         raise SpecbenchError(f"{plan.device.name}: {problems[0]}; the rows in {results.directory} were not measured "
@@ -398,8 +378,3 @@ def window_rows(window: Window, device: str, records: Sequence[tuple[MethodConfi
             rows.append(divergence_row(window, device, config, placement))
             divergences.append(diff)
     return sorted(rows, key=lambda r: labels.index(r.config)), divergences
-
-
-def _append(path: Path, doc: dict) -> None:
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(dumps_line(doc))

@@ -4,14 +4,14 @@ A short native AS2D decode (the same window a few times) gives what the cost mod
 charges besides forwards: the producer thread's start-up after the decode clock starts,
 the producer-lane time to publish one batch, and the target-lane time of one verifier
 planning step with a realignment search. Each is the median over the runs (publishing:
-the mean per batch, since the runner sums it). A runner without native AS2D, or a
-profile without a drafter, leaves them at 0 and says so in the profile's notes.
+the mean per batch, since the runner sums it). A profile without a drafter leaves them
+at 0 and says so in its notes.
 """
 
 from __future__ import annotations
 
 import statistics
-from typing import Callable, Sequence
+from typing import Sequence
 
 from specbench.errors import SpecbenchError
 from specbench.world.devices.base import Device
@@ -45,11 +45,8 @@ def overheads_from_results(results: Sequence[dict]) -> dict:
             "align_s": statistics.median(searched) / 1e6}
 
 
-def measure_overheads(device: Device, target: dict, drafter: dict, warn: Callable[[str], None]) -> tuple[dict, str]:
+def measure_overheads(device: Device, target: dict, drafter: dict) -> tuple[dict, str]:
     """(overheads, note for the profile). `target`/`drafter`: the runner's model specs."""
-    if not device.supports_method("as2d"):
-        warn(f"the runner on {device.name} has no native as2d: AS2D overheads not measured (0)")
-        return dict(ZERO), "overheads not measured (no native as2d)"
     out = device.run_job(overheads_job(target, drafter))
     return (overheads_from_results(out.results),
             f"overheads: native as2d[B=7], {RUNS} runs of a {CAP}-token window, medians")

@@ -30,7 +30,6 @@ from specbench.world.overheads import ZERO as ZERO_OVERHEADS
 from specbench.world.overheads import measure_overheads
 
 Progress = Callable[[int], None]
-Warn = Callable[[str], None]
 DRAFTER_LOGITS = "last"
 """Drafter forwards keep the last row's logits (an AR step, an SD ingest); a second table
 keeps every row (`costs_all_rows`: SpecASR's recycling ingest reads a row per token)."""
@@ -89,11 +88,10 @@ def parse_depths(text: str) -> tuple[int, ...]:
 
 @dataclass
 class ProfileRun:
-    """What profiling produced: the profile document, raw samples and warnings."""
+    """What profiling produced: the profile document and its raw samples."""
 
     doc: dict
     samples: list[dict] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
 
 
 def sweep_job(device: Device, target: ModelFile, drafter: ModelFile | None, plan: SweepPlan,
@@ -135,15 +133,9 @@ def cosched_doc(results: Sequence[dict], depths: Sequence[int]) -> dict:
 
 
 def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFile], plan: SweepPlan,
-                   progress: Progress | None = None, warn: Warn | None = None) -> ProfileRun:
+                   progress: Progress | None = None) -> ProfileRun:
     """Sweep the target and every drafter on `device`; returns the profile document."""
     run = ProfileRun({})
-
-    def say(message: str) -> None:
-        run.warnings.append(message)
-        if warn:
-            warn(message)
-
     info = device.runner()
     before = device.snapshot()
 
@@ -195,7 +187,7 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
     if drafters:
         overheads, overheads_note = measure_overheads(
             device, model_job(device, target, plan.placement.target),
-            model_job(device, drafters[0], plan.placement.drafter), say)
+            model_job(device, drafters[0], plan.placement.drafter))
     target_doc = {"model": target.ref(), "processor": plan.placement.target.processor, "costs": target_costs,
                   "threads": plan.placement.target.threads}
     run.doc = {"kind": KIND, "schema_version": VERSIONS[-1], "device": device.describe(),

@@ -19,9 +19,9 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
-from specbench.errors import SpecbenchError
+from specbench.errors import SpecbenchError, stderr_tail
 from specbench.schemas.fileio import file_sha256
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,12 +45,12 @@ class RunnerInfo:
     llama_cpp_commit: str
     system_info: str
     sha256: str
+    modes: tuple[str, ...]
+    """Job modes the runner runs, as --version lists them."""
+    methods: tuple[str, ...]
+    """Methods its decode mode implements, as --version lists them."""
     flags: tuple[str, ...] = ()
     """CMake flags from runners/<abi>/manifest.json (empty when there is none)."""
-    modes: tuple[str, ...] | None = None
-    """Modes the runner lists in --version (None: it does not list them)."""
-    methods: tuple[str, ...] | None = None
-    """Methods its decode mode implements, as --version lists them (None: not listed)."""
 
     def as_dict(self) -> dict:
         """The `runner` section of profiles and result manifests."""
@@ -134,66 +134,52 @@ def build_runner(on_line: Callable[[str], None] | None = None) -> Path:
 
 
 def runner_info(path: Path) -> RunnerInfo:
-    """Version, protocol and build manifest of the runner at `path`; refuses unknown protocols."""
+    """Version, protocol, modes and methods of the runner at `path`; refuses unknown protocols."""
     try:
         done = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60)
     except OSError as exc:
         raise SpecbenchError(f"cannot start the native runner {path}: {exc}",
                              hint="rebuild it with scripts/build-runner") from None
-    try:
-        doc = json.loads(done.stdout.strip().splitlines()[-1])
-    except (IndexError, json.JSONDecodeError):
+    manifest = build_manifest(path)
+    info = version_info(done.stdout, path, str(path), manifest.get("sha256") or file_sha256(path),
+                        manifest.get("flags", ()))
+    if info is None:
         raise SpecbenchError(f"{path} --version did not print a JSON object (exit {done.returncode})"
-                             f"{_tail_text(done.stderr)}", hint="rebuild it with scripts/build-runner") from None
+                             f"{stderr_tail(done.stderr)}", hint="rebuild it with scripts/build-runner")
+    return info
+
+
+def build_manifest(binary: Path) -> dict:
+    """runners/<abi>/manifest.json beside a built runner (sha256, CMake flags); {} when absent or unreadable."""
+    try:
+        return json.loads((binary.parent / "manifest.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def version_info(stdout: str, path: Path, shown: str, sha256: str,
+                 flags: Sequence[str] = ()) -> RunnerInfo | None:
+    """The RunnerInfo of a runner's `--version` output (its last line); None when that is not a
+    JSON object. `shown` names the runner file in errors: a protocol this specbench does not
+    speak, or modes/methods not listed, is an error."""
+    try:
+        doc = json.loads(stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        return None
+    if not isinstance(doc, dict):
+        return None
     if doc.get("protocol") not in PROTOCOLS:
-        raise SpecbenchError(f"{path}: runner protocol {doc.get('protocol')} is not one this specbench speaks "
+        raise SpecbenchError(f"{shown}: runner protocol {doc.get('protocol')} is not one this specbench speaks "
                              f"({list(PROTOCOLS)})", hint="rebuild the runner from this checkout (scripts/build-runner)")
-    manifest_path = path.parent / "manifest.json"
-    manifest = {}
-    if manifest_path.exists():
-        try:
-            manifest = json.loads(manifest_path.read_text())
-        except (OSError, json.JSONDecodeError):
-            manifest = {}
-    sha = manifest.get("sha256") or file_sha256(path)
+    listed = {}
+    for key in ("modes", "methods"):
+        names = doc.get(key)
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise SpecbenchError(f"{shown}: --version key '{key}': expected a list of names, got {names!r}",
+                                 hint="rebuild the runner from this checkout (scripts/build-runner)")
+        listed[key] = tuple(names)
     return RunnerInfo(path, str(doc.get("version", "?")), int(doc["protocol"]), str(doc.get("llama_cpp_commit", "?")),
-                      str(doc.get("system_info", "")), sha, tuple(manifest.get("flags", ())), *listed(doc))
-
-
-def listed(version_doc: dict) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
-    """(modes, methods) a runner's --version lists; None for what an older runner leaves out."""
-    return tuple(
-        None if version_doc.get(key) is None else tuple(version_doc[key]) for key in ("modes", "methods"))
-
-
-def _knows(path: Path, job: dict, unknown: str) -> bool:
-    """Run a probe job: the runner knows the feature unless its error starts with `unknown`."""
-    done = subprocess.run([str(path), "-"], input=json.dumps(job), capture_output=True, text=True, timeout=60)
-    for line in done.stdout.splitlines():
-        try:
-            doc = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if "error" in doc:
-            return not str(doc["error"]).startswith(unknown)
-    return done.returncode == 0
-
-
-def supports_mode(path: Path, mode: str, info: RunnerInfo | None = None) -> bool:
-    """Whether the runner knows `mode`: from --version's list, else by probing a job."""
-    if info is not None and info.modes is not None:
-        return mode in info.modes
-    return _knows(path, {"mode": mode}, f"unknown mode '{mode}'")
-
-
-def supports_method(path: Path, name: str, info: RunnerInfo | None = None) -> bool:
-    """Whether the runner's decode mode knows method `name`: from --version's list, else by
-    probing a job (it fails before loading models)."""
-    if info is not None and info.methods is not None:
-        return name in info.methods
-    job = {"mode": "decode", "target": {"path": "/nonexistent/probe.gguf"}, "drafter": {"path": "/nonexistent/probe.gguf"},
-           "methods": [{"name": name}], "windows": [{"prompt": [1], "cap": 1}]}
-    return _knows(path, job, f"unknown method '{name}'")
+                      str(doc.get("system_info", "")), sha256, listed["modes"], listed["methods"], tuple(flags))
 
 
 def run_job(path: Path, job: dict, on_line: LineHandler | None = None, timeout_s: float | None = None,
@@ -214,8 +200,8 @@ def run_job(path: Path, job: dict, on_line: LineHandler | None = None, timeout_s
         except OSError as exc:
             raise SpecbenchError(f"cannot start the native runner {path}: {exc}",
                                  hint="build it with scripts/build-runner") from None
-        stderr_tail: deque[str] = deque(maxlen=8)
-        reader = threading.Thread(target=_drain, args=(proc.stderr, stderr_tail), daemon=True)
+        tail_lines: deque[str] = deque(maxlen=8)
+        reader = threading.Thread(target=_drain, args=(proc.stderr, tail_lines), daemon=True)
         reader.start()
         error: dict | None = None
         timer = threading.Timer(timeout_s, proc.kill) if timeout_s else None
@@ -224,7 +210,7 @@ def run_job(path: Path, job: dict, on_line: LineHandler | None = None, timeout_s
         try:
             assert proc.stdout is not None
             for line in proc.stdout:
-                error = take_line(out, line, on_line, "", lambda: _tail_text("".join(stderr_tail))) or error
+                error = take_line(out, line, on_line, "", lambda: stderr_tail("\n".join(tail_lines))) or error
             returncode = proc.wait()
         finally:
             if timer:
@@ -233,7 +219,7 @@ def run_job(path: Path, job: dict, on_line: LineHandler | None = None, timeout_s
                 proc.kill()
                 proc.wait()
             reader.join(timeout=5)
-    tail = _tail_text("".join(stderr_tail))
+    tail = stderr_tail("\n".join(tail_lines))
     if error is not None:
         raise SpecbenchError(f"runner: {error.get('error')}{tail}", hint=error.get("hint"))
     if returncode != 0:
@@ -275,14 +261,6 @@ def _drain(stream, tail: deque) -> None:
     for line in stream:
         if line.strip():
             tail.append(line.rstrip())
-
-
-def _tail_text(stderr: str, limit: int = 400) -> str:
-    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
-    if not lines:
-        return ""
-    text = " | ".join(lines[-4:])
-    return f" [stderr: {text[-limit:]}]"
 
 
 def _exit_text(returncode: int) -> str:

@@ -23,7 +23,7 @@ from specbench.world.devices.local import LocalDevice
 from specbench.world.model_files import ModelFile
 from specbench.world.native_run import NativePlan, run_native
 from specbench.world.profiling import SweepPlan, profile_device, write_profile
-from specbench.world.runner import run_job
+from specbench.world.runner import run_job, version_info
 from specbench.world.tracing import trace_windows, traced_ids
 
 TEXTS = ["hello the world", "in the heat", "a tale of the tin", "the end", "heat in the tin", "the tea"]
@@ -102,6 +102,37 @@ def test_a_crash_is_an_error_with_the_stderr_tail(tmp_path):
     with pytest.raises(SpecbenchError, match=r"runner exited with signal SIGABRT on a sweep job .*something broke"):
         run_job(fake, {"mode": "sweep"})
 
+
+def fake_version(tmp_path, doc: dict):
+    """A runner whose --version prints `doc`."""
+    fake = tmp_path / "fake-runner"
+    fake.write_text(f"#!{sys.executable}\nprint({json.dumps(json.dumps(doc))})\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    return fake
+
+
+VERSION = {"runner": "specbench-runner", "version": "0.1.0", "protocol": 1, "llama_cpp_commit": "abc",
+           "modes": ["decode", "sweep"], "methods": ["sd", "target"], "system_info": ""}
+
+
+def test_version_lists_the_modes_and_methods_a_device_offers(tmp_path):
+    device = LocalDevice(runner=fake_version(tmp_path, VERSION))
+    assert device.runner().modes == ("decode", "sweep") and device.runner().methods == ("sd", "target")
+
+
+@pytest.mark.parametrize("key", ["methods", "modes"])
+def test_a_runner_whose_version_lacks_modes_or_methods_is_refused_naming_it(tmp_path, key):
+    fake = fake_version(tmp_path, {k: v for k, v in VERSION.items() if k != key})
+    with pytest.raises(SpecbenchError, match=f"^{fake}: --version key '{key}': expected a list of names, got None"):
+        LocalDevice(runner=fake).runner()
+
+
+
+def test_version_output_names_the_runner_file_it_came_from(tmp_path):
+    shown = "phone S1: runners/aarch64-linux/specbench-runner"
+    assert version_info("Illegal instruction\n", tmp_path, shown, "0" * 64) is None  # the caller says why
+    with pytest.raises(SpecbenchError, match=f"^{shown}: runner protocol 2 is not one this specbench speaks"):
+        version_info(json.dumps(VERSION | {"protocol": 2}), tmp_path, shown, "0" * 64)
 
 def split_placement(device):
     if len(device.cpus()) < 2:

@@ -24,19 +24,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from specbench.errors import SpecbenchError
+from specbench.errors import SpecbenchError, stderr_tail
+from specbench.schemas.fileio import file_sha256, safe_name
 from specbench.world.devices import adb_state as st
 from specbench.world.devices import adb_watch as watch
 from specbench.world.devices.adb_link import AdbLink
 from specbench.world.runner import (
-    PROTOCOLS,
     REPO,
     LineHandler,
     RunnerInfo,
     RunOutput,
-    file_sha256,
-    listed,
+    build_manifest,
     take_line,
+    version_info,
     with_wall_time,
 )
 
@@ -100,7 +100,6 @@ class AdbDevice:
         self._props: dict | None = None
         self._clusters: list[dict] = []
         self._info: RunnerInfo | None = None
-        self._modes: dict[str, bool] = {}
         self._models: dict[tuple, str] = {}
         self._jobs: list[dict] = []
         self._job: _Job | None = None
@@ -192,10 +191,7 @@ class AdbDevice:
     def runner(self) -> RunnerInfo:
         if self._info is None:
             local = self._runner_local()
-            manifest = {}
-            if (local.parent / "manifest.json").is_file():
-                manifest = json.loads((local.parent / "manifest.json").read_text())
-            sha = file_sha256(local)  # the manifest may describe an older binary
+            sha = file_sha256(local)  # not the manifest's: it may describe an earlier build of this file
             # the usual case in one round trip: the phone has this very binary, so ask it its version
             done = self.link.shell(f"cd {WORKDIR} && [ \"$(sha256sum {RUNNER} 2>/dev/null | cut -d' ' -f1)\" = {sha} ] "
                                    f"&& {self._exec(self.cores())} --version", "starting the runner", timeout_s=120,
@@ -204,19 +200,13 @@ class AdbDevice:
                 self._push(local, f"{WORKDIR}/{RUNNER}", sha, 0o755)
                 done = self.link.shell(f"cd {WORKDIR} && {self._exec(self.cores())} --version",
                                        "starting the runner", timeout_s=120, check=False)
-            try:
-                doc = json.loads(done.stdout.strip().splitlines()[-1])
-            except (IndexError, json.JSONDecodeError):
-                raise SpecbenchError(
-                    f"phone {self.serial}: {local.relative_to(REPO)} does not run there (exit {done.returncode}; "
-                    f"ABI {self._identity()['abi']}){_stderr_text(done.stderr)}",
-                    hint="the binary must match the phone's ABI: rebuild it (native/README.md)") from None
-            if doc.get("protocol") not in PROTOCOLS:
-                raise SpecbenchError(f"phone {self.serial}: runner protocol {doc.get('protocol')} is not one this "
-                                     f"specbench speaks ({list(PROTOCOLS)})", hint="rebuild the runner from this checkout")
-            self._info = RunnerInfo(Path(f"{WORKDIR}/{RUNNER}"), str(doc.get("version", "?")), int(doc["protocol"]),
-                                    str(doc.get("llama_cpp_commit", "?")), str(doc.get("system_info", "")), sha,
-                                    tuple(manifest.get("flags", ())), *listed(doc))
+            shown = f"phone {self.serial}: {local.relative_to(REPO)}"
+            self._info = version_info(done.stdout, Path(f"{WORKDIR}/{RUNNER}"), shown, sha,
+                                      build_manifest(local).get("flags", ()))
+            if self._info is None:
+                raise SpecbenchError(f"{shown} does not run there (exit {done.returncode}; "
+                                     f"ABI {self._identity()['abi']}){stderr_tail(done.stderr)}",
+                                     hint="the binary must match the phone's ABI: rebuild it (native/README.md)")
         return self._info
 
     def _push(self, local: Path, remote: str, sha: str, mode: int) -> None:
@@ -235,39 +225,10 @@ class AdbDevice:
         if key not in self._models:
             self._identity()
             sha = file_sha256(path)
-            relative = f"models/{sha[:16]}-{_safe_name(path.name)}"
+            relative = f"models/{sha[:16]}-{safe_name(path.name)[:80]}"
             self._push(path, f"{WORKDIR}/{relative}", sha, 0o644)
             self._models[key] = relative  # relative to the job's cwd, WORKDIR
         return self._models[key]
-
-    def supports(self, mode: str) -> bool:
-        info = self.runner()
-        if info.modes is not None:
-            return mode in info.modes
-        if mode not in self._modes:
-            self._modes[mode] = self._knows({"mode": mode}, f"unknown mode '{mode}'")
-        return self._modes[mode]
-
-    def supports_method(self, name: str) -> bool:
-        info = self.runner()
-        if info.methods is not None:
-            return name in info.methods
-        key = f"method:{name}"
-        if key not in self._modes:
-            job = {"mode": "decode", "target": {"path": "/nonexistent/probe.gguf"},
-                   "drafter": {"path": "/nonexistent/probe.gguf"}, "methods": [{"name": name}],
-                   "windows": [{"prompt": [1], "cap": 1}]}
-            self._modes[key] = self._knows(job, f"unknown method '{name}'")
-        return self._modes[key]
-
-    def _knows(self, job: dict, unknown: str) -> bool:
-        try:
-            self._run(job, None, None)
-        except SpecbenchError as exc:
-            if not str(exc).startswith("runner on"):
-                raise  # the phone, not the runner, failed: no answer either way
-            return unknown not in str(exc)
-        return True
 
     # --- jobs ---
     def run_job(self, job: dict, on_line: LineHandler | None = None) -> RunOutput:
@@ -339,7 +300,7 @@ class AdbDevice:
                                      "killed (finished windows are saved; rerun with --resume)") from None
             if not isinstance(exc, SpecbenchError):
                 raise
-            raise SpecbenchError(f"{exc}{_stderr_text(chr(10).join(state.stderr))}", hint=exc.hint) from None
+            raise SpecbenchError(f"{exc}{stderr_tail(chr(10).join(state.stderr))}", hint=exc.hint) from None
         finally:
             timer.cancel()
             stop.set()
@@ -351,7 +312,7 @@ class AdbDevice:
         if state.aborted:  # the kill won the race with our closing the connection
             raise SpecbenchError(f"phone {self.serial}: {job.get('mode')} job {state.aborted}; the runner was "
                                  "killed (finished windows are saved; rerun with --resume)")
-        tail = _stderr_text("\n".join(state.stderr))
+        tail = stderr_tail("\n".join(state.stderr))
         if error[0] is not None:
             raise SpecbenchError(f"runner on {self.serial}: {error[0].get('error')}{tail}", hint=error[0].get("hint"))
         if code != 0:
@@ -413,16 +374,8 @@ def _start(target, *args) -> threading.Thread:
     return thread
 
 
-def _safe_name(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name)[:80]
-
-
-def _stderr_text(stderr: str, limit: int = 400) -> str:
-    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
-    return f" [stderr: {' | '.join(lines[-4:])[-limit:]}]" if lines else ""
-
-
-def open_adb_device(serial: str) -> AdbDevice:
+def open_adb_device(serial: str, settings: AdbSettings | None = None,
+                    warn: Callable[[str], None] | None = None) -> AdbDevice:
     """The phone with this serial, checked to be listed as 'device' by the adb server."""
     from specbench.world.devices.adb_link import adb_client, list_states, server_address, server_running
 
@@ -441,7 +394,7 @@ def open_adb_device(serial: str) -> AdbDevice:
     if states[serial] != "device":
         raise SpecbenchError(f"phone {serial} is '{states[serial]}', not ready",
                              hint="unlock it and accept the USB debugging prompt, or replug it")
-    return AdbDevice(serial, client=client)
+    return AdbDevice(serial, settings, client, warn)
 
 
 def list_phones() -> list[dict]:

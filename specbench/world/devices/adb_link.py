@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from specbench.errors import SpecbenchError
+from specbench.errors import SpecbenchError, stderr_tail
 
 SERVER_HOST_ENV = "ANDROID_ADB_SERVER_HOST"
 SERVER_PORT_ENV = "ANDROID_ADB_SERVER_PORT"
@@ -127,7 +127,7 @@ class AdbLink:
         result = ShellResult(done.returncode, done.stdout or "", done.stderr or "")
         if check and result.returncode != 0:
             raise SpecbenchError(f"phone {self.serial}: {what} failed (exit {result.returncode})"
-                                 f"{_tail(result.stderr or result.stdout)}")
+                                 f"{stderr_tail(result.stderr or result.stdout)}")
         return result
 
     def stream(self, command: str, what: str, on_stdout: Callable[[bytes], None],
@@ -211,8 +211,3 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, (EOFError, struct.error)) or not text:
         return f"the connection closed mid-transfer ({type(exc).__name__})"
     return f"{type(exc).__name__}: {text[:200]}"
-
-
-def _tail(text: str, limit: int = 400) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return f" [stderr: {' | '.join(lines[-4:])[-limit:]}]" if lines else ""

@@ -1,4 +1,5 @@
-"""The Device protocol: where the native runner runs (this host, later a phone over adb).
+"""The Device protocol: where the native runner runs (this host, or a phone over adb), and
+`open_device`, which finds one by name.
 
 Callers give host paths of model files; a device turns them into paths it can open
 (`model_path`: the host path itself locally; pushed files on a phone), runs jobs with its
@@ -8,9 +9,12 @@ own runner and describes its state before and after measuring (`snapshot`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Protocol, runtime_checkable
 
 from specbench.world.runner import LineHandler, RunnerInfo, RunOutput
+
+if TYPE_CHECKING:
+    from specbench.world.devices.adb import AdbSettings
 
 
 @runtime_checkable
@@ -31,16 +35,26 @@ class Device(Protocol):
         """Current state (load, frequency governor, temperatures...) where readable."""
 
     def runner(self) -> RunnerInfo:
-        """The runner binary this device runs (version, protocol, sha256)."""
-
-    def supports(self, mode: str) -> bool:
-        """Whether the device's runner knows a job mode (e.g. 'cosched')."""
-
-    def supports_method(self, name: str) -> bool:
-        """Whether the device's runner decodes method `name` natively (e.g. 'as2d')."""
+        """The runner binary this device runs (version, protocol, sha256, modes and methods)."""
 
     def model_path(self, path: Path) -> str:
         """The path under which the device's runner opens the host model file `path`."""
 
     def run_job(self, job: dict, on_line: LineHandler | None = None) -> RunOutput:
         """Run one runner job; SpecbenchError on the runner's error line or a crash."""
+
+    def cancel(self, reason: str = "was cancelled") -> None:
+        """Stop the job `run_job` is running, from another thread; its `run_job` then fails with `reason`."""
+
+
+def open_device(name: str, phone: AdbSettings | None = None, warn: Callable[[str], None] | None = None) -> Device:
+    """'local' (this host) or a phone by its adb serial (see `specbench devices`); `phone`:
+    how jobs run on a phone (this host has no such settings), `warn`: where a phone's
+    warnings go (a pinning that did not hold, a cool-down that timed out)."""
+    if name == "local":
+        from specbench.world.devices.local import LocalDevice
+
+        return LocalDevice()
+    from specbench.world.devices.adb import open_adb_device
+
+    return open_adb_device(name, phone, warn)

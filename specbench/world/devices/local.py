@@ -13,17 +13,7 @@ import time
 from pathlib import Path
 
 from specbench.errors import SpecbenchError
-from specbench.world.runner import (
-    LineHandler,
-    RunnerInfo,
-    RunOutput,
-    find_runner,
-    host_abi,
-    run_job,
-    runner_info,
-    supports_method,
-    supports_mode,
-)
+from specbench.world.runner import LineHandler, RunnerInfo, RunOutput, find_runner, host_abi, run_job, runner_info
 
 
 class LocalDevice:
@@ -33,7 +23,6 @@ class LocalDevice:
         self.name = name
         self._runner_path = runner
         self._info: RunnerInfo | None = None
-        self._modes: dict[str, bool] = {}
         self._root = sys_root
         """Where /proc and /sys are read from (tests point it at a fake tree)."""
 
@@ -41,18 +30,6 @@ class LocalDevice:
         if self._info is None:
             self._info = runner_info(self._runner_path or find_runner())
         return self._info
-
-    def supports(self, mode: str) -> bool:
-        if mode not in self._modes:
-            info = self.runner()
-            self._modes[mode] = supports_mode(info.path, mode, info)
-        return self._modes[mode]
-
-    def supports_method(self, name: str) -> bool:
-        key = f"method:{name}"
-        if key not in self._modes:
-            self._modes[key] = supports_method(self.runner().path, name, self.runner())
-        return self._modes[key]
 
     def cpus(self) -> list[int]:
         return sorted(os.sched_getaffinity(0))
@@ -68,6 +45,10 @@ class LocalDevice:
 
     def run_job(self, job: dict, on_line: LineHandler | None = None) -> RunOutput:
         return run_job(self.runner().path, job, on_line)
+
+    def cancel(self, reason: str = "was cancelled") -> None:
+        """Nothing to do: the runner is a child in this process's group, so the Ctrl-C that
+        cancels a run reaches it directly."""
 
     def describe(self) -> dict:
         cpu = self._cpu_model()

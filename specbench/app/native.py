@@ -1,0 +1,71 @@
+"""`specbench run --native`: check the inputs against each other, plan one native run per
+device, and run them in parallel (results in OUT, or OUT/<device>/ with several devices).
+
+The inputs are checked against each other before any device runs a job: the traces must
+cover the windows, with the same target model and chat templates, and each device must
+offer the CPUs of the placement asked (the profile's, when one is given).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from specbench.app.devices import on_devices
+from specbench.app.progress import stderr
+from specbench.core.methods import MethodConfig
+from specbench.errors import SpecbenchError
+from specbench.schemas.fileio import safe_name
+from specbench.schemas.profiles import load_profile
+from specbench.schemas.traces import check_against_windows, load_trace_dir
+from specbench.schemas.windows import Window
+from specbench.world.devices.base import Device
+from specbench.world.model_files import ModelFile
+from specbench.world.native_run import NativePlan, native_placement, native_steps, profile_ref, run_native
+from specbench.world.tracing import check_trace_templates
+
+
+def common_methods(devices: Sequence[Device]) -> list[str]:
+    """The methods every device's runner decodes natively, in the first one's order."""
+    listed = [dev.runner().methods for dev in devices]
+    return [m for m in listed[0] if all(m in methods for methods in listed)]
+
+
+def trace_references(traces_dir: Path, windows: Sequence[Window], target: ModelFile,
+                     drafter: ModelFile | None) -> dict[str, list[int]]:
+    """The traced target output y of every window: what each native output must equal."""
+    traces = load_trace_dir(traces_dir)
+    check_against_windows(traces, windows)
+    check_trace_templates(traces, target, drafter, windows)
+    first = next(iter(traces.values()))
+    if first.target.sha256 != target.sha256:
+        raise SpecbenchError(f"{first.path}: traced with target {first.target.name} ({first.target.sha256[:12]}), "
+                             f"not {target.path} ({target.sha256[:12]})")
+    return {w.window_id: first.windows[w.window_id].y.tolist() for w in windows}
+
+
+def native_plans(devices: Sequence[Device], windows: list[Window], windows_path: Path, target: ModelFile,
+                 drafter: ModelFile | None, configs: list[MethodConfig], traces_dir: Path | None,
+                 profile_path: Path | None, placement_spec: str | None) -> list[NativePlan]:
+    """One plan per device, in the placement of `profile_path` (else `placement_spec`, else shared);
+    outputs are checked against the traces when `traces_dir` is given, else against target-only's."""
+    references = None if traces_dir is None else trace_references(traces_dir, windows, target, drafter)
+    profile = load_profile(profile_path) if profile_path is not None else None
+    return [NativePlan(dev, windows, target, drafter, configs, native_placement(dev, placement_spec, profile),
+                       references, str(windows_path), profile_ref(profile)) for dev in devices]
+
+
+def run_plans(plans: Sequence[NativePlan], out: Path, resume: bool) -> None:
+    """Every plan on its device, in parallel; one device's results go to `out`, several to out/<device>/."""
+
+    def one(plan: NativePlan, advance) -> None:
+        where = out if len(plans) == 1 else out / safe_name(plan.device.name)
+        results, added, diverged = run_native(plan, where, resume, advance)
+        stderr.print(f"{added} rows written to {results.rows_path}")
+        if diverged:
+            stderr.print(f"warning: {diverged} (window, method) outputs differ from the reference; "
+                         f"see {results.directory / 'divergences.jsonl'}")
+
+    by_device = {plan.device.name: plan for plan in plans}
+    on_devices([plan.device for plan in plans], "running on", lambda dev: native_steps(by_device[dev.name]),
+               lambda dev, advance: one(by_device[dev.name], advance))
