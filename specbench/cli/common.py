@@ -16,6 +16,8 @@ existing_dir = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
 DEFAULT_METHODS = ("target", "sd", "specasr", "as2d")
+RESULTS = Path("results")
+"""The default root of what `run`, `select-budget` and `demo` write (git-ignored in a checkout)."""
 
 
 def method_options(func):

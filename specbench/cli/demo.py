@@ -11,11 +11,12 @@ from rich.console import Console
 from specbench.app.demo import load_demo_results, run_demo
 from specbench.app.progress import progress_bar, stderr
 from specbench.app.report import build_tables
+from specbench.cli.common import RESULTS
 from specbench.render.tables import print_rich, render
 
 
 @click.command()
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("specbench-demo"),
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=RESULTS / "demo",
               show_default=True, help="Directory for windows, profile, traces, results and report.md.")
 @click.option("--quick", is_flag=True,
               help="Only the first 3 bundled windows, and one configuration per method natively.")
@@ -29,7 +30,7 @@ def demo(out: Path, quick: bool) -> None:
 
     Example:
 
-        specbench demo --out specbench-demo
+        specbench demo --out results/demo
     """
     start = time.perf_counter()
     run = run_demo(out, quick, progress_bar, lambda message: stderr.print(message, highlight=False, markup=False))

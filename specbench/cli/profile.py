@@ -36,7 +36,7 @@ from specbench.world.profiling import parse_depths, plan_for, profile_device, sa
 @click.option("--no-cosched", is_flag=True, help="Skip the co-scheduling measurement (AS2D replay then refuses the profile).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Profile YAML to write (raw samples go beside it, *.samples.jsonl). Default: "
-                   "device_profiles/<device>.yaml; with several devices, <stem>-<device>.yaml each.")
+                   "device_profiles/<device>-<placement>.yaml; with several devices, <stem>-<device>.yaml each.")
 @phone_options
 def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_specs: tuple[str, ...], max_width: int,
             drafter_max_width: int | None, depths: str, repetitions: int, placement_spec: str, no_cosched: bool,
@@ -59,7 +59,7 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
     """
     parsed_depths = parse_depths(depths)
     names = device_names(device_specs)
-    outs = {name: _out_path(out, name, len(names)) for name in names}
+    outs = {name: _out_path(out, name, placement_spec, len(names)) for name in names}
     target, drafters = _models(target_path, drafter_specs)
     for path in outs.values():
         path.parent.mkdir(parents=True, exist_ok=True)  # the default device_profiles/ may not exist yet
@@ -75,9 +75,9 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
     on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(len(drafters)), one)
 
 
-def _out_path(out: Path | None, name: str, count: int) -> Path:
-    if out is None:
-        return Path("device_profiles") / f"{safe_name(name)}.yaml"
+def _out_path(out: Path | None, name: str, placement_spec: str, count: int) -> Path:
+    if out is None:  # one profile per placement: the name says which
+        return Path("device_profiles") / f"{safe_name(name)}-{safe_name(placement_spec)}.yaml"
     return out if count == 1 else out.with_name(f"{out.stem}-{safe_name(name)}{out.suffix or '.yaml'}")
 
 

@@ -8,10 +8,11 @@ import click
 
 from specbench.app.progress import progress_bar, stderr
 from specbench.app.study import load_inputs, run_replay, study_size
-from specbench.cli.common import DEFAULT_METHODS, configs_from, existing_dir, existing_file, method_options
+from specbench.cli.common import DEFAULT_METHODS, RESULTS, configs_from, existing_dir, existing_file, method_options
 from specbench.cli.run_native import native_options, run_native_command
 from specbench.errors import SpecbenchError
 from specbench.schemas.budgets import load_budget
+from specbench.schemas.fileio import safe_name
 
 
 @click.command()
@@ -25,14 +26,16 @@ from specbench.schemas.budgets import load_budget
 @click.option("--budget", "budget_path", type=existing_file, default=None,
               help="Budget YAML from select-budget: replaces the default as2d configuration.")
 @click.option("--split", type=click.Choice(["dev", "test"]), default=None, help="Only windows of this split.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Results directory.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Results directory (default: results/<profile names>, or results/native-<device> with --native).")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run in --out (skips finished windows).")
 @click.option("--sensitivity", is_flag=True,
               help="Also replay AS2D with the min and max measured co-scheduling ratios for unmeasured widths.")
 @click.option("--workers", type=click.IntRange(1), default=None, help="Processes for replay (default: one per CPU).")
 @native_options
 def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...], method_names: str | None,
-        method_specs: tuple[str, ...], drafter: str | None, budget_path: Path | None, split: str | None, out: Path,
+        method_specs: tuple[str, ...], drafter: str | None, budget_path: Path | None, split: str | None,
+        out: Path | None,
         resume: bool, sensitivity: bool, workers: int | None, native: bool, device: str | None,
         target_path: Path | None, placement_spec: str | None) -> None:
     """Replay decoding methods on WINDOWS with device profiles, or run them with --native.
@@ -50,6 +53,8 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
         specbench run windows.jsonl --device local --native --target models/target.gguf
         --drafter small=models/draft.gguf --methods target,sd --out results/local-native
     """
+    if out is None:
+        out = default_results_dir(native, device, profile_paths)
     if native or device is not None or target_path is not None:
         run_native_command(windows, traces_dir, profile_paths, method_names, method_specs, drafter, budget_path,
                            split, out, resume, sensitivity, native, device, target_path, placement_spec)
@@ -73,4 +78,11 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
     with progress_bar("replaying", total) as advance:
         results, added = run_replay(inputs, configs, list(profile_paths), out, resume, sensitivity, advance, workers)
     stderr.print(f"{added} rows written to {results.rows_path}")
+
+
+def default_results_dir(native: bool, device: str | None, profile_paths: tuple[Path, ...]) -> Path:
+    """results/ is the output root: a run is named after its profiles (replay) or its device."""
+    if native or device is not None:
+        return RESULTS / f"native-{safe_name(device or 'device')}"
+    return RESULTS / ("+".join(safe_name(p.stem) for p in profile_paths) or "replay")
 

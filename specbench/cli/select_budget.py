@@ -8,7 +8,7 @@ import click
 
 from specbench.app.progress import stderr
 from specbench.app.study import select_and_save_budget
-from specbench.cli.common import check_output_path, configs_from, existing_dir, existing_file
+from specbench.cli.common import RESULTS, check_output_path, configs_from, existing_dir, existing_file
 from specbench.core.methods.as2d import As2dConfig
 from specbench.errors import SpecbenchError
 
@@ -21,8 +21,9 @@ from specbench.errors import SpecbenchError
 @click.option("--profile", "profile_path", type=existing_file, required=True, help="The device's profile.")
 @click.option("--catalog", default="as2d:B=1..15", show_default=True,
               help="AS2D configurations to choose from; drafter=a|b adds drafters (default: every traced drafter).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="Budget YAML to write.")
-def select_budget(windows_path: Path, traces_dir: Path, profile_path: Path, catalog: str, out: Path) -> None:
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Budget YAML to write (default: results/budgets/<profile name>.yaml).")
+def select_budget(windows_path: Path, traces_dir: Path, profile_path: Path, catalog: str, out: Path | None) -> None:
     """Pick the AS2D drafter and budget with the best pooled throughput on dev windows.
 
     The windows are those traced in --traces; a test window among them is refused, since a
@@ -34,6 +35,9 @@ def select_budget(windows_path: Path, traces_dir: Path, profile_path: Path, cata
         specbench select-budget --windows windows.jsonl --traces traces/ --profile pixel8.yaml
         --out budgets/pixel8.yaml
     """
+    if out is None:
+        out = RESULTS / "budgets" / f"{profile_path.stem}.yaml"
+        out.parent.mkdir(parents=True, exist_ok=True)
     check_output_path(out)
     configs = configs_from(None, (catalog,), None)
     if not all(isinstance(c, As2dConfig) for c in configs):

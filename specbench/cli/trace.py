@@ -12,6 +12,7 @@ from specbench.core.methods import parse_method_spec, parse_method_specs
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.windows import load_split
+from specbench.world.devices.base import open_device
 from specbench.world.model_files import (
     drafter_mmproj,
     parse_named,
@@ -20,7 +21,6 @@ from specbench.world.model_files import (
     with_mmproj,
     with_templates,
 )
-from specbench.world.devices.base import open_device
 from specbench.world.tracing import trace_windows
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -126,6 +127,20 @@ def test_select_budget_writes_a_budget_that_run_accepts(study, tmp_path):
     assert code == 0, output
     _, rows = load_results(out)
     assert set(rows["config"]) == {"target", f"as2d[B={doc['as2d']['B']},drafter={doc['as2d']['drafter']}]"}
+
+
+def test_outputs_land_under_results_by_default(study, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    profile = Path(study["profiles"][0])
+    code, output = invoke("run", study["windows"], "--traces", study["traces"], "--profile", profile,
+                          "--drafter", "small", "--methods", "target")
+    assert code == 0, output
+    _, rows = load_results(tmp_path / "results" / profile.stem)
+    assert set(rows["config"]) == {"target"}
+    code, output = invoke("select-budget", "--windows", study["windows"], "--traces", study["dev_traces"],
+                          "--profile", profile, "--catalog", "as2d:B=1..2")
+    assert code == 0, output
+    assert yaml.safe_load((tmp_path / "results" / "budgets" / f"{profile.stem}.yaml").read_text())["as2d"]["B"] in (1, 2)
 
 
 # --- bad inputs: one clean line, non-zero exit, nothing half-written ---------------------
