@@ -19,6 +19,7 @@ from specbench.core.methods.target import TargetConfig
 from specbench.core.replay.bulk import COST_FITS, fit_profile, replay_study
 from specbench.core.replay.reference import producer_timeline, replay_window
 from specbench.errors import SpecbenchError
+from specbench.schemas.results import rows_frame
 from specbench.schemas.traces import ModelRef, TraceFile
 from tests.helpers import window_for
 from tests.strategies import EOS, SPECASR, VOCAB, profiles, traces
@@ -142,7 +143,7 @@ def test_bulk_replay_equals_the_scalar_reference_and_pooled_equals_sums(trace_ca
     trace_files = {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), window_traces)}
     bulk = replay_study(windows, trace_files, [profile], configs, workers=1, ratio_fit=fit)
     fitted = fit_profile(profile, fit)
-    reference = pd.DataFrame([dataclasses.asdict(replay_window(w, window_traces[w.window_id], fitted, c))
+    reference = rows_frame([dataclasses.asdict(replay_window(w, window_traces[w.window_id], fitted, c))
                               for c in configs for w in windows]).assign(ratio_fit=fit)
     order = ["config", "window_id"]
     pd.testing.assert_frame_equal(bulk.sort_values(order).reset_index(drop=True),
