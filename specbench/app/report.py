@@ -12,8 +12,9 @@ import pandas as pd
 
 from specbench.app.parallel_replay import replay_study
 from specbench.core import metrics, text_metrics
-from specbench.core.methods import parse_method_specs
+from specbench.core.methods import MethodConfig, config_of
 from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.sd import MEAN_WIDTHS
 from specbench.core.replay.bulk import DEPTH_LINEAR
 from specbench.errors import SpecbenchError
 from specbench.render.tables import Table
@@ -134,7 +135,7 @@ def add_sensitivity(loaded: Loaded, progress=None) -> None:
         if manifest.get("mode") != "replay":
             continue
         replayed = True
-        configs = parse_method_specs(_specs(manifest["methods"]))
+        configs = list(_configs(frame[frame["source"] == "replay"], manifest["methods"]).values())
         if not any(fit_configs(configs, fit) for fit in missing_fits):
             continue
         paths = [Path(p["path"]) for p in manifest["profiles"]]
@@ -155,13 +156,10 @@ def add_sensitivity(loaded: Loaded, progress=None) -> None:
         loaded.frame = pd.concat([frame, *extra], ignore_index=True)
 
 
-def _specs(labels: list[str]) -> list[str]:
-    """Method labels (as2d[B=7,drafter=x]) back into specs (as2d:B=7,drafter=x)."""
-    specs = []
-    for label in labels:
-        name, _, rest = label.partition("[")
-        specs.append(name + (":" + rest.rstrip("]") if rest else ""))
-    return specs
+def _configs(rows: pd.DataFrame, labels: Sequence[str] | None = None) -> dict[str, MethodConfig]:
+    """label -> configuration of the configurations in `rows` (those of `labels`, in that order)."""
+    found = {record["config"]: config_of(record) for record in rows.drop_duplicates("config").to_dict("records")}
+    return found if labels is None else {label: found[label] for label in labels if label in found}
 
 
 def build_tables(loaded: Loaded, macro: bool = False, selected: Mapping[str, As2dConfig] | None = None) -> list[Table]:
@@ -178,23 +176,22 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: Mapping[str, As2
     if len(replayed) and len(native):
         tables.append(pooled_table(native, " (native runs)"))
     tables += [
-        Table("Windows faster / slower than target-only" + suffix, metrics.ORDER["windows"],
-              metrics.window_counts(main)[["device", "config", "windows", "faster", "slower", "slower_pct",
-                                           "median_loss_pct", "max_loss_pct"]],
-              {"slower_pct": ".1f", "median_loss_pct": ".1f", "max_loss_pct": ".1f"}),
-        Table("Acceptance and forwards" + suffix, metrics.ORDER["counts"],
-              metrics.counts(main)[["device", "config", "tau", "acceptance", "coverage", "multi_token_fraction",
-                                    "target_forwards", "drafter_forwards"]],
-              {"tau": ".3f", "acceptance": ".3f", "coverage": ".3f", "multi_token_fraction": ".3f"}),
-        Table("Time decomposition T = D + V - O + H (seconds)" + suffix, metrics.ORDER["decomposition"],
-              metrics.decomposition(main)[["device", "config", "decode_s", "d_s", "v_s", "o_s", "h_s",
-                                           "exposed_drafter_s"]],
-              {c: ".3f" for c in ("decode_s", "d_s", "v_s", "o_s", "h_s", "exposed_drafter_s")}),
+        _per_configuration("Windows faster / slower than target-only" + suffix, metrics.ORDER["windows"],
+                           metrics.window_counts(main), {"windows": None, "faster": None, "slower": None,
+                                                         "slower_pct": ".1f", "median_loss_pct": ".1f",
+                                                         "max_loss_pct": ".1f"}),
+        _per_configuration("Acceptance and forwards" + suffix, metrics.ORDER["counts"], metrics.counts(main),
+                           {"tau": ".3f", "acceptance": ".3f", "coverage": ".3f", "multi_token_fraction": ".3f",
+                            "target_forwards": None, "drafter_forwards": None}),
+        _per_configuration("Time decomposition T = D + V - O + H (seconds)" + suffix, metrics.ORDER["decomposition"],
+                           metrics.decomposition(main),
+                           dict.fromkeys(("decode_s", "d_s", "v_s", "o_s", "h_s", "exposed_drafter_s"), ".3f")),
     ]
     if macro:
-        tables.append(Table("Macro-average over datasets", "pooled throughput per dataset x device x "
-                            "configuration, then the unweighted mean over datasets",
-                            metrics.macro_average(main), {"tokens_per_s": ".2f", "speedup": ".3f"}))
+        tables.append(_per_configuration("Macro-average over datasets", "pooled throughput per dataset x device x "
+                                         "configuration, then the unweighted mean over datasets",
+                                         metrics.macro_average(main),
+                                         {"datasets": None, "tokens_per_s": ".2f", "speedup": ".3f"}))
     as2d = sorted(main.loc[main["method"] == "as2d", "config"].unique())
     deployed = _deployed(main, selected) if selected else {}
     if len(as2d) > 1:
@@ -243,15 +240,35 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: Mapping[str, As2
     return tables
 
 
+IDENTITY = ("device", "method", "drafter", "W/B")
+"""What names a configuration's row besides its label, which a narrow terminal cuts short."""
+
+
+def _per_configuration(title: str, order: str, table: pd.DataFrame, measures: Mapping[str, str | None]) -> Table:
+    """A table of device, config, `measures` (column -> format spec, None: as is), then method,
+    drafter and W/B from the configuration fields."""
+    frame = table[["device", "config", *measures]].copy()
+    frame["method"] = table["method"]
+    frame["drafter"] = table["drafter"]
+    frame["W/B"] = [_width_or_budget(*values) for values in zip(table["method"], table["width"], table["budget"])]
+    return Table(title, order, frame, {c: spec for c, spec in measures.items() if spec}, IDENTITY)
+
+
+def _width_or_budget(method: str, width: int | None, budget: int | None) -> str | None:
+    """SD's width (MEAN_WIDTHS on its mean over W), AS2D's budget, None for the others."""
+    if method == "sd":
+        return MEAN_WIDTHS if width is None else str(width)
+    return str(budget) if method == "as2d" else None
+
+
 def pooled_table(rows: pd.DataFrame, suffix: str) -> Table:
     pooled = metrics.pooled(rows)
-    columns = ["device", "config", "windows", "tokens", "decode_s", "tokens_per_s", "speedup"]
+    measures = {"windows": None, "tokens": None, "decode_s": ".3f", "tokens_per_s": ".2f", "speedup": ".3f"}
     order = metrics.ORDER["pooled"] + _extrapolation_note(rows)
     if "speedup_vs_best_target" in pooled:
-        columns.append("speedup_vs_best_target")
+        measures["speedup_vs_best_target"] = ".3f"
         order += "; " + metrics.ORDER["placements"]
-    return Table("Pooled decode throughput" + suffix, order, pooled[columns],
-                 {"decode_s": ".3f", "tokens_per_s": ".2f", "speedup": ".3f", "speedup_vs_best_target": ".3f"})
+    return _per_configuration("Pooled decode throughput" + suffix, order, pooled, measures)
 
 
 def text_tables(frame: pd.DataFrame, scored: pd.DataFrame, references: dict[str, tuple[str, str | None]],
@@ -292,15 +309,14 @@ def _deployed(main: pd.DataFrame, selected: Mapping[str, As2dConfig]) -> dict[st
     traced drafter) matches a configuration that names one, if only one does."""
     out = {}
     for device, wanted in selected.items():
-        labels = main.loc[(main["device"] == device) & (main["method"] == "as2d"), "config"].unique()
-        found = {label: parse_method_specs(_specs([label]))[0] for label in labels}
+        found = _configs(main[(main["device"] == device) & (main["method"] == "as2d")])
         match = [label for label, config in found.items() if config == wanted]
         if not match and wanted.drafter is None:
             match = [label for label, config in found.items() if replace(config, drafter=None) == wanted]
         if len(match) != 1:
             problem = "several configurations match it" if match else "it is not in these results"
             raise SpecbenchError(f"--budget: the budget file for device '{device}' names {wanted.label}, but "
-                                 f"{problem} (AS2D configurations of {device}: {', '.join(sorted(labels)) or 'none'})",
+                                 f"{problem} (AS2D configurations of {device}: {', '.join(sorted(found)) or 'none'})",
                                  hint="report the results of `specbench run --budget` with that file")
         out[device] = found[match[0]]
     return out
@@ -358,8 +374,9 @@ def make_figures(loaded: Loaded, directory: Path, horizon: bool = False) -> dict
 
 def _cdf_configs(per_window: pd.DataFrame) -> list[str]:
     """One curve per method: target, the SD mean over W, specasr, and the best pooled AS2D."""
-    configs = [c for c in per_window["config"].unique()
-               if c == "target" or c.startswith(metrics.SD_MEAN[:-1]) or c.startswith("specasr")]
+    method = per_window["method"]
+    curves = (method == "target") | (method == "specasr") | ((method == "sd") & per_window["width"].isna())
+    configs = list(per_window.loc[curves, "config"].unique())
     as2d = per_window[per_window["method"] == "as2d"]
     if len(as2d):
         configs.append(as2d.groupby("config")["tokens_per_s"].median().idxmax())

@@ -1,13 +1,15 @@
 """Aggregates over per-window results (docs/METHODS.md §7). Pure: DataFrames in, DataFrames out.
 
 Every function states its aggregation order in `ORDER`, which the report prints with
-each table:
+each table. Rows are grouped by their configuration label (one per configuration); the
+per-configuration tables carry the configuration's fields (`CONFIG_COLUMNS`) beside it:
 
 * pooled throughput per (device, configuration) = sum of tokens / sum of decode time;
   speedup = pooled / pooled target-only on the same device;
 * SD is reported per W and as "sd[W=5..8 mean]": the mean over W of the pooled
   throughputs (tables), and per window the mean over W of the per-window throughputs
-  (window counts and CDFs) — two different orders, as in the AS2D paper;
+  (window counts and CDFs) — two different orders, as in the AS2D paper; a mean row is an
+  SD row whose `width` is None;
 * window counts compare each window with target-only on the same device and window;
   loss = 1 - throughput / target-only throughput, over the slower windows;
 * degenerate windows (no token after the prefill) are counted and excluded from
@@ -20,19 +22,19 @@ each table:
 
 from __future__ import annotations
 
-import re
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from specbench.core.methods import CONFIG_COLUMNS
 from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.sd import REPORTED_WIDTHS
+from specbench.core.methods.sd import MEAN_WIDTHS, REPORTED_WIDTHS, SdConfig, sd_label
 from specbench.errors import SpecbenchError
 from specbench.schemas.placement import device_of
 
-SD_MEAN = f"sd[W={REPORTED_WIDTHS[0]}..{REPORTED_WIDTHS[-1]} mean]"
+SD_MEAN = sd_label(MEAN_WIDTHS)
 ORDER = {
     "pooled": "per device x configuration: sum(tokens) / sum(decode_s) over windows; speedup = that / target-only's; "
               f"{SD_MEAN} = mean over W of pooled throughputs",
@@ -77,33 +79,35 @@ def _require_target(df: pd.DataFrame) -> None:
                              "target-only", hint="run with --methods including target")
 
 
-def sd_family(config: str) -> tuple[int, str] | None:
-    """(W, the rest of the label) of an SD label such as `sd[W=5,drafter=small]`."""
-    if not (config.startswith("sd[W=") and config.endswith("]")):
-        return None
-    width, _, rest = config[len("sd[W="):-1].partition(",")
-    return (int(width), rest) if width.isdigit() else None
+SD_FAMILY = [f.name for f in fields(SdConfig) if f.name != "width"]
+"""What SD configurations averaged over W share (the label's other fields)."""
 
 
-def sd_mean_label(rest: str) -> str:
-    return SD_MEAN if not rest else SD_MEAN[:-1] + f",{rest}]"
+def _with_fields(sums: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """`sums` (keyed by configuration label) with each configuration's fields from `rows`."""
+    fields_by_label = rows.drop_duplicates("config").set_index("config")[list(CONFIG_COLUMNS)]
+    return sums.join(fields_by_label, on="config")
 
 
 def _with_sd_means(frame: pd.DataFrame, group: list[str], value: str, first: list[str]) -> pd.DataFrame:
-    """`frame` plus, per SD family measured at every reported width, the mean of `value` over W."""
-    family = frame["config"].map(sd_family)
-    in_mean = family.map(lambda f: f is not None and f[0] in REPORTED_WIDTHS).astype(bool)
+    """`frame` (with the configuration fields) plus, per SD family measured at every reported
+    width, the mean of `value` over W: a row with the family's fields and width None."""
+    in_mean = ((frame["method"] == "sd") & frame["width"].isin(REPORTED_WIDTHS)).astype(bool)
     if not in_mean.any():
         return frame
-    sd = frame[in_mean].assign(_rest=family[in_mean].map(lambda f: f[1]))
+    # the family as one tuple: grouping by its columns would turn a None drafter into NaN
+    sd = frame[in_mean].assign(_family=list(frame.loc[in_mean, SD_FAMILY].itertuples(index=False, name=None)))
     agg = {value: (value, "mean"), "_widths": ("config", "nunique")}
     agg.update({c: (c, "first") for c in first})
-    mean = sd.groupby(group + ["_rest"], sort=False).agg(**agg).reset_index()
-    mean = mean[mean["_widths"] == len(REPORTED_WIDTHS)]
+    mean = sd.groupby(group + ["_family"], sort=False).agg(**agg).reset_index()
+    mean = mean[mean["_widths"] == len(REPORTED_WIDTHS)].reset_index(drop=True)
     if mean.empty:
         return frame
+    families = [dict(zip(SD_FAMILY, family)) for family in mean["_family"]]
     mean["method"] = "sd"
-    mean["config"] = mean["_rest"].map(sd_mean_label)
+    mean["config"] = [sd_label(MEAN_WIDTHS, **family) for family in families]
+    for column in CONFIG_COLUMNS:
+        mean[column] = pd.Series([family.get(column) for family in families], dtype=object)
     return pd.concat([frame, mean.reindex(columns=frame.columns)], ignore_index=True)
 
 
@@ -116,7 +120,7 @@ def pooled(df: pd.DataFrame) -> pd.DataFrame:
                                             degenerate=("tokens", lambda s: int((s == 0).sum()))).reset_index()
     sums["tokens_per_s"] = sums["tokens"] / sums["decode_s"]
     # A mean of throughputs has no single decode time: decode_s stays empty on SD mean rows.
-    sums = _with_sd_means(sums, ["device"], "tokens_per_s", ["windows", "tokens", "degenerate"])
+    sums = _with_sd_means(_with_fields(sums, df), ["device"], "tokens_per_s", ["windows", "tokens", "degenerate"])
     target = sums[sums["config"] == "target"].set_index("device")["tokens_per_s"]
     sums["speedup"] = sums["tokens_per_s"] / sums["device"].map(target)
     if sums["device"].str.contains("@", regex=False).any():
@@ -132,7 +136,7 @@ def per_window(df: pd.DataFrame) -> pd.DataFrame:
     """Per-window throughput with the SD per-window mean over W added (for counts and CDFs)."""
     df = _comparable(df)
     live = df[df["tokens"] > 0]
-    out = live[KEYS + ["window_id", "dataset"]].copy()
+    out = live[KEYS + list(CONFIG_COLUMNS) + ["window_id", "dataset"]].copy()
     out["tokens_per_s"] = live["tokens"] / live["decode_s"]
     return _with_sd_means(out, ["device", "window_id"], "tokens_per_s", ["dataset"])
 
@@ -156,7 +160,7 @@ def window_counts(df: pd.DataFrame) -> pd.DataFrame:
                      "slower_pct": 100.0 * len(slower) / len(ratio) if len(ratio) else np.nan,
                      "median_loss_pct": 100.0 * float(loss.median()) if len(loss) else 0.0,
                      "max_loss_pct": 100.0 * float(loss.max()) if len(loss) else 0.0})
-    return pd.DataFrame(rows)
+    return _with_fields(pd.DataFrame(rows), windows) if rows else pd.DataFrame(rows)
 
 
 def counts(df: pd.DataFrame) -> pd.DataFrame:
@@ -169,7 +173,7 @@ def counts(df: pd.DataFrame) -> pd.DataFrame:
         sums["acceptance"] = sums["accepted"] / sums["proposed"]
         sums["coverage"] = sums["accepted"] / sums["tokens"]
         sums["multi_token_fraction"] = sums["multi_token_rounds"] / sums["rounds"]
-    return sums.rename(columns={"rounds": "target_forwards"})
+    return _with_fields(sums.rename(columns={"rounds": "target_forwards"}), df)
 
 
 def decomposition(df: pd.DataFrame) -> pd.DataFrame:
@@ -177,7 +181,7 @@ def decomposition(df: pd.DataFrame) -> pd.DataFrame:
     df = _comparable(df)
     sums = df.groupby(KEYS, sort=False)[["decode_s", "d_s", "v_s", "o_s", "h_s"]].sum().reset_index()
     sums["exposed_drafter_s"] = sums["d_s"] - sums["o_s"]
-    return sums
+    return _with_fields(sums, df)
 
 
 def oracle(df: pd.DataFrame, catalog: list[str], deployed: dict[str, str] | None = None) -> pd.DataFrame:
@@ -240,7 +244,7 @@ def macro_average(df: pd.DataFrame) -> pd.DataFrame:
     macro = per_dataset.groupby(KEYS, sort=False).agg(datasets=("dataset", "nunique"),
                                                       tokens_per_s=("tokens_per_s", "mean"),
                                                       speedup=("speedup", "mean")).reset_index()
-    return macro
+    return _with_fields(macro, per_dataset)
 
 
 def replay_fidelity(df: pd.DataFrame, threshold_pct: float = 10.0) -> pd.DataFrame:
@@ -274,16 +278,15 @@ def ablation(df: pd.DataFrame, selected: Mapping[str, As2dConfig], default_budge
     out = []
     for device, chosen in selected.items():
         on_device = pooled_rows[pooled_rows["device"] == device]
-        labels = on_device["config"]
         specasr = on_device["method"] == "specasr"
         if chosen.drafter:
-            specasr &= labels.str.contains(rf"[\[,]drafter={re.escape(chosen.drafter)}[,\]]", regex=True)
+            specasr &= on_device["drafter"] == chosen.drafter
         for arm in ("serial", "decoupled"):
             for which, b in (("default", default_budget), ("selected", chosen.budget)):
                 if arm == "serial":
-                    match = specasr & labels.str.contains(rf"[\[,]k_max={b}[,\]]", regex=True)
+                    match = specasr & (on_device["k_max"] == b)
                 else:
-                    match = labels == replace(chosen, budget=b).label
+                    match = on_device["config"] == replace(chosen, budget=b).label
                 for _, row in on_device[match].iterrows():
                     out.append({"device": device, "arm": arm, "budget": f"{which} ({b})", "config": row["config"],
                                 "tokens_per_s": row["tokens_per_s"], "speedup": row["speedup"]})

@@ -38,7 +38,8 @@ class Where:
         return SchemaError(self.path, key if key is not None else (self.prefix or "<root>"), expected, got)
 
 
-_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list", dict: "a mapping"}
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list",
+               dict: "a mapping", type(None): "null"}
 
 
 def need(mapping: Any, key: str, kind: type | tuple[type, ...], where: Where, default: Any = ...) -> Any:

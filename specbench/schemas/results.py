@@ -6,6 +6,9 @@
 Rows are appended and flushed one window at a time, so an interrupted run keeps what it
 finished, and a rerun with the same manifest skips the rows already present. A rerun whose
 inputs differ (windows, traces, profile, methods) is refused, naming the field.
+
+A row carries its configuration as typed fields (`methods.row_fields`); its label (`config`)
+is derived from them, checked on load, and never read back.
 """
 
 from __future__ import annotations
@@ -13,19 +16,21 @@ from __future__ import annotations
 import json
 from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from specbench.core.methods import CONFIG_COLUMNS, config_of, parse_method_spec, row_fields
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import Where, append_jsonl, check_header, load_json, need, write_atomic
 
 KIND = "specbench.results"
 # Format history: 1 = first version (rows gained the optional `text`, `depth_extrapolated` and
-# `placement` later; rows
-# without them still load).
-VERSIONS = (1,)
+# `placement` later; rows without them still load). 2 = rows carry their configuration as
+# typed fields (width ... horizon, null where the method has no such parameter); version 1
+# rows load with the fields derived from their label (`_v1_fields`).
+VERSIONS = (1, 2)
 MANIFEST = "manifest.json"
 ROWS = "rows.jsonl"
 
@@ -38,7 +43,28 @@ class WindowResult:
     method: str
     """Registry name: target, sd, specasr, as2d."""
     config: str
-    """Configuration label, e.g. sd[W=5] or as2d[B=7,drafter=small]."""
+    """Configuration label for people and for grouping, e.g. sd[W=5] or as2d[B=7,drafter=small]:
+    derived from the fields below (one label per configuration), never parsed."""
+    width: int | None
+    """SD: physical verification width W. None here and below: the method has no such parameter."""
+    p_min: float | None
+    """SD: confidence stop."""
+    drafter: str | None
+    """The drafter named (None: target-only, or the only drafter traced)."""
+    k_max: int | None
+    """SpecASR: longest draft."""
+    tau_threshold: float | None
+    """SpecASR: confidence threshold tau (the property `tau` is tokens per target forward)."""
+    budget: int | None
+    """AS2D: B, candidates per verification."""
+    batch: int | None
+    """AS2D: tokens per published batch."""
+    conf_stop: float | None
+    """AS2D: candidates end below this producer confidence."""
+    align: str | None
+    """AS2D: alignment policy."""
+    horizon: int | None
+    """AS2D: H, how far the anchor search looks."""
     window_id: str
     window_sha256: str
     dataset: str
@@ -100,23 +126,68 @@ class WindowResult:
 
 
 ROW_FIELDS = tuple(f.name for f in fields(WindowResult))
-_INFERRED = {"int": {"integer"}, "float": {"integer", "floating", "mixed-integer-float"}, "str": {"string"},
-             "bool": {"boolean"}}
-_COLUMN_KINDS = {f.name: _INFERRED[f.type] for f in fields(WindowResult)}
-_PYTHON_KINDS = {"int": int, "float": (int, float), "str": str, "bool": bool}
+_TYPES = {"int": int, "float": float, "str": str, "bool": bool}
+_KINDS = {f.name: _TYPES[f.type.removesuffix(" | None")] for f in fields(WindowResult)}
+"""Column -> Python type; the CONFIG_COLUMNS also take None."""
+_INFERRED = {int: {"integer"}, float: {"integer", "floating", "mixed-integer-float"}, str: {"string"},
+             bool: {"boolean"}}
 
 
 def _is(value: object, column: str) -> bool:
-    kind = _PYTHON_KINDS[next(f.type for f in fields(WindowResult) if f.name == column)]
-    return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+    kind = _KINDS[column]
+    if value is None:
+        return column in CONFIG_COLUMNS
+    if kind is float and isinstance(value, float) and not np.isfinite(value):
+        return False
+    return isinstance(value, (int, float) if kind is float else kind) and (kind is bool or not isinstance(value, bool))
 
 
 def row_from_dict(doc: dict, where: Where) -> WindowResult:
     values = {}
     for f in fields(WindowResult):
-        kind = {"int": int, "float": float, "str": str, "bool": bool}[f.type]
+        kind = (_KINDS[f.name], type(None)) if f.name in CONFIG_COLUMNS else _KINDS[f.name]
         values[f.name] = need(doc, f.name, kind, where, ... if f.default is MISSING else f.default)
     return WindowResult(**values)
+
+
+def _v1_fields(label: str, where: Where) -> dict:
+    """The configuration fields of a version 1 row, which has only its label: the one place a
+    label is read back (`sd[W=5,drafter=x]` is the spec `sd:W=5,drafter=x`)."""
+    name, _, rest = label.partition("[")
+    try:
+        configs = parse_method_spec(name + (":" + rest.removesuffix("]") if rest else ""))
+    except SpecbenchError:
+        configs = []
+    if len(configs) != 1 or configs[0].label != label:
+        raise where.at("config").fail("a configuration label, such as sd[W=5] (version 1 row)", label)
+    return row_fields(configs[0])
+
+
+def _check_configs(frame: pd.DataFrame, path: Path) -> None:
+    """Each distinct configuration must round-trip: its method and fields name a configuration
+    whose fields and label are the row's (a row never disagrees with its own label)."""
+    columns = ["method", "config", *CONFIG_COLUMNS]
+    distinct = frame[columns].drop_duplicates()
+    for index, record in zip(distinct.index, distinct.to_dict("records")):
+        where = Where(path, f"row {index + 1}")
+        try:
+            derived = row_fields(config_of(record))
+        except SpecbenchError as exc:
+            raise where.fail(f"the fields of a configuration ({exc})") from None
+        for key in columns:
+            if derived[key] != record[key]:
+                raise where.at(key).fail(f"{derived[key]!r}, as {record['method']} with the row's other fields "
+                                         "gives", record[key])
+
+
+def rows_frame(docs: Sequence[Mapping]) -> pd.DataFrame:
+    """Rows (mappings of the WindowResult fields) as the DataFrame producers and loaders give:
+    configuration columns hold the values as given, None where a method lacks the parameter
+    (pandas would turn a column of integers and nulls into floats and NaN)."""
+    frame = pd.DataFrame(docs, columns=list(ROW_FIELDS))
+    for name in CONFIG_COLUMNS:
+        frame[name] = pd.Series([doc.get(name) for doc in docs], index=frame.index, dtype=object)
+    return frame
 
 
 def row_key(row: WindowResult) -> tuple[str, str, str, str]:
@@ -143,7 +214,12 @@ class ResultsDir:
             if not resume:
                 raise SpecbenchError(f"{self.directory}: results already exist",
                                      hint="pass --resume to continue that run, or choose another --out")
-            old = load_manifest(self.manifest_path)
+            version, old = read_manifest(self.manifest_path)
+            if version != VERSIONS[-1]:
+                # One file holds one format: new rows would not match the old ones.
+                raise SpecbenchError(f"{self.directory}: cannot resume schema_version {version} results "
+                                     f"(this specbench writes version {VERSIONS[-1]})",
+                                     hint="run into another --out directory")
             for key in sorted(set(manifest) | set(old)):
                 if key in ("created", "specbench_version", "command"):
                     continue
@@ -173,10 +249,12 @@ class ResultsDir:
         """All complete rows, validated: a bad line is named by its number."""
         if not self.rows_path.exists():
             return pd.DataFrame(columns=list(ROW_FIELDS))
+        version = read_manifest(self.manifest_path)[0]
         data = self.rows_path.read_bytes()
         complete = data if data.endswith(b"\n") else data[: data.rfind(b"\n") + 1]
         docs = []
         required = {f.name for f in fields(WindowResult) if f.default is MISSING}
+        v1_fields: dict[str, dict] = {}
         for number, line in enumerate(complete.decode("utf-8").splitlines(), start=1):
             if not line.strip():
                 continue
@@ -184,19 +262,26 @@ class ResultsDir:
                 doc = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise SpecbenchError(f"{self.rows_path}: line {number} is not valid JSON ({exc.msg})") from None
+            if version == 1 and isinstance(doc, dict) and isinstance(doc.get("config"), str):
+                label = doc["config"]
+                if label not in v1_fields:
+                    v1_fields[label] = _v1_fields(label, Where(self.rows_path, f"line {number}"))
+                doc = {**v1_fields[label], **doc}  # the row's own method stays, and is checked below
             if not isinstance(doc, dict) or not required <= doc.keys():
                 row_from_dict(doc, Where(self.rows_path, f"line {number}"))  # raises, naming the key
             docs.append(doc)
-        frame = pd.DataFrame(docs, columns=list(ROW_FIELDS))
+        frame = rows_frame(docs)
         for f in fields(WindowResult):
             if f.default is not MISSING and frame[f.name].isna().any():
                 # object first: an all-missing column is float64, which will not hold a str default
                 frame[f.name] = frame[f.name].astype(object).fillna(f.default)
-        for name, kinds in _COLUMN_KINDS.items():
-            if pd.api.types.infer_dtype(frame[name], skipna=False) not in kinds:
+        for name, kind in _KINDS.items():
+            inferred = pd.api.types.infer_dtype(frame[name], skipna=name in CONFIG_COLUMNS)
+            if inferred not in _INFERRED[kind] and not (name in CONFIG_COLUMNS and inferred == "empty"):
                 bad = ~frame[name].map(lambda v, k=name: _is(v, k))  # the slow path only finds the line
                 line = int(np.argmax(bad.to_numpy()))
                 row_from_dict(docs[line], Where(self.rows_path, f"row {line + 1}"))
+        _check_configs(frame, self.rows_path)
         return frame
 
     def rows(self) -> list[WindowResult]:
@@ -212,10 +297,12 @@ def _manifest_text(manifest: dict) -> str:
     return json.dumps({"kind": KIND, "schema_version": VERSIONS[-1], **manifest}, indent=2, sort_keys=False) + "\n"
 
 
-def load_manifest(path: Path) -> dict:
+def read_manifest(path: Path) -> tuple[int, dict]:
+    """(schema_version, the manifest without its header)."""
     doc = load_json(path)
-    check_header(doc, KIND, VERSIONS, Where(path))
-    return {k: v for k, v in doc.items() if k not in ("kind", "schema_version")}
+    version = check_header(doc, KIND, VERSIONS, Where(path))
+    return version, {k: v for k, v in doc.items() if k not in ("kind", "schema_version")}
+
 
 
 def load_results(directory: Path) -> tuple[dict, pd.DataFrame]:
@@ -224,4 +311,4 @@ def load_results(directory: Path) -> tuple[dict, pd.DataFrame]:
         raise SpecbenchError(f"{directory}: not a results directory (no {MANIFEST})",
                              hint="pass the --out directory of `specbench run`")
     results = ResultsDir(directory)
-    return load_manifest(results.manifest_path), results.frame()
+    return read_manifest(results.manifest_path)[1], results.frame()

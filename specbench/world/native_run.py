@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from specbench import __version__
-from specbench.core.methods import MethodConfig, method_name
+from specbench.core.methods import MethodConfig, method_name, row_fields
 from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.specasr import SpecAsrConfig
@@ -185,10 +185,12 @@ def decode_row(result: dict, window: Window, device: str, config: MethodConfig, 
                                       "the clock")
     else:
         o_s, h_s = 0.0, max(decode_s - d_s - v_s, 0.0)
-    return WindowResult(device, method_name(config), config.label, window.window_id, window.window_sha256,
-                        window.dataset, window.split.value, n - 1, decode_s, len(target_ops),
-                        sum(op["width"] - 1 for op in target_ops), accepted, multi,
-                        drafter_forwards, d_s, v_s, o_s, h_s, False, True, "native",
+    return WindowResult(device=device, **row_fields(config), window_id=window.window_id,
+                        window_sha256=window.window_sha256, dataset=window.dataset, split=window.split.value,
+                        tokens=n - 1, decode_s=decode_s, rounds=len(target_ops),
+                        proposed=sum(op["width"] - 1 for op in target_ops), accepted=accepted,
+                        multi_token_rounds=multi, drafter_forwards=drafter_forwards, d_s=d_s, v_s=v_s, o_s=o_s,
+                        h_s=h_s, extrapolated=False, lossless=True, source="native",
                         text=str(result.get("text", "")), placement=placement)
 
 
@@ -208,9 +210,11 @@ def request_clocks(result: dict, window: Window, device: str, config: MethodConf
 
 def divergence_row(window: Window, device: str, config: MethodConfig, placement: str = "") -> WindowResult:
     """A diverging window: no tokens and no times are claimed for it."""
-    return WindowResult(device, method_name(config), config.label, window.window_id, window.window_sha256,
-                        window.dataset, window.split.value, 0, 0.0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, False, False,
-                        "native", placement=placement)
+    return WindowResult(device=device, **row_fields(config), window_id=window.window_id,
+                        window_sha256=window.window_sha256, dataset=window.dataset, split=window.split.value,
+                        tokens=0, decode_s=0.0, rounds=0, proposed=0, accepted=0, multi_token_rounds=0,
+                        drafter_forwards=0, d_s=0.0, v_s=0.0, o_s=0.0, h_s=0.0, extrapolated=False, lossless=False,
+                        source="native", placement=placement)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from specbench.core.replay.bulk import replay_study
 from specbench.core.replay.reference import decode_serial, replay_window
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import Where
+from specbench.schemas.results import rows_frame
 from specbench.schemas.traces import (
     PAD,
     CrossDrafts,
@@ -163,7 +164,7 @@ def test_bulk_replay_of_cross_vocabulary_sd_equals_the_reference(trace_caps, con
         window_traces[trace.window_id] = trace
     files = {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), window_traces)}
     bulk = replay_study(windows, files, [profile], [config])
-    reference = pd.DataFrame([dataclasses.asdict(replay_window(w, window_traces[w.window_id], profile, config))
+    reference = rows_frame([dataclasses.asdict(replay_window(w, window_traces[w.window_id], profile, config))
                               for w in windows])
     pd.testing.assert_frame_equal(bulk.reset_index(drop=True), reference[bulk.columns], check_dtype=False, check_exact=True)
 

@@ -30,6 +30,17 @@ def test_golden_tables(fmt):
     assert output == (GOLDEN / f"report.{fmt}").read_text()
 
 
+@pytest.mark.parametrize("fmt", ["md", "csv", "json"])
+def test_version_1_results_report_the_same_as_version_2(fmt):
+    # results-v1 holds the golden rows as schema_version 1 wrote them: labels, no configuration fields
+    assert "width" not in (GOLDEN / "results-v1" / "rows.jsonl").read_text()
+    code, output = report(GOLDEN / "results-v1", "--format", fmt)
+    assert code == 0, output
+    assert output == report(GOLDEN / "results", "--format", fmt)[1]
+    old, new = load_many([GOLDEN / "results-v1"]).frame, load_many([GOLDEN / "results"]).frame
+    assert old.to_dict("records") == new.to_dict("records")
+
+
 def test_cdf_series_are_the_per_window_throughputs():
     frame = load_many([GOLDEN / "results"]).frame
     per_window = metrics.per_window(frame)

@@ -7,23 +7,26 @@ import pytest
 
 from specbench.core import metrics
 from specbench.core.budget import select_budget
+from specbench.core.methods import parse_method_specs, row_fields
 from specbench.core.methods.as2d import As2dConfig
 from specbench.errors import SpecbenchError
+from specbench.schemas.results import rows_frame
+
+CONFIGS = {c.label: c for c in parse_method_specs(["target", "as2d:B=1..2", "sd:W=5..8"])}
 
 
 def rows(spec):
-    """spec: {config: [(window, tokens, decode_s), ...]} -> result rows."""
+    """spec: {config label: [(window, tokens, decode_s), ...]} -> result rows."""
     out = []
     for config, windows in spec.items():
-        method = config.split("[")[0]
         for window, tokens, decode_s in windows:
-            out.append({"device": "A", "method": method, "config": config, "window_id": window, "dataset": "d",
+            out.append({"device": "A", **row_fields(CONFIGS[config]), "window_id": window, "dataset": "d",
                         "split": "dev", "tokens": tokens, "decode_s": decode_s, "rounds": max(tokens // 2, 1),
                         "proposed": tokens, "accepted": tokens // 2, "multi_token_rounds": 1,
                         "drafter_forwards": 3, "d_s": decode_s / 2, "v_s": decode_s / 2, "o_s": 0.0, "h_s": 0.0,
                         "extrapolated": False, "lossless": True, "source": "replay", "ratio_fit": "median",
                         "depth_extrapolated": False})
-    return pd.DataFrame(out)
+    return rows_frame(out)[list(out[0])]
 
 
 STUDY = rows({

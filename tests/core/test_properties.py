@@ -18,6 +18,7 @@ from specbench.core.methods.target import TargetConfig
 from specbench.core.replay.bulk import COST_FITS, fit_profile, replay_study
 from specbench.core.replay.reference import decode_serial, replay_window, simulate_as2d
 from specbench.errors import SpecbenchError
+from specbench.schemas.results import rows_frame
 from specbench.schemas.traces import ModelRef, TraceFile
 from tests.helpers import window_for
 from tests.strategies import EOS, SPECASR, VOCAB, profiles, traces
@@ -119,7 +120,7 @@ def test_bulk_replay_equals_the_scalar_reference_and_pooled_equals_sums(trace_ca
     trace_files = {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), window_traces)}
     bulk = replay_study(windows, trace_files, [profile], configs, ratio_fit=fit)
     fitted = fit_profile(profile, fit)
-    reference = pd.DataFrame([dataclasses.asdict(replay_window(w, window_traces[w.window_id], fitted, c))
+    reference = rows_frame([dataclasses.asdict(replay_window(w, window_traces[w.window_id], fitted, c))
                               for c in configs for w in windows]).assign(ratio_fit=fit)
     order = ["config", "window_id"]
     pd.testing.assert_frame_equal(bulk.sort_values(order).reset_index(drop=True),
@@ -148,7 +149,7 @@ def test_bulk_replay_of_a_two_drafter_two_device_study_equals_the_reference_exac
     study = synthetic_study(n_windows=12, n_devices=2)
     configs = parse_method_specs(CATALOG)
     bulk = replay_study(study.windows, study.traces, study.profiles, configs)
-    reference = pd.DataFrame([dataclasses.asdict(replay_window(w, trace_for(study.traces, c, w.window_id)[1], p, c))
+    reference = rows_frame([dataclasses.asdict(replay_window(w, trace_for(study.traces, c, w.window_id)[1], p, c))
                               for p in study.profiles for c in configs for w in study.windows])
     order = ["device", "config", "window_id"]
     assert len(bulk) == len(reference) == 2 * len(configs) * 12

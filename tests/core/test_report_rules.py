@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from specbench.app.report import Loaded, build_tables
 from specbench.cli import main
 from specbench.core.budget import BudgetChoice
+from specbench.core.methods import parse_method_specs, row_fields
 from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.target import TargetConfig
@@ -28,11 +29,13 @@ from tests.helpers import linear_costs, make_trace, perfect_drafts
 
 WINDOWS = {w: make_text_window(w, f"source {w}", "Repeat.", 64, "d", "test") for w in ("w1", "w2", "w3")}
 TOKENS = {"w1": 10, "w2": 20, "w3": 30}
+CONFIGS = {c.label: c for c in parse_method_specs(["target", "as2d:B=3|7", "as2d:B=3|7,drafter=big|small",
+                                                   "specasr:k_max=3,drafter=big|small"])}
 
 
 def row(device, config, window, decode_s, source="replay", fit="median"):
     w = WINDOWS[window]
-    return WindowResult(device=device, method=config.split("[")[0], config=config, window_id=window,
+    return WindowResult(device=device, **row_fields(CONFIGS[config]), window_id=window,
                         window_sha256=w.window_sha256, dataset=w.dataset, split=w.split.value,
                         tokens=TOKENS[window], decode_s=decode_s, rounds=TOKENS[window], proposed=0, accepted=0,
                         multi_token_rounds=0, drafter_forwards=0, d_s=0.0, v_s=decode_s, o_s=0.0, h_s=0.0,

@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 
 from specbench.core import text_metrics
+from specbench.core.methods import row_fields
+from specbench.core.methods.target import TargetConfig
 from specbench.core.text_metrics import edits, first_difference, normalise, text_check, transcripts
 from specbench.errors import SpecbenchError
 from specbench.schemas.results import ROW_FIELDS, ResultsDir, WindowResult
@@ -118,8 +120,10 @@ def test_first_difference():
 
 
 def _result(window_id, text=""):
-    return WindowResult("A", "target", "target", window_id, "s" * 64, "d", "test", 3, 1.0, 3, 0, 0, 0, 0, 0.0, 1.0,
-                        0.0, 0.0, False, True, text=text)
+    return WindowResult("A", **row_fields(TargetConfig()), window_id=window_id, window_sha256="s" * 64, dataset="d",
+                        split="test", tokens=3, decode_s=1.0, rounds=3, proposed=0, accepted=0, multi_token_rounds=0,
+                        drafter_forwards=0, d_s=0.0, v_s=1.0, o_s=0.0, h_s=0.0, extrapolated=False, lossless=True,
+                        text=text)
 
 
 def test_rows_without_text_still_load_and_mix_with_new_rows(tmp_path):

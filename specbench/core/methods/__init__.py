@@ -11,9 +11,10 @@ alternatives `a|b`, which expand into one configuration each:
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Any, Callable, Mapping, Union
 
 from specbench.core.methods.as2d import ALIGN_POLICIES, As2dConfig
 from specbench.core.methods.sd import REPORTED_WIDTHS, SdConfig
@@ -58,6 +59,34 @@ def method_info(name: str) -> MethodInfo:
 
 def method_name(config: MethodConfig) -> str:
     return {TargetConfig: "target", SdConfig: "sd", SpecAsrConfig: "specasr", As2dConfig: "as2d"}[type(config)]
+
+
+_COLUMNS = {"tau": "tau_threshold"}
+"""Configuration fields named otherwise in a result row (a row's `tau` is tokens per target forward)."""
+
+
+def _column(field: str) -> str:
+    return _COLUMNS.get(field, field)
+
+
+CONFIG_COLUMNS = tuple(dict.fromkeys(_column(f.name) for info in REGISTRY.values()
+                                     for f in dataclasses.fields(info.config)))
+"""The result-row columns that hold a configuration's parameters, one per parameter of any method."""
+
+
+def row_fields(config: MethodConfig) -> dict[str, Any]:
+    """The configuration columns of a result row: method, the label (`config`) and every
+    CONFIG_COLUMNS value, None where the method has no such parameter."""
+    values: dict[str, Any] = dict.fromkeys(CONFIG_COLUMNS)
+    values.update((_column(f.name), getattr(config, f.name)) for f in dataclasses.fields(config))
+    return {"method": method_name(config), "config": config.label, **values}
+
+
+def config_of(fields: Mapping[str, Any]) -> MethodConfig:
+    """The configuration of a result row's `method` and CONFIG_COLUMNS (row_fields' inverse; the
+    label is not read)."""
+    info = method_info(fields["method"])
+    return info.config(**{f.name: fields[_column(f.name)] for f in dataclasses.fields(info.config)})
 
 
 def _values(key: str, text: str, kind: type, spec: str) -> list[Any]:

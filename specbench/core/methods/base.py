@@ -12,12 +12,15 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 from numbers import Integral, Real
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 import numpy as np
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.traces import PAD, RecycleAnswer, WindowTrace
+
+if TYPE_CHECKING:  # specasr imports this module
+    from specbench.core.methods.specasr import SpecAsrConfig
 
 
 class Model(str, Enum):
@@ -124,8 +127,8 @@ class DraftSource(Protocol):
     def continuation(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         """Greedy continuation after prompt + y[:t]: (tokens, top-1 probabilities), PAD-ended."""
 
-    def recycle(self, label: str, t: int, tail: tuple[int, ...], tau: float, limit: int) -> RecycleAnswer:
-        """Answer to a SpecASR recycling query of configuration `label` (see methods.specasr)."""
+    def recycle(self, config: SpecAsrConfig, t: int, tail: tuple[int, ...], limit: int) -> RecycleAnswer:
+        """Answer to a SpecASR recycling query of `config` (see methods.specasr)."""
 
 
 class TraceDrafts:
@@ -142,13 +145,14 @@ class TraceDrafts:
                                  "prefix-conditioned drafts", hint="trace again with drafts enabled")
         return drafts.tokens[t], drafts.conf[t]
 
-    def recycle(self, label: str, t: int, tail: tuple[int, ...], tau: float, limit: int) -> RecycleAnswer:
+    def recycle(self, config: SpecAsrConfig, t: int, tail: tuple[int, ...], limit: int) -> RecycleAnswer:
+        label = config.trace_label
         table = self._trace.recycle.get(label)
         if table is None:
             recorded = ", ".join(sorted(self._trace.recycle)) or "none"
             raise SpecbenchError(f"trace of window '{self._trace.window_id}' (drafter {self._drafter}) has no "
                                  f"recorded recycling queries for configuration {label} (recorded: {recorded})",
-                                 hint=f"trace again with --specasr 'specasr:{label.partition('[')[2].rstrip(']')}'")
+                                 hint=f"trace again with --specasr 'specasr:k_max={config.k_max},tau={config.tau:g}'")
         answer = table.get((t, tail))
         if answer is None:
             raise SpecbenchError(f"trace of window '{self._trace.window_id}' (drafter {self._drafter}), "

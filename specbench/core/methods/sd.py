@@ -35,6 +35,14 @@ from specbench.schemas.traces import PAD, CrossDrafts, WindowTrace
 
 REPORTED_WIDTHS = (5, 6, 7, 8)
 """AS2D's reporting convention: SD is the mean over these physical widths."""
+MEAN_WIDTHS = f"{REPORTED_WIDTHS[0]}..{REPORTED_WIDTHS[-1]} mean"
+"""What stands for W in the label of that mean."""
+
+
+def sd_label(width: int | str, p_min: float = 0.0, drafter: str | None = None) -> str:
+    """The label of an SD configuration, or with `MEAN_WIDTHS` of its mean over W."""
+    extra = (f",p_min={p_min:g}" if p_min else "") + (f",drafter={drafter}" if drafter else "")
+    return f"sd[W={width}{extra}]"
 
 
 @dataclass(frozen=True)
@@ -51,8 +59,7 @@ class SdConfig:
 
     @property
     def label(self) -> str:
-        extra = (f",p_min={self.p_min:g}" if self.p_min else "") + (f",drafter={self.drafter}" if self.drafter else "")
-        return f"sd[W={self.width}{extra}]"
+        return sd_label(self.width, self.p_min, self.drafter)
 
 
 def draft_ops(new: int, k: int, t: int, valid: int, n_prompt_drafter: int, probe: bool = False) -> list[Op]:

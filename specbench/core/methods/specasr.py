@@ -79,7 +79,7 @@ def decode_specasr(oracle: TargetOracle, drafts: DraftSource, cap: int, n_prompt
         candidates: tuple[int, ...] = ()
         in_kv = 0  # candidates the drafter's KV holds after drafting
         if limit > 0 and tail:
-            answer = drafts.recycle(config.trace_label, t, tail, config.tau, limit)
+            answer = drafts.recycle(config, t, tail, limit)
             kept = kept_tail(tail, answer.top1, answer.conf, config.tau, limit)
             if kept != answer.kept:
                 raise SpecbenchError(f"recorded recycling answer at t={t} kept {answer.kept} tail tokens, "
@@ -138,14 +138,14 @@ class LiveDrafts:
     def continuation(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         return self.greedy(self._y[:t], self._k_max)
 
-    def recycle(self, label: str, t: int, tail: tuple[int, ...], tau: float, limit: int) -> RecycleAnswer:
+    def recycle(self, config: SpecAsrConfig, t: int, tail: tuple[int, ...], limit: int) -> RecycleAnswer:
         context = self._y[:t]
         predictions = [self._next(context + tail[:i]) for i in range(len(tail) + 1)]
         top1 = tuple(p[0] for p in predictions)
         conf = tuple(p[1] for p in predictions)
-        kept = kept_tail(tail, top1, conf, tau, limit)
+        kept = kept_tail(tail, top1, conf, config.tau, limit)
         cont, cont_conf = self.greedy(context + tail[:kept], self._k_max)
         length = int(np.sum(cont != PAD))
         answer = RecycleAnswer(top1, conf, kept, tuple(cont[:length].tolist()), tuple(cont_conf[:length].tolist()))
-        self.recorded.setdefault(label, {})[(t, tail)] = answer
+        self.recorded.setdefault(config.trace_label, {})[(t, tail)] = answer
         return answer

@@ -19,7 +19,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from specbench.core.methods import MethodConfig, method_name
+from specbench.core.methods import MethodConfig, row_fields
 from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.base import Model
 from specbench.core.methods.sd import SdConfig
@@ -159,7 +159,9 @@ def serial_ops(config: MethodConfig, trace: WindowTrace, cap: int, drafter: str)
 def _base_columns(profile: DeviceProfile, config: MethodConfig, windows: Sequence[Window],
                   window_traces: Sequence[WindowTrace]) -> dict:
     count = len(windows)
-    return {"device": [profile.name] * count, "method": [method_name(config)] * count, "config": [config.label] * count,
+    # object columns: the parameters a method lacks stay None, and its integers stay integers
+    fields = {key: pd.Series([value] * count, dtype=object) for key, value in row_fields(config).items()}
+    return {"device": [profile.name] * count, **fields,
             "window_id": [w.window_id for w in windows], "window_sha256": [w.window_sha256 for w in windows],
             "dataset": [w.dataset for w in windows], "split": [w.split.value for w in windows],
             "tokens": np.array([t.n_tokens - 1 for t in window_traces], dtype=np.int64),
@@ -218,7 +220,7 @@ def replay_as2d(windows: Sequence[Window], traces: Mapping[str, TraceFile], prof
     if not sims:
         return pd.DataFrame(columns=list(ROW_FIELDS))
     result = simulate_lockstep(sims, windows, profile, progress)
-    base = {key: np.concatenate([b[key] for b in blocks]) for key in blocks[0]}
+    base = {key: pd.concat([pd.Series(b[key]) for b in blocks], ignore_index=True) for key in blocks[0]}
     count = len(sims)
     base.update(decode_s=result.decode_s, rounds=result.rounds, proposed=result.proposed, accepted=result.accepted,
                 multi_token_rounds=result.multi_token_rounds, drafter_forwards=result.drafter_forwards,

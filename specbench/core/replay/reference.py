@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specbench.core.methods import MethodConfig, method_name
+from specbench.core.methods import MethodConfig, method_name, row_fields
 from specbench.core.methods.as2d import As2dConfig, As2dVerifier
 from specbench.core.methods.base import Decoded, Model, TargetOracle, TraceDrafts
 from specbench.core.methods.sd import SdConfig, decode_sd, drafter_kv
@@ -260,7 +260,7 @@ def replay_window(window: Window, trace: WindowTrace, profile: DeviceProfile, co
         timing, counts = price_serial(decoded, profile.target_costs, drafter), serial_counts(decoded)
         lossless = list(decoded.tokens) == trace.y.tolist()
     return WindowResult(
-        device=profile.name, method=method_name(config), config=config.label, window_id=window.window_id,
+        device=profile.name, **row_fields(config), window_id=window.window_id,
         window_sha256=window.window_sha256, dataset=window.dataset, split=window.split.value,
         tokens=trace.n_tokens - 1, decode_s=timing.decode_s, drafter_forwards=timing.drafter_forwards,
         d_s=timing.d_s, v_s=timing.v_s, o_s=timing.o_s, h_s=timing.h_s, extrapolated=timing.extrapolated,

@@ -1,0 +1,134 @@
+"""Result rows carry their configuration as typed fields; the label is derived from them,
+version 1 rows (label only) are upgraded on load, and the terminal tells configurations apart."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specbench.cli import main
+from specbench.core.methods import CONFIG_COLUMNS, config_of, parse_method_specs, row_fields
+from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.sd import SdConfig
+from specbench.core.methods.specasr import SpecAsrConfig
+from specbench.core.methods.target import TargetConfig
+from specbench.errors import SpecbenchError
+from specbench.schemas.results import ROW_FIELDS, ResultsDir, WindowResult
+
+drafters = st.one_of(st.none(), st.sampled_from(["small", "gemma3", "smollm2"]))
+fractions = st.sampled_from([0.0, 0.2, 0.25, 0.5, 1.0])
+configs = st.one_of(
+    st.just(TargetConfig()),
+    st.builds(SdConfig, width=st.integers(2, 16), p_min=fractions, drafter=drafters),
+    st.builds(SpecAsrConfig, k_max=st.integers(1, 16), tau=fractions, drafter=drafters),
+    st.builds(As2dConfig, budget=st.integers(1, 15), drafter=drafters, batch=st.integers(1, 16), conf_stop=fractions,
+              align=st.sampled_from(["anchor", "positional"]), horizon=st.integers(1, 12)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(configs)
+def test_the_label_is_derived_from_the_fields_of_every_method(config):
+    fields = row_fields(config)
+    assert config_of(fields) == config and row_fields(config_of(fields))["config"] == config.label
+    assert fields["config"] == config.label and set(fields) == {"method", "config", *CONFIG_COLUMNS}
+    # a parameter the method lacks is None, every one it has is its own value
+    own = {f.name for f in dataclasses.fields(config)} | ({"tau_threshold"} if isinstance(config, SpecAsrConfig)
+                                                           else set())
+    assert all(fields[c] is None for c in CONFIG_COLUMNS if c not in own)
+
+
+def test_the_rows_hold_one_column_per_configuration_parameter():
+    assert ROW_FIELDS[:3] == ("device", "method", "config")
+    assert ROW_FIELDS[3:3 + len(CONFIG_COLUMNS)] == CONFIG_COLUMNS
+
+
+def _row(config, window="w1", decode_s=1.0, device="A"):
+    return WindowResult(device=device, **row_fields(config), window_id=window, window_sha256="s" * 64, dataset="d",
+                        split="test", tokens=10, decode_s=decode_s, rounds=5, proposed=5, accepted=3,
+                        multi_token_rounds=2, drafter_forwards=4, d_s=0.0, v_s=decode_s, o_s=0.0, h_s=0.0,
+                        extrapolated=False, lossless=True)
+
+
+def _results(directory, rows, version=2):
+    results = ResultsDir(directory)
+    results.open({"mode": "replay", "windows": {"digest": "hand"}, "methods": []}, resume=False)
+    results.append(rows)
+    if version == 1:  # as version 1 wrote them: the label stands for the configuration
+        manifest = json.loads(results.manifest_path.read_text())
+        results.manifest_path.write_text(json.dumps({**manifest, "schema_version": 1}))
+        docs = [json.loads(line) for line in results.rows_path.read_text().splitlines()]
+        results.rows_path.write_text("".join(json.dumps({k: v for k, v in d.items() if k not in CONFIG_COLUMNS}) + "\n"
+                                             for d in docs))
+    return results
+
+
+SPECS = ["target", "sd:W=5|8,p_min=0.2,drafter=small", "specasr:k_max=4,tau=0.25", "as2d:B=3,batch=4,H=2,align=positional",
+         "as2d:B=7,conf_stop=0.5,drafter=large"]
+
+
+def test_version_1_rows_load_with_the_fields_their_labels_name(tmp_path):
+    rows = [_row(c) for c in parse_method_specs(SPECS)]
+    v1 = _results(tmp_path / "v1", rows, version=1)
+    assert "width" not in v1.rows_path.read_text()
+    assert v1.rows() == rows == _results(tmp_path / "v2", rows).rows()
+
+
+def test_a_version_1_row_whose_label_names_no_configuration_is_refused(tmp_path):
+    results = _results(tmp_path / "v1", [_row(TargetConfig())], version=1)
+    doc = json.loads(results.rows_path.read_text())
+    results.rows_path.write_text(json.dumps({**doc, "method": "sd", "config": "sd[W=1]"}) + "\n")
+    with pytest.raises(SpecbenchError) as error:
+        results.frame()
+    assert str(error.value) == (f"{results.rows_path}: key 'line 1.config': expected a configuration label, such as "
+                                "sd[W=5] (version 1 row), got 'sd[W=1]'")
+
+
+def test_a_row_whose_label_disagrees_with_its_fields_is_refused(tmp_path):
+    results = _results(tmp_path / "r", [_row(TargetConfig()), _row(SdConfig(width=5), "w2")])
+    docs = [json.loads(line) for line in results.rows_path.read_text().splitlines()]
+    docs[1]["width"] = 6
+    results.rows_path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    with pytest.raises(SpecbenchError) as error:
+        results.frame()
+    assert str(error.value) == (f"{results.rows_path}: key 'row 2.config': expected 'sd[W=6]', as sd with the row's "
+                                "other fields gives, got 'sd[W=5]'")
+    docs[1].update(width=5, budget=3)
+    results.rows_path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    with pytest.raises(SpecbenchError, match=r"key 'row 2.budget': expected None, as sd .* got 3"):
+        results.frame()
+
+
+def test_unknown_versions_are_refused_and_version_1_results_are_not_resumed(tmp_path):
+    results = _results(tmp_path / "v1", [_row(TargetConfig())], version=1)
+    with pytest.raises(SpecbenchError, match="cannot resume schema_version 1 results"):
+        results.open({"mode": "replay", "windows": {"digest": "hand"}, "methods": []}, resume=True)
+    manifest = json.loads(results.manifest_path.read_text())
+    results.manifest_path.write_text(json.dumps({**manifest, "schema_version": 3}))
+    output = CliRunner().invoke(main, ["report", str(results.directory)]).output
+    assert output.splitlines()[0] == (f"Error: {results.manifest_path}: key 'schema_version': expected one of [1, 2] "
+                                      "(this specbench reads these), got 3")
+
+
+def test_an_80_column_pooled_table_tells_configurations_apart(tmp_path):
+    configs = [TargetConfig(), SdConfig(width=5, drafter="smollm2"), SdConfig(width=5, drafter="gemma3"),
+               SdConfig(width=6, drafter="smollm2")]
+    rows = [_row(c, w, decode_s=1.0 + i / 10) for i, c in enumerate(configs) for w in ("w1", "w2")]
+    result = CliRunner().invoke(main, ["report", str(_results(tmp_path / "r", rows).directory)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    pooled = result.output.split("Windows faster / slower")[0].splitlines()
+    assert max(map(len, pooled)) <= 80 and "…" not in result.output
+    assert "on every row: device A" in result.output  # the one device is named once, not in a column
+    header = next(line for line in pooled if line.startswith("config"))
+    assert header.split()[-3:] == ["method", "drafter", "W/B"]
+    firsts = [line for line in pooled if line.startswith("sd[")]
+    assert [line.split()[-3:] for line in firsts] == [["sd", "smollm2", "5"], ["sd", "gemma3", "5"],
+                                                      ["sd", "smollm2", "6"]]
+    # every label is printed whole, folded over lines rather than cut
+    text = "".join(line.split()[0] for line in pooled if line and line[0] not in " ─" and not line.startswith("config"))
+    for config in configs:
+        assert config.label in text
