@@ -102,26 +102,15 @@ class WindowResult:
     sensitivity) or depth-linear (depth sensitivity: the nearest measured segment extended)."""
     depth_extrapolated: bool = False
     """Priced a forward at a KV depth outside the profile's measured depths (False on native
-    rows and on rows written before this field existed)."""
+    rows; version 1 files may lack the key, so it defaults to not flagged)."""
     text: str = ""
-    """The detokenized answer ("" = not recorded: rows written before it existed, or no text available)."""
+    """The detokenized answer ("" = not recorded, or no text available; optional in version 1 files)."""
     placement: str = ""
     """Placement key (docs/METHODS.md §4.1) the row was measured or priced in ("" = not recorded)."""
 
     @property
-    def tokens_per_s(self) -> float:
-        return self.tokens / self.decode_s if self.decode_s > 0 else float("nan")
-
-    @property
-    def degenerate(self) -> bool:
-        return self.tokens == 0
-
-    @property
-    def exposed_drafter_s(self) -> float:
-        return self.d_s - self.o_s
-
-    @property
     def tau(self) -> float:
+        """Tokens per target forward."""
         return self.tokens / self.rounds if self.rounds else float("nan")
 
 
@@ -188,10 +177,6 @@ def rows_frame(docs: Sequence[Mapping]) -> pd.DataFrame:
     for name in CONFIG_COLUMNS:
         frame[name] = pd.Series([doc.get(name) for doc in docs], index=frame.index, dtype=object)
     return frame
-
-
-def row_key(row: WindowResult) -> tuple[str, str, str, str]:
-    return row.device, row.config, row.window_id, row.ratio_fit
 
 
 class ResultsDir:
