@@ -5,8 +5,8 @@ checked against a pinned sha256. The runner's own sources ship inside the packag
 (specbench/native/), so an installed specbench builds as a checkout does. The compiled
 libraries are cached in the specbench cache (specbench.world.dirs), keyed by llama.cpp
 commit + CMake flags, so a second build is a no-op in seconds and a fresh clone or install
-reuses the objects of an earlier one. Standard library only, besides the dirs helper, so
-`scripts/build-runner` runs before anything else of specbench is usable.
+reuses the objects of an earlier one. It imports no more of specbench than errors, file
+hashing and the dirs helper, so `scripts/build-runner` starts fast.
 
 `specbench build-runner` installs into the user data dir; `scripts/build-runner` (and
 `python -m specbench.world.build`) into a checkout's runners/ when run from one.
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 from specbench.errors import SpecbenchError
+from specbench.schemas.fileio import file_sha256
 from specbench.world.dirs import cache_dir, checkout_root, user_runners_dir
 
 SDIST_NAME = "llama-cpp-python"
@@ -113,14 +114,6 @@ def stderr_log(msg: str) -> None:
     print(f"build-runner: {msg}", file=sys.stderr, flush=True)
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def build_key(commit: str, flags: list[str]) -> str:
     """The cache key of a build: one build directory per llama.cpp commit and CMake flags."""
     return hashlib.sha256(json.dumps([commit, flags]).encode()).hexdigest()[:12]
@@ -138,7 +131,7 @@ def fetch_sdist(cache: Path, log: Log = stderr_log) -> Path:
         if subprocess.run(cmd, stdout=sys.stderr).returncode != 0 or not path.exists():
             raise BuildError(f"pip could not download {SDIST_NAME}=={SDIST_VERSION}",
                              "check that the package index is reachable (pip config list)")
-    got = sha256_file(path)
+    got = file_sha256(path)
     if got != SDIST_SHA256:
         raise BuildError(f"{path}: sha256 {got} != expected {SDIST_SHA256}",
                          f"delete {path} and rerun; if it repeats, the index serves a different file")
@@ -287,7 +280,7 @@ def install(built: Path, out_dir: Path, commit: str, flags: list[str], log: Log 
     """Copy the binary to out_dir with a manifest; untouched when nothing changed."""
     out = out_dir / TARGET
     manifest_path = out_dir / "manifest.json"
-    digest = sha256_file(built)
+    digest = file_sha256(built)
     manifest = {
         "sha256": digest,
         "llama_cpp_commit": commit,
@@ -296,7 +289,7 @@ def install(built: Path, out_dir: Path, commit: str, flags: list[str], log: Log 
         "source": f"{SDIST_NAME}=={SDIST_VERSION} sdist sha256 {SDIST_SHA256}",
     }
     old = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
-    if old == manifest and out.exists() and sha256_file(out) == digest:
+    if old == manifest and out.exists() and file_sha256(out) == digest:
         log(f"up to date: {out}")
         return out
     out_dir.mkdir(parents=True, exist_ok=True)
