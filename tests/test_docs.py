@@ -14,8 +14,8 @@ METHODS = REPO / "docs" / "METHODS.md"
 CITATION = re.compile(r"docs/METHODS\.md §(\d+(?:\.\d+)*)")
 OLD_CITATION = re.compile(r"(?<!docs/)\bMETHODS(?:\.md)?\s*(?:§|\d)")
 """A citation of the old spec's numbering (`METHODS §3.2`, `METHODS 5.1`)."""
-CITING = ("specbench/**/*.py", "tests/**/*.py", "bench/*.py", "scripts/*", "native/src/*", "*.md", "*/README.md",
-          "docs/*.md")
+CITING = ("specbench/**/*.py", "tests/**/*.py", "bench/*.py", "scripts/*", "specbench/native/src/*", "*.md", "*/README.md",
+          "specbench/native/README.md", "docs/*.md")
 
 
 def _section(doc: str, heading: str) -> str:
@@ -61,7 +61,7 @@ def test_layout_lists_every_module_and_nothing_else():
     assert not missing, f"README Layout lacks {missing}"
     absent = sorted(e for e in entries if not (REPO / e.rstrip("/")).exists())
     assert not absent, f"README Layout lists what does not exist: {absent}"
-    assert {"docs/", "device_profiles/", "runners/", "results/", "native/", "bench/", "tests/"} <= set(entries)
+    assert {"docs/", "device_profiles/", "runners/", "results/", "specbench/native/", "bench/", "tests/"} <= set(entries)
 
 
 def methods_sections() -> set[str]:

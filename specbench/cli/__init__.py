@@ -35,7 +35,7 @@ def main() -> None:
 
 
 def _register() -> None:
-    from specbench.cli import demo, devices, profile, report, run, select_budget, trace, windows
+    from specbench.cli import build_runner, demo, devices, profile, report, run, select_budget, trace, windows
 
     main.add_command(windows.windows)
     main.add_command(run.run)
@@ -45,6 +45,7 @@ def _register() -> None:
     main.add_command(trace.trace)
     main.add_command(demo.demo)
     main.add_command(devices.devices)
+    main.add_command(build_runner.build_runner)
 
 
 _register()

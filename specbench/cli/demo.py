@@ -12,6 +12,7 @@ from specbench.app.demo import load_demo_results, run_demo
 from specbench.app.progress import progress_bar, stderr
 from specbench.app.report import build_tables
 from specbench.cli.common import RESULTS
+from specbench.cli.devices import runner_option
 from specbench.render.tables import print_rich, render
 
 
@@ -20,6 +21,7 @@ from specbench.render.tables import print_rich, render
               show_default=True, help="Directory for windows, profile, traces, results and report.md.")
 @click.option("--quick", is_flag=True,
               help="Only the first 3 bundled windows, and one configuration per method natively.")
+@runner_option
 def demo(out: Path, quick: bool) -> None:
     """Profile this host, trace the bundled windows with small real models, replay and run
     the methods, and print the report.

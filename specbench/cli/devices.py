@@ -12,6 +12,7 @@ from specbench.app.progress import stderr
 from specbench.errors import SpecbenchError
 from specbench.world.devices.adb import AdbSettings
 from specbench.world.devices.adb_link import SERVER_HOST_ENV, SERVER_PORT_ENV
+from specbench.world.runner import RUNNERS_ENV
 
 SETTINGS_KEY = "specbench.adb_settings"
 
@@ -30,6 +31,14 @@ def adb_server_options(func):
     func = click.option("--adb-host", expose_value=False, is_eager=True, callback=_set_env(SERVER_HOST_ENV),
                         help=f"adb server host, e.g. a machine with the phones (default ${SERVER_HOST_ENV} or 127.0.0.1).")(func)
     return func
+
+
+def runner_option(func):
+    """--runner DIR: the runners directory looked in first, for this host and phones alike."""
+    return click.option("--runner", type=click.Path(exists=True, file_okay=False), expose_value=False,
+                        is_eager=True, callback=_set_env(RUNNERS_ENV), metavar="DIR",
+                        help=f"A directory holding <abi>/specbench-runner, looked in before the user data dir "
+                             f"and a checkout's runners/ (default ${RUNNERS_ENV}).")(func)
 
 
 def _setting(key: str, convert: Callable = lambda v: v):
@@ -65,7 +74,7 @@ def phone_options(func):
     ]
     for option in options:
         func = option(func)
-    return adb_server_options(func)
+    return runner_option(adb_server_options(func))
 
 
 def device_names(specs: Sequence[str]) -> list[str]:

@@ -8,6 +8,7 @@ import click
 
 from specbench.app.progress import progress_bar, stderr
 from specbench.cli.common import TEMPLATE_HELP, existing_file
+from specbench.cli.devices import runner_option
 from specbench.core.methods import parse_method_spec, parse_method_specs
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.errors import SpecbenchError
@@ -43,6 +44,7 @@ from specbench.world.tracing import trace_windows
 @click.option("--split", type=click.Choice(["dev", "test"]), default=None, help="Only windows of this split.")
 @click.option("--threads", type=click.IntRange(1), default=None, help="Threads per model (default: all).")
 @click.option("--device", default="local", show_default=True, help="Where the models run.")
+@runner_option
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("traces"), show_default=True,
               help="Traces directory.")
 @click.option("--resume", is_flag=True, help="Continue interrupted trace files (skips windows already traced).")

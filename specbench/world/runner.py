@@ -1,16 +1,18 @@
 """The native runner from Python: find (or build) it, run a job, stream its JSON lines.
 
-The runner (native/README.md) reads one job as JSON and prints one JSON object per line:
+The runner (specbench/native/README.md) reads one job as JSON and prints one JSON object per line:
 `{"event": ...}`, `{"result": ...}`, or a final `{"error", "hint"}` with a non-zero exit.
 `run_job` turns that error line, a crash or any other non-zero exit into a
 `SpecbenchError` carrying the runner's message, its hint and the tail of its stderr.
+Runners are looked up per ABI in `$SPECBENCH_RUNNERS` (`--runner DIR`), then the user data
+dir (`specbench build-runner`), then a source checkout's runners/ (runners_dirs), so an
+installed specbench and a checkout find theirs the same way.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -23,11 +25,15 @@ from typing import Callable, Sequence
 
 from specbench.errors import SpecbenchError, stderr_tail
 from specbench.schemas.fileio import file_sha256
+from specbench.world.build import NATIVE, default_dest, host_abi
+from specbench.world.dirs import checkout_root, user_runners_dir
 
-REPO = Path(__file__).resolve().parents[2]
-BUILD_SCRIPT = REPO / "scripts" / "build-runner"
-NATIVE_DIR = REPO / "native"
 BINARY = "specbench-runner"
+RUNNER_ENV = "SPECBENCH_RUNNER"
+"""One runner binary for this host, overriding every lookup."""
+RUNNERS_ENV = "SPECBENCH_RUNNERS"
+"""A directory holding <abi>/specbench-runner, looked in first (`--runner DIR` sets it)."""
+BUILD_HINT = "build it with `specbench build-runner` (about 5 minutes the first time, cached after) or pass --runner DIR"
 PROTOCOLS = (1,)
 """Runner protocol versions this specbench speaks."""
 
@@ -50,7 +56,7 @@ class RunnerInfo:
     methods: tuple[str, ...]
     """Methods its decode mode implements, as --version lists them."""
     flags: tuple[str, ...] = ()
-    """CMake flags from runners/<abi>/manifest.json (empty when there is none)."""
+    """CMake flags from <runners>/<abi>/manifest.json (empty when there is none)."""
 
     def as_dict(self) -> dict:
         """The `runner` section of profiles and result manifests."""
@@ -68,54 +74,75 @@ class RunOutput:
     """The runner's own wall time for the job (its `done` event)."""
 
 
-def host_abi() -> str:
-    """runners/<abi> of this machine, named as scripts/build-runner names it."""
-    machine = platform.machine().lower()
-    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
-    return f"{machine}-{platform.system().lower()}"
+def runners_dirs() -> list[Path]:
+    """The directories holding <abi>/specbench-runner, in lookup order: `$SPECBENCH_RUNNERS`
+    (`--runner`), the user data dir (`specbench build-runner`), a checkout's runners/."""
+    dirs = [Path(os.environ[RUNNERS_ENV])] if os.environ.get(RUNNERS_ENV) else []
+    dirs.append(user_runners_dir())
+    root = checkout_root()
+    if root:
+        dirs.append(root / "runners")
+    return dirs
 
 
-def runner_path(abi: str | None = None) -> Path:
-    """`$SPECBENCH_RUNNER`, else runners/<abi>/specbench-runner (where build-runner installs it)."""
-    if os.environ.get("SPECBENCH_RUNNER") and abi is None:
-        return Path(os.environ["SPECBENCH_RUNNER"])
-    return REPO / "runners" / (abi or host_abi()) / BINARY
+def locate_runner(abis: Sequence[str]) -> Path | None:
+    """The first runners_dirs()/<abi>/specbench-runner that exists, trying every directory for
+    each of `abis` (preferred first) before the next directory; None when there is none."""
+    for base in runners_dirs():
+        for abi in abis:
+            path = base / abi / BINARY
+            if path.is_file() and path.stat().st_size > 0:
+                return path
+    return None
+
+
+def looked_in(abis: Sequence[str]) -> str:
+    """The places locate_runner looked, for an error message."""
+    return ", ".join(str(base / abi) for base in runners_dirs() for abi in abis)
+
+
+def runner_path() -> Path:
+    """This host's runner: `$SPECBENCH_RUNNER`, else the first one found (runners_dirs), else
+    where a build would install it (it may not exist)."""
+    if os.environ.get(RUNNER_ENV):
+        return Path(os.environ[RUNNER_ENV])
+    return locate_runner([host_abi()]) or default_dest() / host_abi() / BINARY
 
 
 def is_stale(path: Path) -> bool:
-    """True when a file under native/ is newer than the binary (a rebuild takes ~35 s)."""
-    if not NATIVE_DIR.is_dir() or not path.exists():
+    """True when a file of the runner's sources is newer than the binary (a rebuild takes ~35 s)."""
+    if not NATIVE.is_dir() or not path.exists():
         return False
     built = path.stat().st_mtime
-    return any(f.is_file() and f.stat().st_mtime > built for f in NATIVE_DIR.rglob("*"))
+    return any(f.is_file() and f.stat().st_mtime > built for f in NATIVE.rglob("*"))
 
 
 def find_runner(build: bool = False, on_build_line: Callable[[str], None] | None = None,
                 rebuild_stale: bool = False) -> Path:
-    """The runner for this host; built with scripts/build-runner when missing and `build`."""
+    """The runner for this host (runner_path); built when missing (or stale, with
+    `rebuild_stale`) and `build`, where it was found or else where builds go by default."""
     path = runner_path()
-    if path.exists() and not (rebuild_stale and build and is_stale(path) and "SPECBENCH_RUNNER" not in os.environ):
+    overridden = bool(os.environ.get(RUNNER_ENV))
+    if path.exists() and not (rebuild_stale and build and not overridden and is_stale(path)):
         return path
-    if not build:
-        raise SpecbenchError(f"native runner not found: {path}",
-                             hint="build it with scripts/build-runner (about 5 minutes the first time, cached after)")
+    if not build or overridden:
+        shown = str(path) if overridden else looked_in([host_abi()])
+        raise SpecbenchError(f"native runner for {host_abi()} not found (looked in {shown})", hint=BUILD_HINT)
     try:
-        return build_runner(on_build_line)
+        return build_runner(on_build_line, path.parent.parent)
     except SpecbenchError:
-        if path.exists():  # a stale but working binary beats none (native/ may be mid-edit)
+        if path.exists():  # a stale but working binary beats none (the sources may be mid-edit)
             if on_build_line:
                 on_build_line(f"rebuild failed; using the existing {path}")
             return path
         raise
 
 
-def build_runner(on_line: Callable[[str], None] | None = None) -> Path:
-    """Run scripts/build-runner for the host, streaming its log lines to `on_line`."""
-    if not BUILD_SCRIPT.exists():
-        raise SpecbenchError(f"cannot build the native runner: {BUILD_SCRIPT} not found",
-                             hint="run from a specbench source checkout, or set SPECBENCH_RUNNER to a built binary")
-    proc = subprocess.Popen([sys.executable, str(BUILD_SCRIPT)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, cwd=REPO)
+def build_runner(on_line: Callable[[str], None] | None = None, dest: Path | None = None) -> Path:
+    """Build this host's runner into dest/<abi>/ (default: build.default_dest()) in a child
+    process, streaming its log lines to `on_line`; returns the installed binary."""
+    cmd = [sys.executable, "-m", "specbench.world.build"] + (["--dest", str(dest)] if dest else [])
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     tail: deque[str] = deque(maxlen=6)
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -126,10 +153,10 @@ def build_runner(on_line: Callable[[str], None] | None = None) -> Path:
                 on_line(line)
     if proc.wait() != 0:
         raise SpecbenchError(f"building the native runner failed: {' | '.join(tail)}",
-                             hint="see native/README.md (needs cmake, a C++17 compiler and pip access to PyPI)")
-    path = runner_path()
+                             hint="see specbench/native/README.md (needs cmake, a C++17 compiler and pip access to PyPI)")
+    path = (dest or default_dest()) / host_abi() / BINARY
     if not path.exists():
-        raise SpecbenchError(f"scripts/build-runner finished but {path} is missing")
+        raise SpecbenchError(f"the runner build finished but {path} is missing")
     return path
 
 
@@ -139,18 +166,18 @@ def runner_info(path: Path) -> RunnerInfo:
         done = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60)
     except OSError as exc:
         raise SpecbenchError(f"cannot start the native runner {path}: {exc}",
-                             hint="rebuild it with scripts/build-runner") from None
+                             hint="rebuild it with `specbench build-runner`") from None
     manifest = build_manifest(path)
     info = version_info(done.stdout, path, str(path), manifest.get("sha256") or file_sha256(path),
                         manifest.get("flags", ()))
     if info is None:
         raise SpecbenchError(f"{path} --version did not print a JSON object (exit {done.returncode})"
-                             f"{stderr_tail(done.stderr)}", hint="rebuild it with scripts/build-runner")
+                             f"{stderr_tail(done.stderr)}", hint="rebuild it with `specbench build-runner`")
     return info
 
 
 def build_manifest(binary: Path) -> dict:
-    """runners/<abi>/manifest.json beside a built runner (sha256, CMake flags); {} when absent or unreadable."""
+    """<abi>/manifest.json beside a built runner (sha256, CMake flags); {} when absent or unreadable."""
     try:
         return json.loads((binary.parent / "manifest.json").read_text())
     except (OSError, json.JSONDecodeError):
@@ -170,13 +197,13 @@ def version_info(stdout: str, path: Path, shown: str, sha256: str,
         return None
     if doc.get("protocol") not in PROTOCOLS:
         raise SpecbenchError(f"{shown}: runner protocol {doc.get('protocol')} is not one this specbench speaks "
-                             f"({list(PROTOCOLS)})", hint="rebuild the runner from this checkout (scripts/build-runner)")
+                             f"({list(PROTOCOLS)})", hint="rebuild the runner for this specbench (`specbench build-runner`)")
     listed = {}
     for key in ("modes", "methods"):
         names = doc.get(key)
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise SpecbenchError(f"{shown}: --version key '{key}': expected a list of names, got {names!r}",
-                                 hint="rebuild the runner from this checkout (scripts/build-runner)")
+                                 hint="rebuild the runner for this specbench (`specbench build-runner`)")
         listed[key] = tuple(names)
     return RunnerInfo(path, str(doc.get("version", "?")), int(doc["protocol"]), str(doc.get("llama_cpp_commit", "?")),
                       str(doc.get("system_info", "")), sha256, listed["modes"], listed["methods"], tuple(flags))
@@ -199,7 +226,7 @@ def run_job(path: Path, job: dict, on_line: LineHandler | None = None, timeout_s
                                     stderr=subprocess.PIPE, text=True, bufsize=1)
         except OSError as exc:
             raise SpecbenchError(f"cannot start the native runner {path}: {exc}",
-                                 hint="build it with scripts/build-runner") from None
+                                 hint=BUILD_HINT) from None
         tail_lines: deque[str] = deque(maxlen=8)
         reader = threading.Thread(target=_drain, args=(proc.stderr, tail_lines), daemon=True)
         reader.start()

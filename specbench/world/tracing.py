@@ -106,10 +106,10 @@ def template_error(model: ModelFile, template: str, exc: SpecbenchError) -> Spec
 
 def window_pcm(window: Window) -> Path:
     """The window's 16 kHz mono samples as raw little-endian float32 (the runner's audio input),
-    cached under $SPECBENCH_CACHE/audio by window sha256; the samples must still hash to the
+    cached under audio/ of the specbench cache (world/dirs.py) by window sha256; the samples must still hash to the
     window's sha256 (the audio file has not changed since `specbench windows`)."""
     from specbench.world.audio import audio_window_sha256, load_window_audio
-    from specbench.world.models import cache_dir
+    from specbench.world.dirs import cache_dir
 
     path = cache_dir() / "audio" / f"{window.window_sha256}.f32"
     if path.is_file():

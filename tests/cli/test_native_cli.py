@@ -20,6 +20,7 @@ from specbench.schemas.profiles import load_profile
 from specbench.schemas.results import ROW_FIELDS, load_results
 from specbench.schemas.traces import load_trace_dir
 from specbench.schemas.windows import make_text_window, save_windows
+from specbench.world.build import host_abi
 from specbench.world.devices.local import LocalDevice
 from tests.native.conftest import runner, tiny  # noqa: F401  (fixtures)
 
@@ -179,6 +180,22 @@ def test_unknown_job_key_is_one_line(study, tmp_path):
                           f"near={study['tiny'].near}", "--out", tmp_path / "t", env={"SPECBENCH_RUNNER": str(wrapper)})
     line = error_line(output)
     assert code == 1 and "unknown job key 'captain'" in line and "known keys" in line
+
+
+def test_runner_dir_is_looked_in_first(study, tmp_path, monkeypatch):
+    """--runner DIR (a directory of <abi>/specbench-runner) wins over the user data dir and the checkout's runners/."""
+    monkeypatch.delenv("SPECBENCH_RUNNER", raising=False)
+    monkeypatch.setenv("SPECBENCH_RUNNERS", "")  # --runner sets it for the process; restored after the test
+    marker = tmp_path / "used"
+    wrapper = tmp_path / "mine" / host_abi() / "specbench-runner"
+    wrapper.parent.mkdir(parents=True)
+    wrapper.write_text(f"#!/bin/sh\ntouch {marker}\nexec {study['runner']} \"$@\"\n")
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+    code, output = invoke("trace", study["windows"], "--target", study["tiny"].target, "--drafter",
+                          f"near={study['tiny'].near}", "--k-max", 4, "--runner", tmp_path / "mine",
+                          "--out", tmp_path / "t")
+    assert code == 0, output
+    assert marker.exists() and (tmp_path / "t" / "near.jsonl").exists()
 
 
 def test_a_native_run_in_another_placement_than_its_profile_is_refused(study, tmp_path):

@@ -7,9 +7,10 @@ import shutil
 
 import pytest
 
-from specbench.world.devices.adb import RUNNERS_DIR, open_adb_device
+from specbench.world.devices.adb import open_adb_device
+from specbench.world.dirs import checkout_root
 
-AARCH64 = RUNNERS_DIR / "aarch64-linux" / "specbench-runner"
+AARCH64 = checkout_root() / "runners" / "aarch64-linux" / "specbench-runner"
 
 
 @pytest.fixture

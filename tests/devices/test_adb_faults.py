@@ -105,7 +105,7 @@ def test_wrong_abi_names_it_and_how_to_build(x86_phone):
     x86_phone.phone.set_abi("mips")
     with pytest.raises(SpecbenchError, match="no specbench-runner for ABI mips") as caught:
         open_adb_device(x86_phone.serial).runner()
-    assert "scripts/build-runner --android" in caught.value.hint
+    assert "specbench build-runner --android-ndk" in caught.value.hint
 
 
 def test_no_space_left_is_one_clear_error(x86_phone, tiny):

@@ -1,4 +1,5 @@
-"""Offline checks of the demo-model cache and the build script's recipes (no download, no compile)."""
+"""Offline checks of the demo-model cache, the build's recipes and where runners and caches are
+looked for (no download, no compile)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from specbench.errors import SpecbenchError
-from specbench.world import models
+from specbench.world import build, dirs, models, runner
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -62,3 +63,62 @@ def test_android_without_an_ndk_fails_with_a_hint(monkeypatch):
     done = build_runner("--android")
     assert done.returncode == 1
     assert "needs the Android NDK" in done.stderr and "hint: set ANDROID_NDK" in done.stderr
+
+
+def test_the_cache_is_specbench_cache_else_the_xdg_cache_dir(tmp_path, monkeypatch):
+    monkeypatch.delenv("SPECBENCH_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert dirs.cache_dir() == tmp_path / "xdg" / "specbench"
+    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "mine"))
+    assert dirs.cache_dir() == tmp_path / "mine"
+
+
+def _fake_runner(base, abi):
+    path = base / abi / "specbench-runner"
+    path.parent.mkdir(parents=True)
+    path.write_text("#!/bin/sh\n")
+    return path
+
+
+def test_runner_lookup_order_runners_env_then_user_data_then_checkout(tmp_path, monkeypatch):
+    monkeypatch.delenv("SPECBENCH_RUNNER", raising=False)
+    monkeypatch.delenv("SPECBENCH_RUNNERS", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert runner.runners_dirs() == [tmp_path / "data" / "specbench" / "runners", REPO / "runners"]
+    assert runner.locate_runner(["no-such-abi"]) is None
+    user = _fake_runner(tmp_path / "data" / "specbench" / "runners", "x86_64-linux")
+    assert runner.locate_runner(["x86_64-linux"]) == user
+    mine = _fake_runner(tmp_path / "mine", "aarch64-linux")
+    monkeypatch.setenv("SPECBENCH_RUNNERS", str(tmp_path / "mine"))
+    # a directory's candidates all come before the next directory's
+    assert runner.locate_runner(["x86_64-linux", "aarch64-linux"]) == mine
+    monkeypatch.setenv("SPECBENCH_RUNNER", str(tmp_path / "one"))
+    assert runner.runner_path() == tmp_path / "one"  # one binary for this host overrides the lookup
+
+
+def test_a_missing_runner_names_the_places_and_how_to_build(tmp_path, monkeypatch):
+    monkeypatch.delenv("SPECBENCH_RUNNER", raising=False)
+    monkeypatch.setenv("SPECBENCH_RUNNERS", str(tmp_path / "none"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    for module in (runner, build):
+        monkeypatch.setattr(module, "checkout_root", lambda: None)  # as installed
+    with pytest.raises(SpecbenchError, match="native runner for .* not found") as err:
+        runner.find_runner()
+    assert str(tmp_path / "none") in str(err.value) and str(tmp_path / "data" / "specbench" / "runners") in str(err.value)
+    assert "specbench build-runner" in err.value.hint and "--runner DIR" in err.value.hint
+
+
+def test_build_runner_command_dry_run_and_its_refusals(tmp_path):
+    from click.testing import CliRunner
+
+    from specbench.cli import main
+
+    done = CliRunner().invoke(main, ["build-runner", "--aarch64-linux", "--no-mtmd", "--dry-run"])
+    assert done.exit_code == 0 and "-DCMAKE_SYSTEM_PROCESSOR=aarch64" in done.output
+    assert "-DSPECBENCH_WITH_MTMD=OFF" in done.output and str(build.NATIVE) in done.output
+    done = CliRunner().invoke(main, ["build-runner", "--android-ndk", str(tmp_path), "--opencl", "--dry-run"])
+    assert done.exit_code == 0 and f"-DCMAKE_TOOLCHAIN_FILE={tmp_path}/build/cmake/android.toolchain.cmake" in done.output
+    done = CliRunner().invoke(main, ["build-runner", "--aarch64-linux", "--native"])
+    assert done.exit_code == 2 and "choose one of" in done.output
+    done = CliRunner().invoke(main, ["build-runner", "--android-ndk", str(tmp_path)])
+    assert done.exit_code == 1 and f"Error: {tmp_path} is not an Android NDK" in done.output

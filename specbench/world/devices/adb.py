@@ -30,11 +30,12 @@ from specbench.world.devices import adb_state as st
 from specbench.world.devices import adb_watch as watch
 from specbench.world.devices.adb_link import AdbLink
 from specbench.world.runner import (
-    REPO,
     LineHandler,
     RunnerInfo,
     RunOutput,
     build_manifest,
+    locate_runner,
+    looked_in,
     take_line,
     version_info,
     with_wall_time,
@@ -42,7 +43,6 @@ from specbench.world.runner import (
 
 WORKDIR = "/data/local/tmp/specbench"
 RUNNER = "specbench-runner"
-RUNNERS_DIR = REPO / "runners"
 UNMEASURED_MODES = ("tokenize", "detokenize")
 """Jobs that measure nothing: no snapshots, no cool-down around them."""
 FRESH_S = 2.0
@@ -50,7 +50,7 @@ FRESH_S = 2.0
 
 
 def runner_dirs(abi: str, gpu: bool) -> tuple[str, ...]:
-    """runners/<dir> candidates for a phone ABI, preferred first (the static aarch64 Linux
+    """<runners>/<dir> candidates for a phone ABI, preferred first (the static aarch64 Linux
     build runs on Android too, CPU only)."""
     if abi == "arm64-v8a":
         android = ("arm64-v8a-android-opencl", "arm64-v8a-android") if gpu else ("arm64-v8a-android",)
@@ -174,19 +174,15 @@ class AdbDevice:
 
     def _runner_local(self) -> Path:
         ident = self._identity()
-        gpu = not self._cpu_only()
-        tried = []
-        for abi in ident["abilist"]:
-            for name in runner_dirs(abi, gpu):
-                tried.append(f"runners/{name}")
-                path = RUNNERS_DIR / name / RUNNER
-                if path.is_file() and path.stat().st_size > 0:
-                    return path
+        names = [name for abi in ident["abilist"] for name in runner_dirs(abi, not self._cpu_only())]
+        path = locate_runner(names)
+        if path is not None:
+            return path
         abis = ",".join(ident["abilist"]) or "unknown"
-        looked = f" (looked in {', '.join(tried)})" if tried else " (specbench has no runner build for it)"
+        looked = f" (looked in {looked_in(names)})" if names else " (specbench has no runner build for it)"
         raise SpecbenchError(f"phone {self.serial}: no specbench-runner for ABI {abis}{looked}",
-                             hint="for arm64-v8a: scripts/build-runner --android (NDK, see native/README.md) or "
-                                  "scripts/build-runner --aarch64-linux (CPU only)")
+                             hint="for arm64-v8a: specbench build-runner --android-ndk PATH (see specbench/native/README.md) "
+                                  "or specbench build-runner --aarch64-linux (CPU only); or pass --runner DIR")
 
     def runner(self) -> RunnerInfo:
         if self._info is None:
@@ -200,13 +196,13 @@ class AdbDevice:
                 self._push(local, f"{WORKDIR}/{RUNNER}", sha, 0o755)
                 done = self.link.shell(f"cd {WORKDIR} && {self._exec(self.cores())} --version",
                                        "starting the runner", timeout_s=120, check=False)
-            shown = f"phone {self.serial}: {local.relative_to(REPO)}"
+            shown = f"phone {self.serial}: {local}"
             self._info = version_info(done.stdout, Path(f"{WORKDIR}/{RUNNER}"), shown, sha,
                                       build_manifest(local).get("flags", ()))
             if self._info is None:
                 raise SpecbenchError(f"{shown} does not run there (exit {done.returncode}; "
                                      f"ABI {self._identity()['abi']}){stderr_tail(done.stderr)}",
-                                     hint="the binary must match the phone's ABI: rebuild it (native/README.md)")
+                                     hint="the binary must match the phone's ABI: rebuild it (specbench/native/README.md)")
         return self._info
 
     def _push(self, local: Path, remote: str, sha: str, mode: int) -> None:

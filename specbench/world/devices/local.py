@@ -17,7 +17,8 @@ from specbench.world.runner import LineHandler, RunnerInfo, RunOutput, find_runn
 
 
 class LocalDevice:
-    """The host; `runner` defaults to runners/<abi>/specbench-runner (or $SPECBENCH_RUNNER)."""
+    """The host; `runner` defaults to $SPECBENCH_RUNNER, else the first <abi>/specbench-runner in
+    $SPECBENCH_RUNNERS, the user data dir or a checkout's runners/ (world/runner.py's runner_path)."""
 
     def __init__(self, name: str = "local", runner: Path | None = None, sys_root: Path = Path("/")):
         self.name = name

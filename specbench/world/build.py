@@ -1,0 +1,339 @@
+"""Build the native specbench-runner on llama.cpp and install it under <runners>/<abi>/.
+
+llama.cpp comes from the llama-cpp-python sdist on PyPI (the only reachable source),
+checked against a pinned sha256. The runner's own sources ship inside the package
+(specbench/native/), so an installed specbench builds as a checkout does. The compiled
+libraries are cached in the specbench cache (specbench.world.dirs), keyed by llama.cpp
+commit + CMake flags, so a second build is a no-op in seconds and a fresh clone or install
+reuses the objects of an earlier one. It imports no more of specbench than errors, file
+hashing and the dirs helper, so `scripts/build-runner` starts fast.
+
+`specbench build-runner` installs into the user data dir; `scripts/build-runner` (and
+`python -m specbench.world.build`) into a checkout's runners/ when run from one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from specbench.errors import SpecbenchError
+from specbench.schemas.fileio import file_sha256
+from specbench.world.dirs import cache_dir, checkout_root, user_runners_dir
+
+SDIST_NAME = "llama-cpp-python"
+SDIST_VERSION = "0.3.36"
+SDIST_FILE = f"llama_cpp_python-{SDIST_VERSION}.tar.gz"
+SDIST_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
+TOP = f"llama_cpp_python-{SDIST_VERSION}"
+LLAMA_PREFIX = f"{TOP}/vendor/llama.cpp/"
+# The sdist keeps the submodule's git metadata; its HEAD names the llama.cpp commit.
+LLAMA_HEAD = f"{TOP}/.git/modules/vendor/llama.cpp/HEAD"
+
+NATIVE = Path(__file__).resolve().parents[1] / "native"
+"""The runner's CMake project, shipped as package data."""
+TARGET = "specbench-runner"
+
+# AVX2 baseline: GGML_NATIVE=ON crashes in these sandboxes (AMX advertised, not granted).
+X86_BASELINE = ["-DGGML_NATIVE=OFF", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON"]
+COMMON = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF"]
+ANDROID = [
+    "-DANDROID_ABI=arm64-v8a",
+    "-DANDROID_PLATFORM=android-28",
+    "-DANDROID_STL=c++_static",
+    "-DGGML_NATIVE=OFF",
+    "-DGGML_OPENMP=OFF",
+    "-DGGML_LLAMAFILE=OFF",
+]
+# Debian's gcc-aarch64-linux-gnu; the static binary runs under qemu-aarch64 and from adb shell.
+AARCH64_LINUX = [
+    "-DCMAKE_SYSTEM_NAME=Linux",
+    "-DCMAKE_SYSTEM_PROCESSOR=aarch64",
+    "-DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc",
+    "-DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++",
+    "-DGGML_NATIVE=OFF",
+    "-DGGML_OPENMP=OFF",
+    "-DSPECBENCH_FULLY_STATIC=ON",
+]
+OPENCL = ["-DGGML_OPENCL=ON", "-DGGML_OPENCL_EMBED_KERNELS=ON", "-DGGML_OPENCL_USE_ADRENO_KERNELS=ON"]
+DEFAULT_ARM_ARCH = "armv8.2-a+dotprod+fp16"
+
+Log = Callable[[str], None]
+
+
+class BuildError(SpecbenchError):
+    """A build problem with a clear fix (message + hint)."""
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """What to build: the host's baseline unless one of native, android, aarch64_linux."""
+
+    native: bool = False
+    """GGML_NATIVE=ON: tuned for the building CPU (not for sandboxes: AMX)."""
+    android: bool = False
+    """Cross-build for arm64 Android with the NDK (`ndk`, else $ANDROID_NDK / $ANDROID_NDK_HOME)."""
+    aarch64_linux: bool = False
+    """Cross-build a static aarch64 Linux binary with Debian's cross gcc."""
+    ndk: str | None = None
+    """The Android NDK's root directory."""
+    arm_arch: str = DEFAULT_ARM_ARCH
+    """GGML_CPU_ARM_ARCH for the arm builds."""
+    opencl: bool = False
+    """With android: the OpenCL backend for Adreno GPUs."""
+    no_mtmd: bool = False
+    """Do not link libmtmd (no audio path; faster build)."""
+    jobs: int = 2
+    """Parallel compile jobs."""
+
+    def ndk_root(self) -> str | None:
+        return self.ndk or os.environ.get("ANDROID_NDK") or os.environ.get("ANDROID_NDK_HOME") or None
+
+
+def default_dest() -> Path:
+    """Where a build installs unless told: a checkout's runners/ when running from one, else the user's."""
+    root = checkout_root()
+    return root / "runners" if root else user_runners_dir()
+
+
+def stderr_log(msg: str) -> None:
+    print(f"build-runner: {msg}", file=sys.stderr, flush=True)
+
+
+def build_key(commit: str, flags: list[str]) -> str:
+    """The cache key of a build: one build directory per llama.cpp commit and CMake flags."""
+    return hashlib.sha256(json.dumps([commit, flags]).encode()).hexdigest()[:12]
+
+
+def fetch_sdist(cache: Path, log: Log = stderr_log) -> Path:
+    """The llama-cpp-python sdist, downloaded once through pip and always sha256-checked."""
+    sdist_dir = cache / "sdist"
+    path = sdist_dir / SDIST_FILE
+    if not path.exists():
+        sdist_dir.mkdir(parents=True, exist_ok=True)
+        log(f"downloading {SDIST_NAME}=={SDIST_VERSION} sdist (76.6 MB) with pip")
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+               f"{SDIST_NAME}=={SDIST_VERSION}", "-d", str(sdist_dir)]
+        if subprocess.run(cmd, stdout=sys.stderr).returncode != 0 or not path.exists():
+            raise BuildError(f"pip could not download {SDIST_NAME}=={SDIST_VERSION}",
+                             "check that the package index is reachable (pip config list)")
+    got = file_sha256(path)
+    if got != SDIST_SHA256:
+        raise BuildError(f"{path}: sha256 {got} != expected {SDIST_SHA256}",
+                         f"delete {path} and rerun; if it repeats, the index serves a different file")
+    return path
+
+
+def extract_llama(sdist: Path, cache: Path, log: Log = stderr_log) -> tuple[Path, str]:
+    """vendor/llama.cpp extracted once (atomically) per sdist hash; returns (dir, commit)."""
+    dest = cache / "src" / f"llama.cpp-{SDIST_VERSION}-{SDIST_SHA256[:12]}"
+    stamp = dest / ".specbench-commit"
+    if stamp.exists():
+        return dest, stamp.read_text().strip()
+    log(f"extracting vendor/llama.cpp to {dest}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=dest.parent))
+    commit = "unknown"
+    with tarfile.open(sdist, "r:gz") as tar:
+        members = []
+        for m in tar:
+            if m.name == LLAMA_HEAD:
+                commit = tar.extractfile(m).read().decode().strip()
+            elif m.name.startswith(LLAMA_PREFIX) and not m.name.startswith(LLAMA_PREFIX + ".git"):
+                m.name = m.name[len(LLAMA_PREFIX):]
+                members.append(m)
+        kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        tar.extractall(tmp, members=members, **kwargs)
+    (tmp / ".specbench-commit").write_text(commit + "\n")
+    if dest.exists():  # a half-finished earlier extraction without its stamp
+        shutil.rmtree(dest)
+    tmp.rename(dest)
+    return dest, commit
+
+
+def host_abi() -> str:
+    """runners/<abi> of this machine: x86_64-linux, aarch64-linux, ..."""
+    machine = platform.machine().lower()
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+    return f"{machine}-{platform.system().lower()}"
+
+
+def flag_set(req: BuildRequest) -> tuple[str, list[str]]:
+    """(abi, cmake -D flags) for the requested target; the flags key the build cache."""
+    flags = list(COMMON)
+    if req.android:
+        ndk = req.ndk_root() or "$ANDROID_NDK"
+        flags += [f"-DCMAKE_TOOLCHAIN_FILE={ndk}/build/cmake/android.toolchain.cmake"] + ANDROID
+        flags += [f"-DGGML_CPU_ARM_ARCH={req.arm_arch}"]
+        if req.opencl:
+            flags += OPENCL
+        abi = "arm64-v8a-android" + ("-opencl" if req.opencl else "")
+    elif req.aarch64_linux:
+        flags += AARCH64_LINUX + [f"-DGGML_CPU_ARM_ARCH={req.arm_arch}"]
+        abi = "aarch64-linux"
+    elif req.native:
+        flags += ["-DGGML_NATIVE=ON"]
+        abi = host_abi() + "-native"
+    else:
+        flags += X86_BASELINE if host_abi().startswith("x86_64") else ["-DGGML_NATIVE=OFF"]
+        abi = host_abi()
+    flags += [f"-DSPECBENCH_WITH_MTMD={'OFF' if req.no_mtmd else 'ON'}"]
+    return abi, flags
+
+
+def dry_run(req: BuildRequest) -> str:
+    """The cmake commands a build would run, without running them."""
+    _, flags = flag_set(req)
+    return (f"cmake -S {NATIVE} -B build " + " ".join(flags + ["-DLLAMA_CPP_DIR=<cache>/src/llama.cpp-…"])
+            + f"\ncmake --build build --target {TARGET} -j{req.jobs}")
+
+
+def sync_tree(src: Path, dst: Path) -> None:
+    """Mirror the native sources into the cached build's source dir, touching only changed files.
+
+    The CMake source dir must stay the same path for a cached build dir, and unchanged
+    files must keep their mtimes so that the build stays a no-op.
+    """
+    wanted = set()
+    for f in src.rglob("*"):
+        if f.is_dir() or "__pycache__" in f.parts:
+            continue
+        rel = f.relative_to(src)
+        wanted.add(rel)
+        out = dst / rel
+        if not out.exists() or out.read_bytes() != f.read_bytes():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, out)
+    for f in list(dst.rglob("*")):
+        if f.is_file() and f.relative_to(dst) not in wanted:
+            f.unlink()
+
+
+@contextlib.contextmanager
+def locked(path: Path):
+    """One build per cache key at a time (two clones or a test run may race)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def run(cmd: list[str], log: Log = stderr_log, **kw) -> None:
+    log("$ " + " ".join(cmd))
+    if subprocess.run(cmd, stdout=sys.stderr, **kw).returncode != 0:
+        raise BuildError(f"command failed: {cmd[0]} {cmd[1] if len(cmd) > 1 else ''}",
+                         "see the compiler output above")
+
+
+def check_tools(req: BuildRequest) -> None:
+    """The toolchain the request needs, each missing piece with how to get it."""
+    if req.android and not req.ndk_root():
+        raise BuildError("an Android build needs the Android NDK",
+                         "set ANDROID_NDK=/path/to/android-ndk-r27 or pass --android-ndk PATH "
+                         "(see specbench/native/README.md)")
+    if req.android and not (Path(req.ndk_root()) / "build" / "cmake" / "android.toolchain.cmake").is_file():
+        raise BuildError(f"{req.ndk_root()} is not an Android NDK (no build/cmake/android.toolchain.cmake)",
+                         "pass the NDK's root directory, e.g. ~/Android/Sdk/ndk/27.2.12479018")
+    if req.aarch64_linux and shutil.which("aarch64-linux-gnu-g++") is None:
+        raise BuildError("--aarch64-linux needs the cross compiler",
+                         "apt-get install g++-aarch64-linux-gnu (and qemu-user-static to run it)")
+    if shutil.which("cmake") is None:
+        raise BuildError("cmake not found on PATH", "install cmake >= 3.16 (apt-get install cmake)")
+
+
+def build(req: BuildRequest, dest: Path | None = None, cache: Path | None = None, log: Log = stderr_log) -> Path:
+    """Build the runner for `req` in the cache and install it as <dest>/<abi>/specbench-runner
+    (dest: default_dest()); returns the installed binary."""
+    cache = cache or cache_dir()
+    abi, flags = flag_set(req)
+    check_tools(req)
+    llama_dir, commit = extract_llama(fetch_sdist(cache, log), cache, log)
+    bdir = cache / "build" / f"{abi}-{commit[:10]}-{build_key(commit, flags)}"
+    with locked(cache / "build" / f"{bdir.name}.lock"):
+        sync_tree(NATIVE, bdir / "native")
+        if not (bdir / "obj" / "CMakeCache.txt").exists():
+            gen = ["-G", "Ninja"] if shutil.which("ninja") else []
+            run(["cmake", "-S", str(bdir / "native"), "-B", str(bdir / "obj"), *gen, *flags,
+                 f"-DLLAMA_CPP_DIR={llama_dir}", f"-DSPECBENCH_LLAMA_COMMIT={commit}"], log)
+        t0 = time.time()
+        run(["cmake", "--build", str(bdir / "obj"), "--target", TARGET, f"-j{req.jobs}"], log)
+        log(f"build step took {time.time() - t0:.1f} s")
+        built = bdir / "obj" / TARGET
+    return install(built, (dest or default_dest()) / abi, commit, flags, log)
+
+
+def install(built: Path, out_dir: Path, commit: str, flags: list[str], log: Log = stderr_log) -> Path:
+    """Copy the binary to out_dir with a manifest; untouched when nothing changed."""
+    out = out_dir / TARGET
+    manifest_path = out_dir / "manifest.json"
+    digest = file_sha256(built)
+    manifest = {
+        "sha256": digest,
+        "llama_cpp_commit": commit,
+        "flags": flags,
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(built.stat().st_mtime)),
+        "source": f"{SDIST_NAME}=={SDIST_VERSION} sdist sha256 {SDIST_SHA256}",
+    }
+    old = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
+    if old == manifest and out.exists() and file_sha256(out) == digest:
+        log(f"up to date: {out}")
+        return out
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    shutil.copy2(built, tmp)
+    tmp.chmod(0o755)
+    tmp.replace(out)  # atomic: a test run never sees a half-copied binary
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    log(f"installed {out} (sha256 {digest[:12]}…)")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """scripts/build-runner's command line (argparse: it runs before click may be installed)."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                epilog="See specbench/native/README.md for the Android recipe.")
+    target = p.add_mutually_exclusive_group()
+    target.add_argument("--native", action="store_true", help="GGML_NATIVE=ON: tune for this CPU (user machines only)")
+    target.add_argument("--android", action="store_true", help="cross-build for arm64 Android with $ANDROID_NDK")
+    target.add_argument("--aarch64-linux", action="store_true", help="cross-build a static aarch64 Linux binary (Debian cross gcc)")
+    p.add_argument("--android-ndk", metavar="PATH", help="the NDK's root (implies --android; default $ANDROID_NDK)")
+    p.add_argument("--arm-arch", default=DEFAULT_ARM_ARCH,
+                   help="GGML_CPU_ARM_ARCH for --android/--aarch64-linux (e.g. armv8.6-a+dotprod+fp16+i8mm)")
+    p.add_argument("--opencl", action="store_true", help="with --android: OpenCL backend for Adreno GPUs")
+    p.add_argument("--no-mtmd", action="store_true", help="do not link libmtmd (no audio path; faster build)")
+    p.add_argument("-j", "--jobs", type=int, default=2, help="parallel compile jobs (default 2)")
+    p.add_argument("--cache", help="cache dir (default $SPECBENCH_CACHE or the user cache dir, ~/.cache/specbench)")
+    p.add_argument("--dest", help="install into DEST/<abi>/ (default: this checkout's runners/, else the user data dir)")
+    p.add_argument("--dry-run", action="store_true", help="print the cmake commands and exit")
+    args = p.parse_args(argv)
+    req = BuildRequest(native=args.native, android=args.android or bool(args.android_ndk),
+                       aarch64_linux=args.aarch64_linux, ndk=args.android_ndk, arm_arch=args.arm_arch,
+                       opencl=args.opencl, no_mtmd=args.no_mtmd, jobs=args.jobs)
+    if args.dry_run:
+        print(dry_run(req))
+        return 0
+    try:
+        out = build(req, Path(args.dest) if args.dest else None, Path(args.cache) if args.cache else None)
+    except BuildError as e:
+        print(f"build-runner: error: {e.args[0]}" + (f"\n  hint: {e.hint}" if e.hint else ""), file=sys.stderr)
+        return 1
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
