@@ -26,9 +26,9 @@ from typing import Callable, Sequence
 from specbench.errors import SpecbenchError, stderr_tail
 from specbench.schemas.fileio import file_sha256
 from specbench.world.build import NATIVE, default_dest, host_abi
+from specbench.world.build import TARGET as BINARY
 from specbench.world.dirs import checkout_root, user_runners_dir
 
-BINARY = "specbench-runner"
 RUNNER_ENV = "SPECBENCH_RUNNER"
 """One runner binary for this host, overriding every lookup."""
 RUNNERS_ENV = "SPECBENCH_RUNNERS"

@@ -29,6 +29,7 @@ from specbench.schemas.fileio import file_sha256, safe_name
 from specbench.world.devices import adb_state as st
 from specbench.world.devices import adb_watch as watch
 from specbench.world.devices.adb_link import AdbLink
+from specbench.world.runner import BINARY as RUNNER
 from specbench.world.runner import (
     LineHandler,
     RunnerInfo,
@@ -42,7 +43,6 @@ from specbench.world.runner import (
 )
 
 WORKDIR = "/data/local/tmp/specbench"
-RUNNER = "specbench-runner"
 UNMEASURED_MODES = ("tokenize", "detokenize")
 """Jobs that measure nothing: no snapshots, no cool-down around them."""
 FRESH_S = 2.0
