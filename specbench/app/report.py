@@ -24,6 +24,7 @@ from specbench.schemas.results import ROWS, load_results
 from specbench.schemas.windows import load_windows
 
 TEXT_DIFFERS = "WARNING: answer text differs between methods"
+SILENT = "WARNING: drafter contributed nothing"
 DIVERGENT = "Divergent windows, excluded from every table"
 
 
@@ -183,6 +184,7 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: Mapping[str, As2
         _per_configuration("Acceptance and forwards" + suffix, metrics.ORDER["counts"], metrics.counts(main),
                            {"tau": ".3f", "acceptance": ".3f", "coverage": ".3f", "multi_token_fraction": ".3f",
                             "target_forwards": None, "drafter_forwards": None}),
+        *position_tables(main, suffix),
         _per_configuration("Time decomposition T = D + V - O + H (seconds)" + suffix, metrics.ORDER["decomposition"],
                            metrics.decomposition(main),
                            dict.fromkeys(("decode_s", "d_s", "v_s", "o_s", "h_s", "exposed_drafter_s"), ".3f")),
@@ -252,6 +254,25 @@ def _per_configuration(title: str, order: str, table: pd.DataFrame, measures: Ma
     frame["drafter"] = table["drafter"]
     frame["W/B"] = [_width_or_budget(*values) for values in zip(table["method"], table["width"], table["budget"])]
     return Table(title, order, frame, {c: spec for c, spec in measures.items() if spec}, IDENTITY)
+
+
+def position_tables(rows: pd.DataFrame, suffix: str) -> list[Table]:
+    """Per-position acceptance, and the configurations whose drafter contributed nothing
+    (both empty when no row records per-position counts or every drafter helped)."""
+    tables = []
+    positions = metrics.per_position(rows)
+    if len(positions):
+        tables.append(_per_configuration("Per-position acceptance P(accept at k | reached k)" + suffix,
+                                         metrics.ORDER["positions"], positions,
+                                         {"position": None, "reached": None, "accepted": None,
+                                          "acceptance": ".3f"}))
+    silent = metrics.silent_drafters(rows)
+    if len(silent):
+        count = len(silent)
+        tables.append(Table(f"{SILENT} ({count} dataset x configuration{'' if count == 1 else 's'})" + suffix,
+                            metrics.ORDER["silent"], silent[["dataset", "device", "config", "windows", "proposed",
+                                                             "accepted", "problem"]]))
+    return tables
 
 
 def _width_or_budget(method: str, width: int | None, budget: int | None) -> str | None:
@@ -361,6 +382,10 @@ def make_figures(loaded: Loaded, directory: Path, horizon: bool = False) -> dict
         figures[f"cdf-{device}"] = plots.save(fig, directory / f"cdf-{device}")
         fig, _ = plots.decomposition_bars(metrics.decomposition(main), device)
         figures[f"dvoh-{device}"] = plots.save(fig, directory / f"dvoh-{device}")
+        positions = metrics.per_position(main[main["device"] == device])
+        if len(positions):
+            fig, _ = plots.position_acceptance(positions, device)
+            figures[f"positions-{device}"] = plots.save(fig, directory / f"positions-{device}")
     profiles = _profiles(loaded)
     if profiles:
         fig, _ = plots.width_cost([load_profile(p) for p in profiles])

@@ -107,6 +107,11 @@ class WindowResult:
     """The detokenized answer ("" = not recorded, or no text available; optional in version 1 files)."""
     placement: str = ""
     """Placement key (docs/METHODS.md §4.1) the row was measured or priced in ("" = not recorded)."""
+    reached_at: tuple[int, ...] = ()
+    """Verifications that reached draft position k, at index k - 1 (docs/METHODS.md §7.3; () = none
+    reached any, or not recorded)."""
+    accepted_at: tuple[int, ...] = ()
+    """Verifications that accepted the candidate at draft position k, at index k - 1."""
 
     @property
     def tau(self) -> float:
@@ -115,7 +120,7 @@ class WindowResult:
 
 
 ROW_FIELDS = tuple(f.name for f in fields(WindowResult))
-_TYPES = {"int": int, "float": float, "str": str, "bool": bool}
+_TYPES = {"int": int, "float": float, "str": str, "bool": bool, "tuple[int, ...]": tuple}
 _KINDS = {f.name: _TYPES[f.type.removesuffix(" | None")] for f in fields(WindowResult)}
 """Column -> Python type; the CONFIG_COLUMNS also take None."""
 _INFERRED = {int: {"integer"}, float: {"integer", "floating", "mixed-integer-float"}, str: {"string"},
@@ -124,6 +129,8 @@ _INFERRED = {int: {"integer"}, float: {"integer", "floating", "mixed-integer-flo
 
 def _is(value: object, column: str) -> bool:
     kind = _KINDS[column]
+    if kind is tuple:
+        return isinstance(value, (list, tuple)) and all(_is_count(v) for v in value)
     if value is None:
         return column in CONFIG_COLUMNS
     if kind is float and isinstance(value, float) and not np.isfinite(value):
@@ -131,12 +138,41 @@ def _is(value: object, column: str) -> bool:
     return isinstance(value, (int, float) if kind is float else kind) and (kind is bool or not isinstance(value, bool))
 
 
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+COUNT_VECTORS = tuple(name for name, kind in _KINDS.items() if kind is tuple)
+"""The per-position columns: tuples of counts (JSON lists on disk)."""
+
+
 def row_from_dict(doc: dict, where: Where) -> WindowResult:
     values = {}
     for f in fields(WindowResult):
         kind = (_KINDS[f.name], type(None)) if f.name in CONFIG_COLUMNS else _KINDS[f.name]
+        if kind is tuple:
+            value = need(doc, f.name, list, where, f.default)
+            if not _is(value, f.name):
+                raise where.at(f.name).fail("a list of counts (integers >= 0)", value)
+            values[f.name] = tuple(value)
+            continue
         values[f.name] = need(doc, f.name, kind, where, ... if f.default is MISSING else f.default)
     return WindowResult(**values)
+
+
+def _check_positions(frame: pd.DataFrame, path: Path) -> None:
+    """Per-position counts agree with the row's totals: as many positions reached as accepted,
+    never more accepted than reached, and the accepted counts sum to `accepted`."""
+    for index, reached, accepted, total in zip(frame.index, frame["reached_at"], frame["accepted_at"],
+                                                frame["accepted"]):
+        if not reached and not accepted:
+            continue
+        ok = (len(reached) == len(accepted) and all(a <= r for r, a in zip(reached, accepted))
+              and sum(accepted) == total)
+        if not ok:
+            raise Where(path, f"row {index + 1}").at("accepted_at").fail(
+                f"per-position counts consistent with reached_at {list(reached)} and accepted = {total}",
+                list(accepted))
 
 
 def _v1_fields(label: str, where: Where) -> dict:
@@ -225,7 +261,8 @@ class ResultsDir:
         """Append rows given as a DataFrame with the WindowResult columns."""
         if frame.empty:
             return
-        missing = {f.name: f.default for f in fields(WindowResult) if f.name not in frame and f.default is not MISSING}
+        missing = {f.name: [f.default] * len(frame) if f.name in COUNT_VECTORS else f.default
+                   for f in fields(WindowResult) if f.name not in frame and f.default is not MISSING}
         if missing:  # optional columns a producer does not fill (e.g. text) get their defaults
             frame = frame.assign(**missing)
         append_jsonl(self.rows_path, frame[list(ROW_FIELDS)].to_dict("records"))
@@ -256,17 +293,28 @@ class ResultsDir:
                 row_from_dict(doc, Where(self.rows_path, f"line {number}"))  # raises, naming the key
             docs.append(doc)
         frame = rows_frame(docs)
+        for name in COUNT_VECTORS:
+            column = frame[name]
+            if not column.map(lambda v, k=name: _is(v, k) or (not isinstance(v, list) and pd.isna(v))).all():
+                line = int(np.argmax((~column.map(lambda v, k=name: _is(v, k))).to_numpy()))
+                row_from_dict(docs[line], Where(self.rows_path, f"row {line + 1}"))
+            frame[name] = column.map(lambda v: tuple(v) if isinstance(v, list) else ())
         for f in fields(WindowResult):
+            if f.name in COUNT_VECTORS:
+                continue
             if f.default is not MISSING and frame[f.name].isna().any():
                 # object first: an all-missing column is float64, which will not hold a str default
                 frame[f.name] = frame[f.name].astype(object).fillna(f.default)
         for name, kind in _KINDS.items():
+            if kind is tuple:
+                continue
             inferred = pd.api.types.infer_dtype(frame[name], skipna=name in CONFIG_COLUMNS)
             if inferred not in _INFERRED[kind] and not (name in CONFIG_COLUMNS and inferred == "empty"):
                 bad = ~frame[name].map(lambda v, k=name: _is(v, k))  # the slow path only finds the line
                 line = int(np.argmax(bad.to_numpy()))
                 row_from_dict(docs[line], Where(self.rows_path, f"row {line + 1}"))
         _check_configs(frame, self.rows_path)
+        _check_positions(frame, self.rows_path)
         return frame
 
     def rows(self) -> list[WindowResult]:

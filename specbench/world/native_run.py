@@ -33,6 +33,7 @@ from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.core.methods.target import TargetConfig
+from specbench.core.positions import position_counts
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import append_jsonl, file_sha256
 from specbench.schemas.placement import Placement, device_label, pinning_problems, resolve_on
@@ -185,13 +186,16 @@ def decode_row(result: dict, window: Window, device: str, config: MethodConfig, 
                                       "the clock")
     else:
         o_s, h_s = 0.0, max(decode_s - d_s - v_s, 0.0)
+    reached_at, accepted_at = position_counts([op["width"] - 1 for op in target_ops],
+                                              [op.get("accepted", 0) for op in target_ops])
     return WindowResult(device=device, **row_fields(config), window_id=window.window_id,
                         window_sha256=window.window_sha256, dataset=window.dataset, split=window.split.value,
                         tokens=n - 1, decode_s=decode_s, rounds=len(target_ops),
                         proposed=sum(op["width"] - 1 for op in target_ops), accepted=accepted,
                         multi_token_rounds=multi, drafter_forwards=drafter_forwards, d_s=d_s, v_s=v_s, o_s=o_s,
                         h_s=h_s, extrapolated=False, lossless=True, source="native",
-                        text=str(result.get("text", "")), placement=placement)
+                        text=str(result.get("text", "")), placement=placement, reached_at=reached_at,
+                        accepted_at=accepted_at)
 
 
 def request_clocks(result: dict, window: Window, device: str, config: MethodConfig) -> dict:
