@@ -253,8 +253,9 @@ def stability_tables(loaded: Loaded, native: pd.DataFrame) -> list[Table]:
              "unstable_windows": None}))
     unstable = profile_warnings(loaded.manifests, loaded.directories)
     if len(unstable):
+        unstable = unstable.assign(median_s=unstable["median_s"] * 1e3).rename(columns={"median_s": "median_ms"})
         tables.append(Table(f"Unstable profile timings (spread > {samples.UNSTABLE_SPREAD_PCT:g}% of the median)",
-                            samples.ORDER_PROFILE, unstable, {"median_s": ".6f", "spread_pct": ".1f"},
+                            samples.ORDER_PROFILE, unstable, {"median_ms": ".4f", "spread_pct": ".1f"},
                             ("device", "profile")))
     return tables
 

@@ -62,4 +62,7 @@ def spread_table(rows: pd.DataFrame) -> pd.DataFrame:
                     "max_spread_pct": float(group["spread"].max()),
                     "unstable_windows": int((group["spread"] > UNSTABLE_SPREAD_PCT).sum()),
                     **{key: group[key].iloc[0] for key in IDENTITY}})
-    return pd.DataFrame(out, columns=columns)
+    table = pd.DataFrame(out, columns=columns)
+    for key in IDENTITY:  # as given: integers and None, not floats and NaN
+        table[key] = pd.Series([o[key] for o in out], index=table.index, dtype=object)
+    return table

@@ -113,7 +113,9 @@ def test_spread_table_over_rows_with_several_samples():
     assert table[["config", "windows", "runs", "unstable_windows"]].to_dict("records") == \
         [{"config": "target", "windows": 2, "runs": "3", "unstable_windows": 1}]
     assert table.at[0, "median_spread_pct"] == pytest.approx((5.0 + spread_pct([1.0, 1.0, 1.6])) / 2)
-    assert spread_table(rows.iloc[2:]).empty
+    assert table.at[0, "width"] is None and spread_table(rows.iloc[2:]).empty
+    sd = spread_table(pd.DataFrame([row("sd[W=5]", [1.0, 1.1], method="sd", width=5)]))
+    assert str(sd.at[0, "width"]) == "5"  # the W/B column shows 5, not 5.0
 
 
 def make_row(window):
