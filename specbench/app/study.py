@@ -125,7 +125,8 @@ def manifest_for(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths:
         "traces": {name: {"path": str(t.path), "target": vars(t.target), "drafter": vars(t.drafter)}
                    for name, t in sorted(inputs.traces.items())},
         "profiles": [{"device": p.name, "path": str(path), "sha256": file_sha256(path), "runner": p.runner,
-                      "placement": p.placement.as_dict()} | ({"warnings": warnings_doc(p.warnings)} if p.warnings else {})
+                      "placement": p.placement.as_dict()}
+                     | ({"warnings": warnings_doc(p.warnings)} if p.warnings else {})
                      for p, path in zip(inputs.profiles, profile_paths)],
         "methods": [c.label for c in configs],
         "depth_policy": DEPTH_POLICY,

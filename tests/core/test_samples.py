@@ -71,7 +71,8 @@ def test_cosched_samples_are_judged_per_measurement(tmp_path):
 PROFILE = """kind: specbench.profile
 schema_version: 2
 device: {name: host}
-placement: {name: shared, target: {processor: cpu, cpus: [0], threads: 1}, drafter: {processor: cpu, cpus: [0], threads: 1}}
+placement: {name: shared, target: {processor: cpu, cpus: [0], threads: 1},
+            drafter: {processor: cpu, cpus: [0], threads: 1}}
 target: {model: {name: t, sha256: abc}, costs: {depths: [0], seconds: {1: [0.001], 2: [0.002]}}}
 """
 
