@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from specbench.app.parallel_replay import replay_study
-from specbench.core import metrics, text_metrics
+from specbench.core import metrics, samples, text_metrics
 from specbench.core.methods import MethodConfig, config_of
 from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.sd import MEAN_WIDTHS
@@ -20,7 +20,7 @@ from specbench.errors import SpecbenchError
 from specbench.render.tables import Table
 from specbench.schemas.budgets import load_budget
 from specbench.schemas.fileio import file_sha256
-from specbench.schemas.results import ROWS, load_results
+from specbench.schemas.results import ROWS, load_results, profile_warnings
 from specbench.schemas.windows import load_windows
 
 TEXT_DIFFERS = "WARNING: answer text differs between methods"
@@ -239,6 +239,26 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: Mapping[str, As2
         # WER/CER from the same rows as the other tables, or the native rows when only those have text
         scored, scored_suffix = (main, suffix) if text_metrics.has_text(main) else (native, " (native runs)")
         tables += text_tables(frame[frame["ratio_fit"] == "median"], scored, loaded.references, scored_suffix)
+    tables += stability_tables(loaded, native)
+    return tables
+
+
+def stability_tables(loaded: Loaded, native: pd.DataFrame) -> list[Table]:
+    """The spread of native rows decoded several times (`run --native --runs N`), and the
+    unstable timings of the profiles the runs used (docs/METHODS.md §4.6, §6.1); none when neither applies."""
+    tables = []
+    spread = samples.spread_table(native)
+    if len(spread):
+        tables.append(_per_configuration(
+            "Native decode spread over repeated runs", samples.ORDER, spread,
+            {"windows": None, "runs": None, "median_spread_pct": ".2f", "max_spread_pct": ".2f",
+             "unstable_windows": None}))
+    unstable = profile_warnings(loaded.manifests, loaded.directories)
+    if len(unstable):
+        unstable = unstable.assign(median_s=unstable["median_s"] * 1e3).rename(columns={"median_s": "median_ms"})
+        tables.append(Table(f"Unstable profile timings (spread > {samples.UNSTABLE_SPREAD_PCT:g}% of the median)",
+                            samples.ORDER_PROFILE, unstable, {"median_ms": ".4f", "spread_pct": ".1f"},
+                            ("device", "profile")))
     return tables
 
 
