@@ -14,7 +14,7 @@ is derived from them, checked on load, and never read back.
 from __future__ import annotations
 
 import json
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -23,13 +23,25 @@ import pandas as pd
 
 from specbench.core.methods import CONFIG_COLUMNS, config_of, parse_method_spec, row_fields
 from specbench.errors import SpecbenchError
+from specbench.schemas.environment import KEY as ENV_KEY
+from specbench.schemas.environment import (
+    DeviceEnvironment,
+    Environment,
+    LoadedModel,
+    continued,
+    environment_from_dict,
+    environment_to_dict,
+    manifest_environment,
+)
 from specbench.schemas.fileio import Where, append_jsonl, check_header, load_json, need, write_atomic
 
 KIND = "specbench.results"
 # Format history: 1 = first version (rows gained the optional `text`, `depth_extrapolated` and
 # `placement` later; rows without them still load). 2 = rows carry their configuration as
 # typed fields (width ... horizon, null where the method has no such parameter); version 1
-# rows load with the fields derived from their label (`_v1_fields`).
+# rows load with the fields derived from their label (`_v1_fields`). Version 2 manifests gained
+# the optional `environment` block (schemas/environment.py), which replaces their top-level
+# `specbench_version`, `command`, `created`, `runner` and `device_info`; manifests without it load.
 VERSIONS = (1, 2)
 MANIFEST = "manifest.json"
 ROWS = "rows.jsonl"
@@ -194,7 +206,8 @@ class ResultsDir:
         return self.directory / ROWS
 
     def open(self, manifest: dict, resume: bool) -> set[tuple[str, str, str, str]]:
-        """Start or resume a run; returns the keys of rows already done."""
+        """Start or resume a run; returns the keys of rows already done. A resumed manifest keeps
+        its environment's first session and lists this one in `resumes` (schemas/environment.py)."""
         if self.manifest_path.exists():
             if not resume:
                 raise SpecbenchError(f"{self.directory}: results already exist",
@@ -206,17 +219,29 @@ class ResultsDir:
                                      f"(this specbench writes version {VERSIONS[-1]})",
                                      hint="run into another --out directory")
             for key in sorted(set(manifest) | set(old)):
-                if key in ("created", "specbench_version", "command"):
+                if key in _PER_SESSION:
                     continue
                 if old.get(key) != manifest.get(key):
                     raise SpecbenchError(f"{self.directory}: cannot resume: manifest field '{key}' differs "
                                          f"({_brief(old.get(key))} before, {_brief(manifest.get(key))} now)")
+            if ENV_KEY in manifest:
+                env = resumed_environment(old, manifest, Where(self.manifest_path))
+                write_atomic(self.manifest_path, _manifest_text(old | {ENV_KEY: environment_to_dict(env)}))
             frame = self.frame()
             return set(zip(frame["device"], frame["config"], frame["window_id"], frame["ratio_fit"]))
         self.directory.mkdir(parents=True, exist_ok=True)
         write_atomic(self.manifest_path, _manifest_text(manifest))
         self.rows_path.touch()
         return set()
+
+    def finish(self, at: str, models: Sequence[LoadedModel] = (), after: Mapping | None = None) -> None:
+        """Record the end of this session in the manifest's environment (`Environment.finish`);
+        a manifest without one (written by an older specbench, and not resumed) is left as it is."""
+        version, doc = read_manifest(self.manifest_path)
+        env = manifest_environment(doc, Where(self.manifest_path))
+        if env is not None:
+            doc[ENV_KEY] = environment_to_dict(env.finish(at, models, after))
+            write_atomic(self.manifest_path, _manifest_text(doc, version))
 
     def append(self, rows: Iterable[WindowResult]) -> None:
         append_jsonl(self.rows_path, (asdict(r) for r in rows))
@@ -278,14 +303,39 @@ def _brief(value: object) -> str:
     return text if len(text) < 80 else text[:77] + "..."
 
 
-def _manifest_text(manifest: dict) -> str:
-    return json.dumps({"kind": KIND, "schema_version": VERSIONS[-1], **manifest}, indent=2, sort_keys=False) + "\n"
+def _manifest_text(manifest: dict, version: int = VERSIONS[-1]) -> str:
+    return json.dumps({"kind": KIND, "schema_version": version, **manifest}, indent=2, sort_keys=False) + "\n"
+
+
+_PER_SESSION = (ENV_KEY, "created", "specbench_version", "command", "runner", "device_info")
+"""Manifest keys a resume does not compare as they are: the environment (merged, its runner and
+device checked) and what older manifests kept of it at their top level."""
+
+
+def resumed_environment(old: dict, manifest: dict, where: Where) -> Environment:
+    """The environment of a resumed run: the old one continued by this session's; the runner
+    build and the device must be the ones the run began with (their rows would not compare)."""
+    new = environment_from_dict(manifest[ENV_KEY], where.at(ENV_KEY))
+    before = manifest_environment(old, where)
+    pairs = [("runner", before.runner, new.runner), ("device", before.device, new.device)] if before else []
+    legacy = old.get("runner") if before is None else None
+    if isinstance(legacy, dict) and new.runner is not None:  # an older manifest kept the runner at its top level
+        pairs.append(("runner.sha256", legacy.get("sha256"), new.runner.sha256))
+    for key, was, now in pairs:
+        if isinstance(was, DeviceEnvironment) and isinstance(now, DeviceEnvironment):  # its state may change
+            was, now = replace(was, governor=None, snapshot={}), replace(now, governor=None, snapshot={})
+        if was is not None and now is not None and was != now:
+            raise SpecbenchError(f"{where.path}: cannot resume: manifest field '{ENV_KEY}.{key}' differs "
+                                 f"({_brief(was)} before, {_brief(now)} now)",
+                                 hint="finish the run with the runner and device it began with, or use another --out")
+    return continued(before, new)
 
 
 def read_manifest(path: Path) -> tuple[int, dict]:
     """(schema_version, the manifest without its header)."""
     doc = load_json(path)
     version = check_header(doc, KIND, VERSIONS, Where(path))
+    manifest_environment(doc, Where(path))  # validated where present; older manifests have none
     return version, {k: v for k, v in doc.items() if k not in ("kind", "schema_version")}
 
 

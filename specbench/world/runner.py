@@ -278,6 +278,12 @@ def take_line(out: RunOutput, line: str | bytes, on_line: LineHandler | None, pr
     return None
 
 
+def loaded_events(out: RunOutput) -> dict[str, dict]:
+    """The runner's `loaded` events of a job by model path as the job named it: what llama.cpp
+    reported on loading each model (desc, n_params, size_bytes, ...)."""
+    return {str(e["path"]): e for e in out.events if e.get("event") == "loaded" and "path" in e}
+
+
 def with_wall_time(out: RunOutput) -> RunOutput:
     """`out` with the runner's own wall time for the job (its last `done` event)."""
     done = [e for e in out.events if e.get("event") == "done"]
