@@ -8,7 +8,7 @@ Results manifests, trace headers and device profiles carry the same block:
       started: "2026-12-01T13:02:11.482Z"     # UTC; null: begun by a specbench that did not record it
       finished: "2026-12-01T13:04:55.019Z"    # end of the last session; null while running or after an interruption
       resumes: [{specbench_version, argv, started}]   # each --resume session after the first, in order
-      runner: {version, sha256, llama_cpp_commit, flags, system_info}   # null: no runner ran (replay)
+      runner: {version, protocol, sha256, llama_cpp_commit, flags, system_info}   # null: no runner ran (replay)
       models: [{role, name, sha256, desc, n_params, size_bytes}]        # as the runner loaded them
       device: {name, kind, model, soc, cores, governor, snapshot: {before, after}, details}
 
@@ -38,6 +38,8 @@ class RunnerBuild:
 
     version: str
     """The runner's own version (`--version`)."""
+    protocol: int
+    """The job protocol it speaks."""
     sha256: str
     """sha256 of the binary file that ran."""
     llama_cpp_commit: str
@@ -167,11 +169,11 @@ def _opt_int(doc: dict, key: str, where: Where) -> int | None:
 
 
 def _runner(doc: dict, where: Where) -> RunnerBuild:
-    reject_unknown(doc, {"version", "sha256", "llama_cpp_commit", "flags", "system_info"}, where)
+    reject_unknown(doc, {"version", "protocol", "sha256", "llama_cpp_commit", "flags", "system_info"}, where)
     flags = need(doc, "flags", list, where)
     if not all(isinstance(f, str) for f in flags):
         raise where.at("flags").fail("a list of CMake flags (strings)", flags)
-    return RunnerBuild(need(doc, "version", str, where), need(doc, "sha256", str, where),
+    return RunnerBuild(need(doc, "version", str, where), need(doc, "protocol", int, where), need(doc, "sha256", str, where),
                        need(doc, "llama_cpp_commit", str, where), tuple(flags), need(doc, "system_info", str, where))
 
 

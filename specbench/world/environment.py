@@ -31,7 +31,7 @@ def now() -> str:
 
 
 def runner_build(info: RunnerInfo) -> RunnerBuild:
-    return RunnerBuild(info.version, info.sha256, info.llama_cpp_commit, tuple(info.flags), info.system_info)
+    return RunnerBuild(info.version, info.protocol, info.sha256, info.llama_cpp_commit, tuple(info.flags), info.system_info)
 
 
 def state(snapshot: dict) -> dict:
