@@ -285,7 +285,7 @@ class ResultsDir:
             if f.default is not MISSING and frame[f.name].isna().any():
                 # object first: an all-missing column is float64, which will not hold a str default
                 frame[f.name] = frame[f.name].astype(object).fillna(f.default)
-        for name, kind in _KINDS.items():
+        for name, kind in _KINDS.items() if docs else ():  # no rows (a run stopped before its first): no types
             inferred = pd.api.types.infer_dtype(frame[name], skipna=name in CONFIG_COLUMNS)
             if inferred not in _INFERRED[kind] and not (name in CONFIG_COLUMNS and inferred == "empty"):
                 bad = ~frame[name].map(lambda v, k=name: _is(v, k))  # the slow path only finds the line
