@@ -142,8 +142,8 @@ def utc_text(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def _timestamp(doc: dict, key: str, where: Where) -> str | None:
-    value = need(doc, key, (str, type(None)), where, None)
+def _timestamp(doc: dict, key: str, where: Where, required: bool = False) -> str | None:
+    value = need(doc, key, str, where) if required else need(doc, key, (str, type(None)), where, None)
     if value is not None:
         try:
             parsed = datetime.fromisoformat(value.removesuffix("Z") + "+00:00" if value.endswith("Z") else value)
@@ -210,7 +210,7 @@ def environment_from_dict(doc: object, where: Where) -> Environment:
         r_where = where.at("resumes").at(i)
         reject_unknown(entry if isinstance(entry, dict) else {}, {"specbench_version", "argv", "started"}, r_where)
         resumes.append(Resume(need(entry, "specbench_version", str, r_where), _argv(entry, r_where),
-                              _timestamp(entry, "started", r_where) or ""))
+                              str(_timestamp(entry, "started", r_where, required=True))))
     runner = need(doc, "runner", (dict, type(None)), where, None)
     device = need(doc, "device", (dict, type(None)), where, None)
     env = Environment(

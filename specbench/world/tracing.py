@@ -19,8 +19,7 @@ from typing import Callable, Sequence
 
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.errors import SpecbenchError
-from specbench.schemas.environment import KEY as ENV_KEY
-from specbench.schemas.environment import Environment, LoadedModel, continued, environment_to_dict
+from specbench.schemas.environment import Environment, LoadedModel, continued
 from specbench.schemas.fileio import Where, append_jsonl, drop_cut_line, dumps_line, iter_jsonl, write_atomic
 from specbench.schemas.traces import (
     VERSIONS,
@@ -219,7 +218,7 @@ class TraceWriter:
     def __init__(self, path: Path, target: ModelRef, drafter: ModelRef, templates: dict[str, str], resume: bool,
                  environment: Environment | None = None):
         self.path = Path(path)
-        self.header = header_dict(target, drafter, templates)
+        self._models = (target, drafter, templates)
         self.environment = environment
         """The header's environment: this session's, or the file's continued by it on resume."""
         self.done: dict[str, str] = {}
@@ -250,15 +249,12 @@ class TraceWriter:
                 self._write_header()
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            append_jsonl(self.path, [self.header | self._environment_doc()])
-
-    def _environment_doc(self) -> dict:
-        return {} if self.environment is None else {ENV_KEY: environment_to_dict(self.environment)}
+            append_jsonl(self.path, [header_dict(*self._models, self.environment)])
 
     def _write_header(self) -> None:
         """Replace the header line (the windows after it are kept byte for byte)."""
         rest = self.path.read_bytes().partition(b"\n")[2]
-        write_atomic(self.path, (dumps_line(self.header | self._environment_doc()).encode() + rest).decode("utf-8"))
+        write_atomic(self.path, dumps_line(header_dict(*self._models, self.environment)) + rest.decode("utf-8"))
 
     def finish(self, at: str, models: Sequence[LoadedModel] = ()) -> None:
         """Record the end of this session (and the models as the runner loaded them) in the header."""
