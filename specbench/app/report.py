@@ -19,6 +19,7 @@ from specbench.core.replay.bulk import DEPTH_LINEAR
 from specbench.errors import SpecbenchError
 from specbench.render.tables import Table
 from specbench.schemas.budgets import load_budget
+from specbench.schemas.environment import build_and_models, manifest_command
 from specbench.schemas.fileio import file_sha256
 from specbench.schemas.results import ROWS, load_results, profile_warnings
 from specbench.schemas.windows import load_windows
@@ -373,13 +374,15 @@ def bundle(directory: Path, loaded: Loaded, tables: list[Table], figures: dict[s
     for name, paths in figures.items():
         png = next(p for p in paths if p.suffix == ".png")
         lines.append(f"![{name}]({png.relative_to(directory)})")
-    lines += ["", "## Inputs", "", "| results | rows sha256 | mode | windows digest | methods |", "|---|---|---|---|---|"]
+    lines += ["", "## Inputs", "", "| results | rows sha256 | mode | windows digest | methods | runner build and models |",
+              "|---|---|---|---|---|---|"]
     for path, manifest in zip(loaded.directories, loaded.manifests):
         rows_sha = file_sha256(path / ROWS)
         lines.append(f"| {path} | {rows_sha[:16]} | {manifest.get('mode')} | "
-                     f"{str(manifest.get('windows', {}).get('digest'))[:16]} | {len(manifest.get('methods', []))} |")
+                     f"{str(manifest.get('windows', {}).get('digest'))[:16]} | {len(manifest.get('methods', []))} | "
+                     f"{build_and_models(manifest) or 'not recorded'} |")
     lines += ["", "## Reproduce", "", "```sh"]
-    lines += [m["command"] for m in loaded.manifests if m.get("command")]
+    lines += [c for c in map(manifest_command, loaded.manifests) if c]
     lines += [shlex.join(argv if argv is not None else ["specbench", *sys.argv[1:]]), "```", ""]
     report_path = directory / "report.md"
     report_path.write_text("\n".join(lines), encoding="utf-8")

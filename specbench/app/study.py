@@ -6,13 +6,10 @@ half-written results directory behind.
 
 from __future__ import annotations
 
-import shlex
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from specbench import __version__
 from specbench.app.parallel_replay import replay_study
 from specbench.core.budget import BudgetChoice
 from specbench.core.budget import select_budget as choose_budget
@@ -24,11 +21,13 @@ from specbench.core.methods.target import TargetConfig
 from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, trace_for
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.budgets import save_budget
+from specbench.schemas.environment import environment_to_dict
 from specbench.schemas.fileio import file_sha256
 from specbench.schemas.profiles import DEPTH_POLICY, DeviceProfile, load_profile, warnings_doc
 from specbench.schemas.results import ResultsDir
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.windows import Window, load_split, load_windows, windows_digest
+from specbench.world.environment import now, session
 
 
 @dataclass(frozen=True)
@@ -117,9 +116,8 @@ def _only_drafter(inputs: Inputs, config: MethodConfig) -> str:
 def manifest_for(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths: Sequence[Path],
                  sensitivity: bool) -> dict:
     return {
-        "specbench_version": __version__,
-        "command": shlex.join(["specbench", *sys.argv[1:]]),
         "mode": "replay",
+        "environment": environment_to_dict(session(None)),
         "windows": {"path": str(inputs.windows_path), "digest": windows_digest(inputs.windows),
                     "count": len(inputs.windows)},
         "traces": {name: {"path": str(t.path), "target": vars(t.target), "drafter": vars(t.drafter)}
@@ -127,6 +125,7 @@ def manifest_for(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths:
         "profiles": [{"device": p.name, "path": str(path), "sha256": file_sha256(path), "runner": p.runner,
                       "placement": p.placement.as_dict()}
                      | ({"warnings": warnings_doc(p.warnings)} if p.warnings else {})
+                     | ({} if p.environment is None else {"environment": environment_to_dict(p.environment)})
                      for p, path in zip(inputs.profiles, profile_paths)],
         "methods": [c.label for c in configs],
         "depth_policy": DEPTH_POLICY,
@@ -163,6 +162,7 @@ def run_replay(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths: S
         fresh = frame[[key not in done for key in keys]]
         results.append_frame(fresh)
         added += len(fresh)
+    results.finish(now())
     return results, added
 
 

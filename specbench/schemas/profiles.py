@@ -2,10 +2,11 @@
 
 YAML layout (`kind: specbench.profile`, `schema_version: 1`):
 
+    environment: {...}                    # schemas/environment.py: specbench, command, times, runner build, models, device
     device: {name, serial, model, soc, abi}
     placement: {name, target: {processor, cpus, threads}, drafter: {...}}   # docs/METHODS.md §4.1
     pinning: {lanes: [{lane, cpus, read_back}], ...}   # the runner's CPU sets, read back
-    runner: {sha256, llama_cpp_commit, flags}
+    runner: {sha256, llama_cpp_commit, flags}   # older profiles; newer ones keep the build in environment.runner
     snapshot: {...}                       # device state before/after measuring
     target:  {model: {name, sha256}, processor, costs: {depths: [...], seconds: {width: [per depth]}}}
     drafters:
@@ -32,13 +33,17 @@ import numpy as np
 
 from specbench.core.samples import UNSTABLE_SPREAD_PCT, spread_pct
 from specbench.errors import MissingCostError, SpecbenchError
+from specbench.schemas.environment import KEY as ENV_KEY
+from specbench.schemas.environment import Environment, environment_to_dict, manifest_environment, runner_dict
 from specbench.schemas.fileio import Where, check_header, dump_yaml, load_yaml, need, reject_unknown, write_atomic
 from specbench.schemas.placement import UNRECORDED_PLACEMENT, Placement, device_label, placement_from_dict
 
 KIND = "specbench.profile"
 # Format history: 1 = first version; 2 = `placement` (required) and `pinning`: every table
-# is measured in that placement. Version 1 files load with the placement "unrecorded". Profiles
-# gained the optional `warnings` (timings spread > 10% of their median) later.
+# is measured in that placement. Version 1 files load with the placement "unrecorded".
+# Version 2 profiles gained the optional `environment` block, which holds the runner build
+# (then no top-level `runner`); profiles without it load as before.
+# Profiles gained the optional `warnings` (timings spread > 10% of their median) later.
 VERSIONS = (1, 2)
 DEPTH_POLICY = "linear-in-depth, flat outside the measured depths"
 RATIO_FITS = ("median", "min", "max")
@@ -267,6 +272,8 @@ class DeviceProfile:
     pinning: dict = field(default_factory=dict)
     warnings: tuple[StabilityWarning, ...] = ()
     """Timings that spread more than UNSTABLE_SPREAD_PCT (found when profiling; absent in older files)."""
+    environment: Environment | None = None
+    """Who measured it with which runner build and models, when (None in older profiles)."""
 
     @property
     def name(self) -> str:
@@ -383,7 +390,7 @@ def _cosched(doc: dict, where: Where) -> CoSchedule:
 
 
 _TOP_KEYS = frozenset({"kind", "schema_version", "device", "runner", "snapshot", "target", "drafters", "overheads",
-                       "notes", "placement", "pinning", "warnings"})
+                       "notes", "placement", "pinning", "warnings", ENV_KEY})
 
 
 def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
@@ -419,11 +426,18 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
         placement = placement_from_dict(need(doc, "placement", dict, where), where.at("placement"))
     else:
         placement = UNRECORDED_PLACEMENT
-    return DeviceProfile(device, need(doc, "runner", dict, where, {}), need(target, "model", dict, t_where),
+    environment = manifest_environment(doc, where)
+    runner = need(doc, "runner", dict, where, {})
+    if environment is not None and environment.runner is not None:
+        if runner:
+            raise where.at("runner").fail(f"no top-level runner beside {ENV_KEY}.runner (one record of the build)")
+        runner = runner_dict(environment.runner)
+    return DeviceProfile(device, runner, need(target, "model", dict, t_where),
                          need(target, "processor", str, t_where, "cpu"), target_costs, drafters, overheads,
                          need(doc, "snapshot", dict, where, {}), path, placement,
                          need(doc, "pinning", dict, where, {}),
-                         warnings_from_doc(doc.get("warnings", []), where.at("warnings")))
+                         warnings=warnings_from_doc(doc.get("warnings", []), where.at("warnings")),
+                         environment=environment)
 
 
 def load_profile(path: Path) -> DeviceProfile:
@@ -449,9 +463,10 @@ def profile_to_dict(profile: DeviceProfile) -> dict:
                                                     "rho_drafter": [float(v) for v in d.cosched.rho_drafter[w]]}
                                            for w in sorted(d.cosched.rho_target)}}
         drafters.append(entry)
-    return {"kind": KIND, "schema_version": VERSIONS[-1], "device": profile.device,
-            "placement": profile.placement.as_dict(), "pinning": profile.pinning, "runner": profile.runner,
-            "snapshot": profile.snapshot,
+    head = {"runner": profile.runner} if profile.environment is None else \
+        {ENV_KEY: environment_to_dict(profile.environment)}
+    return {"kind": KIND, "schema_version": VERSIONS[-1], **head, "device": profile.device,
+            "placement": profile.placement.as_dict(), "pinning": profile.pinning, "snapshot": profile.snapshot,
             "target": {"model": profile.target_model, "processor": profile.target_processor,
                        "costs": _table_doc(profile.target_costs)},
             "drafters": drafters, "overheads": vars(profile.overheads)} | (

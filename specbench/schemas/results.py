@@ -14,7 +14,7 @@ is derived from them, checked on load, and never read back.
 from __future__ import annotations
 
 import json
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -24,6 +24,16 @@ import pandas as pd
 from specbench.core.methods import CONFIG_COLUMNS, config_of, parse_method_spec, row_fields
 from specbench.core.samples import spread_pct
 from specbench.errors import SpecbenchError
+from specbench.schemas.environment import KEY as ENV_KEY
+from specbench.schemas.environment import (
+    DeviceEnvironment,
+    Environment,
+    LoadedModel,
+    continued,
+    environment_from_dict,
+    environment_to_dict,
+    manifest_environment,
+)
 from specbench.schemas.fileio import Where, append_jsonl, check_header, load_json, need, write_atomic
 from specbench.schemas.profiles import StabilityWarning, warnings_from_doc
 
@@ -32,7 +42,10 @@ KIND = "specbench.results"
 # `placement` later; rows without them still load). 2 = rows carry their configuration as
 # typed fields (width ... horizon, null where the method has no such parameter); version 1
 # rows load with the fields derived from their label (`_v1_fields`). Rows gained the optional
-# `samples_s` (native decode times of every sample) later; rows without it load with None.
+# `samples_s` (native decode times of every sample) and `reached_at`/`accepted_at` (per-position
+# acceptance) later; rows without them load with None and (). Version 2 manifests gained the
+# optional `environment` block (schemas/environment.py), which replaces their top-level
+# `specbench_version`, `command`, `created`, `runner` and `device_info`; manifests without it load.
 VERSIONS = (1, 2)
 MANIFEST = "manifest.json"
 ROWS = "rows.jsonl"
@@ -261,7 +274,8 @@ class ResultsDir:
         return self.directory / ROWS
 
     def open(self, manifest: dict, resume: bool) -> set[tuple[str, str, str, str]]:
-        """Start or resume a run; returns the keys of rows already done."""
+        """Start or resume a run; returns the keys of rows already done. A resumed manifest keeps
+        its environment's first session and lists this one in `resumes` (schemas/environment.py)."""
         if self.manifest_path.exists():
             if not resume:
                 raise SpecbenchError(f"{self.directory}: results already exist",
@@ -273,17 +287,29 @@ class ResultsDir:
                                      f"(this specbench writes version {VERSIONS[-1]})",
                                      hint="run into another --out directory")
             for key in sorted(set(manifest) | set(old)):
-                if key in ("created", "specbench_version", "command"):
+                if key in _PER_SESSION:
                     continue
                 if old.get(key) != manifest.get(key):
                     raise SpecbenchError(f"{self.directory}: cannot resume: manifest field '{key}' differs "
                                          f"({_brief(old.get(key))} before, {_brief(manifest.get(key))} now)")
+            if ENV_KEY in manifest:
+                env = resumed_environment(old, manifest, Where(self.manifest_path))
+                write_atomic(self.manifest_path, _manifest_text(old | {ENV_KEY: environment_to_dict(env)}))
             frame = self.frame()
             return set(zip(frame["device"], frame["config"], frame["window_id"], frame["ratio_fit"]))
         self.directory.mkdir(parents=True, exist_ok=True)
         write_atomic(self.manifest_path, _manifest_text(manifest))
         self.rows_path.touch()
         return set()
+
+    def finish(self, at: str, models: Sequence[LoadedModel] = (), after: Mapping | None = None) -> None:
+        """Record the end of this session in the manifest's environment (`Environment.finish`);
+        a manifest without one (written by an older specbench, and not resumed) is left as it is."""
+        version, doc = read_manifest(self.manifest_path)
+        env = manifest_environment(doc, Where(self.manifest_path))
+        if env is not None:
+            doc[ENV_KEY] = environment_to_dict(env.finish(at, models, after))
+            write_atomic(self.manifest_path, _manifest_text(doc, version))
 
     def append(self, rows: Iterable[WindowResult]) -> None:
         append_jsonl(self.rows_path, (asdict(r) for r in rows))
@@ -337,7 +363,7 @@ class ResultsDir:
             if f.default is not MISSING and f.default is not None and frame[f.name].isna().any():
                 # object first: an all-missing column is float64, which will not hold a str default
                 frame[f.name] = frame[f.name].astype(object).fillna(f.default)
-        for name, kind in _KINDS.items():
+        for name, kind in _KINDS.items() if docs else ():  # no rows (a run stopped before its first): no types
             if kind is tuple:
                 continue
             inferred = pd.api.types.infer_dtype(frame[name], skipna=name in CONFIG_COLUMNS)
@@ -362,14 +388,39 @@ def _brief(value: object) -> str:
     return text if len(text) < 80 else text[:77] + "..."
 
 
-def _manifest_text(manifest: dict) -> str:
-    return json.dumps({"kind": KIND, "schema_version": VERSIONS[-1], **manifest}, indent=2, sort_keys=False) + "\n"
+def _manifest_text(manifest: dict, version: int = VERSIONS[-1]) -> str:
+    return json.dumps({"kind": KIND, "schema_version": version, **manifest}, indent=2, sort_keys=False) + "\n"
+
+
+_PER_SESSION = (ENV_KEY, "created", "specbench_version", "command", "runner", "device_info")
+"""Manifest keys a resume does not compare as they are: the environment (merged, its runner and
+device checked) and what older manifests kept of it at their top level."""
+
+
+def resumed_environment(old: dict, manifest: dict, where: Where) -> Environment:
+    """The environment of a resumed run: the old one continued by this session's; the runner
+    build and the device must be the ones the run began with (their rows would not compare)."""
+    new = environment_from_dict(manifest[ENV_KEY], where.at(ENV_KEY))
+    before = manifest_environment(old, where)
+    pairs = [("runner", before.runner, new.runner), ("device", before.device, new.device)] if before else []
+    legacy = old.get("runner") if before is None else None
+    if isinstance(legacy, dict) and new.runner is not None:  # an older manifest kept the runner at its top level
+        pairs.append(("runner.sha256", legacy.get("sha256"), new.runner.sha256))
+    for key, was, now in pairs:
+        if isinstance(was, DeviceEnvironment) and isinstance(now, DeviceEnvironment):  # its state may change
+            was, now = replace(was, governor=None, snapshot={}), replace(now, governor=None, snapshot={})
+        if was is not None and now is not None and was != now:
+            raise SpecbenchError(f"{where.path}: cannot resume: manifest field '{ENV_KEY}.{key}' differs "
+                                 f"({_brief(was)} before, {_brief(now)} now)",
+                                 hint="finish the run with the runner and device it began with, or use another --out")
+    return continued(before, new)
 
 
 def read_manifest(path: Path) -> tuple[int, dict]:
     """(schema_version, the manifest without its header)."""
     doc = load_json(path)
     version = check_header(doc, KIND, VERSIONS, Where(path))
+    manifest_environment(doc, Where(path))  # validated where present; older manifests have none
     return version, {k: v for k, v in doc.items() if k not in ("kind", "schema_version")}
 
 

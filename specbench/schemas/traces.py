@@ -24,6 +24,8 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from specbench.errors import SpecbenchError
+from specbench.schemas.environment import KEY as ENV_KEY
+from specbench.schemas.environment import Environment, environment_to_dict, manifest_environment
 from specbench.schemas.fileio import Where, check_header, dumps_line, iter_jsonl, need, reject_unknown, write_atomic
 from specbench.schemas.windows import Window
 
@@ -32,7 +34,8 @@ KIND = "specbench.trace"
 # template each model rendered the windows with; files without it load with templates None).
 # 2 = cross-vocabulary drafts add `step`, `drafter_tokens` and `context` (the drafter's own
 # tokens, which price its forwards); version 1 files load and replay as before (their
-# cross-vocabulary drafter forwards priced as same-vocabulary).
+# cross-vocabulary drafter forwards priced as same-vocabulary). Version 2 headers gained the
+# optional `environment` block (schemas/environment.py); headers without it load.
 VERSIONS = (1, 2)
 PAD = -1
 """Token id that pads a draft row after the drafter's end of sequence."""
@@ -154,9 +157,11 @@ class TraceFile:
     "model" for the GGUF's own); None when the header records none (the key is optional)."""
     version: int = VERSIONS[-1]
     """The file's schema_version."""
+    environment: Environment | None = None
+    """The header's environment block (schemas/environment.py); None in older files."""
 
 
-_HEADER_KEYS = frozenset({"kind", "schema_version", "target", "drafter", "templates", "notes"})
+_HEADER_KEYS = frozenset({"kind", "schema_version", "target", "drafter", "templates", "notes", ENV_KEY})
 _WINDOW_KEYS = frozenset({"window_id", "window_sha256", "y", "stop_reason", "n_prompt", "n_prompt_drafter",
                           "drafts", "producer", "recycle", "text"})
 
@@ -338,10 +343,13 @@ def window_trace_to_dict(trace: WindowTrace) -> dict:
     return doc
 
 
-def header_dict(target: ModelRef, drafter: ModelRef, templates: Mapping[str, str] | None = None) -> dict:
+def header_dict(target: ModelRef, drafter: ModelRef, templates: Mapping[str, str] | None = None,
+                environment: Environment | None = None) -> dict:
     doc = {"kind": KIND, "schema_version": VERSIONS[-1], "target": vars(target), "drafter": vars(drafter)}
     if templates is not None:
         doc["templates"] = {"target": templates["target"], "drafter": templates["drafter"]}
+    if environment is not None:
+        doc[ENV_KEY] = environment_to_dict(environment)
     return doc
 
 
@@ -356,11 +364,12 @@ def load_trace_file(path: Path) -> TraceFile:
     reject_unknown(first[1], _HEADER_KEYS, where)
     target, drafter = _model_ref(first[1], "target", where), _model_ref(first[1], "drafter", where)
     templates = _templates(first[1], where)
+    environment = manifest_environment(first[1], where)
     windows: dict[str, WindowTrace] = {}
     for number, doc in rows:
         trace = window_trace_from_dict(doc, Where(path, f"line {number}"))
         windows[trace.window_id] = trace
-    return TraceFile(target, drafter, windows, path, templates, version)
+    return TraceFile(target, drafter, windows, path, templates, version, environment)
 
 
 def save_trace_file(path: Path, target: ModelRef, drafter: ModelRef, traces: Iterable[WindowTrace],

@@ -23,13 +23,10 @@ position, both tokens) go to `divergences.jsonl` in the results directory.
 
 from __future__ import annotations
 
-import sys
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from specbench import __version__
 from specbench.core.methods import MethodConfig, method_name, row_fields
 from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.sd import SdConfig
@@ -38,12 +35,14 @@ from specbench.core.methods.target import TargetConfig
 from specbench.core.positions import position_counts
 from specbench.core.samples import median_index
 from specbench.errors import SpecbenchError
+from specbench.schemas.environment import Environment, environment_to_dict
 from specbench.schemas.fileio import append_jsonl, file_sha256
 from specbench.schemas.placement import Placement, device_label, pinning_problems, resolve_on
 from specbench.schemas.profiles import DeviceProfile, warnings_doc
 from specbench.schemas.results import ResultsDir, WindowResult
 from specbench.schemas.windows import Window, windows_digest
 from specbench.world.devices.base import Device
+from specbench.world.environment import loaded_models, now, session, state
 from specbench.world.model_files import ModelFile, model_job
 from specbench.world.tracing import Prompts, model_templates, prompts_for
 
@@ -271,18 +270,20 @@ def repeat_fields(plan: NativePlan) -> dict:
     return {"repeats": {"runs": plan.runs, "warmup": plan.warmup}}
 
 
-def manifest_for(plan: NativePlan) -> dict:
-    info = plan.device.runner()
-    return {"specbench_version": __version__, "command": " ".join(sys.argv), "mode": "native",
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "device": device_label(plan.device.name, plan.placement), "device_info": plan.device.describe(),
+def manifest_for(plan: NativePlan, environment: Environment) -> dict:
+    return {"mode": "native", "environment": environment_to_dict(environment),
+            "device": device_label(plan.device.name, plan.placement),
             "windows": {"path": plan.windows_path, "digest": windows_digest(plan.windows), "count": len(plan.windows)},
             "target": plan.target.ref(), "drafter": None if plan.drafter is None else plan.drafter.ref(),
             "templates": model_templates(plan.target, plan.drafter, plan.windows),
             "methods": [c.label for c in plan.configs], "placement": plan.placement.as_dict(),
             "placement_profile": plan.profile,
-            "runner": {"sha256": info.sha256, "version": info.version, "llama_cpp_commit": info.llama_cpp_commit},
             "reference": "trace" if plan.references is not None else "target-only output"}
+
+
+def plan_models(plan: NativePlan) -> list[tuple[str, ModelFile]]:
+    """(role, model file) of the models a run's jobs load."""
+    return [("target", plan.target)] + ([("drafter", plan.drafter)] if plan.drafter is not None else [])
 
 
 def native_placement(device: Device, spec: str | None, profile: DeviceProfile | None) -> Placement:
@@ -326,7 +327,8 @@ def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | N
     # Prompts before the results directory: a model without a chat template leaves nothing behind.
     prompts = prompts_for(plan.device, plan.target, plan.drafter if needs_drafter else None, plan.windows)
     results = ResultsDir(out)
-    done = results.open(manifest_for(plan) | repeat_fields(plan), resume)
+    before = plan.device.snapshot()
+    done = results.open(manifest_for(plan, session(plan.device, before)) | repeat_fields(plan), resume)
     name = device_label(plan.device.name, plan.placement)
 
     def missing(configs: list[MethodConfig]) -> list[Window]:
@@ -336,12 +338,15 @@ def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | N
     if not todo:
         if progress:
             progress(native_steps(plan))
+        results.finish(now(), loaded_models(plan.device, plan_models(plan)))
         return results, 0, 0
-    append_jsonl(results.directory / SNAPSHOTS, [{"before": plan.device.snapshot()}])
+    append_jsonl(results.directory / SNAPSHOTS, [{"before": before}])
     if progress and len(todo) < len(plan.windows):
         progress((len(plan.windows) - len(todo)) * plan.runs)
     added, diverged = _decode(plan, plan.configs, todo, prompts, results, progress)
-    append_jsonl(results.directory / SNAPSHOTS, [{"after": plan.device.snapshot()}])
+    after = plan.device.snapshot()
+    append_jsonl(results.directory / SNAPSHOTS, [{"after": after}])
+    results.finish(now(), loaded_models(plan.device, plan_models(plan)), state(after))
     return results, added, diverged
 
 

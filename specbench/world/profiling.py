@@ -23,10 +23,13 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from specbench.errors import SpecbenchError
-from specbench.schemas.fileio import dump_yaml, dumps_line, write_atomic
+from specbench.schemas.environment import KEY as ENV_KEY
+from specbench.schemas.environment import environment_to_dict, manifest_environment
+from specbench.schemas.fileio import Where, dump_yaml, dumps_line, write_atomic
 from specbench.schemas.placement import Placement, pinning_problems
 from specbench.schemas.profiles import KIND, VERSIONS, profile_from_dict, stability_warnings, warnings_doc
 from specbench.world.devices.base import Device
+from specbench.world.environment import loaded_models, now, session, state
 from specbench.world.model_files import ModelFile, model_job
 from specbench.world.overheads import ZERO as ZERO_OVERHEADS
 from specbench.world.overheads import measure_overheads
@@ -138,8 +141,8 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
                    progress: Progress | None = None) -> ProfileRun:
     """Sweep the target and every drafter on `device`; returns the profile document."""
     run = ProfileRun({})
-    info = device.runner()
     before = device.snapshot()
+    environment = session(device, before)
 
     def named(results: list[dict], drafter: ModelFile | None) -> list[dict]:
         """Raw samples, each with the name of the model it timed."""
@@ -192,9 +195,12 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
             model_job(device, drafters[0], plan.placement.drafter))
     target_doc = {"model": target.ref(), "processor": plan.placement.target.processor, "costs": target_costs,
                   "threads": plan.placement.target.threads}
-    run.doc = {"kind": KIND, "schema_version": VERSIONS[-1], "device": device.describe(),
-               "placement": plan.placement.as_dict(), "pinning": {"lanes": pinning}, "runner": info.as_dict(),
-               "snapshot": {"before": before, "after": device.snapshot()}, "target": target_doc,
+    after = device.snapshot()
+    environment = environment.finish(now(), loaded_models(device, [("target", target)]
+                                                          + [("drafter", d) for d in drafters]), state(after))
+    run.doc = {"kind": KIND, "schema_version": VERSIONS[-1], ENV_KEY: environment_to_dict(environment),
+               "device": device.describe(), "placement": plan.placement.as_dict(), "pinning": {"lanes": pinning},
+               "snapshot": {"before": before, "after": after}, "target": target_doc,
                "drafters": drafter_entries,
                "overheads": overheads,
                "notes": (f"sweep: warmup {plan.warmup}, {plan.repetitions} repetitions, median seconds; target "
@@ -274,5 +280,10 @@ def median_profile(docs: Sequence[dict]) -> dict:
     out.pop("warnings", None)
     if warnings:
         out["warnings"] = [w for i, w in enumerate(warnings) if w not in warnings[:i]]
+    envs = [manifest_environment(d, Where(f"profile {i + 1} of {len(docs)} to combine")) for i, d in enumerate(docs)]
+    if envs[0] is not None and envs[-1] is not None and envs[-1].finished:
+        # measured from the first profile's start to the last one's end
+        last = envs[-1].device.snapshot.get("after") if envs[-1].device else None
+        out[ENV_KEY] = environment_to_dict(envs[0].finish(envs[-1].finished, (), last))
     out["notes"] = f"{first.get('notes', '')}; median over {len(docs)} profiles measured one after another"
     return out

@@ -50,6 +50,7 @@ class RunnerInfo:
     protocol: int
     llama_cpp_commit: str
     system_info: str
+    """llama.cpp's `llama_print_system_info()`, as --version prints it."""
     sha256: str
     modes: tuple[str, ...]
     """Job modes the runner runs, as --version lists them."""
@@ -57,11 +58,6 @@ class RunnerInfo:
     """Methods its decode mode implements, as --version lists them."""
     flags: tuple[str, ...] = ()
     """CMake flags from <runners>/<abi>/manifest.json (empty when there is none)."""
-
-    def as_dict(self) -> dict:
-        """The `runner` section of profiles and result manifests."""
-        return {"path": str(self.path), "version": self.version, "protocol": self.protocol, "sha256": self.sha256,
-                "llama_cpp_commit": self.llama_cpp_commit, "flags": list(self.flags)}
 
 
 @dataclass(frozen=True)
@@ -276,6 +272,12 @@ def take_line(out: RunOutput, line: str | bytes, on_line: LineHandler | None, pr
     if on_line:
         on_line(doc)
     return None
+
+
+def loaded_events(out: RunOutput) -> dict[str, dict]:
+    """The runner's `loaded` events of a job by model path as the job named it: what llama.cpp
+    reported on loading each model (desc, n_params, size_bytes, ...)."""
+    return {str(e["path"]): e for e in out.events if e.get("event") == "loaded" and "path" in e}
 
 
 def with_wall_time(out: RunOutput) -> RunOutput:

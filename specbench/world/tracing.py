@@ -19,7 +19,8 @@ from typing import Callable, Sequence
 
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.errors import SpecbenchError
-from specbench.schemas.fileio import Where, append_jsonl, drop_cut_line, iter_jsonl
+from specbench.schemas.environment import Environment, LoadedModel, continued
+from specbench.schemas.fileio import Where, append_jsonl, drop_cut_line, dumps_line, iter_jsonl, write_atomic
 from specbench.schemas.traces import (
     VERSIONS,
     ModelRef,
@@ -31,6 +32,7 @@ from specbench.schemas.traces import (
 )
 from specbench.schemas.windows import MODEL_TEMPLATE, Window
 from specbench.world.devices.base import Device
+from specbench.world.environment import loaded_models, now, session
 from specbench.world.model_files import ModelFile, model_job
 
 Progress = Callable[[int], None]
@@ -213,8 +215,12 @@ def check_trace_templates(trace_files: dict[str, TraceFile], target: ModelFile, 
 class TraceWriter:
     """One trace file, appended a window at a time; resumes a file of the same models and templates."""
 
-    def __init__(self, path: Path, target: ModelRef, drafter: ModelRef, templates: dict[str, str], resume: bool):
+    def __init__(self, path: Path, target: ModelRef, drafter: ModelRef, templates: dict[str, str], resume: bool,
+                 environment: Environment | None = None):
         self.path = Path(path)
+        self._models = (target, drafter, templates)
+        self.environment = environment
+        """The header's environment: this session's, or the file's continued by it on resume."""
         self.done: dict[str, str] = {}
         """window_id -> window_sha256 of the windows already in the file."""
         if self.path.exists() and self.path.stat().st_size > 0:
@@ -238,9 +244,23 @@ class TraceWriter:
                                      f"({_templates_text(existing.templates)} in the file, "
                                      f"{_templates_text(templates)} now)", hint="trace into another --out directory")
             self.done = {w.window_id: w.window_sha256 for w in existing.windows.values()}
+            if environment is not None:
+                self.environment = continued(existing.environment, environment)
+                self._write_header()
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            append_jsonl(self.path, [header_dict(target, drafter, templates)])
+            append_jsonl(self.path, [header_dict(*self._models, self.environment)])
+
+    def _write_header(self) -> None:
+        """Replace the header line (the windows after it are kept byte for byte)."""
+        rest = self.path.read_bytes().partition(b"\n")[2]
+        write_atomic(self.path, dumps_line(header_dict(*self._models, self.environment)) + rest.decode("utf-8"))
+
+    def finish(self, at: str, models: Sequence[LoadedModel] = ()) -> None:
+        """Record the end of this session (and the models as the runner loaded them) in the header."""
+        if self.environment is not None:
+            self.environment = self.environment.finish(at, models)
+            self._write_header()
 
     def todo(self, windows: Sequence[Window]) -> list[Window]:
         for window in windows:
@@ -289,11 +309,13 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
     # Prompts before the file: a model without a chat template leaves nothing behind.
     prompts = prompts or prompts_for(device, target, drafter, windows)
     writer = TraceWriter(trace_path(out_dir, drafter), ModelRef(**target.ref()), ModelRef(**drafter.ref()),
-                         prompts.templates, resume)
+                         prompts.templates, resume, session(device))
     todo = writer.todo(windows)
     if progress and len(todo) < len(windows):
         progress(len(windows) - len(todo))
+    roles = [("target", target), ("drafter", drafter)]
     if not todo:
+        writer.finish(now(), loaded_models(device, roles))
         return writer.path, 0
     by_id = {w.window_id: w for w in todo}
     job = {"mode": "trace", "target": model_job(device, target), "drafter": model_job(device, drafter), "k_max": k_max,
@@ -317,6 +339,7 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
     missing = [w.window_id for w in todo if w.window_id not in writer.done]
     if missing:
         raise SpecbenchError(f"the runner returned no trace for window '{missing[0]}'")
+    writer.finish(now(), loaded_models(device, roles))
     return writer.path, len(todo)
 
 

@@ -17,6 +17,8 @@ from specbench.app.report import load_many
 from specbench.cli import main
 from specbench.core import metrics
 from specbench.errors import SpecbenchError
+from specbench.schemas.environment import manifest_environment
+from specbench.schemas.fileio import Where
 from specbench.schemas.placement import resolve
 from specbench.schemas.profiles import load_profile, warnings_doc
 from specbench.schemas.results import ROW_FIELDS, load_results
@@ -109,6 +111,29 @@ def test_native_rows_have_the_replay_columns(study, tmp_path):
     assert ok.loc[ok["config"] != "target", "reached_at_n"].map(len).gt(0).any()
     code, report = invoke("report", tmp_path / "native", "--format", "md")
     assert code == 0 and "sd[W=5..8 mean,drafter=near]" in report
+
+
+def test_replay_manifest_keeps_its_profiles_environment_and_the_bundle_lists_builds_and_models(study, tmp_path):
+    assert invoke(*native_args(study, tmp_path / "native", "--traces", study["traces"]))[0] == 0
+    code, output = invoke("run", study["windows"], "--traces", study["traces"], "--profile", study["profile"],
+                          "--methods", "target,sd", "--drafter", "near", "--out", tmp_path / "replay")
+    assert code == 0, output
+    replay = load_results(tmp_path / "replay")[0]
+    env = manifest_environment(replay, Where("manifest"))
+    # replay runs no runner on no device: its build, models and device are its profile's
+    assert env.runner is None and env.device is None and env.models == () and env.argv == tuple(sys.argv)
+    assert env.started <= env.finished  # one format (UTC, milliseconds, Z): text order is time order
+    profiled = load_profile(study["profile"]).environment
+    assert manifest_environment(replay["profiles"][0], Where("profile")) == profiled
+    code, output = invoke("report", tmp_path / "native", tmp_path / "replay", "--format", "md",
+                          "--bundle", tmp_path / "bundle")
+    assert code == 0, output
+    inputs = (tmp_path / "bundle" / "report.md").read_text().partition("## Inputs")[2].partition("## Reproduce")[0]
+    rows = [line for line in inputs.splitlines() if line.startswith(f"| {tmp_path}")]
+    target = next(m for m in profiled.models if m.role == "target")
+    for row in rows:  # both runs name the runner build and the models llama.cpp loaded
+        assert f"runner {profiled.runner.sha256[:12]}" in row and f"{target.n_params:,} params" in row
+        assert f"target {target.name}: {target.desc}" in row
 
 
 def test_traced_specasr_configurations_replay_as_they_run_natively(study, tmp_path):

@@ -8,7 +8,8 @@ import json
 from click.testing import CliRunner
 
 from specbench.cli import main
-from specbench.schemas.fileio import file_sha256
+from specbench.schemas.environment import manifest_environment
+from specbench.schemas.fileio import Where, file_sha256
 from specbench.schemas.profiles import load_profile
 from specbench.schemas.windows import make_text_window, save_windows
 
@@ -66,6 +67,12 @@ def test_profile_pushes_sweeps_coschedules_and_snapshots_the_phone(x86_phone, ti
     assert jobs[0]["pinning"]["ok"] and jobs[0]["pinning"]["observed"] == [[1]]
     runner_file = x86_phone.phone.sandbox.host_path("/data/local/tmp/specbench/specbench-runner")
     assert runner_file.stat().st_mode & 0o111 and profile.runner["sha256"] == file_sha256(runner_file)
+    phone = x86_phone.phone.description  # the environment names the phone as its getprop and sysfs do
+    env = profile.environment.device
+    assert (env.kind, env.soc, env.governor, env.cores) == ("adb", phone.soc_model, phone.cpu_governor, phone.cpu_count)
+    assert env.details["board_platform"] == phone.board_platform and "jobs" not in env.snapshot["after"]
+    assert [(m.role, m.sha256) for m in profile.environment.models] == [("target", file_sha256(tiny.target)),
+                                                                        ("drafter", file_sha256(tiny.near))]
 
 
 def test_native_run_on_the_phone_has_the_local_schema(x86_phone, tiny, tmp_path):
@@ -85,6 +92,15 @@ def test_native_run_on_the_phone_has_the_local_schema(x86_phone, tiny, tmp_path)
     assert sorted(manifests[0]) == sorted(manifests[1])
     snapshots = [json.loads(line) for line in (tmp_path / "phone" / "snapshots.jsonl").read_text().splitlines()]
     assert snapshots[0]["before"]["battery"]["level_percent"] == 77 and snapshots[1]["after"]["jobs"]
+    phone_env, local_env = (manifest_environment(m, Where("manifest")) for m in manifests)
+    phone = x86_phone.phone.description
+    assert (phone_env.device.soc, phone_env.device.governor) == (phone.soc_model, phone.cpu_governor)
+    assert phone_env.device.snapshot["before"] == snapshots[0]["before"]  # the same snapshot, not a second one
+    assert local_env.device.kind == "local" and phone_env.device.name == x86_phone.serial
+    # the same files loaded on the phone and here: llama.cpp describes them alike
+    assert phone_env.models == local_env.models and [m.role for m in phone_env.models] == ["target", "drafter"]
+    runner_file = x86_phone.phone.sandbox.host_path("/data/local/tmp/specbench/specbench-runner")
+    assert phone_env.runner.sha256 == file_sha256(runner_file) == local_env.runner.sha256
 
 
 def test_two_phones_are_profiled_and_run_in_parallel(x86_phones, tiny, tmp_path):

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from specbench.schemas.fileio import file_sha256
+from specbench.schemas.profiles import load_profile
 from specbench.schemas.results import load_results
 from specbench.schemas.windows import make_text_window, save_windows
 from specbench.world.build import host_abi
@@ -81,8 +82,8 @@ def test_installed_specbench_builds_profiles_and_runs_natively(installed, tiny, 
 
     sh([specbench, "profile", "local", "--target", tiny.target, "--drafter", f"near={tiny.near}", "--max-width", 3,
         "--depths", "0", "--no-cosched", "--out", "local.yaml"], work, env)
-    profile = (work / "local.yaml").read_text()
-    assert "specbench.profile" in profile and str(built) in profile  # measured with the runner just installed
+    profile = load_profile(work / "local.yaml")
+    assert profile.runner["sha256"] == file_sha256(built)  # measured with the runner just installed
 
     save_windows(work / "windows.jsonl", [make_text_window(f"w{i}", text, "Repeat this.", 8, "tiny", "test")
                                           for i, text in enumerate(["hello the world", "in the heat"])])
@@ -90,4 +91,4 @@ def test_installed_specbench_builds_profiles_and_runs_natively(installed, tiny, 
         "--drafter", f"near={tiny.near}", "--methods", "target", "--method", "sd:W=3", "--out", "res"], work, env)
     manifest, rows = load_results(work / "res")
     assert len(rows) == 4 and set(rows["source"]) == {"native"} and rows["lossless"].all()
-    assert manifest["runner"]["sha256"] == file_sha256(built)
+    assert manifest["environment"]["runner"]["sha256"] == file_sha256(built)

@@ -35,6 +35,7 @@ from specbench.world.runner import (
     RunnerInfo,
     RunOutput,
     build_manifest,
+    loaded_events,
     locate_runner,
     looked_in,
     take_line,
@@ -101,6 +102,7 @@ class AdbDevice:
         self._clusters: list[dict] = []
         self._info: RunnerInfo | None = None
         self._models: dict[tuple, str] = {}
+        self._loaded: dict[str, dict] = {}
         self._jobs: list[dict] = []
         self._job: _Job | None = None
         self._ran_before = False
@@ -323,7 +325,11 @@ class AdbDevice:
             pin = state.record.get("pinning")
             if pin and pin["ok"] is False:
                 self.warn(f"{self.serial}: runner threads ran on CPUs {pin['observed']}, not only on {cpus}")
+        self._loaded.update(loaded_events(out))
         return with_wall_time(out)
+
+    def loaded(self) -> dict[str, dict]:
+        return dict(self._loaded)
 
     def cancel(self, reason: str = "was cancelled") -> None:
         """Stop the running job from another thread (Ctrl-C with several phones)."""

@@ -43,6 +43,10 @@ class Device(Protocol):
     def run_job(self, job: dict, on_line: LineHandler | None = None) -> RunOutput:
         """Run one runner job; SpecbenchError on the runner's error line or a crash."""
 
+    def loaded(self) -> dict[str, dict]:
+        """The runner's latest `loaded` event of each model its jobs loaded, by `model_path`:
+        llama.cpp's description, parameter count and size of the model as loaded."""
+
     def cancel(self, reason: str = "was cancelled") -> None:
         """Stop the job `run_job` is running, from another thread; its `run_job` then fails with `reason`."""
 

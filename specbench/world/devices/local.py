@@ -13,7 +13,16 @@ import time
 from pathlib import Path
 
 from specbench.errors import SpecbenchError
-from specbench.world.runner import LineHandler, RunnerInfo, RunOutput, find_runner, host_abi, run_job, runner_info
+from specbench.world.runner import (
+    LineHandler,
+    RunnerInfo,
+    RunOutput,
+    find_runner,
+    host_abi,
+    loaded_events,
+    run_job,
+    runner_info,
+)
 
 
 class LocalDevice:
@@ -24,6 +33,7 @@ class LocalDevice:
         self.name = name
         self._runner_path = runner
         self._info: RunnerInfo | None = None
+        self._loaded: dict[str, dict] = {}
         self._root = sys_root
         """Where /proc and /sys are read from (tests point it at a fake tree)."""
 
@@ -45,7 +55,12 @@ class LocalDevice:
         return str(path.resolve())
 
     def run_job(self, job: dict, on_line: LineHandler | None = None) -> RunOutput:
-        return run_job(self.runner().path, job, on_line)
+        out = run_job(self.runner().path, job, on_line)
+        self._loaded.update(loaded_events(out))
+        return out
+
+    def loaded(self) -> dict[str, dict]:
+        return dict(self._loaded)
 
     def cancel(self, reason: str = "was cancelled") -> None:
         """Nothing to do: the runner is a child in this process's group, so the Ctrl-C that
