@@ -386,7 +386,7 @@ def make_figures(loaded: Loaded, directory: Path, horizon: bool = False) -> dict
 
     def save(fig, stem: Path) -> list[Path]:
         if declared:  # a figure priced with declared costs says so on itself
-            fig.text(0.01, 0.005, "\n".join(declared), fontsize=6, ha="left", va="bottom")
+            fig.text(0.01, 0.005, "\n".join(declared), fontsize=6, ha="left", va="bottom", gid="declared-costs")
         return plots.save(fig, stem)
 
     frame = metrics.split_divergent(loaded.frame)[0]
