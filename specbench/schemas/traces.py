@@ -496,7 +496,7 @@ class TraceWriter:
         self.done: dict[str, str] = {}
         """window_id -> window_sha256 of the windows already in the file."""
         if templates is not None:
-            templates = _templates({"templates": dict(templates)}, Where(self.path, "templates"))
+            templates = _templates({"templates": dict(templates)}, Where(self.path))
         if self.path.exists() and self.path.stat().st_size > 0:
             if not resume:
                 raise SpecbenchError(f"{self.path}: trace file already exists",
@@ -539,7 +539,8 @@ class TraceWriter:
         """Validate one window line (the keys of a trace line, docs/schemas/trace-window.schema.json;
         lists may be numpy arrays) and append it; returns the window as the loader reads it."""
         doc = _plain(fields)
-        trace = window_trace_from_dict(doc, Where(self.path, f"window '{doc.get('window_id', '?')}'"))
+        where = Where(f"{self.path}: window '{doc.get('window_id', '?')}'" if isinstance(doc, dict) else self.path)
+        trace = window_trace_from_dict(doc, where)
         self.write(trace)
         return trace
 

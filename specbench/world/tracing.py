@@ -24,7 +24,6 @@ from specbench.schemas.traces import (
     ModelRef,
     TraceFile,
     TraceWriter,
-    load_trace_file,
     window_trace_from_dict,
     window_trace_to_dict,
 )

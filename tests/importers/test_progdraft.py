@@ -69,7 +69,7 @@ def test_replay_at_k8_accepts_and_emits_exactly_what_each_round_recorded(tmp_pat
 
 
 def test_only_visited_prefixes_have_rows_and_a_width_needing_another_is_refused(tmp_path):
-    windows, traces = imported(tmp_path)
+    _, traces = imported(tmp_path)
     trace = traces["ours"].windows["fixture-0001"]
     # ours on utt1 visits prefixes 0, 4, 13, 15 (accepted 3, 8, 1, 7); row 1 is the first round's rest
     assert [t for t in range(trace.n_tokens) if trace.drafts.has_row(t)] == [0, 1, 4, 13, 15]
@@ -127,8 +127,8 @@ def _set(doc, keys, value):
 
 @pytest.mark.parametrize("keys, value, named", [
     (("methods", "ours", "rounds", 1, "accepted"), 7, r"methods\.ours\.rounds\[1\]\.accepted': expected 8"),
-    (("methods", "anchor", "rounds", 2, "candidates"), [1, 2, 3], r"methods\.anchor\.rounds\[2\]\.candidates': "
-                                                                    r"expected 8 tokens"),
+    (("methods", "anchor", "rounds", 2, "candidates"), [1, 2, 3],
+     r"methods\.anchor\.rounds\[2\]\.candidates': expected 8 tokens"),
     (("methods", "ours", "rounds", 0, "emitted"), [3830, 279, 5091], r"methods\.ours\.rounds\[0\]\.emitted'"),
     (("methods", "ours", "rounds", 2, "round"), 9, r"methods\.ours\.rounds\[2\]\.round': expected 3"),
     (("reference", "tokens"), "3830 279", r"reference\.tokens': expected a list, got '3830 279'"),

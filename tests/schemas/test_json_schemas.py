@@ -71,8 +71,11 @@ def test_every_schema_is_a_valid_draft_2020_12_schema(path):
     Draft202012Validator.check_schema(json.loads(path.read_text()))
 
 
+def props(doc: dict) -> set[str]:
+    return set(doc["properties"])
+
+
 def test_the_schemas_name_the_keys_the_loaders_know():
-    props = lambda doc: set(doc["properties"])  # noqa: E731
     trace = schema("trace")["$defs"]
     assert props(trace["header"]) == traces._HEADER_KEYS
     assert props(trace["window"]) == traces._WINDOW_KEYS
@@ -143,7 +146,7 @@ def _windows_lines():
 
 def _trace_lines(tmp_path):
     _, _, traces_dir, _ = write_study(tmp_path / "base", n_windows=2, n_devices=1)
-    path = sorted(traces_dir.glob("*.jsonl"))[0]
+    path = min(traces_dir.glob("*.jsonl"))
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
