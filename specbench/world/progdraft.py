@@ -20,7 +20,7 @@ decisions, not times. Each method becomes one trace file whose drafter is named 
 A round at prefix t (t tokens emitted before it) proposes candidates for y[t:], accepts the
 longest prefix that agrees with the reference and emits one more token (the correction, or
 the bonus after all K), so the next round starts at t + len(emitted): the recurrence of SD
-at W = K + 1. specbench's prefill commits y[0], ProgDraft's first round verifies it (§9,
+at W = K + 1. specbench's prefill commits y[0], ProgDraft's first round verifies it (docs/METHODS.md §9,
 "ProgDraft's first round"): when that round accepted a >= 1 candidates, y[0] was the first
 of them and the trace's row 1 holds the other K - 1 (replay's first round accepts a - 1 of
 them and commits the same tokens); when it accepted none, its only token is y[0] and

@@ -156,6 +156,12 @@ def test_rounds_that_stop_short_of_the_reference_and_missing_keys_are_refused(tm
         import_progdraft([path], tmp_path / "t", tmp_path / "w.jsonl", 448, 80)
     with pytest.raises(SpecbenchError, match=r"utterance 'fixture-0001' is also in"):
         import_progdraft([EXPORTS[0], EXPORTS[0]], tmp_path / "t", tmp_path / "w.jsonl", 448, 80)
+    # a cap at the output's length leaves the last round room for fewer drafts than it proposed:
+    # replay then accepts fewer, and the round is named
+    with pytest.raises(SpecbenchError, match=r"utterance 'fixture-0001': key 'methods\.anchor\.rounds\[6\]': "
+                                             r"expected replay at K=8 to accept 2 and commit 2 tokens as this round "
+                                             r"did \(replay round 7\), got 'accepted 1, committed 2'"):
+        import_progdraft([EXPORTS[0]], tmp_path / "t", tmp_path / "w.jsonl", 22, 80)
     with pytest.raises(SpecbenchError, match=r"reference\.tokens': expected at most --cap 10 tokens"):
         import_progdraft(EXPORTS, tmp_path / "t", tmp_path / "w.jsonl", 10, 80)
     assert not (tmp_path / "t").exists()
