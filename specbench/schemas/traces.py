@@ -268,7 +268,7 @@ def _drafts_from(doc: dict, n: int, where: Where) -> DraftTable:
     k_max = need(doc, "k_max", int, where)
     rows = _rows(doc, "tokens", n, where)
     confs = _rows(doc, "conf", n, where)
-    if not isinstance(k_max, int) or isinstance(k_max, bool) or k_max < 1:
+    if k_max < 1:  # a table of no columns holds no draft
         raise where.at("k_max").fail("an integer >= 1", k_max)
     tokens = np.full((n, k_max), PAD, dtype=np.int32)
     conf = np.zeros((n, k_max), dtype=np.float64)
