@@ -218,6 +218,10 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: Mapping[str, As2
     if loaded.notes:
         tables.insert(0, Table("Overrides", "recorded as given on the command line",
                                pd.DataFrame({"note": loaded.notes})))
+    declared = declared_costs(loaded)
+    if len(declared):
+        tables.insert(0, Table(DECLARED, "drafter costs from the profile's `declared` block (docs/METHODS.md "
+                               "§4.7), priced like measured ones in every table", declared))
     if frame["ratio_fit"].isin(["min", "max"]).any():
         tables.append(Table("Sensitivity to extrapolated co-scheduling ratios (tokens/s)",
                             "pooled throughput replayed with the median, minimum and maximum measured ratio "
@@ -265,6 +269,32 @@ def stability_tables(loaded: Loaded, native: pd.DataFrame) -> list[Table]:
 
 IDENTITY = ("device", "method", "drafter", "W/B")
 """What names a configuration's row besides its label, which a narrow terminal cuts short."""
+
+
+DECLARED = "Declared drafter costs (not measured on the device)"
+
+
+def declared_costs(loaded: Loaded) -> pd.DataFrame:
+    """device, drafter, declared: each declared drafter cost the rows were priced with (a
+    profile's declared drafter that no row used is left out)."""
+    records = []
+    rows = loaded.frame[(loaded.frame["source"] == "replay") & (loaded.frame["method"] != "target")]
+    for manifest in loaded.manifests:
+        for profile in manifest.get("profiles", []):
+            on_device = rows[rows["device"] == profile.get("device")]
+            named = set(on_device["drafter"].dropna())
+            unnamed = on_device["drafter"].isna().any()  # the only drafter traced
+            for drafter, note in (profile.get("declared_costs") or {}).items():
+                if drafter in named or (unnamed and len(manifest.get("traces", {})) == 1
+                                        and drafter in manifest["traces"]):
+                    records.append({"device": profile["device"], "drafter": drafter, "declared": note})
+    return pd.DataFrame(records, columns=["device", "drafter", "declared"]).drop_duplicates()
+
+
+def declared_lines(loaded: Loaded) -> list[str]:
+    """The declared costs as one sentence each, for figures and bundles."""
+    return [f"{r.device}: drafter '{r.drafter}' costs are declared, not measured ({r.declared})"
+            for r in declared_costs(loaded).itertuples()]
 
 
 def _per_configuration(title: str, order: str, table: pd.DataFrame, measures: Mapping[str, str | None]) -> Table:
@@ -370,6 +400,8 @@ def bundle(directory: Path, loaded: Loaded, tables: list[Table], figures: dict[s
     directory.mkdir(parents=True, exist_ok=True)
     lines = ["# specbench report", ""]
     lines += [f"> {note}" for note in loaded.notes] + ([""] if loaded.notes else [])
+    declared = declared_lines(loaded)
+    lines += [f"> {note}" for note in declared] + ([""] if declared else [])
     lines += [markdown, "## Figures", ""]
     for name, paths in figures.items():
         png = next(p for p in paths if p.suffix == ".png")
@@ -394,6 +426,13 @@ def make_figures(loaded: Loaded, directory: Path, horizon: bool = False) -> dict
     from specbench.render import plots
     from specbench.schemas.profiles import load_profile
 
+    declared = declared_lines(loaded)
+
+    def save(fig, stem: Path) -> list[Path]:
+        if declared:  # a figure priced with declared costs says so on itself
+            fig.text(0.01, 0.005, "\n".join(declared), fontsize=6, ha="left", va="bottom", gid="declared-costs")
+        return plots.save(fig, stem)
+
     frame = metrics.split_divergent(loaded.frame)[0]
     main = frame[(frame["ratio_fit"] == "median")]
     main = main[main["source"] == ("replay" if (main["source"] == "replay").any() else "native")]
@@ -402,21 +441,21 @@ def make_figures(loaded: Loaded, directory: Path, horizon: bool = False) -> dict
     for device in main["device"].unique():
         configs = _cdf_configs(per_window[per_window["device"] == device])
         fig, _ = plots.throughput_cdf(per_window, device, configs)
-        figures[f"cdf-{device}"] = plots.save(fig, directory / f"cdf-{device}")
+        figures[f"cdf-{device}"] = save(fig, directory / f"cdf-{device}")
         fig, _ = plots.decomposition_bars(metrics.decomposition(main), device)
-        figures[f"dvoh-{device}"] = plots.save(fig, directory / f"dvoh-{device}")
+        figures[f"dvoh-{device}"] = save(fig, directory / f"dvoh-{device}")
         positions = metrics.per_position(main[main["device"] == device])
         if len(positions):
             fig, _ = plots.position_acceptance(positions, device)
-            figures[f"positions-{device}"] = plots.save(fig, directory / f"positions-{device}")
+            figures[f"positions-{device}"] = save(fig, directory / f"positions-{device}")
     profiles = _profiles(loaded)
     if profiles:
         fig, _ = plots.width_cost([load_profile(p) for p in profiles])
-        figures["width-cost"] = plots.save(fig, directory / "width-cost")
+        figures["width-cost"] = save(fig, directory / "width-cost")
     if horizon:
         summary, depths = horizon_tables(loaded)
         fig, _ = plots.horizon(summary, depths)
-        figures["horizon"] = plots.save(fig, directory / "horizon")
+        figures["horizon"] = save(fig, directory / "horizon")
     return figures
 
 

@@ -18,7 +18,7 @@ from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.core.methods.target import TargetConfig
-from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, trace_for
+from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, serial_ops, trace_for
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.budgets import save_budget
 from specbench.schemas.environment import environment_to_dict
@@ -88,6 +88,10 @@ def needed_widths(config: MethodConfig) -> tuple[int, int]:
 def check_costs(inputs: Inputs, configs: Sequence[MethodConfig]) -> None:
     """Every width a configuration may need must be measured (never guessed). Checked
     before anything is written, naming the configuration, the width and what was measured."""
+    # Traces with rows never recorded (imported): replay's decisions run here once, so a window
+    # that needs such a row is refused before anything is written.
+    partial = any(t.drafts is not None and t.drafts.recorded is not None
+                  for f in inputs.traces.values() for t in f.windows.values())
     for profile in inputs.profiles:
         for config in configs:
             target_max, drafter_max = needed_widths(config)
@@ -104,8 +108,11 @@ def check_costs(inputs: Inputs, configs: Sequence[MethodConfig]) -> None:
                         profile.cosched(drafter.name)
             except MissingCostError as exc:
                 raise MissingCostError(f"{config.label}: {exc.args[0]}", exc.hint) from None
-            for window in inputs.windows[:1]:
-                trace_for(inputs.traces, config, window.window_id)
+            for window in inputs.windows if partial else inputs.windows[:1]:
+                name, trace = trace_for(inputs.traces, config, window.window_id)
+                if partial and isinstance(config, (SdConfig, SpecAsrConfig)) and trace.drafts is not None \
+                        and trace.drafts.recorded is not None:
+                    serial_ops(config, trace, window.cap, name)  # a row never recorded fails here, before any output
 
 
 def _only_drafter(inputs: Inputs, config: MethodConfig) -> str:
@@ -126,6 +133,7 @@ def manifest_for(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths:
                       "placement": p.placement.as_dict()}
                      | ({"warnings": warnings_doc(p.warnings)} if p.warnings else {})
                      | ({} if p.environment is None else {"environment": environment_to_dict(p.environment)})
+                     | ({"declared_costs": p.declared_costs()} if p.declared_costs() else {})
                      for p, path in zip(inputs.profiles, profile_paths)],
         "methods": [c.label for c in configs],
         "depth_policy": DEPTH_POLICY,

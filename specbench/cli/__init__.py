@@ -36,6 +36,7 @@ def main() -> None:
 
 def _register() -> None:
     from specbench.cli import build_runner, demo, devices, profile, report, run, select_budget, trace, windows
+    from specbench.cli.import_trace import import_trace
 
     main.add_command(windows.windows)
     main.add_command(run.run)
@@ -46,6 +47,7 @@ def _register() -> None:
     main.add_command(demo.demo)
     main.add_command(devices.devices)
     main.add_command(build_runner.build_runner)
+    main.add_command(import_trace)
 
 
 _register()

@@ -15,6 +15,11 @@ YAML layout (`kind: specbench.profile`, `schema_version: 1`):
     overheads: {producer_startup_s, publish_s, align_s}
     warnings: [{model, table, width, depth, median_s, spread_pct, samples}]   # unstable timings (optional)
 
+A drafter whose costs come from elsewhere (docs/METHODS.md §4.7) carries `declared: {source,
+fraction_of_target}` instead of `costs` (each forward of n tokens costs that fraction of the
+target's CT(n, depth) in this profile), or `declared: {source}` beside a `costs` table another
+harness measured. Replay prices them like measured costs; results and reports name them.
+
 Costs are seconds per forward, interpolated linearly in KV depth between measured depths
 and held flat outside them (`DEPTH_POLICY`); a depth outside is flagged as extrapolated
 (`CostTable.extrapolates`) and `with_depth_fit("linear")` gives the sensitivity variant that
@@ -162,6 +167,24 @@ class CoSchedule:
 
 
 @dataclass(frozen=True)
+class DeclaredCost:
+    """Drafter costs this profile did not measure: where they come from, in the user's words."""
+
+    source: str
+    """Free text: what the cost is and where it was measured or derived, e.g. 'one decoder block + LM head'."""
+    fraction_of_target: float | None = None
+    """Each drafter forward of n tokens costs this fraction of the target's CT(n, depth); None: a
+    declared table (`costs`) measured by another harness."""
+
+    @property
+    def note(self) -> str:
+        """How reports name it."""
+        how = (f"{self.fraction_of_target:g} x the target's CT(n, depth)" if self.fraction_of_target is not None
+               else "a table measured elsewhere")
+        return f"{how}; source: {self.source}"
+
+
+@dataclass(frozen=True)
 class DrafterProfile:
     name: str
     model: dict
@@ -171,6 +194,8 @@ class DrafterProfile:
     cosched: CoSchedule | None
     all_rows_costs: CostTable | None = None
     """Forwards that keep a logits row per token (SpecASR's recycling ingest reads them all)."""
+    declared: DeclaredCost | None = None
+    """Costs declared, not measured on this device (None: measured by `specbench profile`)."""
 
     def ingest_costs(self) -> CostTable:
         """The table a forward with a row per token is priced from; a profile without one (the
@@ -299,6 +324,10 @@ class DeviceProfile:
                                    hint="run `specbench profile` with co-scheduling enabled")
         return profile.cosched
 
+    def declared_costs(self) -> dict[str, str]:
+        """drafter name -> how its declared costs are described (drafters measured here are absent)."""
+        return {name: d.declared.note for name, d in sorted(self.drafters.items()) if d.declared is not None}
+
     def with_ratio_fit(self, fit: str) -> "DeviceProfile":
         """The same profile with unmeasured co-scheduling widths filled by `fit`."""
         if fit not in RATIO_FITS:
@@ -389,6 +418,37 @@ def _cosched(doc: dict, where: Where) -> CoSchedule:
     return CoSchedule(np.asarray(depths, dtype=np.float64), rho_t, rho_d)
 
 
+def _declared(entry: dict, where: Where) -> DeclaredCost | None:
+    """A drafter entry's `declared` block: {source, fraction_of_target} in place of `costs`, or
+    {source} beside a `costs` table measured elsewhere."""
+    doc = need(entry, "declared", dict, where, None)
+    if doc is None:
+        return None
+    d_where = where.at("declared")
+    reject_unknown(doc, {"source", "fraction_of_target"}, d_where)
+    source = need(doc, "source", str, d_where)
+    if not source.strip():
+        raise d_where.at("source").fail("a non-empty text naming where the costs come from", source)
+    fraction = need(doc, "fraction_of_target", float, d_where, None)
+    if fraction is None:
+        if "costs" not in entry:
+            raise where.at("costs").fail("a mapping (missing; a declared drafter has `costs` from another harness, "
+                                         "or declared.fraction_of_target)")
+        return DeclaredCost(source)
+    if not fraction > 0:
+        raise d_where.at("fraction_of_target").fail("a number > 0 (the share of the target's CT(n, depth))",
+                                                    fraction)
+    for key in ("costs", "costs_all_rows"):
+        if key in entry:
+            raise where.at(key).fail("absent when declared.fraction_of_target gives the costs (one or the other)")
+    return DeclaredCost(source, float(fraction))
+
+
+def _scaled(table: CostTable, fraction: float, label: str) -> CostTable:
+    """`fraction` x every cost of `table`, at its depths and widths."""
+    return CostTable(table.depths, {w: fraction * c for w, c in table.seconds.items()}, label)
+
+
 _TOP_KEYS = frozenset({"kind", "schema_version", "device", "runner", "snapshot", "target", "drafters", "overheads",
                        "notes", "placement", "pinning", "warnings", ENV_KEY})
 
@@ -406,16 +466,25 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
     drafters: dict[str, DrafterProfile] = {}
     for i, entry in enumerate(need(doc, "drafters", list, where, [])):
         d_where = where.at("drafters").at(i)
-        reject_unknown(entry, {"name", "model", "processor", "costs", "costs_all_rows", "cosched", "threads"}, d_where)
+        reject_unknown(entry, {"name", "model", "processor", "costs", "costs_all_rows", "cosched", "threads",
+                               "declared"}, d_where)
         name = need(entry, "name", str, d_where)
+        if name in drafters:
+            raise d_where.at("name").fail("a drafter name not used by another entry", name)
         cosched_doc = need(entry, "cosched", dict, d_where, None)
         all_rows_doc = need(entry, "costs_all_rows", dict, d_where, None)
+        label = f"profile {path} drafter '{name}'"
+        declared = _declared(entry, d_where)
+        if declared is not None and declared.fraction_of_target is not None:
+            costs = _scaled(target_costs, declared.fraction_of_target, f"{label} (declared)")
+            all_rows = costs  # a declared step has one price, whichever logits it keeps
+        else:
+            costs = _cost_table(need(entry, "costs", dict, d_where), d_where.at("costs"), label)
+            all_rows = None if all_rows_doc is None else _cost_table(all_rows_doc, d_where.at("costs_all_rows"),
+                                                                     f"{label} (all logit rows)")
         drafters[name] = DrafterProfile(
-            name, need(entry, "model", dict, d_where), need(entry, "processor", str, d_where, "cpu"),
-            _cost_table(need(entry, "costs", dict, d_where), d_where.at("costs"), f"profile {path} drafter '{name}'"),
-            None if cosched_doc is None else _cosched(cosched_doc, d_where.at("cosched")),
-            None if all_rows_doc is None else _cost_table(all_rows_doc, d_where.at("costs_all_rows"),
-                                                          f"profile {path} drafter '{name}' (all logit rows)"))
+            name, need(entry, "model", dict, d_where), need(entry, "processor", str, d_where, "cpu"), costs,
+            None if cosched_doc is None else _cosched(cosched_doc, d_where.at("cosched")), all_rows, declared)
     over_doc = need(doc, "overheads", dict, where, {})
     reject_unknown(over_doc, {"producer_startup_s", "publish_s", "align_s"}, where.at("overheads"))
     overheads = Overheads(**{k: float(need(over_doc, k, float, where.at("overheads"))) for k in over_doc})
@@ -454,9 +523,15 @@ def _table_doc(table: CostTable) -> dict:
 def profile_to_dict(profile: DeviceProfile) -> dict:
     drafters = []
     for d in profile.drafters.values():
-        entry = {"name": d.name, "model": d.model, "processor": d.processor, "costs": _table_doc(d.costs)}
-        if d.all_rows_costs is not None:
-            entry["costs_all_rows"] = _table_doc(d.all_rows_costs)
+        entry = {"name": d.name, "model": d.model, "processor": d.processor}
+        if d.declared is None or d.declared.fraction_of_target is None:
+            entry["costs"] = _table_doc(d.costs)
+            if d.all_rows_costs is not None:
+                entry["costs_all_rows"] = _table_doc(d.all_rows_costs)
+        if d.declared is not None:
+            entry["declared"] = {"source": d.declared.source}
+            if d.declared.fraction_of_target is not None:
+                entry["declared"]["fraction_of_target"] = d.declared.fraction_of_target
         if d.cosched is not None:
             entry["cosched"] = {"depths": [int(x) for x in d.cosched.depths],
                                 "ratios": {int(w): {"rho_target": [float(v) for v in d.cosched.rho_target[w]],

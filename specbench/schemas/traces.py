@@ -13,6 +13,9 @@ configuration. Replay reads only these; a query the trace lacks is an error.
 With a drafter of another vocabulary the draft rows are mapped to target tokens, and the
 drafts also carry what the drafter's forwards depend on (`CrossDrafts`): the committed
 prefix in drafter tokens and the drafter tokens behind each row.
+
+A decoder outside specbench writes the same files with `TraceWriter` (docs/METHODS.md §3):
+every line it writes goes through the loader's own validation first.
 """
 
 from __future__ import annotations
@@ -25,8 +28,18 @@ import numpy as np
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.environment import KEY as ENV_KEY
-from specbench.schemas.environment import Environment, environment_to_dict, manifest_environment
-from specbench.schemas.fileio import Where, check_header, dumps_line, iter_jsonl, need, reject_unknown, write_atomic
+from specbench.schemas.environment import Environment, LoadedModel, continued, environment_to_dict, manifest_environment
+from specbench.schemas.fileio import (
+    Where,
+    append_jsonl,
+    check_header,
+    drop_cut_line,
+    dumps_line,
+    iter_jsonl,
+    need,
+    reject_unknown,
+    write_atomic,
+)
 from specbench.schemas.windows import Window
 
 KIND = "specbench.trace"
@@ -36,7 +49,10 @@ KIND = "specbench.trace"
 # tokens, which price its forwards); version 1 files load and replay as before (their
 # cross-vocabulary drafter forwards priced as same-vocabulary). Version 2 headers gained the
 # optional `environment` block (schemas/environment.py); headers without it load.
-VERSIONS = (1, 2)
+# 3 = a draft row may be null in both `tokens` and `conf`: a prefix the drafter was never
+# asked about (imported decoder logs record only the prefixes they visited); replay that
+# needs such a row is an error. Files without null rows read as before.
+VERSIONS = (1, 2, 3)
 PAD = -1
 """Token id that pads a draft row after the drafter's end of sequence."""
 
@@ -82,10 +98,24 @@ class DraftTable:
     """float64 [N, k_max]: the drafter's top-1 probability of each token."""
     cross: CrossDrafts | None = None
     """Cross-vocabulary traces (version 2 on): the drafter-token side of the rows."""
+    recorded: np.ndarray | None = None
+    """bool [N] (version 3 on): False where the row is absent, a prefix the drafter was never
+    asked about; None: every row recorded."""
 
     @property
     def k_max(self) -> int:
         return int(self.tokens.shape[1])
+
+    def has_row(self, t: int) -> bool:
+        return self.recorded is None or bool(self.recorded[t])
+
+    def require_row(self, t: int, window_id: str, drafter: str) -> None:
+        """Refuses replay of a row the trace does not hold: it is never guessed."""
+        if not self.has_row(t):
+            raise SpecbenchError(f"trace of window '{window_id}' (drafter {drafter}): no draft row at t={t}, the "
+                                 f"drafter was never asked to continue y[:{t}] (missing context)",
+                                 hint="replay a configuration that visits only the recorded prefixes (an "
+                                      "imported trace holds the rows its decoder visited)")
 
 
 @dataclass(frozen=True)
@@ -243,14 +273,30 @@ def _drafts_from(doc: dict, n: int, where: Where) -> DraftTable:
     k_max = need(doc, "k_max", int, where)
     rows = _rows(doc, "tokens", n, where)
     confs = _rows(doc, "conf", n, where)
+    if k_max < 1:  # a table of no columns holds no draft
+        raise where.at("k_max").fail("an integer >= 1", k_max)
     tokens = np.full((n, k_max), PAD, dtype=np.int32)
     conf = np.zeros((n, k_max), dtype=np.float64)
+    recorded = np.ones(n, dtype=bool)
     for t, (row, crow) in enumerate(zip(rows, confs)):
+        if row is None or crow is None:
+            if row is not None or crow is not None:
+                raise where.at("tokens" if row is None else "conf").at(t).fail(
+                    "null in both tokens and conf (a row never recorded), or a row in both", row if crow is None
+                    else crow)
+            recorded[t] = False
+            continue
+        if not isinstance(row, list):
+            raise where.at("tokens").at(t).fail("a list of integer token ids, or null (never recorded)", row)
         if len(row) > k_max:
             raise where.at("tokens").at(t).fail(f"at most k_max={k_max} tokens", len(row))
         tokens[t, : len(row)] = _int_array(row, where.at("tokens").at(t))
         conf[t, : len(row)] = _prob_array(crow, len(row), where.at("conf").at(t))
-    return DraftTable(tokens, conf, _cross_from(doc, tokens, where))
+    cross = _cross_from(doc, tokens, where)
+    if cross is not None and not recorded.all():
+        raise where.at("tokens").at(int(np.argmin(recorded))).fail(
+            "a recorded row (cross-vocabulary drafts record every prefix)", None)
+    return DraftTable(tokens, conf, cross, None if recorded.all() else recorded)
 
 
 def _producer_from(doc: dict, where: Where) -> ProducerStream:
@@ -317,7 +363,12 @@ def window_trace_to_dict(trace: WindowTrace) -> dict:
                  "n_prompt_drafter": trace.n_prompt_drafter}
     if trace.drafts is not None:
         rows, confs, lengths = [], [], []
-        for tokens, conf in zip(trace.drafts.tokens, trace.drafts.conf):
+        for t, (tokens, conf) in enumerate(zip(trace.drafts.tokens, trace.drafts.conf)):
+            if not trace.drafts.has_row(t):
+                rows.append(None)
+                confs.append(None)
+                lengths.append(0)
+                continue
             length = int(np.argmax(tokens == PAD)) if np.any(tokens == PAD) else len(tokens)
             rows.append(tokens[:length].tolist())
             confs.append([round(float(c), 6) for c in conf[:length]])
@@ -429,3 +480,124 @@ def check_against_windows(trace_files: Mapping[str, TraceFile], windows: Sequenc
             if trace.n_tokens > window.cap:
                 raise SpecbenchError(f"{trace_file.path}: window '{window.window_id}': y has {trace.n_tokens} tokens, "
                                      f"more than the cap {window.cap}")
+
+
+class TraceWriter:
+    """One trace file written a window at a time, for specbench's recorder and any other decoder.
+
+    The header (both models' identities, and the chat templates when given) is written when
+    the file is created. Each window line is validated by the loader itself before it is
+    appended and flushed, so an interrupted decoder keeps every window it finished; with
+    `resume=True` an existing file of the same models and templates is continued (a line an
+    interruption cut short is dropped) and the windows it holds are listed in `done`.
+    Example (docs/METHODS.md §3)::
+
+        writer = TraceWriter("traces/mydrafter.jsonl", target=ModelRef("big", sha_big),
+                             drafter=ModelRef("mydrafter", sha_small))
+        writer.write_window(window_id="w1", window_sha256=window.window_sha256, y=[5, 9, 2],
+                            stop_reason="eos", n_prompt=31,
+                            drafts={"k_max": 4, "tokens": [[5, 9], None, [2]], "conf": [[0.9, 0.8], None, [0.7]]})
+    """
+
+    def __init__(self, path: Path | str, target: ModelRef, drafter: ModelRef,
+                 templates: Mapping[str, str] | None = None, resume: bool = False,
+                 environment: Environment | None = None):
+        self.path = Path(path)
+        self.environment = environment
+        """The header's environment: this session's, or the file's continued by it on resume."""
+        self.done: dict[str, str] = {}
+        """window_id -> window_sha256 of the windows already in the file."""
+        if templates is not None:
+            templates = _templates({"templates": dict(templates)}, Where(self.path))
+        if self.path.exists() and self.path.stat().st_size > 0:
+            if not resume:
+                raise SpecbenchError(f"{self.path}: trace file already exists",
+                                     hint="pass --resume to continue it, or choose another --out")
+            drop_cut_line(self.path)  # a window cut short by an interruption is written again
+            existing = load_trace_file(self.path)
+            if existing.version != VERSIONS[-1]:
+                # A file's windows share one format, and replay reads what only the latest version records.
+                raise SpecbenchError(f"{self.path}: cannot resume a schema_version {existing.version} trace file "
+                                     f"(this specbench writes version {VERSIONS[-1]})",
+                                     hint="trace into another --out directory")
+            for key, old, new in (("target", existing.target, target), ("drafter", existing.drafter, drafter)):
+                if old.sha256 != new.sha256:
+                    raise SpecbenchError(f"{self.path}: cannot resume: the {key} model differs "
+                                         f"({old.name} {old.sha256[:12]} in the file, {new.name} {new.sha256[:12]} now)",
+                                         hint="trace into another --out directory")
+            if existing.templates != templates:
+                raise SpecbenchError(f"{self.path}: cannot resume: the chat templates differ "
+                                     f"({_templates_text(existing.templates)} in the file, "
+                                     f"{_templates_text(templates)} now)", hint="trace into another --out directory")
+            self.done = {w.window_id: w.window_sha256 for w in existing.windows.values()}
+            self._models = (target, drafter, existing.templates)
+            if environment is not None:
+                self.environment = continued(existing.environment, environment)
+                self._write_header()
+        else:
+            self._models = (target, drafter, templates)
+            header = header_dict(target, drafter, templates, self.environment)
+            _model_ref(header, "target", Where(self.path, "line 1"))  # names and sha256 must be strings
+            _model_ref(header, "drafter", Where(self.path, "line 1"))
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            append_jsonl(self.path, [header])
+
+    def _write_header(self) -> None:
+        """Replace the header line (the windows after it are kept byte for byte)."""
+        rest = self.path.read_bytes().partition(b"\n")[2]
+        write_atomic(self.path, dumps_line(header_dict(*self._models, self.environment)) + rest.decode("utf-8"))
+
+    def finish(self, at: str, models: Sequence[LoadedModel] = ()) -> None:
+        """Record the end of this session (and the models as the runner loaded them) in the header."""
+        if self.environment is not None:
+            self.environment = self.environment.finish(at, models)
+            self._write_header()
+
+    def todo(self, windows: Sequence[Window]) -> list[Window]:
+        """The windows not yet in the file; one written with other content is an error."""
+        for window in windows:
+            sha = self.done.get(window.window_id)
+            if sha is not None and sha != window.window_sha256:
+                raise SpecbenchError(f"{self.path}: window '{window.window_id}' was traced with different content "
+                                     f"(window_sha256 {sha[:12]}, now {window.window_sha256[:12]})",
+                                     hint="trace the changed windows into another --out directory")
+        return [w for w in windows if w.window_id not in self.done]
+
+    def write_window(self, **fields: object) -> WindowTrace:
+        """Validate one window line (the keys of a trace line, docs/schemas/trace-window.schema.json;
+        lists may be numpy arrays) and append it; returns the window as the loader reads it."""
+        doc = _plain(fields)
+        where = Where(f"{self.path}: window '{doc.get('window_id', '?')}'" if isinstance(doc, dict) else self.path)
+        trace = window_trace_from_dict(doc, where)
+        self.write(trace)
+        return trace
+
+    def write(self, trace: WindowTrace) -> None:
+        """Append a window that is already a `WindowTrace`; a window id the file holds is refused."""
+        if trace.window_id in self.done:
+            raise SpecbenchError(f"{self.path}: window '{trace.window_id}' is already in the file")
+        self.append(window_trace_to_dict(trace))
+
+    def append(self, doc: dict) -> None:
+        """Append a line made by `window_trace_to_dict` (already validated)."""
+        append_jsonl(self.path, [doc])
+        self.done[doc["window_id"]] = doc["window_sha256"]
+
+
+def _plain(value: object) -> object:
+    """numpy arrays and scalars as the lists and numbers JSON holds."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _templates_text(templates: Mapping[str, str] | None) -> str:
+    if templates is None:
+        return "none recorded"
+    return ", ".join(f"{role} {name}" for role, name in templates.items())

@@ -19,14 +19,11 @@ from typing import Callable, Sequence
 
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.errors import SpecbenchError
-from specbench.schemas.environment import Environment, LoadedModel, continued
-from specbench.schemas.fileio import Where, append_jsonl, drop_cut_line, dumps_line, iter_jsonl, write_atomic
+from specbench.schemas.fileio import Where, iter_jsonl
 from specbench.schemas.traces import (
-    VERSIONS,
     ModelRef,
     TraceFile,
-    header_dict,
-    load_trace_file,
+    TraceWriter,
     window_trace_from_dict,
     window_trace_to_dict,
 )
@@ -210,76 +207,6 @@ def check_trace_templates(trace_files: dict[str, TraceFile], target: ModelFile, 
                 raise SpecbenchError(f"{trace_file.path}: the {role} was traced with chat template "
                                      f"'{recorded[role]}', this run renders '{now[role]}'",
                                      hint=f"pass --template {model.name}={recorded[role]}, or trace again")
-
-
-class TraceWriter:
-    """One trace file, appended a window at a time; resumes a file of the same models and templates."""
-
-    def __init__(self, path: Path, target: ModelRef, drafter: ModelRef, templates: dict[str, str], resume: bool,
-                 environment: Environment | None = None):
-        self.path = Path(path)
-        self._models = (target, drafter, templates)
-        self.environment = environment
-        """The header's environment: this session's, or the file's continued by it on resume."""
-        self.done: dict[str, str] = {}
-        """window_id -> window_sha256 of the windows already in the file."""
-        if self.path.exists() and self.path.stat().st_size > 0:
-            if not resume:
-                raise SpecbenchError(f"{self.path}: trace file already exists",
-                                     hint="pass --resume to continue it, or choose another --out")
-            drop_cut_line(self.path)  # a window cut short by an interruption is traced again
-            existing = load_trace_file(self.path)
-            if existing.version != VERSIONS[-1]:
-                # A file's windows share one format, and replay reads what only the latest version records.
-                raise SpecbenchError(f"{self.path}: cannot resume a schema_version {existing.version} trace file "
-                                     f"(this specbench writes version {VERSIONS[-1]})",
-                                     hint="trace into another --out directory")
-            for key, old, new in (("target", existing.target, target), ("drafter", existing.drafter, drafter)):
-                if old.sha256 != new.sha256:
-                    raise SpecbenchError(f"{self.path}: cannot resume: the {key} model differs "
-                                         f"({old.name} {old.sha256[:12]} in the file, {new.name} {new.sha256[:12]} now)",
-                                         hint="trace into another --out directory")
-            if existing.templates != templates:
-                raise SpecbenchError(f"{self.path}: cannot resume: the chat templates differ "
-                                     f"({_templates_text(existing.templates)} in the file, "
-                                     f"{_templates_text(templates)} now)", hint="trace into another --out directory")
-            self.done = {w.window_id: w.window_sha256 for w in existing.windows.values()}
-            if environment is not None:
-                self.environment = continued(existing.environment, environment)
-                self._write_header()
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            append_jsonl(self.path, [header_dict(*self._models, self.environment)])
-
-    def _write_header(self) -> None:
-        """Replace the header line (the windows after it are kept byte for byte)."""
-        rest = self.path.read_bytes().partition(b"\n")[2]
-        write_atomic(self.path, dumps_line(header_dict(*self._models, self.environment)) + rest.decode("utf-8"))
-
-    def finish(self, at: str, models: Sequence[LoadedModel] = ()) -> None:
-        """Record the end of this session (and the models as the runner loaded them) in the header."""
-        if self.environment is not None:
-            self.environment = self.environment.finish(at, models)
-            self._write_header()
-
-    def todo(self, windows: Sequence[Window]) -> list[Window]:
-        for window in windows:
-            sha = self.done.get(window.window_id)
-            if sha is not None and sha != window.window_sha256:
-                raise SpecbenchError(f"{self.path}: window '{window.window_id}' was traced with different content "
-                                     f"(window_sha256 {sha[:12]}, now {window.window_sha256[:12]})",
-                                     hint="trace the changed windows into another --out directory")
-        return [w for w in windows if w.window_id not in self.done]
-
-    def append(self, doc: dict) -> None:
-        append_jsonl(self.path, [doc])
-        self.done[doc["window_id"]] = doc["window_sha256"]
-
-
-def _templates_text(templates: dict[str, str] | None) -> str:
-    if templates is None:
-        return "none recorded"
-    return ", ".join(f"{role} {name}" for role, name in templates.items())
 
 
 def trace_doc(result: dict, window: Window, where: Where) -> dict:

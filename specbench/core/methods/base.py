@@ -143,6 +143,7 @@ class TraceDrafts:
         if drafts is None:
             raise SpecbenchError(f"trace of window '{self._trace.window_id}' (drafter {self._drafter}) has no "
                                  "prefix-conditioned drafts", hint="trace again with drafts enabled")
+        drafts.require_row(t, self._trace.window_id, self._drafter)
         return drafts.tokens[t], drafts.conf[t]
 
     def recycle(self, config: SpecAsrConfig, t: int, tail: tuple[int, ...], limit: int) -> RecycleAnswer:

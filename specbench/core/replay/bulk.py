@@ -115,6 +115,7 @@ def sd_ops(trace: WindowTrace, cap: int, config: SdConfig) -> SerialOps:
         limit = min(config.width - 1, cap - t - 1)
         k = a = 0
         if limit > 0:
+            drafts.require_row(t, trace.window_id, config.drafter or "drafter")
             k = min(limit, usable[t])
             a = min(agree[t], k)
             probe = 0 < k < limit and low_conf[t]

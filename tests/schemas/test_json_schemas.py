@@ -1,0 +1,334 @@
+"""The published JSON Schemas (docs/schemas/) against the loaders, the one truth: every shipped
+example and golden file validates, files specbench writes validate, the keys each schema names
+are the keys each loader knows, and hand-made bad files are refused by both."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+
+from specbench.core.budget import BudgetChoice
+from specbench.core.methods.as2d import As2dConfig
+from specbench.errors import SpecbenchError
+from specbench.schemas import profiles, results, traces, windows
+from specbench.schemas.budgets import load_budget, save_budget
+from specbench.schemas.results import load_results
+from specbench.world.progdraft import import_progdraft
+from tests.helpers import write_study
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMAS = ROOT / "docs" / "schemas"
+GOLDEN = ROOT / "tests" / "data" / "golden"
+PROFILES = sorted((ROOT / "device_profiles").glob("*.yaml")) + sorted((ROOT / "tests" / "data").glob("*/*.yaml"))
+PROFILES = [p for p in PROFILES if yaml.safe_load(p.read_text()).get("kind") == profiles.KIND]
+
+
+def schema(name: str) -> dict:
+    return json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+
+
+def validator(name: str, definition: str | None = None) -> Draft202012Validator:
+    root = schema(name)
+    if definition is not None:  # one of the schema's $defs, e.g. the version 1 result row
+        root = {"$ref": f"#/$defs/{definition}", "$defs": root["$defs"]}
+    return Draft202012Validator(root)
+
+
+def as_json(doc):
+    """A YAML document as JSON holds it (integer mapping keys become strings)."""
+    return json.loads(json.dumps(doc, default=str))
+
+
+def errors(name: str, doc, definition: str | None = None) -> list[str]:
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in validator(name, definition).iter_errors(as_json(doc))]
+
+
+def jsonl_errors(name: str, path: Path) -> list[str]:
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    assert "kind" in lines[0] and not any("kind" in line for line in lines[1:]), path
+    return [f"line {i + 1}: {e}" for i, line in enumerate(lines) for e in errors(name, line)]
+
+
+def results_errors(directory: Path) -> list[str]:
+    manifest = json.loads((directory / "manifest.json").read_text())
+    found = errors("results-manifest", manifest)
+    row = "row_v1" if manifest.get("schema_version") == 1 else None
+    for i, line in enumerate((directory / "rows.jsonl").read_text().splitlines()):
+        found += [f"row {i + 1}: {e}" for e in errors("results-row", json.loads(line), row)]
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(SCHEMAS.glob("*.schema.json")), ids=lambda p: p.name)
+def test_every_schema_is_a_valid_draft_2020_12_schema(path):
+    Draft202012Validator.check_schema(json.loads(path.read_text()))
+
+
+def props(doc: dict) -> set[str]:
+    return set(doc["properties"])
+
+
+def test_the_schemas_name_the_keys_the_loaders_know():
+    trace = schema("trace")["$defs"]
+    assert props(trace["header"]) == traces._HEADER_KEYS
+    assert props(trace["window"]) == traces._WINDOW_KEYS
+    assert props(trace["drafts"]) == {"k_max", "tokens", "conf", *traces._CROSS_KEYS}
+    assert list(trace["header"]["properties"]["schema_version"]["enum"]) == list(traces.VERSIONS)
+    win = schema("windows")["$defs"]
+    assert props(win["window"]) == windows._WINDOW_KEYS and props(win["input"]) == windows._INPUT_KEYS
+    assert list(win["header"]["properties"]["schema_version"]["enum"]) == list(windows.VERSIONS)
+    profile = schema("profile")
+    assert props(profile) == profiles._TOP_KEYS
+    assert list(profile["properties"]["schema_version"]["enum"]) == list(profiles.VERSIONS)
+    row = schema("results-row")["$defs"]["row"]
+    assert list(row["properties"]) == list(results.ROW_FIELDS)
+    assert set(row["required"]) == {f for f in results.ROW_FIELDS
+                                    if results.WindowResult.__dataclass_fields__[f].default
+                                    is results.WindowResult.__dataclass_fields__[f].default_factory}
+    assert list(schema("results-manifest")["properties"]["schema_version"]["enum"]) == list(results.VERSIONS)
+
+
+# --- every shipped example and golden file, and what specbench writes, validates
+
+
+def test_shipped_windows_validate():
+    path = ROOT / "specbench" / "data" / "demo_windows.jsonl"
+    windows.load_windows(path)
+    assert jsonl_errors("windows", path) == []
+
+
+@pytest.mark.parametrize("path", PROFILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_shipped_profiles_validate(path):
+    profiles.load_profile(path)
+    assert errors("profile", yaml.safe_load(path.read_text())) == []
+
+
+@pytest.mark.parametrize("name", ["results", "results-v1"])
+def test_golden_results_validate(name):
+    load_results(GOLDEN / name)
+    assert results_errors(GOLDEN / name) == []
+
+
+def test_written_studies_imports_and_budgets_validate(tmp_path):
+    _, windows_path, traces_dir, profile_paths = write_study(tmp_path / "study", n_windows=4, n_devices=1)
+    assert jsonl_errors("windows", windows_path) == []
+    for path in sorted(traces_dir.glob("*.jsonl")):
+        traces.load_trace_file(path)
+        assert jsonl_errors("trace", path) == []
+    for path in profile_paths:
+        assert errors("profile", yaml.safe_load(path.read_text())) == []
+    progdraft = ROOT / "tests" / "data" / "progdraft"
+    import_progdraft([progdraft / "utt1.json", progdraft / "utt2.json"], tmp_path / "imported",
+                     tmp_path / "imported-windows.jsonl", 448, 80)
+    assert jsonl_errors("windows", tmp_path / "imported-windows.jsonl") == []
+    for path in sorted((tmp_path / "imported").glob("*.jsonl")):
+        assert jsonl_errors("trace", path) == []  # null rows: the drafter never asked there
+    choice = BudgetChoice("dev@split", As2dConfig(budget=3, drafter="small"), 51.5, (("as2d[B=4]", 50.0),), 3.0,
+                          False, 4)
+    save_budget(tmp_path / "budget.yaml", choice, {"profile": {"path": "p.yaml", "sha256": "0" * 64}})
+    load_budget(tmp_path / "budget.yaml")
+    assert errors("budget", yaml.safe_load((tmp_path / "budget.yaml").read_text())) == []
+
+
+# --- a file the loader refuses, the schema refuses too
+
+
+def _windows_lines():
+    return [json.loads(line) for line in (ROOT / "specbench" / "data" / "demo_windows.jsonl").read_text().splitlines()]
+
+
+def _trace_lines(tmp_path):
+    _, _, traces_dir, _ = write_study(tmp_path / "base", n_windows=2, n_devices=1)
+    path = min(traces_dir.glob("*.jsonl"))
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _set(doc, keys, value):
+    for key in keys[:-1]:
+        doc = doc[key]
+    if value is _DROP:
+        del doc[keys[-1]]
+    else:
+        doc[keys[-1]] = value
+
+
+_DROP = object()
+BAD_WINDOWS = {
+    "header kind": (0, ("kind",), "specbench.window"),
+    "cap 0": (1, ("cap",), 0),
+    "split train": (1, ("split",), "train"),
+    "sha256 not hex": (1, ("window_sha256",), "ABC"),
+    "unknown key": (1, ("speaker",), "alice"),
+    "input kind video": (1, ("input", "kind"), "video"),
+    "text input without text": (1, ("input", "text"), _DROP),
+}
+BAD_TRACES = {
+    "header version 4": (0, ("schema_version",), 4),
+    "header unknown key": (0, ("tokenizer",), "bpe"),
+    "templates one model": (0, ("templates",), {"target": "chatml"}),
+    "y empty": (1, ("y",), []),
+    "stop length": (1, ("stop_reason",), "length"),
+    "conf above 1": (1, ("drafts", "conf", 0, 0), 1.5),
+    "k_max 0": (1, ("drafts", "k_max"), 0),
+    "cross step without context": (1, ("drafts", "step"), [[]]),
+    "producer stop done": (1, ("producer", "stop"), "done"),
+    "token id 1.5": (1, ("y", 0), 1.5),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_WINDOWS))
+def test_bad_windows_are_refused_by_loader_and_schema(tmp_path, case):
+    line, keys, value = BAD_WINDOWS[case]
+    lines = _windows_lines()
+    _set(lines[line], keys, value)
+    path = tmp_path / "windows.jsonl"
+    path.write_text("".join(json.dumps(doc) + "\n" for doc in lines))
+    with pytest.raises(SpecbenchError):
+        windows.load_windows(path)
+    assert errors("windows", lines[line])
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TRACES))
+def test_bad_traces_are_refused_by_loader_and_schema(tmp_path, case):
+    line, keys, value = BAD_TRACES[case]
+    lines = _trace_lines(tmp_path)
+    _set(lines[line], keys, value)
+    path = tmp_path / "trace.jsonl"
+    path.write_text("".join(json.dumps(doc) + "\n" for doc in lines))
+    with pytest.raises(SpecbenchError):
+        traces.load_trace_file(path)
+    assert errors("trace", lines[line])
+
+
+PHONE = ROOT / "tests" / "data" / "progdraft" / "phone-shared.yaml"
+BAD_PROFILES = {
+    "version 2 without placement": (("placement",), _DROP),
+    "negative cost": (("target", "costs", "seconds", 1, 0), -0.03),
+    "width 0": (("target", "costs", "seconds", 0), [0.03, 0.033, 0.036]),
+    "unknown top key": (("extras",), {}),
+    "declared fraction and costs": (("drafters", 0, "costs"), {"depths": [0], "seconds": {1: [0.01]}}),
+    "declared without source": (("drafters", 0, "declared", "source"), _DROP),
+    "declared blank source": (("drafters", 0, "declared", "source"), "  "),
+    "declared fraction negative": (("drafters", 0, "declared", "fraction_of_target"), -0.1),
+    "declared table without costs": (("drafters", 1, "costs"), _DROP),
+    "drafter unknown key": (("drafters", 1, "flops"), 3),
+    "overheads negative": (("overheads", "publish_s"), -1.0),
+    "lane threads 0": (("placement", "target", "threads"), 0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_PROFILES))
+def test_bad_profiles_are_refused_by_loader_and_schema(tmp_path, case):
+    keys, value = BAD_PROFILES[case]
+    doc = yaml.safe_load(PHONE.read_text())
+    _set(doc, keys, value)
+    path = tmp_path / "profile.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(SpecbenchError):
+        profiles.load_profile(path)
+    assert errors("profile", doc)
+
+
+BAD_RESULTS = {
+    "manifest kind": ("manifest", ("kind",), "specbench.result"),
+    "manifest version 3": ("manifest", ("schema_version",), 3),
+    "tokens as text": ("row", ("tokens",), "12"),
+    "method beam": ("row", ("method",), "beam"),
+    "no decode_s": ("row", ("decode_s",), _DROP),
+    "lossless yes": ("row", ("lossless",), "yes"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_RESULTS))
+def test_bad_results_are_refused_by_loader_and_schema(tmp_path, case):
+    where, keys, value = BAD_RESULTS[case]
+    directory = tmp_path / "results"
+    shutil.copytree(GOLDEN / "results", directory)
+    manifest = json.loads((directory / "manifest.json").read_text())
+    rows = [json.loads(line) for line in (directory / "rows.jsonl").read_text().splitlines()]
+    _set(manifest if where == "manifest" else rows[0], keys, value)
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    (directory / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(SpecbenchError):
+        load_results(directory)
+    assert results_errors(directory)
+
+
+BAD_BUDGETS = {
+    "B 0": (("as2d", "B"), 0),
+    "align middle": (("as2d", "align"), "middle"),
+    "conf_stop 2": (("as2d", "conf_stop"), 2.0),
+    "unknown key": (("chosen_by",), "me"),
+    "kind": (("kind",), "specbench.budgets"),
+    "no device": (("device",), _DROP),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_BUDGETS))
+def test_bad_budgets_are_refused_by_loader_and_schema(tmp_path, case):
+    keys, value = BAD_BUDGETS[case]
+    choice = BudgetChoice("dev@split", As2dConfig(budget=3), 51.5, (), 0.0, False, 4)
+    save_budget(tmp_path / "budget.yaml", choice, {})
+    doc = copy.deepcopy(yaml.safe_load((tmp_path / "budget.yaml").read_text()))
+    _set(doc, keys, value)
+    (tmp_path / "budget.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(SpecbenchError):
+        load_budget(tmp_path / "budget.yaml")
+    assert errors("budget", doc)
+
+
+# What the loader refuses and a schema cannot express (relations between values): each is named in
+# docs/schemas/README.md, and must stay refused by the loader.
+GAPS = {
+    "a null row in tokens only": ("trace", 1, ("drafts", "tokens", 0), None),
+    "one draft row per token of y": ("trace", 1, ("drafts", "tokens"), [[]]),
+    "an integral number as a token id (1.0)": ("trace", 1, ("y", 0), 1.0),
+    "a text window's sha256 is its content's": ("windows", 1, ("window_sha256",), "0" * 64),
+    "increasing depths": ("profile", None, ("target", "costs", "depths"), [256, 0, 512]),
+    "one cost per depth": ("profile", None, ("target", "costs", "seconds", 1), [0.03]),
+    "a row's fields and label name one configuration": ("results-row", 0, ("width",), 6),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GAPS))
+def test_what_only_the_loader_checks_is_documented_and_refused(tmp_path, case):
+    kind, line, keys, value = GAPS[case]
+    assert f"* {case}" in (SCHEMAS / "README.md").read_text()
+    if kind == "profile":
+        doc = yaml.safe_load(PHONE.read_text())
+        _set(doc, keys, value)
+        (tmp_path / "p.yaml").write_text(yaml.safe_dump(doc))
+        load, target = (lambda: profiles.load_profile(tmp_path / "p.yaml")), doc
+    elif kind == "results-row":
+        directory = tmp_path / "results"
+        shutil.copytree(GOLDEN / "results", directory)
+        rows = [json.loads(r) for r in (directory / "rows.jsonl").read_text().splitlines()]
+        rows = [r for r in rows if r["method"] == "sd" and r["width"] == 5][:1]
+        _set(rows[0], keys, value)
+        (directory / "rows.jsonl").write_text(json.dumps(rows[0]) + "\n")
+        load, target = (lambda: load_results(directory)), rows[0]
+    else:
+        lines = _trace_lines(tmp_path) if kind == "trace" else _windows_lines()
+        _set(lines[line], keys, value)
+        path = tmp_path / "file.jsonl"
+        path.write_text("".join(json.dumps(doc) + "\n" for doc in lines))
+        load, target = (lambda: (traces.load_trace_file if kind == "trace" else windows.load_windows)(path)), lines[line]
+    with pytest.raises(SpecbenchError):
+        load()
+    assert errors(kind, target) == []
+
+
+def test_null_rows_are_version_3_and_a_token_list_per_row_elsewhere():
+    line = {"window_id": "w", "window_sha256": "0" * 64, "y": [1, 2], "stop_reason": "eos", "n_prompt": 3,
+            "drafts": {"k_max": 2, "tokens": [[1, 2], None], "conf": [[0.5, 0.5], None]}}
+    assert errors("trace", line) == []
+    trace = traces.window_trace_from_dict(line, traces.Where("test"))
+    assert trace.drafts.has_row(0) and not trace.drafts.has_row(1)
+    assert np.array_equal(trace.drafts.recorded, [True, False])
