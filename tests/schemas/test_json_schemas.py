@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import yaml
 from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
 
 from specbench.core.budget import BudgetChoice
 from specbench.core.methods.as2d import As2dConfig
@@ -34,11 +35,17 @@ def schema(name: str) -> dict:
     return json.loads((SCHEMAS / f"{name}.schema.json").read_text())
 
 
+def registry() -> Registry:
+    """Every published schema by its $id, so that one may refer to another (environment.schema.json)."""
+    documents = [json.loads(p.read_text()) for p in sorted(SCHEMAS.glob("*.schema.json"))]
+    return Registry().with_resources((d["$id"], Resource.from_contents(d)) for d in documents)
+
+
 def validator(name: str, definition: str | None = None) -> Draft202012Validator:
     root = schema(name)
     if definition is not None:  # one of the schema's $defs, e.g. the version 1 result row
-        root = {"$ref": f"#/$defs/{definition}", "$defs": root["$defs"]}
-    return Draft202012Validator(root)
+        root = {"$id": root["$id"], "$ref": f"#/$defs/{definition}", "$defs": root["$defs"]}
+    return Draft202012Validator(root, registry=registry())
 
 
 def as_json(doc):
