@@ -206,7 +206,9 @@ def sync_tree(src: Path, dst: Path) -> None:
     """Mirror the native sources into the cached build's source dir, touching only changed files.
 
     The CMake source dir must stay the same path for a cached build dir, and unchanged
-    files must keep their mtimes so that the build stays a no-op.
+    files must keep their mtimes so that the build stays a no-op. A changed file gets the
+    time of the copy, not its own: checkouts sharing the cache build in turn, and a file
+    older than the object another checkout's version left would not be recompiled.
     """
     wanted = set()
     for f in src.rglob("*"):
@@ -217,7 +219,7 @@ def sync_tree(src: Path, dst: Path) -> None:
         out = dst / rel
         if not out.exists() or out.read_bytes() != f.read_bytes():
             out.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(f, out)
+            shutil.copyfile(f, out)
     for f in list(dst.rglob("*")):
         if f.is_file() and f.relative_to(dst) not in wanted:
             f.unlink()
