@@ -32,8 +32,9 @@ KIND = "specbench.trace"
 # template each model rendered the windows with; files without it load with templates None).
 # 2 = cross-vocabulary drafts add `step`, `drafter_tokens` and `context` (the drafter's own
 # tokens, which price its forwards); version 1 files load and replay as before (their
-# cross-vocabulary drafter forwards priced as same-vocabulary).
-VERSIONS = (1, 2)
+# cross-vocabulary drafter forwards priced as same-vocabulary). 3 = drafts may carry `lookup`
+# ({name, max_ngram}): rows of the prompt-lookup drafter, which has no model.
+VERSIONS = (1, 2, 3)
 PAD = -1
 """Token id that pads a draft row after the drafter's end of sequence."""
 
@@ -70,6 +71,16 @@ class CrossDrafts:
 
 
 @dataclass(frozen=True)
+class LookupDrafts:
+    """Marks draft rows made by a prompt-lookup drafter (no model; methods.lookup)."""
+
+    name: str
+    """The lookup drafter's name ('pld')."""
+    max_ngram: int
+    """The longest n-gram it matches."""
+
+
+@dataclass(frozen=True)
 class DraftTable:
     """Prefix-conditioned drafts: row t continues prompt + y[:t]."""
 
@@ -79,6 +90,9 @@ class DraftTable:
     """float64 [N, k_max]: the drafter's top-1 probability of each token."""
     cross: CrossDrafts | None = None
     """Cross-vocabulary traces (version 2 on): the drafter-token side of the rows."""
+    lookup: LookupDrafts | None = None
+    """Rows of a prompt-lookup drafter (version 3 on; no model, every confidence 1); None: a
+    model drafter's rows."""
 
     @property
     def k_max(self) -> int:
@@ -233,8 +247,23 @@ def _cross_from(doc: dict, tokens: np.ndarray, where: Where) -> CrossDrafts | No
     return CrossDrafts(step, tuple(drafter_tokens), keep, append)
 
 
+def _lookup_from(doc: dict, where: Where) -> LookupDrafts | None:
+    lookup = need(doc, "lookup", dict, where, None)
+    if lookup is None:
+        return None
+    l_where = where.at("lookup")
+    reject_unknown(lookup, frozenset({"name", "max_ngram"}), l_where)
+    name = need(lookup, "name", str, l_where)
+    max_ngram = need(lookup, "max_ngram", int, l_where)
+    if max_ngram < 1:
+        raise l_where.at("max_ngram").fail("an integer >= 1 (the longest n-gram matched)", max_ngram)
+    if any(key in doc for key in _CROSS_KEYS):
+        raise l_where.fail("absent with cross-vocabulary fields (a lookup drafts in the target's own tokens)")
+    return LookupDrafts(name, max_ngram)
+
+
 def _drafts_from(doc: dict, n: int, where: Where) -> DraftTable:
-    reject_unknown(doc, frozenset({"k_max", "tokens", "conf", *_CROSS_KEYS}), where)
+    reject_unknown(doc, frozenset({"k_max", "tokens", "conf", "lookup", *_CROSS_KEYS}), where)
     k_max = need(doc, "k_max", int, where)
     rows = _rows(doc, "tokens", n, where)
     confs = _rows(doc, "conf", n, where)
@@ -245,7 +274,7 @@ def _drafts_from(doc: dict, n: int, where: Where) -> DraftTable:
             raise where.at("tokens").at(t).fail(f"at most k_max={k_max} tokens", len(row))
         tokens[t, : len(row)] = _int_array(row, where.at("tokens").at(t))
         conf[t, : len(row)] = _prob_array(crow, len(row), where.at("conf").at(t))
-    return DraftTable(tokens, conf, _cross_from(doc, tokens, where))
+    return DraftTable(tokens, conf, _cross_from(doc, tokens, where), _lookup_from(doc, where))
 
 
 def _producer_from(doc: dict, where: Where) -> ProducerStream:
@@ -318,6 +347,8 @@ def window_trace_to_dict(trace: WindowTrace) -> dict:
             confs.append([round(float(c), 6) for c in conf[:length]])
             lengths.append(length)
         doc["drafts"] = {"k_max": trace.drafts.k_max, "tokens": rows, "conf": confs}
+        if trace.drafts.lookup is not None:
+            doc["drafts"]["lookup"] = vars(trace.drafts.lookup)
         cross = trace.drafts.cross
         if cross is not None:
             doc["drafts"] |= {"step": [row[:n].tolist() for row, n in zip(cross.step, lengths)],
