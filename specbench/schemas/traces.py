@@ -274,7 +274,8 @@ def _drafts_from(doc: dict, n: int, where: Where) -> DraftTable:
             raise where.at("tokens").at(t).fail(f"at most k_max={k_max} tokens", len(row))
         tokens[t, : len(row)] = _int_array(row, where.at("tokens").at(t))
         conf[t, : len(row)] = _prob_array(crow, len(row), where.at("conf").at(t))
-    return DraftTable(tokens, conf, _cross_from(doc, tokens, where), _lookup_from(doc, where))
+    lookup = _lookup_from(doc, where)
+    return DraftTable(tokens, conf, _cross_from(doc, tokens, where), lookup)
 
 
 def _producer_from(doc: dict, where: Where) -> ProducerStream:

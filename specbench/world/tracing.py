@@ -8,6 +8,10 @@ naming the file and the flag. The trace header records each model's template. Th
 runner's `trace` mode then records y, the prefix-conditioned drafts and the producer
 stream per window; each window is appended (and flushed) as soon as it is done, so an
 interrupted trace resumes with `resume=True` where it stopped.
+
+The prompt-lookup drafter (`--drafter pld`) has no model: the runner traces the target
+alone and records the lookup's rows over the target's prompt ids, which are checked here
+against the Python reference (`core.methods.lookup.lookup_rows`) before a line is written.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from specbench.core.methods import lookup
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import Where, append_jsonl, drop_cut_line, iter_jsonl
@@ -142,6 +147,27 @@ def check_mmproj(models: Sequence[ModelFile | None], windows: Sequence[Window]) 
                                  hint="pass --target-mmproj / --drafter-mmproj (the model's audio projector .gguf)")
 
 
+def check_lookup_windows(drafter: ModelFile | None, windows: Sequence[Window]) -> None:
+    """The lookup drafter copies from the prompt's token ids, which an audio prompt lacks."""
+    audio = next((w for w in windows if w.input.kind == "audio"), None)
+    if drafter is not None and drafter.lookup and audio is not None:
+        raise SpecbenchError(f"window '{audio.window_id}' is audio; the drafter {drafter.name} (prompt lookup) "
+                             "copies from the prompt's token ids, which an audio prompt does not have",
+                             hint="use a drafter model for audio windows")
+
+
+def check_lookup_rows(doc: dict, prompt: Sequence[int]) -> None:
+    """The runner's lookup rows must be the Python reference's (one decision procedure)."""
+    drafts = doc["drafts"]
+    want = lookup.lookup_rows(prompt, doc["y"], drafts["k_max"])
+    for t, row in enumerate(drafts["tokens"]):
+        expected = [int(v) for v in want[t] if v != lookup.PAD]
+        if row != expected:
+            raise SpecbenchError(f"window '{doc['window_id']}': the runner's prompt-lookup row t={t} is {row}, the "
+                                 f"Python reference (specbench.core.methods.lookup) proposes {expected}",
+                                 hint="a runner built from other sources: rebuild it")
+
+
 @dataclass(frozen=True)
 class Prompts:
     """Prompt ids of each window for the target and (when they differ) the drafter."""
@@ -173,10 +199,11 @@ class Prompts:
 
 
 def model_templates(target: ModelFile, drafter: ModelFile | None, windows: Sequence[Window]) -> dict[str, str]:
-    """{'target': template, 'drafter': template} as prompts_for renders them (no drafter: no key)."""
+    """{'target': template, 'drafter': template} as prompts_for renders them (no drafter: no key;
+    the lookup drafter reads the target's prompt)."""
     templates = {"target": chat_template(target, windows)}
     if drafter is not None:
-        templates["drafter"] = chat_template(drafter, windows)
+        templates["drafter"] = templates["target"] if drafter.lookup else chat_template(drafter, windows)
     return templates
 
 
@@ -184,10 +211,11 @@ def prompts_for(device: Device, target: ModelFile, drafter: ModelFile | None, wi
     """Tokenize once per distinct (model file, template) (a same-vocabulary drafter file is
     tokenized too, so a drafter with its own tokenizer only needs the runner to accept
     `drafter_prompt`)."""
+    check_lookup_windows(drafter, windows)
     check_mmproj([target, drafter], windows)
     templates = model_templates(target, drafter, windows)
     target_prompts = tokenize_windows(device, target, windows)
-    same = drafter is None or (Path(drafter.path).resolve() == Path(target.path).resolve()
+    same = drafter is None or drafter.lookup or (Path(drafter.path).resolve() == Path(target.path).resolve()
                                and templates["drafter"] == templates["target"])
     drafter_prompts = None if same else tokenize_windows(device, drafter, windows)
     audio = {w.window_id: device.model_path(window_pcm(w)) for w in windows if w.input.kind == "audio"} or None
@@ -282,6 +310,9 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
     each one against the target's output), so that replay can price them."""
     if k_max < 1:
         raise SpecbenchError(f"--k-max {k_max}: expected at least 1 draft per row (16 covers SD up to W=17)")
+    if drafter.lookup and specasr:
+        raise SpecbenchError(f"--specasr with --drafter {drafter.name}: SpecASR's recycling asks a drafter model, "
+                             "and the prompt-lookup drafter has none", hint="trace SpecASR with a drafter model")
     for config in specasr:
         if config.k_max > k_max:
             raise SpecbenchError(f"--specasr {config.trace_label}: k_max {config.k_max} exceeds --k-max {k_max}",
@@ -297,7 +328,7 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
         return writer.path, 0
     by_id = {w.window_id: w for w in todo}
     job = {"mode": "trace", "target": model_job(device, target), "drafter": model_job(device, drafter), "k_max": k_max,
-           "producer": True, "windows": [prompts.runner_window(w) for w in todo]}
+           "producer": not drafter.lookup, "windows": [prompts.runner_window(w) for w in todo]}
     if specasr:
         unique = {c.trace_label: c for c in specasr}
         job["specasr"] = [{"k_max": c.k_max, "tau": c.tau} for c in unique.values()]
@@ -309,7 +340,11 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
         if not result or result.get("kind") != "trace":
             return
         window = by_id[result["window_id"]]
-        writer.append(trace_doc(result, window, Where(f"runner trace of window '{window.window_id}'")))
+        where = Where(f"runner trace of window '{window.window_id}'")
+        doc = trace_doc(result, window, where)
+        if drafter.lookup:
+            check_lookup_rows(doc, prompts.target[window.window_id])
+        writer.append(doc)
         if progress:
             progress(1)
 
