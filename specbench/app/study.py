@@ -103,8 +103,8 @@ def check_costs(inputs: Inputs, configs: Sequence[MethodConfig]) -> None:
                         drafter.costs.require(width)
                         if isinstance(config, SpecAsrConfig):
                             drafter.ingest_costs().require(width)
-                    if isinstance(config, As2dConfig):
-                        profile.cosched(drafter.name)
+                    if isinstance(config, As2dConfig) and (drafts is None or drafts.lookup is None):
+                        profile.cosched(drafter.name)  # the lookup drafter's producer never computes
             except MissingCostError as exc:
                 raise MissingCostError(f"{config.label}: {exc.args[0]}", exc.hint) from None
             for window in inputs.windows[:1]:

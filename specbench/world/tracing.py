@@ -11,7 +11,9 @@ interrupted trace resumes with `resume=True` where it stopped.
 
 The prompt-lookup drafter (`--drafter pld`) has no model: the runner traces the target
 alone and records the lookup's rows over the target's prompt ids, which are checked here
-against the Python reference (`core.methods.lookup.lookup_rows`) before a line is written.
+against the Python reference (`core.methods.lookup.lookup_rows`) before a line is written,
+and its AS2D producer stream: the window's input view alone in the target's tokens
+(`Prompts.input`), which it publishes whole.
 """
 
 from __future__ import annotations
@@ -90,6 +92,20 @@ def tokenize_windows(device: Device, model: ModelFile, windows: Sequence[Window]
             prompts[window.window_id] = str(result["text"]) if window.input.kind == "audio" else \
                 [int(t) for t in result["tokens"]]
     return prompts
+
+
+def tokenize_inputs(device: Device, model: ModelFile, windows: Sequence[Window]) -> dict[str, list[int]]:
+    """Per text window id, its input view alone (no instruction, no chat template, no special
+    tokens) in the model's tokens: what the lookup drafter's AS2D producer publishes."""
+    text = [w for w in windows if w.input.kind != "audio"]
+    if not text:
+        return {}
+    job = {"mode": "tokenize", "model": {"path": device.model_path(model.path)},
+           "texts": [w.input.text or "" for w in text], "chat": False, "add_special": False, "parse_special": False}
+    results = sorted(device.run_job(job).results, key=lambda r: r["index"])
+    if len(results) != len(text):
+        raise SpecbenchError(f"runner tokenized {len(results)} of {len(text)} inputs")
+    return {w.window_id: [int(t) for t in r["tokens"]] for w, r in zip(text, results)}
 
 
 def template_error(model: ModelFile, template: str, exc: SpecbenchError) -> SpecbenchError:
@@ -179,6 +195,8 @@ class Prompts:
     """Audio windows: the device path of the window's raw float32 16 kHz mono samples."""
     templates: dict[str, str] = field(default_factory=dict)
     """The chat template each model rendered them with ('target', and 'drafter' when given)."""
+    input: dict[str, list[int]] | None = None
+    """With the lookup drafter: each window's input view alone in target tokens (its AS2D stream)."""
 
     def runner_window(self, window: Window, reference: Sequence[int] | None = None) -> dict:
         prompt = self.target[window.window_id]
@@ -193,6 +211,8 @@ class Prompts:
             doc = {"id": window.window_id, "prompt": prompt, "cap": window.cap}
             if self.drafter is not None and self.drafter[window.window_id] != doc["prompt"]:
                 doc["drafter_prompt"] = self.drafter[window.window_id]
+            if self.input is not None:
+                doc["input"] = self.input[window.window_id]
         if reference is not None:
             doc["reference"] = [int(t) for t in reference]
         return doc
@@ -219,7 +239,8 @@ def prompts_for(device: Device, target: ModelFile, drafter: ModelFile | None, wi
                                and templates["drafter"] == templates["target"])
     drafter_prompts = None if same else tokenize_windows(device, drafter, windows)
     audio = {w.window_id: device.model_path(window_pcm(w)) for w in windows if w.input.kind == "audio"} or None
-    return Prompts(target_prompts, drafter_prompts, audio, templates)
+    inputs = tokenize_inputs(device, target, windows) if drafter is not None and drafter.lookup else None
+    return Prompts(target_prompts, drafter_prompts, audio, templates, inputs)
 
 
 def check_trace_templates(trace_files: dict[str, TraceFile], target: ModelFile, drafter: ModelFile | None,
@@ -328,7 +349,7 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
         return writer.path, 0
     by_id = {w.window_id: w for w in todo}
     job = {"mode": "trace", "target": model_job(device, target), "drafter": model_job(device, drafter), "k_max": k_max,
-           "producer": not drafter.lookup, "windows": [prompts.runner_window(w) for w in todo]}
+           "producer": True, "windows": [prompts.runner_window(w) for w in todo]}
     if specasr:
         unique = {c.trace_label: c for c in specasr}
         job["specasr"] = [{"k_max": c.k_max, "tau": c.tau} for c in unique.values()]

@@ -4,16 +4,22 @@ checks the runner's lookup on the same sequences."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from specbench.core.methods import parse_method_spec
+from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.base import Model, Op, TargetOracle, TraceDrafts
-from specbench.core.methods.lookup import MAX_NGRAM, lookup_rows, prompt_lookup
+from specbench.core.methods.lookup import IDENTITY, MAX_NGRAM, lookup_rows, prompt_lookup
 from specbench.core.methods.sd import SdConfig, decode_sd, drafter_kv
-from specbench.core.replay.reference import decode_serial
+from specbench.core.replay.bulk import replay_study
+from specbench.core.replay.reference import decode_serial, replay_window
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import Where
+from specbench.schemas.results import rows_frame
 from specbench.schemas.traces import PAD, DraftTable, LookupDrafts, WindowTrace, window_trace_from_dict
 
 # (context, limit, expected candidates, what it shows)
@@ -112,3 +118,50 @@ def test_lookup_drafts_load_and_are_refused_with_cross_vocabulary_fields():
 
 def test_pld_is_a_drafter_name_for_sd_specs():
     assert [c.drafter for c in parse_method_spec("sd:W=4..5,drafter=pld")] == ["pld", "pld"]
+
+
+def pld_study():
+    """Windows whose output copies its input, the lookup's traces with their input streams, and a
+    profile whose `pld` entry has a cost at width 1 only and no co-scheduling ratios."""
+    from specbench.schemas.profiles import DrafterProfile
+    from specbench.schemas.traces import ModelRef, ProducerStream, TraceFile
+    from tests.helpers import linear_costs, make_profile, window_for
+
+    base = make_profile()
+    lookup_costs = linear_costs(1e-6, 0.0, 1, "hand pld", (0, 1024), 1e-9)
+    profile = dataclasses.replace(base, drafters={"pld": DrafterProfile("pld", {"name": "pld"}, "cpu", lookup_costs,
+                                                                        None)})
+    cases = [([1, 2, 3, 4, 5, 6], [2, 3, 4, 5, 6, 9, 9, 9], [2, 3, 4, 5, 6]),  # the answer copies the input
+             ([7, 8], [3, 3, 3, 3, 3, 3], [8, 3, 3]),
+             ([1, 2, 3], [4, 5, 6, 7], [1, 2, 3])]                              # nothing to copy
+    windows, traces = [], {}
+    for i, (prompt, y, source) in enumerate(cases):
+        window = window_for(lookup_trace(prompt, y), 12)
+        window = dataclasses.replace(window, window_id=f"w{i}")
+        z = np.asarray(source, dtype=np.int32)
+        stream = ProducerStream(z, np.ones(len(z)), np.zeros(len(z), dtype=np.int32), 1, "eos")
+        traces[window.window_id] = dataclasses.replace(lookup_trace(prompt, y), window_id=window.window_id,
+                                                       window_sha256=window.window_sha256, producer=stream)
+        windows.append(window)
+    files = {"pld": TraceFile(ModelRef("t", "t"), ModelRef("pld", IDENTITY), traces)}
+    return windows, files, profile
+
+
+def test_bulk_replay_of_pld_sd_and_as2d_equals_the_reference():
+    windows, files, profile = pld_study()
+    configs = [SdConfig(width=3, drafter="pld"), SdConfig(width=6, drafter="pld"),
+               As2dConfig(budget=2, drafter="pld"), As2dConfig(budget=7, batch=2, drafter="pld")]
+    bulk = replay_study(windows, files, [profile], configs)
+    reference = rows_frame([dataclasses.asdict(replay_window(w, files["pld"].windows[w.window_id], profile, c))
+                            for c in configs for w in windows])
+    pd.testing.assert_frame_equal(bulk.reset_index(drop=True), reference[bulk.columns], check_dtype=False,
+                                  check_exact=True)
+    as2d = reference[reference["method"] == "as2d"]
+    # The input is there from the start and nothing computes it: no producer time, no overlap,
+    # no ratio filled in. Anchored at z[0] = y[0], B = 7 accepts the rest of the input (4);
+    # B = 2 accepts [3, 4], commits 5 as the bonus and re-anchors there for 6: 3.
+    assert (as2d["d_s"] == 0).all() and (as2d["o_s"] == 0).all() and not as2d["extrapolated"].any()
+    assert as2d[as2d["window_id"] == "w0"]["accepted"].tolist() == [3, 4]
+    assert (reference[reference["window_id"] == "w2"]["accepted"] == 0).all()
+    sd = reference[reference["method"] == "sd"]
+    assert (sd["d_s"] > 0).all() and (sd["drafter_forwards"] == sd["rounds"]).all()

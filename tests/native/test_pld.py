@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.base import Model
 from specbench.core.methods.lookup import IDENTITY, lookup_rows
 from specbench.core.methods.sd import SdConfig
@@ -24,15 +25,15 @@ from specbench.world.profiling import SweepPlan, profile_device, write_profile
 from specbench.world.tracing import trace_windows
 from tests.core.test_lookup import CASES
 
-from .test_native_methods import load_window_trace, reference_ops, tokenize
+from .test_native_methods import check_as2d_against_python, load_window_trace, reference_ops, tokenize
 from .test_native_runner import WINDOWS, by_window, decode
 
 LOOKUP = {"lookup": "pld"}
 
 
-def lookup_trace(run_job, target, windows, k_max=16):
+def lookup_trace(run_job, target, windows, k_max=16, producer=False):
     out = run_job({"mode": "trace", "threads": 1, "target": {"path": str(target)}, "drafter": LOOKUP, "k_max": k_max,
-                   "producer": False, "windows": windows})
+                   "producer": producer, "windows": windows})
     assert out.returncode == 0, (out.error, out.stderr[-2000:])
     return by_window(out.results)
 
@@ -76,11 +77,11 @@ def test_native_pld_is_lossless_and_makes_replays_ops(run_job, tiny, width):
 
 
 @pytest.mark.parametrize("job,needle", [
-    ({"mode": "decode", "methods": [{"name": "specasr"}]}, "drafts for sd only"),
-    ({"mode": "decode", "methods": [{"name": "as2d"}]}, "drafts for sd only"),
+    ({"mode": "decode", "methods": [{"name": "specasr"}]}, "drafts for sd and as2d only"),
+    ({"mode": "decode", "methods": [{"name": "as2d"}]}, "has no \"input\""),
     ({"mode": "decode", "methods": [{"name": "sd", "width": 4}], "drafter": {"lookup": "ngram"}},
      "unknown lookup drafter 'ngram'"),
-    ({"mode": "trace", "producer": True}, "no producer stream"),
+    ({"mode": "trace", "producer": True}, "has no \"input\""),
     ({"mode": "trace", "producer": False, "specasr": [{"k_max": 4}]}, "has none"),
     ({"mode": "sweep", "drafter_widths": [1, 2]}, "width 1"),
 ])
@@ -89,6 +90,34 @@ def test_what_the_lookup_drafter_cannot_do_is_a_json_error(run_job, tiny, job, n
                   if job["mode"] != "sweep" else {"threads": 1, "target": {"path": str(tiny.target)}, "drafter": LOOKUP,
                                                   "widths": [1], "depths": [0]} | job)
     assert out.returncode == 1 and needle in out.error["error"], out.error
+
+
+def test_native_pld_as2d_publishes_the_input_and_matches_the_python_verifier(run_job, tiny):
+    """The lookup drafter as AS2D's producer: the stream is the window's input, all published
+    before the clock; the verifier plans on it exactly as the Python As2dVerifier does."""
+    base = {w: r["tokens"] for w, r in by_window(decode(run_job, tiny.target, None, [{"name": "target"}])).items()}
+    copy = [w | {"input": base[w["id"]][:12]} for w in WINDOWS]           # the answer's start as the input
+    unrelated = [{"id": "other", "prompt": WINDOWS[0]["prompt"], "cap": 30, "input": [5, 6, 7, 8]}]
+    methods = [{"name": "as2d", "budget": 7}, {"name": "as2d", "budget": 3, "batch": 2, "align": "positional"}]
+    job = {"mode": "decode", "threads": 1, "target": {"path": str(tiny.target)}, "drafter": LOOKUP,
+           "methods": [{"name": "target"}, *methods], "windows": copy + unrelated}
+    out = run_job(job)
+    assert out.returncode == 0, (out.error, out.stderr[-2000:])
+    traces = lookup_trace(run_job, tiny.target, copy + unrelated, producer=True)
+    reference = {r["window_id"]: r["tokens"] for r in out.results if r["method"]["name"] == "target"}
+    for r in out.results:
+        if r["method"]["name"] != "as2d":
+            continue
+        w = next(w for w in copy + unrelated if w["id"] == r["window_id"])
+        assert r["tokens"] == reference[w["id"]]
+        check_as2d_against_python(r, w["cap"])
+        p = r["producer"]
+        assert p["tokens"] == w["input"][:w["cap"]] == traces[w["id"]]["producer"]["tokens"]
+        assert p["steps"] == 1 and p["step_us"] == [] and p["published"] == len(p["tokens"])
+        assert traces[w["id"]]["producer"]["step"] == [0] * len(p["tokens"])
+        accepted = sum(op["accepted"] for op in r["ops"])
+        if w["id"] != "other" and len(reference[w["id"]]) > 2 and r["method"]["align"] == "anchor":
+            assert accepted >= min(len(w["input"]), len(reference[w["id"]])) - 2, (w["id"], accepted)
 
 
 def test_sweep_times_the_lookup_at_every_depth(run_job, tiny):
@@ -106,7 +135,7 @@ def test_profile_trace_replay_and_native_rows_agree(runner, tiny, tmp_path):
     texts = ["the tin and the tin and the tin", "hello the world hello the world", "in the heat"]
     windows = [make_text_window(f"w{i}", text, "Repeat this.", 24, "tiny", "test") for i, text in enumerate(texts)]
     placement = resolve("shared", device.cpus(), device.processors())
-    run = profile_device(device, target, [LOOKUP_DRAFTER], SweepPlan((1, 2, 3, 4, 5), (1, 2), (0, 64), placement, 5))
+    run = profile_device(device, target, [LOOKUP_DRAFTER], SweepPlan(tuple(range(1, 9)), (1, 2), (0, 64), placement, 5))
     write_profile(tmp_path / "p.yaml", run)
     profile = load_profile(tmp_path / "p.yaml")
     pld = profile.drafter("pld")
@@ -115,10 +144,12 @@ def test_profile_trace_replay_and_native_rows_agree(runner, tiny, tmp_path):
     trace_windows(device, windows, target, LOOKUP_DRAFTER, tmp_path / "traces", k_max=8, threads=1)
     traces = load_trace_dir(tmp_path / "traces")["pld"]
     assert traces.drafter.sha256 == IDENTITY and traces.templates["drafter"] == traces.templates["target"]
-    configs = [TargetConfig(), SdConfig(3, drafter="pld"), SdConfig(5, drafter="pld")]
+    configs = [TargetConfig(), SdConfig(3, drafter="pld"), SdConfig(5, drafter="pld"), As2dConfig(3, drafter="pld"),
+               As2dConfig(7, drafter="pld")]
     plan = NativePlan(device, windows, target, LOOKUP_DRAFTER, configs, placement, windows_path="w.jsonl")
     _, added, diverged = run_native(plan, tmp_path / "native", resume=False)
-    assert added == 9 and diverged == 0
+    assert added == 15 and diverged == 0
+    assert traces.windows["w0"].producer.tokens.size > 0  # the input view, in target tokens
     native = load_results(tmp_path / "native")[1].set_index(["config", "window_id"])
     counts = ["rounds", "proposed", "accepted", "multi_token_rounds", "drafter_forwards", "tokens"]
     for window in windows:

@@ -412,17 +412,24 @@ void run_decode(JobObject & job) {
     }
 
     if (choice.lookup) {
+        bool as2d = false;
         for (const Method & m : methods) {
-            if (m.name != "target" && m.name != "sd") {
-                throw JobError(std::string("method ") + m.name + " needs a drafter model; the lookup drafter " +
-                                   LOOKUP_NAME + " drafts for sd only",
-                               "give the job a \"drafter\": {\"path\": ...} for " + m.name);
+            if (m.name == "specasr") {
+                throw JobError(std::string("method specasr needs a drafter model; the lookup drafter ") + LOOKUP_NAME +
+                                   " drafts for sd and as2d only",
+                               "give the job a \"drafter\": {\"path\": ...} for specasr");
             }
+            as2d |= m.name == "as2d";
         }
         for (const Window & w : windows) {
             if (w.is_audio()) {
                 throw JobError("window '" + w.id + "': the lookup drafter " + LOOKUP_NAME +
                                " reads prompt token ids; an audio prompt has embeddings");
+            }
+            if (as2d && w.input.empty()) {
+                throw JobError("window '" + w.id + "': as2d with the lookup drafter " + LOOKUP_NAME +
+                                   " publishes the window's input, and the window has no \"input\"",
+                               "give each window \"input\": the token ids of its input view alone");
             }
         }
         needs_drafter = false;  // no model to load
@@ -469,6 +476,8 @@ void run_decode(JobObject & job) {
                 r = cross ? CrossSpecDecoder(*target, *drafter, w, m).run() : SpecDecoder(*target, *drafter, w, m).run();
             } else if (m.name == "specasr") {
                 r = SpecAsrDecoder(*target, *drafter, w, m).run();
+            } else if (choice.lookup) {
+                r = run_as2d_input(*target, w, m.as2d);
             } else {
                 r = run_as2d(*target, *drafter, w, m.as2d, cross);
             }

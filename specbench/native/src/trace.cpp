@@ -158,6 +158,14 @@ DraftTable lookup_table(const Window & w, const std::vector<llama_token> & y, in
     return table;
 }
 
+// The lookup drafter's producer stream (decode.cpp run_as2d_input): the window's input, at most
+// cap tokens, all at step 0 (no forward makes them), confidence 1.
+json input_producer_json(const Window & w) {
+    const std::vector<llama_token> z(w.input.begin(), w.input.begin() + std::min((int) w.input.size(), w.cap));
+    return json{{"tokens", z}, {"conf", std::vector<double>(z.size(), 1.0)}, {"step", std::vector<int>(z.size(), 0)},
+                {"steps", 1}, {"stop", "eos"}};
+}
+
 json drafts_json(const DraftTable & table, int k_max) {
     json tokens = json::array(), conf = json::array();
     for (size_t t = 0; t < table.tokens.size(); t++) {
@@ -287,10 +295,6 @@ void run_trace(JobObject & job) {
     if (k_max < 1) throw JobError("job key 'k_max' must be >= 1");
 
     if (choice.lookup) {
-        if (with_producer) {
-            throw JobError(std::string("job key 'producer': the lookup drafter ") + LOOKUP_NAME + " has no producer stream",
-                           "pass \"producer\": false");
-        }
         if (!specasr.empty()) {
             throw JobError(std::string("specasr recycling needs a drafter model; the lookup drafter ") + LOOKUP_NAME +
                                " has none", "leave \"specasr\" out");
@@ -299,6 +303,11 @@ void run_trace(JobObject & job) {
             if (w.is_audio()) {
                 throw JobError("window '" + w.id + "': the lookup drafter " + LOOKUP_NAME +
                                " reads prompt token ids; an audio prompt has embeddings");
+            }
+            if (with_producer && w.input.empty()) {
+                throw JobError("window '" + w.id + "': the lookup drafter's producer stream is the window's input, "
+                               "and the window has no \"input\"",
+                               "give each window \"input\" (the input view's token ids), or pass \"producer\": false");
             }
         }
     }
@@ -338,6 +347,7 @@ void run_trace(JobObject & job) {
         if (choice.lookup) {
             rec["drafts"] = drafts_json(lookup_table(w, g.y, k_max), k_max);
             rec["drafts"]["lookup"] = {{"name", LOOKUP_NAME}, {"max_ngram", LOOKUP_MAX_NGRAM}};
+            if (with_producer) rec["producer"] = input_producer_json(w);
         } else {
             DraftOracle oracle(*drafter, w);
             // The producer first: its long chain is then reused by P[t] while y follows it.
