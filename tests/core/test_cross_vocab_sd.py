@@ -20,6 +20,7 @@ from specbench.schemas.fileio import Where
 from specbench.schemas.results import rows_frame
 from specbench.schemas.traces import (
     PAD,
+    VERSIONS,
     CrossDrafts,
     ModelRef,
     TraceFile,
@@ -186,7 +187,7 @@ def test_cross_drafts_round_trip_and_old_traces_still_load(tmp_path):
     plain = dataclasses.replace(trace, drafts=dataclasses.replace(trace.drafts, cross=None))
     save_trace_file(path, ModelRef("t", "t"), ModelRef("d", "d"), [plain])
     lines = path.read_text().splitlines()
-    path.write_text("\n".join([lines[0].replace('"schema_version":2', '"schema_version":1')] + lines[1:]) + "\n")
+    path.write_text("\n".join([lines[0].replace(f'"schema_version":{VERSIONS[-1]}', '"schema_version":1')] + lines[1:]) + "\n")
     old = load_trace_file(path)
     assert old.version == 1
     old_trace = old.windows[trace.window_id]

@@ -10,7 +10,9 @@ candidate, and the round is a plain target step.
 
 Serial SD drives it like any drafter (methods.sd.decode_sd with `LookupKV`): one lookup per
 round with room, which the runner times and replay prices as a drafter op of width 1 at
-depth n_prompt + t (the context it searched), from the profile's `pld` drafter entry.
+depth n_prompt + t (the context it searched), from the profile's `pld` drafter entry. As
+AS2D's producer it has no decision to make: its stream is the window's input in target tokens,
+published whole before the clock (the trace's producer stream; replay.reference.producer_costs).
 """
 
 from __future__ import annotations
