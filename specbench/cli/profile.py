@@ -73,7 +73,8 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
         write_profile(outs[dev.name], run)  # as soon as it is done: another phone may still fail
         stderr.print(f"profile written to {outs[dev.name]} (raw samples: {samples_path(outs[dev.name])})")
 
-    on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(len(drafters)), one)
+    on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(sum(not d.lookup for d in drafters),
+                                                                      sum(d.lookup for d in drafters)), one)
 
 
 def _out_path(out: Path | None, name: str, placement_spec: str, count: int) -> Path:

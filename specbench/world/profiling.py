@@ -67,12 +67,14 @@ class SweepPlan:
         if self.repetitions < 5:
             raise SpecbenchError(f"--repetitions {self.repetitions}: at least 5 are needed for a median and spread")
 
-    def forwards(self, drafters: int) -> int:
-        """Timed (model, width, depth) records `profile_device` collects for that many drafters."""
-        first = len(self.widths) + (len(self.drafter_widths) if drafters else 0)
+    def forwards(self, drafters: int, lookups: int = 0) -> int:
+        """Timed (model, width, depth) records `profile_device` collects for that many drafter
+        models and lookup drafters (one record per depth: width 1)."""
         with_all_rows = drafters if self.all_rows is None else min(len(self.all_rows), drafters)
-        rest = max(drafters - 1, 0) * (1 + len(self.drafter_widths)) + with_all_rows * (1 + len(self.drafter_widths))
-        return (first + rest) * len(self.depths)
+        # Every job after the first sweeps the target at width 1 only; so does each all-rows job.
+        target = len(self.widths) + max(drafters + lookups - 1, 0) + with_all_rows
+        drafter = (drafters + with_all_rows) * len(self.drafter_widths) + lookups
+        return (target + drafter) * len(self.depths)
 
 
 def plan_for(max_width: int, depths: Sequence[int], placement: Placement, repetitions: int = 5,

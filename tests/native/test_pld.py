@@ -135,7 +135,10 @@ def test_profile_trace_replay_and_native_rows_agree(runner, tiny, tmp_path):
     texts = ["the tin and the tin and the tin", "hello the world hello the world", "in the heat"]
     windows = [make_text_window(f"w{i}", text, "Repeat this.", 24, "tiny", "test") for i, text in enumerate(texts)]
     placement = resolve("shared", device.cpus(), device.processors())
-    run = profile_device(device, target, [LOOKUP_DRAFTER], SweepPlan(tuple(range(1, 9)), (1, 2), (0, 64), placement, 5))
+    sweep = SweepPlan(tuple(range(1, 9)), (1, 2), (0, 64), placement, 5)
+    ticks = []
+    run = profile_device(device, target, [LOOKUP_DRAFTER], sweep, ticks.append)
+    assert sum(ticks) == sweep.forwards(0, 1) == len(run.samples)
     write_profile(tmp_path / "p.yaml", run)
     profile = load_profile(tmp_path / "p.yaml")
     pld = profile.drafter("pld")
