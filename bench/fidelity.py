@@ -1,7 +1,7 @@
 """Does replay predict what the device measures? Replay vs native throughput, per placement.
 
 On this host as the device, with the demo pair (target SmolLM2-135M F16, drafter the shipped
-Q4_1 file) and Gemma 3 270M as a cross-vocabulary drafter:
+Q4_1 file), Gemma 3 270M as a cross-vocabulary drafter and `pld`, prompt lookup with no model:
 
 1. traces >= 24 windows of several tasks with both drafters (timing-free, once);
 2. for each of R interleaved rounds and each placement (split, shared): profiles the host,
@@ -58,15 +58,17 @@ from specbench.schemas.results import load_results  # noqa: E402
 from specbench.schemas.traces import load_trace_dir  # noqa: E402
 from specbench.schemas.windows import make_text_window, save_windows  # noqa: E402
 from specbench.world.devices.local import LocalDevice  # noqa: E402
+from specbench.world.model_files import LOOKUP_DRAFTER  # noqa: E402
 from specbench.world.native_run import NativePlan, profile_ref, run_native  # noqa: E402
 from specbench.world.profiling import median_profile, profile_device, write_profile  # noqa: E402
 from specbench.world.runner import find_runner  # noqa: E402
 from specbench.world.tracing import trace_windows  # noqa: E402
 
-K_MAX = {"smollm2": 16, "gemma3": 4}
-"""Drafts per trace row of each demo drafter."""
+K_MAX = {"smollm2": 16, "gemma3": 4, LOOKUP_DRAFTER.name: 16}
+"""Drafts per trace row of each drafter."""
 CONFIGS = ("target", "sd:W=5|8,drafter=smollm2", "specasr:k_max=8,tau=0.5,drafter=smollm2",
-           "as2d:B=3|7,drafter=smollm2", "sd:W=5,drafter=gemma3", "as2d:B=3,drafter=gemma3")
+           "as2d:B=3|7,drafter=smollm2", "sd:W=5,drafter=gemma3", "as2d:B=3,drafter=gemma3",
+           f"sd:W=5|8,drafter={LOOKUP_DRAFTER.name}")
 DEPTHS = (0, 64, 128)
 TASKS = (  # tasks whose answers run to the cap, so that each window's time is long enough to measure
     ("Continue this story in a few sentences.", "continue"),
@@ -143,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     runner = find_runner(build=True, on_build_line=note)
     device = LocalDevice(runner=runner)
     target, demo_drafters = demo_models()  # the demo's files, each with its chat template
-    drafters = {d.name: d for d in demo_drafters}
+    drafters = {d.name: d for d in [*demo_drafters, LOOKUP_DRAFTER]}  # pld last: its sweep adds one target width
     configs = parse_method_specs(list(CONFIGS))
     windows = make_windows(args.windows, args.cap)
     windows_path = out / "windows.jsonl"

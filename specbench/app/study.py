@@ -74,12 +74,13 @@ def dev_inputs(windows_path: Path, traces_dir: Path, profile_path: Path) -> Inpu
     return Inputs(windows, traces, [load_profile(profile_path)], Path(windows_path), Path(traces_dir))
 
 
-def needed_widths(config: MethodConfig) -> tuple[int, int]:
-    """(largest target width, largest drafter forward) a configuration can use."""
+def needed_widths(config: MethodConfig, lookup: bool = False) -> tuple[int, int]:
+    """(largest target width, largest drafter forward) a configuration can use; `lookup`: its
+    drafter is the prompt-lookup drafter, whose one op a round has width 1."""
     if isinstance(config, TargetConfig):
         return 1, 0
     if isinstance(config, SdConfig):
-        return config.width, 2
+        return config.width, 1 if lookup else 2
     if isinstance(config, SpecAsrConfig):
         return config.k_max + 1, max(config.k_max, 2)
     return config.budget + 1, 1
@@ -94,7 +95,8 @@ def check_costs(inputs: Inputs, configs: Sequence[MethodConfig]) -> None:
                   for f in inputs.traces.values() for t in f.windows.values())
     for profile in inputs.profiles:
         for config in configs:
-            target_max, drafter_max = needed_widths(config)
+            drafts = trace_for(inputs.traces, config, inputs.windows[0].window_id)[1].drafts if inputs.windows else None
+            target_max, drafter_max = needed_widths(config, drafts is not None and drafts.lookup is not None)
             try:
                 for width in range(1, target_max + 1):
                     profile.target_costs.require(width)
@@ -104,8 +106,8 @@ def check_costs(inputs: Inputs, configs: Sequence[MethodConfig]) -> None:
                         drafter.costs.require(width)
                         if isinstance(config, SpecAsrConfig):
                             drafter.ingest_costs().require(width)
-                    if isinstance(config, As2dConfig):
-                        profile.cosched(drafter.name)
+                    if isinstance(config, As2dConfig) and (drafts is None or drafts.lookup is None):
+                        profile.cosched(drafter.name)  # the lookup drafter's producer never computes
             except MissingCostError as exc:
                 raise MissingCostError(f"{config.label}: {exc.args[0]}", exc.hint) from None
             for window in inputs.windows if partial else inputs.windows[:1]:

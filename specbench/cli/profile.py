@@ -22,7 +22,8 @@ from specbench.world.profiling import parse_depths, plan_for, profile_device, sa
 @click.option("--target", "target_path", type=click.Path(path_type=Path), default=None,
               help="Target model (.gguf). Default: the demo target (smollm2-135m-f16), fetched and derived once.")
 @click.option("--drafter", "drafter_specs", multiple=True, metavar="NAME=PATH",
-              help="A drafter model to profile, named as in traces. Repeatable. Default: the demo drafters.")
+              help="A drafter model to profile, named as in traces, or pld (prompt lookup: its measured cost). "
+                   "Repeatable. Default: the demo drafters.")
 @click.option("--max-width", type=click.IntRange(1, 64), default=16, show_default=True,
               help="Target widths 1..W (AS2D budget B needs W >= B+1; SD width W needs W).")
 @click.option("--drafter-max-width", type=click.IntRange(1, 64), default=None,
@@ -80,7 +81,8 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
         if warnings:
             stderr.print(f"hint: {WARNING_HINT}", markup=False, soft_wrap=True)
 
-    on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(len(drafters)), one)
+    on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(sum(not d.lookup for d in drafters),
+                                                                      sum(d.lookup for d in drafters)), one)
 
 
 def _out_path(out: Path | None, name: str, placement_spec: str, count: int) -> Path:

@@ -27,7 +27,7 @@ def native_options(func):
                              "(several: in parallel, results in OUT/<serial>/).")(func)
     func = click.option("--native", is_flag=True,
                         help="Run the methods for real on --device instead of replaying them "
-                             "(--drafter then takes NAME=PATH).")(func)
+                             "(--drafter then takes NAME=PATH, or pld: prompt lookup, no model).")(func)
     func = click.option("--drafter-mmproj", type=click.Path(path_type=Path), default=None, expose_value=False,
                         callback=_keep("drafter_mmproj"),
                         help="--native: the drafter's audio projector (.gguf), for audio windows.")(func)

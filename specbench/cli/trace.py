@@ -29,7 +29,8 @@ from specbench.world.tracing import trace_windows
 @click.argument("windows", type=existing_file)
 @click.option("--target", "target_path", type=click.Path(path_type=Path), required=True, help="Target model (.gguf).")
 @click.option("--drafter", "drafter_specs", multiple=True, required=True, metavar="NAME=PATH",
-              help="Drafter model, named (traces/NAME.jsonl). Repeatable: one trace file per drafter.")
+              help="Drafter model, named (traces/NAME.jsonl), or pld (prompt lookup, no model). Repeatable: one "
+                   "trace file per drafter.")
 @click.option("--target-mmproj", type=click.Path(path_type=Path), default=None,
               help="The target's audio projector (.gguf) for audio windows (Qwen3-ASR's mmproj).")
 @click.option("--drafter-mmproj", "drafter_mmproj_specs", multiple=True, metavar="[NAME=]PATH",
@@ -65,6 +66,8 @@ def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], targ
 
         specbench trace windows.jsonl --target smollm2.gguf --drafter gemma3=gemma-3-270m.gguf
         --template gemma3=gemma --out traces/
+
+        specbench trace windows.jsonl --target smollm2.gguf --drafter pld --out traces/
     """
     specasr = specasr_configs(specasr_specs)
     items = load_split(windows, split)

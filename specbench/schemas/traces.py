@@ -51,7 +51,8 @@ KIND = "specbench.trace"
 # optional `environment` block (schemas/environment.py); headers without it load.
 # 3 = a draft row may be null in both `tokens` and `conf`: a prefix the drafter was never
 # asked about (imported decoder logs record only the prefixes they visited); replay that
-# needs such a row is an error. Files without null rows read as before.
+# needs such a row is an error. Drafts may carry `lookup` ({name, max_ngram}): rows of the
+# prompt-lookup drafter, which has no model. Files without either read as before.
 VERSIONS = (1, 2, 3)
 PAD = -1
 """Token id that pads a draft row after the drafter's end of sequence."""
@@ -89,6 +90,16 @@ class CrossDrafts:
 
 
 @dataclass(frozen=True)
+class LookupDrafts:
+    """Marks draft rows made by a prompt-lookup drafter (no model; methods.lookup)."""
+
+    name: str
+    """The lookup drafter's name ('pld')."""
+    max_ngram: int
+    """The longest n-gram it matches."""
+
+
+@dataclass(frozen=True)
 class DraftTable:
     """Prefix-conditioned drafts: row t continues prompt + y[:t]."""
 
@@ -101,6 +112,9 @@ class DraftTable:
     recorded: np.ndarray | None = None
     """bool [N] (version 3 on): False where the row is absent, a prefix the drafter was never
     asked about; None: every row recorded."""
+    lookup: LookupDrafts | None = None
+    """Rows of a prompt-lookup drafter (version 3 on; no model, every confidence 1); None: a
+    model drafter's rows."""
 
     @property
     def k_max(self) -> int:
@@ -268,8 +282,23 @@ def _cross_from(doc: dict, tokens: np.ndarray, where: Where) -> CrossDrafts | No
     return CrossDrafts(step, tuple(drafter_tokens), keep, append)
 
 
+def _lookup_from(doc: dict, where: Where) -> LookupDrafts | None:
+    lookup = need(doc, "lookup", dict, where, None)
+    if lookup is None:
+        return None
+    l_where = where.at("lookup")
+    reject_unknown(lookup, frozenset({"name", "max_ngram"}), l_where)
+    name = need(lookup, "name", str, l_where)
+    max_ngram = need(lookup, "max_ngram", int, l_where)
+    if max_ngram < 1:
+        raise l_where.at("max_ngram").fail("an integer >= 1 (the longest n-gram matched)", max_ngram)
+    if any(key in doc for key in _CROSS_KEYS):
+        raise l_where.fail("absent with cross-vocabulary fields (a lookup drafts in the target's own tokens)")
+    return LookupDrafts(name, max_ngram)
+
+
 def _drafts_from(doc: dict, n: int, where: Where) -> DraftTable:
-    reject_unknown(doc, frozenset({"k_max", "tokens", "conf", *_CROSS_KEYS}), where)
+    reject_unknown(doc, frozenset({"k_max", "tokens", "conf", "lookup", *_CROSS_KEYS}), where)
     k_max = need(doc, "k_max", int, where)
     rows = _rows(doc, "tokens", n, where)
     confs = _rows(doc, "conf", n, where)
@@ -296,7 +325,7 @@ def _drafts_from(doc: dict, n: int, where: Where) -> DraftTable:
     if cross is not None and not recorded.all():
         raise where.at("tokens").at(int(np.argmin(recorded))).fail(
             "a recorded row (cross-vocabulary drafts record every prefix)", None)
-    return DraftTable(tokens, conf, cross, None if recorded.all() else recorded)
+    return DraftTable(tokens, conf, cross, None if recorded.all() else recorded, _lookup_from(doc, where))
 
 
 def _producer_from(doc: dict, where: Where) -> ProducerStream:
@@ -374,6 +403,8 @@ def window_trace_to_dict(trace: WindowTrace) -> dict:
             confs.append([round(float(c), 6) for c in conf[:length]])
             lengths.append(length)
         doc["drafts"] = {"k_max": trace.drafts.k_max, "tokens": rows, "conf": confs}
+        if trace.drafts.lookup is not None:
+            doc["drafts"]["lookup"] = vars(trace.drafts.lookup)
         cross = trace.drafts.cross
         if cross is not None:
             doc["drafts"] |= {"step": [row[:n].tolist() for row, n in zip(cross.step, lengths)],

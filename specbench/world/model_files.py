@@ -3,6 +3,8 @@
 The sha256 identifies a model in traces, profiles and results; it is cached next to
 nothing, only in memory for the process, keyed by path, size and mtime. A model may carry
 the chat template named for it (`--template NAME=TEMPLATE`; see `tracing.chat_template`).
+`--drafter pld` names the prompt-lookup drafter instead, which has no file
+(docs/METHODS.md §2.7): it stands where a drafter model would, with a fixed identity.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from specbench.core.methods import lookup
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import file_sha256
 from specbench.schemas.placement import Lane, lane_job
@@ -32,9 +35,13 @@ class ModelFile:
     template: str | None = None
     """Chat template named for this model (a llama.cpp built-in, or "model" for its GGUF's own);
     None: the windows' template decides."""
+    lookup: bool = False
+    """The prompt-lookup drafter (no file: `path` is unused; it reads the target's prompt)."""
 
     @property
     def sha256(self) -> str:
+        if self.lookup:
+            return lookup.IDENTITY
         path = Path(self.path)
         if not path.is_file():
             raise SpecbenchError(f"model file not found: {path}", hint="pass the path of a .gguf file")
@@ -56,8 +63,15 @@ def target_file(path: Path) -> ModelFile:
     return ModelFile(path.name.removesuffix(".gguf"), path)
 
 
+LOOKUP_DRAFTER = ModelFile(lookup.NAME, Path(), lookup=True)
+"""`--drafter pld`: the prompt-lookup drafter."""
+
+
 def parse_named(spec: str) -> ModelFile:
-    """'NAME=PATH' (or a bare PATH, named after its file) -> ModelFile; the file must exist."""
+    """'NAME=PATH' (or a bare PATH, named after its file) -> ModelFile; the file must exist.
+    `pld` alone is the prompt-lookup drafter, and no model file may take that name."""
+    if spec.strip() == lookup.NAME:
+        return LOOKUP_DRAFTER
     name, sep, path_text = spec.partition("=")
     if not sep:
         name, path_text = Path(spec).name.removesuffix(".gguf"), spec
@@ -66,6 +80,9 @@ def parse_named(spec: str) -> ModelFile:
         raise SpecbenchError(f"--drafter '{spec}': expected NAME=PATH, e.g. small=models/drafter.gguf")
     if not all(c.isalnum() or c in "-_." for c in name):
         raise SpecbenchError(f"--drafter '{spec}': the name may use letters, digits, '-', '_' and '.' only")
+    if name == lookup.NAME:
+        raise SpecbenchError(f"--drafter '{spec}': '{lookup.NAME}' names the prompt-lookup drafter, which has no "
+                             "model file", hint=f"pass --drafter {lookup.NAME} alone, or name the model otherwise")
     path = Path(path_text).expanduser()
     if not path.is_file():
         raise SpecbenchError(f"model file not found: {path}", hint="pass the path of a .gguf file")
@@ -130,7 +147,10 @@ def unique_names(models: list[ModelFile]) -> list[ModelFile]:
 
 def model_job(device: Device, model: ModelFile, lane: Lane | None = None) -> dict:
     """The runner's model object: path on the device, its mmproj when it has one, and the
-    lane it runs on (processor, CPU set it is pinned to, threads; default: CPU, unpinned)."""
+    lane it runs on (processor, CPU set it is pinned to, threads; default: CPU, unpinned). The
+    lookup drafter has no lane of its own: it runs on the target's thread."""
+    if model.lookup:
+        return {"lookup": lookup.NAME}
     spec: dict = {"path": device.model_path(model.path), "device": "cpu"}
     if model.mmproj is not None:
         spec["mmproj"] = device.model_path(model.mmproj)

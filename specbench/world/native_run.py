@@ -324,6 +324,11 @@ def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | N
     needs_drafter = any(method_name(c) != "target" for c in plan.configs)
     if needs_drafter and plan.drafter is None:
         raise SpecbenchError("the methods other than target need a drafter: pass --drafter NAME=PATH")
+    if plan.drafter is not None and plan.drafter.lookup:
+        modelled = next((c for c in plan.configs if isinstance(c, SpecAsrConfig)), None)
+        if modelled is not None:
+            raise SpecbenchError(f"{modelled.label}: SpecASR's recycling asks a drafter model, and the drafter "
+                                 f"{plan.drafter.name} (prompt lookup) has none", hint="run specasr with a drafter model")
     # Prompts before the results directory: a model without a chat template leaves nothing behind.
     prompts = prompts_for(plan.device, plan.target, plan.drafter if needs_drafter else None, plan.windows)
     results = ResultsDir(out)

@@ -12,6 +12,11 @@ target lane, the drafter's on the drafter lane (each pinned to its CPU set, with
 count), and the co-scheduling ratios with both lanes pinned exactly as native AS2D runs
 them, at every profiled depth. The runner reads each lane's CPU set back from the kernel;
 the profile records it, and a lane that did not run where it was asked is an error.
+
+The prompt-lookup drafter (`pld`, no model) gets a drafter entry too: `costs` at width 1 is
+the measured time of one lookup over a context of each depth (the runner's sweep times it
+on the target's thread, where decode runs it). It has no all-rows table and no
+co-scheduling ratios: a lookup runs between the target's forwards, never beside them.
 """
 
 from __future__ import annotations
@@ -67,12 +72,14 @@ class SweepPlan:
         if self.repetitions < 5:
             raise SpecbenchError(f"--repetitions {self.repetitions}: at least 5 are needed for a median and spread")
 
-    def forwards(self, drafters: int) -> int:
-        """Timed (model, width, depth) records `profile_device` collects for that many drafters."""
-        first = len(self.widths) + (len(self.drafter_widths) if drafters else 0)
+    def forwards(self, drafters: int, lookups: int = 0) -> int:
+        """Timed (model, width, depth) records `profile_device` collects for that many drafter
+        models and lookup drafters (one record per depth: width 1)."""
         with_all_rows = drafters if self.all_rows is None else min(len(self.all_rows), drafters)
-        rest = max(drafters - 1, 0) * (1 + len(self.drafter_widths)) + with_all_rows * (1 + len(self.drafter_widths))
-        return (first + rest) * len(self.depths)
+        # Every job after the first sweeps the target at width 1 only; so does each all-rows job.
+        target = len(self.widths) + max(drafters + lookups - 1, 0) + with_all_rows
+        drafter = (drafters + with_all_rows) * len(self.drafter_widths) + lookups
+        return (target + drafter) * len(self.depths)
 
 
 def plan_for(max_width: int, depths: Sequence[int], placement: Placement, repetitions: int = 5,
@@ -106,8 +113,13 @@ def sweep_job(device: Device, target: ModelFile, drafter: ModelFile | None, plan
            "repetitions": plan.repetitions, "seed": 42}
     if drafter is not None:
         job |= {"drafter": model_job(device, drafter, plan.placement.drafter),
-                "drafter_widths": list(plan.drafter_widths), "drafter_logits": drafter_logits}
+                "drafter_widths": list(drafter_widths(plan, drafter)), "drafter_logits": drafter_logits}
     return job
+
+
+def drafter_widths(plan: SweepPlan, drafter: ModelFile) -> tuple[int, ...]:
+    """The drafter widths swept: a lookup is one op of width 1."""
+    return (1,) if drafter.lookup else plan.drafter_widths
 
 
 def costs_doc(results: Sequence[dict], model: str, widths: Sequence[int], depths: Sequence[int]) -> dict:
@@ -175,7 +187,10 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         run.samples += named(out.results, drafter)
         if target_costs is None:
             target_costs = costs_doc(out.results, "target", plan.widths, plan.depths)
-        if drafter is not None:
+        if drafter is not None and drafter.lookup:  # on the target's thread
+            drafter_entries.append({"name": drafter.name, "model": drafter.ref(), "processor": "cpu",
+                                    "costs": costs_doc(out.results, "drafter", (1,), plan.depths), "threads": 1})
+        elif drafter is not None:
             entry = {"name": drafter.name, "model": drafter.ref(), "processor": plan.placement.drafter.processor,
                      "costs": costs_doc(out.results, "drafter", plan.drafter_widths, plan.depths),
                      "threads": plan.placement.drafter.threads}
@@ -188,11 +203,12 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
                 entry["cosched"], raw = measure_cosched(device, target, drafter, plan, pinned)
                 run.samples += [r | {"model_name": drafter.name} for r in raw]
             drafter_entries.append(entry)
-    overheads, overheads_note = dict(ZERO_OVERHEADS), "overheads not measured (no drafter)"
-    if drafters:
+    overheads, overheads_note = dict(ZERO_OVERHEADS), "overheads not measured (no drafter model)"
+    models = [d for d in drafters if not d.lookup]
+    if models:
         overheads, overheads_note = measure_overheads(
             device, model_job(device, target, plan.placement.target),
-            model_job(device, drafters[0], plan.placement.drafter))
+            model_job(device, models[0], plan.placement.drafter))
     target_doc = {"model": target.ref(), "processor": plan.placement.target.processor, "costs": target_costs,
                   "threads": plan.placement.target.threads}
     after = device.snapshot()

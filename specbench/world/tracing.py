@@ -8,6 +8,12 @@ naming the file and the flag. The trace header records each model's template. Th
 runner's `trace` mode then records y, the prefix-conditioned drafts and the producer
 stream per window; each window is appended (and flushed) as soon as it is done, so an
 interrupted trace resumes with `resume=True` where it stopped.
+
+The prompt-lookup drafter (`--drafter pld`) has no model: the runner traces the target
+alone and records the lookup's rows over the target's prompt ids, which are checked here
+against the Python reference (`core.methods.lookup.lookup_rows`) before a line is written,
+and its AS2D producer stream: the window's input view alone in the target's tokens
+(`Prompts.input`), which it publishes whole.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from specbench.core.methods import lookup
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import Where, iter_jsonl
@@ -86,6 +93,20 @@ def tokenize_windows(device: Device, model: ModelFile, windows: Sequence[Window]
     return prompts
 
 
+def tokenize_inputs(device: Device, model: ModelFile, windows: Sequence[Window]) -> dict[str, list[int]]:
+    """Per text window id, its input view alone (no instruction, no chat template, no special
+    tokens) in the model's tokens: what the lookup drafter's AS2D producer publishes."""
+    text = [w for w in windows if w.input.kind != "audio"]
+    if not text:
+        return {}
+    job = {"mode": "tokenize", "model": {"path": device.model_path(model.path)},
+           "texts": [w.input.text or "" for w in text], "chat": False, "add_special": False, "parse_special": False}
+    results = sorted(device.run_job(job).results, key=lambda r: r["index"])
+    if len(results) != len(text):
+        raise SpecbenchError(f"runner tokenized {len(results)} of {len(text)} inputs")
+    return {w.window_id: [int(t) for t in r["tokens"]] for w, r in zip(text, results)}
+
+
 def template_error(model: ModelFile, template: str, exc: SpecbenchError) -> SpecbenchError:
     """A runner refusal of a chat template, said in terms of the model file and the flag."""
     message = str(exc.args[0]) if exc.args else ""
@@ -141,6 +162,27 @@ def check_mmproj(models: Sequence[ModelFile | None], windows: Sequence[Window]) 
                                  hint="pass --target-mmproj / --drafter-mmproj (the model's audio projector .gguf)")
 
 
+def check_lookup_windows(drafter: ModelFile | None, windows: Sequence[Window]) -> None:
+    """The lookup drafter copies from the prompt's token ids, which an audio prompt lacks."""
+    audio = next((w for w in windows if w.input.kind == "audio"), None)
+    if drafter is not None and drafter.lookup and audio is not None:
+        raise SpecbenchError(f"window '{audio.window_id}' is audio; the drafter {drafter.name} (prompt lookup) "
+                             "copies from the prompt's token ids, which an audio prompt does not have",
+                             hint="use a drafter model for audio windows")
+
+
+def check_lookup_rows(doc: dict, prompt: Sequence[int]) -> None:
+    """The runner's lookup rows must be the Python reference's (one decision procedure)."""
+    drafts = doc["drafts"]
+    want = lookup.lookup_rows(prompt, doc["y"], drafts["k_max"])
+    for t, row in enumerate(drafts["tokens"]):
+        expected = [int(v) for v in want[t] if v != lookup.PAD]
+        if row != expected:
+            raise SpecbenchError(f"window '{doc['window_id']}': the runner's prompt-lookup row t={t} is {row}, the "
+                                 f"Python reference (specbench.core.methods.lookup) proposes {expected}",
+                                 hint="a runner built from other sources: rebuild it")
+
+
 @dataclass(frozen=True)
 class Prompts:
     """Prompt ids of each window for the target and (when they differ) the drafter."""
@@ -152,6 +194,8 @@ class Prompts:
     """Audio windows: the device path of the window's raw float32 16 kHz mono samples."""
     templates: dict[str, str] = field(default_factory=dict)
     """The chat template each model rendered them with ('target', and 'drafter' when given)."""
+    input: dict[str, list[int]] | None = None
+    """With the lookup drafter: each window's input view alone in target tokens (its AS2D stream)."""
 
     def runner_window(self, window: Window, reference: Sequence[int] | None = None) -> dict:
         prompt = self.target[window.window_id]
@@ -166,16 +210,19 @@ class Prompts:
             doc = {"id": window.window_id, "prompt": prompt, "cap": window.cap}
             if self.drafter is not None and self.drafter[window.window_id] != doc["prompt"]:
                 doc["drafter_prompt"] = self.drafter[window.window_id]
+            if self.input is not None:
+                doc["input"] = self.input[window.window_id]
         if reference is not None:
             doc["reference"] = [int(t) for t in reference]
         return doc
 
 
 def model_templates(target: ModelFile, drafter: ModelFile | None, windows: Sequence[Window]) -> dict[str, str]:
-    """{'target': template, 'drafter': template} as prompts_for renders them (no drafter: no key)."""
+    """{'target': template, 'drafter': template} as prompts_for renders them (no drafter: no key;
+    the lookup drafter reads the target's prompt)."""
     templates = {"target": chat_template(target, windows)}
     if drafter is not None:
-        templates["drafter"] = chat_template(drafter, windows)
+        templates["drafter"] = templates["target"] if drafter.lookup else chat_template(drafter, windows)
     return templates
 
 
@@ -183,14 +230,16 @@ def prompts_for(device: Device, target: ModelFile, drafter: ModelFile | None, wi
     """Tokenize once per distinct (model file, template) (a same-vocabulary drafter file is
     tokenized too, so a drafter with its own tokenizer only needs the runner to accept
     `drafter_prompt`)."""
+    check_lookup_windows(drafter, windows)
     check_mmproj([target, drafter], windows)
     templates = model_templates(target, drafter, windows)
     target_prompts = tokenize_windows(device, target, windows)
-    same = drafter is None or (Path(drafter.path).resolve() == Path(target.path).resolve()
+    same = drafter is None or drafter.lookup or (Path(drafter.path).resolve() == Path(target.path).resolve()
                                and templates["drafter"] == templates["target"])
     drafter_prompts = None if same else tokenize_windows(device, drafter, windows)
     audio = {w.window_id: device.model_path(window_pcm(w)) for w in windows if w.input.kind == "audio"} or None
-    return Prompts(target_prompts, drafter_prompts, audio, templates)
+    inputs = tokenize_inputs(device, target, windows) if drafter is not None and drafter.lookup else None
+    return Prompts(target_prompts, drafter_prompts, audio, templates, inputs)
 
 
 def check_trace_templates(trace_files: dict[str, TraceFile], target: ModelFile, drafter: ModelFile | None,
@@ -229,6 +278,9 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
     each one against the target's output), so that replay can price them."""
     if k_max < 1:
         raise SpecbenchError(f"--k-max {k_max}: expected at least 1 draft per row (16 covers SD up to W=17)")
+    if drafter.lookup and specasr:
+        raise SpecbenchError(f"--specasr with --drafter {drafter.name}: SpecASR's recycling asks a drafter model, "
+                             "and the prompt-lookup drafter has none", hint="trace SpecASR with a drafter model")
     for config in specasr:
         if config.k_max > k_max:
             raise SpecbenchError(f"--specasr {config.trace_label}: k_max {config.k_max} exceeds --k-max {k_max}",
@@ -258,7 +310,11 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
         if not result or result.get("kind") != "trace":
             return
         window = by_id[result["window_id"]]
-        writer.append(trace_doc(result, window, Where(f"runner trace of window '{window.window_id}'")))
+        where = Where(f"runner trace of window '{window.window_id}'")
+        doc = trace_doc(result, window, where)
+        if drafter.lookup:
+            check_lookup_rows(doc, prompts.target[window.window_id])
+        writer.append(doc)
         if progress:
             progress(1)
 

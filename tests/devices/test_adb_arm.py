@@ -33,3 +33,15 @@ def test_aarch64_runner_sweeps_on_an_arm_phone(arm_phone, aarch64_runner, tiny):
     out = device.run_job(job)
     assert sorted((r["model"], r["width"]) for r in out.results) == [("target", 1), ("target", 2)]
     assert device.snapshot()["jobs"][0]["cpus"] == [1]
+
+
+def test_aarch64_runner_decodes_with_the_lookup_drafter_on_an_arm_phone(arm_phone, aarch64_runner, tiny):
+    """The prompt-lookup drafter `pld` on the phone: SD and AS2D with it commit target-only's tokens."""
+    device = open_adb_device(arm_phone.serial)
+    window = {"id": "a", "prompt": [76], "cap": 20, "input": [199, 135, 49, 192]}  # the answer's first tokens
+    job = {"mode": "decode", "threads": 1, "target": {"path": device.model_path(tiny.target)},
+           "drafter": {"lookup": "pld"}, "windows": [window],
+           "methods": [{"name": "target"}, {"name": "sd", "width": 5}, {"name": "as2d", "budget": 4}]}
+    base, sd, as2d = device.run_job(job).results
+    assert sd["tokens"] == as2d["tokens"] == base["tokens"] and base["tokens"][:4] == window["input"]
+    assert sum(op.get("accepted", 0) for op in as2d["ops"]) == 3  # anchored on y[0], the rest of the input accepted

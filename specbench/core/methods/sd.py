@@ -10,7 +10,8 @@ confidence costs one more drafter forward (the "probe" that produced the low con
 The decisions are the same whatever the drafter's vocabulary; its forwards are not. A
 same-vocabulary drafter's KV holds committed target tokens (`SameVocabKV`); a drafter of
 another vocabulary drafts in its own tokens and re-reads the committed text retokenized
-(`CrossVocabKV`, the runner's decode.cpp CrossSpecDecoder).
+(`CrossVocabKV`, the runner's decode.cpp CrossSpecDecoder). The prompt-lookup drafter has
+no model and no KV: one lookup per round (`lookup.LookupKV`, docs/METHODS.md §2.7).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from specbench.core.methods.base import (
     stopped_on_confidence,
     usable_drafts,
 )
+from specbench.core.methods.lookup import MAX_NGRAM, LookupKV
 from specbench.errors import SpecbenchError
 from specbench.schemas.traces import PAD, CrossDrafts, WindowTrace
 
@@ -154,11 +156,18 @@ class CrossVocabKV:
         """Nothing: the next round's common prefix drops what was rejected."""
 
 
-DrafterKV = SameVocabKV | CrossVocabKV
+DrafterKV = SameVocabKV | CrossVocabKV | LookupKV
 
 
 def drafter_kv(trace: WindowTrace, config: SdConfig) -> DrafterKV:
     """How the runner's drafter KV evolves for this trace's drafter."""
+    lookup = trace.drafts.lookup if trace.drafts is not None else None
+    if lookup is not None:
+        if lookup.max_ngram != MAX_NGRAM:
+            raise SpecbenchError(f"trace of window '{trace.window_id}': the lookup drafter '{lookup.name}' matched "
+                                 f"n-grams up to {lookup.max_ngram}; this specbench's lookup matches up to {MAX_NGRAM}",
+                                 hint="trace again with this specbench's runner")
+        return LookupKV(trace.n_prompt_drafter)
     cross = trace.drafts.cross if trace.drafts is not None else None
     if cross is None:
         return SameVocabKV(trace.n_prompt_drafter)

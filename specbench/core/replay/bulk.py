@@ -3,8 +3,8 @@
 * Serial methods decide the same on every device, so each (window, configuration) is
   decoded once and its operations are priced for all devices with vectorised lookups.
   Target-only and same-vocabulary SD take a fast path driven by per-window arrays
-  (accepted prefix and usable draft length at every t); SpecASR and cross-vocabulary SD
-  run their reference decision procedure.
+  (accepted prefix and usable draft length at every t); SpecASR, cross-vocabulary SD and
+  SD with the prompt-lookup drafter run their reference decision procedure.
 * AS2D runs in lockstep across all (configuration, window) of a device (`lockstep`).
 
 Results come back as a pandas DataFrame with one row per (device, configuration, window)
@@ -154,8 +154,9 @@ def reference_ops(config: MethodConfig, trace: WindowTrace, cap: int, drafter: s
 def serial_ops(config: MethodConfig, trace: WindowTrace, cap: int, drafter: str) -> SerialOps:
     if isinstance(config, TargetConfig):
         return target_ops(trace)
-    if isinstance(config, SdConfig) and (trace.drafts is None or trace.drafts.cross is None):
-        return sd_ops(trace, cap, config)  # cross-vocabulary SD takes the reference procedure
+    if isinstance(config, SdConfig) and (trace.drafts is None or (trace.drafts.cross is None
+                                                                   and trace.drafts.lookup is None)):
+        return sd_ops(trace, cap, config)  # cross-vocabulary and lookup SD take the reference procedure
     return reference_ops(config, trace, cap, drafter)
 
 

@@ -17,6 +17,7 @@ from specbench.core.methods.as2d import As2dConfig
 from specbench.core.positions import counts_from_histograms
 from specbench.core.replay.reference import (
     ProducerTimeline,
+    producer_costs,
     producer_forward_depths,
     timeline_from_forward_costs,
 )
@@ -110,11 +111,14 @@ class _Study:
         timelines: list[ProducerTimeline] = []
         self.timeline_row = np.empty(len(sims), dtype=np.int64)
         self.ratio_row = np.empty(len(sims), dtype=np.int64)
+        self.start_s = np.empty(len(sims))
         for i, s in enumerate(sims):
             key = s.config.drafter
+            producer = producer_costs(profile, s.config, s.trace, max_width)
+            self.start_s[i] = producer.startup_s
             if key not in ratios:
                 ratios[key] = len(ratio_tables)
-                ratio_tables.append(profile.cosched(s.config.drafter).dense(max_width, max_depth))
+                ratio_tables.append(producer.cosched.dense(max_width, max_depth))
                 drafter_costs[key] = dense_costs(profile.drafter(s.config.drafter).costs, 1, max_depth)[1]
             self.ratio_row[i] = ratios[key]
             t_key = (s.config.drafter, s.config.batch, s.window_index)
@@ -125,8 +129,7 @@ class _Study:
                 forward_s = drafter_costs[key][depths]
                 if np.isnan(forward_s).any():
                     profile.drafter(s.config.drafter).costs.require(1)
-                timelines.append(timeline_from_forward_costs(stream, forward_s, s.config.batch,
-                                                             profile.overheads.publish_s))
+                timelines.append(timeline_from_forward_costs(stream, forward_s, s.config.batch, producer.publish_s))
             self.timeline_row[i] = timeline_index[t_key]
         self.timelines = timelines
         # Padded with inf, so counting the entries at or below a work level is a searchsorted.
@@ -165,7 +168,7 @@ class _State:
         self.conf_stop = column((s.config.conf_stop for s in sims), np.float64)
         self.horizon = column((s.config.horizon for s in sims), np.int64)
         self.positional = column((s.config.align == "positional" for s in sims), bool)
-        self.start_s = np.full(count, profile.overheads.producer_startup_s)
+        self.start_s = study.start_s
         self.align_s = np.full(count, profile.overheads.align_s)
         ints = ("t", "expected", "floor", "batches", "rounds", "proposed", "accepted", "multi")
         for name in ints:

@@ -25,7 +25,7 @@ from specbench.core.methods.specasr import SpecAsrConfig, decode_specasr
 from specbench.core.methods.target import TargetConfig, decode_target
 from specbench.core.positions import position_counts
 from specbench.errors import SpecbenchError
-from specbench.schemas.profiles import CostTable, DeviceProfile, DrafterProfile
+from specbench.schemas.profiles import CoSchedule, CostTable, DeviceProfile, DrafterProfile
 from specbench.schemas.results import WindowResult
 from specbench.schemas.traces import ProducerStream, WindowTrace
 from specbench.schemas.windows import Window
@@ -159,6 +159,31 @@ def producer_depth_extrapolated(cum: np.ndarray, work: float, costs: CostTable, 
     return started > 1 and bool(costs.extrapolates(np.array([depth0, depth0 + started - 2])).any())
 
 
+@dataclass(frozen=True)
+class ProducerCosts:
+    """What an AS2D producer costs besides its forwards, and how it shares the cores."""
+
+    cosched: CoSchedule
+    startup_s: float
+    """From the clock's start until the producer's first step."""
+    publish_s: float
+    """Producer-lane time to publish one batch."""
+
+
+def producer_costs(profile: DeviceProfile, config: As2dConfig, trace: WindowTrace,
+                   max_width: int | None = None) -> ProducerCosts:
+    """A model producer: the profile's co-scheduling ratios and overheads, measured with a model
+    producer on its own thread. The lookup drafter's producer (docs/METHODS.md §2.7) is the
+    input, published before the clock starts, and never computes: no start-up, no publishing
+    cost, and ratios of 1 at every width up to `max_width` (default: the configuration's),
+    which its empty timeline never applies."""
+    if trace.drafts is not None and trace.drafts.lookup is not None:
+        ones = {width: np.ones(1) for width in range(1, (max_width or config.budget + 1) + 1)}
+        return ProducerCosts(CoSchedule(np.zeros(1), ones, ones), 0.0, 0.0)
+    return ProducerCosts(profile.cosched(config.drafter), profile.overheads.producer_startup_s,
+                         profile.overheads.publish_s)
+
+
 class _Lanes:
     """Clock and D/V/O/H bookkeeping for the two-lane simulation."""
 
@@ -214,10 +239,11 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
     if stream is None:
         raise SpecbenchError(f"trace of window '{trace.window_id}' has no producer stream; AS2D needs one")
     drafter = profile.drafter(config.drafter)
-    cosched = profile.cosched(config.drafter)
+    producer = producer_costs(profile, config, trace)
+    cosched = producer.cosched
     overheads = profile.overheads
-    timeline = producer_timeline(stream, drafter.costs, trace.n_prompt_drafter, config.batch, overheads.publish_s)
-    lanes = _Lanes(timeline, overheads.producer_startup_s)
+    timeline = producer_timeline(stream, drafter.costs, trace.n_prompt_drafter, config.batch, producer.publish_s)
+    lanes = _Lanes(timeline, producer.startup_s)
     oracle = oracle or TargetOracle(trace.y)
     verifier = As2dVerifier(config, cap)
     counts = {"rounds": 0, "proposed": 0, "accepted": 0, "multi_token_rounds": 0}

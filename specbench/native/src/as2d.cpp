@@ -160,6 +160,48 @@ void produce(Model & drafter, ProducerMapper & mapper, Stream & s, const As2dPar
     }
 }
 
+// The verifier lane (the calling thread): plans from the published count at each forward
+// boundary, verifies, commits, until an end of generation or the cap.
+void verify_lane(Model & target, const Window & w, const As2dParams & p, const Stream & s, int64_t start,
+                 std::vector<llama_token> & y, DecodeRun & r) {
+    Verifier v(p, w.cap);
+    while (!target.is_eog(y.back()) && (int) y.size() < w.cap) {
+        const int t = (int) y.size();
+        const int published = s.published.load(std::memory_order_acquire);
+        const int64_t plan_start = now_us();
+        Verifier::Plan pl = v.plan(t, y.back(), s.z.data(), s.pz.data(), published);
+        const int64_t plan_us = now_us() - plan_start;
+        json extra = {{"published", published},
+                      {"plan_us", plan_us},
+                      {"start", pl.start < 0 ? json(nullptr) : json(pl.start)},
+                      {"candidates", pl.candidates},
+                      {"anchored", pl.anchored},
+                      {"searched", pl.searched}};
+        const int a = verify_round(target, y, pl.candidates, w, r.ops, std::move(extra));
+        // The target lane is busy from here for the op's `us`.
+        r.ops.back().extra["t_us"] = target.last_forward_start_us() - start;
+        v.observe(pl, a, (int) y.size() - t);
+    }
+}
+
+json producer_record(const Stream & s, bool with_conf) {
+    const int n = s.produced;
+    json out = {{"tokens", std::vector<llama_token>(s.z.begin(), s.z.begin() + n)},
+                {"step", std::vector<int>(s.step.begin(), s.step.begin() + n)}};
+    if (with_conf) out["conf"] = std::vector<double>(s.pz.begin(), s.pz.begin() + n);
+    out.update({{"steps", s.steps},
+                {"stop", s.stop_reason},
+                {"published", s.published.load()},
+                {"publish_us", s.publish_us},
+                {"publish_count", s.publish_count},
+                {"publish_step", s.publish_step},
+                {"started_us", s.started_us},
+                {"publish_cost_us", s.publish_cost_us},
+                {"step_start_us", s.step_start_us},
+                {"step_us", s.step_us}});
+    return out;
+}
+
 }  // namespace
 
 DecodeRun run_as2d(Model & target, Model & drafter, const Window & w, const As2dParams & p, bool cross) {
@@ -182,25 +224,8 @@ DecodeRun run_as2d(Model & target, Model & drafter, const Window & w, const As2d
             s.error = std::current_exception();
         }
     });
-    Verifier v(p, w.cap);
     try {
-        while (!target.is_eog(y.back()) && (int) y.size() < w.cap) {
-            const int t = (int) y.size();
-            const int published = s.published.load(std::memory_order_acquire);
-            const int64_t plan_start = now_us();
-            Verifier::Plan pl = v.plan(t, y.back(), s.z.data(), s.pz.data(), published);
-            const int64_t plan_us = now_us() - plan_start;
-            json extra = {{"published", published},
-                          {"plan_us", plan_us},
-                          {"start", pl.start < 0 ? json(nullptr) : json(pl.start)},
-                          {"candidates", pl.candidates},
-                          {"anchored", pl.anchored},
-                          {"searched", pl.searched}};
-            const int a = verify_round(target, y, pl.candidates, w, r.ops, std::move(extra));
-            // The target lane is busy from here for the op's `us`.
-            r.ops.back().extra["t_us"] = target.last_forward_start_us() - start;
-            v.observe(pl, a, (int) y.size() - t);
-        }
+        verify_lane(target, w, p, s, start, y, r);
     } catch (...) {
         s.stop.store(true);
         producer.join();
@@ -212,21 +237,40 @@ DecodeRun run_as2d(Model & target, Model & drafter, const Window & w, const As2d
     if (s.error) std::rethrow_exception(s.error);
     r.tokens = y;
     r.stop_reason = target.is_eog(y.back()) ? "eos" : "cap";
-    const int n = s.produced;
-    json producer_json = {{"tokens", std::vector<llama_token>(s.z.begin(), s.z.begin() + n)},
-                          {"step", std::vector<int>(s.step.begin(), s.step.begin() + n)}};
-    if (with_conf) producer_json["conf"] = std::vector<double>(s.pz.begin(), s.pz.begin() + n);
-    producer_json.update({{"steps", s.steps},
-                          {"stop", s.stop_reason},
-                          {"published", s.published.load()},
-                          {"publish_us", s.publish_us},
-                          {"publish_count", s.publish_count},
-                          {"publish_step", s.publish_step},
-                          {"started_us", s.started_us},
-                          {"publish_cost_us", s.publish_cost_us},
-                          {"step_start_us", s.step_start_us},
-                          {"step_us", s.step_us}});
+    json producer_json = producer_record(s, with_conf);
     r.extra["producer"] = producer_json;
     r.extra["cross_vocab"] = cross;
+    return r;
+}
+
+// AS2D with the lookup drafter as its producer (docs/METHODS.md §2.7): no model and no thread. The
+// stream is the window's input view in the target's tokens (its `input`, at most cap tokens),
+// all of it published before the clock starts, as the audio is there before an ASR producer
+// reads it; the verifier plans and aligns on it as on any producer's stream.
+DecodeRun run_as2d_input(Model & target, const Window & w, const As2dParams & p) {
+    DecodeRun r;
+    r.prefill = prefill_window(target, nullptr, w);
+    r.prefill.first_draft_us = r.prefill.first_token_us;
+    r.prefill_us = r.prefill.total_us();
+    Stream s(w.cap);
+    const int n = std::min((int) w.input.size(), w.cap);
+    for (int i = 0; i < n; i++) {
+        s.z[i] = w.input[i];
+        s.pz[i] = 1.0;
+        s.step[i] = 0;
+    }
+    s.produced = n;
+    s.steps = 1;  // step 0 only, which no forward computes
+    s.stop_reason = "eos";
+    s.published.store(n, std::memory_order_release);
+    std::vector<llama_token> y;
+    const int64_t start = now_us();
+    y.push_back(target.argmax(-1));
+    verify_lane(target, w, p, s, start, y, r);
+    r.decode_us = now_us() - start;
+    r.tokens = y;
+    r.stop_reason = target.is_eog(y.back()) ? "eos" : "cap";
+    r.extra["producer"] = producer_record(s, p.conf_stop > 0.0);
+    r.extra["cross_vocab"] = false;
     return r;
 }

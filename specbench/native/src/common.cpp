@@ -44,6 +44,7 @@ std::vector<Window> parse_windows(JobObject & job, bool allow_reference) {
         } else {
             w.prompt = wo.need<std::vector<int>>("prompt");
             w.drafter_prompt = wo.get<std::vector<int>>("drafter_prompt", w.prompt);
+            w.input = wo.get<std::vector<int>>("input", {});
         }
         w.cap = wo.need<int>("cap");
         if (allow_reference) w.reference = wo.get<std::vector<int>>("reference", {});

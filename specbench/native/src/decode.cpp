@@ -4,6 +4,7 @@
 // forward with logits for every row, and both KV caches roll back to the committed prefix.
 #include "modes.h"
 #include "audio.h"
+#include "lookup.h"
 #include "vocabmap.h"
 
 #include <algorithm>
@@ -55,12 +56,15 @@ Method parse_method(JobObject mo) {
     return m;
 }
 
-// The serial decode clock (docs/METHODS.md §1.3) around a method's rounds: both prefills, y[0] from the
-// target's, then `round(ops)` until an end of generation or the cap.
+// The serial decode clock (docs/METHODS.md §1.3) around a method's rounds: both prefills (a
+// lookup drafter, `drafter` null, has none), y[0] from the target's, then `round(ops)` until
+// an end of generation or the cap.
 template <class Round>
-DecodeRun run_serial(Model & target, Model & drafter, const Window & w, std::vector<llama_token> & y, Round round) {
+DecodeRun run_serial(Model & target, Model * drafter, const Window & w, std::vector<llama_token> & y, Round round) {
     DecodeRun r;
-    r.prefill = prefill_window(target, &drafter, w);
+    r.prefill = prefill_window(target, drafter, w);
+    // A lookup drafter can draft as soon as the target's prefill is done.
+    if (!drafter) r.prefill.first_draft_us = r.prefill.first_token_us;
     r.prefill_us = r.prefill.total_us();
     const int64_t start = now_us();
     y.push_back(target.argmax(-1));
@@ -79,7 +83,7 @@ class SpecDecoder {
         : target_(target), drafter_(drafter), w_(w), m_(m) {}
 
     DecodeRun run() {
-        return run_serial(target_, drafter_, w_, y_, [this](std::vector<Op> & ops) { round(ops); });
+        return run_serial(target_, &drafter_, w_, y_, [this](std::vector<Op> & ops) { round(ops); });
     }
 
   private:
@@ -147,7 +151,7 @@ class SpecAsrDecoder {
         : target_(target), drafter_(drafter), w_(w), m_(m), npd_((int) w.drafter_prompt.size()) {}
 
     DecodeRun run() {
-        return run_serial(target_, drafter_, w_, y_, [this](std::vector<Op> & ops) { round(ops); });
+        return run_serial(target_, &drafter_, w_, y_, [this](std::vector<Op> & ops) { round(ops); });
     }
 
   private:
@@ -230,7 +234,7 @@ class CrossSpecDecoder {
 
     DecodeRun run() {
         kv_ = w_.drafter_prompt;  // what the prefill leaves in the drafter's KV
-        DecodeRun r = run_serial(target_, drafter_, w_, y_, [this](std::vector<Op> & ops) {
+        DecodeRun r = run_serial(target_, &drafter_, w_, y_, [this](std::vector<Op> & ops) {
             const int t = (int) y_.size();
             const int limit = std::min(m_.width - 1, w_.cap - t - 1);
             std::vector<llama_token> c;
@@ -293,6 +297,41 @@ class CrossSpecDecoder {
     std::vector<llama_token> kv_;  // the drafter's KV content (its prompt first)
 };
 
+// Serial SD with the prompt-lookup drafter (docs/METHODS.md §2.7), exactly
+// specbench/core/methods/lookup.py LookupKV with decode_sd: each round with room (limit =
+// min(W-1, cap-t-1) > 0) the candidates are prompt_lookup over prompt + y, timed as one
+// drafter op of width 1 at depth n_prompt + t (the context it searched), on the target's
+// thread; the target verifies them (none found: a plain single-token step).
+class LookupSpecDecoder {
+  public:
+    LookupSpecDecoder(Model & target, const Window & w, const Method & m)
+        : target_(target), w_(w), m_(m), ctx_(w.prompt) {}
+
+    DecodeRun run() {
+        return run_serial(target_, nullptr, w_, y_, [this](std::vector<Op> & ops) { round(ops); });
+    }
+
+  private:
+    void round(std::vector<Op> & ops) {
+        const int t = (int) y_.size();
+        const int limit = std::min(m_.width - 1, w_.cap - t - 1);
+        ctx_.insert(ctx_.end(), y_.begin() + (ctx_.size() - w_.prompt.size()), y_.end());
+        std::vector<llama_token> c;
+        if (limit > 0) {
+            const int64_t start = now_us();
+            c = prompt_lookup(ctx_.data(), (int) ctx_.size(), limit);
+            ops.push_back(Op{"drafter", 1, (int) ctx_.size(), -1, now_us() - start});
+        }
+        verify_round(target_, y_, c, w_, ops);
+    }
+
+    Model & target_;
+    const Window & w_;
+    const Method & m_;
+    std::vector<llama_token> y_;
+    std::vector<llama_token> ctx_;  // prompt + the committed tokens, caught up each round
+};
+
 DecodeRun target_only(Model & target, const Window & w) {
     GreedyRun g = greedy_target(target, w, false);
     DecodeRun r{g.y, g.stop_reason, g.prefill_us, g.decode_us, g.ops};
@@ -351,9 +390,9 @@ void warm(Model & m, int width) {
 void run_decode(JobObject & job) {
     CommonOptions common = parse_common(job);
     ModelSpec target_spec = parse_model_spec(job.object("target"), "target", common.threads);
-    const bool has_drafter = job.has("drafter");
-    ModelSpec drafter_spec;
-    if (has_drafter) drafter_spec = parse_model_spec(job.object("drafter"), "drafter", common.threads);
+    const DrafterChoice choice = parse_drafter(job, common.threads);
+    const bool has_drafter = choice.present;
+    const ModelSpec & drafter_spec = choice.spec;
     std::vector<Method> methods;
     for (JobObject & mo : job.objects("methods")) methods.push_back(parse_method(mo));
     std::vector<Window> windows = parse_windows(job, true);
@@ -374,6 +413,30 @@ void run_decode(JobObject & job) {
     }
     if (needs_drafter && !has_drafter) {
         throw JobError("method " + drafting + " needs a drafter", "add \"drafter\": {\"path\": ...} to the job");
+    }
+
+    if (choice.lookup) {
+        bool as2d = false;
+        for (const Method & m : methods) {
+            if (m.name == "specasr") {
+                throw JobError(std::string("method specasr needs a drafter model; the lookup drafter ") + LOOKUP_NAME +
+                                   " drafts for sd and as2d only",
+                               "give the job a \"drafter\": {\"path\": ...} for specasr");
+            }
+            as2d |= m.name == "as2d";
+        }
+        for (const Window & w : windows) {
+            if (w.is_audio()) {
+                throw JobError("window '" + w.id + "': the lookup drafter " + LOOKUP_NAME +
+                               " reads prompt token ids; an audio prompt has embeddings");
+            }
+            if (as2d && w.input.empty()) {
+                throw JobError("window '" + w.id + "': as2d with the lookup drafter " + LOOKUP_NAME +
+                                   " publishes the window's input, and the window has no \"input\"",
+                               "give each window \"input\": the token ids of its input view alone");
+            }
+        }
+        needs_drafter = false;  // no model to load
     }
 
     const int n_ctx_t = common.n_ctx > 0 ? common.n_ctx : size_context(windows, max_w + 8, false);
@@ -409,10 +472,12 @@ void run_decode(JobObject & job) {
     // Every decode starts from cleared KV caches (prefill_window), so samples are independent decodes.
     auto decode = [&](const Window & w, const Method & m) -> DecodeRun {
         if (m.name == "target") return target_only(*target, w);
+        if (m.name == "sd" && choice.lookup) return LookupSpecDecoder(*target, w, m).run();
         if (m.name == "sd") {
             return cross ? CrossSpecDecoder(*target, *drafter, w, m).run() : SpecDecoder(*target, *drafter, w, m).run();
         }
         if (m.name == "specasr") return SpecAsrDecoder(*target, *drafter, w, m).run();
+        if (choice.lookup) return run_as2d_input(*target, w, m.as2d);
         return run_as2d(*target, *drafter, w, m.as2d, cross);
     };
     // Warm-up decodes: each method on the first window, once per job, discarded.

@@ -1,6 +1,7 @@
 // specbench-runner: runs one job (JSON from a file argument or stdin) and streams JSON
 // lines on stdout. See native/README.md for the protocol and the job formats.
 #include "modes.h"
+#include "lookup.h"
 
 #include "llama.h"
 
@@ -44,6 +45,7 @@ json runner_info() {
                 {"llama_cpp_commit", SPECBENCH_LLAMA_COMMIT},
                 {"modes", mode_names()},
                 {"methods", decode_methods()},
+                {"lookup_drafters", {LOOKUP_NAME}},
                 {"system_info", llama_print_system_info()}};
 }
 

@@ -37,6 +37,8 @@ struct Window {
     std::vector<llama_token> drafter_prompt;  // defaults to `prompt` (same vocabulary)
     int cap = 0;                              // max_new_tokens: N <= cap
     std::vector<llama_token> reference;       // decode only: expected y, checked token by token
+    std::vector<llama_token> input;           // the input view alone in target tokens (the lookup
+                                              // drafter's AS2D stream); empty when not given
     // Audio windows: 16 kHz mono samples in `audio_path` (raw little-endian `audio_format`:
     // "f32" or "s16") and prompt texts with one <__media__> marker; attach_audio() fills
     // `prompt` / `drafter_prompt` with placeholders of the prompt's KV length.
@@ -106,6 +108,8 @@ struct DecodeRun {
 // AS2D (docs/METHODS.md §2.5) for real: the producer on its own thread, the target never waiting.
 // cross: the drafter's vocabulary differs (its tokens are mapped through text).
 DecodeRun run_as2d(Model & target, Model & drafter, const Window & w, const As2dParams & p, bool cross);
+// AS2D whose producer is the lookup drafter: the stream is the window's `input`, published at once.
+DecodeRun run_as2d_input(Model & target, const Window & w, const As2dParams & p);
 
 // Target greedy decode after the prompt, one token per forward: y[0] from the prefill
 // logits, then until an EOG token or `cap` tokens. This defines the reference y.

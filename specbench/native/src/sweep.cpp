@@ -2,6 +2,7 @@
 // CT(w, depth) for the target with logits for ALL rows (as a verification needs; llama-bench
 // pp computes only the last row), CD(n, depth) for the drafter.
 #include "modes.h"
+#include "lookup.h"
 
 #include <algorithm>
 #include <cmath>
@@ -27,14 +28,14 @@ void check_sizes(const std::vector<int> & v, const char * key, int lo) {
     }
 }
 
-json stats(std::vector<int64_t> samples) {
+template <class T> json stats(std::vector<T> samples) {
     json raw = samples;
     std::sort(samples.begin(), samples.end());
     const size_t n = samples.size();
     const double median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
     const double mean = std::accumulate(samples.begin(), samples.end(), 0.0) / n;
     double var = 0.0;
-    for (int64_t s : samples) var += (s - mean) * (s - mean);
+    for (const T s : samples) var += ((double) s - mean) * ((double) s - mean);
     return json{{"median_us", median},
                 {"mean_us", mean},
                 {"stdev_us", n > 1 ? std::sqrt(var / (n - 1)) : 0.0},
@@ -75,6 +76,38 @@ void sweep_depth(Model & m, const SweepPlan & plan, const std::vector<int> & wid
     }
 }
 
+// The lookup drafter's cost (docs/METHODS.md §4.2), as a drafter table of width 1: prompt_lookup
+// over `depth` random tokens of the target's vocabulary. With a large vocabulary they almost
+// never recur, so a sample is the full scan of every n-gram size, the longest a lookup over
+// that context takes. One lookup takes far less than the clock's 1 µs tick, so a sample is
+// the mean over a batch that runs for at least 1 ms.
+size_t g_lookup_sink = 0;  // keeps the timed lookups from being optimized away
+
+void sweep_lookup(const SweepPlan & plan, int n_vocab) {
+    std::mt19937 rng(plan.seed);
+    for (int depth : plan.depths) {
+        emit_event("progress", {{"model", "drafter"}, {"depth", depth}});
+        const std::vector<llama_token> ctx = random_tokens(rng, n_vocab, depth);
+        auto sample = [&]() {
+            const int64_t start = now_us();
+            int64_t n = 0, elapsed = 0;
+            do {
+                g_lookup_sink += prompt_lookup(ctx.data(), depth, 16).size();
+                n++;
+                elapsed = now_us() - start;
+            } while (elapsed < 1000 || n < 100);
+            return (double) elapsed / (double) n;
+        };
+        for (int i = 0; i < plan.warmup; i++) sample();
+        std::vector<double> samples;
+        for (int i = 0; i < plan.repetitions; i++) samples.push_back(sample());
+        json rec = {{"kind", "forward"}, {"model", "drafter"}, {"width", 1}, {"depth", depth}, {"logits", "none"},
+                    {"lookup", LOOKUP_NAME}, {"warmup", plan.warmup}, {"repetitions", plan.repetitions}};
+        rec.update(stats(samples));
+        emit_result(rec);
+    }
+}
+
 void sweep_model(Model & m, const SweepPlan & plan, const std::vector<int> & widths, bool all_logits) {
     std::mt19937 rng(plan.seed);
     for (int depth : plan.depths) {
@@ -89,9 +122,9 @@ void run_sweep(JobObject & job) {
     CommonOptions common = parse_common(job);
     SweepPlan plan;
     ModelSpec target_spec = parse_model_spec(job.object("target"), "target", common.threads);
-    bool with_drafter = job.has("drafter");
-    ModelSpec drafter_spec;
-    if (with_drafter) drafter_spec = parse_model_spec(job.object("drafter"), "drafter", common.threads);
+    const DrafterChoice choice = parse_drafter(job, common.threads);
+    const bool with_drafter = choice.present;
+    const ModelSpec & drafter_spec = choice.spec;
     plan.widths = job.get<std::vector<int>>("widths", {1, 2, 3, 4, 5, 6, 7, 8});
     plan.drafter_widths = job.get<std::vector<int>>("drafter_widths", plan.widths);
     std::string dl = job.get<std::string>("drafter_logits", "last");
@@ -106,6 +139,10 @@ void run_sweep(JobObject & job) {
     check_sizes(plan.depths, "depths", 0);
     if (dl != "last" && dl != "all") throw JobError("job key 'drafter_logits': expected \"last\" or \"all\", got \"" + dl + "\"");
     plan.drafter_all_logits = dl == "all";
+    if (choice.lookup && (plan.drafter_widths != std::vector<int>{1} || plan.drafter_all_logits)) {
+        throw JobError(std::string("the lookup drafter ") + LOOKUP_NAME + " is timed at width 1 with no logits",
+                       "pass \"drafter_widths\": [1] and \"drafter_logits\": \"last\"");
+    }
     if (plan.warmup < 0) throw JobError("job key 'warmup' must be >= 0");
     if (plan.repetitions < 5) {
         throw JobError("job key 'repetitions' must be >= 5 (got " + std::to_string(plan.repetitions) + ")",
@@ -119,11 +156,15 @@ void run_sweep(JobObject & job) {
     const int n_batch = std::max(512, max_w);
 
     emit_event("start", {{"mode", "sweep"}});
+    int n_vocab = 0;
     {
         auto target = load_model(target_spec, n_ctx, n_batch, max_w);
         sweep_model(*target, plan, plan.widths, true);
+        n_vocab = target->n_vocab();
     }
-    if (with_drafter) {
+    if (choice.lookup) {
+        sweep_lookup(plan, n_vocab);
+    } else if (with_drafter) {
         auto drafter = load_model(drafter_spec, n_ctx, n_batch, max_w);
         sweep_model(*drafter, plan, plan.drafter_widths, plan.drafter_all_logits);
     }

@@ -4,6 +4,7 @@
 // p_min); and the producer stream, the drafter's own greedy decode from the prompt.
 #include "modes.h"
 #include "audio.h"
+#include "lookup.h"
 #include "vocabmap.h"
 
 #include <algorithm>
@@ -144,6 +145,27 @@ DraftTable draft_table(DraftOracle & oracle, const Model & target, const Model &
     return table;
 }
 
+// The lookup drafter's rows (docs/METHODS.md §2.7): row t = prompt_lookup over prompt + y[:t],
+// at most k_max tokens; no model, so every confidence is 1.
+DraftTable lookup_table(const Window & w, const std::vector<llama_token> & y, int k_max) {
+    DraftTable table;
+    std::vector<llama_token> ctx = w.prompt;
+    for (int t = 0; t < (int) y.size(); t++) {
+        if (t > 0) ctx.push_back(y[t - 1]);
+        table.tokens.push_back(prompt_lookup(ctx.data(), (int) ctx.size(), k_max));
+        table.conf.emplace_back(table.tokens.back().size(), 1.0);
+    }
+    return table;
+}
+
+// The lookup drafter's producer stream (decode.cpp run_as2d_input): the window's input, at most
+// cap tokens, all at step 0 (no forward makes them), confidence 1.
+json input_producer_json(const Window & w) {
+    const std::vector<llama_token> z(w.input.begin(), w.input.begin() + std::min((int) w.input.size(), w.cap));
+    return json{{"tokens", z}, {"conf", std::vector<double>(z.size(), 1.0)}, {"step", std::vector<int>(z.size(), 0)},
+                {"steps", 1}, {"stop", "eos"}};
+}
+
 json drafts_json(const DraftTable & table, int k_max) {
     json tokens = json::array(), conf = json::array();
     for (size_t t = 0; t < table.tokens.size(); t++) {
@@ -250,7 +272,9 @@ json recycle_json(DraftOracle & oracle, const Model & drafter, const std::vector
 void run_trace(JobObject & job) {
     CommonOptions common = parse_common(job);
     ModelSpec target_spec = parse_model_spec(job.object("target"), "target", common.threads);
-    ModelSpec drafter_spec = parse_model_spec(job.object("drafter"), "drafter", common.threads);
+    const DrafterChoice choice = parse_drafter(job, common.threads);
+    if (!choice.present) throw JobError("job key 'drafter' is required", "a model {\"path\": ...} or {\"lookup\": \"pld\"}");
+    const ModelSpec & drafter_spec = choice.spec;
     const int k_max = job.get<int>("k_max", 16);
     const bool with_producer = job.get<bool>("producer", true);
     const bool with_margins = job.get<bool>("margins", false);
@@ -270,14 +294,35 @@ void run_trace(JobObject & job) {
     job.done();
     if (k_max < 1) throw JobError("job key 'k_max' must be >= 1");
 
+    if (choice.lookup) {
+        if (!specasr.empty()) {
+            throw JobError(std::string("specasr recycling needs a drafter model; the lookup drafter ") + LOOKUP_NAME +
+                               " has none", "leave \"specasr\" out");
+        }
+        for (const Window & w : windows) {
+            if (w.is_audio()) {
+                throw JobError("window '" + w.id + "': the lookup drafter " + LOOKUP_NAME +
+                               " reads prompt token ids; an audio prompt has embeddings");
+            }
+            if (with_producer && w.input.empty()) {
+                throw JobError("window '" + w.id + "': the lookup drafter's producer stream is the window's input, "
+                               "and the window has no \"input\"",
+                               "give each window \"input\" (the input view's token ids), or pass \"producer\": false");
+            }
+        }
+    }
     const int n_ctx_t = common.n_ctx > 0 ? common.n_ctx : size_context(windows, 8, false);
     const int n_ctx_d = common.n_ctx > 0 ? common.n_ctx : size_context(windows, 2 * k_max + 8, true);
     emit_event("start", {{"mode", "trace"}, {"windows", windows.size()}, {"k_max", k_max}});
     auto target = load_model(target_spec, n_ctx_t, 512, 1);
     attach_audio(*target, windows, false, 8, common.n_ctx == 0);
-    auto drafter = load_model(drafter_spec, n_ctx_d, 512, 64);
-    attach_audio(*drafter, windows, true, 2 * k_max + 8, common.n_ctx == 0);
-    const bool cross = !vocab_difference(*target, *drafter).empty();
+    std::unique_ptr<Model> drafter;
+    bool cross = false;
+    if (!choice.lookup) {
+        drafter = load_model(drafter_spec, n_ctx_d, 512, 64);
+        attach_audio(*drafter, windows, true, 2 * k_max + 8, common.n_ctx == 0);
+        cross = !vocab_difference(*target, *drafter).empty();
+    }
     if (cross) {
         check_mappable(*target, *drafter);
         if (!specasr.empty()) {
@@ -293,25 +338,33 @@ void run_trace(JobObject & job) {
 
     for (const Window & w : windows) {
         GreedyRun g = greedy_target(*target, w, with_margins);
-        DraftOracle oracle(*drafter, w);
         // Keys as specbench.schemas.traces.window_trace_from_dict reads them (less window_sha256,
         // which the Python side computes from the window itself).
         json rec = {{"kind", "trace"},           {"window_id", w.id},
                     {"y", g.y},                  {"stop_reason", g.stop_reason},
                     {"n_prompt", w.prompt.size()}, {"n_prompt_drafter", w.drafter_prompt.size()}};
-        // The producer first: its long chain is then reused by P[t] while y follows it.
-        json producer = with_producer ? producer_json(oracle, *target, *drafter, cross, w.cap) : json(nullptr);
-        DraftTable table = draft_table(oracle, *target, *drafter, g.y, k_max, cross);
-        rec["drafts"] = drafts_json(table, k_max);
-        if (with_producer) rec["producer"] = producer;
-        if (!specasr.empty()) {
-            json recycle = json::object();
-            for (const SpecAsrCfg & cfg : specasr) recycle[cfg.label()] = recycle_json(oracle, *drafter, g.y, table, w.cap, cfg);
-            rec["recycle"] = recycle;
+        int forwards = 0;
+        if (choice.lookup) {
+            rec["drafts"] = drafts_json(lookup_table(w, g.y, k_max), k_max);
+            rec["drafts"]["lookup"] = {{"name", LOOKUP_NAME}, {"max_ngram", LOOKUP_MAX_NGRAM}};
+            if (with_producer) rec["producer"] = input_producer_json(w);
+        } else {
+            DraftOracle oracle(*drafter, w);
+            // The producer first: its long chain is then reused by P[t] while y follows it.
+            json producer = with_producer ? producer_json(oracle, *target, *drafter, cross, w.cap) : json(nullptr);
+            DraftTable table = draft_table(oracle, *target, *drafter, g.y, k_max, cross);
+            rec["drafts"] = drafts_json(table, k_max);
+            if (with_producer) rec["producer"] = producer;
+            if (!specasr.empty()) {
+                json recycle = json::object();
+                for (const SpecAsrCfg & cfg : specasr) recycle[cfg.label()] = recycle_json(oracle, *drafter, g.y, table, w.cap, cfg);
+                rec["recycle"] = recycle;
+            }
+            forwards = oracle.forwards();
         }
         if (with_margins) rec["y_margin"] = g.margin;
         rec["text"] = target->detokenize(g.y, false);
-        emit_event("trace_stats", {{"window_id", w.id}, {"drafter_forwards", oracle.forwards()}});
+        emit_event("trace_stats", {{"window_id", w.id}, {"drafter_forwards", forwards}});
         emit_result(rec);
     }
 }

@@ -233,7 +233,7 @@ class AdbDevice:
         self.runner()
         job = json.loads(json.dumps(job))  # our processor/thread defaults must not leak into the caller's job
         for role, processor in (("target", self.settings.target_processor), ("drafter", self.settings.drafter_processor)):
-            if isinstance(job.get(role), dict):
+            if isinstance(job.get(role), dict) and "lookup" not in job[role]:  # a lookup drafter has no model
                 job[role]["device"] = processor
                 # taskset already pins the whole runner to these cores: a lane on all of them needs no more
                 if job[role].get("cpus") == self.cores():
