@@ -98,7 +98,8 @@ def test_a_divergent_window_leaves_every_aggregate_of_its_device(tmp_path):
     assert {r["windows"] for r in tables["Windows faster / slower than target-only"] if r["device"] == "A"} == {2}
     assert by(tables["Time decomposition T = D + V - O + H (seconds)"], device="A", config="target")["decode_s"] == 7.0
     macro = tables["Macro-average over datasets"]
-    assert by(macro, device="A", config="as2d[B=3]")["tokens_per_s"] == pytest.approx(8.0)
+    assert by(macro, device="A", config="as2d[B=3]", dataset="d")["tokens_per_s"] == pytest.approx(8.0)
+    assert by(macro, device="A", config="as2d[B=3]", dataset="mean over datasets")["tokens_per_s"] == pytest.approx(8.0)
     # oracle on A: per window the faster of B=3 and B=7: w1 1.0 s, w3 3.0 s (w2's 0-second row would have won)
     oracle = by(tables["Oracle over the AS2D catalog (deployed = best pooled)"], device="A")
     assert (oracle["windows"], oracle["oracle_tokens_per_s"]) == (2, 10.0)
