@@ -318,3 +318,27 @@ def test_without_references_the_text_check_stays_and_a_note_says_why(tmp_path, m
     code, output = report(results, "--windows", tmp_path / "bad.jsonl")
     errors = [line for line in output.splitlines() if line.startswith("Error:")]
     assert code == 1 and len(errors) == 1 and "bad.jsonl" in errors[0] and "specbench.windows" in errors[0]
+
+
+def test_macro_prints_each_dataset_and_their_mean(tmp_path):
+    datasets = {"syn-0000": "news", "syn-0001": "news", "syn-0002": "chat", "syn-0003": "chat"}
+    results = _copy_with(tmp_path, "two", None, lambda r: {**r, "dataset": datasets[r["window_id"]]})
+    code, output = report(results, "--macro", "--format", "jsonl")
+    assert code == 0, output
+    macro = _tables(output)["Macro-average over datasets"]
+    rows = pd.read_json(results / "rows.jsonl", lines=True)
+
+    def pooled(config, dataset):
+        part = rows[(rows["config"] == config) & (rows["dataset"] == dataset)]
+        return part["tokens"].sum() / part["decode_s"].sum()
+
+    b3 = [r for r in macro if r["config"] == "as2d[B=3,drafter=small]"]
+    assert [r["dataset"] for r in b3] == ["news", "chat", "mean over datasets"]
+    for r in b3[:2]:
+        assert r["datasets"] == 1 and r["windows"] == 2
+        assert r["tokens_per_s"] == pytest.approx(pooled("as2d[B=3,drafter=small]", r["dataset"]))
+        assert r["speedup"] == pytest.approx(r["tokens_per_s"] / pooled("target", r["dataset"]))
+    assert b3[2]["datasets"] == 2 and b3[2]["windows"] == 4
+    assert b3[2]["tokens_per_s"] == pytest.approx((b3[0]["tokens_per_s"] + b3[1]["tokens_per_s"]) / 2)
+    assert b3[2]["speedup"] == pytest.approx((b3[0]["speedup"] + b3[1]["speedup"]) / 2)
+    assert len(macro) == 3 * 9  # each configuration, the SD mean over W included: two datasets and the mean
