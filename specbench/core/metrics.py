@@ -43,7 +43,8 @@ ORDER = {
               f"({SD_MEAN}: the mean over W itself resampled); mean_window_speedup = mean over windows of "
               "tokens/decode_s / target-only's on the same window (Spec-Bench's order; degenerate windows left out)",
     "placements": "a device@placement is one device in one placement; speedup_vs_best_target = pooled / the "
-                  "fastest target-only of the device in any placement",
+                  "fastest target-only of the device in any placement, its interval pairing each window with that "
+                  "target-only's",
     "windows": "per device x configuration: each window's tokens/decode_s vs target-only's on the same window; "
                f"{SD_MEAN} uses the per-window mean over W; loss = 1 - ratio over slower windows",
     "oracle": "per device x dataset: per window the fastest catalog configuration (zero selection cost), "
@@ -131,28 +132,35 @@ def pooled(df: pd.DataFrame, intervals: bool = True) -> pd.DataFrame:
     target = sums[sums["config"] == "target"].set_index("device")["tokens_per_s"]
     sums["speedup"] = sums["tokens_per_s"] / sums["device"].map(target)
     if intervals:
-        found = [_speedup_interval(df, record) for record in sums.to_dict("records")]
-        sums["speedup_low"] = [np.nan if i is None else i.low for i in found]
-        sums["speedup_high"] = [np.nan if i is None else i.high for i in found]
+        _add_intervals(sums, "speedup", [_speedup_interval(df, r, r["device"]) for r in sums.to_dict("records")])
         ratios = window_ratios(df).groupby(["device", "config"], sort=False)["ratio"].mean()
         sums["mean_window_speedup"] = ratios.reindex(pd.MultiIndex.from_frame(sums[["device", "config"]])).values
     if sums["device"].str.contains("@", regex=False).any():
         # The honest baseline (docs/METHODS.md §7.1): the fastest target-only of the device in any
         # placement, so a method cannot look good by crippling its own placement's baseline.
         phone = sums["device"].map(device_of)
-        best = target.groupby(target.index.map(device_of)).max()
-        sums["speedup_vs_best_target"] = sums["tokens_per_s"] / phone.map(best)
+        fastest = target.groupby(target.index.map(device_of)).idxmax()  # phone -> its fastest device@placement
+        sums["speedup_vs_best_target"] = sums["tokens_per_s"] / phone.map(fastest).map(target)
+        if intervals:
+            _add_intervals(sums, "speedup_vs_best_target",
+                           [_speedup_interval(df, r, fastest[device_of(r["device"])]) for r in sums.to_dict("records")])
     return sums
+
+
+def _add_intervals(sums: pd.DataFrame, name: str, found: list[stats.Interval | None]) -> None:
+    sums[f"{name}_low"] = [np.nan if i is None else i.low for i in found]
+    sums[f"{name}_high"] = [np.nan if i is None else i.high for i in found]
 
 
 def _none(value: object) -> object:
     return None if isinstance(value, float) and np.isnan(value) else value
 
 
-def _speedup_interval(df: pd.DataFrame, record: dict) -> stats.Interval | None:
-    """The interval of one pooled-table row's speedup: its windows paired by window_id with
-    target-only's on the same device; an SD mean row resamples its W configurations together."""
-    if record["config"] == "target":
+def _speedup_interval(df: pd.DataFrame, record: dict, baseline: str) -> stats.Interval | None:
+    """The interval of one pooled-table row's speedup over target-only on device `baseline`
+    (its own device, or the fastest placement of the same phone): its windows paired by
+    window_id with the baseline's; an SD mean row resamples its W configurations together."""
+    if record["config"] == "target" and baseline == record["device"]:
         return None  # 1 by definition
     on_device = df[df["device"] == record["device"]]
     if record["method"] == "sd" and _none(record["width"]) is None:
@@ -160,12 +168,13 @@ def _speedup_interval(df: pd.DataFrame, record: dict) -> stats.Interval | None:
         members = [sd_label(w, p_min or 0.0, drafter) for w in REPORTED_WIDTHS]
     else:
         members = [record["config"]]
-    series = {c: on_device[on_device["config"] == c].set_index("window_id")[["tokens", "decode_s"]]
-              for c in [*members, "target"]}
-    common = series["target"].index
-    for part in series.values():
+    series = [on_device[on_device["config"] == c].set_index("window_id")[["tokens", "decode_s"]] for c in members]
+    series.append(df[(df["device"] == baseline) & (df["config"] == "target")].set_index("window_id")[
+        ["tokens", "decode_s"]])
+    common = series[-1].index
+    for part in series:
         common = common.intersection(part.index, sort=False)
-    data = [part.loc[common, column].to_numpy() for part in series.values() for column in ("tokens", "decode_s")]
+    data = [part.loc[common, column].to_numpy() for part in series for column in ("tokens", "decode_s")]
     if len(members) == 1:
         return stats.pooled_ratio_interval(*data)
     return stats.paired_interval(stats.mean_pooled_ratio, data)

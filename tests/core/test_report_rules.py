@@ -164,6 +164,32 @@ def test_speedup_intervals_and_mean_window_speedup_are_those_of_the_rows(tmp_pat
     assert oracle["gap_pct_low"] < oracle["gap_pct"] < oracle["gap_pct_high"]
 
 
+def test_the_interval_against_the_best_target_pairs_its_windows(tmp_path):
+    # P@shared's target-only is the faster (5.5 s vs 11 s in all): every speedup_vs_best_target is against it
+    times = {("P@split", "target"): REPLAY["target"], ("P@split", "as2d[B=3]"): REPLAY["as2d[B=3]"],
+             ("P@shared", "target"): {"w1": 1.5, "w2": 2.0, "w3": 2.0}, ("P@shared", "as2d[B=3]"): REPLAY["as2d[B=7]"]}
+    rows = [row(device, config, w, seconds) for (device, config), ts in times.items() for w, seconds in ts.items()]
+    result, tables = report_json(write_results(tmp_path / "r", rows))
+    assert result.exit_code == 0, result.output
+    pooled = tables["Pooled decode throughput"]
+    tokens = np.array([TOKENS[w] for w in WINDOWS], dtype=float)
+    seconds = {key: np.array([ts[w] for w in WINDOWS]) for key, ts in times.items()}
+    best = seconds[("P@shared", "target")]
+    for device, config in times:
+        got = by(pooled, device=device, config=config)
+        assert got["speedup_vs_best_target"] == pytest.approx(5.5 / seconds[(device, config)].sum())
+        interval = stats.pooled_ratio_interval(tokens, seconds[(device, config)], tokens, best)
+        if (device, config) == ("P@shared", "target"):
+            assert interval is None and got["speedup_vs_best_target_low"] is None
+        else:
+            assert (got["speedup_vs_best_target_low"], got["speedup_vs_best_target_high"]) == (interval.low,
+                                                                                                 interval.high)
+    own = by(pooled, device="P@split", config="as2d[B=3]")
+    interval = stats.pooled_ratio_interval(tokens, seconds[("P@split", "as2d[B=3]")], tokens,
+                                           seconds[("P@split", "target")])
+    assert (own["speedup_low"], own["speedup_high"]) == (interval.low, interval.high)
+
+
 def test_the_deployed_configuration_is_the_one_the_budget_file_names(tmp_path):
     times = {"as2d[B=3,drafter=big]": (1.0, 1.0, 1.0), "as2d[B=3,drafter=small]": (2.0, 2.0, 4.0),
              "as2d[B=7,drafter=small]": (2.0, 4.0, 4.0), "as2d[B=7,drafter=big]": (1.0, 1.0, 2.0),
