@@ -96,7 +96,8 @@ def _json_value(value: object) -> object:
 
 
 def _rows(table: Table) -> list[dict]:
-    return [{c: _json_value(v) for c, v in zip(table.frame.columns, row)} for row in table.frame.itertuples(index=False)]
+    columns = table.frame.columns
+    return [{c: _json_value(v) for c, v in zip(columns, row)} for row in table.frame.itertuples(index=False)]
 
 
 def to_json(tables: list[Table]) -> str:

@@ -54,7 +54,8 @@ def test_jsonl_records_are_the_json_rows_with_their_table():
     records = [json.loads(line) for line in (GOLDEN / "report.jsonl").read_text().splitlines()]
     code, text = report(GOLDEN / "results", "--format", "json")
     assert code == 0
-    expected = [{"title": t["title"], "aggregation": t["aggregation"], **row} for t in json.loads(text) for row in t["rows"]]
+    expected = [{"title": t["title"], "aggregation": t["aggregation"], **row}
+                for t in json.loads(text) for row in t["rows"]]
     assert records == expected
     pooled = [r for r in records if r["title"] == "Pooled decode throughput"]
     assert len(pooled) == 9 and "95% paired bootstrap over windows (BCa" in pooled[0]["aggregation"]
@@ -74,8 +75,8 @@ def test_version_1_results_report_the_same_as_version_2(fmt):
 def test_csv_to_stdout_is_refused_naming_the_flag():
     code, output = report(GOLDEN / "results", "--format", "csv")
     assert code == 1
-    assert output.splitlines() == ["Error: --format csv writes one file per table: pass --output DIR (hint: or "
-                                   "--format jsonl for one stream on stdout)"]
+    assert output.splitlines() == [("Error: --format csv writes one file per table: pass --output DIR (hint: or "
+                                    "--format jsonl for one stream on stdout)")]
 
 
 def test_every_export_from_one_call_equals_its_own_format(tmp_path):
@@ -102,8 +103,8 @@ def test_a_csv_directory_holds_one_report_only(tmp_path):
 
 
 @pytest.mark.parametrize("args, line", [
-    (["--export-md", "{tmp}/missing/r.md"], "Error: --export-md {tmp}/missing/r.md: directory {tmp}/missing does not "
-                                           "exist"),
+    (["--export-md", "{tmp}/missing/r.md"],
+     "Error: --export-md {tmp}/missing/r.md: directory {tmp}/missing does not exist"),
     (["--export-json", "{tmp}"], "Error: --export-json {tmp}: is a directory, expected a file path"),
     (["--export-csv", "{tmp}/file"], "Error: --export-csv {tmp}/file: is a file, expected a directory"),
     (["--format", "csv", "--output", "{tmp}/file"], "Error: --output {tmp}/file: is a file, expected a directory"),
@@ -116,7 +117,8 @@ def test_bad_export_paths_are_refused_before_any_work(tmp_path, args, line):
     (tmp_path / "results").mkdir()
     code, output = report(tmp_path / "results", *[a.format(tmp=tmp_path) for a in args])
     assert code == 1 and output.splitlines() == [line.format(tmp=tmp_path)]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "results"] and (tmp_path / "file").read_text() == "keep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "results"]
+    assert (tmp_path / "file").read_text() == "keep"
 
 
 def test_cdf_series_are_the_per_window_throughputs():
