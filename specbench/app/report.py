@@ -245,14 +245,15 @@ IDENTITY = ("device", "method", "drafter", "W/B")
 """What names a configuration's row besides its label, which a narrow terminal cuts short."""
 
 
-def _per_configuration(title: str, order: str, table: pd.DataFrame, measures: Mapping[str, str | None]) -> Table:
+def _per_configuration(title: str, order: str, table: pd.DataFrame, measures: Mapping[str, str | None],
+                       optional: tuple[tuple[str, ...], ...] = ()) -> Table:
     """A table of device, config, `measures` (column -> format spec, None: as is), then method,
-    drafter and W/B from the configuration fields."""
+    drafter and W/B from the configuration fields; `optional`: measures a narrow terminal leaves out."""
     frame = table[["device", "config", *measures]].copy()
     frame["method"] = table["method"]
     frame["drafter"] = table["drafter"]
     frame["W/B"] = [_width_or_budget(*values) for values in zip(table["method"], table["width"], table["budget"])]
-    return Table(title, order, frame, {c: spec for c, spec in measures.items() if spec}, IDENTITY)
+    return Table(title, order, frame, {c: spec for c, spec in measures.items() if spec}, IDENTITY, optional)
 
 
 def _width_or_budget(method: str, width: int | None, budget: int | None) -> str | None:
@@ -271,7 +272,10 @@ def pooled_table(rows: pd.DataFrame, suffix: str) -> Table:
         measures.update(dict.fromkeys(("speedup_vs_best_target", "speedup_vs_best_target_low",
                                        "speedup_vs_best_target_high"), ".3f"))
         order += "; " + metrics.ORDER["placements"]
-    return _per_configuration("Pooled decode throughput" + suffix, order, pooled, measures)
+    # a narrow terminal keeps the point estimates; the speedup's interval goes last
+    optional = (("speedup_low", "speedup_high"), ("mean_window_speedup",),
+                ("speedup_vs_best_target_low", "speedup_vs_best_target_high"))
+    return _per_configuration("Pooled decode throughput" + suffix, order, pooled, measures, optional)
 
 
 def text_tables(frame: pd.DataFrame, scored: pd.DataFrame, references: dict[str, tuple[str, str | None]],

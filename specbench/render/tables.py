@@ -36,6 +36,9 @@ class Table:
     keys: tuple[str, ...] = ()
     """Columns that name a row rather than measure it: on a terminal, those with the same value on
     every row are named once under the table instead (every other output keeps them)."""
+    optional: tuple[tuple[str, ...], ...] = ()
+    """Groups of measures (an interval's two bounds) that a terminal too narrow for every column
+    leaves out, the last group first (named under the table; every other output keeps them)."""
 
 
 def _cell(value: object, spec: str | None) -> str:
@@ -135,6 +138,13 @@ def _rich_table(table: Table, width: int) -> RichTable:
         caption += "\non every row: " + ", ".join(f"{c} {v}" for c, v in zip(constant, values))
     if empty:
         caption += "\nempty on every row: " + ", ".join(empty)
+    groups, dropped = [[c for c in group if c in shown.frame.columns] for group in table.optional], []
+    while groups and _least_width(shown) > width:
+        group = groups.pop()
+        dropped[:0] = group
+        shown = Table(shown.title, shown.order, shown.frame.drop(columns=group), shown.formats)
+    if dropped:
+        caption += f"\nleft out at this width (--format md or jsonl has them): {', '.join(dropped)}"
     rows = _text_rows(shown)
     columns = [str(c) for c in shown.frame.columns]
     widest = [max([len(row[i]) for row in rows], default=1) for i in range(len(columns))]
@@ -155,6 +165,23 @@ def _rich_table(table: Table, width: int) -> RichTable:
     for row in rows:
         rich_table.add_row(*map(escape, row))
     return rich_table
+
+
+LABEL_WIDTH = 12
+"""The narrowest a text column folds to (a configuration label over a few lines)."""
+
+
+def _least_width(table: Table) -> int:
+    """The fewest terminal columns `table` needs with its number names wrapped at their words
+    and its text folded, numbers whole."""
+    rows = _text_rows(table)
+    total = len(table.frame.columns) - 1
+    for i, column in enumerate(table.frame.columns):
+        most = max([len(row[i]) for row in rows], default=1)
+        word = max(len(w) for w in str(column).replace("_", " ").split() or [""])
+        numeric = pd.api.types.is_numeric_dtype(table.frame[column])
+        total += max(most, word) if numeric else min(most, max(word, LABEL_WIDTH))
+    return total
 
 
 def render(tables: list[Table], fmt: str) -> str:

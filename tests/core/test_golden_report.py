@@ -344,3 +344,21 @@ def test_macro_prints_each_dataset_and_their_mean(tmp_path):
     assert b3[2]["tokens_per_s"] == pytest.approx((b3[0]["tokens_per_s"] + b3[1]["tokens_per_s"]) / 2)
     assert b3[2]["speedup"] == pytest.approx((b3[0]["speedup"] + b3[1]["speedup"]) / 2)
     assert len(macro) == 3 * 9  # each configuration, the SD mean over W included: two datasets and the mean
+
+
+def test_a_narrow_terminal_names_the_intervals_it_leaves_out():
+    def pooled_on(columns):
+        result = CliRunner().invoke(main, ["report", str(GOLDEN / "results")], env={"COLUMNS": str(columns)})
+        assert result.exit_code == 0, result.output
+        return result.output.split("Windows faster / slower")[0]
+
+    narrow, wide = pooled_on(80), pooled_on(140)
+    assert max(map(len, narrow.splitlines())) <= 80 and "…" not in narrow
+    assert ("left out at this width (--format md or jsonl has them): speedup_low, speedup_high, mean_window_speedup"
+            in " ".join(narrow.split()))
+    assert "left out at this width" not in wide and max(map(len, wide.splitlines())) <= 140
+    # the interval and the Spec-Bench column beside the point estimate; without them on 80 columns
+    row = next(line for line in wide.splitlines() if line.startswith("as2d[B=3"))
+    assert row.split()[4:9] == ["39.30", "1.119", "1.004", "1.414", "1.268"]
+    row = next(line for line in narrow.splitlines() if line.startswith("as2d[B=3"))
+    assert row.split()[4:7] == ["39.30", "1.119", "as2d"]
