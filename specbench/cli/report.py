@@ -31,11 +31,13 @@ from specbench.render.tables import FORMATS, print_rich, render
                    "or --output FILE; csv: one file per table, into --output DIR.")
 @click.option("--output", type=click.Path(path_type=Path), default=None,
               help="Write to this file (--format csv: this directory) instead of stdout.")
-@click.option("--export-md", type=click.Path(path_type=Path), default=None, help="Also write Markdown to this file.")
-@click.option("--export-json", type=click.Path(path_type=Path), default=None, help="Also write JSON to this file.")
-@click.option("--export-jsonl", type=click.Path(path_type=Path), default=None,
+@click.option("--export-md", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="Also write Markdown to this file.")
+@click.option("--export-json", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="Also write JSON to this file.")
+@click.option("--export-jsonl", type=click.Path(path_type=Path), default=None, metavar="FILE",
               help="Also write JSON lines (one record per table row) to this file.")
-@click.option("--export-csv", type=click.Path(path_type=Path), default=None,
+@click.option("--export-csv", type=click.Path(path_type=Path), default=None, metavar="DIR",
               help="Also write one CSV per table, and index.csv, into this directory.")
 @click.option("--allow-mixed", is_flag=True,
               help="Compare runs whose windows, models, runner or profile differ (recorded in the output).")
@@ -50,7 +52,8 @@ from specbench.render.tables import FORMATS, print_rich, render
 @click.option("--plots", "plots_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write the figures (PNG and SVG) here.")
 @click.option("--bundle", "bundle_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Write a self-contained Markdown report with figures, inputs and commands here.")
+              help="Write a self-contained Markdown report with figures, inputs and commands here, and the "
+                   "tables as tables.json, tables.jsonl and csv/ (one CSV per table).")
 @click.option("--windows", "windows_path", type=existing_file, default=None,
               help="Windows file with the reference texts for WER/CER (default: the one each run's manifest names).")
 def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: Path | None,
@@ -72,6 +75,8 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
     Example:
 
         specbench report results/pixel8 results/redmi --format md --output report.md --plots figures/
+
+        specbench report results/pixel8 --export-jsonl report.jsonl --export-csv tables/
     """
     if fmt == "csv" and output is None:
         raise SpecbenchError("--format csv writes one file per table: pass --output DIR",

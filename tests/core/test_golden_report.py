@@ -219,8 +219,8 @@ def test_replay_fidelity_from_a_native_run(tmp_path):
 
 
 def test_golden_results_have_no_text_so_the_golden_files_stay():
-    # The golden rows predate `text`: no Transcripts / lossless-in-text tables, and report.md /
-    # report.csv stay byte for byte what they were (test_golden_tables); rows load with text "".
+    # The golden rows predate `text`: no Transcripts / lossless-in-text tables in report.md,
+    # report.jsonl and csv/ (test_golden_tables); rows load with text "".
     frame = load_many([GOLDEN / "results"]).frame
     assert (frame["text"] == "").all()
     code, output = report(GOLDEN / "results", "--format", "md")
