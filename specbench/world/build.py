@@ -217,7 +217,7 @@ def sync_tree(src: Path, dst: Path) -> None:
         out = dst / rel
         if not out.exists() or out.read_bytes() != f.read_bytes():
             out.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(f, out)
+            shutil.copy(f, out)  # fresh mtime: the build dir is shared between checkouts
     for f in list(dst.rglob("*")):
         if f.is_file() and f.relative_to(dst) not in wanted:
             f.unlink()
