@@ -17,10 +17,10 @@ from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.sd import MEAN_WIDTHS
 from specbench.core.replay.bulk import DEPTH_LINEAR
 from specbench.errors import SpecbenchError
-from specbench.render.tables import Table
+from specbench.render.tables import INDEX, Table, csv_files, render, to_markdown
 from specbench.schemas.budgets import load_budget
 from specbench.schemas.environment import build_and_models, manifest_command
-from specbench.schemas.fileio import file_sha256
+from specbench.schemas.fileio import file_sha256, write_atomic
 from specbench.schemas.results import ROWS, load_results, profile_warnings
 from specbench.schemas.windows import load_windows
 
@@ -191,10 +191,11 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: Mapping[str, As2
                            dict.fromkeys(("decode_s", "d_s", "v_s", "o_s", "h_s", "exposed_drafter_s"), ".3f")),
     ]
     if macro:
-        tables.append(_per_configuration("Macro-average over datasets", "pooled throughput per dataset x device x "
-                                         "configuration, then the unweighted mean over datasets",
-                                         metrics.macro_average(main),
-                                         {"datasets": None, "tokens_per_s": ".2f", "speedup": ".3f"}))
+        tables.append(_per_configuration("Macro-average over datasets", "pooled throughput and speedup per "
+                                         "dataset x device x configuration, then the unweighted mean over datasets "
+                                         f"(dataset '{metrics.MACRO_MEAN}')", metrics.macro_average(main),
+                                         {"dataset": None, "datasets": None, "windows": None, "tokens_per_s": ".2f",
+                                          "speedup": ".3f"}))
     as2d = sorted(main.loc[main["method"] == "as2d", "config"].unique())
     deployed = _deployed(main, selected) if selected else {}
     if len(as2d) > 1:
@@ -202,8 +203,8 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: Mapping[str, As2
                                                               " (deployed = best pooled)"),
                             metrics.ORDER["oracle"],
                             metrics.oracle(main, as2d, {d: c.label for d, c in deployed.items()} or None),
-                            {"deployed_tokens_per_s": ".2f", "oracle_tokens_per_s": ".2f", "oracle_pct": ".2f",
-                             "gap_pct": ".2f"}))
+                            {c: ".2f" for c in ("deployed_tokens_per_s", "oracle_tokens_per_s", "oracle_pct",
+                                                 "gap_pct", "gap_pct_low", "gap_pct_high")}))
     if deployed:
         table = metrics.ablation(main, deployed)
         if len(table):
@@ -297,14 +298,15 @@ def declared_lines(loaded: Loaded) -> list[str]:
             for r in declared_costs(loaded).itertuples()]
 
 
-def _per_configuration(title: str, order: str, table: pd.DataFrame, measures: Mapping[str, str | None]) -> Table:
+def _per_configuration(title: str, order: str, table: pd.DataFrame, measures: Mapping[str, str | None],
+                       optional: tuple[tuple[str, ...], ...] = ()) -> Table:
     """A table of device, config, `measures` (column -> format spec, None: as is), then method,
-    drafter and W/B from the configuration fields."""
+    drafter and W/B from the configuration fields; `optional`: measures a narrow terminal leaves out."""
     frame = table[["device", "config", *measures]].copy()
     frame["method"] = table["method"]
     frame["drafter"] = table["drafter"]
     frame["W/B"] = [_width_or_budget(*values) for values in zip(table["method"], table["width"], table["budget"])]
-    return Table(title, order, frame, {c: spec for c, spec in measures.items() if spec}, IDENTITY)
+    return Table(title, order, frame, {c: spec for c, spec in measures.items() if spec}, IDENTITY, optional)
 
 
 def position_tables(rows: pd.DataFrame, suffix: str) -> list[Table]:
@@ -335,12 +337,17 @@ def _width_or_budget(method: str, width: int | None, budget: int | None) -> str 
 
 def pooled_table(rows: pd.DataFrame, suffix: str) -> Table:
     pooled = metrics.pooled(rows)
-    measures = {"windows": None, "tokens": None, "decode_s": ".3f", "tokens_per_s": ".2f", "speedup": ".3f"}
+    measures = {"windows": None, "tokens": None, "decode_s": ".3f", "tokens_per_s": ".2f", "speedup": ".3f",
+                "speedup_low": ".3f", "speedup_high": ".3f", "mean_window_speedup": ".3f"}
     order = metrics.ORDER["pooled"] + _extrapolation_note(rows)
     if "speedup_vs_best_target" in pooled:
-        measures["speedup_vs_best_target"] = ".3f"
+        measures.update(dict.fromkeys(("speedup_vs_best_target", "speedup_vs_best_target_low",
+                                       "speedup_vs_best_target_high"), ".3f"))
         order += "; " + metrics.ORDER["placements"]
-    return _per_configuration("Pooled decode throughput" + suffix, order, pooled, measures)
+    # a narrow terminal keeps the point estimates; the speedup's interval goes last
+    optional = (("speedup_low", "speedup_high"), ("mean_window_speedup",),
+                ("speedup_vs_best_target_low", "speedup_vs_best_target_high"))
+    return _per_configuration("Pooled decode throughput" + suffix, order, pooled, measures, optional)
 
 
 def text_tables(frame: pd.DataFrame, scored: pd.DataFrame, references: dict[str, tuple[str, str | None]],
@@ -394,10 +401,34 @@ def _deployed(main: pd.DataFrame, selected: Mapping[str, As2dConfig]) -> dict[st
     return out
 
 
-def bundle(directory: Path, loaded: Loaded, tables: list[Table], figures: dict[str, list[Path]], markdown: str,
+def write_csv_dir(directory: Path, tables: list[Table]) -> None:
+    """One CSV per table and their index (render.tables.csv_files) into `directory`, each file
+    written whole; CSVs that an earlier index there named and this one does not are removed,
+    so the directory holds one report's tables."""
+    directory.mkdir(exist_ok=True)
+    files = csv_files(tables)
+    old = set(pd.read_csv(directory / INDEX)["file"]) if (directory / INDEX).is_file() else set()
+    for name, text in sorted(files.items(), key=lambda item: item[0] == INDEX):  # the index last
+        write_atomic(directory / name, text)
+    for name in old - set(files):
+        if Path(name).name == name and name.endswith(".csv"):
+            (directory / name).unlink(missing_ok=True)
+
+
+def write_output(fmt: str, path: Path, tables: list[Table]) -> None:
+    """`tables` in format `fmt` to `path`: a directory of CSVs for csv, else one file, written whole."""
+    if fmt == "csv":
+        write_csv_dir(path, tables)
+    else:
+        write_atomic(path, render(tables, fmt))
+
+
+def bundle(directory: Path, loaded: Loaded, tables: list[Table], figures: dict[str, list[Path]],
            argv: Sequence[str] | None = None) -> Path:
-    """A self-contained Markdown report: tables, figures, input manifest, commands to reproduce."""
+    """A self-contained report: report.md (tables, figures, input manifest, commands to
+    reproduce), the tables as tables.json, tables.jsonl and one CSV per table in csv/."""
     directory.mkdir(parents=True, exist_ok=True)
+    markdown = to_markdown(tables)
     lines = ["# specbench report", ""]
     lines += [f"> {note}" for note in loaded.notes] + ([""] if loaded.notes else [])
     declared = declared_lines(loaded)
@@ -417,7 +448,9 @@ def bundle(directory: Path, loaded: Loaded, tables: list[Table], figures: dict[s
     lines += [c for c in map(manifest_command, loaded.manifests) if c]
     lines += [shlex.join(argv if argv is not None else ["specbench", *sys.argv[1:]]), "```", ""]
     report_path = directory / "report.md"
-    report_path.write_text("\n".join(lines), encoding="utf-8")
+    write_atomic(report_path, "\n".join(lines))
+    for fmt, name in (("json", "tables.json"), ("jsonl", "tables.jsonl"), ("csv", "csv")):
+        write_output(fmt, directory / name, tables)
     return report_path
 
 

@@ -56,6 +56,16 @@ def configs_from(method_names: str | None, method_specs: Sequence[str], default_
 
 
 def check_output_path(path: Path | None) -> None:
-    """Refuse an output path whose directory does not exist, before any work starts."""
+    """Refuse an output file whose directory does not exist, or that is a directory, before any work starts."""
     if path is not None and not path.parent.exists():
         raise SpecbenchError(f"{path}: directory {path.parent} does not exist")
+    if path is not None and path.is_dir():
+        raise SpecbenchError(f"{path}: is a directory, expected a file path")
+
+
+def check_output_dir(path: Path | None) -> None:
+    """Refuse an output directory whose parent does not exist, or that is a file, before any work starts."""
+    if path is not None and not path.parent.exists():
+        raise SpecbenchError(f"{path}: directory {path.parent} does not exist")
+    if path is not None and path.exists() and not path.is_dir():
+        raise SpecbenchError(f"{path}: is a file, expected a directory")

@@ -18,17 +18,28 @@ from specbench.app.report import (
     load_many,
     make_figures,
     selected_budgets,
+    write_output,
 )
-from specbench.cli.common import check_output_path, existing_dir, existing_file
-from specbench.render.tables import FORMATS, print_rich, render, to_markdown
+from specbench.cli.common import check_output_dir, check_output_path, existing_dir, existing_file
+from specbench.errors import SpecbenchError
+from specbench.render.tables import FORMATS, print_rich, render
 
 
 @click.command()
 @click.argument("results", type=existing_dir, nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-              help="table: rich tables on the terminal; md, csv or json for files.")
-@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write to this file instead of stdout.")
+              help="table: rich tables on the terminal; md, json or jsonl (one record per table row) to stdout "
+                   "or --output FILE; csv: one file per table, into --output DIR.")
+@click.option("--output", type=click.Path(path_type=Path), default=None,
+              help="Write to this file (--format csv: this directory) instead of stdout.")
+@click.option("--export-md", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="Also write Markdown to this file.")
+@click.option("--export-json", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="Also write JSON to this file.")
+@click.option("--export-jsonl", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="Also write JSON lines (one record per table row) to this file.")
+@click.option("--export-csv", type=click.Path(path_type=Path), default=None, metavar="DIR",
+              help="Also write one CSV per table, and index.csv, into this directory.")
 @click.option("--allow-mixed", is_flag=True,
               help="Compare runs whose windows, models, runner or profile differ (recorded in the output).")
 @click.option("--macro", is_flag=True, help="Add the macro-average over datasets.")
@@ -42,11 +53,13 @@ from specbench.render.tables import FORMATS, print_rich, render, to_markdown
 @click.option("--plots", "plots_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write the figures (PNG and SVG) here.")
 @click.option("--bundle", "bundle_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Write a self-contained Markdown report with figures, inputs and commands here.")
+              help="Write a self-contained Markdown report with figures, inputs and commands here, and the "
+                   "tables as tables.json, tables.jsonl and csv/ (one CSV per table).")
 @click.option("--windows", "windows_path", type=existing_file, default=None,
               help="Windows file with the reference texts for WER/CER (default: the one each run's manifest names).")
-def report(results: tuple[Path, ...], fmt: str, output: Path | None, allow_mixed: bool, macro: bool,
-           sensitivity: bool, budgets: tuple[Path, ...], horizon: bool, plots_dir: Path | None,
+def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: Path | None,
+           export_json: Path | None, export_jsonl: Path | None, export_csv: Path | None, allow_mixed: bool,
+           macro: bool, sensitivity: bool, budgets: tuple[Path, ...], horizon: bool, plots_dir: Path | None,
            bundle_dir: Path | None, windows_path: Path | None) -> None:
     """Compare methods: pooled throughput and speedup, slower windows, acceptance, D/V/O/H, oracle gap.
 
@@ -57,11 +70,21 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, allow_mixed
     refused, naming the field and both values (--allow-mixed overrides, and says so in
     the output). Every table states its aggregation order.
 
+    Every output comes from one computation of the tables: --format/--output and any
+    --export-* at once.
+
     Example:
 
         specbench report results/pixel8 results/redmi --format md --output report.md --plots figures/
+
+        specbench report results/pixel8 --export-jsonl report.jsonl --export-csv tables/
     """
-    check_output_path(output)
+    if fmt == "csv" and output is None:
+        raise SpecbenchError("--format csv writes one file per table: pass --output DIR",
+                             hint="or --format jsonl for one stream on stdout")
+    outputs = _outputs([("md" if fmt == "table" else fmt, "--output", output), ("md", "--export-md", export_md),
+                        ("json", "--export-json", export_json), ("jsonl", "--export-jsonl", export_jsonl),
+                        ("csv", "--export-csv", export_csv)])
     loaded = load_many(results, allow_mixed, windows_path)
     if sensitivity:
         add_sensitivity(loaded)
@@ -83,22 +106,38 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, allow_mixed
         click.echo(f"warning: {diverged[0].title[0].lower()}{diverged[0].title[1:]}; see that table", err=True)
     if bundle_dir is not None:
         figures = make_figures(loaded, bundle_dir / "figures", horizon)
-        path = bundle(bundle_dir, loaded, tables, figures, to_markdown(tables))
-        for name, table in (("tables.csv", "csv"), ("tables.json", "json")):
-            (bundle_dir / name).write_text(render(tables, table), encoding="utf-8")
+        path = bundle(bundle_dir, loaded, tables, figures)
         stderr.print(f"report bundle written to {path}")
     elif plots_dir is not None:
         figures = make_figures(loaded, plots_dir, horizon)
         stderr.print(f"{len(figures)} figures (PNG + SVG) written to {plots_dir}")
-    if fmt == "table" and output is None:
+    for out_fmt, path in outputs:
+        write_output(out_fmt, path, tables)
+        stderr.print(f"report ({out_fmt}) written to {path}")
+    if output is not None:
+        return
+    if fmt == "table":
         from rich.console import Console
 
         print_rich(tables, Console())
         return
-    text = render(tables, "md" if fmt == "table" else fmt)
-    if output is None:
-        click.echo(text, nl=False)
-    else:
-        output.write_text(text, encoding="utf-8")
-        stderr.print(f"report written to {output}")
+    click.echo(render(tables, fmt), nl=False)
 
+
+def _outputs(asked: list[tuple[str, str, Path | None]]) -> list[tuple[str, Path]]:
+    """(format, path) of each output given as (format, option, path or None); a bad path, or
+    one named twice, is refused here, before any work."""
+    outputs: list[tuple[str, Path]] = []
+    named: dict[Path, str] = {}
+    for fmt, option, path in asked:
+        if path is None:
+            continue
+        try:
+            (check_output_dir if fmt == "csv" else check_output_path)(path)
+        except SpecbenchError as exc:
+            raise SpecbenchError(f"{option} {exc}") from None
+        if path.resolve() in named:
+            raise SpecbenchError(f"{option} {path}: also named by {named[path.resolve()]}")
+        named[path.resolve()] = option
+        outputs.append((fmt, path))
+    return outputs

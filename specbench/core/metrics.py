@@ -28,6 +28,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from specbench.core import stats
 from specbench.core.methods import CONFIG_COLUMNS
 from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.sd import MEAN_WIDTHS, REPORTED_WIDTHS, SdConfig, sd_label
@@ -38,13 +39,18 @@ from specbench.schemas.placement import device_of
 SD_MEAN = sd_label(MEAN_WIDTHS)
 ORDER = {
     "pooled": "per device x configuration: sum(tokens) / sum(decode_s) over windows; speedup = that / target-only's; "
-              f"{SD_MEAN} = mean over W of pooled throughputs",
+              f"{SD_MEAN} = mean over W of pooled throughputs; speedup_low..speedup_high: "
+              f"{stats.describe()}, each window paired with target-only's on the same device "
+              f"({SD_MEAN}: the mean over W itself resampled); mean_window_speedup = mean over windows of "
+              "tokens/decode_s / target-only's on the same window (Spec-Bench's order; degenerate windows left out)",
     "placements": "a device@placement is one device in one placement; speedup_vs_best_target = pooled / the "
-                  "fastest target-only of the device in any placement",
+                  "fastest target-only of the device in any placement, its interval pairing each window with that "
+                  "target-only's",
     "windows": "per device x configuration: each window's tokens/decode_s vs target-only's on the same window; "
                f"{SD_MEAN} uses the per-window mean over W; loss = 1 - ratio over slower windows",
     "oracle": "per device x dataset: per window the fastest catalog configuration (zero selection cost), "
-              "oracle = sum(tokens) / sum(best decode_s); gap = 1 - deployed / oracle",
+              "oracle = sum(tokens) / sum(best decode_s); gap = 1 - deployed / oracle; gap_pct_low..gap_pct_high: "
+              f"{stats.describe()}, the deployed configuration held fixed",
     "decomposition": "per device x configuration: sums over windows of D, V, O, H (seconds); T = D + V - O + H",
     "counts": "per device x configuration: ratios of sums over windows (tau = tokens / target forwards, "
               "acceptance = accepted / proposed, coverage = accepted / tokens)",
@@ -117,8 +123,10 @@ def _with_sd_means(frame: pd.DataFrame, group: list[str], value: str, first: lis
     return pd.concat([frame, mean.reindex(columns=frame.columns)], ignore_index=True)
 
 
-def pooled(df: pd.DataFrame) -> pd.DataFrame:
-    """Pooled throughput and speedup per device x configuration (plus the SD mean rows)."""
+def pooled(df: pd.DataFrame, intervals: bool = True) -> pd.DataFrame:
+    """Pooled throughput and speedup per device x configuration (plus the SD mean rows); with
+    `intervals`, the speedup's paired bootstrap interval (speedup_low, speedup_high) and the
+    mean of per-window speedups (mean_window_speedup)."""
     df = _comparable(df)
     _require_target(df)
     sums = df.groupby(KEYS, sort=False).agg(windows=("window_id", "size"), tokens=("tokens", "sum"),
@@ -129,13 +137,53 @@ def pooled(df: pd.DataFrame) -> pd.DataFrame:
     sums = _with_sd_means(_with_fields(sums, df), ["device"], "tokens_per_s", ["windows", "tokens", "degenerate"])
     target = sums[sums["config"] == "target"].set_index("device")["tokens_per_s"]
     sums["speedup"] = sums["tokens_per_s"] / sums["device"].map(target)
+    if intervals:
+        _add_intervals(sums, "speedup", [_speedup_interval(df, r, r["device"]) for r in sums.to_dict("records")])
+        ratios = window_ratios(df).groupby(["device", "config"], sort=False)["ratio"].mean()
+        sums["mean_window_speedup"] = ratios.reindex(pd.MultiIndex.from_frame(sums[["device", "config"]])).values
     if sums["device"].str.contains("@", regex=False).any():
         # The honest baseline (docs/METHODS.md §7.1): the fastest target-only of the device in any
         # placement, so a method cannot look good by crippling its own placement's baseline.
         phone = sums["device"].map(device_of)
-        best = target.groupby(target.index.map(device_of)).max()
-        sums["speedup_vs_best_target"] = sums["tokens_per_s"] / phone.map(best)
+        fastest = target.groupby(target.index.map(device_of)).idxmax()  # phone -> its fastest device@placement
+        sums["speedup_vs_best_target"] = sums["tokens_per_s"] / phone.map(fastest).map(target)
+        if intervals:
+            _add_intervals(sums, "speedup_vs_best_target",
+                           [_speedup_interval(df, r, fastest[device_of(r["device"])]) for r in sums.to_dict("records")])
     return sums
+
+
+def _add_intervals(sums: pd.DataFrame, name: str, found: list[stats.Interval | None]) -> None:
+    sums[f"{name}_low"] = [np.nan if i is None else i.low for i in found]
+    sums[f"{name}_high"] = [np.nan if i is None else i.high for i in found]
+
+
+def _none(value: object) -> object:
+    return None if isinstance(value, float) and np.isnan(value) else value
+
+
+def _speedup_interval(df: pd.DataFrame, record: dict, baseline: str) -> stats.Interval | None:
+    """The interval of one pooled-table row's speedup over target-only on device `baseline`
+    (its own device, or the fastest placement of the same phone): its windows paired by
+    window_id with the baseline's; an SD mean row resamples its W configurations together."""
+    if record["config"] == "target" and baseline == record["device"]:
+        return None  # 1 by definition
+    on_device = df[df["device"] == record["device"]]
+    if record["method"] == "sd" and _none(record["width"]) is None:
+        p_min, drafter = _none(record["p_min"]), _none(record["drafter"])
+        members = [sd_label(w, p_min or 0.0, drafter) for w in REPORTED_WIDTHS]
+    else:
+        members = [record["config"]]
+    series = [on_device[on_device["config"] == c].set_index("window_id")[["tokens", "decode_s"]] for c in members]
+    series.append(df[(df["device"] == baseline) & (df["config"] == "target")].set_index("window_id")[
+        ["tokens", "decode_s"]])
+    common = series[-1].index
+    for part in series:
+        common = common.intersection(part.index, sort=False)
+    data = [part.loc[common, column].to_numpy() for part in series for column in ("tokens", "decode_s")]
+    if len(members) == 1:
+        return stats.pooled_ratio_interval(*data)
+    return stats.paired_interval(stats.mean_pooled_ratio, data)
 
 
 def per_window(df: pd.DataFrame) -> pd.DataFrame:
@@ -147,14 +195,21 @@ def per_window(df: pd.DataFrame) -> pd.DataFrame:
     return _with_sd_means(out, ["device", "window_id"], "tokens_per_s", ["dataset"])
 
 
-def window_counts(df: pd.DataFrame) -> pd.DataFrame:
-    """Faster/slower windows vs target-only with median and maximum loss among the slower."""
+def window_ratios(df: pd.DataFrame) -> pd.DataFrame:
+    """`per_window` with `ratio` = each window's throughput / target-only's on the same device
+    and window (target-only's own rows included, at 1)."""
     _require_target(df)
     windows = per_window(df)
     target = windows[windows["config"] == "target"].set_index(["device", "window_id"])["tokens_per_s"]
-    others = windows[windows["config"] != "target"].copy()
-    others["ratio"] = others["tokens_per_s"].values / target.reindex(
-        pd.MultiIndex.from_frame(others[["device", "window_id"]])).values
+    windows["ratio"] = windows["tokens_per_s"].values / target.reindex(
+        pd.MultiIndex.from_frame(windows[["device", "window_id"]])).values
+    return windows
+
+
+def window_counts(df: pd.DataFrame) -> pd.DataFrame:
+    """Faster/slower windows vs target-only with median and maximum loss among the slower."""
+    windows = window_ratios(df)
+    others = windows[windows["config"] != "target"]
     rows = []
     for (device, method, config), group in others.groupby(KEYS, sort=False):
         ratio = group["ratio"].dropna()
@@ -208,10 +263,15 @@ def oracle(df: pd.DataFrame, catalog: list[str], deployed: dict[str, str] | None
         if chosen not in pooled_by_config:
             raise SpecbenchError(f"deployed configuration {chosen} for {device} is not in the results")
         deployed_tp = float(pooled_by_config[chosen])
+        # deployed / oracle is a pooled ratio over the same windows: its interval gives the gap's
+        mine = group[group["config"] == chosen].set_index("window_id")
+        interval = stats.pooled_ratio_interval(mine["tokens"], mine["decode_s"], tokens[mine.index], best[mine.index])
         out.append({"device": device, "dataset": dataset, "deployed": chosen, "deployed_tokens_per_s": deployed_tp,
                     "oracle_tokens_per_s": oracle_tp, "oracle_pct": 100.0 * deployed_tp / oracle_tp,
-                    "gap_pct": 100.0 * (1.0 - deployed_tp / oracle_tp), "windows": len(best),
-                    "configs": int(group["config"].nunique())})
+                    "gap_pct": 100.0 * (1.0 - deployed_tp / oracle_tp),
+                    "gap_pct_low": np.nan if interval is None else 100.0 * (1.0 - interval.high),
+                    "gap_pct_high": np.nan if interval is None else 100.0 * (1.0 - interval.low),
+                    "windows": len(best), "configs": int(group["config"].nunique())})
     return pd.DataFrame(out)
 
 
@@ -241,16 +301,30 @@ def sensitivity(df: pd.DataFrame, fits: Sequence[str] = ("median", "min", "max")
     return table[KEYS + present + ["low", "high", "range_pct", "flagged"]]
 
 
+MACRO_MEAN = "mean over datasets"
+"""The `dataset` of a macro-average's mean rows."""
+
+
 def macro_average(df: pd.DataFrame) -> pd.DataFrame:
-    """Pooled throughput per dataset, then the unweighted mean over datasets, per device x configuration."""
+    """Per device x configuration: pooled throughput and speedup per dataset, then a row
+    (dataset MACRO_MEAN) with their unweighted mean over datasets."""
     df = _comparable(df)
     _require_target(df)
-    per_dataset = pd.concat([pooled(group).assign(dataset=name) for name, group in df.groupby("dataset", sort=False)],
-                            ignore_index=True)
+    per_dataset = pd.concat([pooled(group, intervals=False).assign(dataset=name, datasets=1)
+                             for name, group in df.groupby("dataset", sort=False)], ignore_index=True)
     macro = per_dataset.groupby(KEYS, sort=False).agg(datasets=("dataset", "nunique"),
+                                                      windows=("windows", "sum"),
                                                       tokens_per_s=("tokens_per_s", "mean"),
                                                       speedup=("speedup", "mean")).reset_index()
-    return _with_fields(macro, per_dataset)
+    macro["dataset"] = MACRO_MEAN
+    columns = KEYS + ["dataset", "datasets", "windows", "tokens_per_s", "speedup"]
+    table = pd.concat([per_dataset[columns], macro[columns]], ignore_index=True)
+    # each configuration's datasets, then its mean, configurations in the order of the rows
+    rank = {key: i for i, key in enumerate(macro[KEYS].itertuples(index=False, name=None))}
+    table["_rank"] = [rank[key] for key in table[KEYS].itertuples(index=False, name=None)]
+    table["_mean"] = table.index >= len(per_dataset)
+    table = table.sort_values(["_rank", "_mean"], kind="stable").drop(columns=["_rank", "_mean"])
+    return _with_fields(table.reset_index(drop=True), per_dataset)
 
 
 def replay_fidelity(df: pd.DataFrame, threshold_pct: float = 10.0) -> pd.DataFrame:
@@ -280,7 +354,7 @@ def ablation(df: pd.DataFrame, selected: Mapping[str, As2dConfig], default_budge
 
     Serial = SpecASR with k_max = budget; decoupled = the selected AS2D configuration with
     B = budget (its other settings kept). Rows that the results do not contain are left out."""
-    pooled_rows = pooled(df)
+    pooled_rows = pooled(df, intervals=False)
     out = []
     for device, chosen in selected.items():
         on_device = pooled_rows[pooled_rows["device"] == device]

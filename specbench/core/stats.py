@@ -1,16 +1,20 @@
-"""Confidence intervals for pooled ratios over windows (docs/METHODS.md §7).
+"""Confidence intervals for pooled ratios over windows (docs/METHODS.md §7.1).
 
 A pooled speedup is a ratio of two pooled throughputs measured on the same windows:
 (sum tokens_a / sum seconds_a) / (sum tokens_b / sum seconds_b). Its interval comes from a
 paired bootstrap over windows (`scipy.stats.bootstrap`, BCa): a resample draws windows with
-replacement and keeps each window's two measurements together, so the per-window
-correlation between the configurations (long windows are long for both) is preserved.
-The seed is fixed, so a report prints the same interval every time it is built.
+replacement and keeps each window's measurements together, so the per-window correlation
+between the configurations (long windows are long for both) is preserved. A statistic of
+more than two configurations (SD's mean over W) is bootstrapped the same way, all of its
+configurations drawn on the same windows. The seed is fixed, so a report prints the same
+interval every time it is built.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy import stats
@@ -42,6 +46,14 @@ def pooled_ratio(tokens_a, seconds_a, tokens_b, seconds_b, axis: int = -1):
         (np.sum(tokens_b, axis=axis) / np.sum(seconds_b, axis=axis))
 
 
+def mean_pooled_ratio(*data, axis: int = -1):
+    """The mean over configurations of their pooled throughputs, over the pooled throughput of a
+    baseline: `data` = tokens_1, seconds_1, ..., tokens_k, seconds_k, tokens_b, seconds_b."""
+    *pairs, tokens_b, seconds_b = data
+    throughputs = [np.sum(t, axis=axis) / np.sum(s, axis=axis) for t, s in zip(pairs[::2], pairs[1::2])]
+    return np.mean(throughputs, axis=0) / (np.sum(tokens_b, axis=axis) / np.sum(seconds_b, axis=axis))
+
+
 def pooled_ratio_interval(tokens_a, seconds_a, tokens_b, seconds_b, level: float = LEVEL,
                           resamples: int = RESAMPLES, method: str = METHOD) -> Interval | None:
     """The paired bootstrap interval of `pooled_ratio`; None when it has no spread to
@@ -49,8 +61,22 @@ def pooled_ratio_interval(tokens_a, seconds_a, tokens_b, seconds_b, level: float
     data = [np.asarray(x, dtype=np.float64) for x in (tokens_a, seconds_a, tokens_b, seconds_b)]
     if len(data[0]) < 2 or np.ptp(_per_window(*data)) == 0:
         return None
-    result = stats.bootstrap(data, pooled_ratio, paired=True, vectorized=True, confidence_level=level,
-                             n_resamples=resamples, method=method.lower(), random_state=np.random.default_rng(SEED))
+    return paired_interval(pooled_ratio, data, level, resamples, method)
+
+
+def paired_interval(statistic: Callable, data: Sequence, level: float = LEVEL, resamples: int = RESAMPLES,
+                    method: str = METHOD) -> Interval | None:
+    """The paired bootstrap interval of `statistic(*data, axis=-1)`, every array of `data`
+    holding one value per window in the same window order; None with fewer than two windows
+    or when the resamples have no spread (scipy then gives no finite interval)."""
+    data = [np.asarray(x, dtype=np.float64) for x in data]
+    if len(data[0]) < 2:
+        return None
+    # no spread, or a resample of only degenerate windows (0 / 0): answered by None below
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        result = stats.bootstrap(data, statistic, paired=True, vectorized=True, confidence_level=level,
+                                 n_resamples=resamples, method=method.lower(), rng=np.random.default_rng(SEED))
     low, high = result.confidence_interval
     if not (np.isfinite(low) and np.isfinite(high)):
         return None
@@ -58,4 +84,5 @@ def pooled_ratio_interval(tokens_a, seconds_a, tokens_b, seconds_b, level: float
 
 
 def _per_window(tokens_a, seconds_a, tokens_b, seconds_b) -> np.ndarray:
-    return (tokens_a / seconds_a) / (tokens_b / seconds_b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (tokens_a / seconds_a) / (tokens_b / seconds_b)

@@ -1,10 +1,12 @@
-"""One table record, many outputs: rich on a terminal, Markdown, CSV or JSON elsewhere."""
+"""One table record, many outputs: rich on a terminal, Markdown, JSON, JSON lines or one CSV
+file per table elsewhere."""
 
 from __future__ import annotations
 
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -14,7 +16,13 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 from tabulate import tabulate
 
-FORMATS = ("table", "md", "csv", "json")
+FORMATS = ("table", "md", "csv", "json", "jsonl")
+TEXT_FORMATS = ("md", "json", "jsonl")
+"""The formats that are one text (CSV is one file per table: `csv_files`)."""
+RECORD_FIELDS = ("title", "aggregation")
+"""What every JSON-lines record carries besides its row: its table's title and aggregation line."""
+INDEX = "index.csv"
+"""The CSV directory's list of its tables: file, title, aggregation, rows."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +36,9 @@ class Table:
     keys: tuple[str, ...] = ()
     """Columns that name a row rather than measure it: on a terminal, those with the same value on
     every row are named once under the table instead (every other output keeps them)."""
+    optional: tuple[tuple[str, ...], ...] = ()
+    """Groups of measures (an interval's two bounds) that a terminal too narrow for every column
+    leaves out, the last group first (named under the table; every other output keeps them)."""
 
 
 def _cell(value: object, spec: str | None) -> str:
@@ -54,15 +65,29 @@ def to_markdown(tables: list[Table]) -> str:
     return "\n".join(parts)
 
 
-def to_csv(tables: list[Table]) -> str:
-    """One CSV block per table, each preceded by a `# title` comment line."""
-    out = io.StringIO()
-    for i, table in enumerate(tables):
-        if i:
-            out.write("\n")
-        out.write(f"# {table.title}\n")
+def _slug(title: str) -> str:
+    """A file name from a title: 'Pooled decode throughput (native runs)' -> 'pooled-decode-throughput-native-runs'."""
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "table"
+
+
+def csv_files(tables: list[Table]) -> dict[str, str]:
+    """One flat CSV per table (a header row, then its rows), named by the slug of its title
+    (`-2`, `-3`, ... when two titles give the same slug), and INDEX naming each file's table."""
+    files: dict[str, str] = {}
+    index = []
+    for table in tables:
+        slug, n = _slug(table.title), 1
+        name = f"{slug}.csv"
+        while name in files or name == INDEX:
+            n += 1
+            name = f"{slug}-{n}.csv"
+        out = io.StringIO()
         table.frame.to_csv(out, index=False, float_format="%.6g", lineterminator="\n")
-    return out.getvalue()
+        files[name] = out.getvalue()
+        index.append({"file": name, "title": table.title, "aggregation": table.order, "rows": len(table.frame)})
+    out = io.StringIO()
+    pd.DataFrame(index, columns=["file", "title", "aggregation", "rows"]).to_csv(out, index=False, lineterminator="\n")
+    return {INDEX: out.getvalue(), **files}
 
 
 def _json_value(value: object) -> object:
@@ -73,11 +98,25 @@ def _json_value(value: object) -> object:
     return value
 
 
+def _rows(table: Table) -> list[dict]:
+    columns = table.frame.columns
+    return [{c: _json_value(v) for c, v in zip(columns, row)} for row in table.frame.itertuples(index=False)]
+
+
 def to_json(tables: list[Table]) -> str:
-    doc = [{"title": t.title, "aggregation": t.order,
-            "rows": [{c: _json_value(v) for c, v in zip(t.frame.columns, row)} for row in t.frame.itertuples(index=False)]}
-           for t in tables]
+    doc = [{"title": t.title, "aggregation": t.order, "rows": _rows(t)} for t in tables]
     return json.dumps(doc, indent=2) + "\n"
+
+
+def to_jsonl(tables: list[Table]) -> str:
+    """One JSON object per table row: the table's title and aggregation line, then the row's columns."""
+    lines = []
+    for table in tables:
+        clash = [c for c in RECORD_FIELDS if c in table.frame.columns]
+        if clash:
+            raise ValueError(f"table {table.title!r} has a column named {clash[0]!r}, which JSON lines records use")
+        lines += [json.dumps({"title": table.title, "aggregation": table.order, **row}) + "\n" for row in _rows(table)]
+    return "".join(lines)
 
 
 def print_rich(tables: list[Table], console: Console) -> None:
@@ -86,15 +125,26 @@ def print_rich(tables: list[Table], console: Console) -> None:
 
 
 def _rich_table(table: Table, width: int) -> RichTable:
-    """`table` for a terminal `width` columns wide: key columns equal on every row go under it,
+    """`table` for a terminal `width` columns wide: key columns equal on every row, and measures
+    empty on every row (an interval that had no spread to resample), are named under it;
     numbers are never cut, and what does not fit wraps (a long label folds, never ends in "...")."""
     constant = [c for c in table.keys if c in table.frame and len(table.frame) > 1
                 and table.frame[c].map(repr).nunique() == 1]
-    shown = Table(table.title, table.order, table.frame.drop(columns=constant), table.formats)
+    empty = [c for c in table.frame.columns if c not in table.keys and len(table.frame) and table.frame[c].isna().all()]
+    shown = Table(table.title, table.order, table.frame.drop(columns=constant + empty), table.formats)
     caption = f"aggregation: {table.order}"
     if constant:
         values = _text_rows(Table("", "", table.frame[constant], table.formats))[0]
         caption += "\non every row: " + ", ".join(f"{c} {v}" for c, v in zip(constant, values))
+    if empty:
+        caption += "\nempty on every row: " + ", ".join(empty)
+    groups, dropped = [[c for c in group if c in shown.frame.columns] for group in table.optional], []
+    while groups and _least_width(shown) > width:
+        group = groups.pop()
+        dropped[:0] = group
+        shown = Table(shown.title, shown.order, shown.frame.drop(columns=group), shown.formats)
+    if dropped:
+        caption += f"\nleft out at this width (--format md or jsonl has them): {', '.join(dropped)}"
     rows = _text_rows(shown)
     columns = [str(c) for c in shown.frame.columns]
     widest = [max([len(row[i]) for row in rows], default=1) for i in range(len(columns))]
@@ -117,11 +167,29 @@ def _rich_table(table: Table, width: int) -> RichTable:
     return rich_table
 
 
+LABEL_WIDTH = 12
+"""The narrowest a text column folds to (a configuration label over a few lines)."""
+
+
+def _least_width(table: Table) -> int:
+    """The fewest terminal columns `table` needs with its number names wrapped at their words
+    and its text folded, numbers whole."""
+    rows = _text_rows(table)
+    total = len(table.frame.columns) - 1
+    for i, column in enumerate(table.frame.columns):
+        most = max([len(row[i]) for row in rows], default=1)
+        word = max(len(w) for w in str(column).replace("_", " ").split() or [""])
+        numeric = pd.api.types.is_numeric_dtype(table.frame[column])
+        total += max(most, word) if numeric else min(most, max(word, LABEL_WIDTH))
+    return total
+
+
 def render(tables: list[Table], fmt: str) -> str:
+    """`tables` as one text in a TEXT_FORMATS format."""
     if fmt == "md":
         return to_markdown(tables)
-    if fmt == "csv":
-        return to_csv(tables)
     if fmt == "json":
         return to_json(tables)
-    raise ValueError(f"unknown format {fmt}")
+    if fmt == "jsonl":
+        return to_jsonl(tables)
+    raise ValueError(f"no single text for format {fmt} (csv: csv_files)")

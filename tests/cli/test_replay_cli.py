@@ -63,8 +63,14 @@ def test_run_then_report_in_every_format(study, tmp_path):
     assert "### Sensitivity to extrapolated co-scheduling ratios (tokens/s)" in md
     assert "### Sensitivity to KV depths beyond the measured ones: flat vs linear (tokens/s)" in md
     assert "_Aggregation: per device x configuration: sum(tokens) / sum(decode_s)" in md
-    code, csv = invoke("report", out, "--format", "csv")
-    assert code == 0 and csv.startswith("# Pooled decode throughput\ndevice,config,windows,tokens,decode_s")
+    code, output = invoke("report", out, "--format", "csv", "--output", tmp_path / "csv")
+    assert code == 0, output
+    index = (tmp_path / "csv" / "index.csv").read_text().splitlines()
+    assert index[0] == "file,title,aggregation,rows" and index[1].startswith("pooled-decode-throughput.csv,")
+    pooled_csv = (tmp_path / "csv" / "pooled-decode-throughput.csv").read_text()
+    assert pooled_csv.startswith("device,config,windows,tokens,decode_s,tokens_per_s,speedup,speedup_low,speedup_high")
+    code, jsonl = invoke("report", out, "--format", "jsonl")
+    assert code == 0 and json.loads(jsonl.splitlines()[0])["title"] == "Pooled decode throughput"
     code, text = invoke("report", out, "--format", "json")
     tables = json.loads(text)
     assert [t["title"] for t in tables][:2] == ["Pooled decode throughput", "Windows faster / slower than target-only"]

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -23,14 +24,44 @@ def report(*args):
     return result.exit_code, result.output
 
 
-@pytest.mark.parametrize("fmt", ["md", "csv"])
+@pytest.mark.parametrize("fmt", ["md", "jsonl"])
 def test_golden_tables(fmt):
     code, output = report(GOLDEN / "results", "--format", fmt)
     assert code == 0, output
     assert output == (GOLDEN / f"report.{fmt}").read_text()
 
 
-@pytest.mark.parametrize("fmt", ["md", "csv", "json"])
+def _files(directory: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted(directory.iterdir())}
+
+
+def test_golden_csv_is_one_flat_file_per_table_with_an_index(tmp_path):
+    code, output = report(GOLDEN / "results", "--format", "csv", "--output", tmp_path / "csv")
+    assert code == 0, output
+    assert _files(tmp_path / "csv") == _files(GOLDEN / "csv")
+    index = pd.read_csv(tmp_path / "csv" / "index.csv")
+    titles = [json.loads(line)["title"] for line in (GOLDEN / "report.jsonl").read_text().splitlines()]
+    assert list(index["title"]) == list(dict.fromkeys(titles))  # the jsonl's tables, in order
+    for record in index.to_dict("records"):
+        text = (tmp_path / "csv" / record["file"]).read_text()
+        assert not text.startswith("#") and len(text.splitlines()) == 1 + record["rows"]  # a header, then rows
+    pooled = pd.read_csv(tmp_path / "csv" / "pooled-decode-throughput.csv")
+    assert list(pooled.columns[:10]) == ["device", "config", "windows", "tokens", "decode_s", "tokens_per_s",
+                                         "speedup", "speedup_low", "speedup_high", "mean_window_speedup"]
+
+
+def test_jsonl_records_are_the_json_rows_with_their_table():
+    records = [json.loads(line) for line in (GOLDEN / "report.jsonl").read_text().splitlines()]
+    code, text = report(GOLDEN / "results", "--format", "json")
+    assert code == 0
+    expected = [{"title": t["title"], "aggregation": t["aggregation"], **row}
+                for t in json.loads(text) for row in t["rows"]]
+    assert records == expected
+    pooled = [r for r in records if r["title"] == "Pooled decode throughput"]
+    assert len(pooled) == 9 and "95% paired bootstrap over windows (BCa" in pooled[0]["aggregation"]
+
+
+@pytest.mark.parametrize("fmt", ["md", "jsonl", "json"])
 def test_version_1_results_report_the_same_as_version_2(fmt):
     # results-v1 holds the golden rows as schema_version 1 wrote them: labels, no configuration fields
     assert "width" not in (GOLDEN / "results-v1" / "rows.jsonl").read_text()
@@ -39,6 +70,55 @@ def test_version_1_results_report_the_same_as_version_2(fmt):
     assert output == report(GOLDEN / "results", "--format", fmt)[1]
     old, new = load_many([GOLDEN / "results-v1"]).frame, load_many([GOLDEN / "results"]).frame
     assert old.to_dict("records") == new.to_dict("records")
+
+
+def test_csv_to_stdout_is_refused_naming_the_flag():
+    code, output = report(GOLDEN / "results", "--format", "csv")
+    assert code == 1
+    assert output.splitlines() == [("Error: --format csv writes one file per table: pass --output DIR (hint: or "
+                                    "--format jsonl for one stream on stdout)")]
+
+
+def test_every_export_from_one_call_equals_its_own_format(tmp_path):
+    code, output = report(GOLDEN / "results", "--format", "md", "--output", tmp_path / "out.md",
+                          "--export-json", tmp_path / "r.json", "--export-jsonl", tmp_path / "r.jsonl",
+                          "--export-csv", tmp_path / "csv", "--export-md", tmp_path / "r.md")
+    assert code == 0, output
+    assert (tmp_path / "out.md").read_text() == (tmp_path / "r.md").read_text() == (GOLDEN / "report.md").read_text()
+    assert (tmp_path / "r.jsonl").read_text() == (GOLDEN / "report.jsonl").read_text()
+    assert (tmp_path / "r.json").read_text() == report(GOLDEN / "results", "--format", "json")[1]
+    assert _files(tmp_path / "csv") == _files(GOLDEN / "csv")
+    assert not [p for p in tmp_path.rglob(".*")]  # no temporary file left behind
+
+
+def test_a_csv_directory_holds_one_report_only(tmp_path):
+    out = tmp_path / "csv"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    stale = "sensitivity-to-extrapolated-co-scheduling-ratios-tokens-s.csv"
+    pd.DataFrame([{"file": stale, "title": "t", "aggregation": "a", "rows": 0}]).to_csv(out / "index.csv", index=False)
+    (out / stale).write_text("old\n")
+    assert report(GOLDEN / "results", "--export-csv", out, "--format", "md", "--output", tmp_path / "r.md")[0] == 0
+    assert _files(out) == {**_files(GOLDEN / "csv"), "notes.txt": "mine"}  # the stale table gone, other files kept
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--export-md", "{tmp}/missing/r.md"],
+     "Error: --export-md {tmp}/missing/r.md: directory {tmp}/missing does not exist"),
+    (["--export-json", "{tmp}"], "Error: --export-json {tmp}: is a directory, expected a file path"),
+    (["--export-csv", "{tmp}/file"], "Error: --export-csv {tmp}/file: is a file, expected a directory"),
+    (["--format", "csv", "--output", "{tmp}/file"], "Error: --output {tmp}/file: is a file, expected a directory"),
+    (["--export-md", "{tmp}/r.md", "--export-jsonl", "{tmp}/r.md"],
+     "Error: --export-jsonl {tmp}/r.md: also named by --export-md"),
+])
+def test_bad_export_paths_are_refused_before_any_work(tmp_path, args, line):
+    (tmp_path / "file").write_text("keep")
+    # an unreadable results directory: refused later, so the path error must come first
+    (tmp_path / "results").mkdir()
+    code, output = report(tmp_path / "results", *[a.format(tmp=tmp_path) for a in args])
+    assert code == 1 and output.splitlines() == [line.format(tmp=tmp_path)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "results"]
+    assert (tmp_path / "file").read_text() == "keep"
 
 
 def test_cdf_series_are_the_per_window_throughputs():
@@ -72,6 +152,9 @@ def test_bundle_holds_tables_figures_inputs_and_commands(tmp_path):
         for suffix in (".png", ".svg"):
             assert (tmp_path / "bundle" / "figures" / (name + suffix)).stat().st_size > 1000
     assert json.loads((tmp_path / "bundle" / "tables.json").read_text())[0]["title"] == "Pooled decode throughput"
+    assert (tmp_path / "bundle" / "tables.jsonl").read_text() == (GOLDEN / "report.jsonl").read_text()
+    assert _files(tmp_path / "bundle" / "csv") == _files(GOLDEN / "csv")
+    assert not (tmp_path / "bundle" / "tables.csv").exists()
 
 
 def _copy_with(tmp_path, name, edit_manifest=None, edit_row=None):
@@ -102,9 +185,9 @@ def test_unlike_profiles_are_refused_unless_allowed(tmp_path):
     line = [x for x in output.splitlines() if x.startswith("Error:")][0]
     assert "refusing to compare unlike runs: field 'profile of synthetic-A' differs:" in line
     assert "b" * 64 in line and "--allow-mixed" in line
-    code, output = report(a, b, "--allow-mixed", "--format", "csv")
+    code, output = report(a, b, "--allow-mixed", "--format", "jsonl")
     assert code == 0
-    assert "# Overrides\nnote\n--allow-mixed: field 'profile of synthetic-A' differs" in output
+    assert _tables(output)["Overrides"][0]["note"].startswith("--allow-mixed: field 'profile of synthetic-A' differs")
 
 
 def test_unlike_windows_and_targets_are_refused(tmp_path):
@@ -126,17 +209,18 @@ def test_unlike_windows_and_targets_are_refused(tmp_path):
 def test_replay_fidelity_from_a_native_run(tmp_path):
     a = _copy_with(tmp_path, "a")
     b = _copy_with(tmp_path, "b", None, lambda r: {**r, "source": "native", "decode_s": r["decode_s"] * 1.25})
-    code, output = report(a, b, "--format", "csv")
+    code, output = report(a, b, "--format", "jsonl")
     assert code == 0, output
-    block = output.split("# Replay fidelity (replay vs native throughput)\n")[1].splitlines()
-    assert block[0] == "device,config,windows,mean_abs_error_pct,max_abs_error_pct,flagged"
+    first = _tables(output)["Replay fidelity (replay vs native throughput)"][0]
+    assert list(first) == ["device", "config", "windows", "mean_abs_error_pct", "max_abs_error_pct", "flagged"]
     # native is 1.25x slower: |replay - native| / native = 0.25 -> 25 %, flagged (> 10 %)
-    assert block[1].startswith("synthetic-A,target,4,25,25,True")
+    assert first == {"device": "synthetic-A", "config": "target", "windows": 4, "mean_abs_error_pct": pytest.approx(25),
+                     "max_abs_error_pct": pytest.approx(25), "flagged": True}
 
 
 def test_golden_results_have_no_text_so_the_golden_files_stay():
-    # The golden rows predate `text`: no Transcripts / lossless-in-text tables, and report.md /
-    # report.csv stay byte for byte what they were (test_golden_tables); rows load with text "".
+    # The golden rows predate `text`: no Transcripts / lossless-in-text tables in report.md,
+    # report.jsonl and csv/ (test_golden_tables); rows load with text "".
     frame = load_many([GOLDEN / "results"]).frame
     assert (frame["text"] == "").all()
     code, output = report(GOLDEN / "results", "--format", "md")
@@ -162,24 +246,33 @@ def _with_text(tmp_path, answer=lambda row: ANSWERS[row["window_id"]]):
     return results, tmp_path / "windows.jsonl"
 
 
-def _block(csv_text, title):
-    return csv_text.split(f"# {title}\n")[1].split("\n\n")[0].splitlines()
+def _tables(jsonl: str) -> dict[str, list[dict]]:
+    """title -> rows of a JSON-lines report (without the title and aggregation fields)."""
+    tables: dict[str, list[dict]] = {}
+    for line in jsonl.splitlines():
+        if line.startswith("{"):
+            record = json.loads(line)
+            title = record.pop("title")
+            record.pop("aggregation")
+            tables.setdefault(title, []).append(record)
+    return tables
 
 
 def test_transcripts_and_lossless_text_in_every_format(tmp_path):
     results, windows = _with_text(tmp_path)
-    code, output = report(results, "--windows", windows, "--format", "csv")
+    code, output = report(results, "--windows", windows, "--format", "jsonl")
     assert code == 0, output
-    block = _block(output, "Transcripts: WER / CER against the reference (%)")
-    assert block[0] == ("dataset,device,config,windows,empty_reference,unscored,ref_words,wer_pct,wer_mean_pct,"
-                        "cer_pct,cer_mean_pct")
+    block = _tables(output)["Transcripts: WER / CER against the reference (%)"]
     # syn-0000: 0 / 3 words, 0 / 11 chars (prefix, case, punctuation normalised away);
     # syn-0001: 1 / 4 words, 1 / 7 chars; syn-0002: empty reference; syn-0003: no reference.
     # pooled WER 1 / 7, mean (0 + 25) / 2; pooled CER 1 / 18, mean (0 + 1/7) / 2
-    assert block[1] == "synthetic,synthetic-A,target,2,1,1,7,14.2857,12.5,5.55556,7.14286"
-    assert len(block) == 1 + 8  # one row per configuration (all answered the same text)
-    assert _block(output, "Lossless in text (answer texts identical across methods)") == [
-        "windows_checked,identical,differing,rows_compared,rows_without_text", "4,4,0,32,0"]
+    assert block[0] == {"dataset": "synthetic", "device": "synthetic-A", "config": "target", "windows": 2,
+                        "empty_reference": 1, "unscored": 1, "ref_words": 7, "wer_pct": pytest.approx(100 / 7),
+                        "wer_mean_pct": pytest.approx(12.5), "cer_pct": pytest.approx(100 / 18),
+                        "cer_mean_pct": pytest.approx(100 / 14)}
+    assert len(block) == 8  # one row per configuration (all answered the same text)
+    assert _tables(output)["Lossless in text (answer texts identical across methods)"] == [
+        {"windows_checked": 4, "identical": 4, "differing": 0, "rows_compared": 32, "rows_without_text": 0}]
     assert "WARNING" not in output
     code, md = report(results, "--windows", windows, "--format", "md")
     assert "### Transcripts: WER / CER against the reference (%)" in md and "specbench-text-1" in md
@@ -199,29 +292,73 @@ def test_a_method_whose_text_differs_is_flagged(tmp_path):
         return ANSWERS[row["window_id"]]
 
     results, windows = _with_text(tmp_path, answer)
-    code, output = report(results, "--windows", windows, "--format", "csv", "--bundle", tmp_path / "bundle")
+    code, output = report(results, "--windows", windows, "--format", "jsonl", "--bundle", tmp_path / "bundle")
     assert code == 0, output
     assert "warning: answer text differs between methods (1 window); see that table" in output
-    assert _block(output, "Lossless in text (answer texts identical across methods)")[1] == "4,3,1,32,0"
-    block = _block(output, "WARNING: answer text differs between methods (1 window)")
-    assert block[1:] == ["synthetic,synthetic-A,syn-0001,\"as2d[B=7,drafter=small]\",replay,target (replay),6,a b c x,"
-                         "a b c y"]
+    tables = _tables(output)
+    assert tables["Lossless in text (answer texts identical across methods)"][0]["differing"] == 1
+    differs = tables["WARNING: answer text differs between methods (1 window)"]
+    assert [tuple(r.values()) for r in differs] == [("synthetic", "synthetic-A", "syn-0001", "as2d[B=7,drafter=small]",
+                                                     "replay", "target (replay)", 6, "a b c x", "a b c y")]
     bundled = (tmp_path / "bundle" / "report.md").read_text()
     assert "### WARNING: answer text differs between methods (1 window)" in bundled
     assert "### Transcripts: WER / CER" in bundled
-    assert "WARNING: answer text differs" in (tmp_path / "bundle" / "tables.csv").read_text()
+    index = pd.read_csv(tmp_path / "bundle" / "csv" / "index.csv")
+    assert "WARNING: answer text differs between methods (1 window)" in set(index["title"])
 
 
 def test_without_references_the_text_check_stays_and_a_note_says_why(tmp_path, monkeypatch):
     results, _ = _with_text(tmp_path)
     monkeypatch.chdir(tmp_path / "text")  # the manifest's relative windows.jsonl is not there
-    code, output = report(results, "--format", "csv")
+    code, output = report(results, "--format", "jsonl")
     assert code == 0, output
     assert "no reference texts from windows.jsonl (not found); pass --windows FILE for WER/CER" in output
-    assert "Transcripts" not in output and "# Lossless in text" in output
+    assert "Transcripts" not in output and "Lossless in text (answer texts identical across methods)" in _tables(output)
     code, output = report(results, "--windows", tmp_path / "missing.jsonl")
     assert code == 2 and "missing.jsonl" in output
     (tmp_path / "bad.jsonl").write_text('{"kind": "specbench.trace", "schema_version": 1}\n')
     code, output = report(results, "--windows", tmp_path / "bad.jsonl")
     errors = [line for line in output.splitlines() if line.startswith("Error:")]
     assert code == 1 and len(errors) == 1 and "bad.jsonl" in errors[0] and "specbench.windows" in errors[0]
+
+
+def test_macro_prints_each_dataset_and_their_mean(tmp_path):
+    datasets = {"syn-0000": "news", "syn-0001": "news", "syn-0002": "chat", "syn-0003": "chat"}
+    results = _copy_with(tmp_path, "two", None, lambda r: {**r, "dataset": datasets[r["window_id"]]})
+    code, output = report(results, "--macro", "--format", "jsonl")
+    assert code == 0, output
+    macro = _tables(output)["Macro-average over datasets"]
+    rows = pd.read_json(results / "rows.jsonl", lines=True)
+
+    def pooled(config, dataset):
+        part = rows[(rows["config"] == config) & (rows["dataset"] == dataset)]
+        return part["tokens"].sum() / part["decode_s"].sum()
+
+    b3 = [r for r in macro if r["config"] == "as2d[B=3,drafter=small]"]
+    assert [r["dataset"] for r in b3] == ["news", "chat", "mean over datasets"]
+    for r in b3[:2]:
+        assert r["datasets"] == 1 and r["windows"] == 2
+        assert r["tokens_per_s"] == pytest.approx(pooled("as2d[B=3,drafter=small]", r["dataset"]))
+        assert r["speedup"] == pytest.approx(r["tokens_per_s"] / pooled("target", r["dataset"]))
+    assert b3[2]["datasets"] == 2 and b3[2]["windows"] == 4
+    assert b3[2]["tokens_per_s"] == pytest.approx((b3[0]["tokens_per_s"] + b3[1]["tokens_per_s"]) / 2)
+    assert b3[2]["speedup"] == pytest.approx((b3[0]["speedup"] + b3[1]["speedup"]) / 2)
+    assert len(macro) == 3 * 9  # each configuration, the SD mean over W included: two datasets and the mean
+
+
+def test_a_narrow_terminal_names_the_intervals_it_leaves_out():
+    def pooled_on(columns):
+        result = CliRunner().invoke(main, ["report", str(GOLDEN / "results")], env={"COLUMNS": str(columns)})
+        assert result.exit_code == 0, result.output
+        return result.output.split("Windows faster / slower")[0]
+
+    narrow, wide = pooled_on(80), pooled_on(140)
+    assert max(map(len, narrow.splitlines())) <= 80 and "…" not in narrow
+    assert ("left out at this width (--format md or jsonl has them): speedup_low, speedup_high, mean_window_speedup"
+            in " ".join(narrow.split()))
+    assert "left out at this width" not in wide and max(map(len, wide.splitlines())) <= 140
+    # the interval and the Spec-Bench column beside the point estimate; without them on 80 columns
+    row = next(line for line in wide.splitlines() if line.startswith("as2d[B=3"))
+    assert row.split()[4:9] == ["39.30", "1.119", "1.004", "1.414", "1.268"]
+    row = next(line for line in narrow.splitlines() if line.startswith("as2d[B=3"))
+    assert row.split()[4:7] == ["39.30", "1.119", "as2d"]

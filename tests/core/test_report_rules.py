@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from specbench.app.report import Loaded, build_tables
 from specbench.cli import main
+from specbench.core import stats
 from specbench.core.budget import BudgetChoice
 from specbench.core.methods import parse_method_specs, row_fields
 from specbench.core.methods.as2d import As2dConfig
@@ -30,7 +31,7 @@ from tests.helpers import linear_costs, make_trace, perfect_drafts
 WINDOWS = {w: make_text_window(w, f"source {w}", "Repeat.", 64, "d", "test") for w in ("w1", "w2", "w3")}
 TOKENS = {"w1": 10, "w2": 20, "w3": 30}
 CONFIGS = {c.label: c for c in parse_method_specs(["target", "as2d:B=3|7", "as2d:B=3|7,drafter=big|small",
-                                                   "specasr:k_max=3,drafter=big|small"])}
+                                                   "specasr:k_max=3,drafter=big|small", "sd:W=5..8"])}
 
 
 def row(device, config, window, decode_s, source="replay", fit="median"):
@@ -98,7 +99,8 @@ def test_a_divergent_window_leaves_every_aggregate_of_its_device(tmp_path):
     assert {r["windows"] for r in tables["Windows faster / slower than target-only"] if r["device"] == "A"} == {2}
     assert by(tables["Time decomposition T = D + V - O + H (seconds)"], device="A", config="target")["decode_s"] == 7.0
     macro = tables["Macro-average over datasets"]
-    assert by(macro, device="A", config="as2d[B=3]")["tokens_per_s"] == pytest.approx(8.0)
+    assert by(macro, device="A", config="as2d[B=3]", dataset="d")["tokens_per_s"] == pytest.approx(8.0)
+    assert by(macro, device="A", config="as2d[B=3]", dataset="mean over datasets")["tokens_per_s"] == pytest.approx(8.0)
     # oracle on A: per window the faster of B=3 and B=7: w1 1.0 s, w3 3.0 s (w2's 0-second row would have won)
     oracle = by(tables["Oracle over the AS2D catalog (deployed = best pooled)"], device="A")
     assert (oracle["windows"], oracle["oracle_tokens_per_s"]) == (2, 10.0)
@@ -112,6 +114,80 @@ def test_a_divergent_window_leaves_every_aggregate_of_its_device(tmp_path):
     listed = tables["Divergent windows, excluded from every table (1 window)"]
     assert listed == [{"device": "A", "window_id": "w2", "dataset": "d", "config": "as2d[B=7]", "source": "native"}]
     assert "warning: divergent windows, excluded from every table (1 window); see that table" in result.stderr
+
+
+# SD decode seconds per W on the same three windows
+SD_TIMES = {"sd[W=5]": {"w1": 3.0, "w2": 3.0, "w3": 3.0}, "sd[W=6]": {"w1": 2.0, "w2": 5.0, "w3": 6.0},
+            "sd[W=7]": {"w1": 1.0, "w2": 6.0, "w3": 2.0}, "sd[W=8]": {"w1": 4.0, "w2": 4.0, "w3": 4.0}}
+
+
+def test_speedup_intervals_and_mean_window_speedup_are_those_of_the_rows(tmp_path):
+    times = {**REPLAY, **SD_TIMES}
+    rows = [row("A", config, window, seconds) for config, ts in times.items() for window, seconds in ts.items()]
+    result, tables = report_json(write_results(tmp_path / "r", rows))
+    assert result.exit_code == 0, result.output
+    pooled = tables["Pooled decode throughput"]
+    tokens = np.array([TOKENS[w] for w in WINDOWS], dtype=float)
+    seconds = {c: np.array([ts[w] for w in WINDOWS]) for c, ts in times.items()}
+    target = by(pooled, config="target")
+    assert target["speedup_low"] is None and target["speedup_high"] is None and target["mean_window_speedup"] == 1.0
+    for config in [*REPLAY, *SD_TIMES][1:]:
+        got = by(pooled, config=config)
+        # paired by window with target-only: the interval stats gives on the same rows
+        interval = stats.pooled_ratio_interval(tokens, seconds[config], tokens, seconds["target"])
+        assert (got["speedup_low"], got["speedup_high"]) == (interval.low, interval.high)
+        assert interval.low < got["speedup"] < interval.high
+        # each window: target's seconds / the configuration's (same tokens), then the plain mean
+        assert got["mean_window_speedup"] == pytest.approx(np.mean(seconds["target"] / seconds[config]), rel=1e-12)
+    # as2d[B=3] by hand: per window 2/1, 4/1, 5/4; pooled (60/6) / (60/11)
+    b3 = by(pooled, config="as2d[B=3]")
+    assert b3["mean_window_speedup"] == pytest.approx(7.25 / 3) and b3["speedup"] == pytest.approx(11 / 6)
+
+    # SD's mean over W: the mean of the four pooled speedups, its interval from resampling all four together
+    mean = by(pooled, config="sd[W=5..8 mean]")
+    speedups = [60 / seconds[c].sum() / (60 / 11) for c in SD_TIMES]
+    assert mean["speedup"] == pytest.approx(np.mean(speedups))
+    data = [x for c in [*SD_TIMES, "target"] for x in (tokens, seconds[c])]
+    interval = stats.paired_interval(stats.mean_pooled_ratio, data)
+    assert (mean["speedup_low"], mean["speedup_high"]) == (interval.low, interval.high)
+    assert interval.low < mean["speedup"] < interval.high
+    # per window: the mean over W of its throughputs, over target-only's
+    per_window_mean = np.mean([tokens / seconds[c] for c in SD_TIMES], axis=0) / (tokens / seconds["target"])
+    assert mean["mean_window_speedup"] == pytest.approx(per_window_mean.mean(), rel=1e-12)
+
+    # oracle: per window the faster of B=3 and B=7 (1, 1, 3 s); deployed = as2d[B=3] (best pooled)
+    oracle = by(tables["Oracle over the AS2D catalog (deployed = best pooled)"], device="A")
+    best = np.minimum(seconds["as2d[B=3]"], seconds["as2d[B=7]"])
+    assert oracle["gap_pct"] == pytest.approx(100 * (1 - 10 / 12))
+    interval = stats.pooled_ratio_interval(tokens, seconds["as2d[B=3]"], tokens, best)
+    assert (oracle["gap_pct_low"], oracle["gap_pct_high"]) == (100 * (1 - interval.high), 100 * (1 - interval.low))
+    assert oracle["gap_pct_low"] < oracle["gap_pct"] < oracle["gap_pct_high"]
+
+
+def test_the_interval_against_the_best_target_pairs_its_windows(tmp_path):
+    # P@shared's target-only is the faster (5.5 s vs 11 s in all): every speedup_vs_best_target is against it
+    times = {("P@split", "target"): REPLAY["target"], ("P@split", "as2d[B=3]"): REPLAY["as2d[B=3]"],
+             ("P@shared", "target"): {"w1": 1.5, "w2": 2.0, "w3": 2.0}, ("P@shared", "as2d[B=3]"): REPLAY["as2d[B=7]"]}
+    rows = [row(device, config, w, seconds) for (device, config), ts in times.items() for w, seconds in ts.items()]
+    result, tables = report_json(write_results(tmp_path / "r", rows))
+    assert result.exit_code == 0, result.output
+    pooled = tables["Pooled decode throughput"]
+    tokens = np.array([TOKENS[w] for w in WINDOWS], dtype=float)
+    seconds = {key: np.array([ts[w] for w in WINDOWS]) for key, ts in times.items()}
+    best = seconds[("P@shared", "target")]
+    for device, config in times:
+        got = by(pooled, device=device, config=config)
+        assert got["speedup_vs_best_target"] == pytest.approx(5.5 / seconds[(device, config)].sum())
+        interval = stats.pooled_ratio_interval(tokens, seconds[(device, config)], tokens, best)
+        if (device, config) == ("P@shared", "target"):
+            assert interval is None and got["speedup_vs_best_target_low"] is None
+        else:
+            assert (got["speedup_vs_best_target_low"], got["speedup_vs_best_target_high"]) == (interval.low,
+                                                                                                 interval.high)
+    own = by(pooled, device="P@split", config="as2d[B=3]")
+    interval = stats.pooled_ratio_interval(tokens, seconds[("P@split", "as2d[B=3]")], tokens,
+                                           seconds[("P@split", "target")])
+    assert (own["speedup_low"], own["speedup_high"]) == (interval.low, interval.high)
 
 
 def test_the_deployed_configuration_is_the_one_the_budget_file_names(tmp_path):
