@@ -6,20 +6,8 @@ from pathlib import Path
 
 import click
 
-from specbench.app.progress import stderr
-from specbench.app.report import (
-    DIVERGENT,
-    TEXT_DIFFERS,
-    add_sensitivity,
-    build_tables,
-    bundle,
-    horizon_report,
-    load_many,
-    make_figures,
-    selected_budgets,
-)
 from specbench.cli.common import check_output_path, existing_dir, existing_file
-from specbench.render.tables import FORMATS, print_rich, render, to_markdown
+from specbench.render.formats import FORMATS
 
 
 @click.command()
@@ -60,6 +48,20 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, allow_mixed
 
         specbench report results/pixel8 results/redmi --format md --output report.md --plots figures/
     """
+    from specbench.app.progress import stderr
+    from specbench.app.report import (
+        DIVERGENT,
+        TEXT_DIFFERS,
+        add_sensitivity,
+        build_tables,
+        bundle,
+        horizon_report,
+        load_many,
+        make_figures,
+        selected_budgets,
+    )
+    from specbench.render.tables import print_rich, render, to_markdown
+
     check_output_path(output)
     loaded = load_many(results, allow_mixed, windows_path)
     if sensitivity:

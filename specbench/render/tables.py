@@ -14,8 +14,6 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 from tabulate import tabulate
 
-FORMATS = ("table", "md", "csv", "json")
-
 
 @dataclass(frozen=True)
 class Table:
