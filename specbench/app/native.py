@@ -46,13 +46,15 @@ def trace_references(traces_dir: Path, windows: Sequence[Window], target: ModelF
 
 def native_plans(devices: Sequence[Device], windows: list[Window], windows_path: Path, target: ModelFile,
                  drafter: ModelFile | None, configs: list[MethodConfig], traces_dir: Path | None,
-                 profile_path: Path | None, placement_spec: str | None) -> list[NativePlan]:
+                 profile_path: Path | None, placement_spec: str | None, runs: int = 1,
+                 warmup: int = 0) -> list[NativePlan]:
     """One plan per device, in the placement of `profile_path` (else `placement_spec`, else shared);
-    outputs are checked against the traces when `traces_dir` is given, else against target-only's."""
+    outputs are checked against the traces when `traces_dir` is given, else against target-only's.
+    Every (window, configuration) is decoded `runs` times after `warmup` untimed decodes."""
     references = None if traces_dir is None else trace_references(traces_dir, windows, target, drafter)
     profile = load_profile(profile_path) if profile_path is not None else None
     return [NativePlan(dev, windows, target, drafter, configs, native_placement(dev, placement_spec, profile),
-                       references, str(windows_path), profile_ref(profile)) for dev in devices]
+                       references, str(windows_path), profile_ref(profile), runs, warmup) for dev in devices]
 
 
 def run_plans(plans: Sequence[NativePlan], out: Path, resume: bool) -> None:

@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from specbench.app.parallel_replay import replay_study
-from specbench.core import metrics, text_metrics
+from specbench.core import metrics, samples, text_metrics
 from specbench.core.methods import MethodConfig, config_of
 from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.sd import MEAN_WIDTHS
@@ -20,10 +20,11 @@ from specbench.errors import SpecbenchError
 from specbench.render.tables import Table
 from specbench.schemas.budgets import load_budget
 from specbench.schemas.fileio import file_sha256
-from specbench.schemas.results import ROWS, load_results
+from specbench.schemas.results import ROWS, load_results, profile_warnings
 from specbench.schemas.windows import load_windows
 
 TEXT_DIFFERS = "WARNING: answer text differs between methods"
+SILENT = "WARNING: drafter contributed nothing"
 DIVERGENT = "Divergent windows, excluded from every table"
 
 
@@ -183,6 +184,7 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: Mapping[str, As2
         _per_configuration("Acceptance and forwards" + suffix, metrics.ORDER["counts"], metrics.counts(main),
                            {"tau": ".3f", "acceptance": ".3f", "coverage": ".3f", "multi_token_fraction": ".3f",
                             "target_forwards": None, "drafter_forwards": None}),
+        *position_tables(main, suffix),
         _per_configuration("Time decomposition T = D + V - O + H (seconds)" + suffix, metrics.ORDER["decomposition"],
                            metrics.decomposition(main),
                            dict.fromkeys(("decode_s", "d_s", "v_s", "o_s", "h_s", "exposed_drafter_s"), ".3f")),
@@ -237,6 +239,26 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: Mapping[str, As2
         # WER/CER from the same rows as the other tables, or the native rows when only those have text
         scored, scored_suffix = (main, suffix) if text_metrics.has_text(main) else (native, " (native runs)")
         tables += text_tables(frame[frame["ratio_fit"] == "median"], scored, loaded.references, scored_suffix)
+    tables += stability_tables(loaded, native)
+    return tables
+
+
+def stability_tables(loaded: Loaded, native: pd.DataFrame) -> list[Table]:
+    """The spread of native rows decoded several times (`run --native --runs N`), and the
+    unstable timings of the profiles the runs used (docs/METHODS.md §4.6, §6.1); none when neither applies."""
+    tables = []
+    spread = samples.spread_table(native)
+    if len(spread):
+        tables.append(_per_configuration(
+            "Native decode spread over repeated runs", samples.ORDER, spread,
+            {"windows": None, "runs": None, "median_spread_pct": ".2f", "max_spread_pct": ".2f",
+             "unstable_windows": None}))
+    unstable = profile_warnings(loaded.manifests, loaded.directories)
+    if len(unstable):
+        unstable = unstable.assign(median_s=unstable["median_s"] * 1e3).rename(columns={"median_s": "median_ms"})
+        tables.append(Table(f"Unstable profile timings (spread > {samples.UNSTABLE_SPREAD_PCT:g}% of the median)",
+                            samples.ORDER_PROFILE, unstable, {"median_ms": ".4f", "spread_pct": ".1f"},
+                            ("device", "profile")))
     return tables
 
 
@@ -252,6 +274,25 @@ def _per_configuration(title: str, order: str, table: pd.DataFrame, measures: Ma
     frame["drafter"] = table["drafter"]
     frame["W/B"] = [_width_or_budget(*values) for values in zip(table["method"], table["width"], table["budget"])]
     return Table(title, order, frame, {c: spec for c, spec in measures.items() if spec}, IDENTITY)
+
+
+def position_tables(rows: pd.DataFrame, suffix: str) -> list[Table]:
+    """Per-position acceptance, and the configurations whose drafter contributed nothing
+    (both empty when no row records per-position counts or every drafter helped)."""
+    tables = []
+    positions = metrics.per_position(rows)
+    if len(positions):
+        tables.append(_per_configuration("Per-position acceptance P(accept at k | reached k)" + suffix,
+                                         metrics.ORDER["positions"], positions,
+                                         {"position": None, "reached": None, "accepted": None,
+                                          "acceptance": ".3f"}))
+    silent = metrics.silent_drafters(rows)
+    if len(silent):
+        count = len(silent)
+        tables.append(Table(f"{SILENT} ({count} dataset x configuration{'' if count == 1 else 's'})" + suffix,
+                            metrics.ORDER["silent"], silent[["dataset", "device", "config", "windows", "proposed",
+                                                             "accepted", "problem"]]))
+    return tables
 
 
 def _width_or_budget(method: str, width: int | None, budget: int | None) -> str | None:
@@ -361,6 +402,10 @@ def make_figures(loaded: Loaded, directory: Path, horizon: bool = False) -> dict
         figures[f"cdf-{device}"] = plots.save(fig, directory / f"cdf-{device}")
         fig, _ = plots.decomposition_bars(metrics.decomposition(main), device)
         figures[f"dvoh-{device}"] = plots.save(fig, directory / f"dvoh-{device}")
+        positions = metrics.per_position(main[main["device"] == device])
+        if len(positions):
+            fig, _ = plots.position_acceptance(positions, device)
+            figures[f"positions-{device}"] = plots.save(fig, directory / f"positions-{device}")
     profiles = _profiles(loaded)
     if profiles:
         fig, _ = plots.width_cost([load_profile(p) for p in profiles])

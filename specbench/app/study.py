@@ -25,7 +25,7 @@ from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, trace_for
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.budgets import save_budget
 from specbench.schemas.fileio import file_sha256
-from specbench.schemas.profiles import DEPTH_POLICY, DeviceProfile, load_profile
+from specbench.schemas.profiles import DEPTH_POLICY, DeviceProfile, load_profile, warnings_doc
 from specbench.schemas.results import ResultsDir
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.windows import Window, load_split, load_windows, windows_digest
@@ -126,6 +126,7 @@ def manifest_for(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths:
                    for name, t in sorted(inputs.traces.items())},
         "profiles": [{"device": p.name, "path": str(path), "sha256": file_sha256(path), "runner": p.runner,
                       "placement": p.placement.as_dict()}
+                     | ({"warnings": warnings_doc(p.warnings)} if p.warnings else {})
                      for p, path in zip(inputs.profiles, profile_paths)],
         "methods": [c.label for c in configs],
         "depth_policy": DEPTH_POLICY,

@@ -40,7 +40,9 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
     The runner times target forwards of widths 1..--max-width (logits for every row) and
     drafter forwards at each depth (median of >= 5 repetitions after warm-up), records
     the device state before and after, and co-scheduling ratios at each depth, all in one
-    --placement, each lane's threads pinned to its CPUs (read back and recorded). Phones
+    --placement, each lane's threads pinned to its CPUs (read back and recorded). A timing
+    whose samples spread more than 10% of their median is warned about on stderr and kept
+    in the profile's `warnings`, which `specbench report` shows. Phones
     (serials from `specbench devices`) get the runner and models
     pushed to /data/local/tmp/specbench, jobs pinned to --cores and a cool-down between jobs.
 
@@ -54,6 +56,7 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
     from specbench.app.devices import on_devices, open_devices
     from specbench.app.progress import stderr
     from specbench.schemas.placement import resolve_on
+    from specbench.schemas.profiles import WARNING_HINT, StabilityWarning
     from specbench.world.profiling import parse_depths, plan_for, profile_device, samples_path, write_profile
 
     parsed_depths = parse_depths(depths)
@@ -70,6 +73,11 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
         run = profile_device(dev, target, drafters, plans[dev.name], advance)
         write_profile(outs[dev.name], run)  # as soon as it is done: another phone may still fail
         stderr.print(f"profile written to {outs[dev.name]} (raw samples: {samples_path(outs[dev.name])})")
+        warnings = [StabilityWarning(**w) for w in run.doc.get("warnings", [])]
+        for warning in warnings:
+            stderr.print(f"warning: {dev.name}: {warning.message()}", markup=False, soft_wrap=True)
+        if warnings:
+            stderr.print(f"hint: {WARNING_HINT}", markup=False, soft_wrap=True)
 
     on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(len(drafters)), one)
 

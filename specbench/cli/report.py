@@ -51,6 +51,7 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, allow_mixed
     from specbench.app.progress import stderr
     from specbench.app.report import (
         DIVERGENT,
+        SILENT,
         TEXT_DIFFERS,
         add_sensitivity,
         build_tables,
@@ -76,6 +77,9 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, allow_mixed
     differs = [t for t in tables if t.title.startswith(TEXT_DIFFERS)]
     if differs:
         click.echo(f"warning: {differs[0].title.removeprefix('WARNING: ')}; see that table", err=True)
+    silent = [t for t in tables if t.title.startswith(SILENT)]
+    if silent:
+        click.echo(f"warning: {silent[0].title.removeprefix('WARNING: ')}; see that table", err=True)
     diverged = [t for t in tables if t.title.startswith(DIVERGENT)]
     if diverged:
         click.echo(f"warning: {diverged[0].title[0].lower()}{diverged[0].title[1:]}; see that table", err=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from specbench.cli.common import DEFAULT_METHODS, RESULTS, configs_from, existing_dir, existing_file, method_options
-from specbench.cli.run_native import native_options, run_native_command
+from specbench.cli.run_native import native_options, replay_refuses_repeats, run_native_command
 from specbench.errors import SpecbenchError
 
 
@@ -47,7 +47,7 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
         --methods target,sd,specasr --method 'as2d:B=1..15' --out results/pixel8
 
         specbench run windows.jsonl --device local --native --target models/target.gguf
-        --drafter small=models/draft.gguf --methods target,sd --out results/local-native
+        --drafter small=models/draft.gguf --methods target,sd --runs 5 --warmup 1 --out results/local-native
     """
     from specbench.app.progress import progress_bar, stderr
     from specbench.app.study import load_inputs, run_replay, study_size
@@ -61,6 +61,7 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
         return
     if click.get_current_context().meta.get("specbench.templates"):
         raise SpecbenchError("--template is for --native runs (replay uses what the traces recorded)")
+    replay_refuses_repeats(click.get_current_context().meta)
     if traces_dir is None or not profile_paths:
         raise SpecbenchError("replay needs --traces and --profile (or pass --native to run on a device)")
     default = DEFAULT_METHODS

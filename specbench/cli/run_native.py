@@ -31,7 +31,40 @@ def native_options(func):
                         help="--native: the target's audio projector (.gguf), for audio windows.")(func)
     func = click.option("--template", "template_specs", multiple=True, metavar="NAME=TEMPLATE", expose_value=False,
                         callback=_keep("templates"), help="--native: " + TEMPLATE_HELP)(func)
+    func = click.option("--warmup", "warmup_text", default=None, metavar="M", expose_value=False,
+                        callback=_keep("warmup"),
+                        help="--native: untimed decodes of every configuration (on the first window to do) before "
+                             "the timed ones, once per device run (default 0).")(func)
+    func = click.option("--runs", "runs_text", default=None, metavar="N", expose_value=False, callback=_keep("runs"),
+                        help="--native: timed decodes of every (window, configuration) (default 1); every sample "
+                             "is kept in the row (samples_s), the row is the median one.")(func)
     return phone_options(func)
+
+
+REPEAT_FLAGS = (("--runs", "runs", 1), ("--warmup", "warmup", 0))
+"""(flag, ctx.meta key, default): the repeat counts of a native run."""
+
+
+def repeat_counts(meta: dict) -> tuple[int, int]:
+    """(--runs, --warmup) as integers, range-checked (check_repeats), naming the flag."""
+    from specbench.world.native_run import check_repeats
+
+    counts = []
+    for flag, key, default in REPEAT_FLAGS:
+        text = meta.get(f"specbench.{key}")
+        try:
+            counts.append(default if text is None else int(text))
+        except ValueError:
+            raise SpecbenchError(f"{flag} {text}: expected an integer") from None
+    check_repeats(*counts)
+    return counts[0], counts[1]
+
+
+def replay_refuses_repeats(meta: dict) -> None:
+    """Replay prices each window once from the profile: --runs/--warmup are for --native."""
+    for flag, key, _ in REPEAT_FLAGS:
+        if meta.get(f"specbench.{key}") is not None:
+            raise SpecbenchError(f"{flag} is for --native runs (replay prices each window once from the profile)")
 
 
 def _keep(key: str):
@@ -60,9 +93,10 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
         raise SpecbenchError("--native takes one --profile (the placement to run in)")
     if target_path is None:
         raise SpecbenchError("--native needs --target PATH (the target model file)")
+    meta = click.get_current_context().meta
+    runs, warmup = repeat_counts(meta)  # before any device is opened
     devices = open_devices(device_names([device or "local"]), phone_settings())
     windows = load_split(windows_path, split)
-    meta = click.get_current_context().meta
     target = with_mmproj(target_file(target_path), meta.get("specbench.target_mmproj"), "--target-mmproj")
     drafter = parse_named(drafter_spec) if drafter_spec else None
     if drafter is not None:
@@ -72,5 +106,5 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
     configs = configs_from(method_names, method_specs, drafter.name if drafter else None,
                            lambda: common_methods(devices))
     plans = native_plans(devices, windows, windows_path, target, drafter, configs, traces_dir,
-                         profile_paths[0] if profile_paths else None, placement_spec)
+                         profile_paths[0] if profile_paths else None, placement_spec, runs, warmup)
     run_plans(plans, out, resume)

@@ -31,6 +31,7 @@ import pandas as pd
 from specbench.core.methods import CONFIG_COLUMNS
 from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.sd import MEAN_WIDTHS, REPORTED_WIDTHS, SdConfig, sd_label
+from specbench.core.positions import summed
 from specbench.errors import SpecbenchError
 from specbench.schemas.placement import device_of
 
@@ -50,6 +51,11 @@ ORDER = {
     "divergent": "a (device, window) where a configuration did not commit the reference output (its native "
                  "row has no tokens and no time): every row of it, all configurations, replay and native, is "
                  "left out of every other table; positions and tokens in the run's divergences.jsonl",
+    "positions": "per device x configuration: at draft position k, sum over windows of verifications that "
+                 "accepted the candidate at k / sum of those that reached k (all of 1..k-1 accepted and a "
+                 "candidate at k)",
+    "silent": "per dataset x device x configuration with a drafter: sums over windows of candidates proposed "
+              "and accepted; flagged when either is 0",
 }
 KEYS = ["device", "method", "config"]
 DIVERGENT_COLUMNS = ["device", "window_id", "dataset", "config", "source"]
@@ -291,3 +297,29 @@ def ablation(df: pd.DataFrame, selected: Mapping[str, As2dConfig], default_budge
                     out.append({"device": device, "arm": arm, "budget": f"{which} ({b})", "config": row["config"],
                                 "tokens_per_s": row["tokens_per_s"], "speedup": row["speedup"]})
     return pd.DataFrame(out).drop_duplicates(["device", "config"]) if out else pd.DataFrame(out)
+
+
+def per_position(df: pd.DataFrame) -> pd.DataFrame:
+    """P(accept at draft position k | reached k) per device x configuration, one row per k,
+    for the configurations whose rows record per-position counts."""
+    df = _comparable(df)
+    rows = []
+    for (device, method, config), group in df.groupby(KEYS, sort=False):
+        reached, accepted = summed(group["reached_at"]), summed(group["accepted_at"])
+        for k, (r, a) in enumerate(zip(reached, accepted), start=1):
+            rows.append({"device": device, "method": method, "config": config, "position": k, "reached": int(r),
+                         "accepted": int(a), "acceptance": a / r if r else np.nan})
+    columns = [*KEYS, "position", "reached", "accepted", "acceptance"]
+    return _with_fields(pd.DataFrame(rows, columns=columns), df)
+
+
+def silent_drafters(df: pd.DataFrame) -> pd.DataFrame:
+    """The (dataset, device, configuration)s whose drafter contributed nothing: it proposed no
+    candidate, or none of its candidates was accepted (a drafter that silently fell back)."""
+    df = _comparable(df)
+    drafted = df[df["method"] != "target"]
+    sums = drafted.groupby(["dataset", "device", "method", "config"], sort=False).agg(
+        windows=("window_id", "size"), proposed=("proposed", "sum"), accepted=("accepted", "sum")).reset_index()
+    sums = sums[(sums["proposed"] == 0) | (sums["accepted"] == 0)].reset_index(drop=True)
+    sums["problem"] = np.where(sums["proposed"] == 0, "proposed no candidate", "no candidate accepted")
+    return _with_fields(sums, df)

@@ -128,6 +128,29 @@ def horizon(summary: pd.DataFrame, depths: pd.DataFrame):
     return fig, series
 
 
+def position_acceptance(positions: pd.DataFrame, device: str, configs: Sequence[str] | None = None):
+    """P(accept at draft position k | reached k) against k on one device, one curve per configuration."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    series = {}
+    rows = positions[positions["device"] == device]
+    for i, config in enumerate(configs if configs is not None else rows["config"].unique()):
+        mine = rows[rows["config"] == config]
+        if not len(mine):
+            continue
+        k, p = mine["position"].to_numpy(), mine["acceptance"].to_numpy(dtype=float)
+        ax.plot(k, p, label=config, **{**_style(i), "markevery": 1})
+        series[config] = (k, p)
+    ax.set_xlabel("draft position k")
+    ax.set_ylabel("P(accept at k | reached k)")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(f"Per-position acceptance — {device}")
+    ax.grid(True, color="0.85")
+    ax.legend(fontsize=7)
+    fig.set_layout_engine("tight")
+    return fig, series
+
+
 def save(fig, stem: Path) -> list[Path]:
     """Write `stem`.png and `stem`.svg; returns the paths."""
     stem = Path(stem)

@@ -12,6 +12,7 @@ YAML layout (`kind: specbench.profile`, `schema_version: 1`):
       - {name, model: {...}, processor, costs: {...}, costs_all_rows: {...},   # last row / every row
          cosched: {depths: [...], ratios: {width: {rho_target: [..], rho_drafter: [..]}}}}  # measured widths
     overheads: {producer_startup_s, publish_s, align_s}
+    warnings: [{model, table, width, depth, median_s, spread_pct, samples}]   # unstable timings (optional)
 
 Costs are seconds per forward, interpolated linearly in KV depth between measured depths
 and held flat outside them (`DEPTH_POLICY`); a depth outside is flagged as extrapolated
@@ -23,19 +24,21 @@ flagged as extrapolated; `with_ratio_fit("min"|"max")` gives the sensitivity var
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
+from specbench.core.samples import UNSTABLE_SPREAD_PCT, spread_pct
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.fileio import Where, check_header, dump_yaml, load_yaml, need, reject_unknown, write_atomic
 from specbench.schemas.placement import UNRECORDED_PLACEMENT, Placement, device_label, placement_from_dict
 
 KIND = "specbench.profile"
 # Format history: 1 = first version; 2 = `placement` (required) and `pinning`: every table
-# is measured in that placement. Version 1 files load with the placement "unrecorded".
+# is measured in that placement. Version 1 files load with the placement "unrecorded". Profiles
+# gained the optional `warnings` (timings spread > 10% of their median) later.
 VERSIONS = (1, 2)
 DEPTH_POLICY = "linear-in-depth, flat outside the measured depths"
 RATIO_FITS = ("median", "min", "max")
@@ -181,6 +184,74 @@ class Overheads:
 
 
 @dataclass(frozen=True)
+class StabilityWarning:
+    """A timing of the profile whose samples spread more than UNSTABLE_SPREAD_PCT of their median
+    (docs/METHODS.md §4.6), as `pyperf check` warns."""
+
+    model: str
+    """The model's name (the target's file stem or the drafter's name)."""
+    table: str
+    """CT (target), CD (drafter, last-row logits), CD_all (drafter, every row), or a co-scheduling
+    measurement: cosched target_alone | target_together | drafter_alone | drafter_together."""
+    width: int
+    """Forward width (tokens); for co-scheduling, the target's width."""
+    depth: int
+    """KV depth."""
+    median_s: float
+    spread_pct: float
+    """100 x standard deviation / median of the samples."""
+    samples: int
+
+    def message(self) -> str:
+        return (f"unstable {self.table} of {self.model} at width {self.width}, depth {self.depth}: spread "
+                f"{self.spread_pct:.1f}% of the median {self.median_s * 1e3:.3f} ms over {self.samples} samples "
+                f"(> {UNSTABLE_SPREAD_PCT:g}%)")
+
+
+WARNING_HINT = ("quiet the device (other processes, thermal state) and profile again, or with more --repetitions")
+
+
+def stability_warnings(samples: Sequence[dict]) -> list[StabilityWarning]:
+    """The unstable timings among a profile's raw runner records (the `*.samples.jsonl` lines:
+    `forward` records with `samples_us`, `cosched` records with `samples`), pure."""
+    out = []
+
+    def check(model: str, table: str, record: dict, values: Sequence[float]) -> None:
+        if len(values) > 1 and spread_pct(values) > UNSTABLE_SPREAD_PCT:
+            out.append(StabilityWarning(model, table, int(record["width"]), int(record["depth"]),
+                                        float(np.median(values)) / 1e6, round(spread_pct(values), 3), len(values)))
+
+    for record in samples:
+        name = str(record.get("model_name", record.get("model", "?")))
+        if record.get("kind") == "forward":
+            table = "CT" if record.get("model") == "target" else "CD_all" if record.get("logits") == "all" else "CD"
+            check(name, table, record, record.get("samples_us") or [])
+        elif record.get("kind") == "cosched":
+            for measure, values in (record.get("samples") or {}).items():
+                check(name, f"cosched {measure.removesuffix('_us')}", record, values or [])
+    return out
+
+
+def warnings_doc(warnings: Sequence[StabilityWarning]) -> list[dict]:
+    """The profile's (and a results manifest's) `warnings` list."""
+    return [asdict(w) for w in warnings]
+
+
+def warnings_from_doc(doc: object, where: Where) -> tuple[StabilityWarning, ...]:
+    """A `warnings` list (of a profile or a results manifest's profile entry), validated."""
+    if not isinstance(doc, list):
+        raise where.fail("a list of stability warnings", doc)
+    out = []
+    kinds = {"model": str, "table": str, "width": int, "depth": int, "median_s": float, "spread_pct": float,
+             "samples": int}
+    for i, entry in enumerate(doc):
+        w_where = where.at(i)
+        reject_unknown(entry if isinstance(entry, dict) else {}, set(kinds), w_where)
+        out.append(StabilityWarning(**{k: kind(need(entry, k, kind, w_where)) for k, kind in kinds.items()}))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class DeviceProfile:
     device: dict
     runner: dict
@@ -194,6 +265,8 @@ class DeviceProfile:
     placement: Placement = UNRECORDED_PLACEMENT
     """Where each lane ran while every table was measured (docs/METHODS.md §4.1)."""
     pinning: dict = field(default_factory=dict)
+    warnings: tuple[StabilityWarning, ...] = ()
+    """Timings that spread more than UNSTABLE_SPREAD_PCT (found when profiling; absent in older files)."""
 
     @property
     def name(self) -> str:
@@ -310,7 +383,7 @@ def _cosched(doc: dict, where: Where) -> CoSchedule:
 
 
 _TOP_KEYS = frozenset({"kind", "schema_version", "device", "runner", "snapshot", "target", "drafters", "overheads",
-                       "notes", "placement", "pinning"})
+                       "notes", "placement", "pinning", "warnings"})
 
 
 def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
@@ -349,7 +422,8 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
     return DeviceProfile(device, need(doc, "runner", dict, where, {}), need(target, "model", dict, t_where),
                          need(target, "processor", str, t_where, "cpu"), target_costs, drafters, overheads,
                          need(doc, "snapshot", dict, where, {}), path, placement,
-                         need(doc, "pinning", dict, where, {}))
+                         need(doc, "pinning", dict, where, {}),
+                         warnings_from_doc(doc.get("warnings", []), where.at("warnings")))
 
 
 def load_profile(path: Path) -> DeviceProfile:
@@ -380,7 +454,8 @@ def profile_to_dict(profile: DeviceProfile) -> dict:
             "snapshot": profile.snapshot,
             "target": {"model": profile.target_model, "processor": profile.target_processor,
                        "costs": _table_doc(profile.target_costs)},
-            "drafters": drafters, "overheads": vars(profile.overheads)}
+            "drafters": drafters, "overheads": vars(profile.overheads)} | (
+                {"warnings": warnings_doc(profile.warnings)} if profile.warnings else {})
 
 
 def save_profile(path: Path, profile: DeviceProfile) -> None:

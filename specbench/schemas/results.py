@@ -22,14 +22,17 @@ import numpy as np
 import pandas as pd
 
 from specbench.core.methods import CONFIG_COLUMNS, config_of, parse_method_spec, row_fields
+from specbench.core.samples import spread_pct
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import Where, append_jsonl, check_header, load_json, need, write_atomic
+from specbench.schemas.profiles import StabilityWarning, warnings_from_doc
 
 KIND = "specbench.results"
 # Format history: 1 = first version (rows gained the optional `text`, `depth_extrapolated` and
 # `placement` later; rows without them still load). 2 = rows carry their configuration as
 # typed fields (width ... horizon, null where the method has no such parameter); version 1
-# rows load with the fields derived from their label (`_v1_fields`).
+# rows load with the fields derived from their label (`_v1_fields`). Rows gained the optional
+# `samples_s` (native decode times of every sample) later; rows without it load with None.
 VERSIONS = (1, 2)
 MANIFEST = "manifest.json"
 ROWS = "rows.jsonl"
@@ -107,23 +110,41 @@ class WindowResult:
     """The detokenized answer ("" = not recorded, or no text available; optional in version 1 files)."""
     placement: str = ""
     """Placement key (docs/METHODS.md §4.1) the row was measured or priced in ("" = not recorded)."""
+    reached_at: tuple[int, ...] = ()
+    """Verifications that reached draft position k, at index k - 1 (docs/METHODS.md §7.3; () = none
+    reached any, or not recorded)."""
+    accepted_at: tuple[int, ...] = ()
+    """Verifications that accepted the candidate at draft position k, at index k - 1."""
+    samples_s: list[float] | None = None
+    """Native rows: decode_s of every timed decode of the window (`run --native --runs N`), in
+    the order they ran; the row is the median one (docs/METHODS.md §6.1). None: replay rows,
+    divergent rows and rows written before samples were kept (a single decode)."""
 
     @property
     def tau(self) -> float:
         """Tokens per target forward."""
         return self.tokens / self.rounds if self.rounds else float("nan")
 
+    @property
+    def spread_pct(self) -> float:
+        """Spread of the samples: 100 x standard deviation / median (0 with fewer than two)."""
+        return spread_pct(self.samples_s or [])
+
 
 ROW_FIELDS = tuple(f.name for f in fields(WindowResult))
-_TYPES = {"int": int, "float": float, "str": str, "bool": bool}
-_KINDS = {f.name: _TYPES[f.type.removesuffix(" | None")] for f in fields(WindowResult)}
-"""Column -> Python type; the CONFIG_COLUMNS also take None."""
+SAMPLES = "samples_s"
+"""The one list of seconds: None or a non-empty list of seconds >= 0."""
+_TYPES = {"int": int, "float": float, "str": str, "bool": bool, "tuple[int, ...]": tuple}
+_KINDS = {f.name: _TYPES[f.type.removesuffix(" | None")] for f in fields(WindowResult) if f.name != SAMPLES}
+"""Column -> Python type of the other columns; the CONFIG_COLUMNS also take None."""
 _INFERRED = {int: {"integer"}, float: {"integer", "floating", "mixed-integer-float"}, str: {"string"},
              bool: {"boolean"}}
 
 
 def _is(value: object, column: str) -> bool:
     kind = _KINDS[column]
+    if kind is tuple:
+        return isinstance(value, (list, tuple)) and all(_is_count(v) for v in value)
     if value is None:
         return column in CONFIG_COLUMNS
     if kind is float and isinstance(value, float) and not np.isfinite(value):
@@ -131,12 +152,52 @@ def _is(value: object, column: str) -> bool:
     return isinstance(value, (int, float) if kind is float else kind) and (kind is bool or not isinstance(value, bool))
 
 
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+COUNT_VECTORS = tuple(name for name, kind in _KINDS.items() if kind is tuple)
+"""The per-position columns: tuples of counts (JSON lists on disk)."""
+
+
+def _samples_ok(value: object) -> bool:
+    return value is None or (isinstance(value, list) and len(value) > 0 and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) and v >= 0 for v in value))
+
+
 def row_from_dict(doc: dict, where: Where) -> WindowResult:
     values = {}
     for f in fields(WindowResult):
+        if f.name == SAMPLES:
+            values[f.name] = need(doc, f.name, (list, type(None)), where, None)
+            if not _samples_ok(values[f.name]):
+                raise where.at(f.name).fail("null or a non-empty list of decode times in seconds >= 0",
+                                            values[f.name])
+            continue
         kind = (_KINDS[f.name], type(None)) if f.name in CONFIG_COLUMNS else _KINDS[f.name]
+        if kind is tuple:
+            value = need(doc, f.name, list, where, f.default)
+            if not _is(value, f.name):
+                raise where.at(f.name).fail("a list of counts (integers >= 0)", value)
+            values[f.name] = tuple(value)
+            continue
         values[f.name] = need(doc, f.name, kind, where, ... if f.default is MISSING else f.default)
     return WindowResult(**values)
+
+
+def _check_positions(frame: pd.DataFrame, path: Path) -> None:
+    """Per-position counts agree with the row's totals: as many positions reached as accepted,
+    never more accepted than reached, and the accepted counts sum to `accepted`."""
+    for index, reached, accepted, total in zip(frame.index, frame["reached_at"], frame["accepted_at"],
+                                                frame["accepted"]):
+        if not reached and not accepted:
+            continue
+        ok = (len(reached) == len(accepted) and all(a <= r for r, a in zip(reached, accepted))
+              and sum(accepted) == total)
+        if not ok:
+            raise Where(path, f"row {index + 1}").at("accepted_at").fail(
+                f"per-position counts consistent with reached_at {list(reached)} and accepted = {total}",
+                list(accepted))
 
 
 def _v1_fields(label: str, where: Where) -> dict:
@@ -176,7 +237,13 @@ def rows_frame(docs: Sequence[Mapping]) -> pd.DataFrame:
     frame = pd.DataFrame(docs, columns=list(ROW_FIELDS))
     for name in CONFIG_COLUMNS:
         frame[name] = pd.Series([doc.get(name) for doc in docs], index=frame.index, dtype=object)
+    frame[SAMPLES] = _samples_column([doc.get(SAMPLES) for doc in docs], frame.index)
     return frame
+
+
+def _samples_column(values: Sequence, index) -> pd.Series:
+    """The samples column as lists and None (a missing value, or pandas' NaN for one, is None)."""
+    return pd.Series([v if isinstance(v, list) else None for v in values], index=index, dtype=object)
 
 
 class ResultsDir:
@@ -225,9 +292,11 @@ class ResultsDir:
         """Append rows given as a DataFrame with the WindowResult columns."""
         if frame.empty:
             return
-        missing = {f.name: f.default for f in fields(WindowResult) if f.name not in frame and f.default is not MISSING}
+        missing = {f.name: [f.default] * len(frame) if f.name in COUNT_VECTORS else f.default
+                   for f in fields(WindowResult) if f.name not in frame and f.default is not MISSING}
         if missing:  # optional columns a producer does not fill (e.g. text) get their defaults
             frame = frame.assign(**missing)
+        frame = frame.assign(**{SAMPLES: _samples_column(frame[SAMPLES].tolist(), frame.index)})
         append_jsonl(self.rows_path, frame[list(ROW_FIELDS)].to_dict("records"))
 
     def frame(self) -> pd.DataFrame:
@@ -256,17 +325,32 @@ class ResultsDir:
                 row_from_dict(doc, Where(self.rows_path, f"line {number}"))  # raises, naming the key
             docs.append(doc)
         frame = rows_frame(docs)
+        for name in COUNT_VECTORS:
+            column = frame[name]
+            if not column.map(lambda v, k=name: _is(v, k) or (not isinstance(v, list) and pd.isna(v))).all():
+                line = int(np.argmax((~column.map(lambda v, k=name: _is(v, k))).to_numpy()))
+                row_from_dict(docs[line], Where(self.rows_path, f"row {line + 1}"))
+            frame[name] = column.map(lambda v: tuple(v) if isinstance(v, list) else ())
         for f in fields(WindowResult):
-            if f.default is not MISSING and frame[f.name].isna().any():
+            if f.name in COUNT_VECTORS:
+                continue
+            if f.default is not MISSING and f.default is not None and frame[f.name].isna().any():
                 # object first: an all-missing column is float64, which will not hold a str default
                 frame[f.name] = frame[f.name].astype(object).fillna(f.default)
         for name, kind in _KINDS.items():
+            if kind is tuple:
+                continue
             inferred = pd.api.types.infer_dtype(frame[name], skipna=name in CONFIG_COLUMNS)
             if inferred not in _INFERRED[kind] and not (name in CONFIG_COLUMNS and inferred == "empty"):
                 bad = ~frame[name].map(lambda v, k=name: _is(v, k))  # the slow path only finds the line
                 line = int(np.argmax(bad.to_numpy()))
                 row_from_dict(docs[line], Where(self.rows_path, f"row {line + 1}"))
+        bad_samples = ~frame[SAMPLES].map(_samples_ok)
+        if bad_samples.any():
+            line = int(np.argmax(bad_samples.to_numpy()))
+            row_from_dict(docs[line], Where(self.rows_path, f"row {line + 1}"))
         _check_configs(frame, self.rows_path)
+        _check_positions(frame, self.rows_path)
         return frame
 
     def rows(self) -> list[WindowResult]:
@@ -297,3 +381,20 @@ def load_results(directory: Path) -> tuple[dict, pd.DataFrame]:
                              hint="pass the --out directory of `specbench run`")
     results = ResultsDir(directory)
     return read_manifest(results.manifest_path)[1], results.frame()
+
+
+def profile_warnings(manifests: Sequence[Mapping], paths: Sequence[Path]) -> pd.DataFrame:
+    """The stability warnings of the profiles the runs used, as each manifest copied them (a
+    replay run's `profiles[].warnings`, a native run's `placement_profile.warnings`): one row
+    per (device, profile, timing), each once."""
+    out = []
+    for manifest, path in zip(manifests, paths):
+        entries = [(p.get("device", "?"), p, f"profiles[{i}]") for i, p in enumerate(manifest.get("profiles") or [])]
+        if isinstance(manifest.get("placement_profile"), dict):
+            entries.append((manifest.get("device", "?"), manifest["placement_profile"], "placement_profile"))
+        for device, entry, key in entries:
+            where = Where(Path(path) / MANIFEST, key).at("warnings")
+            for warning in warnings_from_doc(entry.get("warnings", []), where):
+                out.append({"device": device, "profile": str(entry.get("path", "?")), **asdict(warning)})
+    columns = ["device", "profile", *(f.name for f in fields(StabilityWarning))]
+    return pd.DataFrame(out, columns=columns).drop_duplicates(ignore_index=True)

@@ -1,8 +1,10 @@
 """Native runs: decode windows for real on a device and record them as result rows.
 
-One runner `decode` job runs every (window, method); the rows of a window are appended
-to the results directory as soon as its last method finishes, so `resume=True` skips
-the windows already done. Every lane runs in the run's placement (the profile's, when the
+One runner `decode` job runs every (window, method), `runs` times each after `warmup`
+untimed decodes (docs/METHODS.md §6.1); the rows of a window are appended to the results
+directory as soon as the last sample of its last method finishes, so `resume=True` skips
+the windows already done. A row is the median sample, with every sample's decode time.
+Every lane runs in the run's placement (the profile's, when the
 run is compared with one), pinned by the runner, which reads the CPU sets back
 (`pinning.jsonl`). Prompts are rendered as `specbench trace` renders them
 (`tracing.prompts_for`, each model's own chat template), recorded in the manifest. Rows
@@ -14,16 +16,16 @@ time neither was, so T = D + V - O + H is a check there, not a definition.
 
 Lossless check: each output is compared with the trace's y (when traces are given, via
 the runner's `reference`) or else with target-only's output on the same window. A
-differing output is a divergence, not a throughput: its row has `lossless = false`,
-`tokens = 0` and no times, and the details (first differing position, both tokens) go
-to `divergences.jsonl` in the results directory.
+differing output (in any sample) is a divergence, not a throughput: its row has
+`lossless = false`, `tokens = 0` and no times, and the details (the sample, first differing
+position, both tokens) go to `divergences.jsonl` in the results directory.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -33,10 +35,12 @@ from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.core.methods.target import TargetConfig
+from specbench.core.positions import position_counts
+from specbench.core.samples import median_index
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import append_jsonl, file_sha256
 from specbench.schemas.placement import Placement, device_label, pinning_problems, resolve_on
-from specbench.schemas.profiles import DeviceProfile
+from specbench.schemas.profiles import DeviceProfile, warnings_doc
 from specbench.schemas.results import ResultsDir, WindowResult
 from specbench.schemas.windows import Window, windows_digest
 from specbench.world.devices.base import Device
@@ -80,6 +84,8 @@ class Divergence:
     position: int
     expected: int | None
     got: int | None
+    sample: int = 0
+    """The first timed decode (0-based, of --runs) whose output differed."""
 
 
 def first_difference(expected: Sequence[int], got: Sequence[int]) -> Divergence | None:
@@ -185,13 +191,23 @@ def decode_row(result: dict, window: Window, device: str, config: MethodConfig, 
                                       "the clock")
     else:
         o_s, h_s = 0.0, max(decode_s - d_s - v_s, 0.0)
+    reached_at, accepted_at = position_counts([op["width"] - 1 for op in target_ops],
+                                              [op.get("accepted", 0) for op in target_ops])
     return WindowResult(device=device, **row_fields(config), window_id=window.window_id,
                         window_sha256=window.window_sha256, dataset=window.dataset, split=window.split.value,
                         tokens=n - 1, decode_s=decode_s, rounds=len(target_ops),
                         proposed=sum(op["width"] - 1 for op in target_ops), accepted=accepted,
                         multi_token_rounds=multi, drafter_forwards=drafter_forwards, d_s=d_s, v_s=v_s, o_s=o_s,
                         h_s=h_s, extrapolated=False, lossless=True, source="native",
-                        text=str(result.get("text", "")), placement=placement)
+                        text=str(result.get("text", "")), placement=placement, samples_s=[decode_s],
+                        reached_at=reached_at, accepted_at=accepted_at)
+
+
+def median_row(rows: Sequence[WindowResult]) -> WindowResult:
+    """The row of the median sample (docs/METHODS.md §6.1) carrying every sample's decode_s: its
+    counts and D, V, O, H are that decode's own, so T = D + V - O + H still holds."""
+    times = [row.decode_s for row in rows]
+    return replace(rows[median_index(times)], samples_s=times)
 
 
 def request_clocks(result: dict, window: Window, device: str, config: MethodConfig) -> dict:
@@ -230,7 +246,29 @@ class NativePlan:
     """Expected y per window id (the traces'); None: target-only's output is the reference."""
     windows_path: str = ""
     profile: dict | None = None
-    """{path, sha256} of the profile the placement came from, if any."""
+    """{path, sha256} of the profile the placement came from, if any (and its stability warnings)."""
+    runs: int = 1
+    """Timed decodes of every (window, configuration): `--runs`."""
+    warmup: int = 0
+    """Untimed decodes of every configuration before the first window: `--warmup`."""
+
+    def __post_init__(self) -> None:
+        check_repeats(self.runs, self.warmup)
+
+
+def check_repeats(runs: object, warmup: object) -> None:
+    """--runs >= 1 and --warmup >= 0, or an error naming the flag."""
+    for flag, value, least in (("--runs", runs, 1), ("--warmup", warmup, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise SpecbenchError(f"{flag} {value}: expected an integer >= {least}")
+
+
+def repeat_fields(plan: NativePlan) -> dict:
+    """The manifest's record of --runs/--warmup (absent at 1/0, as in runs that predate them), so a
+    resume with other counts is refused, naming `repeats`."""
+    if plan.runs == 1 and plan.warmup == 0:
+        return {}
+    return {"repeats": {"runs": plan.runs, "warmup": plan.warmup}}
 
 
 def manifest_for(plan: NativePlan) -> dict:
@@ -267,14 +305,16 @@ def native_placement(device: Device, spec: str | None, profile: DeviceProfile | 
 
 
 def profile_ref(profile: DeviceProfile | None) -> dict | None:
+    """{path, sha256} of the profile, with its stability warnings when it has any (the report shows them)."""
     if profile is None or profile.path is None:
         return None
-    return {"path": str(profile.path), "sha256": file_sha256(profile.path)}
+    ref = {"path": str(profile.path), "sha256": file_sha256(profile.path)}
+    return ref | ({"warnings": warnings_doc(profile.warnings)} if profile.warnings else {})
 
 
 def native_steps(plan: NativePlan) -> int:
-    """Progress units of `run_native`: one per window."""
-    return len(plan.windows)
+    """Progress units of `run_native`: one per timed sample of a window (all its configurations)."""
+    return len(plan.windows) * plan.runs
 
 
 def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | None = None) -> tuple[ResultsDir, int, int]:
@@ -286,7 +326,7 @@ def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | N
     # Prompts before the results directory: a model without a chat template leaves nothing behind.
     prompts = prompts_for(plan.device, plan.target, plan.drafter if needs_drafter else None, plan.windows)
     results = ResultsDir(out)
-    done = results.open(manifest_for(plan), resume)
+    done = results.open(manifest_for(plan) | repeat_fields(plan), resume)
     name = device_label(plan.device.name, plan.placement)
 
     def missing(configs: list[MethodConfig]) -> list[Window]:
@@ -299,7 +339,7 @@ def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | N
         return results, 0, 0
     append_jsonl(results.directory / SNAPSHOTS, [{"before": plan.device.snapshot()}])
     if progress and len(todo) < len(plan.windows):
-        progress(len(plan.windows) - len(todo))
+        progress((len(plan.windows) - len(todo)) * plan.runs)
     added, diverged = _decode(plan, plan.configs, todo, prompts, results, progress)
     append_jsonl(results.directory / SNAPSHOTS, [{"after": plan.device.snapshot()}])
     return results, added, diverged
@@ -307,8 +347,9 @@ def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | N
 
 def _decode(plan: NativePlan, wanted: list[MethodConfig], todo: list[Window], prompts: Prompts,
             results: ResultsDir, progress: Progress | None) -> tuple[int, int]:
-    """One decode job over the windows still to do; a window's rows are appended when its
-    last method finishes (the runner runs every method of a window, in order, before the next)."""
+    """One decode job over the windows still to do; a window's rows are appended when the last
+    sample of its last method finishes (the runner runs every sample of a window, each sample every
+    method in order, before the next window), so a window in the rows has all its samples."""
     # Without traces, target-only's output (run first) is the reference for the others.
     run_configs = wanted if plan.references is not None else \
         [TargetConfig()] + [c for c in wanted if not isinstance(c, TargetConfig)]
@@ -321,6 +362,9 @@ def _decode(plan: NativePlan, wanted: list[MethodConfig], todo: list[Window], pr
     job = {"mode": "decode", "target": model_job(plan.device, plan.target, plan.placement.target),
            "methods": [method_job(c) for c in run_configs], "warmup": True,
            "windows": [prompts.runner_window(w, refs.get(w.window_id)) for w in todo]}
+    if plan.runs != 1 or plan.warmup != 0:  # a runner without these keys still serves single decodes
+        job |= {"runs": plan.runs, "warmup_runs": plan.warmup}
+    per_window = len(run_configs) * plan.runs
     if plan.drafter is not None and any(method_name(c) != "target" for c in run_configs):
         job["drafter"] = model_job(plan.device, plan.drafter, plan.placement.drafter)
 
@@ -330,22 +374,25 @@ def _decode(plan: NativePlan, wanted: list[MethodConfig], todo: list[Window], pr
             return
         records = pending.setdefault(result["window_id"], [])
         records.append(result)
-        if len(records) < len(run_configs):
+        if progress and len(records) % len(run_configs) == 0:
+            progress(1)
+        if len(records) < per_window:
             return
         window = by_id[result["window_id"]]
+        # sample s of configuration c is record s * len(run_configs) + c (the runner's order)
+        samples = [(config, records[c::len(run_configs)]) for c, config in enumerate(run_configs)]
         reference = records[0].get("tokens") if plan.references is None else None
-        rows, divergences = window_rows(window, row_device, list(zip(run_configs, records)), wanted, reference,
-                                        placement_key)
+        rows, divergences = window_rows(window, row_device, samples, wanted, reference, placement_key)
         results.append(rows)
         append_jsonl(results.directory / DIVERGENCES, [vars(d) | {"device": row_device} for d in divergences])
-        append_jsonl(results.directory / CLOCKS, [request_clocks(record, window, row_device, config)
-                                                  for config, record in zip(run_configs, records)
-                                                  if config in wanted and record["kind"] == "decode"])
+        # the request clock of the decode each row is: its median sample
+        append_jsonl(results.directory / CLOCKS, [request_clocks(runs[median_index([r["decode_s"] for r in runs])],
+                                                                 window, row_device, config)
+                                                  for config, runs in samples
+                                                  if config in wanted and all(r["kind"] == "decode" for r in runs)])
         counts[0] += len(rows)
         counts[1] += len(divergences)
         del pending[result["window_id"]]
-        if progress:
-            progress(1)
 
     out = plan.device.run_job(job, on_line)
     if pending:
@@ -359,26 +406,34 @@ def _decode(plan: NativePlan, wanted: list[MethodConfig], todo: list[Window], pr
     return counts[0], counts[1]
 
 
-def window_rows(window: Window, device: str, records: Sequence[tuple[MethodConfig, dict]],
+def window_rows(window: Window, device: str, records: Sequence[tuple[MethodConfig, Sequence[dict]]],
                 wanted: Sequence[MethodConfig], reference: Sequence[int] | None,
                 placement: str = "") -> tuple[list[WindowResult], list[Divergence]]:
-    """Rows of the `wanted` configurations for one window (pure); with `reference`, each
-    output is checked against it (the runner checked it already when given a reference)."""
+    """Rows of the `wanted` configurations for one window (pure), from each configuration's
+    samples (runner decode records, in the order they ran). With `reference`, every sample's
+    output is checked against it (the runner checked it already when given a reference). A
+    configuration any of whose samples differs is a divergence (the first such sample is
+    recorded); otherwise every sample committed the same tokens and the row is the median one."""
     labels = [c.label for c in wanted]
     rows, divergences = [], []
-    for config, record in records:
+    for config, samples in records:
         if config.label not in labels:
             continue
-        if record["kind"] == "divergence":
-            diff = Divergence(window.window_id, config.label, int(record["position"]), record.get("expected"),
-                              record.get("got"))
-        else:
-            found = first_difference(reference, record["tokens"]) if reference is not None else None
-            diff = None if found is None else Divergence(window.window_id, config.label, found.position,
-                                                         found.expected, found.got)
+        diff = next((d for d in (_sample_difference(window, config, s, r, reference) for s, r in enumerate(samples))
+                     if d is not None), None)
         if diff is None:
-            rows.append(decode_row(record, window, device, config, placement))
+            rows.append(median_row([decode_row(r, window, device, config, placement) for r in samples]))
         else:
             rows.append(divergence_row(window, device, config, placement))
             divergences.append(diff)
     return sorted(rows, key=lambda r: labels.index(r.config)), divergences
+
+
+def _sample_difference(window: Window, config: MethodConfig, sample: int, record: dict,
+                       reference: Sequence[int] | None) -> Divergence | None:
+    if record["kind"] == "divergence":
+        return Divergence(window.window_id, config.label, int(record["position"]), record.get("expected"),
+                          record.get("got"), sample)
+    found = first_difference(reference, record["tokens"]) if reference is not None else None
+    return None if found is None else Divergence(window.window_id, config.label, found.position, found.expected,
+                                                 found.got, sample)

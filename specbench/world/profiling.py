@@ -3,7 +3,9 @@
 The runner's `sweep` times target forwards of widths 1..W (logits for every row) and
 drafter forwards of widths 1..n at several KV depths, each the median of >= 5 timed
 repetitions after warm-up. Medians become the profile's costs, standard deviations its
-`spread`, and every raw sample goes to a `*.samples.jsonl` file beside the profile.
+`spread`, and every raw sample goes to a `*.samples.jsonl` file beside the profile (the
+co-scheduling records' samples too). A timing whose samples spread more than 10% of their
+median becomes one of the profile's `warnings` (docs/METHODS.md §4.6).
 
 Every table is measured in one placement (docs/METHODS.md §4.1): the target's forwards on the
 target lane, the drafter's on the drafter lane (each pinned to its CPU set, with its thread
@@ -23,7 +25,7 @@ import numpy as np
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import dump_yaml, dumps_line, write_atomic
 from specbench.schemas.placement import Placement, pinning_problems
-from specbench.schemas.profiles import KIND, VERSIONS, profile_from_dict
+from specbench.schemas.profiles import KIND, VERSIONS, profile_from_dict, stability_warnings, warnings_doc
 from specbench.world.devices.base import Device
 from specbench.world.model_files import ModelFile, model_job
 from specbench.world.overheads import ZERO as ZERO_OVERHEADS
@@ -179,9 +181,9 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
                                   "sweep with every logit row")
                 run.samples += named(all_rows.results, drafter)
                 entry["costs_all_rows"] = costs_doc(all_rows.results, "drafter", plan.drafter_widths, plan.depths)
-            cosched = measure_cosched(device, target, drafter, plan, pinned) if plan.cosched else None
-            if cosched:
-                entry["cosched"] = cosched
+            if plan.cosched:
+                entry["cosched"], raw = measure_cosched(device, target, drafter, plan, pinned)
+                run.samples += [r | {"model_name": drafter.name} for r in raw]
             drafter_entries.append(entry)
     overheads, overheads_note = dict(ZERO_OVERHEADS), "overheads not measured (no drafter)"
     if drafters:
@@ -197,19 +199,31 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
                "overheads": overheads,
                "notes": (f"sweep: warmup {plan.warmup}, {plan.repetitions} repetitions, median seconds; target "
                          f"logits for all rows, drafter logits '{DRAFTER_LOGITS}'; {overheads_note}")}
+    return judged(run)
+
+
+def judged(run: ProfileRun) -> ProfileRun:
+    """The run with its document's `warnings` set to the unstable timings of its samples (none: no key)."""
+    run.doc.pop("warnings", None)
+    unstable = stability_warnings(run.samples)
+    if unstable:
+        run.doc["warnings"] = warnings_doc(unstable)
     return run
 
 
-def measure_cosched(device: Device, target: ModelFile, drafter: ModelFile, plan: SweepPlan, pinned) -> dict:
-    """Co-scheduling ratios per target width and depth, both lanes pinned as native AS2D runs them."""
+def measure_cosched(device: Device, target: ModelFile, drafter: ModelFile, plan: SweepPlan,
+                    pinned) -> tuple[dict, list[dict]]:
+    """Co-scheduling ratios per target width and depth, both lanes pinned as native AS2D runs
+    them, and the runner's raw records (their samples go to the samples file)."""
     job = {"mode": "cosched", "target": model_job(device, target, plan.placement.target),
            "drafter": model_job(device, drafter, plan.placement.drafter),
            "widths": list((plan.cosched_widths or {}).get(drafter.name) or plan.widths),
            "depths": list(plan.depths), "warmup": plan.warmup, "repetitions": plan.repetitions}
-    ratios = cosched_doc(pinned(device.run_job(job), "co-scheduling").results, plan.depths)
+    results = pinned(device.run_job(job), "co-scheduling").results
+    ratios = cosched_doc(results, plan.depths)
     if not ratios:
         raise SpecbenchError(f"the runner's cosched job returned no ratios for drafter '{drafter.name}'")
-    return ratios
+    return ratios, [r for r in results if r.get("kind") == "cosched"]
 
 
 def write_profile(path: Path, run: ProfileRun) -> None:
@@ -255,5 +269,10 @@ def median_profile(docs: Sequence[dict]) -> dict:
     out["drafters"] = combine([d["drafters"] for d in docs])
     out["overheads"] = combine([d["overheads"] for d in docs])
     out["snapshot"] = {"before": first["snapshot"]["before"], "after": docs[-1]["snapshot"]["after"]}
+    # every profile's unstable timings stay visible in the combination (each once)
+    warnings = [w for d in docs for w in d.get("warnings", [])]
+    out.pop("warnings", None)
+    if warnings:
+        out["warnings"] = [w for i, w in enumerate(warnings) if w not in warnings[:i]]
     out["notes"] = f"{first.get('notes', '')}; median over {len(docs)} profiles measured one after another"
     return out

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import stat
+import statistics
 import sys
 
+import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -16,12 +18,13 @@ from specbench.cli import main
 from specbench.core import metrics
 from specbench.errors import SpecbenchError
 from specbench.schemas.placement import resolve
-from specbench.schemas.profiles import load_profile
+from specbench.schemas.profiles import load_profile, warnings_doc
 from specbench.schemas.results import ROW_FIELDS, load_results
 from specbench.schemas.traces import load_trace_dir
 from specbench.schemas.windows import make_text_window, save_windows
 from specbench.world.build import host_abi
 from specbench.world.devices.local import LocalDevice
+from specbench.world.profiling import ProfileRun, judged, samples_path, write_profile
 from tests.native.conftest import runner, tiny  # noqa: F401  (fixtures)
 
 TEXTS = ["hello the world", "in the heat", "a tale of the tin", "the end", "heat in the tin"]
@@ -48,14 +51,14 @@ def study(tmp_path_factory, tiny, runner):  # noqa: F811
     save_windows(windows, [make_text_window(f"w{i}", t, "Repeat this.", 16, "tiny", "dev" if i < 2 else "test")
                            for i, t in enumerate(TEXTS)])
     profile = root / "profiles" / "local.yaml"
-    code, output = invoke("profile", "local", "--target", tiny.target, "--drafter", f"near={tiny.near}",
-                          "--max-width", 9, "--depths", "0,32", "--placement", "split", "--out", profile)
-    assert code == 0, output
+    code, profile_output = invoke("profile", "local", "--target", tiny.target, "--drafter", f"near={tiny.near}",
+                                  "--max-width", 9, "--depths", "0,32", "--placement", "split", "--out", profile)
+    assert code == 0, profile_output
     code, output = invoke("trace", windows, "--target", tiny.target, "--drafter", f"near={tiny.near}",
                           "--k-max", 8, "--specasr", SPECASR, "--threads", 1, "--out", root / "traces")
     assert code == 0, output
     return {"root": root, "windows": windows, "profile": profile, "traces": root / "traces", "tiny": tiny,
-            "runner": runner}
+            "runner": runner, "profile_output": profile_output}
 
 
 def native_args(study, out, *extra):
@@ -101,6 +104,9 @@ def test_native_rows_have_the_replay_columns(study, tmp_path):
     assert sorted(replay["config"].unique()) == sorted(native["config"].unique())
     ok = native[native["lossless"]].merge(replay, on=["config", "window_id"], suffixes=("_n", "_r"))
     assert (ok["tokens_n"] == ok["tokens_r"]).all() and (ok["rounds_n"] == ok["rounds_r"]).all()
+    # per-position acceptance: the runner's op log and replay count the same verifications
+    assert (ok["reached_at_n"] == ok["reached_at_r"]).all() and (ok["accepted_at_n"] == ok["accepted_at_r"]).all()
+    assert ok.loc[ok["config"] != "target", "reached_at_n"].map(len).gt(0).any()
     code, report = invoke("report", tmp_path / "native", "--format", "md")
     assert code == 0 and "sd[W=5..8 mean,drafter=near]" in report
 
@@ -120,7 +126,7 @@ def test_traced_specasr_configurations_replay_as_they_run_natively(study, tmp_pa
     assert len(replay) == len(native) == 2 * len(TEXTS) and native["lossless"].all()
     keys = ["config", "window_id"]
     both = native.merge(replay, on=keys, suffixes=("_n", "_r"))
-    for column in ("tokens", "rounds", "proposed", "accepted", "drafter_forwards"):
+    for column in ("tokens", "rounds", "proposed", "accepted", "drafter_forwards", "reached_at", "accepted_at"):
         assert (both[f"{column}_n"] == both[f"{column}_r"]).all(), column
 
 
@@ -147,6 +153,106 @@ def test_native_run_resumes_without_redoing_finished_windows(study, tmp_path):
     assert len(rows) == len(TEXTS) * per_window and not rows.duplicated(["config", "window_id"]).any()
     kept = [json.loads(line) for line in rows_path.read_text().splitlines()[:2 * per_window]]
     assert kept == [json.loads(line) for line in lines[:2 * per_window]]
+
+
+def test_runs_keep_every_sample_and_the_row_is_their_median(study, tmp_path):
+    out = tmp_path / "native"
+    repeats = ("--traces", study["traces"], "--runs", 3, "--warmup", 1)
+    code, output = invoke(*native_args(study, out, *repeats))
+    assert code == 0, output
+    manifest, rows = load_results(out)
+    assert manifest["repeats"] == {"runs": 3, "warmup": 1} and len(rows) == len(TEXTS) * 5
+    ok = rows[rows["lossless"]]
+    assert len(ok) and all(len(s) == 3 for s in ok["samples_s"])
+    assert (ok["decode_s"] == ok["samples_s"].map(statistics.median)).all()
+    assert rows.loc[~rows["lossless"], "samples_s"].isna().all()
+    # the request clock of a row is its median decode's
+    clocks = [json.loads(line) for line in (out / "request_clocks.jsonl").read_text().splitlines()]
+    decode_us = {(c["config"], c["window_id"]): c["decode_us"] for c in clocks}
+    assert all(decode_us[r.config, r.window_id] == round(r.decode_s * 1e6) for r in ok.itertuples())
+    code, report = invoke("report", out, "--format", "md")
+    assert code == 0 and "Native decode spread over repeated runs" in report
+    # a resume must take every sample of a window: other counts are another run
+    code, output = invoke(*native_args(study, out, "--traces", study["traces"], "--runs", 2, "--resume"))
+    assert code == 1 and "manifest field 'repeats' differs" in error_line(output)
+    lines = (out / "rows.jsonl").read_text().splitlines()
+    (out / "rows.jsonl").write_text("\n".join(lines[:5]) + "\n")  # as if killed after one window
+    code, output = invoke(*native_args(study, out, *repeats, "--resume"))
+    assert code == 0 and f"{(len(TEXTS) - 1) * 5} rows written" in output
+    _, rows = load_results(out)
+    assert len(rows) == len(TEXTS) * 5 and all(len(s) == 3 for s in rows.loc[rows["lossless"], "samples_s"])
+
+
+@pytest.mark.parametrize("flags, line", [
+    (("--runs", 0), "Error: --runs 0: expected an integer >= 1"),
+    (("--runs", "three"), "Error: --runs three: expected an integer"),
+    (("--warmup", -1), "Error: --warmup -1: expected an integer >= 0"),
+])
+def test_bad_repeat_counts_are_one_line_and_write_nothing(study, tmp_path, flags, line):
+    code, output = invoke(*native_args(study, tmp_path / "o", *flags))
+    assert code == 1 and error_line(output) == line
+    assert not (tmp_path / "o").exists()
+
+
+def test_replay_refuses_repeat_counts(study, tmp_path):
+    code, output = invoke("run", study["windows"], "--traces", study["traces"], "--profile", study["profile"],
+                          "--methods", "target", "--drafter", "near", "--runs", 3, "--out", tmp_path / "o")
+    assert code == 1 and error_line(output).startswith("Error: --runs is for --native runs")
+    assert not (tmp_path / "o").exists()
+
+
+def test_profile_prints_the_warnings_it_stores(study):
+    """Whether this host's timings were stable is chance; what is stored is what was printed."""
+    warnings = load_profile(study["profile"]).warnings
+    output = study["profile_output"]
+    assert [line for line in output.splitlines() if line.startswith("warning: ")] == \
+        [f"warning: local: {w.message()}" for w in warnings]
+    assert ("hint: " in output) == bool(warnings)
+
+
+def noisy_profile(study, path, noisy):
+    """The study's profile judged again on its own samples made quiet (every sample the median),
+    but for target width 3 at depth 32 when `noisy` (one sample 1.5 x the median)."""
+    samples = [json.loads(line) for line in samples_path(study["profile"]).read_text().splitlines()]
+    for record in samples:
+        if record["kind"] == "forward":
+            median = record["median_us"]
+            loud = noisy and record["model"] == "target" and (record["width"], record["depth"]) == (3, 32)
+            record["samples_us"] = [median] * 4 + [median * (1.5 if loud else 1)]
+        else:
+            record["samples"] = {k: [float(np.median(v))] * len(v) for k, v in record["samples"].items() if v}
+    doc = yaml.safe_load(study["profile"].read_text())
+    write_profile(path, judged(ProfileRun(doc, samples)))
+    return path
+
+
+def test_the_report_shows_the_unstable_timings_of_the_runs_profiles(study, tmp_path):
+    for name, noisy in (("quiet", False), ("noisy", True)):
+        profile = noisy_profile(study, tmp_path / f"{name}.yaml", noisy)
+        methods = ("--methods", "target", "--method", "sd:W=5")
+        code, output = invoke("run", study["windows"], "--traces", study["traces"], "--profile", profile, *methods,
+                              "--drafter", "near", "--out", tmp_path / f"replay-{name}")
+        assert code == 0, output
+        tiny = study["tiny"]
+        code, output = invoke("run", study["windows"], "--device", "local", "--native", "--target", tiny.target,
+                              "--drafter", f"near={tiny.near}", *methods, "--profile", profile,
+                              "--out", tmp_path / f"native-{name}")
+        assert code == 0, output
+        code, output = invoke("report", tmp_path / f"replay-{name}", tmp_path / f"native-{name}", "--format", "json",
+                              "--output", tmp_path / f"{name}.json")
+        assert code == 0, output
+        tables = {t["title"]: t for t in json.loads((tmp_path / f"{name}.json").read_text())}
+        unstable = [t for title, t in tables.items() if title.startswith("Unstable profile timings")]
+        if not noisy:
+            assert unstable == []
+            continue
+        warnings = load_profile(profile).warnings
+        assert [(w.model, w.table, w.width, w.depth) for w in warnings] == [("target", "CT", 3, 32)]
+        replay, native = (load_results(tmp_path / f"{kind}-{name}")[0] for kind in ("replay", "native"))
+        assert replay["profiles"][0]["warnings"] == native["placement_profile"]["warnings"] == warnings_doc(warnings)
+        # one row, though both runs used the profile: the replay's and the native manifest carry it
+        assert [(r["device"], r["table"], r["width"], r["depth"]) for r in unstable[0]["rows"]] == \
+            [("local@split", "CT", 3, 32)]
 
 
 def test_missing_model_file_is_one_line(study, tmp_path):

@@ -14,14 +14,14 @@ from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.target import TargetConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.placement import resolve
-from specbench.schemas.profiles import load_profile
+from specbench.schemas.profiles import load_profile, stability_warnings
 from specbench.schemas.results import ROW_FIELDS, load_results
 from specbench.schemas.traces import load_trace_dir
 from specbench.schemas.windows import make_text_window
 from specbench.world.devices.base import Device
 from specbench.world.devices.local import LocalDevice
 from specbench.world.model_files import ModelFile
-from specbench.world.native_run import NativePlan, run_native
+from specbench.world.native_run import NativePlan, native_steps, run_native
 from specbench.world.profiling import SweepPlan, profile_device, write_profile
 from specbench.world.runner import run_job, version_info
 from specbench.world.tracing import trace_windows, traced_ids
@@ -153,7 +153,14 @@ def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     assert profile.target_model["sha256"] == target.sha256
     assert set(profile.snapshot) == {"before", "after"}
     samples = [json.loads(line) for line in (tmp_path / "p.samples.jsonl").read_text().splitlines()]
-    assert len(samples) == plan.forwards(1) and all(len(s["samples_us"]) == 5 for s in samples)
+    forwards = [s for s in samples if s["kind"] == "forward"]
+    assert len(forwards) == plan.forwards(1) and all(len(s["samples_us"]) == 5 for s in forwards)
+    # the co-scheduling records keep their samples too, per width and depth measured
+    cosched = [s for s in samples if s["kind"] == "cosched"]
+    assert {(s["width"], s["depth"]) for s in cosched} == {(w, d) for w in plan.widths for d in plan.depths}
+    assert all(s["model_name"] == "near" and len(s["samples"]["target_alone_us"]) >= 5 for s in cosched)
+    # every stored warning is one of these samples' timings, judged by the same rule
+    assert [w for w in profile.warnings] == stability_warnings(samples)
     # the placement is recorded, with each lane's CPU set as the kernel reported it back
     assert profile.placement == plan.placement and profile.name == "local@split"
     lanes = profile.pinning["lanes"]
@@ -217,3 +224,32 @@ def test_native_resume_skips_finished_windows(device, models, tmp_path):
     _, rows = load_results(tmp_path / "r")
     assert len(rows) == 6 and sorted(rows["window_id"].unique()) == ["w0", "w1", "w2"]
     assert rows.duplicated(["config", "window_id"]).sum() == 0
+
+
+def test_repeated_native_runs_count_samples_and_resume_whole_windows(device, models, tmp_path):
+    target, near = models
+    items = windows(3)
+    configs = [TargetConfig(), SdConfig(4)]
+    plan = NativePlan(device, items, target, near, configs, split_placement(device), windows_path="w.jsonl",
+                      runs=2, warmup=1)
+    ticks = []
+    _, added, _ = run_native(plan, tmp_path / "r", resume=False, progress=ticks.append)
+    assert added == 6 and ticks == [1] * (3 * 2) and sum(ticks) == native_steps(plan)  # one per sample of a window
+    _, rows = load_results(tmp_path / "r")
+    assert all(len(s) == 2 for s in rows.loc[rows["lossless"], "samples_s"])
+    rows_path = tmp_path / "r" / "rows.jsonl"
+    lines = rows_path.read_text().splitlines()
+    rows_path.write_text("\n".join(lines[:2]) + "\n")  # killed during window 1: its samples are not rows yet
+    ticks.clear()
+    _, added, _ = run_native(plan, tmp_path / "r", resume=True, progress=ticks.append)
+    assert added == 4 and sum(ticks) == native_steps(plan)
+    _, rows = load_results(tmp_path / "r")
+    assert len(rows) == 6 and all(len(s) == 2 for s in rows.loc[rows["lossless"], "samples_s"])
+
+
+@pytest.mark.parametrize("runs, warmup, flag", [(0, 0, "--runs 0"), (1, -1, "--warmup -1"), (True, 0, "--runs True")])
+def test_repeat_counts_out_of_range_are_refused_naming_the_flag(device, models, runs, warmup, flag):
+    target, near = models
+    with pytest.raises(SpecbenchError, match=f"^{flag}: expected an integer >= "):
+        NativePlan(device, windows(1), target, near, [TargetConfig()], split_placement(device), runs=runs,
+                   warmup=warmup)

@@ -24,6 +24,7 @@ from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.base import Model
 from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.target import TargetConfig
+from specbench.core.positions import position_counts
 from specbench.core.replay.lockstep import Simulation, simulate_lockstep
 from specbench.core.replay.reference import decode_serial
 from specbench.errors import SpecbenchError
@@ -79,7 +80,7 @@ class SerialOps:
     multi_token_rounds: int
     lossless: bool = True
     target_accepted: np.ndarray | None = None
-    """Accepted candidates of each target forward (for per-depth acceptance)."""
+    """Accepted candidates of each target forward (for per-position acceptance)."""
     drafter_all_rows: np.ndarray | None = None
     """Per drafter forward: keeps a logits row per token (priced from the all-rows table)."""
 
@@ -88,7 +89,7 @@ def target_ops(trace: WindowTrace) -> SerialOps:
     steps = trace.n_tokens - 1
     empty = np.zeros(0, dtype=np.int64)
     return SerialOps(np.ones(steps, dtype=np.int64), trace.n_prompt + np.arange(steps, dtype=np.int64), empty, empty,
-                     steps, 0, 0, 0)
+                     steps, 0, 0, 0, target_accepted=np.zeros(steps, dtype=np.int64))
 
 
 def sd_ops(trace: WindowTrace, cap: int, config: SdConfig) -> SerialOps:
@@ -145,6 +146,7 @@ def reference_ops(config: MethodConfig, trace: WindowTrace, cap: int, drafter: s
                      np.array([op.depth for op in drafters], dtype=np.int64), len(targets),
                      sum(op.proposed for op in targets), sum(op.accepted for op in targets),
                      sum(op.committed > 1 for op in targets), list(decoded.tokens) == trace.y.tolist(),
+                     target_accepted=np.array([op.accepted for op in targets], dtype=np.int64),
                      drafter_all_rows=np.array([op.all_rows for op in drafters], dtype=bool))
 
 
@@ -182,6 +184,8 @@ def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], pr
     d_depth = np.concatenate([o.drafter_depth for o in ops]).astype(np.float64) if ops else np.zeros(0)
     d_all_rows = np.concatenate([o.drafter_all_rows if o.drafter_all_rows is not None else
                                  np.zeros(len(o.drafter_width), dtype=bool) for o in ops]) if ops else np.zeros(0, bool)
+    counted = [position_counts(o.target_width - 1, o.target_accepted) for o in ops]
+    positions = [pd.Series([c[i] for c in counted], dtype=object) for i in (0, 1)]
     frames = []
     for profile in profiles:
         v = np.zeros(n)
@@ -198,6 +202,7 @@ def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], pr
             np.add.at(d, d_owner, cost)
             outside += np.bincount(d_owner, weights=outside_d, minlength=n)
         columns = _base_columns(profile, config, windows, [trace for _, trace in used])
+        columns["reached_at"], columns["accepted_at"] = positions
         columns.update(decode_s=d + v, rounds=[o.rounds for o in ops], proposed=[o.proposed for o in ops],
                        accepted=[o.accepted for o in ops], multi_token_rounds=[o.multi_token_rounds for o in ops],
                        drafter_forwards=np.bincount(d_owner, minlength=n), d_s=d, v_s=v, o_s=np.zeros(n),
@@ -226,7 +231,9 @@ def replay_as2d(windows: Sequence[Window], traces: Mapping[str, TraceFile], prof
                 multi_token_rounds=result.multi_token_rounds, drafter_forwards=result.drafter_forwards,
                 d_s=result.d_s, v_s=result.v_s, o_s=result.o_s, h_s=result.h_s, extrapolated=result.extrapolated,
                 lossless=np.ones(count, dtype=bool), source=np.full(count, "replay"),
-                ratio_fit=np.full(count, "median"), depth_extrapolated=result.depth_extrapolated)
+                ratio_fit=np.full(count, "median"), depth_extrapolated=result.depth_extrapolated,
+                reached_at=pd.Series(result.reached_at, dtype=object),
+                accepted_at=pd.Series(result.accepted_at, dtype=object))
     return pd.DataFrame(base, columns=list(ROW_FIELDS))
 
 

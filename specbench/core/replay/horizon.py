@@ -15,7 +15,8 @@ import pandas as pd
 
 from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.target import TargetConfig
-from specbench.core.replay.bulk import replay_serial, sd_ops, trace_for
+from specbench.core.positions import summed
+from specbench.core.replay.bulk import replay_serial
 from specbench.schemas.profiles import DeviceProfile
 from specbench.schemas.traces import TraceFile
 from specbench.schemas.windows import Window
@@ -31,22 +32,14 @@ def horizon_sweep(windows: Sequence[Window], traces: Mapping[str, TraceFile], pr
     summary, depths = [], []
     for k in horizons:
         config = SdConfig(width=k + 1, drafter=drafter)
-        reached = np.zeros(k + 1, dtype=np.int64)
-        accepted = np.zeros(k + 1, dtype=np.int64)
-        for window in windows:
-            _, trace = trace_for(traces, config, window.window_id)
-            ops = sd_ops(trace, window.cap, config)
-            proposed = ops.target_width - 1
-            for d in range(1, k + 1):
-                reached[d] += int(np.sum((proposed >= d) & (ops.target_accepted >= d - 1)))
-                accepted[d] += int(np.sum(ops.target_accepted >= d))
         priced = replay_serial(windows, traces, [profile], config)
+        reached, accepted = summed(priced["reached_at"], k), summed(priced["accepted_at"], k)
         tps = priced["tokens"].sum() / priced["decode_s"].sum()
         summary.append({"drafter": drafter, "device": profile.name, "K": k,
                         "tau": priced["tokens"].sum() / priced["rounds"].sum(), "tokens_per_s": tps,
                         "speedup": tps / target_tps})
         for d in range(1, k + 1):
-            depths.append({"drafter": drafter, "K": k, "depth": d, "reached": int(reached[d]),
-                           "accepted": int(accepted[d]),
-                           "acceptance": accepted[d] / reached[d] if reached[d] else np.nan})
+            depths.append({"drafter": drafter, "K": k, "depth": d, "reached": int(reached[d - 1]),
+                           "accepted": int(accepted[d - 1]),
+                           "acceptance": accepted[d - 1] / reached[d - 1] if reached[d - 1] else np.nan})
     return pd.DataFrame(summary), pd.DataFrame(depths)

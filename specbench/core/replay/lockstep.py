@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from specbench.core.methods.as2d import As2dConfig
+from specbench.core.positions import counts_from_histograms
 from specbench.core.replay.reference import (
     ProducerTimeline,
     producer_forward_depths,
@@ -62,6 +63,8 @@ class LockstepResult:
     drafter_forwards: np.ndarray
     extrapolated: np.ndarray
     depth_extrapolated: np.ndarray
+    reached_at: list[tuple[int, ...]]
+    accepted_at: list[tuple[int, ...]]
 
 
 def _pad_rows(rows: Sequence[np.ndarray], width: int, fill, dtype) -> np.ndarray:
@@ -172,6 +175,10 @@ class _State:
             setattr(self, name, np.zeros(count))
         self.extrapolated = np.zeros(count, dtype=bool)
         self.depth_extrapolated = np.zeros(count, dtype=bool)
+        # positions.histograms per simulation, accumulated round by round
+        longest = int(self.budget.max()) + 1 if count else 1
+        self.kept = np.zeros((count, longest), dtype=np.int64)
+        self.rejected_at = np.zeros((count, longest), dtype=np.int64)  # a rejection is at position <= B
 
 
 def _advance_publication(s: _State, study: _Study, idx: np.ndarray) -> None:
@@ -299,6 +306,9 @@ def _round(s: _State, study: _Study, idx: np.ndarray) -> None:
     s.proposed[idx] += length
     s.accepted[idx] += accepted
     s.multi[idx] += committed > 1
+    np.add.at(s.kept, (idx, accepted), 1)
+    rejected = accepted < length
+    np.add.at(s.rejected_at, (idx[rejected], accepted[rejected] + 1), 1)
     _advance_publication(s, study, idx)
 
 
@@ -337,5 +347,6 @@ def simulate_lockstep(sims: Sequence[Simulation], windows: Sequence[Window], pro
         active = active[still]
     forwards, producer_outside = _producer_ends(sims, profile, study, s)
     s.depth_extrapolated |= producer_outside
+    counted = [counts_from_histograms(kept, at) for kept, at in zip(s.kept, s.rejected_at)]
     return LockstepResult(s.time, s.d, s.v, s.o, s.h, s.rounds, s.proposed, s.accepted, s.multi, forwards,
-                          s.extrapolated, s.depth_extrapolated)
+                          s.extrapolated, s.depth_extrapolated, [c[0] for c in counted], [c[1] for c in counted])

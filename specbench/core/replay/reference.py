@@ -13,6 +13,7 @@ the same numbers for whole studies at once, and tests check them equal to the la
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from specbench.core.methods.base import Decoded, Model, TargetOracle, TraceDraft
 from specbench.core.methods.sd import SdConfig, decode_sd, drafter_kv
 from specbench.core.methods.specasr import SpecAsrConfig, decode_specasr
 from specbench.core.methods.target import TargetConfig, decode_target
+from specbench.core.positions import position_counts
 from specbench.errors import SpecbenchError
 from specbench.schemas.profiles import CostTable, DeviceProfile, DrafterProfile
 from specbench.schemas.results import WindowResult
@@ -219,6 +221,7 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
     oracle = oracle or TargetOracle(trace.y)
     verifier = As2dVerifier(config, cap)
     counts = {"rounds": 0, "proposed": 0, "accepted": 0, "multi_token_rounds": 0}
+    verified: list[tuple[int, int]] = []
     extrapolated = depth_extrapolated = False
     while not oracle.done:
         t = oracle.committed
@@ -236,17 +239,26 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
         counts["proposed"] += len(plan.candidates)
         counts["accepted"] += accepted
         counts["multi_token_rounds"] += committed > 1
+        verified.append((len(plan.candidates), accepted))
+    counts["reached_at"], counts["accepted_at"] = _positions(verified)
     depth_extrapolated |= producer_depth_extrapolated(timeline.cum, lanes.work, drafter.costs, trace.n_prompt_drafter)
     timing = Timing(lanes.time, lanes.d, lanes.v, lanes.o, lanes.h, timeline.forwards_done(lanes.work), extrapolated,
                     depth_extrapolated)
     return timing, counts
 
 
+def _positions(verified: Sequence[tuple[int, int]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(reached_at, accepted_at) of (proposed, accepted) per verification."""
+    return position_counts([p for p, _ in verified], [a for _, a in verified])
+
+
 def serial_counts(decoded: Decoded) -> dict:
     targets = [op for op in decoded.ops if op.model is Model.TARGET]
+    reached, accepted = _positions([(op.proposed, op.accepted) for op in targets])
     return {"rounds": len(targets), "proposed": sum(op.proposed for op in targets),
             "accepted": sum(op.accepted for op in targets),
-            "multi_token_rounds": sum(op.committed > 1 for op in targets)}
+            "multi_token_rounds": sum(op.committed > 1 for op in targets),
+            "reached_at": reached, "accepted_at": accepted}
 
 
 def replay_window(window: Window, trace: WindowTrace, profile: DeviceProfile, config: MethodConfig) -> WindowResult:

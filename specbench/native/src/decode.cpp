@@ -311,8 +311,8 @@ int first_divergence(const std::vector<llama_token> & got, const std::vector<lla
 
 json token_at(const std::vector<llama_token> & v, int i) { return i < (int) v.size() ? json(v[i]) : json(nullptr); }
 
-void report(const Window & w, const Method & m, const DecodeRun & r, const std::string & text) {
-    json rec = {{"kind", "decode"}, {"window_id", w.id}, {"method", m.to_json()}};
+void report(const Window & w, const Method & m, const DecodeRun & r, const std::string & text, int sample) {
+    json rec = {{"kind", "decode"}, {"window_id", w.id}, {"method", m.to_json()}, {"sample", sample}};
     if (!w.reference.empty()) {
         const int pos = first_divergence(r.tokens, w.reference);
         if (pos >= 0) {
@@ -358,7 +358,11 @@ void run_decode(JobObject & job) {
     for (JobObject & mo : job.objects("methods")) methods.push_back(parse_method(mo));
     std::vector<Window> windows = parse_windows(job, true);
     const bool warmup = job.get<bool>("warmup", true);
+    const int runs = job.get<int>("runs", 1);
+    const int warmup_runs = job.get<int>("warmup_runs", 0);
     job.done();
+    if (runs < 1) throw JobError("job key 'runs' must be >= 1 (timed decodes of every window and method)");
+    if (warmup_runs < 0) throw JobError("job key 'warmup_runs' must be >= 0 (untimed decodes before the first window)");
 
     int max_w = 1;
     bool needs_drafter = false;
@@ -402,19 +406,28 @@ void run_decode(JobObject & job) {
         warm(*target, max_w);
         if (drafter) warm(*drafter, 1);
     }
+    // Every decode starts from cleared KV caches (prefill_window), so samples are independent decodes.
+    auto decode = [&](const Window & w, const Method & m) -> DecodeRun {
+        if (m.name == "target") return target_only(*target, w);
+        if (m.name == "sd") {
+            return cross ? CrossSpecDecoder(*target, *drafter, w, m).run() : SpecDecoder(*target, *drafter, w, m).run();
+        }
+        if (m.name == "specasr") return SpecAsrDecoder(*target, *drafter, w, m).run();
+        return run_as2d(*target, *drafter, w, m.as2d, cross);
+    };
+    // Warm-up decodes: each method on the first window, once per job, discarded.
+    for (int i = 0; i < warmup_runs; i++) {
+        for (const Method & m : methods) decode(windows[0], m);
+    }
+    if (warmup_runs > 0) emit_event("warmed_up", {{"warmup_runs", warmup_runs}});
+    // Samples of a window interleave the methods (sample 0 of each, then sample 1, ...), so drift
+    // within a window reaches every method alike.
     for (const Window & w : windows) {
-        for (const Method & m : methods) {
-            DecodeRun r;
-            if (m.name == "target") {
-                r = target_only(*target, w);
-            } else if (m.name == "sd") {
-                r = cross ? CrossSpecDecoder(*target, *drafter, w, m).run() : SpecDecoder(*target, *drafter, w, m).run();
-            } else if (m.name == "specasr") {
-                r = SpecAsrDecoder(*target, *drafter, w, m).run();
-            } else {
-                r = run_as2d(*target, *drafter, w, m.as2d, cross);
+        for (int s = 0; s < runs; s++) {
+            for (const Method & m : methods) {
+                DecodeRun r = decode(w, m);
+                report(w, m, r, target->detokenize(r.tokens, false), s);
             }
-            report(w, m, r, target->detokenize(r.tokens, false));
         }
     }
 }

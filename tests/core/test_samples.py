@@ -1,0 +1,142 @@
+"""Repeated timings: the median sample, the spread, and the profile's stability warnings
+(specbench.core.samples, specbench.schemas.profiles.stability_warnings)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import pandas as pd
+import pytest
+
+from specbench.core.methods import row_fields
+from specbench.core.methods.target import TargetConfig
+from specbench.core.samples import median_index, spread_pct, spread_table
+from specbench.errors import SpecbenchError
+from specbench.schemas.fileio import dumps_line
+from specbench.schemas.profiles import StabilityWarning, load_profile, stability_warnings, warnings_doc
+from specbench.schemas.results import ResultsDir, WindowResult, profile_warnings, rows_frame
+
+
+def test_the_median_sample_is_one_real_sample():
+    assert median_index([3.0, 1.0, 2.0]) == 2
+    assert median_index([4.0, 1.0, 3.0, 2.0]) == 3  # even count: the lower middle (2.0), not 2.5
+    assert median_index([5.0]) == 0
+    assert median_index([2.0, 1.0, 2.0]) == 0  # ties: the earliest
+
+
+def test_spread_is_the_standard_deviation_over_the_median_in_percent():
+    assert spread_pct([9.0, 10.0, 11.0]) == pytest.approx(10.0)  # stdev 1 (n - 1), median 10
+    assert spread_pct([1.0, 1.0, 1.0, 4.0]) == pytest.approx(150.0)  # stdev 1.5, median 1
+    assert spread_pct([7.0]) == 0.0 and spread_pct([]) == 0.0
+
+
+def forward(model, width, depth, samples_us, logits="all", name="t"):
+    return {"kind": "forward", "model": model, "model_name": name, "width": width, "depth": depth,
+            "logits": logits, "samples_us": samples_us}
+
+
+QUIET = [1000, 1010, 990, 1005, 995]
+NOISY = [1000, 1000, 1300, 1000, 1000]  # stdev 134.2 us: 13.4% of the median
+
+
+def samples_file(tmp_path, records):
+    path = tmp_path / "p.samples.jsonl"
+    path.write_text("".join(dumps_line(r) for r in records))
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_noisy_width_is_warned_about_by_model_table_width_and_depth(tmp_path):
+    records = [forward("target", w, d, QUIET) for w in (1, 2, 3) for d in (0, 32)]
+    records += [forward("drafter", w, d, QUIET, "last", "near") for w in (1, 2) for d in (0, 32)]
+    assert stability_warnings(samples_file(tmp_path, records)) == []
+    records[3] = forward("target", 2, 32, NOISY)
+    records[-1] = forward("drafter", 2, 32, NOISY, "all", "near")
+    warnings = stability_warnings(samples_file(tmp_path, records))
+    assert [(w.model, w.table, w.width, w.depth, w.samples) for w in warnings] == \
+        [("t", "CT", 2, 32, 5), ("near", "CD_all", 2, 32, 5)]
+    assert warnings[0].spread_pct == pytest.approx(13.416, abs=1e-3) and warnings[0].median_s == 1e-3
+    assert warnings[0].message() == ("unstable CT of t at width 2, depth 32: spread 13.4% of the median 1.000 ms "
+                                     "over 5 samples (> 10%)")
+
+
+def test_cosched_samples_are_judged_per_measurement(tmp_path):
+    record = {"kind": "cosched", "model_name": "near", "width": 4, "depth": 0,
+              "samples": {"target_alone_us": QUIET, "target_together_us": NOISY, "drafter_alone_us": QUIET,
+                          "drafter_together_us": []}}
+    warnings = stability_warnings(samples_file(tmp_path, [record]))
+    assert [(w.model, w.table, w.width, w.depth) for w in warnings] == [("near", "cosched target_together", 4, 0)]
+
+
+PROFILE = """kind: specbench.profile
+schema_version: 2
+device: {name: host}
+placement: {name: shared, target: {processor: cpu, cpus: [0], threads: 1},
+            drafter: {processor: cpu, cpus: [0], threads: 1}}
+target: {model: {name: t, sha256: abc}, costs: {depths: [0], seconds: {1: [0.001], 2: [0.002]}}}
+"""
+
+
+def test_warnings_round_trip_through_the_profile_and_are_validated(tmp_path):
+    warning = StabilityWarning("t", "CT", 2, 32, 0.001, 13.4, 5)
+    path = tmp_path / "p.yaml"
+    path.write_text(PROFILE + "warnings: " + json.dumps(warnings_doc([warning])) + "\n")
+    assert load_profile(path).warnings == (warning,)
+    path.write_text(PROFILE)
+    assert load_profile(path).warnings == ()
+    path.write_text(PROFILE + 'warnings: [{model: t, table: CT, width: two, depth: 0, median_s: 0.001, '
+                    'spread_pct: 12.0, samples: 5}]\n')
+    with pytest.raises(SpecbenchError, match=r"warnings.*width.*two"):
+        load_profile(path)
+
+
+def test_manifests_carry_the_warnings_to_the_report_once(tmp_path):
+    entry = warnings_doc([StabilityWarning("t", "CT", 2, 32, 0.001, 13.4, 5)])
+    replay = {"profiles": [{"device": "host@shared", "path": "p.yaml", "warnings": entry}]}
+    native = {"device": "host@shared", "placement_profile": {"path": "p.yaml", "warnings": entry}}
+    quiet = {"profiles": [{"device": "host@split", "path": "q.yaml"}]}
+    table = profile_warnings([replay, native, quiet], [tmp_path / "a", tmp_path / "b", tmp_path / "c"])
+    assert table.to_dict("records") == [{"device": "host@shared", "profile": "p.yaml", "model": "t", "table": "CT",
+                                         "width": 2, "depth": 32, "median_s": 0.001, "spread_pct": 13.4,
+                                         "samples": 5}]
+    assert profile_warnings([quiet], [tmp_path]).empty
+
+
+def row(config, samples, **extra):
+    return {"device": "host", "method": "target", "config": config, "drafter": None, "width": None, "budget": None,
+            "samples_s": samples, **extra}
+
+
+def test_spread_table_over_rows_with_several_samples():
+    rows = pd.DataFrame([row("target", [0.95, 1.0, 1.05]), row("target", [1.0, 1.0, 1.6]),
+                         row("target", None), row("other", [1.0])])
+    table = spread_table(rows)
+    assert table[["config", "windows", "runs", "unstable_windows"]].to_dict("records") == \
+        [{"config": "target", "windows": 2, "runs": "3", "unstable_windows": 1}]
+    assert table.at[0, "median_spread_pct"] == pytest.approx((5.0 + spread_pct([1.0, 1.0, 1.6])) / 2)
+    assert table.at[0, "width"] is None and spread_table(rows.iloc[2:]).empty
+    sd = spread_table(pd.DataFrame([row("sd[W=5]", [1.0, 1.1], method="sd", width=5)]))
+    assert str(sd.at[0, "width"]) == "5"  # the W/B column shows 5, not 5.0
+
+
+def make_row(window):
+    return WindowResult(device="A", **row_fields(TargetConfig()), window_id=window, window_sha256="s" * 64,
+                        dataset="d", split="test", tokens=10, decode_s=0.5, rounds=10, proposed=0, accepted=0,
+                        multi_token_rounds=0, drafter_forwards=0, d_s=0.0, v_s=0.5, o_s=0.0, h_s=0.0,
+                        extrapolated=False, lossless=True, source="native")
+
+
+def test_rows_keep_their_samples_and_old_rows_load_without(tmp_path):
+    results = ResultsDir(tmp_path / "r")
+    results.open({"mode": "native"}, False)
+    old = {k: v for k, v in asdict(make_row("w0")).items() if k != "samples_s"}
+    results.append_frame(rows_frame([old]))  # a producer without samples: NaN in the frame, null in the file
+    with open(results.rows_path, "a") as handle:
+        handle.write(json.dumps(asdict(make_row("w1")) | {"samples_s": [0.5, 0.25, 0.75]}) + "\n")
+    frame = results.frame()
+    assert frame["samples_s"].tolist() == [None, [0.5, 0.25, 0.75]]
+    assert [r.spread_pct for r in results.rows()] == [0.0, pytest.approx(100 * 0.25 / 0.5)]
+    with open(results.rows_path, "a") as handle:
+        handle.write(json.dumps(asdict(make_row("w2")) | {"samples_s": [0.5, -1]}) + "\n")
+    with pytest.raises(SpecbenchError, match=r"row 3.*samples_s.*seconds >= 0"):
+        results.frame()
