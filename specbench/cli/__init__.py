@@ -1,7 +1,14 @@
-"""The `specbench` command: click wiring only; the work happens in the library."""
+"""The `specbench` command: click wiring only; the work happens in the library.
+
+Subcommands load lazily (click's LazyGroup pattern): `specbench CMD` imports only CMD's
+module, and the command modules import click and light helpers at the top and the library
+inside their functions, so `specbench --help` and `specbench CMD --help` load no numpy,
+pandas or rich (tests/test_startup.py checks it, bench/startup.py times it).
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
@@ -9,9 +16,35 @@ import click
 from specbench import __version__
 from specbench.errors import SpecbenchError
 
+COMMANDS = {
+    "windows": "specbench.cli.windows:windows",
+    "run": "specbench.cli.run:run",
+    "report": "specbench.cli.report:report",
+    "select-budget": "specbench.cli.select_budget:select_budget",
+    "profile": "specbench.cli.profile:profile",
+    "trace": "specbench.cli.trace:trace",
+    "demo": "specbench.cli.demo:demo",
+    "devices": "specbench.cli.devices:devices",
+    "build-runner": "specbench.cli.build_runner:build_runner",
+    "import-trace": "specbench.cli.import_trace:import_trace",
+}
+"""Command name -> "module:attribute" of its click command, imported when the command is needed."""
+
 
 class SpecbenchGroup(click.Group):
-    """Turns library errors into one clean line on stderr and exit status 1."""
+    """Loads subcommands on first use, and turns library errors into one clean line on stderr and exit status 1."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return super().get_command(ctx, cmd_name)
+        module, _, attribute = COMMANDS[cmd_name].partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        if command.name != cmd_name:  # the table and the decorator must agree, or help and invocation differ
+            raise RuntimeError(f"{COMMANDS[cmd_name]} is the command {command.name!r}, not {cmd_name!r}")
+        return command
 
     def invoke(self, ctx: click.Context):
         try:
@@ -32,22 +65,3 @@ def main() -> None:
     Profile a device, trace what real models decide, replay or run target-only, SD,
     SpecASR-style and AS2D decoding on identical windows, and compare them.
     """
-
-
-def _register() -> None:
-    from specbench.cli import build_runner, demo, devices, profile, report, run, select_budget, trace, windows
-    from specbench.cli.import_trace import import_trace
-
-    main.add_command(windows.windows)
-    main.add_command(run.run)
-    main.add_command(report.report)
-    main.add_command(select_budget.select_budget)
-    main.add_command(profile.profile)
-    main.add_command(trace.trace)
-    main.add_command(demo.demo)
-    main.add_command(devices.devices)
-    main.add_command(build_runner.build_runner)
-    main.add_command(import_trace)
-
-
-_register()

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from specbench.world.build import DEFAULT_ARM_ARCH, BuildRequest, build, dry_run
-from specbench.world.dirs import user_runners_dir
+from specbench.world.build import DEFAULT_ARM_ARCH
 
 
 @click.command("build-runner")
@@ -38,6 +37,9 @@ def build_runner(aarch64_linux: bool, android_ndk: Path | None, opencl: bool, ar
 
         specbench build-runner --aarch64-linux --no-mtmd
     """
+    from specbench.world.build import BuildRequest, build, dry_run
+    from specbench.world.dirs import user_runners_dir
+
     if sum([aarch64_linux, android_ndk is not None, native]) > 1:
         raise click.UsageError("choose one of --aarch64-linux, --android-ndk and --native")
     if opencl and android_ndk is None:

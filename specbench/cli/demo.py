@@ -6,14 +6,9 @@ import time
 from pathlib import Path
 
 import click
-from rich.console import Console
 
-from specbench.app.demo import load_demo_results, run_demo
-from specbench.app.progress import progress_bar, stderr
-from specbench.app.report import build_tables
 from specbench.cli.common import RESULTS
 from specbench.cli.devices import runner_option
-from specbench.render.tables import print_rich, render
 
 
 @click.command()
@@ -34,6 +29,13 @@ def demo(out: Path, quick: bool) -> None:
 
         specbench demo --out results/demo
     """
+    from rich.console import Console
+
+    from specbench.app.demo import load_demo_results, run_demo
+    from specbench.app.progress import progress_bar, stderr
+    from specbench.app.report import build_tables
+    from specbench.render.tables import print_rich, render
+
     start = time.perf_counter()
     run = run_demo(out, quick, progress_bar, lambda message: stderr.print(message, highlight=False, markup=False))
     tables = build_tables(load_demo_results(run.out))

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import click
 
-from specbench.app.progress import stderr
 from specbench.errors import SpecbenchError
-from specbench.world.devices.adb import AdbSettings
 from specbench.world.devices.adb_link import SERVER_HOST_ENV, SERVER_PORT_ENV
 from specbench.world.runner import RUNNERS_ENV
+
+if TYPE_CHECKING:
+    from specbench.world.devices.adb import AdbSettings
 
 SETTINGS_KEY = "specbench.adb_settings"
 
@@ -88,6 +89,8 @@ def device_names(specs: Sequence[str]) -> list[str]:
 
 def phone_settings() -> AdbSettings:
     """How phones run the current command's jobs: the phone options given, defaults for the rest."""
+    from specbench.world.devices.adb import AdbSettings
+
     values = dict(click.get_current_context().meta.get(SETTINGS_KEY, {}))
     if "processor" in values:
         values["target_processor"], values["drafter_processor"] = values.pop("processor")
@@ -108,6 +111,7 @@ def devices(as_json: bool) -> None:
 
         specbench devices --adb-port 5037
     """
+    from specbench.app.progress import stderr
     from specbench.world.devices.adb import list_phones
 
     rows = list_phones()

@@ -6,9 +6,7 @@ from pathlib import Path
 
 import click
 
-from specbench.app.progress import stderr
 from specbench.cli.common import existing_file
-from specbench.world.progdraft import import_progdraft
 
 FORMATS = ("progdraft",)
 
@@ -41,6 +39,9 @@ def import_trace(fmt: str, files: tuple[Path, ...], out: Path, windows_path: Pat
 
         specbench import-trace progdraft exports/*.json --out traces/ --windows windows.jsonl --n-prompt 320
     """
+    from specbench.app.progress import stderr
+    from specbench.world.progdraft import import_progdraft
+
     paths, count = import_progdraft(list(files), out, windows_path, cap, n_prompt, target_sha256)
     stderr.print(f"{count} utterance{'' if count == 1 else 's'} imported: {', '.join(map(str, paths))}; "
                  f"windows in {windows_path}")

@@ -6,15 +6,8 @@ from pathlib import Path
 
 import click
 
-from specbench.app.devices import on_devices, open_devices
-from specbench.app.progress import stderr
 from specbench.cli.devices import device_names, phone_options, phone_settings
 from specbench.errors import SpecbenchError
-from specbench.schemas.fileio import safe_name
-from specbench.schemas.placement import resolve_on
-from specbench.schemas.profiles import WARNING_HINT, StabilityWarning
-from specbench.world.model_files import parse_named, target_file, unique_names
-from specbench.world.profiling import parse_depths, plan_for, profile_device, samples_path, write_profile
 
 
 @click.command()
@@ -61,6 +54,12 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
 
         specbench profile 0A1B2C3D R5CT20XYZ --target models/target.gguf --cores big
     """
+    from specbench.app.devices import on_devices, open_devices
+    from specbench.app.progress import stderr
+    from specbench.schemas.placement import resolve_on
+    from specbench.schemas.profiles import WARNING_HINT, StabilityWarning
+    from specbench.world.profiling import parse_depths, plan_for, profile_device, samples_path, write_profile
+
     parsed_depths = parse_depths(depths)
     names = device_names(device_specs)
     outs = {name: _out_path(out, name, placement_spec, len(names)) for name in names}
@@ -86,6 +85,8 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
 
 
 def _out_path(out: Path | None, name: str, placement_spec: str, count: int) -> Path:
+    from specbench.schemas.fileio import safe_name
+
     if out is None:  # one profile per placement: the name says which
         return Path("device_profiles") / f"{safe_name(name)}-{safe_name(placement_spec)}.yaml"
     return out if count == 1 else out.with_name(f"{out.stem}-{safe_name(name)}{out.suffix or '.yaml'}")
@@ -93,6 +94,7 @@ def _out_path(out: Path | None, name: str, placement_spec: str, count: int) -> P
 
 def _models(target_path: Path | None, drafter_specs: tuple[str, ...]):
     from specbench.app.demo import demo_models
+    from specbench.world.model_files import parse_named, target_file, unique_names
 
     if target_path is None:
         if drafter_specs:

@@ -6,23 +6,9 @@ from pathlib import Path
 
 import click
 
-from specbench.app.progress import stderr
-from specbench.app.report import (
-    DIVERGENT,
-    SILENT,
-    TEXT_DIFFERS,
-    add_sensitivity,
-    build_tables,
-    bundle,
-    horizon_report,
-    load_many,
-    make_figures,
-    selected_budgets,
-    write_output,
-)
 from specbench.cli.common import check_output_dir, check_output_path, existing_dir, existing_file
 from specbench.errors import SpecbenchError
-from specbench.render.tables import FORMATS, print_rich, render
+from specbench.render.formats import FORMATS
 
 
 @click.command()
@@ -79,6 +65,22 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
 
         specbench report results/pixel8 --export-jsonl report.jsonl --export-csv tables/
     """
+    from specbench.app.progress import stderr
+    from specbench.app.report import (
+        DIVERGENT,
+        SILENT,
+        TEXT_DIFFERS,
+        add_sensitivity,
+        build_tables,
+        bundle,
+        horizon_report,
+        load_many,
+        make_figures,
+        selected_budgets,
+        write_output,
+    )
+    from specbench.render.tables import print_rich, render
+
     if fmt == "csv" and output is None:
         raise SpecbenchError("--format csv writes one file per table: pass --output DIR",
                              hint="or --format jsonl for one stream on stdout")

@@ -6,13 +6,9 @@ from pathlib import Path
 
 import click
 
-from specbench.app.progress import progress_bar, stderr
-from specbench.app.study import load_inputs, run_replay, study_size
 from specbench.cli.common import DEFAULT_METHODS, RESULTS, configs_from, existing_dir, existing_file, method_options
 from specbench.cli.run_native import native_options, replay_refuses_repeats, run_native_command
 from specbench.errors import SpecbenchError
-from specbench.schemas.budgets import load_budget
-from specbench.schemas.fileio import safe_name
 
 
 @click.command()
@@ -53,6 +49,10 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
         specbench run windows.jsonl --device local --native --target models/target.gguf
         --drafter small=models/draft.gguf --methods target,sd --runs 5 --warmup 1 --out results/local-native
     """
+    from specbench.app.progress import progress_bar, stderr
+    from specbench.app.study import load_inputs, run_replay, study_size
+    from specbench.schemas.budgets import load_budget
+
     if out is None:
         out = default_results_dir(native, device, profile_paths)
     if native or device is not None or target_path is not None:
@@ -83,6 +83,8 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
 
 def default_results_dir(native: bool, device: str | None, profile_paths: tuple[Path, ...]) -> Path:
     """results/ is the output root: a run is named after its profiles (replay) or its device."""
+    from specbench.schemas.fileio import safe_name
+
     if native or device is not None:
         return RESULTS / f"native-{safe_name(device or 'device')}"
     return RESULTS / ("+".join(safe_name(p.stem) for p in profile_paths) or "replay")

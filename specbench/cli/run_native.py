@@ -6,14 +6,9 @@ from pathlib import Path
 
 import click
 
-from specbench.app.devices import open_devices
-from specbench.app.native import common_methods, native_plans, run_plans
 from specbench.cli.common import TEMPLATE_HELP, configs_from
 from specbench.cli.devices import device_names, phone_options, phone_settings
 from specbench.errors import SpecbenchError
-from specbench.schemas.windows import load_split
-from specbench.world.model_files import parse_named, target_file, with_mmproj, with_templates
-from specbench.world.native_run import check_repeats
 
 
 def native_options(func):
@@ -52,6 +47,8 @@ REPEAT_FLAGS = (("--runs", "runs", 1), ("--warmup", "warmup", 0))
 
 def repeat_counts(meta: dict) -> tuple[int, int]:
     """(--runs, --warmup) as integers, range-checked (check_repeats), naming the flag."""
+    from specbench.world.native_run import check_repeats
+
     counts = []
     for flag, key, default in REPEAT_FLAGS:
         text = meta.get(f"specbench.{key}")
@@ -82,6 +79,11 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
                        method_names: str | None, method_specs: tuple[str, ...], drafter_spec: str | None,
                        budget_path: Path | None, split: str | None, out: Path, resume: bool, sensitivity: bool,
                        native: bool, device: str | None, target_path: Path | None, placement_spec: str | None) -> None:
+    from specbench.app.devices import open_devices
+    from specbench.app.native import common_methods, native_plans, run_plans
+    from specbench.schemas.windows import load_split
+    from specbench.world.model_files import parse_named, target_file, with_mmproj, with_templates
+
     if not native:
         raise SpecbenchError("--device and --target are for native runs: add --native")
     for flag, given in (("--budget", budget_path is not None), ("--sensitivity", sensitivity)):

@@ -6,10 +6,7 @@ from pathlib import Path
 
 import click
 
-from specbench.app.progress import stderr
-from specbench.app.study import select_and_save_budget
 from specbench.cli.common import RESULTS, check_output_path, configs_from, existing_dir, existing_file
-from specbench.core.methods.as2d import As2dConfig
 from specbench.errors import SpecbenchError
 
 
@@ -35,6 +32,10 @@ def select_budget(windows_path: Path, traces_dir: Path, profile_path: Path, cata
         specbench select-budget --windows windows.jsonl --traces traces/ --profile pixel8.yaml
         --out budgets/pixel8.yaml
     """
+    from specbench.app.progress import stderr
+    from specbench.app.study import select_and_save_budget
+    from specbench.core.methods.as2d import As2dConfig
+
     if out is None:
         out = RESULTS / "budgets" / f"{profile_path.stem}.yaml"
         out.parent.mkdir(parents=True, exist_ok=True)

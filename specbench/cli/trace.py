@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from specbench.app.progress import progress_bar, stderr
 from specbench.cli.common import TEMPLATE_HELP, existing_file
 from specbench.cli.devices import runner_option
-from specbench.core.methods import parse_method_spec, parse_method_specs
-from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.errors import SpecbenchError
-from specbench.schemas.windows import load_split
-from specbench.world.devices.base import open_device
-from specbench.world.model_files import (
-    drafter_mmproj,
-    parse_named,
-    target_file,
-    unique_names,
-    with_mmproj,
-    with_templates,
-)
-from specbench.world.tracing import trace_windows
+
+if TYPE_CHECKING:
+    from specbench.core.methods.specasr import SpecAsrConfig
 
 
 @click.command()
@@ -69,6 +59,19 @@ def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], targ
 
         specbench trace windows.jsonl --target smollm2.gguf --drafter pld --out traces/
     """
+    from specbench.app.progress import progress_bar, stderr
+    from specbench.schemas.windows import load_split
+    from specbench.world.devices.base import open_device
+    from specbench.world.model_files import (
+        drafter_mmproj,
+        parse_named,
+        target_file,
+        unique_names,
+        with_mmproj,
+        with_templates,
+    )
+    from specbench.world.tracing import trace_windows
+
     specasr = specasr_configs(specasr_specs)
     items = load_split(windows, split)
     target = with_mmproj(target_file(target_path), target_mmproj, "--target-mmproj")
@@ -83,6 +86,9 @@ def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], targ
 
 
 def specasr_configs(specs: tuple[str, ...]) -> list[SpecAsrConfig]:
+    from specbench.core.methods import parse_method_spec, parse_method_specs
+    from specbench.core.methods.specasr import SpecAsrConfig
+
     for spec in specs:
         wrong = [c.label for c in parse_method_spec(spec) if not isinstance(c, SpecAsrConfig)]
         if wrong:

@@ -6,10 +6,8 @@ from pathlib import Path
 
 import click
 
-from specbench.app.progress import progress_bar, stderr
 from specbench.cli.common import check_output_path
-from specbench.schemas.windows import save_windows
-from specbench.world.datasets import LAYOUTS, READERS, TASKS, build_windows, detect_layout, instruction_for
+from specbench.world.datasets import LAYOUTS, TASKS
 
 
 @click.command()
@@ -44,6 +42,10 @@ def windows(source: Path, layout: str, task: str, language: str | None, question
         specbench windows LibriSpeech/test-clean --task transcribe --max-seconds 30
         --dev-fraction 0.2 --out windows/librispeech.jsonl
     """
+    from specbench.app.progress import progress_bar, stderr
+    from specbench.schemas.windows import save_windows
+    from specbench.world.datasets import READERS, build_windows, detect_layout, instruction_for
+
     check_output_path(out)
     layout = detect_layout(source) if layout == "auto" else layout
     prompt = instruction or instruction_for(task, language, question)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Iterator, NamedTuple, Optional
 
 from specbench.emuphone.server import RESERVED_PORTS
 from specbench.errors import SpecbenchError
+from specbench.extras import require
 
 if TYPE_CHECKING:
     import adbutils
@@ -58,7 +59,7 @@ class AdbServer:
         return result
 
     def client(self, socket_timeout_s: float = 10) -> "adbutils.AdbClient":
-        import adbutils
+        adbutils = require("adbutils", "adb", "the emulated phone's adb server")
 
         return adbutils.AdbClient(host="127.0.0.1", port=self.port, socket_timeout=socket_timeout_s)
 
@@ -88,11 +89,7 @@ def free_port(avoid: range = RESERVED_PORTS) -> int:
 
 def bundled_adb_path() -> str:
     """The adb binary adbutils would use (ADBUTILS_ADB_PATH, PATH, then its bundled one)."""
-    try:
-        import adbutils
-    except ImportError as exc:
-        raise SpecbenchError("adbutils is not installed", hint="pip install adbutils") from exc
-    return adbutils.adb_path()
+    return require("adbutils", "adb", "the emulated phone's adb server").adb_path()
 
 
 def start_adb_server(port: Optional[int] = None, home: Optional[Path] = None,

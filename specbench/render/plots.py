@@ -13,13 +13,15 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from specbench.extras import require
+
 STYLES = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (5, 1)), "v"), ((0, (1, 1)), "x"),
           ((0, (3, 1, 1, 1)), "P"), ((0, (5, 3)), "*")]
 HATCHES = ["", "///", "...", "xx", "\\\\", "++"]
 
 
 def _pyplot():
-    import matplotlib
+    matplotlib = require("matplotlib", "plots", "drawing figures (report --plots, --bundle)")
 
     matplotlib.use("Agg")  # files only; no display needed
     import matplotlib.pyplot as plt

@@ -16,7 +16,6 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 from tabulate import tabulate
 
-FORMATS = ("table", "md", "csv", "json", "jsonl")
 TEXT_FORMATS = ("md", "json", "jsonl")
 """The formats that are one text (CSV is one file per table: `csv_files`)."""
 RECORD_FIELDS = ("title", "aggregation")

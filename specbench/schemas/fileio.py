@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-import yaml
-
 from specbench.errors import SchemaError, SpecbenchError
 
 
@@ -103,6 +101,8 @@ def read_text(path: Path) -> str:
 
 
 def load_yaml(path: Path) -> Any:
+    import yaml  # here, not at the top: `specbench --help` loads schemas but reads no YAML
+
     try:
         return yaml.safe_load(read_text(path))
     except yaml.YAMLError as exc:
@@ -200,6 +200,8 @@ def _umask() -> int:
 
 
 def dump_yaml(obj: Any) -> str:
+    import yaml
+
     return yaml.safe_dump(obj, sort_keys=False, default_flow_style=None, width=100)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from specbench.errors import SpecbenchError
+from specbench.extras import require
 
 SAMPLE_RATE = 16000
 RESAMPLER = "scipy.signal.resample_poly (polyphase FIR, Kaiser window beta=5.0)"
@@ -45,7 +46,7 @@ class Conversion:
 
 def read_span(path: Path, offset_s: float = 0.0, duration_s: float | None = None) -> tuple[np.ndarray, int]:
     """(float32 samples [frames, channels], sample rate) of a span of an audio file."""
-    import soundfile
+    soundfile = require("soundfile", "audio", "reading audio")
 
     path = Path(path)
     if not path.exists():

@@ -17,7 +17,6 @@ from typing import Callable, Iterator
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.windows import InputView, Split, Window
-from specbench.world.audio import audio_window_sha256, load_window_audio
 
 TASKS = {
     "transcribe": "Transcribe the audio.",
@@ -165,6 +164,8 @@ def instruction_for(task: str, language: str | None = None, question: str | None
 def build_windows(utterances: Iterator[Utterance], dataset: str, instruction: str, template: str, cap: int,
                   max_s: float | None, seed: int, dev_fraction: float,
                   progress: Callable[[int], None] | None = None) -> list[Window]:
+    from specbench.world.audio import audio_window_sha256, load_window_audio  # numpy, scipy: not at help time
+
     windows, seen = [], set()
     for utt in utterances:
         if utt.utterance_id in seen:

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,21 @@ def test_the_wheel_ships_the_native_sources_and_the_build_logic(installed):
     native = Path(out)
     assert (native / "CMakeLists.txt").is_file() and (native / "src" / "main.cpp").is_file()
     assert "site-packages" in native.parts
+
+
+def test_the_wheel_declares_the_optional_extras_and_runs_as_a_module(installed):
+    bin_dir, env, work = installed
+    wheel = next((bin_dir.parents[1] / "dist").glob("specbench-*.whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read(next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    extras = {line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Provides-Extra:")}
+    assert extras == {"adb", "audio", "plots", "all", "test"}
+    requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    for library, extra in (("adbutils", "adb"), ("soundfile", "audio"), ("matplotlib", "plots")):
+        (line,) = [r for r in requires if r.startswith(library)]  # one requirement, only under its extra
+        assert line.endswith(f'extra == "{extra}"'), line
+    help_text = sh([bin_dir / "python", "-m", "specbench", "--help"], work, env)
+    assert "build-runner" in help_text and "select-budget" in help_text
 
 
 def test_installed_specbench_builds_profiles_and_runs_natively(installed, tiny, runner):  # noqa: F811

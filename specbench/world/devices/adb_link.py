@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from specbench.errors import SpecbenchError, stderr_tail
+from specbench.extras import require
 
 SERVER_HOST_ENV = "ANDROID_ADB_SERVER_HOST"
 SERVER_PORT_ENV = "ANDROID_ADB_SERVER_PORT"
@@ -31,7 +32,7 @@ RECONNECT_WAIT_S = 20.0
 
 
 def transfer_errors() -> tuple[type[BaseException], ...]:
-    import adbutils
+    adbutils = require("adbutils", "adb", "the adb device")
 
     return (adbutils.AdbError, EOFError, struct.error, ConnectionError, socket.timeout, OSError)
 
@@ -39,10 +40,7 @@ def transfer_errors() -> tuple[type[BaseException], ...]:
 def adb_client(socket_timeout_s: float = 30):
     """An adbutils client for the adb server named by ANDROID_ADB_SERVER_HOST/PORT (adb's own
     settings; --adb-host/--adb-port set them), else 127.0.0.1:5037."""
-    try:
-        import adbutils
-    except ImportError:
-        raise SpecbenchError("adbutils is not installed", hint="pip install adbutils (it bundles an adb binary)") from None
+    adbutils = require("adbutils", "adb", "the adb device")
     host = os.environ.get(SERVER_HOST_ENV) or "127.0.0.1"
     port_text = os.environ.get(SERVER_PORT_ENV) or "5037"
     if not port_text.isdigit() or not 0 < int(port_text) < 65536:

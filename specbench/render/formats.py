@@ -1,0 +1,6 @@
+"""The report's output formats, importable without pandas or rich: `report --help` lists them."""
+
+from __future__ import annotations
+
+FORMATS = ("table", "md", "csv", "json", "jsonl")
+"""table: rich tables on a terminal; the others are what specbench.render.tables.render writes."""
