@@ -66,10 +66,13 @@ def session(device: Device | None, before: dict | None = None) -> Environment:
 
 def loaded_models(device: Device, models: Sequence[tuple[str, ModelFile]]) -> list[LoadedModel]:
     """(role, model file) pairs as the device's runner last loaded them, with their sha256; a
-    model the runner has not loaded in this process is left out (never described from its file)."""
+    model the runner has not loaded in this process is left out (never described from its file),
+    and so is a drafter without a model (prompt lookup)."""
     seen = device.loaded()
     out: list[LoadedModel] = []
     for role, model in models:
+        if model.lookup:
+            continue
         event = seen.get(device.model_path(model.path))
         if event is None or any(m.sha256 == model.sha256 and m.role == role for m in out):
             continue
