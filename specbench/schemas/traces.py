@@ -321,11 +321,12 @@ def _drafts_from(doc: dict, n: int, where: Where) -> DraftTable:
             raise where.at("tokens").at(t).fail(f"at most k_max={k_max} tokens", len(row))
         tokens[t, : len(row)] = _int_array(row, where.at("tokens").at(t))
         conf[t, : len(row)] = _prob_array(crow, len(row), where.at("conf").at(t))
+    lookup = _lookup_from(doc, where)
     cross = _cross_from(doc, tokens, where)
     if cross is not None and not recorded.all():
         raise where.at("tokens").at(int(np.argmin(recorded))).fail(
             "a recorded row (cross-vocabulary drafts record every prefix)", None)
-    return DraftTable(tokens, conf, cross, None if recorded.all() else recorded, _lookup_from(doc, where))
+    return DraftTable(tokens, conf, cross, None if recorded.all() else recorded, lookup)
 
 
 def _producer_from(doc: dict, where: Where) -> ProducerStream:

@@ -102,7 +102,7 @@ def test_figures_and_bundles_name_the_declared_costs(run, tmp_path):
         in report
     svgs = sorted((tmp_path / "bundle" / "figures").glob("*.svg"))
     assert svgs and all('id="declared-costs"' in p.read_text() for p in svgs)
-    for name in ("tables.csv", "tables.json"):
+    for name in ("csv/declared-drafter-costs-not-measured-on-the-device.csv", "tables.json", "tables.jsonl"):
         assert SOURCES[0] in (tmp_path / "bundle" / name).read_text()
 
 

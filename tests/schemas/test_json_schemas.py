@@ -86,7 +86,7 @@ def test_the_schemas_name_the_keys_the_loaders_know():
     trace = schema("trace")["$defs"]
     assert props(trace["header"]) == traces._HEADER_KEYS
     assert props(trace["window"]) == traces._WINDOW_KEYS
-    assert props(trace["drafts"]) == {"k_max", "tokens", "conf", *traces._CROSS_KEYS}
+    assert props(trace["drafts"]) == {"k_max", "tokens", "conf", "lookup", *traces._CROSS_KEYS}
     assert list(trace["header"]["properties"]["schema_version"]["enum"]) == list(traces.VERSIONS)
     win = schema("windows")["$defs"]
     assert props(win["window"]) == windows._WINDOW_KEYS and props(win["input"]) == windows._INPUT_KEYS
