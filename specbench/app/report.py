@@ -302,6 +302,8 @@ def _per_configuration(title: str, order: str, table: pd.DataFrame, measures: Ma
                        optional: tuple[tuple[str, ...], ...] = ()) -> Table:
     """A table of device, config, `measures` (column -> format spec, None: as is), then method,
     drafter and W/B from the configuration fields; `optional`: measures a narrow terminal leaves out."""
+    if table.empty:  # e.g. window counts of a run with target-only rows alone: nothing to compare
+        table = table.reindex(columns=["device", "config", *measures, "method", "drafter", "width", "budget"])
     frame = table[["device", "config", *measures]].copy()
     frame["method"] = table["method"]
     frame["drafter"] = table["drafter"]

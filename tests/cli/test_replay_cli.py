@@ -277,3 +277,13 @@ def test_report_of_a_directory_without_results(tmp_path):
     code, output = invoke("report", tmp_path)
     assert code == 1
     assert error_line(output) == f"Error: {tmp_path}: not a results directory (no manifest.json) (hint: pass the --out directory of `specbench run`)"
+
+
+def test_report_of_target_only_rows(study, tmp_path):
+    """Nothing to compare yet: the pooled table has the baseline, the comparison tables are empty."""
+    out = tmp_path / "target-only"
+    code, output = invoke(*run_args(study, out, "--methods", "target"))
+    assert code == 0, output
+    code, md = invoke("report", out, "--format", "md")
+    assert code == 0, md
+    assert "| target " in md.split("### Pooled decode throughput")[1].split("###")[0]
