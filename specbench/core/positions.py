@@ -13,28 +13,36 @@ from __future__ import annotations
 import numpy as np
 
 
-def histograms(proposed: np.ndarray, accepted: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:
-    """(verifications that accepted exactly j, verifications rejected at position j), j = 0..length."""
-    proposed, accepted = np.asarray(proposed, dtype=np.int64), np.asarray(accepted, dtype=np.int64)
-    kept = np.bincount(accepted, minlength=length + 1)
+def histograms(owner, proposed, accepted, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per owner (a decode, 0..count-1) of each verification: [count, L + 1] counts of the
+    verifications that accepted exactly j, and of those rejected at position j (L: the most
+    candidates any verification proposed)."""
+    owner, proposed = np.asarray(owner, dtype=np.int64), np.asarray(proposed, dtype=np.int64)
+    accepted = np.asarray(accepted, dtype=np.int64)
+    width = (int(proposed.max()) if len(proposed) else 0) + 1
+    kept = np.bincount(owner * width + accepted, minlength=count * width).reshape(count, width)
     rejected = accepted < proposed
-    at = np.bincount(accepted[rejected] + 1, minlength=length + 1)
-    return kept, at
+    at = np.bincount(owner[rejected] * width + accepted[rejected] + 1, minlength=count * width)
+    return kept, at.reshape(count, width)
 
 
-def counts_from_histograms(kept: np.ndarray, rejected_at: np.ndarray) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(reached, accepted) at positions 1..L, L the last position any verification reached."""
-    accepted = np.cumsum(kept[::-1])[::-1][1:]  # accepted[k-1] = verifications with >= k accepted
-    reached = accepted + rejected_at[1:]
-    length = int(np.flatnonzero(reached)[-1]) + 1 if reached.any() else 0
-    return tuple(int(v) for v in reached[:length]), tuple(int(v) for v in accepted[:length])
+def counts(kept: np.ndarray, rejected_at: np.ndarray) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+    """(reached, accepted) at positions 1..L of each owner's histograms, L the last position
+    that owner's verifications reached."""
+    accepted = np.cumsum(kept[:, ::-1], axis=1)[:, ::-1][:, 1:]  # [:, k-1]: verifications with >= k accepted
+    reached = accepted + rejected_at[:, 1:]
+    some = reached > 0
+    if not some.any():  # no verification had a candidate (or no position at all)
+        return [()] * len(kept), [()] * len(kept)
+    lengths = np.where(some.any(axis=1), reached.shape[1] - np.argmax(some[:, ::-1], axis=1), 0).tolist()
+    return ([tuple(r[:n]) for r, n in zip(reached.tolist(), lengths)],
+            [tuple(a[:n]) for a, n in zip(accepted.tolist(), lengths)])
 
 
 def position_counts(proposed, accepted) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(reached, accepted) at draft positions 1..L of one decode's verifications."""
-    proposed = np.asarray(proposed, dtype=np.int64)
-    length = int(proposed.max()) if len(proposed) else 0
-    return counts_from_histograms(*histograms(proposed, accepted, length))
+    reached, accepted = counts(*histograms(np.zeros(len(proposed), dtype=np.int64), proposed, accepted, 1))
+    return reached[0], accepted[0]
 
 
 def summed(vectors, length: int | None = None) -> np.ndarray:

@@ -24,7 +24,7 @@ from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.base import Model
 from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.target import TargetConfig
-from specbench.core.positions import position_counts
+from specbench.core.positions import counts, histograms
 from specbench.core.replay.lockstep import Simulation, simulate_lockstep
 from specbench.core.replay.reference import decode_serial
 from specbench.errors import SpecbenchError
@@ -186,8 +186,8 @@ def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], pr
     d_depth = np.concatenate([o.drafter_depth for o in ops]).astype(np.float64) if ops else np.zeros(0)
     d_all_rows = np.concatenate([o.drafter_all_rows if o.drafter_all_rows is not None else
                                  np.zeros(len(o.drafter_width), dtype=bool) for o in ops]) if ops else np.zeros(0, bool)
-    counted = [position_counts(o.target_width - 1, o.target_accepted) for o in ops]
-    positions = [pd.Series([c[i] for c in counted], dtype=object) for i in (0, 1)]
+    t_accepted = np.concatenate([o.target_accepted for o in ops]) if ops else np.zeros(0, dtype=np.int64)
+    positions = [pd.Series(c, dtype=object) for c in counts(*histograms(t_owner, t_width - 1, t_accepted, n))]
     frames = []
     for profile in profiles:
         v = np.zeros(n)

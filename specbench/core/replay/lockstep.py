@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from specbench.core.methods.as2d import As2dConfig
-from specbench.core.positions import counts_from_histograms
+from specbench.core.positions import counts, histograms
 from specbench.core.replay.reference import (
     ProducerTimeline,
     producer_costs,
@@ -178,10 +178,8 @@ class _State:
             setattr(self, name, np.zeros(count))
         self.extrapolated = np.zeros(count, dtype=bool)
         self.depth_extrapolated = np.zeros(count, dtype=bool)
-        # positions.histograms per simulation, accumulated round by round
-        longest = int(self.budget.max()) + 1 if count else 1
-        self.kept = np.zeros((count, longest), dtype=np.int64)
-        self.rejected_at = np.zeros((count, longest), dtype=np.int64)  # a rejection is at position <= B
+        # every verification's (simulation, candidates, accepted), for positions.histograms at the end
+        self.verified: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
 
 def _advance_publication(s: _State, study: _Study, idx: np.ndarray) -> None:
@@ -309,9 +307,7 @@ def _round(s: _State, study: _Study, idx: np.ndarray) -> None:
     s.proposed[idx] += length
     s.accepted[idx] += accepted
     s.multi[idx] += committed > 1
-    np.add.at(s.kept, (idx, accepted), 1)
-    rejected = accepted < length
-    np.add.at(s.rejected_at, (idx[rejected], accepted[rejected] + 1), 1)
+    s.verified.append((idx, length, accepted))
     _advance_publication(s, study, idx)
 
 
@@ -350,6 +346,7 @@ def simulate_lockstep(sims: Sequence[Simulation], windows: Sequence[Window], pro
         active = active[still]
     forwards, producer_outside = _producer_ends(sims, profile, study, s)
     s.depth_extrapolated |= producer_outside
-    counted = [counts_from_histograms(kept, at) for kept, at in zip(s.kept, s.rejected_at)]
+    owner, length, accepted = (np.concatenate(part) for part in zip(*s.verified)) if s.verified else ([], [], [])
+    reached_at, accepted_at = counts(*histograms(owner, length, accepted, len(sims)))
     return LockstepResult(s.time, s.d, s.v, s.o, s.h, s.rounds, s.proposed, s.accepted, s.multi, forwards,
-                          s.extrapolated, s.depth_extrapolated, [c[0] for c in counted], [c[1] for c in counted])
+                          s.extrapolated, s.depth_extrapolated, reached_at, accepted_at)
