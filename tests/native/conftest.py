@@ -130,3 +130,19 @@ def tiny_no_template(tiny) -> Path:
     if not path.exists():
         tg.write_tiny_qwen3(path, tg.perturbed(tiny.weights, seed=2, noise=0.05), chat_template=None)
     return path
+
+
+@pytest.fixture()
+def device(runner):
+    """The local device running this checkout's runner."""
+    from specbench.world.devices.local import LocalDevice
+
+    return LocalDevice(runner=runner)
+
+
+@pytest.fixture()
+def models(tiny):
+    """(target, drafter) model files of the tiny fixtures."""
+    from specbench.world.model_files import ModelFile
+
+    return ModelFile("target", tiny.target), ModelFile("near", tiny.near)

@@ -8,8 +8,6 @@ import json
 import sys
 from datetime import datetime
 
-import pytest
-
 from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.target import TargetConfig
 from specbench.schemas.environment import Environment, manifest_environment
@@ -48,16 +46,6 @@ def gguf_counts(path) -> tuple[int, int]:
 
     tensors = GGUFReader(str(path)).tensors
     return sum(int(t.n_elements) for t in tensors), sum(int(t.n_bytes) for t in tensors)
-
-
-@pytest.fixture()
-def device(runner):
-    return LocalDevice(runner=runner)
-
-
-@pytest.fixture()
-def models(tiny):
-    return ModelFile("target", tiny.target), ModelFile("near", tiny.near)
 
 
 def check_models(env: Environment, expected: list[tuple[str, ModelFile]]) -> None:

@@ -20,7 +20,6 @@ from specbench.schemas.traces import load_trace_dir
 from specbench.schemas.windows import make_text_window
 from specbench.world.devices.base import Device
 from specbench.world.devices.local import LocalDevice
-from specbench.world.model_files import ModelFile
 from specbench.world.native_run import NativePlan, native_steps, run_native
 from specbench.world.profiling import SweepPlan, profile_device, write_profile
 from specbench.world.runner import run_job, version_info
@@ -32,16 +31,6 @@ TEXTS = ["hello the world", "in the heat", "a tale of the tin", "the end", "heat
 def windows(n=len(TEXTS), cap=20):
     return [make_text_window(f"w{i}", text, "Repeat this.", cap, "tiny", "dev" if i < 2 else "test")
             for i, text in enumerate(TEXTS[:n])]
-
-
-@pytest.fixture()
-def device(runner):
-    return LocalDevice(runner=runner)
-
-
-@pytest.fixture()
-def models(tiny):
-    return ModelFile("target", tiny.target), ModelFile("near", tiny.near)
 
 
 def test_local_device_is_a_device_and_describes_the_host(device):
