@@ -97,12 +97,10 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
         stderr.print("\n".join(loaded.notes))
     for note in loaded.text_notes:
         click.echo(note, err=True)
-    differs = [t for t in tables if t.title.startswith(TEXT_DIFFERS)]
-    if differs:
-        click.echo(f"warning: {differs[0].title.removeprefix('WARNING: ')}; see that table", err=True)
-    silent = [t for t in tables if t.title.startswith(SILENT)]
-    if silent:
-        click.echo(f"warning: {silent[0].title.removeprefix('WARNING: ')}; see that table", err=True)
+    for warning in (TEXT_DIFFERS, SILENT):
+        flagged = [t for t in tables if t.title.startswith(warning)]
+        if flagged:
+            click.echo(f"warning: {flagged[0].title.removeprefix('WARNING: ')}; see that table", err=True)
     diverged = [t for t in tables if t.title.startswith(DIVERGENT)]
     if diverged:
         click.echo(f"warning: {diverged[0].title[0].lower()}{diverged[0].title[1:]}; see that table", err=True)
