@@ -27,6 +27,7 @@ COMMANDS = {
     "devices": "specbench.cli.devices:devices",
     "build-runner": "specbench.cli.build_runner:build_runner",
     "import-trace": "specbench.cli.import_trace:import_trace",
+    "validate": "specbench.cli.validate:validate",
 }
 """Command name -> "module:attribute" of its click command, imported when the command is needed."""
 

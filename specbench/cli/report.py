@@ -87,6 +87,12 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
     outputs = _outputs([("md" if fmt == "table" else fmt, "--output", output), ("md", "--export-md", export_md),
                         ("json", "--export-json", export_json), ("jsonl", "--export-jsonl", export_jsonl),
                         ("csv", "--export-csv", export_csv)])
+    from specbench.schemas.validation import is_validation_dir
+
+    validations = [r for r in results if is_validation_dir(r)]
+    if validations:
+        _report_validations(results, validations, fmt, output, outputs, plots_dir or bundle_dir)
+        return
     loaded = load_many(results, allow_mixed, windows_path)
     if sensitivity:
         add_sensitivity(loaded)
@@ -111,6 +117,35 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
     elif plots_dir is not None:
         figures = make_figures(loaded, plots_dir, horizon)
         stderr.print(f"{len(figures)} figures (PNG + SVG) written to {plots_dir}")
+    for out_fmt, path in outputs:
+        write_output(out_fmt, path, tables)
+        stderr.print(f"report ({out_fmt}) written to {path}")
+    if output is not None:
+        return
+    if fmt == "table":
+        from rich.console import Console
+
+        print_rich(tables, Console())
+        return
+    click.echo(render(tables, fmt), nl=False)
+
+
+def _report_validations(results: tuple[Path, ...], validations: list[Path], fmt: str, output: Path | None,
+                        outputs: list[tuple[str, Path]], figures_dir: Path | None) -> None:
+    """A validation directory's tables (specbench validate), through the same outputs as a results report."""
+    from specbench.app.progress import stderr
+    from specbench.app.report import write_output
+    from specbench.app.validation_report import validation_figures, validation_tables
+    from specbench.render.tables import print_rich, render
+
+    if len(validations) != len(results):
+        other = next(r for r in results if r not in validations)
+        raise SpecbenchError(f"{other}: a results directory, reported beside the validation {validations[0]}",
+                             hint="report validations and results directories separately")
+    tables = [t for v in validations for t in validation_tables(v)]
+    if figures_dir is not None:
+        paths = [p for v in validations for p in validation_figures(v, figures_dir)]
+        stderr.print(f"{len(paths)} figure files written to {figures_dir}")
     for out_fmt, path in outputs:
         write_output(out_fmt, path, tables)
         stderr.print(f"report ({out_fmt}) written to {path}")

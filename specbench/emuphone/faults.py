@@ -33,6 +33,15 @@ class ExitFault:
     """Only commands containing this text are affected (None: any command)."""
 
 
+@dataclass(frozen=True)
+class SlowFault:
+    """Slow the CPU under the next commands whose stdin contains `stdin_match`: while such a command
+    runs, one busy process per host CPU competes with it (a phone throttling mid-job)."""
+
+    stdin_match: bytes
+    """e.g. b'"mode": "decode"': the runner reads its job on stdin."""
+
+
 class Faults:
     """Pending and standing faults. All methods are thread-safe."""
 
@@ -44,12 +53,26 @@ class Faults:
         """Sleep before each opened service (a shell command, a sync session) starts, in seconds."""
         self._drops: list[DropFault] = []
         self._exits: list[ExitFault] = []
+        self._slows: list[SlowFault] = []
 
     def add_drop(self, fault: DropFault) -> None:
         if fault.how not in DROP_HOWS:
             raise ValueError(f"unknown drop {fault.how!r}; available: {', '.join(DROP_HOWS)}")
         with self._lock:
             self._drops.append(fault)
+
+    def add_slowdowns(self, fault: SlowFault, count: int) -> None:
+        with self._lock:
+            self._slows.extend([fault] * count)
+
+    def take_slowdown(self, stdin: bytes) -> bool:
+        """True (consuming the fault) if this stdin data starts a command to slow down."""
+        with self._lock:
+            for fault in self._slows:
+                if fault.stdin_match in stdin:
+                    self._slows.remove(fault)
+                    return True
+        return False
 
     def add_exits(self, fault: ExitFault, count: int) -> None:
         with self._lock:

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import signal
+import subprocess
 from typing import TYPE_CHECKING, Optional
 
 from specbench.emuphone import wire
@@ -52,7 +53,8 @@ async def run_shell(stream: Stream, phone: "EmulatedPhone", command: str, v2: bo
         *argv, cwd=phone.sandbox.root, env=phone.sandbox.command_env(), start_new_session=True,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE if v2 else asyncio.subprocess.STDOUT)
-    stdin_task = asyncio.create_task(_pump_stdin(stream, proc, v2))
+    hogs = CpuHogs()
+    stdin_task = asyncio.create_task(_pump_stdin(stream, proc, v2, lambda data: _maybe_slow(phone, data, hogs)))
     try:
         pumps = [_pump_output(stream, proc.stdout, wire.SHELL_STDOUT if v2 else None,
                               phone.sandbox.output_unmapper() if unmap else None)]
@@ -66,6 +68,7 @@ async def run_shell(stream: Stream, phone: "EmulatedPhone", command: str, v2: bo
             await stream.write(wire.shell_packet(wire.SHELL_EXIT, bytes([exit_code & 0xFF])))
     finally:
         stdin_task.cancel()
+        hogs.stop()
         if proc.returncode is None:
             _kill_group(proc.pid)
             await proc.wait()
@@ -88,8 +91,32 @@ async def _pump_output(stream: Stream, pipe: asyncio.StreamReader, packet_id: Op
         await stream.write(frame(tail))
 
 
-async def _pump_stdin(stream: Stream, proc: asyncio.subprocess.Process, v2: bool) -> None:
-    """Stream -> process stdin; the peer closing the stream kills the process."""
+class CpuHogs:
+    """One busy process per host CPU, started by a SlowFault and stopped when its command exits."""
+
+    def __init__(self) -> None:
+        self._procs: list[subprocess.Popen] = []
+
+    def start(self) -> None:
+        for _ in os.sched_getaffinity(0):
+            self._procs.append(subprocess.Popen(["/bin/sh", "-c", "while :; do :; done"], start_new_session=True))
+
+    def stop(self) -> None:
+        for proc in self._procs:
+            _kill_group(proc.pid)
+            proc.wait()
+        self._procs.clear()
+
+
+def _maybe_slow(phone: "EmulatedPhone", data: bytes, hogs: CpuHogs) -> None:
+    if phone.faults.take_slowdown(data):
+        log.info("fault: CPU slowed down while this command runs")
+        hogs.start()
+
+
+async def _pump_stdin(stream: Stream, proc: asyncio.subprocess.Process, v2: bool,
+                      on_stdin=lambda data: None) -> None:
+    """Stream -> process stdin; the peer closing the stream kills the process. `on_stdin` sees the input."""
     buffer = b""
     stdin = proc.stdin
     while True:
@@ -100,6 +127,7 @@ async def _pump_stdin(stream: Stream, proc: asyncio.subprocess.Process, v2: bool
                 _kill_group(proc.pid)
             return
         if not v2:
+            on_stdin(data)
             await _feed(stdin, data)
             continue
         buffer += data
@@ -110,6 +138,7 @@ async def _pump_stdin(stream: Stream, proc: asyncio.subprocess.Process, v2: bool
             payload = buffer[wire.SHELL_PACKET.size:wire.SHELL_PACKET.size + length]
             buffer = buffer[wire.SHELL_PACKET.size + length:]
             if packet_id == wire.SHELL_STDIN:
+                on_stdin(payload)
                 await _feed(stdin, payload)
             elif packet_id == wire.SHELL_CLOSE_STDIN and stdin is not None:
                 stdin.close()

@@ -151,6 +151,38 @@ def position_acceptance(positions: pd.DataFrame, device: str, configs: Sequence[
     return fig, series
 
 
+def replay_vs_native(observations: pd.DataFrame, floors: pd.DataFrame, metric: str):
+    """Per device, replay / native − 1 (%) of each window against its native value, one marker per
+    configuration, with each configuration's floor band ±F0 (two native runs' disagreement)."""
+    plt = _pyplot()
+    rows = observations[observations["metric"] == metric]
+    devices = list(dict.fromkeys(rows["device"]))
+    fig, axes = plt.subplots(1, max(len(devices), 1), figsize=(6 * max(len(devices), 1), 4), squeeze=False)
+    series = {}
+    for ax, device in zip(axes[0], devices):
+        mine = rows[rows["device"] == device]
+        for i, config in enumerate(dict.fromkeys(mine["config"])):
+            one = mine[mine["config"] == config]
+            native = np.sqrt(one["native_a"].to_numpy() * one["native_b"].to_numpy())
+            error = 100 * (one["replay"].to_numpy() / native - 1)
+            floor = floors[(floors["device"] == device) & (floors["config"] == config) & (floors["metric"] == metric)]
+            f0 = float(floor["f0_pct"].iloc[0]) if len(floor) else float("nan")
+            style = _style(i)
+            ax.plot(native, error, linestyle="none", marker=style["marker"], color="black", markersize=4,
+                    fillstyle="none", label=f"{config} (F0 {f0:.1f}%)")
+            series[(device, config)] = (native, error, f0)
+        widest = max((s[2] for k, s in series.items() if k[0] == device and np.isfinite(s[2])), default=0.0)
+        ax.axhspan(-widest, widest, color="0.9", zorder=0, label=f"widest floor ±{widest:.1f}%")
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_xlabel("native (geometric mean of Na and Nb)" + (" tokens/s" if metric == "throughput" else " speedup"))
+        ax.set_ylabel("replay / native − 1 (%)")
+        ax.set_title(f"Replay vs native {metric} — {device}")
+        ax.grid(True, color="0.85")
+        ax.legend(fontsize=6)
+    fig.set_layout_engine("tight")
+    return fig, series
+
+
 def save(fig, stem: Path) -> list[Path]:
     """Write `stem`.png and `stem`.svg; returns the paths."""
     stem = Path(stem)

@@ -63,6 +63,8 @@ class SweepPlan:
     every width of `widths`)."""
     all_rows: frozenset[str] | None = None
     """Drafters that get the all-rows table (None: every drafter; only SpecASR reads it)."""
+    overheads: bool = True
+    """Measure AS2D's overheads (a validation's refreshes time the cost tables only)."""
 
     def __post_init__(self) -> None:
         if not self.widths or min(self.widths) < 1 or (self.drafter_widths and min(self.drafter_widths) < 1):
@@ -205,7 +207,9 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
             drafter_entries.append(entry)
     overheads, overheads_note = dict(ZERO_OVERHEADS), "overheads not measured (no drafter model)"
     models = [d for d in drafters if not d.lookup]
-    if models:
+    if models and not plan.overheads:
+        overheads_note = "overheads not measured (cost tables only)"
+    elif models:
         overheads, overheads_note = measure_overheads(
             device, model_job(device, target, plan.placement.target),
             model_job(device, models[0], plan.placement.drafter))

@@ -5,6 +5,7 @@
 #include "modes.h"
 #include "audio.h"
 #include "lookup.h"
+#include "probe.h"
 #include "vocabmap.h"
 
 #include <algorithm>
@@ -350,8 +351,8 @@ int first_divergence(const std::vector<llama_token> & got, const std::vector<lla
 
 json token_at(const std::vector<llama_token> & v, int i) { return i < (int) v.size() ? json(v[i]) : json(nullptr); }
 
-void report(const Window & w, const Method & m, const DecodeRun & r, const std::string & text, int sample) {
-    json rec = {{"kind", "decode"}, {"window_id", w.id}, {"method", m.to_json()}, {"sample", sample}};
+void report(const Window & w, const Method & m, const DecodeRun & r, const std::string & text, int sample, int slot) {
+    json rec = {{"kind", "decode"}, {"window_id", w.id}, {"method", m.to_json()}, {"sample", sample}, {"slot", slot}};
     if (!w.reference.empty()) {
         const int pos = first_divergence(r.tokens, w.reference);
         if (pos >= 0) {
@@ -399,6 +400,10 @@ void run_decode(JobObject & job) {
     const bool warmup = job.get<bool>("warmup", true);
     const int runs = job.get<int>("runs", 1);
     const int warmup_runs = job.get<int>("warmup_runs", 0);
+    // alternate: odd samples run the methods in reverse order (ABBA), so a method and the
+    // target-only decode beside it see the same moment of the host in either order.
+    const bool alternate = job.get<bool>("alternate", false);
+    const ProbeOptions probe = parse_probe(job);
     job.done();
     if (runs < 1) throw JobError("job key 'runs' must be >= 1 (timed decodes of every window and method)");
     if (warmup_runs < 0) throw JobError("job key 'warmup_runs' must be >= 0 (untimed decodes before the first window)");
@@ -486,13 +491,18 @@ void run_decode(JobObject & job) {
     }
     if (warmup_runs > 0) emit_event("warmed_up", {{"warmup_runs", warmup_runs}});
     // Samples of a window interleave the methods (sample 0 of each, then sample 1, ...), so drift
-    // within a window reaches every method alike.
+    // within a window reaches every method alike. Probes: before the first window and after each.
+    emit_probe(*target, drafter.get(), choice.lookup, probe, "start");
     for (const Window & w : windows) {
         for (int s = 0; s < runs; s++) {
-            for (const Method & m : methods) {
+            const bool reversed = alternate && s % 2 == 1;
+            for (size_t i = 0; i < methods.size(); i++) {
+                const int slot = (int) (reversed ? methods.size() - 1 - i : i);
+                const Method & m = methods[slot];
                 DecodeRun r = decode(w, m);
-                report(w, m, r, target->detokenize(r.tokens, false), s);
+                report(w, m, r, target->detokenize(r.tokens, false), s, slot);
             }
         }
+        emit_probe(*target, drafter.get(), choice.lookup, probe, "after", {{"window_id", w.id}});
     }
 }

@@ -26,6 +26,7 @@ const std::map<std::string, void (*)(JobObject &)> & job_modes() {
     static const std::map<std::string, void (*)(JobObject &)> modes = {
         {"sweep", run_sweep},       {"decode", run_decode},         {"trace", run_trace},
         {"tokenize", run_tokenize}, {"detokenize", run_detokenize}, {"cosched", run_cosched},
+        {"probe", run_probe},
     };
     return modes;
 }

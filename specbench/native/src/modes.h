@@ -14,6 +14,7 @@ void run_trace(JobObject & job);
 void run_tokenize(JobObject & job);
 void run_detokenize(JobObject & job);
 void run_cosched(JobObject & job);
+void run_probe(JobObject & job);
 
 // The methods `decode` implements: what --version lists and what an unknown method's error names.
 const std::vector<std::string> & decode_methods();

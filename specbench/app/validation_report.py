@@ -1,0 +1,101 @@
+"""The tables and figures of a validation directory (`specbench validate`, `specbench report DIR`)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields
+from pathlib import Path
+
+import pandas as pd
+
+from specbench.render.tables import Table
+from specbench.schemas.validation import (
+    BlockRecord,
+    ObservationRecord,
+    OpRecord,
+    ProbeRecord,
+    SummaryRecord,
+    kept,
+    load_records,
+    read_manifest,
+)
+
+FIDELITY_ORDER = ("per device@placement × configuration × metric: log errors over (block, window, run); F0 = RMS "
+                  "ln(Na/Nb), F1 = RMS ln(replay/N) over single runs, E = sqrt(max(0, F1² − F0²/2)), bias = "
+                  "geometric mean replay/native; intervals: cluster bootstrap over blocks (2000 resamples, "
+                  "percentile; 90% for F0, F1 and the bias, one-sided 95% upper bound for E)")
+
+
+def _frame(records: list, kind: type) -> pd.DataFrame:
+    return pd.DataFrame([asdict(r) for r in records], columns=[f.name for f in fields(kind)])
+
+
+def validation_tables(directory: Path) -> list[Table]:
+    directory = Path(directory)
+    read_manifest(directory)
+    summary = _frame(load_records(directory, SummaryRecord), SummaryRecord)
+    tables = []
+    for metric, what in (("speedup", "speedup over target-only (native: against the target-only decode beside it)"),
+                         ("throughput", "throughput (tokens/s)")):
+        rows = summary[summary["metric"] == metric].drop(columns=["metric"])
+        columns = ["device", "config", "blocks", "observations", "f0_pct", "f1_pct", "excess_pct", "excess_upper_pct",
+                   "bias", "bias_low", "bias_high", "verdict"]
+        tables.append(Table(f"Replay fidelity: {what}", FIDELITY_ORDER, rows[columns].reset_index(drop=True),
+                            {c: ".2f" for c in ("f0_pct", "f1_pct", "excess_pct", "excess_upper_pct")}
+                            | {c: ".4f" for c in ("bias", "bias_low", "bias_high")},
+                            keys=("device",), optional=(("bias_low", "bias_high"),)))
+    blocks = load_records(directory, BlockRecord)
+    frame = _frame(blocks, BlockRecord)
+    if len(frame):
+        frame["windows"] = frame["windows"].map(len)
+        frame["methods"] = [" | ".join(f"{g}: {', '.join(m[g])}" for g in gs) for gs, m in
+                            zip(frame["groups"], frame["methods"])]
+        tables.append(Table("Validation blocks (every attempt; a voided one was redone)",
+                            "one row per block attempt: its windows, the decode order of Na (Nb reversed), the "
+                            "largest probe move from its series' first probe", frame[
+                                ["device", "block", "attempt", "windows", "methods", "drift_pct", "drift_series",
+                                 "voided", "kept_after_voids", "wall_s"]], {"drift_pct": ".1f", "wall_s": ".0f"},
+                            keys=("device",)))
+    probes = _probe_summary(load_records(directory, ProbeRecord), blocks)
+    if len(probes):
+        tables.append(Table("Reference probes per block", "per kept block: the target's probe (median of a "
+                            "burst of width-1 forwards at depth 0), first and range over the block, and the runner "
+                            "threads' run-queue wait and VM steal accumulated over the block", probes,
+                            {"first_us": ".0f", "min_us": ".0f", "max_us": ".0f"}, keys=("device",)))
+    ops = _frame(load_records(directory, OpRecord), OpRecord)
+    if len(ops):
+        tables.append(Table("Sweep vs decode, per forward", "per device × model × width × depth bin [from, next "
+                            "bin): the serial decodes' forwards against the block's refreshed profile at the same "
+                            "width and depth (mean over forwards)", ops,
+                            {"decode_mean_us": ".0f", "decode_median_us": ".0f", "profile_us": ".0f",
+                             "decode_over_profile": ".3f"}, keys=("device",)))
+    return tables
+
+
+def _probe_summary(probes: list[ProbeRecord], blocks: list[BlockRecord]) -> pd.DataFrame:
+    rows = []
+    by_block: dict[tuple[str, int], list[ProbeRecord]] = {}
+    for p in kept(probes, [b for b in blocks if not b.voided]):
+        by_block.setdefault((p.device, p.block), []).append(p)
+    for (device, block), mine in sorted(by_block.items()):
+        values = [p.target_us for p in mine]
+        decode = [p for p in mine if p.series.startswith("decode:")]
+        waits = [p.run_queue_wait_us for p in decode if p.run_queue_wait_us >= 0]
+        steals = [p.steal_ticks for p in mine if p.steal_ticks >= 0]
+        rows.append({"device": device, "block": block, "probes": len(mine), "first_us": values[0],
+                     "min_us": min(values), "max_us": max(values),
+                     "run_queue_wait_ms": (max(waits) - min(waits)) / 1000 if waits else None,
+                     "steal_ticks": max(steals) - min(steals) if steals else None})
+    return pd.DataFrame(rows)
+
+
+def validation_figures(directory: Path, out: Path) -> list[Path]:
+    from specbench.render import plots
+
+    obs = _frame(load_records(directory, ObservationRecord), ObservationRecord)
+    summary = _frame(load_records(directory, SummaryRecord), SummaryRecord)
+    paths = []
+    for metric in ("speedup", "throughput"):
+        if (obs["metric"] == metric).any():
+            fig, _ = plots.replay_vs_native(obs, summary, metric)
+            paths += plots.save(fig, Path(out) / f"validation-{metric}")
+    return paths

@@ -1,0 +1,138 @@
+"""`specbench validate`: replay against native runs in interleaved blocks, with a noise floor and intervals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from specbench.cli.common import TEMPLATE_HELP, configs_from, existing_dir, existing_file, method_options
+from specbench.cli.devices import device_names, phone_options, phone_settings
+from specbench.errors import SpecbenchError
+
+
+def _percent(ctx, param, value: float) -> float:
+    if value is not None and not value > 0:
+        raise click.BadParameter(f"{value}: expected a percentage > 0")
+    return value
+
+
+@click.command()
+@click.argument("windows", type=existing_file)
+@click.option("--traces", "traces_dir", type=existing_dir, required=True,
+              help="Traces of WINDOWS (specbench trace), one per drafter: what replay prices, and the reference "
+                   "outputs the native runs are checked against.")
+@click.option("--target", "target_path", type=click.Path(path_type=Path), required=True,
+              help="The target model (.gguf) the traces were made with.")
+@click.option("--drafter", "drafter_specs", multiple=True, metavar="NAME=PATH", required=True,
+              help="A drafter as traced: NAME=PATH, or pld (prompt lookup). Repeatable.")
+@method_options
+@click.option("--template", "template_specs", multiple=True, metavar="NAME=TEMPLATE", help=TEMPLATE_HELP)
+@click.option("--device", default="local", show_default=True, help="local (this host) or one phone serial.")
+@click.option("--placement", "placement_specs", multiple=True, metavar="split|shared|SPEC",
+              help="Where each lane runs (see `specbench profile --help`). Repeatable: blocks alternate between "
+                   "placements. Default: shared.")
+@click.option("--depths", default="0,64,128", show_default=True, help="KV depths the profile measures.")
+@click.option("--block-windows", type=click.IntRange(1), default=6, show_default=True,
+              help="Windows per block; blocks cycle through the window shards.")
+@click.option("--min-blocks", type=click.IntRange(1), default=2, show_default=True,
+              help="Blocks per placement before the stopping rule is asked (at least one per shard).")
+@click.option("--max-blocks", type=click.IntRange(1), default=8, show_default=True,
+              help="The block budget per placement.")
+@click.option("--halfwidth", "halfwidth_pct", type=float, default=1.0, show_default=True, callback=_percent,
+              help="Stop when every bias interval's half-width is within this (%%).")
+@click.option("--probe-threshold", "probe_threshold_pct", type=float, default=5.0, show_default=True,
+              callback=_percent, help="Void a block whose reference probes moved more than this (%%).")
+@click.option("--max-voids", type=click.IntRange(0), default=2, show_default=True,
+              help="Redos of a voided block; the last attempt is kept and flagged.")
+@click.option("--cooldown", "cooldown_s", type=click.FloatRange(0), default=30.0, show_default=True,
+              help="Seconds to wait before redoing a voided block (phones then also wait for their thermal "
+                   "zones to come back within 3 °C of the block's start).")
+@click.option("--repetitions", type=click.IntRange(5), default=5, show_default=True,
+              help="Timed forwards per profile cell, in the full profile and in each refresh.")
+@click.option("--probe-repetitions", type=click.IntRange(3), default=5, show_default=True,
+              help="Width-1 forwards per model in one probe (its median).")
+@click.option("--speedup-bound", type=float, default=3.0, show_default=True, callback=_percent,
+              help="Speedup verdict: the bias's 90%% interval must lie within ±this (%%).")
+@click.option("--throughput-bound", type=float, default=5.0, show_default=True, callback=_percent,
+              help="Throughput verdict: the bias's 90%% interval must lie within ±this (%%).")
+@click.option("--error-bound", type=float, default=5.0, show_default=True, callback=_percent,
+              help="Both verdicts: the excess error's upper 95%% bound must be below this (%%).")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed of the blocks' random orders.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Validation directory (default: results/validate-<device>).")
+@click.option("--resume", is_flag=True, help="Continue an interrupted validation in --out (finished blocks are kept).")
+@phone_options
+def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: tuple[str, ...],
+             method_names: str | None, method_specs: tuple[str, ...], template_specs: tuple[str, ...], device: str,
+             placement_specs: tuple[str, ...], depths: str, block_windows: int, min_blocks: int, max_blocks: int,
+             halfwidth_pct: float, probe_threshold_pct: float, max_voids: int, cooldown_s: float, repetitions: int,
+             probe_repetitions: int, speedup_bound: float, throughput_bound: float, error_bound: float, seed: int,
+             out: Path | None, resume: bool) -> None:
+    """Does replay predict what DEVICE measures? Replay against native runs, in blocks.
+
+    Each block (one shard of WINDOWS, one placement): a refresh of the profile's cost
+    cells, two native runs Na and Nb of every configuration (a random order, Nb reversed,
+    each configuration beside a target-only decode of its own), another refresh. Replay
+    prices the block from the mean of its refreshes. Reference probes run before and
+    after every window and refresh; a block whose probes moved more than
+    --probe-threshold is voided and redone. Blocks repeat until every bias interval is
+    within --halfwidth or --max-blocks is spent.
+
+    It reports, per placement and configuration, for the speedup over target-only and for
+    tokens/s: the floor F0 (Na against Nb), replay's error F1, the excess error E over the
+    floor and the bias b (geometric mean of replay/native), with intervals from a bootstrap
+    over blocks, and a verdict: "within ±X%" only when b's 90% interval lies inside ±X%
+    and E's upper 95% bound is below --error-bound; otherwise what was shown and the floor
+    in the way. Tables go to stdout (and OUT/validation.md), figures to OUT/figures.
+
+    Example:
+
+        specbench validate windows.jsonl --traces traces/ --target models/target.gguf
+        --drafter small=models/draft.gguf --method 'sd:W=5' --method 'as2d:B=3'
+        --placement split --placement shared --out results/validate-local
+    """
+    from specbench.app.devices import open_devices
+    from specbench.app.progress import progress_bar, stderr
+    from specbench.app.validate import Bounds, Validation, ValidationPlan, resolve_configs
+    from specbench.app.validation_report import validation_figures, validation_tables
+    from specbench.render.tables import print_rich, render
+    from specbench.schemas.fileio import write_atomic
+    from specbench.schemas.placement import resolve_on
+    from specbench.schemas.traces import load_trace_dir
+    from specbench.schemas.validation import MANIFEST
+    from specbench.schemas.windows import load_windows
+    from specbench.world.model_files import parse_named, target_file, with_templates
+    from specbench.world.profiling import parse_depths
+
+    out = out or Path("results") / f"validate-{device}"
+    if (out / MANIFEST).exists() and not resume:
+        raise SpecbenchError(f"{out}: a validation already exists", hint="pass --resume to continue it, or another --out")
+    parsed_depths = parse_depths(depths)
+    traces = load_trace_dir(traces_dir)
+    target = target_file(target_path)
+    drafters = [parse_named(spec) for spec in drafter_specs]
+    target, drafters = with_templates(target, drafters, template_specs)
+    unknown = [d.name for d in drafters if d.name not in traces]
+    if unknown:
+        raise SpecbenchError(f"--drafter {unknown[0]}: not among the traced drafters ({', '.join(sorted(traces))})")
+    configs = resolve_configs(configs_from(method_names, method_specs, None), traces)
+    missing = sorted({c.drafter for c in configs[1:]} - {d.name for d in drafters})
+    if missing:
+        raise SpecbenchError(f"--method ... drafter={missing[0]}: no --drafter {missing[0]}=PATH given")
+    (dev,) = open_devices(device_names([device]), phone_settings())
+    placements = [resolve_on(dev, spec) for spec in (placement_specs or ("shared",))]
+    plan = ValidationPlan(dev, load_windows(windows), windows, traces_dir, target, {d.name: d for d in drafters},
+                          configs, placements, parsed_depths, seed, block_windows, min_blocks, max_blocks,
+                          halfwidth_pct, probe_threshold_pct, max_voids, cooldown_s, repetitions, probe_repetitions,
+                          Bounds(speedup_bound, error_bound), Bounds(throughput_bound, error_bound))
+    total = max_blocks * len(placements) * sum(min(block_windows, len(plan.windows)) * 1 for _ in plan.groups())
+    with progress_bar("validating (windows decoded)", total) as advance:
+        Validation(plan, out, lambda line: stderr.print(line, markup=False), advance).run()
+    tables = validation_tables(out)
+    write_atomic(out / "validation.md", render(tables, "md"))
+    figures = validation_figures(out, out / "figures")
+    stderr.print(f"validation written to {out} (validation.md, summary.jsonl, {len(figures)} figure files)")
+    from rich.console import Console
+
+    print_rich(tables, Console())

@@ -1,0 +1,214 @@
+"""Does replay predict the device? The statistics of `specbench validate` (docs/METHODS.md §7.9).
+
+A validation runs blocks. In a block every (window, configuration) is decoded twice, `Na`
+then `Nb`, right after one profile refresh and right before another, and replay prices the
+block from the mean of its two refreshes. An observation is one (block, window,
+configuration) with three values of one metric: replay's and the two native runs'. The
+metric is a speedup over target-only (the native one measured against the target-only
+decode beside it) or a throughput in tokens/s.
+
+Errors are in log space, in percent (100 × ln(x/y), within 0.1 point of the relative
+error in percent for errors below 5%), so that a ratio and its inverse err alike:
+
+* `F0`, the floor: the RMS of `ln Na − ln Nb` — what two native runs of one block disagree by;
+* `F1`: the RMS of replay against each single run;
+* the excess error `E = sqrt(max(0, F1² − F0²/2))`: a single run's own noise σ² enters `F1²`
+  once, but `ln Na − ln Nb` holds two runs' noise, so `F0² = 2σ²`. Subtracting `F0²` itself
+  would remove the noise twice and understate replay's error;
+* the bias `b`: the geometric mean of replay over native (the mean of Na and Nb in log space).
+
+Windows decoded in one block share the host's state, so they are not independent: each
+interval is a cluster bootstrap that draws whole blocks with replacement (percentile
+method, fixed seed). The verdict is an equivalence test: "within ±X%" only when the 90%
+interval of `b` lies inside ±X% and the upper 95% bound of `E` is below the error bound.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+RESAMPLES = 2000
+SEED = 20261201
+BIAS_LEVEL = 0.90
+"""Two-sided level of the bias interval (an equivalence test at 5% on each side)."""
+ERROR_LEVEL = 0.95
+"""One-sided level of the excess error's upper bound."""
+
+
+@dataclass(frozen=True)
+class Observation:
+    block: int
+    window_id: str
+    replay: float
+    native_a: float
+    native_b: float
+
+
+@dataclass(frozen=True)
+class Bounds:
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class FidelityStats:
+    blocks: int
+    observations: int
+    f0_pct: float
+    f1_pct: float
+    excess_pct: float
+    bias: float
+    """Geometric mean of replay / native."""
+    f0_interval: Bounds | None
+    f1_interval: Bounds | None
+    excess_upper_pct: float | None
+    """The upper 95% bound of E (one-sided), None with fewer than two blocks."""
+    bias_interval: Bounds | None
+    """The 90% interval of the bias."""
+
+
+def _point(logs: np.ndarray) -> tuple[float, float, float, float]:
+    """(F0, F1, E, ln b) of an (n, 3) array of ln(replay), ln(Na), ln(Nb)."""
+    lr, la, lb = logs[:, 0], logs[:, 1], logs[:, 2]
+    f0_sq = float(np.mean((la - lb) ** 2))
+    f1_sq = float(np.mean(((lr - la) ** 2 + (lr - lb) ** 2) / 2))
+    excess = math.sqrt(max(0.0, f1_sq - f0_sq / 2))
+    return 100 * math.sqrt(f0_sq), 100 * math.sqrt(f1_sq), 100 * excess, float(np.mean(lr - (la + lb) / 2))
+
+
+def block_resamples(blocks: int, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
+    """(resamples, blocks) indices of blocks drawn with replacement: the cluster bootstrap's draws."""
+    return np.random.default_rng(seed).integers(0, blocks, size=(resamples, blocks))
+
+
+def fidelity_stats(observations: Sequence[Observation], resamples: int = RESAMPLES, seed: int = SEED) -> FidelityStats:
+    if not observations:
+        raise ValueError("no observations")
+    values = np.array([(o.replay, o.native_a, o.native_b) for o in observations], dtype=np.float64)
+    if np.any(values <= 0) or not np.all(np.isfinite(values)):
+        raise ValueError("fidelity needs positive finite values")
+    logs = np.log(values)
+    ids = sorted({o.block for o in observations})
+    groups = [logs[[o.block == b for o in observations]] for b in ids]
+    f0, f1, excess, log_bias = _point(logs)
+    if len(groups) < 2:
+        return FidelityStats(len(groups), len(observations), f0, f1, excess, math.exp(log_bias), None, None, None, None)
+    draws = np.array([_point(np.concatenate([groups[i] for i in row])) for row in block_resamples(len(groups),
+                                                                                                  resamples, seed)])
+    tail = (1 - BIAS_LEVEL) / 2
+
+    def interval(column: int, level_tail: float) -> Bounds:
+        low, high = np.quantile(draws[:, column], [level_tail, 1 - level_tail])
+        return Bounds(float(low), float(high))
+
+    bias = interval(3, tail)
+    return FidelityStats(len(groups), len(observations), f0, f1, excess, math.exp(log_bias), interval(0, tail),
+                         interval(1, tail), float(np.quantile(draws[:, 2], ERROR_LEVEL)),
+                         Bounds(math.exp(bias.low), math.exp(bias.high)))
+
+
+def verdict(stats: FidelityStats, bias_bound_pct: float, error_bound_pct: float) -> str:
+    """In words: "within ±X%" when the equivalence test shows it, else what was shown and what stood in the way."""
+    if stats.bias_interval is None or stats.excess_upper_pct is None:
+        return f"not shown: {stats.blocks} block (an interval needs at least 2)"
+    low, high = stats.bias_interval.low, stats.bias_interval.high
+    shown_bias = 100 * max(abs(low - 1), abs(high - 1))
+    bias_ok = 1 - bias_bound_pct / 100 <= low and high <= 1 + bias_bound_pct / 100
+    error_ok = stats.excess_upper_pct < error_bound_pct
+    if bias_ok and error_ok:
+        return (f"within ±{bias_bound_pct:g}%: bias interval [{low:.3f}, {high:.3f}], excess error "
+                f"< {stats.excess_upper_pct:.1f}% (bound {error_bound_pct:g}%)")
+    why = []
+    if not bias_ok:
+        why.append(f"bias interval [{low:.3f}, {high:.3f}] crosses ±{bias_bound_pct:g}% (shown: ±{shown_bias:.1f}%)")
+    if not error_ok:
+        why.append(f"excess error up to {stats.excess_upper_pct:.1f}% (bound {error_bound_pct:g}%)")
+    return "not shown: " + "; ".join(why) + f"; floor F0 = {stats.f0_pct:.1f}%"
+
+
+def halfwidth_pct(stats: FidelityStats) -> float:
+    """Half the width of the bias interval, in percent (inf without one): the stopping rule's measure."""
+    if stats.bias_interval is None:
+        return math.inf
+    return 50 * (stats.bias_interval.high - stats.bias_interval.low)
+
+
+@dataclass(frozen=True)
+class BlockOrder:
+    """The order a block decodes in: drafter groups in `groups` order, each group's methods in
+    `methods[group]` order, each paired with a target-only decode, Na forward and Nb reversed."""
+
+    block: int
+    device: str
+    groups: tuple[str, ...]
+    methods: Mapping[str, tuple[str, ...]]
+    seed: int
+
+
+def block_order(seed: int, block: int, device: str, groups: Mapping[str, Sequence[str]]) -> BlockOrder:
+    """A random order of groups and of each group's methods, reproducible from (seed, block, device)."""
+    rng = random.Random(f"{seed}/{block}/{device}")  # a str seed is hashed with sha512: stable across runs
+    names = sorted(groups)
+    rng.shuffle(names)
+    methods = {}
+    for name in names:
+        mine = list(groups[name])
+        rng.shuffle(mine)
+        methods[name] = tuple(mine)
+    return BlockOrder(block, device, tuple(names), methods, seed)
+
+
+def paired_slots(methods: Sequence[str], target: str) -> list[str]:
+    """The decode slots of one run: target-only before each method, [t, m1, t, m2, ...]. Run
+    forward (Na) each method follows its target-only decode; reversed (Nb, the runner's
+    `alternate`) it precedes it: the pairs are ABBA."""
+    out = []
+    for method in methods:
+        out += [target, method]
+    return out
+
+
+def partner_slot(slot: int) -> int:
+    """The target-only slot paired with the method in `slot` (odd) of `paired_slots`."""
+    return slot - 1
+
+
+def probe_drift(values: Sequence[float]) -> float:
+    """The largest move of a block's probes from its first, in percent (0 with fewer than two)."""
+    if len(values) < 2 or values[0] <= 0:
+        return 0.0
+    return 100 * max(abs(v / values[0] - 1) for v in values)
+
+
+@dataclass(frozen=True)
+class OpTiming:
+    model: str
+    width: int
+    depth: int
+    us: float
+    """What the forward took in the native decode."""
+    priced_us: float
+    """What the block's refreshed profile charges for that width at that depth."""
+
+
+def op_comparison(ops: Sequence[OpTiming], depth_bins: Sequence[int]) -> list[dict]:
+    """Per model × width × depth bin ([bins[i], bins[i+1]) ...): forwards, the decode's mean and
+    median time, the profile's mean price, and mean decode / mean price."""
+    edges = sorted(depth_bins)
+    groups: dict[tuple[str, int, int], list[OpTiming]] = {}
+    for op in ops:
+        low = max([e for e in edges if e <= op.depth], default=edges[0])
+        groups.setdefault((op.model, op.width, low), []).append(op)
+    rows = []
+    for (model, width, low), mine in sorted(groups.items()):
+        us = np.array([o.us for o in mine])
+        priced = np.array([o.priced_us for o in mine])
+        rows.append({"model": model, "width": width, "depth_from": low, "forwards": len(mine),
+                     "decode_mean_us": float(us.mean()), "decode_median_us": float(np.median(us)),
+                     "profile_us": float(priced.mean()), "decode_over_profile": float(us.mean() / priced.mean())})
+    return rows

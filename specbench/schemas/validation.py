@@ -1,0 +1,225 @@
+"""Validation directories (`specbench validate`): one typed record per file kind.
+
+    <out>/validation.json     kind specbench.validation, schema_version, the run's inputs and settings
+    <out>/blocks.jsonl        one BlockRecord per block attempt (voided ones too): its order and drift
+    <out>/decodes.jsonl       one DecodeRecord per native decode of a kept block attempt
+    <out>/probes.jsonl        one ProbeRecord per reference probe of a block attempt
+    <out>/observations.jsonl  one Observation per (device, configuration, metric, block, window)
+    <out>/summary.jsonl       one SummaryRecord per (device, configuration, metric)
+    <out>/ops.jsonl           one OpRecord per (device, model, width, depth bin): decode vs profile
+    <out>/profiles/           the full profile of each placement, and per block its two refreshes
+                              and the profile replay priced it with
+
+A block's records are appended only once the block is done, its BlockRecord last, so an
+interrupted validation resumes at the first block without one and no half block is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Iterator, Sequence, TypeVar
+
+from specbench.errors import SpecbenchError
+from specbench.schemas.fileio import Where, append_jsonl, check_header, iter_jsonl, load_json, write_atomic
+
+KIND = "specbench.validation"
+# Format history: 1 = first version.
+VERSIONS = (1,)
+MANIFEST = "validation.json"
+
+
+@dataclass(frozen=True)
+class BlockRecord:
+    block: int
+    attempt: int
+    """0 for the first try; a voided attempt is redone as attempt + 1."""
+    device: str
+    """device@placement."""
+    windows: list[str]
+    groups: list[str]
+    """The drafter groups in the order their decode jobs ran."""
+    methods: dict[str, list[str]]
+    """Per group, the configurations in Na's order (Nb ran them reversed)."""
+    seed: int
+    drift_pct: float
+    """The largest move of a probe series from its first probe."""
+    drift_series: str
+    """The series that moved most (refresh, or decode:<group>), and which model."""
+    voided: bool
+    kept_after_voids: bool
+    """Kept although its drift exceeds the threshold: the redo budget was spent."""
+    started: str
+    wall_s: float
+
+
+@dataclass(frozen=True)
+class DecodeRecord:
+    block: int
+    attempt: int
+    device: str
+    group: str
+    run: str
+    """"a" (Na, the order forward) or "b" (Nb, reversed)."""
+    slot: int
+    config: str
+    window_id: str
+    tokens: int
+    decode_s: float
+    lossless: bool
+    ops: list[dict]
+    """The runner's op log: model, width, depth, us (and the rest it reports)."""
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    block: int
+    attempt: int
+    device: str
+    series: str
+    """refresh, or decode:<group>: the probes of one series are compared with its first."""
+    where: str
+    window_id: str | None
+    drafter: str | None
+    target_us: float
+    drafter_us: float | None
+    run_queue_wait_us: int
+    """Cumulative run-queue wait of the runner's threads (-1: no schedstat)."""
+    steal_ticks: int
+    """Cumulative steal of /proc/stat (-1: none)."""
+    cpu_khz: list[int]
+    t_us: int
+
+
+@dataclass(frozen=True)
+class ObservationRecord:
+    device: str
+    config: str
+    metric: str
+    """speedup (over target-only) or throughput (tokens/s)."""
+    block: int
+    window_id: str
+    replay: float
+    native_a: float
+    native_b: float
+
+
+@dataclass(frozen=True)
+class SummaryRecord:
+    device: str
+    config: str
+    metric: str
+    blocks: int
+    observations: int
+    f0_pct: float
+    f0_low: float | None
+    f0_high: float | None
+    f1_pct: float
+    f1_low: float | None
+    f1_high: float | None
+    excess_pct: float
+    excess_upper_pct: float | None
+    bias: float
+    bias_low: float | None
+    bias_high: float | None
+    bias_bound_pct: float
+    error_bound_pct: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    device: str
+    model: str
+    width: int
+    depth_from: int
+    forwards: int
+    decode_mean_us: float
+    decode_median_us: float
+    profile_us: float
+    decode_over_profile: float
+
+
+FILES = {BlockRecord: "blocks.jsonl", DecodeRecord: "decodes.jsonl", ProbeRecord: "probes.jsonl",
+         ObservationRecord: "observations.jsonl", SummaryRecord: "summary.jsonl", OpRecord: "ops.jsonl"}
+Record = TypeVar("Record", BlockRecord, DecodeRecord, ProbeRecord, ObservationRecord, SummaryRecord, OpRecord)
+
+
+def record_path(directory: Path, kind: type) -> Path:
+    return Path(directory) / FILES[kind]
+
+
+def append_records(directory: Path, records: Sequence) -> None:
+    by_kind: dict[type, list] = {}
+    for record in records:
+        by_kind.setdefault(type(record), []).append(asdict(record))
+    for kind, docs in by_kind.items():
+        append_jsonl(record_path(directory, kind), docs)
+
+
+def write_records(directory: Path, kind: type, records: Sequence) -> None:
+    """Replace a derived file (observations, summary, ops) at once."""
+    from specbench.schemas.fileio import dumps_line
+
+    write_atomic(record_path(directory, kind), "".join(dumps_line(asdict(r)) for r in records))
+
+
+def load_records(directory: Path, kind: type[Record]) -> list[Record]:
+    path = record_path(directory, kind)
+    if not path.exists():
+        return []
+    names = {f.name for f in fields(kind)}
+    out = []
+    for line, doc in iter_jsonl(path):
+        where = Where(path, f"line {line}")
+        if not isinstance(doc, dict) or set(doc) != names:
+            missing = sorted(names - set(doc)) if isinstance(doc, dict) else []
+            raise SpecbenchError(f"{where}: not a {kind.__name__} record"
+                                 + (f" (missing '{missing[0]}')" if missing else ""))
+        out.append(kind(**doc))
+    return out
+
+
+def is_validation_dir(directory: Path) -> bool:
+    return (Path(directory) / MANIFEST).is_file()
+
+
+def read_manifest(directory: Path) -> dict:
+    path = Path(directory) / MANIFEST
+    doc = load_json(path)
+    check_header(doc, KIND, VERSIONS, Where(path))
+    return doc
+
+
+def open_validation(directory: Path, manifest: dict, resume: bool) -> None:
+    """Start a validation directory, or resume one whose settings are the same (naming the one that differs)."""
+    directory = Path(directory)
+    path = directory / MANIFEST
+    doc = {"kind": KIND, "schema_version": VERSIONS[-1]} | manifest
+    if path.exists():
+        if not resume:
+            raise SpecbenchError(f"{directory}: a validation already exists",
+                                 hint="pass --resume to continue it, or choose another --out")
+        old = read_manifest(directory)
+        for key in sorted(set(doc) | set(old)):
+            if key != "environment" and old.get(key) != doc.get(key):
+                raise SpecbenchError(f"{directory}: cannot resume: validation.json field '{key}' differs "
+                                     f"({old.get(key)!r} before, {doc.get(key)!r} now)")
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    import json
+
+    write_atomic(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+
+def kept_attempts(blocks: Sequence[BlockRecord]) -> dict[tuple[str, int], int]:
+    """(device, block) -> the attempt that stands (the last one not voided)."""
+    return {(b.device, b.block): b.attempt for b in blocks if not b.voided}
+
+
+def kept(records: Sequence[Record], blocks: Sequence[BlockRecord]) -> Iterator[Record]:
+    """The records of the attempts that stand (a voided or unfinished attempt's are dropped)."""
+    stands = kept_attempts(blocks)
+    for r in records:
+        if stands.get((r.device, r.block)) == r.attempt:
+            yield r

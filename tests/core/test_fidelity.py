@@ -1,0 +1,92 @@
+"""The statistics of `specbench validate` (core/fidelity.py), on cases computed by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from specbench.core import fidelity
+from specbench.core.fidelity import Observation, fidelity_stats, verdict
+
+
+def test_point_statistics_by_hand():
+    # one block: replay 1.1 against runs 1.0 and 1.2
+    s = fidelity_stats([Observation(0, "w", 1.1, 1.0, 1.2)])
+    f0 = 100 * abs(math.log(1.0 / 1.2))
+    f1 = 100 * math.sqrt((math.log(1.1) ** 2 + math.log(1.1 / 1.2) ** 2) / 2)
+    assert s.f0_pct == pytest.approx(f0) and s.f1_pct == pytest.approx(f1)
+    assert s.excess_pct == pytest.approx(math.sqrt(max(0.0, f1 ** 2 - f0 ** 2 / 2)))
+    assert s.bias == pytest.approx(1.1 / math.sqrt(1.2))  # geometric mean of replay / native
+    assert s.bias_interval is None and s.excess_upper_pct is None
+    assert verdict(s, 3, 5).startswith("not shown: 1 block")
+
+
+def test_replay_that_equals_a_noisy_native_has_no_excess_error():
+    """Replay at the true value, native runs true × noise: E removes the noise (F0²/2), not twice it."""
+    rng = np.random.default_rng(3)
+    obs = [Observation(b, f"w{i}", 1.0, *np.exp(rng.normal(0, 0.05, 2))) for b in range(20) for i in range(10)]
+    s = fidelity_stats(obs, resamples=200)
+    assert s.f0_pct == pytest.approx(100 * 0.05 * math.sqrt(2), rel=0.1)
+    assert s.excess_pct < 1.0 and s.f1_pct == pytest.approx(5.0, rel=0.1)
+
+
+def test_cluster_bootstrap_draws_whole_blocks():
+    """Block 0 has one window at ratio 1.1, block 1 three at 0.9: a resample of two blocks gives
+    only the three pooled biases computed here by hand."""
+    obs = [Observation(0, "a", 1.1, 1.0, 1.0)] + [Observation(1, w, 0.9, 1.0, 1.0) for w in "bcd"]
+    s = fidelity_stats(obs, resamples=400)
+    by_hand = {round(1.1, 9), round(0.9, 9), round(math.exp((math.log(1.1) + 3 * math.log(0.9)) / 4), 9)}
+    draws = fidelity.block_resamples(2, 400)
+    pooled = set()
+    for row in draws:
+        chosen = [o for b in row for o in obs if o.block == b]
+        pooled.add(round(math.exp(np.mean([math.log(o.replay) for o in chosen])), 9))
+    assert pooled == by_hand
+    assert s.bias_interval.low == pytest.approx(0.9) and s.bias_interval.high == pytest.approx(1.1)
+
+
+def test_verdict_is_an_equivalence_test():
+    tight = [Observation(b, f"w{i}", 1.0 + 0.001 * ((b + i) % 3), 1.0, 1.0) for b in range(6) for i in range(4)]
+    s = fidelity_stats(tight, resamples=300)
+    assert verdict(s, 3, 5).startswith("within ±3%")
+    # biased by 2.5% with a spread that makes the interval cross +3%
+    wide = [Observation(b, "w", 1.025 + (0.02 if b % 2 else -0.02) * (b % 3), 1.0, 1.0) for b in range(6)]
+    s = fidelity_stats(wide, resamples=300)
+    assert s.bias_interval.high > 1.03
+    text = verdict(s, 3, 5)
+    assert text.startswith("not shown") and "crosses ±3%" in text and "floor F0" in text
+
+
+def test_block_order_is_seeded_random_and_recorded():
+    groups = {"small": ["sd[W=5]", "sd[W=8]", "as2d[B=3]", "specasr"], "other": ["sd[W=5,other]"]}
+    one = fidelity.block_order(1, 0, "local@split", groups)
+    assert one == fidelity.block_order(1, 0, "local@split", groups)  # reproducible from the seed
+    orders = {fidelity.block_order(1, b, "local@split", groups).methods["small"] for b in range(12)}
+    assert len(orders) > 3  # differs between blocks
+    assert sorted(one.methods["small"]) == sorted(groups["small"]) and set(one.groups) == set(groups)
+
+
+def test_paired_slots_put_target_beside_every_method_abba():
+    slots = fidelity.paired_slots(["m1", "m2"], "target")
+    assert slots == ["target", "m1", "target", "m2"]
+    forward, reverse = slots, list(reversed(slots))  # Na, and Nb as the runner's `alternate` runs it
+    for i, name in enumerate(slots):
+        if name != "target":
+            partner = fidelity.partner_slot(i)
+            assert slots[partner] == "target"
+            assert forward.index("m1") - 1 == forward.index("target")  # Na: target first
+            j = len(slots) - 1 - i  # Nb position of slot i; its partner runs right after it
+            assert reverse[j] == name and reverse[j + 1] == "target"
+
+
+def test_probe_drift():
+    assert fidelity.probe_drift([100.0, 103.0, 96.0]) == pytest.approx(4.0)
+    assert fidelity.probe_drift([100.0]) == 0.0
+
+
+def test_op_comparison_bins_by_depth():
+    ops = [fidelity.OpTiming("target", 1, d, us, 100.0) for d, us in ((0, 110.0), (10, 90.0), (70, 130.0))]
+    rows = fidelity.op_comparison(ops, (0, 64))
+    assert [(r["depth_from"], r["forwards"], r["decode_over_profile"]) for r in rows] == [(0, 2, 1.0), (64, 1, 1.3)]
