@@ -488,7 +488,7 @@ def make_figures(loaded: Loaded, directory: Path, horizon: bool = False) -> dict
         fig, _ = plots.width_cost([load_profile(p) for p in profiles])
         figures["width-cost"] = save(fig, directory / "width-cost")
     if horizon:
-        summary, depths = horizon_tables(loaded)
+        summary, depths, _ = horizon_tables(loaded)
         fig, _ = plots.horizon(summary, depths)
         figures["horizon"] = save(fig, directory / "horizon")
     return figures
@@ -514,25 +514,49 @@ def _profiles(loaded: Loaded) -> list[Path]:
     return list(paths.values())
 
 
-def horizon_tables(loaded: Loaded) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The horizon sweep of every traced drafter on the first device, from the first replay run's inputs."""
+def horizon_tables(loaded: Loaded) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """The horizon sweep of every traced drafter on the first device, from the first replay run's inputs:
+    (summary, per-depth acceptance, notes naming the horizons left out). Windows that diverged
+    natively on that device leave the sweep (§7.6), and so does every K the profile's target widths
+    or a drafter's traced rows cannot price."""
     from specbench.app.study import load_inputs
-    from specbench.core.replay.horizon import horizon_sweep
+    from specbench.core.replay.horizon import HORIZONS, horizon_sweep
 
     manifest = next((m for m in loaded.manifests if m.get("mode") == "replay"), None)
     if manifest is None:
         raise SpecbenchError("--horizon needs a replay run (it replays SD at K = 3..12 from the run's traces)")
     traces_dir = Path(next(iter(manifest["traces"].values()))["path"]).parent
     inputs = load_inputs(Path(manifest["windows"]["path"]), traces_dir, [Path(manifest["profiles"][0]["path"])], None)
-    parts = [horizon_sweep(inputs.windows, inputs.traces, inputs.profiles[0], name) for name in sorted(inputs.traces)]
-    return pd.concat([p[0] for p in parts], ignore_index=True), pd.concat([p[1] for p in parts], ignore_index=True)
+    profile = inputs.profiles[0]
+    diverged = metrics.split_divergent(loaded.frame)[1]
+    dropped = set(diverged.loc[diverged["device"] == profile.name, "window_id"])
+    windows = [w for w in inputs.windows if w.window_id not in dropped]
+    notes = [f"{len(dropped)} window(s) that diverged natively on {profile.name} left out"] if dropped else []
+    widths = set(profile.target_costs.widths())
+    parts = []
+    for name in sorted(inputs.traces):
+        drafts = next(iter(inputs.traces[name].windows.values())).drafts
+        k_max = None if drafts is None or drafts.lookup is not None else drafts.k_max
+        horizons = [k for k in HORIZONS if k + 1 in widths and (k_max is None or k <= k_max)]
+        if len(horizons) < len(HORIZONS):
+            notes.append(f"{name}: K = {', '.join(str(k) for k in HORIZONS if k not in horizons)} left out "
+                         f"(the profile measures target widths {min(widths)}..{max(widths)}"
+                         + (f"; the trace holds {k_max} drafts per row" if k_max is not None else "") + ")")
+        if horizons:
+            parts.append(horizon_sweep(windows, inputs.traces, profile, name, horizons))
+    if not parts:
+        raise SpecbenchError(f"--horizon: no K in {HORIZONS[0]}..{HORIZONS[-1]} can be priced: " + "; ".join(notes),
+                             hint="profile wider target widths (--max-width) or trace with a larger --k-max")
+    return (pd.concat([p[0] for p in parts], ignore_index=True), pd.concat([p[1] for p in parts], ignore_index=True),
+            notes)
 
 
 def horizon_report(loaded: Loaded) -> list[Table]:
     """`report --horizon`'s tables: SD's tau and speedup per drafter x K, and acceptance per depth."""
-    summary, depths = horizon_tables(loaded)
+    summary, depths, notes = horizon_tables(loaded)
+    left_out = ("; " + "; ".join(notes)) if notes else ""
     return [Table("Horizon sweep (SD drafting K tokens)", "per drafter x K: tau = sum(tokens) / "
-                  "sum(target forwards); speedup = pooled throughput / target-only's", summary,
+                  "sum(target forwards); speedup = pooled throughput / target-only's" + left_out, summary,
                   {"tau": ".3f", "tokens_per_s": ".2f", "speedup": ".3f"}),
             Table("Per-depth acceptance P(accept at d | reached d)", "counts over all rounds of all windows", depths,
                   {"acceptance": ".3f"})]

@@ -15,7 +15,7 @@ from specbench.core.budget import BudgetChoice
 from specbench.core.budget import select_budget as choose_budget
 from specbench.core.methods import MethodConfig
 from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.sd import SdConfig
+from specbench.core.methods.sd import SdConfig, check_draft_rows
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.core.methods.target import TargetConfig
 from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, serial_ops, trace_for
@@ -112,6 +112,9 @@ def check_costs(inputs: Inputs, configs: Sequence[MethodConfig]) -> None:
                 raise MissingCostError(f"{config.label}: {exc.args[0]}", exc.hint) from None
             for window in inputs.windows if partial else inputs.windows[:1]:
                 name, trace = trace_for(inputs.traces, config, window.window_id)
+                if isinstance(config, SdConfig) and trace.drafts is not None and trace.drafts.cross is None \
+                        and trace.drafts.lookup is None:
+                    check_draft_rows(trace, config)  # every window of a trace file has the same k_max
                 if partial and isinstance(config, (SdConfig, SpecAsrConfig)) and trace.drafts is not None \
                         and trace.drafts.recorded is not None:
                     serial_ops(config, trace, window.cap, name)  # a row never recorded fails here, before any output

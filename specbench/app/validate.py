@@ -337,17 +337,20 @@ def decode_record(r: dict, slots: Sequence[str], base: dict) -> DecodeRecord:
 
 
 def block_drift(probes: Sequence[ProbeRecord]) -> tuple[float, str]:
-    """The largest move of any probe series (per series and model) from its first probe."""
+    """The largest move of a model's probes from its first probe of the block, across every job of
+    the block (a slowdown that lasts a whole job moves that job's probes against the others')."""
     worst, name = 0.0, "none"
-    series: dict[tuple[str, str], list[float]] = {}
+    series: dict[str, list[tuple[float, str]]] = {}
     for p in probes:
-        series.setdefault((p.series, "target"), []).append(p.target_us)
+        series.setdefault("target", []).append((p.target_us, p.series))
         if p.drafter_us is not None:
-            series.setdefault((p.series, "drafter"), []).append(p.drafter_us)
-    for (label, model), values in series.items():
-        drift = fidelity.probe_drift(values)
-        if drift > worst:
-            worst, name = drift, f"{label} {model}"
+            series.setdefault(f"drafter {p.drafter}", []).append((p.drafter_us, p.series))
+    for model, values in series.items():
+        first = values[0][0]
+        for value, where in values[1:]:
+            drift = fidelity.probe_drift([first, value])
+            if drift > worst:
+                worst, name = drift, f"{model} in {where}"
     return worst, name
 
 
@@ -512,7 +515,7 @@ def op_timings(decodes: Sequence[DecodeRecord], profile, plan: ValidationPlan) -
                 table, model = profile.drafter(d.group).costs, d.group
             if op["width"] not in table.widths():
                 continue
-            out.append(fidelity.OpTiming(model, int(op["width"]), int(op["depth"]), float(op["us"]),
+            out.append(fidelity.OpTiming(d.config, model, int(op["width"]), int(op["depth"]), float(op["us"]),
                                          1e6 * table.cost(int(op["width"]), float(op["depth"]))))
     return out
 

@@ -13,6 +13,7 @@ from typing import Sequence
 import pandas as pd
 
 from specbench.core.methods.as2d import As2dConfig
+from specbench.core.metrics import split_divergent
 from specbench.errors import SpecbenchError
 
 
@@ -34,7 +35,10 @@ class BudgetChoice:
 
 
 def select_budget(rows: pd.DataFrame, configs: Sequence[As2dConfig], runners_up: int = 3) -> BudgetChoice:
-    """The best configuration of `configs` on `rows` (AS2D rows of one device, dev split only)."""
+    """The best configuration of `configs` on `rows` (AS2D rows of one device, dev split only). A
+    window where a configuration diverged natively leaves the choice (docs/METHODS.md §7.6): its
+    row claims no time, so it would otherwise win."""
+    rows = split_divergent(rows)[0]
     if rows.empty:
         raise SpecbenchError("no development rows to select a budget from")
     if (rows["split"] != "dev").any():

@@ -187,6 +187,8 @@ def probe_drift(values: Sequence[float]) -> float:
 
 @dataclass(frozen=True)
 class OpTiming:
+    config: str
+    """The configuration whose decode ran the forward."""
     model: str
     width: int
     depth: int
@@ -197,18 +199,18 @@ class OpTiming:
 
 
 def op_comparison(ops: Sequence[OpTiming], depth_bins: Sequence[int]) -> list[dict]:
-    """Per model × width × depth bin ([bins[i], bins[i+1]) ...): forwards, the decode's mean and
-    median time, the profile's mean price, and mean decode / mean price."""
+    """Per configuration × model × width × depth bin ([bins[i], bins[i+1]) ...): forwards, the
+    decode's mean and median time, the profile's mean price, and mean decode / mean price."""
     edges = sorted(depth_bins)
-    groups: dict[tuple[str, int, int], list[OpTiming]] = {}
+    groups: dict[tuple[str, str, int, int], list[OpTiming]] = {}
     for op in ops:
         low = max([e for e in edges if e <= op.depth], default=edges[0])
-        groups.setdefault((op.model, op.width, low), []).append(op)
+        groups.setdefault((op.config, op.model, op.width, low), []).append(op)
     rows = []
-    for (model, width, low), mine in sorted(groups.items()):
+    for (config, model, width, low), mine in sorted(groups.items()):
         us = np.array([o.us for o in mine])
         priced = np.array([o.priced_us for o in mine])
-        rows.append({"model": model, "width": width, "depth_from": low, "forwards": len(mine),
+        rows.append({"config": config, "model": model, "width": width, "depth_from": low, "forwards": len(mine),
                      "decode_mean_us": float(us.mean()), "decode_median_us": float(np.median(us)),
                      "profile_us": float(priced.mean()), "decode_over_profile": float(us.mean() / priced.mean())})
     return rows

@@ -40,6 +40,8 @@ class SlowFault:
 
     stdin_match: bytes
     """e.g. b'"mode": "decode"': the runner reads its job on stdin."""
+    hogs_per_cpu: int = 1
+    """Busy processes per host CPU: with n, a command pinned there gets about 1/(n + 1) of it."""
 
 
 class Faults:
@@ -65,14 +67,14 @@ class Faults:
         with self._lock:
             self._slows.extend([fault] * count)
 
-    def take_slowdown(self, stdin: bytes) -> bool:
-        """True (consuming the fault) if this stdin data starts a command to slow down."""
+    def take_slowdown(self, stdin: bytes) -> Optional[SlowFault]:
+        """The fault (consumed) if this stdin data starts a command to slow down, else None."""
         with self._lock:
             for fault in self._slows:
                 if fault.stdin_match in stdin:
                     self._slows.remove(fault)
-                    return True
-        return False
+                    return fault
+        return None
 
     def add_exits(self, fault: ExitFault, count: int) -> None:
         with self._lock:

@@ -97,8 +97,8 @@ class CpuHogs:
     def __init__(self) -> None:
         self._procs: list[subprocess.Popen] = []
 
-    def start(self) -> None:
-        for _ in os.sched_getaffinity(0):
+    def start(self, per_cpu: int) -> None:
+        for _ in range(per_cpu * len(os.sched_getaffinity(0))):
             self._procs.append(subprocess.Popen(["/bin/sh", "-c", "while :; do :; done"], start_new_session=True))
 
     def stop(self) -> None:
@@ -109,9 +109,10 @@ class CpuHogs:
 
 
 def _maybe_slow(phone: "EmulatedPhone", data: bytes, hogs: CpuHogs) -> None:
-    if phone.faults.take_slowdown(data):
+    fault = phone.faults.take_slowdown(data)
+    if fault is not None:
         log.info("fault: CPU slowed down while this command runs")
-        hogs.start()
+        hogs.start(fault.hogs_per_cpu)
 
 
 async def _pump_stdin(stream: Stream, proc: asyncio.subprocess.Process, v2: bool,

@@ -43,9 +43,9 @@ class BlockRecord:
     """Per group, the configurations in Na's order (Nb ran them reversed)."""
     seed: int
     drift_pct: float
-    """The largest move of a probe series from its first probe."""
+    """The largest move of a model's probe from its first probe of the block."""
     drift_series: str
-    """The series that moved most (refresh, or decode:<group>), and which model."""
+    """Which model's probe moved most, and in which series (refresh:<drafter> or decode:<group>)."""
     voided: bool
     kept_after_voids: bool
     """Kept although its drift exceeds the threshold: the redo budget was spent."""
@@ -77,7 +77,7 @@ class ProbeRecord:
     attempt: int
     device: str
     series: str
-    """refresh, or decode:<group>: the probes of one series are compared with its first."""
+    """refresh:<drafter> (a probe job beside a refresh) or decode:<group> (inside a decode job)."""
     where: str
     window_id: str | None
     drafter: str | None
@@ -130,6 +130,7 @@ class SummaryRecord:
 @dataclass(frozen=True)
 class OpRecord:
     device: str
+    config: str
     model: str
     width: int
     depth_from: int

@@ -287,3 +287,23 @@ def test_report_of_target_only_rows(study, tmp_path):
     code, md = invoke("report", out, "--format", "md")
     assert code == 0, md
     assert "| target " in md.split("### Pooled decode throughput")[1].split("###")[0]
+
+
+def test_same_vocabulary_sd_wider_than_the_traced_rows_is_refused(study, tmp_path):
+    """Rows hold k_max drafts: W - 1 > k_max would price truncated drafts, so nothing is written."""
+    import dataclasses
+
+    traces = tmp_path / "short"
+    for name, trace_file in study["data"].traces.items():
+        short = [dataclasses.replace(t, drafts=dataclasses.replace(t.drafts, tokens=t.drafts.tokens[:, :4],
+                                                                   conf=t.drafts.conf[:, :4]))
+                 for t in trace_file.windows.values()]
+        save_trace_file(traces / f"{name}.jsonl", trace_file.target, trace_file.drafter, short)
+    code, output = invoke(*run_args({**study, "traces": traces}, tmp_path / "r", "--method", "sd:W=6"))
+    assert code == 1
+    line = error_line(output)
+    assert "sd[W=6,drafter=small]: drafts up to W-1 = 5 tokens" in line and "holds k_max = 4 drafts per row" in line
+    assert "--k-max 5" in line
+    assert not (tmp_path / "r").exists()
+    code, output = invoke(*run_args({**study, "traces": traces}, tmp_path / "ok", "--method", "sd:W=5"))
+    assert code == 0, output  # W - 1 = k_max: every draft a row holds, none missing

@@ -87,6 +87,6 @@ def test_probe_drift():
 
 
 def test_op_comparison_bins_by_depth():
-    ops = [fidelity.OpTiming("target", 1, d, us, 100.0) for d, us in ((0, 110.0), (10, 90.0), (70, 130.0))]
+    ops = [fidelity.OpTiming("target", "target", 1, d, us, 100.0) for d, us in ((0, 110.0), (10, 90.0), (70, 130.0))]
     rows = fidelity.op_comparison(ops, (0, 64))
     assert [(r["depth_from"], r["forwards"], r["decode_over_profile"]) for r in rows] == [(0, 2, 1.0), (64, 1, 1.3)]

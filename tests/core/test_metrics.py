@@ -94,6 +94,16 @@ def test_budget_selection_prefers_throughput_then_the_smaller_budget():
         select_budget(STUDY.assign(split="test")[STUDY["method"] == "as2d"], configs)
 
 
+def test_budget_selection_leaves_out_windows_that_diverged():
+    """B=1 diverged on w2 natively: both budgets are then compared on w1 alone (§7.6), where B=1 wins;
+    on every window B=2 would."""
+    configs = [As2dConfig(budget=1), As2dConfig(budget=2)]
+    study = rows({"as2d[B=1]": [("w1", 10, 1.0), ("w2", 0, 0.0)], "as2d[B=2]": [("w1", 10, 2.0), ("w2", 20, 0.5)]})
+    study.loc[(study["config"] == "as2d[B=1]") & (study["window_id"] == "w2"), "lossless"] = False
+    choice = select_budget(study, configs)
+    assert choice.config.budget == 1 and choice.windows == 1
+
+
 def test_speedups_need_target_only_rows():
     with pytest.raises(SpecbenchError, match="no target-only rows"):
         metrics.pooled(STUDY[STUDY["method"] != "target"])

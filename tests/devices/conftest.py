@@ -40,7 +40,7 @@ def emulated_phone(adb_server, phone_description, tmp_path):
 
 
 # --- phones that run the real runner (tests of AdbDevice and the CLI on phones) ---
-from tests.native.conftest import runner, tiny  # noqa: E402,F401  (fixtures reused)
+from tests.native.conftest import demo_model_path, runner, tiny  # noqa: E402,F401  (fixtures reused)
 
 
 def _connected(adb_server, name: str, sandbox: Path, monkeypatch):
@@ -70,3 +70,18 @@ def arm_phone(adb_server, tmp_path, monkeypatch):
     """An arm64-v8a emulated phone; the aarch64 runner runs in it under qemu-aarch64."""
     with _connected(adb_server, "arm-emu.yaml", tmp_path / "phone", monkeypatch) as handle:
         yield handle
+
+
+AARCH64 = Path(__file__).resolve().parents[2] / "runners" / "aarch64-linux" / "specbench-runner"
+
+
+@pytest.fixture
+def aarch64_runner():
+    """The static aarch64 runner the arm phone runs under qemu-aarch64, or a skip saying how to build it."""
+    import shutil
+
+    if not AARCH64.exists():
+        pytest.skip(f"{AARCH64} not built: scripts/build-runner --aarch64-linux --no-mtmd (needs g++-aarch64-linux-gnu)")
+    if not (shutil.which("qemu-aarch64-static") or shutil.which("qemu-aarch64")):
+        pytest.skip("qemu-aarch64 not installed (apt-get install qemu-user-static; `make deps`)")
+    return AARCH64

@@ -3,23 +3,7 @@ an arm64-v8a emulated phone and run there under qemu-aarch64, as on a phone."""
 
 from __future__ import annotations
 
-import shutil
-
-import pytest
-
 from specbench.world.devices.adb import open_adb_device
-from specbench.world.dirs import checkout_root
-
-AARCH64 = checkout_root() / "runners" / "aarch64-linux" / "specbench-runner"
-
-
-@pytest.fixture
-def aarch64_runner():
-    if not AARCH64.exists():
-        pytest.skip(f"{AARCH64} not built: scripts/build-runner --aarch64-linux --no-mtmd (needs g++-aarch64-linux-gnu)")
-    if not (shutil.which("qemu-aarch64-static") or shutil.which("qemu-aarch64")):
-        pytest.skip("qemu-aarch64 not installed (apt-get install qemu-user-static; `make deps`)")
-    return AARCH64
 
 
 def test_aarch64_runner_sweeps_on_an_arm_phone(arm_phone, aarch64_runner, tiny):

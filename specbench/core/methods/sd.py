@@ -159,6 +159,16 @@ class CrossVocabKV:
 DrafterKV = SameVocabKV | CrossVocabKV | LookupKV
 
 
+def check_draft_rows(trace: WindowTrace, config: SdConfig) -> None:
+    """A same-vocabulary trace row holds k_max drafts: SD at W − 1 > k_max would read truncated
+    rows and price drafts shorter than the runner's, so it is refused (as the cross-vocabulary
+    path refuses rows it cannot decide)."""
+    if trace.drafts is not None and config.width - 1 > trace.drafts.k_max:
+        raise SpecbenchError(f"{config.label}: drafts up to W-1 = {config.width - 1} tokens, but the trace of window "
+                             f"'{trace.window_id}' holds k_max = {trace.drafts.k_max} drafts per row",
+                             hint=f"trace again with --k-max {config.width - 1} or more")
+
+
 def drafter_kv(trace: WindowTrace, config: SdConfig) -> DrafterKV:
     """How the runner's drafter KV evolves for this trace's drafter."""
     lookup = trace.drafts.lookup if trace.drafts is not None else None
@@ -170,6 +180,7 @@ def drafter_kv(trace: WindowTrace, config: SdConfig) -> DrafterKV:
         return LookupKV(trace.n_prompt_drafter)
     cross = trace.drafts.cross if trace.drafts is not None else None
     if cross is None:
+        check_draft_rows(trace, config)
         return SameVocabKV(trace.n_prompt_drafter)
     return CrossVocabKV(cross, trace.n_prompt_drafter, config.width, trace.window_id)
 

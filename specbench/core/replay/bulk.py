@@ -22,7 +22,7 @@ import pandas as pd
 from specbench.core.methods import MethodConfig, row_fields
 from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.base import Model
-from specbench.core.methods.sd import SdConfig
+from specbench.core.methods.sd import SdConfig, check_draft_rows
 from specbench.core.methods.target import TargetConfig
 from specbench.core.positions import counts, histograms
 from specbench.core.replay.lockstep import Simulation, simulate_lockstep
@@ -96,6 +96,7 @@ def sd_ops(trace: WindowTrace, cap: int, config: SdConfig) -> SerialOps:
     """`methods.sd.decode_sd` on arrays: the same rounds and operations (tests check it)."""
     if trace.drafts is None:
         raise SpecbenchError(f"trace of window '{trace.window_id}' has no prefix-conditioned drafts")
+    check_draft_rows(trace, config)
     y, drafts = trace.y, trace.drafts
     n, k_max = len(y), drafts.k_max
     y_pad = np.concatenate([y, np.full(k_max, -2, dtype=y.dtype)])

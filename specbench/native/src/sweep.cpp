@@ -51,27 +51,36 @@ std::vector<llama_token> random_tokens(std::mt19937 & rng, int n_vocab, int n) {
     return t;
 }
 
-// All widths of one model at one depth. The depth prefix is prefilled once, untimed;
-// every timed forward is rolled back, so each one sees exactly `depth` KV entries.
+// All widths of one model at one depth. The depth prefix is prefilled once, untimed; every
+// forward is rolled back, so each one sees exactly `depth` KV entries. Every width is warmed
+// up first (no cell is the first forward after the prefill), then the timed forwards go round
+// the widths, one of each per round and every other round in reverse, so that each cell's
+// samples are spread through the depth's sweep and drift reaches every width alike.
 void sweep_depth(Model & m, const SweepPlan & plan, const std::vector<int> & widths, bool all_logits, int depth,
                  std::mt19937 & rng) {
     m.clear();
     if (depth > 0) m.forward(random_tokens(rng, m.n_vocab(), depth), false);
-    for (int w : widths) {
-        const std::vector<llama_token> tokens = random_tokens(rng, m.n_vocab(), w);
-        for (int i = 0; i < plan.warmup; i++) {
-            m.forward(tokens, all_logits);
+    std::vector<std::vector<llama_token>> tokens;
+    for (int w : widths) tokens.push_back(random_tokens(rng, m.n_vocab(), w));
+    for (int i = 0; i < plan.warmup; i++) {
+        for (const auto & t : tokens) {
+            m.forward(t, all_logits);
             m.rollback(depth);
         }
-        std::vector<int64_t> samples;
-        for (int i = 0; i < plan.repetitions; i++) {
-            samples.push_back(m.forward(tokens, all_logits));
+    }
+    std::vector<std::vector<int64_t>> samples(widths.size());
+    for (int r = 0; r < plan.repetitions; r++) {
+        for (size_t j = 0; j < widths.size(); j++) {
+            const size_t i = r % 2 ? widths.size() - 1 - j : j;
+            samples[i].push_back(m.forward(tokens[i], all_logits));
             m.rollback(depth);
         }
-        json rec = {{"kind", "forward"}, {"model", m.role()},       {"width", w},
+    }
+    for (size_t i = 0; i < widths.size(); i++) {
+        json rec = {{"kind", "forward"}, {"model", m.role()},       {"width", widths[i]},
                     {"depth", depth},    {"logits", all_logits ? "all" : "last"},
-                    {"warmup", plan.warmup}, {"repetitions", plan.repetitions}};
-        rec.update(stats(samples));
+                    {"warmup", plan.warmup}, {"repetitions", plan.repetitions}, {"interleaved", true}};
+        rec.update(stats(samples[i]));
         emit_result(rec);
     }
 }
