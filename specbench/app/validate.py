@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from specbench.core import fidelity
-from specbench.core.methods import MethodConfig
+from specbench.core.methods import MethodConfig, config_of, row_fields
 from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.core.methods.target import TargetConfig
@@ -46,7 +46,7 @@ from specbench.schemas.validation import (
 from specbench.schemas.windows import Window, windows_digest
 from specbench.world.devices.base import Device
 from specbench.world.environment import now
-from specbench.world.model_files import ModelFile, model_job
+from specbench.world.model_files import LOOKUP_DRAFTER, ModelFile, model_job
 from specbench.world.native_run import method_job
 from specbench.world.profiling import SweepPlan, profile_device, write_profile
 from specbench.world.tracing import prompts_for
@@ -155,12 +155,17 @@ def manifest(plan: ValidationPlan) -> dict:
                                                     "digest": windows_digest(plan.windows), "count": len(plan.windows)},
             "traces": str(plan.traces_dir), "target": plan.target.ref(),
             "drafters": {name: d.ref() for name, d in sorted(plan.drafters.items())},
-            "methods": [c.label for c in plan.configs], "placements": [p.as_dict() for p in plan.placements],
+            "methods": [row_fields(c) for c in plan.configs], "placements": [p.as_dict() for p in plan.placements],
             "depths": list(plan.depths), "seed": plan.seed, "block_windows": plan.block_windows,
             "min_blocks": plan.min_blocks, "max_blocks": plan.max_blocks, "halfwidth_pct": plan.halfwidth_pct,
             "probe_threshold_pct": plan.probe_threshold_pct, "max_voids": plan.max_voids,
             "repetitions": plan.repetitions, "probe_repetitions": plan.probe_repetitions,
             "bounds": {"speedup": vars(plan.speedup), "throughput": vars(plan.throughput)}}
+
+
+def manifest_configs(doc: dict) -> list[MethodConfig]:
+    """The configurations a validation's manifest records (typed fields, as result rows carry them)."""
+    return [config_of(fields) for fields in doc["methods"]]
 
 
 def check_runner(device: Device) -> None:
@@ -253,7 +258,11 @@ class Validation:
         where = self.out / "profiles" / f"{placement.label}-b{block:03d}"
         where.mkdir(parents=True, exist_ok=True)
         start_snapshot = self.plan.device.snapshot()
-        for attempt in range(self.plan.max_voids + 1):
+        # an attempt cut short (its records written, its BlockRecord not) keeps its number: never kept
+        first = 1 + max((r.attempt for kind in (BlockRecord, DecodeRecord, ProbeRecord)
+                         for r in load_records(self.out, kind) if (r.device, r.block) == (device, block)), default=-1)
+        for redo in range(self.plan.max_voids + 1):
+            attempt = first + redo
             started, clock = now(), time.monotonic()
             base = {"block": block, "attempt": attempt, "device": device}
             probes = self.probes(placement, "refresh-1 before", base)
@@ -268,7 +277,7 @@ class Validation:
             refreshes.append(self.refresh(placement, where / f"refresh-2-a{attempt}.yaml"))
             probes += self.probes(placement, "refresh-2 after", base)
             drift, series = block_drift(probes)
-            voided = drift > self.plan.probe_threshold_pct and attempt < self.plan.max_voids
+            voided = drift > self.plan.probe_threshold_pct and redo < self.plan.max_voids
             record = BlockRecord(block, attempt, device, [w.window_id for w in shard], list(order.groups),
                                  {g: list(m) for g, m in order.methods.items()}, self.plan.seed, round(drift, 3),
                                  series, voided, drift > self.plan.probe_threshold_pct and not voided, started,
@@ -280,7 +289,7 @@ class Validation:
             if not voided:
                 return record
             self.log(f"block {block} ({device}) voided: probes moved {drift:.1f}% ({series}); cooling down, redo "
-                     f"{attempt + 1} of {self.plan.max_voids}")
+                     f"{redo + 1} of {self.plan.max_voids}")
             cool_down(self.plan.device, start_snapshot, self.plan.cooldown_s)
         raise AssertionError("unreachable: the last attempt is kept")
 
@@ -310,7 +319,10 @@ class Validation:
 
     # -- analysis -------------------------------------------------------------------------------------
     def analyze(self) -> list[SummaryRecord]:
-        return analyze(self.out, self.plan, self.traces)
+        plan = self.plan
+        return analyze(self.out, plan.windows, self.traces, plan.configs,
+                       {name for name, d in plan.drafters.items() if d.lookup},
+                       {"speedup": plan.speedup, "throughput": plan.throughput})
 
 
 def fidelity_done(summary: SummaryRecord, halfwidth_pct: float) -> bool:
@@ -465,28 +477,28 @@ def summarize(obs: Sequence[ObservationRecord], bounds: dict[str, Bounds]) -> li
     return out
 
 
-def analyze(out: Path, plan: ValidationPlan, traces: dict[str, TraceFile]) -> list[SummaryRecord]:
-    """Replay every kept block with its profile, then observations, summary and the op comparison."""
+def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], configs: Sequence[MethodConfig],
+            lookups: set[str], bounds: dict[str, Bounds]) -> list[SummaryRecord]:
+    """Replay every kept block with its profile, then write observations, summary and the op
+    comparison (`lookups`: the drafter groups that are prompt lookup, whose ops no table prices)."""
     from specbench.app.parallel_replay import replay_study
 
     blocks = [b for b in load_records(out, BlockRecord) if not b.voided]
     decodes = list(kept(load_records(out, DecodeRecord), blocks))
-    by_id = {w.window_id: w for w in plan.windows}
-    replay: dict[tuple[str, str, str], tuple[int, float]] = {}
+    by_id = {w.window_id: w for w in windows}
     obs: list[ObservationRecord] = []
     timings: list[tuple[str, fidelity.OpTiming]] = []
     for b in blocks:
         label = b.device.rsplit("@", 1)[-1]
         profile = load_profile(out / "profiles" / f"{label}-b{b.block:03d}" / "profile.yaml")
-        frame = replay_study([by_id[w] for w in b.windows], traces, [profile], plan.configs, workers=1)
+        frame = replay_study([by_id[w] for w in b.windows], traces, [profile], configs, workers=1)
         per_block = {(b.device, c, w): (int(t), float(s)) for c, w, t, s in
                      zip(frame["config"], frame["window_id"], frame["tokens"], frame["decode_s"])}
-        replay |= per_block
         mine = [d for d in decodes if (d.device, d.block) == (b.device, b.block)]
         obs += observations(mine, per_block)
-        timings += [(b.device, t) for t in op_timings(mine, profile, plan)]
+        timings += [(b.device, t) for t in op_timings(mine, profile, configs, lookups)]
     write_records(out, ObservationRecord, obs)
-    summary = summarize(obs, {"speedup": plan.speedup, "throughput": plan.throughput})
+    summary = summarize(obs, bounds)
     write_records(out, SummaryRecord, summary)
     ops = []
     for device in sorted({d for d, _ in timings}):
@@ -496,16 +508,29 @@ def analyze(out: Path, plan: ValidationPlan, traces: dict[str, TraceFile]) -> li
     return summary
 
 
-def op_timings(decodes: Sequence[DecodeRecord], profile, plan: ValidationPlan) -> list[fidelity.OpTiming]:
+def analyze_directory(out: Path) -> list[SummaryRecord]:
+    """`analyze` from what a validation directory's manifest records (no device needed)."""
+    from specbench.schemas.validation import read_manifest
+    from specbench.schemas.windows import load_windows
+
+    doc = read_manifest(out)
+    bounds = {metric: Bounds(**values) for metric, values in doc["bounds"].items()}
+    lookups = {name for name, ref in doc["drafters"].items() if ref.get("sha256") == LOOKUP_DRAFTER.sha256}
+    return analyze(Path(out), load_windows(Path(doc["windows"]["path"])), load_trace_dir(Path(doc["traces"])),
+                   manifest_configs(doc), lookups, bounds)
+
+
+def op_timings(decodes: Sequence[DecodeRecord], profile, configs: Sequence[MethodConfig],
+               lookups: set[str]) -> list[fidelity.OpTiming]:
     """Every forward of the serial decodes (AS2D's lanes overlap, so their forwards are not solo
     costs) with the price the block's profile gives it."""
-    serial = {c.label: c for c in plan.configs if not isinstance(c, As2dConfig)}
+    serial = {c.label: c for c in configs if not isinstance(c, As2dConfig)}
     out = []
     for d in decodes:
         config = serial.get(d.config)
         if config is None or not d.lossless:
             continue
-        lookup = d.group in plan.drafters and plan.drafters[d.group].lookup
+        lookup = d.group in lookups
         for op in d.ops:
             if op["model"] == "target":
                 table, model = profile.target_costs, "target"

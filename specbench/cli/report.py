@@ -77,9 +77,7 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
         load_many,
         make_figures,
         selected_budgets,
-        write_output,
     )
-    from specbench.render.tables import print_rich, render
 
     if fmt == "csv" and output is None:
         raise SpecbenchError("--format csv writes one file per table: pass --output DIR",
@@ -117,26 +115,14 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
     elif plots_dir is not None:
         figures = make_figures(loaded, plots_dir, horizon)
         stderr.print(f"{len(figures)} figures (PNG + SVG) written to {plots_dir}")
-    for out_fmt, path in outputs:
-        write_output(out_fmt, path, tables)
-        stderr.print(f"report ({out_fmt}) written to {path}")
-    if output is not None:
-        return
-    if fmt == "table":
-        from rich.console import Console
-
-        print_rich(tables, Console())
-        return
-    click.echo(render(tables, fmt), nl=False)
+    _emit(tables, fmt, output, outputs)
 
 
 def _report_validations(results: tuple[Path, ...], validations: list[Path], fmt: str, output: Path | None,
                         outputs: list[tuple[str, Path]], figures_dir: Path | None) -> None:
     """A validation directory's tables (specbench validate), through the same outputs as a results report."""
     from specbench.app.progress import stderr
-    from specbench.app.report import write_output
     from specbench.app.validation_report import validation_figures, validation_tables
-    from specbench.render.tables import print_rich, render
 
     if len(validations) != len(results):
         other = next(r for r in results if r not in validations)
@@ -146,6 +132,15 @@ def _report_validations(results: tuple[Path, ...], validations: list[Path], fmt:
     if figures_dir is not None:
         paths = [p for v in validations for p in validation_figures(v, figures_dir)]
         stderr.print(f"{len(paths)} figure files written to {figures_dir}")
+    _emit(tables, fmt, output, outputs)
+
+
+def _emit(tables: list, fmt: str, output: Path | None, outputs: list[tuple[str, Path]]) -> None:
+    """Every --output/--export-* file, then stdout unless --output took it."""
+    from specbench.app.progress import stderr
+    from specbench.app.report import write_output
+    from specbench.render.tables import print_rich, render
+
     for out_fmt, path in outputs:
         write_output(out_fmt, path, tables)
         stderr.print(f"report ({out_fmt}) written to {path}")
