@@ -126,7 +126,7 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
                           configs, placements, parsed_depths, seed, block_windows, min_blocks, max_blocks,
                           halfwidth_pct, probe_threshold_pct, max_voids, cooldown_s, repetitions, probe_repetitions,
                           Bounds(speedup_bound, error_bound), Bounds(throughput_bound, error_bound))
-    total = max_blocks * len(placements) * sum(min(block_windows, len(plan.windows)) * 1 for _ in plan.groups())
+    total = max_blocks * len(placements) * len(plan.groups()) * min(block_windows, len(plan.windows))
     with progress_bar("validating (windows decoded)", total) as advance:
         Validation(plan, out, lambda line: stderr.print(line, markup=False), advance).run()
     tables = validation_tables(out)

@@ -32,6 +32,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from specbench.core.stats import Interval
+
 RESAMPLES = 2000
 SEED = 20261201
 BIAS_LEVEL = 0.90
@@ -50,12 +52,6 @@ class Observation:
 
 
 @dataclass(frozen=True)
-class Bounds:
-    low: float
-    high: float
-
-
-@dataclass(frozen=True)
 class FidelityStats:
     blocks: int
     observations: int
@@ -64,11 +60,11 @@ class FidelityStats:
     excess_pct: float
     bias: float
     """Geometric mean of replay / native."""
-    f0_interval: Bounds | None
-    f1_interval: Bounds | None
+    f0_interval: Interval | None
+    f1_interval: Interval | None
     excess_upper_pct: float | None
     """The upper 95% bound of E (one-sided), None with fewer than two blocks."""
-    bias_interval: Bounds | None
+    bias_interval: Interval | None
     """The 90% interval of the bias."""
 
 
@@ -102,14 +98,14 @@ def fidelity_stats(observations: Sequence[Observation], resamples: int = RESAMPL
                                                                                                   resamples, seed)])
     tail = (1 - BIAS_LEVEL) / 2
 
-    def interval(column: int, level_tail: float) -> Bounds:
+    def interval(column: int, level_tail: float) -> Interval:
         low, high = np.quantile(draws[:, column], [level_tail, 1 - level_tail])
-        return Bounds(float(low), float(high))
+        return Interval(float(low), float(high))
 
     bias = interval(3, tail)
     return FidelityStats(len(groups), len(observations), f0, f1, excess, math.exp(log_bias), interval(0, tail),
                          interval(1, tail), float(np.quantile(draws[:, 2], ERROR_LEVEL)),
-                         Bounds(math.exp(bias.low), math.exp(bias.high)))
+                         Interval(math.exp(bias.low), math.exp(bias.high)))
 
 
 def verdict(stats: FidelityStats, bias_bound_pct: float, error_bound_pct: float) -> str:

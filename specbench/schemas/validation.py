@@ -16,12 +16,21 @@ interrupted validation resumes at the first block without one and no half block 
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Iterator, Sequence, TypeVar
 
 from specbench.errors import SpecbenchError
-from specbench.schemas.fileio import Where, append_jsonl, check_header, iter_jsonl, load_json, write_atomic
+from specbench.schemas.fileio import (
+    Where,
+    append_jsonl,
+    check_header,
+    dumps_line,
+    iter_jsonl,
+    load_json,
+    write_atomic,
+)
 
 KIND = "specbench.validation"
 # Format history: 1 = first version.
@@ -160,8 +169,6 @@ def append_records(directory: Path, records: Sequence) -> None:
 
 def write_records(directory: Path, kind: type, records: Sequence) -> None:
     """Replace a derived file (observations, summary, ops) at once."""
-    from specbench.schemas.fileio import dumps_line
-
     write_atomic(record_path(directory, kind), "".join(dumps_line(asdict(r)) for r in records))
 
 
@@ -208,8 +215,6 @@ def open_validation(directory: Path, manifest: dict, resume: bool) -> None:
                                      f"({old.get(key)!r} before, {doc.get(key)!r} now)")
         return
     directory.mkdir(parents=True, exist_ok=True)
-    import json
-
     write_atomic(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
 
