@@ -31,7 +31,7 @@ ARCHITECTURE = REPO / "docs" / "ARCHITECTURE.md"
 CLI_DOCS = REPO / "scripts" / "cli-docs"
 
 PROJECT_DIRS = ("specbench", "tests", "bench", "scripts", "docs", "device_profiles", ".ci", ".github")
-"""Folders whose text files are code or docs; runners/ and results/ hold outputs and only their *.md count."""
+"""Folders whose text files are code or docs; runners/ and results/ hold outputs and only their README counts."""
 OUTPUT_DIRS = ("runners", "results")
 TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".json", ".cpp", ".h", ".hpp", ".c", ".txt", ".toml", ".cfg", ".sh", ""}
 SKIPPED_PARTS = {"__pycache__", ".venv", "build", ".pytest_cache", ".hypothesis", ".git"}
@@ -59,8 +59,7 @@ def project_files() -> tuple[Path, ...]:
     files = [p for p in REPO.iterdir() if p.is_file() and (p.suffix == ".md" or p.name == "Makefile")]
     for folder in PROJECT_DIRS:
         files += [p for p in (REPO / folder).rglob("*") if p.is_file() and p.suffix in TEXT_SUFFIXES]
-    for folder in OUTPUT_DIRS:
-        files += (REPO / folder).rglob("*.md")
+    files += [REPO / folder / "README.md" for folder in OUTPUT_DIRS if (REPO / folder / "README.md").is_file()]
     return tuple(sorted(p for p in files if not SKIPPED_PARTS & set(p.relative_to(REPO).parts)
                         and not any(part.endswith(".egg-info") for part in p.parts)))
 
