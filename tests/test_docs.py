@@ -21,6 +21,7 @@ import importlib.machinery
 import importlib.util
 import re
 from functools import cache
+from itertools import zip_longest
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,9 +82,9 @@ def test_the_cli_reference_is_what_the_commands_print():
     loader.exec_module(module)
     expected = module.cli_reference()
     current = module.CLI_MD.read_text(encoding="utf-8")
-    stale = next((i for i, (a, b) in enumerate(zip(current.splitlines(), expected.splitlines()), 1) if a != b), None)
-    assert current == expected, (f"docs/CLI.md is stale (first difference at line {stale or 'end'}): "
-                                 f"run python scripts/cli-docs")
+    pairs = enumerate(zip_longest(current.splitlines(), expected.splitlines()), 1)
+    stale = next((i for i, (have, want) in pairs if have != want), None)
+    assert current == expected, f"docs/CLI.md is stale (first difference at line {stale}): run python scripts/cli-docs"
 
 
 def test_the_cli_reference_has_every_command():
@@ -134,7 +135,8 @@ def test_layout_lists_every_module_and_nothing_else():
     assert not missing, f"docs/ARCHITECTURE.md Layout lacks {missing}"
     absent = sorted(e for e in entries if not (REPO / e.rstrip("/")).exists())
     assert not absent, f"docs/ARCHITECTURE.md Layout lists what does not exist: {absent}"
-    assert {"docs/", "device_profiles/", "runners/", "results/", "specbench/native/", "bench/", "tests/"} <= set(entries)
+    expected = {"docs/", "device_profiles/", "runners/", "results/", "specbench/native/", "bench/", "tests/"}
+    assert expected <= set(entries)
 
 
 # --- citations of docs/METHODS.md -------------------------------------------------------------------------------------
@@ -245,8 +247,9 @@ def test_every_document_named_exists():
 
 def test_the_document_check_resolves_as_documented():
     here = REPO / "specbench" / "native" / "src" / "main.cpp"
-    names = [name for _, name in named_documents("see native/README.md, docs/METHODS.md#5-replay and MODELS.md. "
-                                                 "report.md; https://github.com/x/y/blob/master/docs/backend/OPENCL.md")]
+    text = ("see native/README.md, docs/METHODS.md#5-replay and MODELS.md. "
+            "report.md; https://github.com/x/y/blob/master/docs/backend/OPENCL.md")
+    names = [name for _, name in named_documents(text)]
     assert names == ["native/README.md", "docs/METHODS.md", "MODELS.md"]
     assert [resolves(here, name) for name in names] == [True, True, False]
     assert resolves(REPO / "results" / "README.md", "../docs/METHODS.md")
