@@ -29,6 +29,8 @@ from specbench.schemas.windows import Window
 
 NO_TOKEN = -3
 """Pads the stream and output matrices; never equals a token id or PAD."""
+_BLOCKS = (2, 6, 14, 1 << 62)
+"""Column blocks of the candidate comparison (`_agreement`)."""
 
 
 def dense_costs(table: CostTable, max_width: int, max_depth: int) -> np.ndarray:
@@ -320,6 +322,25 @@ def _align(s: _State, study: _Study, base: np.ndarray, root: np.ndarray, publish
     return start, anchored, searched
 
 
+def _agreement(study: _Study, z_at: np.ndarray, y_at: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Per i, how many of z[z_at[i]:][:length[i]] agree with y[y_at[i]:] before the first
+    mismatch (flat positions). Compared in blocks of growing width, each only for the rows that
+    agreed throughout the blocks before: most candidates are rejected in the first columns."""
+    agreed = length.copy()
+    rows = np.nonzero(length > 0)[0]
+    begin = 0
+    for end in _BLOCKS:
+        if not len(rows):
+            break
+        j = np.arange(begin, min(end, int(length[rows].max())))[None, :]
+        mismatch = (study.z[z_at[rows, None] + j] != study.y[y_at[rows, None] + j]) & (j < length[rows, None])
+        rejected = mismatch.any(axis=1)
+        agreed[rows[rejected]] = begin + np.argmax(mismatch[rejected], axis=1)
+        rows = rows[~rejected & (length[rows] > end)]
+        begin = end
+    return agreed
+
+
 def _round(s: _State, study: _Study) -> None:
     """One forward boundary and forward of every simulation in `s`."""
     t = s.t
@@ -338,10 +359,7 @@ def _round(s: _State, study: _Study) -> None:
         # the first low-confidence token at or after the start ends the candidates
         c_length = np.minimum(length[some], study.next_low[s.low_row[some] * study.low_stride + c_start] - c_start)
         length[some] = c_length
-        j = np.arange(max(int(c_length.max()), 1))[None, :]
-        mismatch = (study.z[c_start[:, None] + j] != study.y[(base[some] + t[some])[:, None] + j]) & (
-            j < c_length[:, None])
-        accepted[some] = np.where(mismatch.any(axis=1), np.argmax(mismatch, axis=1), c_length)
+        accepted[some] = _agreement(study, c_start, base[some] + t[some], c_length)
     committed = np.minimum(accepted + 1, s.n - t)
 
     # Time: the alignment search (if any), then the forward, the lanes sharing the processors.
