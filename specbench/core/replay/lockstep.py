@@ -176,7 +176,7 @@ class _State:
     operation runs on contiguous arrays instead of gathering and scattering through an index."""
 
     CONSTANTS = ("ids", "row", "timeline", "ratio_row", "total", "n", "m", "cap", "n_prompt", "budget", "batch",
-                 "conf_stop", "low_row", "horizon", "positional", "start_s", "align_s")
+                 "low_row", "horizon", "positional", "start_s")
     CURSORS = ("t", "expected", "floor", "batches")
     RESULTS = ("time", "work", "d", "v", "o", "h", "rounds", "proposed", "accepted", "multi", "extrapolated",
                "depth_extrapolated")
@@ -211,12 +211,11 @@ class _State:
         self.n_prompt = per_trace([t.n_prompt for t in study.traces], np.int64)
         self.budget = per_config("budget", np.int64)
         self.batch = per_config("batch", np.int64)
-        self.conf_stop = per_config("conf_stop", np.float64)
         self.low_row = study.low_row(config_row, config_list)
         self.horizon = per_config("horizon", np.int64)
         self.positional = np.array([c.align == "positional" for c in config_list], dtype=bool)[config_row]
         self.start_s = study.start_s
-        self.align_s = np.full(count, profile.overheads.align_s)
+        self.align_s = profile.overheads.align_s
         for name in self.CURSORS + ("rounds", "proposed", "accepted", "multi"):
             setattr(self, name, np.zeros(count, dtype=np.int64))
         self.t += 1  # y[0] comes from the prefill
@@ -232,7 +231,7 @@ class _State:
         part = object.__new__(_State)
         for name in self.CONSTANTS + self.CURSORS + self.RESULTS:
             setattr(part, name, getattr(self, name)[which])
-        part.verified = self.verified
+        part.verified, part.align_s = self.verified, self.align_s
         return part
 
     def retire(self, done: np.ndarray, into: "_State") -> "_State":
@@ -254,12 +253,16 @@ def _advance_publication(s: _State, study: _Study) -> None:
         s.batches[idx] += 1
 
 
-def _run(s: _State, idx, solo: np.ndarray, rt: np.ndarray, rd: np.ndarray, forward: bool) -> None:
-    """`reference._Lanes.run` for the simulations `idx` (indices, or slice(None) for all; same
-    operations, same order)."""
-    time, work, total, start = s.time[idx], s.work[idx], s.total[idx], s.start_s[idx]
-    lane = s.v if forward else s.h
-    lane_values = lane[idx]
+def _run(s: _State, idx: np.ndarray | None, solo: np.ndarray, rt: np.ndarray, rd: np.ndarray,
+         forward: bool) -> None:
+    """`reference._Lanes.run` for the simulations `idx` (None: all of them; same operations,
+    same order)."""
+    lane_name = "v" if forward else "h"
+    if idx is None:
+        time, work, total, start, lane_values = s.time, s.work, s.total, s.start_s, getattr(s, lane_name)
+    else:
+        time, work, total, start = s.time[idx], s.work[idx], s.total[idx], s.start_s[idx]
+        lane_values = getattr(s, lane_name)[idx]
     remaining = solo
     before = time < start
     if before.any():
@@ -278,48 +281,58 @@ def _run(s: _State, idx, solo: np.ndarray, rt: np.ndarray, rd: np.ndarray, forwa
         work = np.where(shared_mask, new_work, work)
         remaining = np.where(shared_mask, new_remaining, remaining)
         time = time + shared
-        s.d[idx] += shared
+        if idx is None:
+            s.d += shared
+        else:
+            s.d[idx] += shared
         if forward:
             lane_values = lane_values + shared
-            s.o[idx] += shared
+            if idx is None:
+                s.o += shared
+            else:
+                s.o[idx] += shared
     remaining = np.where(remaining > 0, remaining, 0.0)  # what is left runs alone
     time = time + remaining
-    lane[idx] = lane_values + remaining
-    s.time[idx] = time
-    s.work[idx] = work
+    lane_values = lane_values + remaining
+    if idx is None:
+        setattr(s, lane_name, lane_values)
+        s.time, s.work = time, work
+    else:
+        getattr(s, lane_name)[idx] = lane_values
+        s.time[idx] = time
+        s.work[idx] = work
 
 
 def _align(s: _State, study: _Study, base: np.ndarray, root: np.ndarray, published: np.ndarray):
     """`As2dVerifier._align` of every simulation in `s`: (start or -1, anchored, searched).
 
     The search visits e + 1 .. e + H - 1, then e - 1, each only where floor <= k < published;
-    the forward part is the column range [lo, hi) of a [look, max_h - 1] window of z after e."""
+    the forward part is the column range [lo, hi) of offsets from e, compared as one matrix for
+    the rows where it is not empty (most misses wait for the producer: nothing published after e)."""
     e, floor = s.expected, s.floor
+    published_e = e < published
+    e_ok = (floor <= e) & published_e & (study.z[base + e] == root)
+    start = np.where(published_e, e + 1, -1)
     anchor = ~s.positional
-    e_ok = (floor <= e) & (e < published) & (study.z[base + e] == root)
-    start = np.where(e < published, e + 1, -1)
     anchored = e_ok & anchor
-    searched = np.zeros(len(e), dtype=bool)
-    look = np.nonzero(anchor & ~e_ok)[0]
-    if len(look):
-        e_l, floor_l, published_l, root_l = e[look], floor[look], published[look], root[look]
-        after = base[look] + e_l
-        # forward offsets 1 .. H - 1 that are reachable: k = e + offset in [floor, published)
-        lo = np.maximum(floor_l - e_l, 1)
-        hi = np.minimum(s.horizon[look], published_l - e_l)
-        offsets = np.arange(1, study.max_h)[None, :]
-        hits = (study.z[after[:, None] + offsets] == root_l[:, None]) & (offsets >= lo[:, None]) & (
-            offsets < hi[:, None])
-        forward = hits.any(axis=1)
-        # then e - 1 (k < 0 only where unreachable)
-        back_ok = (floor_l <= e_l - 1) & (e_l - 1 < published_l)
-        back = back_ok & (study.z[after - 1] == root_l)
-        found = forward | back
-        first = np.where(forward, e_l + 1 + np.argmax(hits, axis=1), e_l - 1)
-        start[look] = np.where(found, first + 1, start[look])
-        anchored[look] = found
-        searched[look] = (lo < hi) | back_ok
-    return start, anchored, searched
+    look = anchor & ~e_ok
+    lo = np.maximum(floor - e, 1)
+    hi = np.minimum(s.horizon, published - e)
+    ahead = look & (lo < hi)
+    back_ok = look & (floor < e) & (e <= published)  # k = e - 1 in [floor, published)
+    first = np.full(len(e), -1)
+    rows = np.nonzero(ahead)[0]
+    if len(rows):
+        lo_r, hi_r, e_r = lo[rows, None], hi[rows, None], e[rows]
+        offsets = np.arange(int(lo_r.min()), int(hi_r.max()))[None, :]
+        hits = (study.z[(base[rows] + e_r)[:, None] + offsets] == root[rows, None]) & (offsets >= lo_r) & (
+            offsets < hi_r)
+        hit = hits.any(axis=1)
+        first[rows[hit]] = e_r[hit] + offsets[0, np.argmax(hits[hit], axis=1)]
+    back = back_ok & (first < 0) & (study.z[base + e - 1] == root)  # k < 0 only where unreachable
+    first = np.where(back, e - 1, first)
+    found = first >= 0
+    return np.where(found, first + 1, start), anchored | found, ahead | back_ok
 
 
 def _agreement(study: _Study, z_at: np.ndarray, y_at: np.ndarray, length: np.ndarray) -> np.ndarray:
@@ -352,22 +365,17 @@ def _round(s: _State, study: _Study) -> None:
     # Candidates: published tokens from `start`, at most B and the cap's room, cut at the confidence stop.
     room = np.minimum(s.budget, s.cap - t - 1)
     length = np.where((start >= 0) & (start < published) & (room > 0), np.minimum(room, published - start), 0)
-    some = np.nonzero(length > 0)[0]
-    accepted = np.zeros(len(t), dtype=np.int64)
-    if len(some):  # only simulations with candidates, only as wide as the widest of them
-        c_start = base[some] + start[some]
-        # the first low-confidence token at or after the start ends the candidates
-        c_length = np.minimum(length[some], study.next_low[s.low_row[some] * study.low_stride + c_start] - c_start)
-        length[some] = c_length
-        accepted[some] = _agreement(study, c_start, base[some] + t[some], c_length)
+    # the first low-confidence token at or after the start ends them (where start is -1, length is 0 already)
+    c_start = base + start
+    length = np.minimum(length, study.next_low[s.low_row * study.low_stride + c_start] - c_start)
+    accepted = _agreement(study, c_start, base + t, length)
     committed = np.minimum(accepted + 1, s.n - t)
 
     # Time: the alignment search (if any), then the forward, the lanes sharing the processors.
-    overhead = searched & (s.align_s > 0)
-    if overhead.any():
-        sub = np.nonzero(overhead)[0]
+    sub = np.nonzero(searched)[0] if s.align_s > 0 else ()
+    if len(sub):
         ones = np.ones(len(sub))
-        _run(s, sub, s.align_s[sub], ones, ones, forward=False)
+        _run(s, sub, np.full(len(sub), s.align_s), ones, ones, forward=False)
     width = length + 1
     depth = s.n_prompt + t - 1
     solo = study.target_costs[width, depth]
@@ -376,7 +384,7 @@ def _round(s: _State, study: _Study) -> None:
         raise MissingCostError(f"{study.target_label}: no measured cost for width {width[bad]}",
                                hint="profile the device with a larger --max-width")
     cell = (s.ratio_row * study.rho_shape[0] + width) * study.rho_shape[1] + depth
-    _run(s, slice(None), solo, study.rho_t[cell], study.rho_d[cell], forward=True)
+    _run(s, None, solo, study.rho_t[cell], study.rho_d[cell], forward=True)
     s.extrapolated |= study.rho_extrapolated[s.ratio_row, width]
     s.depth_extrapolated |= study.target_outside[depth]
 
