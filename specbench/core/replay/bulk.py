@@ -221,8 +221,11 @@ def replay_as2d(windows: Sequence[Window], traces: Mapping[str, TraceFile], prof
                 configs: Sequence[As2dConfig], progress: Progress | None = None) -> pd.DataFrame:
     """Every (configuration, window) of AS2D on one device, simulated in lockstep."""
     sims, blocks = [], []
+    by_drafter: dict[str | None, list[WindowTrace]] = {}  # configurations of one drafter replay the same traces
     for config in configs:
-        window_traces = [trace_for(traces, config, w.window_id)[1] for w in windows]
+        window_traces = by_drafter.get(config.drafter)
+        if window_traces is None:
+            window_traces = by_drafter[config.drafter] = [trace_for(traces, config, w.window_id)[1] for w in windows]
         sims += [Simulation(config, i, trace) for i, trace in enumerate(window_traces)]
         blocks.append(_base_columns(profile, config, windows, window_traces))
     if not sims:

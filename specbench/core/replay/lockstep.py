@@ -226,7 +226,7 @@ class _State:
         # every verification's (simulation, candidates, accepted), for positions.histograms at the end
         self.verified: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
-    def take(self, which: np.ndarray) -> "_State":
+    def take(self, which: np.ndarray) -> _State:
         """The simulations `which` (indices or a mask) as a state of their own, sharing `verified`."""
         part = object.__new__(_State)
         for name in self.CONSTANTS + self.CURSORS + self.RESULTS:
@@ -234,7 +234,7 @@ class _State:
         part.verified, part.align_s = self.verified, self.align_s
         return part
 
-    def retire(self, done: np.ndarray, into: "_State") -> "_State":
+    def retire(self, done: np.ndarray, into: _State) -> _State:
         """Write the results of the simulations `done` (a mask) into `into`, the state of all
         simulations; the rest, as a state of their own."""
         ids = self.ids[done]
