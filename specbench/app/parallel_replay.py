@@ -39,7 +39,7 @@ def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], pro
             _collect(done, frames, tasks, len(windows), progress)
         else:
             with mp.get_context("fork").Pool(workers) as pool:
-                order = sorted(range(len(tasks)), key=lambda i: -_weight(tasks[i][0], len(configs)))
+                order = sorted(range(len(tasks)), key=lambda i: -_weight(*tasks[i]))
                 done = pool.imap_unordered(_indexed, [(i, tasks[i][0]) for i in order])
                 _collect(done, frames, tasks, len(windows), progress)
     finally:
@@ -47,14 +47,14 @@ def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], pro
     return study_rows(frames, ratio_fit)
 
 
-def _weight(task: Task, n_configs: int) -> int:
-    """Rough cost of a task, per window, so the pool starts the longest first and the workers
-    finish together: an AS2D device (every AS2D configuration, simulated in time) outweighs a
-    serial configuration; SD runs on arrays, other serial methods (SpecASR, cross-vocabulary,
-    lookup) through their decision procedure, target-only is a single pass."""
+def _weight(task: Task, size: int) -> int:
+    """Rough cost of a task of `size` (`study_tasks`), per window, so the pool starts the longest
+    first and the workers finish together: an AS2D device (its configurations simulated in time)
+    outweighs a serial configuration; SD runs on arrays, other serial methods (SpecASR,
+    cross-vocabulary, lookup) through their decision procedure, target-only is a single pass."""
     kind, what = task
     if kind == "as2d":
-        return 3 * n_configs
+        return 3 * size
     if isinstance(what, TargetConfig):
         return 1
     return 4 if isinstance(what, SdConfig) else 12
