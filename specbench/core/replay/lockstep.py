@@ -82,19 +82,34 @@ class _Study:
     """Constants shared by the simulations: padded streams, timelines, cost tables."""
 
     def __init__(self, sims: Sequence[Simulation], profile: DeviceProfile):
-        self.max_b = max(s.config.budget for s in sims)
-        self.max_h = max(s.config.horizon for s in sims)
-        max_width = self.max_b + 1
+        # One pass over the simulations: their configuration, trace and window, as rows of the
+        # distinct ones; everything else is looked up per configuration, trace or timeline.
+        configs: dict[int, int] = {}
         traces: dict[int, int] = {}
+        self.configs: list[As2dConfig] = []
         trace_list: list[WindowTrace] = []
+        config_row, trace_row, window_index = [], [], []
         for s in sims:
-            if s.trace.producer is None:
-                raise SpecbenchError(f"trace of window '{s.trace.window_id}' has no producer stream; AS2D needs one")
-            traces.setdefault(id(s.trace), len(trace_list))
-            if len(trace_list) < len(traces):
+            c = configs.get(id(s.config))
+            if c is None:
+                c = configs[id(s.config)] = len(self.configs)
+                self.configs.append(s.config)
+            r = traces.get(id(s.trace))
+            if r is None:
+                if s.trace.producer is None:
+                    raise SpecbenchError(f"trace of window '{s.trace.window_id}' has no producer stream; AS2D needs one")
+                r = traces[id(s.trace)] = len(trace_list)
                 trace_list.append(s.trace)
-        self.trace_row = np.array([traces[id(s.trace)] for s in sims])
+            config_row.append(c)
+            trace_row.append(r)
+            window_index.append(s.window_index)
+        self.config_row = np.array(config_row, dtype=np.int64)
+        self.trace_row = np.array(trace_row, dtype=np.int64)
+        self.window_index = np.array(window_index, dtype=np.int64)
         self.traces = trace_list
+        self.max_b = max(c.budget for c in self.configs)
+        self.max_h = max(c.horizon for c in self.configs)
+        max_width = self.max_b + 1
         longest = max(max(len(t.y), len(t.producer.tokens)) for t in trace_list)
         # Wide enough that cursor + budget and expected + horizon never leave the matrix.
         width = 2 * longest + self.max_b + self.max_h + 2
@@ -108,37 +123,41 @@ class _Study:
         self.target_costs = dense_costs(profile.target_costs, max_width, max_depth)
         self.target_label = profile.target_costs.label
         self.target_outside = profile.target_costs.extrapolates(np.arange(max_depth + 1))
-        drafter_costs: dict[str | None, np.ndarray] = {}
-        ratios: dict[str | None, int] = {}
-        ratio_tables = []
-        timeline_index: dict[tuple[str | None, int, int], int] = {}
-        timelines: list[ProducerTimeline] = []
-        self.timeline_row = np.empty(len(sims), dtype=np.int64)
-        self.ratio_row = np.empty(len(sims), dtype=np.int64)
-        self.start_s = np.empty(len(sims))
-        producers: dict[tuple[str | None, bool], ProducerCosts] = {}
-        for i, s in enumerate(sims):
-            key = s.config.drafter
-            lookup = s.trace.drafts is not None and s.trace.drafts.lookup is not None
-            producer = producers.get((key, lookup))
-            if producer is None:
-                producer = producers[key, lookup] = producer_costs(profile, s.config, s.trace, max_width)
-            self.start_s[i] = producer.startup_s
-            if key not in ratios:
-                ratios[key] = len(ratio_tables)
-                ratio_tables.append(producer.cosched.dense(max_width, max_depth))
-                drafter_costs[key] = dense_costs(profile.drafter(s.config.drafter).costs, 1, max_depth)[1]
-            self.ratio_row[i] = ratios[key]
-            t_key = (s.config.drafter, s.config.batch, s.window_index)
-            if t_key not in timeline_index:
-                timeline_index[t_key] = len(timelines)
-                stream = s.trace.producer
-                depths = producer_forward_depths(stream.steps, s.trace.n_prompt_drafter).astype(np.int64)
-                forward_s = drafter_costs[key][depths]
-                if np.isnan(forward_s).any():
-                    profile.drafter(s.config.drafter).costs.require(1)
-                timelines.append(timeline_from_forward_costs(stream, forward_s, s.config.batch, producer.publish_s))
-            self.timeline_row[i] = timeline_index[t_key]
+        # The producer's costs depend on the drafter and whether the trace's drafter is the lookup one.
+        lookup = np.array([t.drafts is not None and t.drafts.lookup is not None for t in trace_list])
+        drafters = list(dict.fromkeys(c.drafter for c in self.configs))
+        config_drafter = np.array([drafters.index(c.drafter) for c in self.configs], dtype=np.int64)
+        sim_drafter, sim_lookup = config_drafter[self.config_row], lookup[self.trace_row]
+        producers: dict[tuple[int, bool], ProducerCosts] = {}
+        startup = np.zeros((len(drafters), 2))
+        for i in np.unique(sim_drafter * 2 + sim_lookup, return_index=True)[1]:
+            key = (int(sim_drafter[i]), bool(sim_lookup[i]))
+            producers[key] = producer_costs(profile, sims[i].config, sims[i].trace, max_width)
+            startup[key[0], int(key[1])] = producers[key].startup_s
+        self.start_s = startup[sim_drafter, sim_lookup.astype(np.int64)]
+        # Ratios and drafter costs per drafter, from its first simulation (in order).
+        ratio_tables, drafter_costs, ratio_of_drafter = [], {}, np.zeros(len(drafters), dtype=np.int64)
+        for d in range(len(drafters)):  # drafters in order of their first simulation
+            first = int(np.argmax(sim_drafter == d))
+            ratio_of_drafter[d] = len(ratio_tables)
+            ratio_tables.append(producers[d, bool(sim_lookup[first])].cosched.dense(max_width, max_depth))
+            drafter_costs[d] = dense_costs(profile.drafter(drafters[d]).costs, 1, max_depth)[1]
+        self.ratio_row = ratio_of_drafter[sim_drafter]
+        # One producer timeline per (drafter, batch, window), from its first simulation (in order).
+        pairs = list(dict.fromkeys((config_drafter[i], c.batch) for i, c in enumerate(self.configs)))
+        config_pair = np.array([pairs.index((config_drafter[i], c.batch)) for i, c in enumerate(self.configs)])
+        codes = config_pair[self.config_row] * (int(self.window_index.max()) + 1) + self.window_index
+        _, firsts, self.timeline_row = np.unique(codes, return_index=True, return_inverse=True)
+        timelines: list[ProducerTimeline | None] = [None] * len(firsts)
+        for row in np.argsort(firsts, kind="stable"):
+            i = int(firsts[row])
+            trace, config = sims[i].trace, sims[i].config
+            depths = producer_forward_depths(trace.producer.steps, trace.n_prompt_drafter).astype(np.int64)
+            forward_s = drafter_costs[int(sim_drafter[i])][depths]
+            if np.isnan(forward_s).any():
+                profile.drafter(config.drafter).costs.require(1)
+            publish_s = producers[int(sim_drafter[i]), bool(sim_lookup[i])].publish_s
+            timelines[row] = timeline_from_forward_costs(trace.producer, forward_s, config.batch, publish_s)
         self.timelines = timelines
         # Padded with inf, so counting the entries at or below a work level is a searchsorted.
         longest_cum = max(len(t.cum) for t in timelines)
@@ -184,14 +203,7 @@ class _State:
     def __init__(self, sims: Sequence[Simulation], windows: Sequence[Window], profile: DeviceProfile,
                  study: _Study):
         count = len(sims)
-        configs: dict[int, int] = {}  # id(config) -> its row in the per-configuration columns
-        config_list: list[As2dConfig] = []
-        config_row = np.empty(count, dtype=np.int64)
-        for i, sim in enumerate(sims):
-            row = configs.setdefault(id(sim.config), len(config_list))
-            if row == len(config_list):
-                config_list.append(sim.config)
-            config_row[i] = row
+        config_row, config_list = study.config_row, study.configs
 
         def per_config(attribute, dtype):
             return np.array([getattr(c, attribute) for c in config_list], dtype=dtype)[config_row]
@@ -206,8 +218,7 @@ class _State:
         self.total = study.total
         self.n = per_trace([len(t.y) for t in study.traces], np.int64)
         self.m = per_trace([len(t.producer.tokens) for t in study.traces], np.int64)
-        self.cap = np.array([w.cap for w in windows], dtype=np.int64)[
-            np.fromiter((s.window_index for s in sims), dtype=np.int64, count=count)]
+        self.cap = np.array([w.cap for w in windows], dtype=np.int64)[study.window_index]
         self.n_prompt = per_trace([t.n_prompt for t in study.traces], np.int64)
         self.budget = per_config("budget", np.int64)
         self.batch = per_config("batch", np.int64)
