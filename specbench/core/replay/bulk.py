@@ -247,12 +247,17 @@ def _base_columns(profile: DeviceProfile, config: MethodConfig, windows: Sequenc
     count = len(windows)
     # object columns: the parameters a method lacks stay None, and its integers stay integers
     fields = {key: pd.Series([value] * count, dtype=object) for key, value in row_fields(config).items()}
-    return {"device": [profile.name] * count, **fields,
-            "window_id": [w.window_id for w in windows], "window_sha256": [w.window_sha256 for w in windows],
+    return {"device": [profile.name] * count, **fields, **_window_columns(windows, window_traces),
+            "placement": [profile.placement.key] * count}
+
+
+def _window_columns(windows: Sequence[Window], window_traces: Sequence[WindowTrace]) -> dict:
+    """The columns that depend only on the window and its trace."""
+    return {"window_id": [w.window_id for w in windows], "window_sha256": [w.window_sha256 for w in windows],
             "dataset": [w.dataset for w in windows], "split": [w.split.value for w in windows],
             "tokens": np.array([t.n_tokens - 1 for t in window_traces], dtype=np.int64),
             # every method commits the trace's y, so it answers the trace's text
-            "text": [t.text for t in window_traces], "placement": [profile.placement.key] * count}
+            "text": [t.text for t in window_traces]}
 
 
 def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],
@@ -305,19 +310,31 @@ def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], pr
 def replay_as2d(windows: Sequence[Window], traces: Mapping[str, TraceFile], profile: DeviceProfile,
                 configs: Sequence[As2dConfig], progress: Progress | None = None) -> pd.DataFrame:
     """Every (configuration, window) of AS2D on one device, simulated in lockstep."""
-    sims, blocks = [], []
-    by_drafter: dict[str | None, list[WindowTrace]] = {}  # configurations of one drafter replay the same traces
+    sims = []
+    # configurations of one drafter replay the same traces: their window columns are built once
+    drafter_traces: dict[str | None, list[WindowTrace]] = {}
+    drafter_columns: dict[str | None, dict[str, pd.Series]] = {}
     for config in configs:
-        window_traces = by_drafter.get(config.drafter)
-        if window_traces is None:
-            window_traces = by_drafter[config.drafter] = [trace_for(traces, config, w.window_id)[1] for w in windows]
-        sims += [Simulation(config, i, trace) for i, trace in enumerate(window_traces)]
-        blocks.append(_base_columns(profile, config, windows, window_traces))
+        if config.drafter not in drafter_traces:
+            window_traces = drafter_traces[config.drafter] = [trace_for(traces, config, w.window_id)[1]
+                                                              for w in windows]
+            drafter_columns[config.drafter] = {key: pd.Series(value) for key, value in
+                                               _window_columns(windows, window_traces).items()}
+        sims += [Simulation(config, i, trace) for i, trace in enumerate(drafter_traces[config.drafter])]
     if not sims:
         return pd.DataFrame(columns=list(ROW_FIELDS))
     result = simulate_lockstep(sims, windows, profile, progress)
-    base = {key: pd.concat([pd.Series(b[key]) for b in blocks], ignore_index=True) for key in blocks[0]}
     count = len(sims)
+    base = {key: pd.concat([drafter_columns[c.drafter][key] for c in configs], ignore_index=True)
+            for key in next(iter(drafter_columns.values()))}
+    fields = [row_fields(config) for config in configs]
+    for key in fields[0]:  # object columns, as in `_base_columns`: one value per configuration, window after window
+        values = np.empty(len(configs), dtype=object)
+        for i, config_fields in enumerate(fields):
+            values[i] = config_fields[key]
+        base[key] = pd.Series(np.repeat(values, len(windows)), dtype=object)
+    base["device"] = pd.Series([profile.name] * count)
+    base["placement"] = pd.Series([profile.placement.key] * count)
     base.update(decode_s=result.decode_s, rounds=result.rounds, proposed=result.proposed, accepted=result.accepted,
                 multi_token_rounds=result.multi_token_rounds, drafter_forwards=result.drafter_forwards,
                 d_s=result.d_s, v_s=result.v_s, o_s=result.o_s, h_s=result.h_s, extrapolated=result.extrapolated,
