@@ -12,6 +12,8 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from specbench.core.methods import MethodConfig
+from specbench.core.methods.sd import SdConfig
+from specbench.core.methods.target import TargetConfig
 from specbench.core.replay.bulk import Progress, Task, fit_profile, run_task, study_rows, study_tasks
 from specbench.schemas.profiles import DeviceProfile
 from specbench.schemas.traces import TraceFile
@@ -24,7 +26,7 @@ def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], pro
                  configs: Sequence[MethodConfig], progress: Progress | None = None,
                  workers: int | None = None, ratio_fit: str = "median") -> pd.DataFrame:
     """`bulk.replay_study` with its pieces in `workers` forked processes (default: one per CPU;
-    one worker, or a platform without fork, runs them here)."""
+    one worker, or a platform without fork, runs them here), the heaviest pieces first."""
     global _STUDY
     profiles = [fit_profile(p, ratio_fit) for p in profiles]
     tasks = study_tasks(profiles, configs)
@@ -37,11 +39,25 @@ def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], pro
             _collect(done, frames, tasks, len(windows), progress)
         else:
             with mp.get_context("fork").Pool(workers) as pool:
-                done = pool.imap_unordered(_indexed, [(i, task) for i, (task, _) in enumerate(tasks)])
+                order = sorted(range(len(tasks)), key=lambda i: -_weight(*tasks[i]))
+                done = pool.imap_unordered(_indexed, [(i, tasks[i][0]) for i in order])
                 _collect(done, frames, tasks, len(windows), progress)
     finally:
         _STUDY = None
     return study_rows(frames, ratio_fit)
+
+
+def _weight(task: Task, size: int) -> int:
+    """Rough cost of a task of `size` (`study_tasks`), per window, so the pool starts the longest
+    first and the workers finish together: an AS2D device (its configurations simulated in time)
+    outweighs a serial configuration; SD runs on arrays, other serial methods (SpecASR,
+    cross-vocabulary, lookup) through their decision procedure, target-only is a single pass."""
+    kind, what = task
+    if kind == "as2d":
+        return 3 * size
+    if isinstance(what, TargetConfig):
+        return 1
+    return 4 if isinstance(what, SdConfig) else 12
 
 
 def _collect(done, frames: list, tasks: list, n_windows: int, progress: Progress | None) -> None:

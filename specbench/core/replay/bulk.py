@@ -139,6 +139,87 @@ def sd_ops(trace: WindowTrace, cap: int, config: SdConfig) -> SerialOps:
                      target_accepted=np.array(t_accepted, dtype=np.int64))
 
 
+def sd_ops_many(traces: Sequence[WindowTrace], caps: Sequence[int], config: SdConfig) -> list[SerialOps]:
+    """`sd_ops` of many same-vocabulary windows at once (the same operations, tests check it):
+    per-row quantities for all windows' rows as one array, the rounds' path (t -> t + committed)
+    walked in plain Python, the operations built from the visited rows. A trace it cannot take
+    as a whole (no drafts, rows too short, an unrecorded row) goes to `sd_ops` window by window,
+    which refuses it with the same error in the same order."""
+    if not traces:
+        return []
+    if any(t.drafts is None or config.width - 1 > t.drafts.k_max for t in traces):
+        return [sd_ops(trace, cap, config) for trace, cap in zip(traces, caps)]
+    k_max = max(t.drafts.k_max for t in traces)
+    n = np.array([len(t.y) for t in traces], dtype=np.int64)
+    first = np.concatenate([[0], np.cumsum(n)[:-1]])  # each window's first row
+    owner = np.repeat(np.arange(len(traces)), n)
+    local = np.arange(int(n.sum())) - first[owner]  # t within its window
+    tokens = np.concatenate([_widen(t.drafts.tokens, k_max, PAD) for t in traces])
+    conf = np.concatenate([_widen(t.drafts.conf, k_max, 0.0) for t in traces])
+    # y of each window followed by k_max never-matching entries, so row t compares with y[t:t + k_max]
+    y_pad = np.concatenate([np.concatenate([t.y, np.full(k_max, -2, dtype=t.y.dtype)]) for t in traces])
+    match = tokens == y_pad[(first + np.arange(len(traces)) * k_max)[owner, None] + local[:, None] + np.arange(k_max)]
+    agree = np.where(match.all(axis=1), k_max, np.argmin(match, axis=1))
+    stop = (tokens == PAD) | (conf < config.p_min)
+    usable = np.where(stop.any(axis=1), np.argmax(stop, axis=1), k_max)
+    # Stopped on confidence at k: a real token with low confidence (not PAD) at column k.
+    low_conf = (usable < k_max) & (tokens[np.arange(len(tokens)), np.minimum(usable, k_max - 1)] != PAD)
+    limit = np.minimum(config.width - 1, np.asarray(caps, dtype=np.int64)[owner] - local - 1)
+    k = np.where(limit > 0, np.minimum(limit, usable), 0)
+    a = np.minimum(agree, k)
+    probe = (0 < k) & (k < limit) & low_conf
+    committed = np.minimum(a + 1, n[owner] - local)
+
+    following = (np.arange(len(local)) + committed).tolist()
+    visited: list[int] = []
+    for start, count in zip(first.tolist(), n.tolist()):
+        row, end = start + 1, start + count
+        while row < end:
+            visited.append(row)
+            row = following[row]
+    rows = np.array(visited, dtype=np.int64)
+    r_owner, t = owner[rows], local[rows]
+    r_k, r_a, r_probe, drafting = k[rows], a[rows], probe[rows].astype(np.int64), limit[rows] > 0
+    recorded = [i for i, trace in enumerate(traces) if trace.drafts.recorded is not None]
+    if recorded and not all(traces[i].drafts.recorded[t[(r_owner == i) & drafting]].all() for i in recorded):
+        return [sd_ops(trace, cap, config) for trace, cap in zip(traces, caps)]
+
+    # Drafter: per drafting round, the catch-up forward from the last valid position, then
+    # k - 1 (+ the probe) single-token forwards; the valid position moves after each round.
+    valid_after = t + np.minimum(r_a, np.maximum(r_k - 1, 0) + r_probe)
+    new_window = np.ones(len(rows), dtype=bool)
+    new_window[1:] = r_owner[1:] != r_owner[:-1]
+    valid_before = np.where(new_window, 0, np.concatenate([[0], valid_after[:-1]]))
+    d_rounds = np.nonzero(drafting)[0]
+    singles = np.maximum(r_k[d_rounds] - 1 + r_probe[d_rounds], 0)
+    op_round = np.repeat(d_rounds, singles + 1)
+    op_index = np.arange(len(op_round)) - np.repeat(np.cumsum(singles + 1) - (singles + 1), singles + 1)
+    dp = np.array([trace.n_prompt_drafter for trace in traces], dtype=np.int64)[r_owner[op_round]]
+    catch_up = op_index == 0
+    d_width = np.where(catch_up, t[op_round] - valid_before[op_round], 1)
+    d_depth = np.where(catch_up, dp + valid_before[op_round], dp + t[op_round] + op_index - 1)
+
+    tp = np.array([trace.n_prompt for trace in traces], dtype=np.int64)[r_owner]
+    t_bounds = np.searchsorted(r_owner, np.arange(len(traces) + 1))
+    d_bounds = np.searchsorted(r_owner[op_round], np.arange(len(traces) + 1))
+    t_width, t_depth, r_a = r_k + 1, tp + t - 1, r_a.astype(np.int64)
+    proposed, accepted = (np.diff(np.concatenate([[0], np.cumsum(x)])[t_bounds]).tolist() for x in (r_k, r_a))
+    multi = np.bincount(r_owner[committed[rows] > 1], minlength=len(traces)).tolist()
+    out = []
+    for i in range(len(traces)):
+        lo, hi, d_lo, d_hi = t_bounds[i], t_bounds[i + 1], d_bounds[i], d_bounds[i + 1]
+        out.append(SerialOps(t_width[lo:hi], t_depth[lo:hi], d_width[d_lo:d_hi], d_depth[d_lo:d_hi], int(hi - lo),
+                             proposed[i], accepted[i], multi[i], target_accepted=r_a[lo:hi]))
+    return out
+
+
+def _widen(table: np.ndarray, columns: int, fill) -> np.ndarray:
+    """`table` with `fill` columns appended up to `columns`."""
+    if table.shape[1] == columns:
+        return table
+    return np.concatenate([table, np.full((table.shape[0], columns - table.shape[1]), fill, dtype=table.dtype)], axis=1)
+
+
 def reference_ops(config: MethodConfig, trace: WindowTrace, cap: int, drafter: str) -> SerialOps:
     decoded = decode_serial(config, trace, cap, drafter)
     targets = [op for op in decoded.ops if op.model is Model.TARGET]
@@ -166,18 +247,27 @@ def _base_columns(profile: DeviceProfile, config: MethodConfig, windows: Sequenc
     count = len(windows)
     # object columns: the parameters a method lacks stay None, and its integers stay integers
     fields = {key: pd.Series([value] * count, dtype=object) for key, value in row_fields(config).items()}
-    return {"device": [profile.name] * count, **fields,
-            "window_id": [w.window_id for w in windows], "window_sha256": [w.window_sha256 for w in windows],
+    return {"device": [profile.name] * count, **fields, **_window_columns(windows, window_traces),
+            "placement": [profile.placement.key] * count}
+
+
+def _window_columns(windows: Sequence[Window], window_traces: Sequence[WindowTrace]) -> dict:
+    """The columns that depend only on the window and its trace."""
+    return {"window_id": [w.window_id for w in windows], "window_sha256": [w.window_sha256 for w in windows],
             "dataset": [w.dataset for w in windows], "split": [w.split.value for w in windows],
             "tokens": np.array([t.n_tokens - 1 for t in window_traces], dtype=np.int64),
             # every method commits the trace's y, so it answers the trace's text
-            "text": [t.text for t in window_traces], "placement": [profile.placement.key] * count}
+            "text": [t.text for t in window_traces]}
 
 
 def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],
                   config: MethodConfig, progress: Progress | None = None) -> pd.DataFrame:
     used = [trace_for(traces, config, w.window_id) for w in windows]
-    ops = [serial_ops(config, trace, w.cap, name) for w, (name, trace) in zip(windows, used)]
+    if isinstance(config, SdConfig) and all(trace.drafts is None or (trace.drafts.cross is None and
+                                                                     trace.drafts.lookup is None) for _, trace in used):
+        ops = sd_ops_many([trace for _, trace in used], [w.cap for w in windows], config)
+    else:
+        ops = [serial_ops(config, trace, w.cap, name) for w, (name, trace) in zip(windows, used)]
     n = len(ops)
     t_owner = np.repeat(np.arange(n), [len(o.target_width) for o in ops])
     d_owner = np.repeat(np.arange(n), [len(o.drafter_width) for o in ops])
@@ -220,16 +310,31 @@ def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], pr
 def replay_as2d(windows: Sequence[Window], traces: Mapping[str, TraceFile], profile: DeviceProfile,
                 configs: Sequence[As2dConfig], progress: Progress | None = None) -> pd.DataFrame:
     """Every (configuration, window) of AS2D on one device, simulated in lockstep."""
-    sims, blocks = [], []
+    sims = []
+    # configurations of one drafter replay the same traces: their window columns are built once
+    drafter_traces: dict[str | None, list[WindowTrace]] = {}
+    drafter_columns: dict[str | None, dict[str, pd.Series]] = {}
     for config in configs:
-        window_traces = [trace_for(traces, config, w.window_id)[1] for w in windows]
-        sims += [Simulation(config, i, trace) for i, trace in enumerate(window_traces)]
-        blocks.append(_base_columns(profile, config, windows, window_traces))
+        if config.drafter not in drafter_traces:
+            window_traces = drafter_traces[config.drafter] = [trace_for(traces, config, w.window_id)[1]
+                                                              for w in windows]
+            drafter_columns[config.drafter] = {key: pd.Series(value) for key, value in
+                                               _window_columns(windows, window_traces).items()}
+        sims += [Simulation(config, i, trace) for i, trace in enumerate(drafter_traces[config.drafter])]
     if not sims:
         return pd.DataFrame(columns=list(ROW_FIELDS))
     result = simulate_lockstep(sims, windows, profile, progress)
-    base = {key: pd.concat([pd.Series(b[key]) for b in blocks], ignore_index=True) for key in blocks[0]}
     count = len(sims)
+    base = {key: pd.concat([drafter_columns[c.drafter][key] for c in configs], ignore_index=True)
+            for key in next(iter(drafter_columns.values()))}
+    fields = [row_fields(config) for config in configs]
+    for key in fields[0]:  # object columns, as in `_base_columns`: one value per configuration, window after window
+        values = np.empty(len(configs), dtype=object)
+        for i, config_fields in enumerate(fields):
+            values[i] = config_fields[key]
+        base[key] = pd.Series(np.repeat(values, len(windows)), dtype=object)
+    base["device"] = pd.Series([profile.name] * count)
+    base["placement"] = pd.Series([profile.placement.key] * count)
     base.update(decode_s=result.decode_s, rounds=result.rounds, proposed=result.proposed, accepted=result.accepted,
                 multi_token_rounds=result.multi_token_rounds, drafter_forwards=result.drafter_forwards,
                 d_s=result.d_s, v_s=result.v_s, o_s=result.o_s, h_s=result.h_s, extrapolated=result.extrapolated,
