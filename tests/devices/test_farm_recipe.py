@@ -71,7 +71,7 @@ def test_the_farm_recipe_profiles_and_runs_every_phone(adb_server, runner, tiny,
     listed = [line.split()[0] for line in result.stdout.splitlines() if line.startswith("127.0.0.1:")]
     assert sorted(listed) == sorted(serials)  # `specbench devices` through --adb-host/--adb-port
 
-    assert sorted(p.name for p in (work / "device_profiles").iterdir()) == sorted(
+    assert sorted(p.name for p in (work / "device_profiles").glob("*.yaml")) == sorted(
         f"farm-{safe_name(s)}.yaml" for s in serials)
     assert sorted(p.name for p in (work / "results" / "farm").iterdir()) == sorted(safe_name(s) for s in serials)
     for serial in serials:
@@ -79,5 +79,7 @@ def test_the_farm_recipe_profiles_and_runs_every_phone(adb_server, runner, tiny,
         assert profile.device["serial"] == serial and profile.target_costs.widths() == list(range(1, 9))
         rows = [json.loads(line) for line in
                 (work / "results" / "farm" / safe_name(serial) / "rows.jsonl").read_text().splitlines()]
-        assert len(rows) == 2 * 2 and {r["device"] for r in rows} == {f"{serial}@shared"}
-        assert sorted({r["method"] for r in rows}) == ["sd", "target"]
+        assert {r["device"] for r in rows} == {f"{serial}@shared"} and {r["method"] for r in rows} == {"target", "sd"}
+        configs = {r["config"] for r in rows}  # every configuration decoded every window once
+        assert sorted((r["config"], r["window_id"]) for r in rows) == sorted(
+            (config, window) for config in configs for window in ("w0", "w1"))
