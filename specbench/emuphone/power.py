@@ -10,7 +10,8 @@ the runner's decode timing uses: CLOCK_MONOTONIC, shared on one host)::
     draw_ua(t)   = idle_ua + per_busy_cpu_ua * busy_k            for t_k <= t < t_{k+1}
     current_now  = -draw_ua (sign discharging_negative) or +draw_ua (discharging_positive),
                    divided by 1000 and rounded when unit is mA
-    voltage_now  = battery.voltage_uv (µV, constant)
+    voltage_now  = battery.voltage_uv (µV; constant unless set_battery changes it)
+    status       = Discharging when battery.charging is none (else Charging or Full)
 
 A running or runnable thread (state R in /proc/<pid>/task/<tid>/stat) counts as one busy CPU:
 unlike CPU time, this does not depend on how busy the host is with other work. current_now
@@ -42,6 +43,8 @@ class PowerTick:
     """Threads of the sandbox's processes running or runnable at this tick (at most cpu_count)."""
     draw_ua: int
     """idle_ua + per_busy_cpu_ua * busy_cpus: the draw's magnitude in µA."""
+    voltage_uv: int
+    """voltage_now from this tick on, in µV."""
 
 
 def current_now_value(model: PowerModel, draw_ua: int) -> int:
@@ -99,17 +102,16 @@ class PowerSupply:
         return [tick for tick in trace if tick.time_s <= time_s][-1].draw_ua
 
     def energy_j(self, start_s: float, end_s: float) -> float:
-        """Joules drawn over [start_s, end_s]: the exact integral of draw × voltage_now."""
+        """Joules drawn over [start_s, end_s]: the exact integral of draw_ua × voltage_uv (µA × µV × 1e-12)."""
         trace = self.trace()
         if not trace or start_s < trace[0].time_s:
             raise ValueError(f"no power tick at or before t={start_s}")
-        volts = self._description.battery.voltage_uv * 1e-6
         total = 0.0
         for tick, following in zip(trace, trace[1:] + [None]):
             begin = max(start_s, tick.time_s)
             end = min(end_s, following.time_s if following else end_s)
             if end > begin:
-                total += tick.draw_ua * 1e-6 * volts * (end - begin)
+                total += tick.draw_ua * 1e-6 * tick.voltage_uv * 1e-6 * (end - begin)
         return total
 
     # --- the thread ---
@@ -124,7 +126,7 @@ class PowerSupply:
             folder = self._root / SUPPLY_DIR
             _write_atomic(folder / "voltage_now", f"{voltage_uv}\n")
             _write_atomic(folder / "current_now", f"{current_now_value(model, draw_ua)}\n")
-            self._trace.append(PowerTick(time.monotonic(), busy_cpus, draw_ua))
+            self._trace.append(PowerTick(time.monotonic(), busy_cpus, draw_ua, voltage_uv))
 
     def _running_threads(self) -> int:
         """Threads in state R (running or runnable) of the processes in the sandbox."""

@@ -80,3 +80,12 @@ def test_bad_power_model_is_one_line_naming_the_key(key, value, expected):
         parse_description(raw, source="phone.yaml")
     assert str(info.value).splitlines()[0].startswith(
         f"phone.yaml: key 'battery.power_model.{key}': expected {expected}, got ")
+
+
+def test_a_voltage_change_shows_from_the_next_tick(tmp_path):
+    with EmulatedPhone(load_description(BATTERY_PHONE), tmp_path / "phone") as phone:
+        phone.set_battery(voltage_uv=3_700_000)
+        time.sleep(3 * phone.description.battery.power_model.interval_s)
+        voltage = phone.sandbox.host_path(f"{SUPPLY}/voltage_now").read_text()
+        ticks = phone.power.trace()
+    assert voltage == "3700000\n" and (ticks[0].voltage_uv, ticks[-1].voltage_uv) == (3_950_000, 3_700_000)
