@@ -20,6 +20,7 @@ SUPPLY = "/sys/class/power_supply/battery"
 
 @pytest.fixture
 def battery_phone(adb_server, tmp_path):
+    """The battery phone without the runner (conftest's x86_battery_phone has it)."""
     with connected_phone(adb_server, EmulatedPhone(load_description(BATTERY_PHONE), tmp_path / "phone")) as handle:
         yield handle
 
