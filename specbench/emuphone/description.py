@@ -18,6 +18,9 @@ Format (``format_version: 1``; see tests/data/phones/pixel-emu.yaml for a full e
       zones:                         # /sys/class/thermal/thermal_zoneN, in this order
         - {type: cpu-big, temp_c: 38.5, hal_type: CPU}
     battery: {level_percent: 85, temp_c: 29.5, charging: usb, voltage_uv: 3900000, current_ua: -350000}
+      # optional, a synthetic current that follows the phone's CPU load (see emuphone.power):
+      #   power_model: {idle_ua: 200000, per_busy_cpu_ua: 400000, interval_s: 0.1,
+      #                 sign: discharging_negative, unit: uA}
     storage: {free_bytes: 8000000000}
     props: {ro.build.fingerprint: "..."}   # extra or overriding getprop values
 
@@ -42,6 +45,12 @@ HAL_TEMPERATURE_TYPES = ("UNKNOWN", "CPU", "GPU", "BATTERY", "SKIN", "USB_PORT",
 """android.os.Temperature types; the index is the mType that dumpsys prints (UNKNOWN is -1)."""
 
 CHARGING_SOURCES = ("none", "usb", "ac", "wireless")
+
+CURRENT_SIGNS = ("discharging_negative", "discharging_positive")
+"""How current_now signs a draw: negative (Pixel and most phones) or positive (some Samsung kernels)."""
+
+CURRENT_UNITS = ("uA", "mA")
+"""What current_now counts in: µA as the kernel documents, or mA as some vendor kernels report."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,22 @@ class ThermalZone:
 
 
 @dataclass(frozen=True)
+class PowerModel:
+    """A synthetic battery draw that follows the phone's CPU load (emuphone.power has the formula)."""
+
+    idle_ua: int
+    """Draw with no busy CPU, in µA (a magnitude; `sign` decides how current_now shows it)."""
+    per_busy_cpu_ua: int
+    """Extra draw per busy CPU, in µA."""
+    interval_s: float
+    """Seconds between load samples; current_now changes only at these ticks."""
+    sign: str
+    """One of CURRENT_SIGNS."""
+    unit: str
+    """One of CURRENT_UNITS: the unit current_now is written in."""
+
+
+@dataclass(frozen=True)
 class Battery:
     """The battery as dumpsys battery and /sys/class/power_supply/battery show it."""
 
@@ -83,6 +108,8 @@ class Battery:
     """Microvolts, as voltage_now."""
     current_ua: int
     """Microamperes, as current_now; negative while discharging (the Pixel convention)."""
+    power_model: PowerModel | None = None
+    """When set, current_now follows the CPU load (and current_ua is not shown); None: a fixed current_now."""
 
 
 @dataclass(frozen=True)
@@ -214,6 +241,7 @@ def parse_description(raw: Any, source: object = "<description>") -> PhoneDescri
             charging=charging,
             voltage_uv=doc.get(battery, "voltage_uv", int, "battery.", default=3_900_000),
             current_ua=doc.get(battery, "current_ua", int, "battery.", default=-300_000),
+            power_model=doc.power_model(battery.get("power_model"), "battery.power_model"),
         ),
         free_bytes=doc.get(storage, "free_bytes", int, "storage."),
         extra_props={str(k): str(v) for k, v in props.items()},
@@ -252,6 +280,25 @@ class _Doc:
         min_khz = self.get(item, "min_freq_khz", int, key + ".", default=max_khz // 5)
         cur_khz = self.get(item, "cur_freq_khz", int, key + ".", default=max_khz)
         return CpuCluster(cpus=cpus, max_freq_khz=max_khz, min_freq_khz=min_khz, cur_freq_khz=cur_khz)
+
+    def power_model(self, raw: Any, key: str) -> PowerModel | None:
+        if raw is None:
+            return None
+        item = self.mapping(raw, key)
+        values = {name: self.get(item, name, int, key + ".") for name in ("idle_ua", "per_busy_cpu_ua")}
+        for name, value in values.items():
+            if value < 0:
+                raise SchemaError(self.source, f"{key}.{name}", "a draw in µA >= 0", value)
+        interval_s = float(self.get(item, "interval_s", (int, float), key + ".", default=0.1))
+        if not 0.01 <= interval_s <= 10:
+            raise SchemaError(self.source, key + ".interval_s", "seconds in 0.01..10", interval_s)
+        sign = self.get(item, "sign", str, key + ".", default=CURRENT_SIGNS[0])
+        if sign not in CURRENT_SIGNS:
+            raise SchemaError(self.source, key + ".sign", f"one of {', '.join(CURRENT_SIGNS)}", sign)
+        unit = self.get(item, "unit", str, key + ".", default=CURRENT_UNITS[0])
+        if unit not in CURRENT_UNITS:
+            raise SchemaError(self.source, key + ".unit", f"one of {', '.join(CURRENT_UNITS)}", unit)
+        return PowerModel(interval_s=interval_s, sign=sign, unit=unit, **values)
 
     def zone(self, raw: Any, key: str) -> ThermalZone:
         item = self.mapping(raw, key)

@@ -18,7 +18,9 @@ Every device path P lives at ``<root>P`` on the host (``/data/local/tmp/x`` is
 * ``getprop`` and ``dumpsys`` are small sh scripts in ``<root>/system/bin`` (first on
   PATH), answering from files generated from the description; ``/sys/devices/system/cpu``,
   ``/sys/class/thermal`` and ``/sys/class/power_supply`` are generated file trees, so
-  ``cat``, globs and loops over them work as on a phone.
+  ``cat``, globs and loops over them work as on a phone (with ``battery.power_model``,
+  current_now follows the CPU load: ``emuphone.power``). A program that opens a sysfs path
+  itself, rather than naming it in the command text, finds it under ``$EMUPHONE_ROOT``.
 * ``taskset`` is a script in ``<root>/system/bin`` too: the phone's CPU mask is narrowed to
   the host's CPUs (all of them when none overlap) and handed to the host's taskset, so
   pinning is real and ``/proc/<pid>/task/*/status`` shows it. On a phone that claims
@@ -241,11 +243,12 @@ def _generated_files(d: PhoneDescription, root: str) -> dict[str, str]:
         f"{supply}/battery/present": "1\n",
         f"{supply}/battery/technology": "Li-ion\n",
         f"{supply}/battery/type": "Battery\n",
-        f"{supply}/battery/voltage_now": f"{b.voltage_uv}\n",
-        f"{supply}/battery/current_now": f"{b.current_ua}\n",
         f"{supply}/usb/online": f"{int(b.charging == 'usb')}\n",
         f"{supply}/ac/online": f"{int(b.charging == 'ac')}\n",
     })
+    if b.power_model is None:  # with a model, emuphone.power writes these at every tick
+        files[f"{supply}/battery/voltage_now"] = f"{b.voltage_uv}\n"
+        files[f"{supply}/battery/current_now"] = f"{b.current_ua}\n"
     return files
 
 

@@ -18,6 +18,7 @@ from typing import Optional
 from specbench.emuphone.description import PhoneDescription
 from specbench.emuphone.faults import DropFault, ExitFault, Faults
 from specbench.emuphone.filesync import run_sync
+from specbench.emuphone.power import PowerSupply
 from specbench.emuphone.sandbox import Sandbox
 from specbench.emuphone.shell import parse_shell_service, run_shell
 from specbench.emuphone.transport import Connection, ServiceRunner
@@ -59,6 +60,8 @@ class EmulatedPhone:
         self._server: Optional[asyncio.base_events.Server] = None
         self._connections: set[Connection] = set()
         self._parked: set[asyncio.StreamWriter] = set()
+        self.power: Optional[PowerSupply] = None
+        """The synthetic power supply while running, when the description has battery.power_model."""
 
     # --- lifecycle ---
     def start(self) -> "EmulatedPhone":
@@ -66,6 +69,9 @@ class EmulatedPhone:
             return self
         self.sandbox.materialize(self._description)
         self._capacity_bytes = self._description.free_bytes + self.sandbox.used_bytes()
+        if self._description.battery.power_model is not None:
+            self.power = PowerSupply(self._description, self.sandbox.root)
+            self.power.start()
         self._loop = asyncio.new_event_loop()
         ready = threading.Event()
         self._thread = threading.Thread(target=self._run_loop, args=(ready,), name="emuphone", daemon=True)
@@ -85,6 +91,8 @@ class EmulatedPhone:
 
     def stop(self) -> None:
         """Close every connection, kill running commands and stop the loop thread."""
+        if self.power is not None:
+            self.power.stop()
         if self._thread is None:
             return
         try:
@@ -173,6 +181,8 @@ class EmulatedPhone:
         """Answer getprop, sysfs and dumpsys from `description` from now on."""
         self._description = description
         self.sandbox.materialize(description)
+        if self.power is not None:
+            self.power.set_description(description)
 
     # --- what happened ---
     @property
