@@ -69,8 +69,19 @@ def check_header(doc: Any, kind: str, versions: tuple[int, ...], where: Where) -
         raise where.at("kind").fail(f"'{kind}'", got_kind)
     version = doc.get("schema_version")
     if version not in versions:
-        raise where.at("schema_version").fail(f"one of {list(versions)} (this specbench reads these)", version)
+        reads = " or ".join(str(v) for v in versions)
+        raise VersionError(where, version, reads)
     return version
+
+
+class VersionError(SchemaError):
+    """A file of a format version this specbench does not read: one line naming both versions."""
+
+    def __init__(self, where: Where, got: object, reads: str):
+        place = f"{where.path}: {where.prefix}: " if where.prefix else f"{where.path}: "
+        SpecbenchError.__init__(self, f"{place}schema_version {got!r}, this specbench reads {reads}",
+                                hint="write the file again with this specbench")
+        self.path, self.key, self.expected = where.path, where.at("schema_version").prefix, reads
 
 
 def _is_kind(value: Any, kind: type | tuple[type, ...]) -> bool:
