@@ -82,17 +82,21 @@ def write_study(directory, n_windows=12, n_devices=2, seed=0, dev_fraction=0.5):
     return study, directory / "windows.jsonl", directory / "traces", profile_paths
 
 
-def results_manifest(environment=None, **changes):
-    """A small native-run ResultsManifest (one window file, target only, shared placement)."""
+def results_manifest(environment=None, mode="native", **changes):
+    """A small ResultsManifest: a native run (target only, shared placement) or a replay run of
+    no profile (`mode="replay"`), over one windows file."""
     from dataclasses import replace
 
     from specbench.schemas.environment import Environment
     from specbench.schemas.placement import resolve
-    from specbench.schemas.profiles import ModelId
+    from specbench.schemas.profiles import DEPTH_POLICY, ModelId
     from specbench.schemas.results import ResultsManifest, WindowsInput
 
-    manifest = ResultsManifest("native", environment or Environment("0.1.0", ("specbench", "run"), None),
-                               WindowsInput("windows.jsonl", "hand", 1), ("target",), device="hand@shared",
-                               target=ModelId("t", "0" * 64), templates={"target": "model"},
-                               placement=resolve("shared", [0]), reference="trace")
+    common = (environment or Environment("0.1.0", ("specbench", "run"), "2026-12-01T13:00:00.000Z"),
+              WindowsInput("windows.jsonl", "hand", 1))
+    if mode == "replay":
+        manifest = ResultsManifest("replay", *common, (), depth_policy=DEPTH_POLICY)
+    else:
+        manifest = ResultsManifest("native", *common, ("target",), device="hand@shared", target=ModelId("t", "0" * 64),
+                                   templates={"target": "model"}, placement=resolve("shared", [0]), reference="trace")
     return replace(manifest, **changes)

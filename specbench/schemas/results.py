@@ -230,7 +230,8 @@ def _check_ranges(frame: pd.DataFrame, path: Path, lines: Sequence[int]) -> None
         bad = ~ok(values.astype(np.float64)).to_numpy(dtype=bool)
         if bad.any():
             at = int(np.argmax(bad))
-            raise Where(path, f"line {lines[at]}").at(column).fail(expected, frame[column].iloc[at])
+            value = frame[column].iloc[at]
+            raise Where(path, f"line {lines[at]}").at(column).fail(expected, getattr(value, "item", lambda: value)())
 
 
 def _check_configs(frame: pd.DataFrame, path: Path) -> None:

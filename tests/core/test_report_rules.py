@@ -26,7 +26,7 @@ from specbench.schemas.results import ResultsDir, WindowResult
 from specbench.schemas.traces import ModelRef, TraceFile
 from specbench.schemas.windows import make_text_window
 from specbench.world.native_run import divergence_row
-from tests.helpers import linear_costs, make_trace, perfect_drafts
+from tests.helpers import linear_costs, make_trace, perfect_drafts, results_manifest
 
 WINDOWS = {w: make_text_window(w, f"source {w}", "Repeat.", 64, "d", "test") for w in ("w1", "w2", "w3")}
 TOKENS = {"w1": 10, "w2": 20, "w3": 30}
@@ -45,7 +45,7 @@ def row(device, config, window, decode_s, source="replay", fit="median"):
 
 def write_results(directory, rows):
     results = ResultsDir(directory)
-    results.open({"mode": "replay", "windows": {"digest": "hand"}, "methods": []}, resume=False)
+    results.open(results_manifest(mode="replay"), resume=False)
     results.append(rows)
     return directory
 

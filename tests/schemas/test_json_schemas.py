@@ -244,7 +244,10 @@ def test_bad_profiles_are_refused_by_loader_and_schema(tmp_path, case):
 
 BAD_RESULTS = {
     "manifest kind": ("manifest", ("kind",), "specbench.result"),
-    "manifest version 3": ("manifest", ("schema_version",), 3),
+    "manifest version 2": ("manifest", ("schema_version",), 2),
+    "manifest version 4": ("manifest", ("schema_version",), 4),
+    "manifest without environment": ("manifest", ("environment",), _DROP),
+    "row with negative tokens": ("row", ("tokens",), -1),
     "tokens as text": ("row", ("tokens",), "12"),
     "method beam": ("row", ("method",), "beam"),
     "no decode_s": ("row", ("decode_s",), _DROP),
