@@ -103,7 +103,7 @@ class Environment:
     argv: tuple[str, ...]
     """The command line of the session that started the file, as run (sys.argv)."""
     started: str | None
-    """UTC ISO-8601 start of the first session; None: not recorded (an older file resumed)."""
+    """UTC ISO-8601 start of the first session; None: a file without the block, resumed (`continued`)."""
     finished: str | None = None
     """UTC ISO-8601 end of the latest session; None while it runs, or when it was interrupted."""
     resumes: tuple[Resume, ...] = ()
