@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from specbench.schemas.profiles import CoSchedule, CostTable, DeviceInfo, DeviceProfile, DrafterProfile, ModelId, Overheads
+from specbench.schemas.profiles import (
+    CoSchedule,
+    CostTable,
+    DeviceInfo,
+    DeviceProfile,
+    DrafterProfile,
+    ModelId,
+    Overheads,
+)
 from specbench.schemas.traces import PAD, DraftTable, ProducerStream, WindowTrace
 from specbench.schemas.windows import make_text_window
 

@@ -8,7 +8,15 @@ from hypothesis import strategies as st
 from bench.synthetic_study import EOS, _Drafter, _TableDrafts
 from specbench.core.methods.base import TargetOracle
 from specbench.core.methods.specasr import SpecAsrConfig, decode_specasr
-from specbench.schemas.profiles import CoSchedule, CostTable, DeviceInfo, DeviceProfile, DrafterProfile, ModelId, Overheads
+from specbench.schemas.profiles import (
+    CoSchedule,
+    CostTable,
+    DeviceInfo,
+    DeviceProfile,
+    DrafterProfile,
+    ModelId,
+    Overheads,
+)
 from specbench.schemas.traces import ProducerStream, WindowTrace
 
 SPECASR = SpecAsrConfig(k_max=4, tau=0.3)

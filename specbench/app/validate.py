@@ -26,7 +26,7 @@ from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.core.methods.target import TargetConfig
 from specbench.errors import SpecbenchError
-from specbench.schemas.fileio import load_yaml, write_atomic
+from specbench.schemas.fileio import load_yaml
 from specbench.schemas.placement import Placement, device_label
 from specbench.schemas.profiles import load_profile, profile_from_dict, save_profile
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir

@@ -14,8 +14,8 @@ from specbench.core.methods.target import TargetConfig
 from specbench.core.samples import median_index, spread_pct, spread_table
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import dumps_line
-from specbench.schemas.profiles import StabilityWarning, load_profile, stability_warnings, warnings_doc
 from specbench.schemas.placement import resolve
+from specbench.schemas.profiles import StabilityWarning, load_profile, stability_warnings, warnings_doc
 from specbench.schemas.results import ProfileInput, ResultsDir, WindowResult, profile_warnings, rows_frame
 from tests.helpers import results_manifest
 
