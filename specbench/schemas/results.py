@@ -385,9 +385,11 @@ def _model_id(doc: object, where: Where) -> ModelId:
 
 
 def _profile_input(doc: object, where: Where, replay: bool) -> ProfileInput:
+    if not isinstance(doc, dict):
+        raise where.fail("a mapping (a profile entry)", doc)
     known = {"path", "sha256", "warnings"} | ({"device", "runner_sha256", "placement", ENV_KEY, "declared_costs"}
                                              if replay else set())
-    reject_unknown(doc if isinstance(doc, dict) else {}, known, where)
+    reject_unknown(doc, known, where)
     declared = need(doc, "declared_costs", dict, where, {})
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in declared.items()):
         raise where.at("declared_costs").fail("drafter name -> a description (strings)", declared)
@@ -423,6 +425,7 @@ def manifest_from_dict(doc: object, path: Path) -> ResultsManifest:
     with the file, the key and what was expected."""
     where = Where(path)
     check_header(doc, KIND, VERSIONS, where)
+    assert isinstance(doc, dict)  # check_header refuses anything else
     mode = need(doc, "mode", str, where)
     if mode not in MODES:
         raise where.at("mode").fail(" or ".join(repr(m) for m in MODES), mode)

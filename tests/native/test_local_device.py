@@ -14,7 +14,8 @@ from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.target import TargetConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.placement import resolve
-from specbench.schemas.profiles import load_profile, stability_warnings
+from specbench.schemas.fileio import load_yaml
+from specbench.schemas.profiles import load_profile, profile_to_dict, stability_warnings
 from specbench.schemas.results import ROW_FIELDS, load_results
 from specbench.schemas.traces import load_trace_dir
 from specbench.schemas.windows import make_text_window
@@ -140,7 +141,12 @@ def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     assert profile.target_costs.widths() == list(range(1, 10)) and list(profile.target_costs.depths) == [0, 32]
     assert profile.drafter("near").costs.widths() == list(range(1, 9))
     assert profile.target_model.sha256 == target.sha256
-    assert set(profile.snapshot) == {"before", "after"}
+    assert profile.snapshot.before and profile.snapshot.after
+    # the one writer keeps every field the profile measured: notes, threads, spreads, repetitions
+    assert profile_to_dict(profile) == profile_to_dict(run.profile) == load_yaml(tmp_path / "p.yaml")
+    assert profile.notes.startswith("sweep: warmup 1, 5 repetitions")
+    assert (profile.target_threads, profile.drafter("near").threads) == (1, 1)
+    assert profile.target_costs.repetitions == 5 and set(profile.target_costs.spread) == set(range(1, 10))
     samples = [json.loads(line) for line in (tmp_path / "p.samples.jsonl").read_text().splitlines()]
     forwards = [s for s in samples if s["kind"] == "forward"]
     assert len(forwards) == plan.forwards(1) and all(len(s["samples_us"]) == 5 for s in forwards)
