@@ -18,7 +18,7 @@ from specbench.cli import main
 from specbench.core import metrics
 from specbench.errors import SpecbenchError
 from specbench.schemas.placement import resolve
-from specbench.schemas.profiles import load_profile, warnings_doc
+from specbench.schemas.profiles import load_profile
 from specbench.schemas.results import ROW_FIELDS, Repeats, load_results
 from specbench.schemas.traces import load_trace_dir
 from specbench.schemas.windows import make_text_window, save_windows
@@ -244,8 +244,7 @@ def noisy_profile(study, path, noisy):
             record["samples_us"] = [median] * 4 + [median * (1.5 if loud else 1)]
         else:
             record["samples"] = {k: [float(np.median(v))] * len(v) for k, v in record["samples"].items() if v}
-    doc = yaml.safe_load(study["profile"].read_text())
-    write_profile(path, judged(ProfileRun(doc, samples)))
+    write_profile(path, judged(ProfileRun(load_profile(study["profile"]), samples)))
     return path
 
 
@@ -272,7 +271,7 @@ def test_the_report_shows_the_unstable_timings_of_the_runs_profiles(study, tmp_p
         warnings = load_profile(profile).warnings
         assert [(w.model, w.table, w.width, w.depth) for w in warnings] == [("target", "CT", 3, 32)]
         replay, native = (load_results(tmp_path / f"{kind}-{name}")[0] for kind in ("replay", "native"))
-        assert replay["profiles"][0]["warnings"] == native["placement_profile"]["warnings"] == warnings_doc(warnings)
+        assert replay.profiles[0].warnings == native.placement_profile.warnings == warnings
         # one row, though both runs used the profile: the replay's and the native manifest carry it
         assert [(r["device"], r["table"], r["width"], r["depth"]) for r in unstable[0]["rows"]] == \
             [("local@split", "CT", 3, 32)]
