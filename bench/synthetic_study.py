@@ -28,7 +28,16 @@ import numpy as np
 
 from specbench.core.methods.base import TargetOracle
 from specbench.core.methods.specasr import LiveDrafts, SpecAsrConfig, decode_specasr
-from specbench.schemas.profiles import CoSchedule, CostTable, DeviceProfile, DrafterProfile, Overheads
+from specbench.schemas.profiles import (
+    CoSchedule,
+    CostTable,
+    DeviceInfo,
+    DeviceProfile,
+    DrafterProfile,
+    ModelId,
+    Overheads,
+    RunnerRecord,
+)
 from specbench.schemas.traces import PAD, DraftTable, ModelRef, ProducerStream, TraceFile, WindowTrace
 from specbench.schemas.windows import Window, make_text_window
 
@@ -182,11 +191,12 @@ def synthetic_profiles(n_devices: int = 4, seed: int = 0) -> list[DeviceProfile]
             measured = range(1, 9)
             cosched = CoSchedule(np.array([0.0]), {w: np.array([rng.uniform(1.05, 1.3)]) for w in measured},
                                  {w: np.array([rng.uniform(1.1, 1.5)]) for w in measured})
-            drafters[d_name] = DrafterProfile(d_name, {"name": d_name, "sha256": f"synthetic-{d_name}"}, "cpu",
+            drafters[d_name] = DrafterProfile(d_name, ModelId(d_name, f"synthetic-{d_name}"), "cpu",
                                               costs, cosched)
-        profiles.append(DeviceProfile({"name": name, "kind": "synthetic"}, {"sha256": "synthetic"},
-                                      {"name": "target", "sha256": "synthetic-target"}, "gpu", target, drafters,
-                                      Overheads(producer_startup_s=0.02, publish_s=0.0005, align_s=0.0002)))
+        profiles.append(DeviceProfile(DeviceInfo(name, {"kind": "synthetic"}), ModelId("target", "synthetic-target"),
+                                      "gpu", target, drafters,
+                                      Overheads(producer_startup_s=0.02, publish_s=0.0005, align_s=0.0002),
+                                      recorded_runner=RunnerRecord("synthetic")))
     return profiles
 
 

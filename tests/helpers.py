@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from specbench.schemas.profiles import CoSchedule, CostTable, DeviceProfile, DrafterProfile, Overheads
+from specbench.schemas.profiles import (
+    CoSchedule,
+    CostTable,
+    DeviceInfo,
+    DeviceProfile,
+    DrafterProfile,
+    ModelId,
+    Overheads,
+)
 from specbench.schemas.traces import PAD, DraftTable, ProducerStream, WindowTrace
 from specbench.schemas.windows import make_text_window
 
@@ -23,8 +31,8 @@ def make_profile(rho=(1.0, 1.0), measured_widths=range(1, 17), overheads=Overhea
                          {w: np.array([rho[1]]) for w in measured_widths})
     target = linear_costs(1.0, 0.25, target_max, "hand target", (0, 1024), depth_slope)
     drafter = linear_costs(0.25, 0.125, drafter_max, "hand drafter", (0, 1024), depth_slope)
-    return DeviceProfile({"name": name}, {}, {"name": "t", "sha256": "0" * 64}, "cpu", target,
-                         {"drafter": DrafterProfile("drafter", {"name": "d"}, "cpu", drafter, cosched)}, overheads)
+    return DeviceProfile(DeviceInfo(name), ModelId("t", "0" * 64), "cpu", target,
+                         {"drafter": DrafterProfile("drafter", ModelId("d"), "cpu", drafter, cosched)}, overheads)
 
 
 def make_trace(y, drafts=None, producer=None, producer_conf=None, step=None, steps=None, stop="eos", k_max=16,
@@ -80,3 +88,23 @@ def write_study(directory, n_windows=12, n_devices=2, seed=0, dev_fraction=0.5):
         save_profile(path, profile)
         profile_paths.append(path)
     return study, directory / "windows.jsonl", directory / "traces", profile_paths
+
+
+def results_manifest(environment=None, mode="native", **changes):
+    """A small ResultsManifest: a native run (target only, shared placement) or a replay run of
+    no profile (`mode="replay"`), over one windows file."""
+    from dataclasses import replace
+
+    from specbench.schemas.environment import Environment
+    from specbench.schemas.placement import resolve
+    from specbench.schemas.profiles import DEPTH_POLICY, ModelId
+    from specbench.schemas.results import ResultsManifest, WindowsInput
+
+    common = (environment or Environment("0.1.0", ("specbench", "run"), "2026-12-01T13:00:00.000Z"),
+              WindowsInput("windows.jsonl", "hand", 1))
+    if mode == "replay":
+        manifest = ResultsManifest("replay", *common, (), depth_policy=DEPTH_POLICY)
+    else:
+        manifest = ResultsManifest("native", *common, ("target",), device="hand@shared", target=ModelId("t", "0" * 64),
+                                   templates={"target": "model"}, placement=resolve("shared", [0]), reference="trace")
+    return replace(manifest, **changes)

@@ -8,7 +8,15 @@ from hypothesis import strategies as st
 from bench.synthetic_study import EOS, _Drafter, _TableDrafts
 from specbench.core.methods.base import TargetOracle
 from specbench.core.methods.specasr import SpecAsrConfig, decode_specasr
-from specbench.schemas.profiles import CoSchedule, CostTable, DeviceProfile, DrafterProfile, Overheads
+from specbench.schemas.profiles import (
+    CoSchedule,
+    CostTable,
+    DeviceInfo,
+    DeviceProfile,
+    DrafterProfile,
+    ModelId,
+    Overheads,
+)
 from specbench.schemas.traces import ProducerStream, WindowTrace
 
 SPECASR = SpecAsrConfig(k_max=4, tau=0.3)
@@ -78,6 +86,6 @@ def profiles(draw):
     cosched = CoSchedule(np.array([0.0, 64.0]), {w: draw(ratio) for w in measured}, {w: draw(ratio) for w in measured})
     overheads = Overheads(producer_startup_s=draw(st.sampled_from([0.0, 0.05, 1.0, 1e6])),
                           publish_s=draw(st.sampled_from([0.0, 0.01])), align_s=draw(st.sampled_from([0.0, 0.02])))
-    drafter = DrafterProfile("drafter", {"name": "d"}, "cpu", _costs(draw, "random drafter"), cosched)
-    return DeviceProfile({"name": "random"}, {}, {"name": "t"}, "gpu", _costs(draw, "random target"),
+    drafter = DrafterProfile("drafter", ModelId("d"), "cpu", _costs(draw, "random drafter"), cosched)
+    return DeviceProfile(DeviceInfo("random"), ModelId("t"), "gpu", _costs(draw, "random target"),
                          {"drafter": drafter}, overheads)

@@ -19,9 +19,8 @@ from specbench.core.replay.bulk import DEPTH_LINEAR
 from specbench.errors import SpecbenchError
 from specbench.render.tables import INDEX, Table, csv_files, render, to_markdown
 from specbench.schemas.budgets import load_budget
-from specbench.schemas.environment import build_and_models, manifest_command
 from specbench.schemas.fileio import file_sha256, write_atomic
-from specbench.schemas.results import ROWS, load_results, profile_warnings
+from specbench.schemas.results import ROWS, ResultsManifest, load_results, profile_warnings
 from specbench.schemas.windows import load_windows
 
 TEXT_DIFFERS = "WARNING: answer text differs between methods"
@@ -31,7 +30,7 @@ DIVERGENT = "Divergent windows, excluded from every table"
 
 @dataclass
 class Loaded:
-    manifests: list[dict]
+    manifests: list[ResultsManifest]
     frame: pd.DataFrame
     directories: list[Path]
     notes: list[str] = field(default_factory=list)
@@ -42,19 +41,18 @@ class Loaded:
     """Why reference texts are missing, if they are (for stderr)."""
 
 
-def _identity(manifest: dict) -> dict[str, str]:
+def _identity(manifest: ResultsManifest) -> dict[str, str]:
     """The fields two runs must share to be compared, as field -> value."""
-    fields = {"windows.digest": str(manifest.get("windows", {}).get("digest"))}
-    targets = {t["target"]["sha256"] for t in manifest.get("traces", {}).values() if "target" in t}
-    if manifest.get("target"):
-        targets.add(manifest["target"].get("sha256"))
+    fields = {"windows.digest": manifest.windows.digest}
+    targets = {t.target.sha256 for t in manifest.traces.values()}
+    if manifest.target is not None:
+        targets.add(manifest.target.sha256)
     if targets:
         fields["target model sha256"] = ",".join(sorted(str(t) for t in targets))
-    for profile in manifest.get("profiles", []):
-        fields[f"profile of {profile['device']}"] = str(profile.get("sha256"))
-        runner = profile.get("runner") or {}
-        if runner.get("sha256"):
-            fields[f"runner build of {profile['device']}"] = str(runner["sha256"])
+    for profile in manifest.profiles:
+        fields[f"profile of {profile.device}"] = profile.sha256
+        if profile.runner_sha256:
+            fields[f"runner build of {profile.device}"] = profile.runner_sha256
     return fields
 
 
@@ -101,12 +99,12 @@ def load_many(directories: Sequence[Path], allow_mixed: bool = False, windows: P
     return loaded
 
 
-def _references(manifests: list[dict], explicit: Path | None) -> tuple[dict[str, tuple[str, str | None]], list[str]]:
+def _references(manifests: list[ResultsManifest], explicit: Path | None) -> tuple[dict[str, tuple[str, str | None]], list[str]]:
     paths = [Path(explicit)] if explicit is not None else []
     notes = []
     if explicit is None:
         for manifest in manifests:
-            named = manifest.get("windows", {}).get("path")
+            named = manifest.windows.path
             if not named:
                 continue
             if Path(named).exists():
@@ -134,17 +132,17 @@ def add_sensitivity(loaded: Loaded, progress=None) -> None:
         return
     extra, replayed = [], False
     for manifest in loaded.manifests:
-        if manifest.get("mode") != "replay":
+        if manifest.mode != "replay":
             continue
         replayed = True
-        configs = list(_configs(frame[frame["source"] == "replay"], manifest["methods"]).values())
+        configs = list(_configs(frame[frame["source"] == "replay"], list(manifest.methods)).values())
         if not any(fit_configs(configs, fit) for fit in missing_fits):
             continue
-        paths = [Path(p["path"]) for p in manifest["profiles"]]
-        missing = [p for p in [Path(manifest["windows"]["path"]), *paths] if not p.exists()]
+        paths = [Path(p.path) for p in manifest.profiles]
+        missing = [p for p in [Path(manifest.windows.path), *paths] if not p.exists()]
         if missing:
             raise SpecbenchError(f"--sensitivity replays from the run's inputs; {missing[0]} is gone")
-        inputs = load_inputs(Path(manifest["windows"]["path"]), Path(next(iter(manifest["traces"].values()))["path"]).parent,
+        inputs = load_inputs(Path(manifest.windows.path), Path(next(iter(manifest.traces.values())).path).parent,
                              paths, None)
         subset = set(frame["window_id"])
         inputs.windows[:] = [w for w in inputs.windows if w.window_id in subset]
@@ -260,7 +258,7 @@ def stability_tables(loaded: Loaded, native: pd.DataFrame) -> list[Table]:
             "Native decode spread over repeated runs", samples.ORDER, spread,
             {"windows": None, "runs": None, "median_spread_pct": ".2f", "max_spread_pct": ".2f",
              "unstable_windows": None}))
-    unstable = profile_warnings(loaded.manifests, loaded.directories)
+    unstable = profile_warnings(loaded.manifests)
     if len(unstable):
         unstable = unstable.assign(median_s=unstable["median_s"] * 1e3).rename(columns={"median_s": "median_ms"})
         tables.append(Table(f"Unstable profile timings (spread > {samples.UNSTABLE_SPREAD_PCT:g}% of the median)",
@@ -282,14 +280,13 @@ def declared_costs(loaded: Loaded) -> pd.DataFrame:
     records = []
     rows = loaded.frame[(loaded.frame["source"] == "replay") & (loaded.frame["method"] != "target")]
     for manifest in loaded.manifests:
-        for profile in manifest.get("profiles", []):
-            on_device = rows[rows["device"] == profile.get("device")]
+        for profile in manifest.profiles:
+            on_device = rows[rows["device"] == profile.device]
             named = set(on_device["drafter"].dropna())
             unnamed = on_device["drafter"].isna().any()  # the only drafter traced
-            for drafter, note in (profile.get("declared_costs") or {}).items():
-                if drafter in named or (unnamed and len(manifest.get("traces", {})) == 1
-                                        and drafter in manifest["traces"]):
-                    records.append({"device": profile["device"], "drafter": drafter, "declared": note})
+            for drafter, note in profile.declared_costs.items():
+                if drafter in named or (unnamed and len(manifest.traces) == 1 and drafter in manifest.traces):
+                    records.append({"device": profile.device, "drafter": drafter, "declared": note})
     return pd.DataFrame(records, columns=["device", "drafter", "declared"]).drop_duplicates()
 
 
@@ -444,11 +441,10 @@ def bundle(directory: Path, loaded: Loaded, tables: list[Table], figures: dict[s
               "|---|---|---|---|---|---|"]
     for path, manifest in zip(loaded.directories, loaded.manifests):
         rows_sha = file_sha256(path / ROWS)
-        lines.append(f"| {path} | {rows_sha[:16]} | {manifest.get('mode')} | "
-                     f"{str(manifest.get('windows', {}).get('digest'))[:16]} | {len(manifest.get('methods', []))} | "
-                     f"{build_and_models(manifest) or 'not recorded'} |")
+        lines.append(f"| {path} | {rows_sha[:16]} | {manifest.mode} | {manifest.windows.digest[:16]} | "
+                     f"{len(manifest.methods)} | {manifest.builds_and_models() or 'not recorded'} |")
     lines += ["", "## Reproduce", "", "```sh"]
-    lines += [c for c in map(manifest_command, loaded.manifests) if c]
+    lines += [m.command for m in loaded.manifests if m.command]
     lines += [shlex.join(argv if argv is not None else ["specbench", *sys.argv[1:]]), "```", ""]
     report_path = directory / "report.md"
     write_atomic(report_path, "\n".join(lines))
@@ -509,9 +505,9 @@ def _cdf_configs(per_window: pd.DataFrame) -> list[str]:
 def _profiles(loaded: Loaded) -> list[Path]:
     paths = {}
     for manifest in loaded.manifests:
-        for profile in manifest.get("profiles", []):
-            if Path(profile["path"]).exists():
-                paths[profile["device"]] = Path(profile["path"])
+        for profile in manifest.profiles:
+            if Path(profile.path).exists():
+                paths[profile.device] = Path(profile.path)
     return list(paths.values())
 
 
@@ -523,11 +519,11 @@ def horizon_tables(loaded: Loaded) -> tuple[pd.DataFrame, pd.DataFrame, list[str
     from specbench.app.study import load_inputs
     from specbench.core.replay.horizon import HORIZONS, horizon_sweep
 
-    manifest = next((m for m in loaded.manifests if m.get("mode") == "replay"), None)
+    manifest = next((m for m in loaded.manifests if m.mode == "replay"), None)
     if manifest is None:
         raise SpecbenchError("--horizon needs a replay run (it replays SD at K = 3..12 from the run's traces)")
-    traces_dir = Path(next(iter(manifest["traces"].values()))["path"]).parent
-    inputs = load_inputs(Path(manifest["windows"]["path"]), traces_dir, [Path(manifest["profiles"][0]["path"])], None)
+    traces_dir = Path(next(iter(manifest.traces.values())).path).parent
+    inputs = load_inputs(Path(manifest.windows.path), traces_dir, [Path(manifest.profiles[0].path)], None)
     profile = inputs.profiles[0]
     diverged = metrics.split_divergent(loaded.frame)[1]
     dropped = set(diverged.loc[diverged["device"] == profile.name, "window_id"])

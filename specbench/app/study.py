@@ -21,10 +21,9 @@ from specbench.core.methods.target import TargetConfig
 from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, serial_ops, trace_for
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.budgets import save_budget
-from specbench.schemas.environment import environment_to_dict
 from specbench.schemas.fileio import file_sha256
-from specbench.schemas.profiles import DEPTH_POLICY, DeviceProfile, load_profile, warnings_doc
-from specbench.schemas.results import ResultsDir
+from specbench.schemas.profiles import DEPTH_POLICY, DeviceProfile, ModelId, load_profile
+from specbench.schemas.results import ProfileInput, ResultsDir, ResultsManifest, TraceInput, WindowsInput
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.windows import Window, load_split, load_windows, windows_digest
 from specbench.world.environment import now, session
@@ -51,7 +50,7 @@ def load_inputs(windows_path: Path, traces_dir: Path, profile_paths: Sequence[Pa
                              "profile per device and placement")
     target_sha = next(iter(traces.values())).target.sha256
     for profile in profiles:
-        profiled = profile.target_model.get("sha256")
+        profiled = profile.target_model.sha256
         if profiled and profiled != target_sha:
             raise SpecbenchError(f"profile {profile.path}: measured for target model sha256 {profiled}, but the "
                                  f"traces are of {target_sha}")
@@ -126,24 +125,19 @@ def _only_drafter(inputs: Inputs, config: MethodConfig) -> str:
 
 
 def manifest_for(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths: Sequence[Path],
-                 sensitivity: bool) -> dict:
-    return {
-        "mode": "replay",
-        "environment": environment_to_dict(session(None)),
-        "windows": {"path": str(inputs.windows_path), "digest": windows_digest(inputs.windows),
-                    "count": len(inputs.windows)},
-        "traces": {name: {"path": str(t.path), "target": vars(t.target), "drafter": vars(t.drafter)}
-                   for name, t in sorted(inputs.traces.items())},
-        "profiles": [{"device": p.name, "path": str(path), "sha256": file_sha256(path), "runner": p.runner,
-                      "placement": p.placement.as_dict()}
-                     | ({"warnings": warnings_doc(p.warnings)} if p.warnings else {})
-                     | ({} if p.environment is None else {"environment": environment_to_dict(p.environment)})
-                     | ({"declared_costs": p.declared_costs()} if p.declared_costs() else {})
-                     for p, path in zip(inputs.profiles, profile_paths)],
-        "methods": [c.label for c in configs],
-        "depth_policy": DEPTH_POLICY,
-        "sensitivity": sensitivity,
-    }
+                 sensitivity: bool) -> ResultsManifest:
+    return ResultsManifest(
+        "replay", session(None),
+        WindowsInput(str(inputs.windows_path), windows_digest(inputs.windows), len(inputs.windows)),
+        tuple(c.label for c in configs),
+        traces={name: TraceInput(str(t.path), ModelId(t.target.name, t.target.sha256),
+                                 ModelId(t.drafter.name, t.drafter.sha256))
+                for name, t in sorted(inputs.traces.items())},
+        profiles=tuple(ProfileInput(str(path), file_sha256(path), p.name,
+                                    None if p.runner is None else p.runner.sha256, p.placement, p.warnings,
+                                    p.environment, p.declared_costs())
+                       for p, path in zip(inputs.profiles, profile_paths)),
+        depth_policy=DEPTH_POLICY, sensitivity=sensitivity)
 
 
 SENSITIVITY_FITS = tuple(f for f in COST_FITS if f != "median")

@@ -27,9 +27,9 @@ from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.core.methods.target import TargetConfig
 from specbench.errors import SpecbenchError
-from specbench.schemas.fileio import dump_yaml, load_yaml, write_atomic
+from specbench.schemas.fileio import load_yaml
 from specbench.schemas.placement import Placement, device_label
-from specbench.schemas.profiles import load_profile
+from specbench.schemas.profiles import load_profile, profile_from_dict, save_profile
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.validation import (
     BlockRecord,
@@ -285,7 +285,7 @@ class Validation:
                                  round(time.monotonic() - clock, 3))
             if not voided:
                 profile = merged_profile(load_yaml(self.full_profile(placement)), refreshes)
-                write_atomic(where / "profile.yaml", dump_yaml(profile))
+                save_profile(where / "profile.yaml", profile_from_dict(profile, where / "profile.yaml"))
             append_records(self.out, decodes + probes + [record])
             if not voided:
                 return record

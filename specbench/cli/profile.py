@@ -57,7 +57,7 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
     from specbench.app.devices import on_devices, open_devices
     from specbench.app.progress import stderr
     from specbench.schemas.placement import resolve_on
-    from specbench.schemas.profiles import WARNING_HINT, StabilityWarning
+    from specbench.schemas.profiles import WARNING_HINT
     from specbench.world.profiling import parse_depths, plan_for, profile_device, samples_path, write_profile
 
     parsed_depths = parse_depths(depths)
@@ -74,7 +74,7 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
         run = profile_device(dev, target, drafters, plans[dev.name], advance)
         write_profile(outs[dev.name], run)  # as soon as it is done: another phone may still fail
         stderr.print(f"profile written to {outs[dev.name]} (raw samples: {samples_path(outs[dev.name])})")
-        warnings = [StabilityWarning(**w) for w in run.doc.get("warnings", [])]
+        warnings = run.profile.warnings
         for warning in warnings:
             stderr.print(f"warning: {dev.name}: {warning.message()}", markup=False, soft_wrap=True)
         if warnings:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from specbench.cli.common import DEFAULT_METHODS, RESULTS, configs_from, existing_dir, existing_file, method_options
-from specbench.cli.run_native import native_options, replay_refuses_repeats, run_native_command
+from specbench.cli.run_native import NativeOptions, native_options, refuse_native_only, run_native_command
 from specbench.errors import SpecbenchError
 
 
@@ -33,8 +33,7 @@ from specbench.errors import SpecbenchError
 def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...], method_names: str | None,
         method_specs: tuple[str, ...], drafter: str | None, budget_path: Path | None, split: str | None,
         out: Path | None,
-        resume: bool, sensitivity: bool, workers: int | None, native: bool, device: str | None,
-        target_path: Path | None, placement_spec: str | None) -> None:
+        resume: bool, sensitivity: bool, workers: int | None, native: NativeOptions) -> None:
     """Replay decoding methods on WINDOWS with device profiles, or run them with --native.
 
     Every method decodes the same windows; serial methods are priced op by op from the
@@ -55,14 +54,12 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
     from specbench.schemas.budgets import load_budget
 
     if out is None:
-        out = default_results_dir(native, device, profile_paths)
-    if native or device is not None or target_path is not None:
+        out = default_results_dir(native.native, native.device, profile_paths)
+    if native.asked:
         run_native_command(windows, traces_dir, profile_paths, method_names, method_specs, drafter, budget_path,
-                           split, out, resume, sensitivity, native, device, target_path, placement_spec)
+                           split, out, resume, sensitivity, native)
         return
-    if click.get_current_context().meta.get("specbench.templates"):
-        raise SpecbenchError("--template is for --native runs (replay uses what the traces recorded)")
-    replay_refuses_repeats(click.get_current_context().meta)
+    refuse_native_only(native)
     if traces_dir is None or not profile_paths:
         raise SpecbenchError("replay needs --traces and --profile (or pass --native to run on a device)")
     default = DEFAULT_METHODS

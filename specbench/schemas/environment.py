@@ -5,7 +5,7 @@ Results manifests, trace headers and device profiles carry the same block:
     environment:
       specbench_version: "0.1.0"
       argv: [".../specbench", "run", ...]     # sys.argv of the session that started the file
-      started: "2026-12-01T13:02:11.482Z"     # UTC; null: begun by a specbench that did not record it
+      started: "2026-12-01T13:02:11.482Z"     # UTC; null only in a `continued` file that had no block
       finished: "2026-12-01T13:04:55.019Z"    # end of the last session; null while running or after an interruption
       resumes: [{specbench_version, argv, started}]   # each --resume session after the first, in order
       runner: {version, protocol, sha256, llama_cpp_commit, flags, system_info}   # null: no runner ran (replay)
@@ -13,15 +13,16 @@ Results manifests, trace headers and device profiles carry the same block:
       device: {name, kind, model, soc, cores, governor, snapshot: {before, after}, details}
 
 A resumed file keeps its first session's start, command line, runner, models and device, and
-lists every later session in `resumes`; `finished` is the end of the latest session. Files
-written before the block existed load without it (`environment` is optional everywhere).
+lists every later session in `resumes`; `finished` is the end of the latest session. Results
+manifests always carry the block; a hand-written or imported profile, or a trace header, may
+lack it (`manifest_environment` then gives None). The block is not a file kind of its own: its
+shape changes bump the `schema_version` of every kind that carries it.
 Values a device does not let specbench read (`soc`, `cores`, `governor`) are null, never a guess.
 This module is pure: callers pass the timestamps and what the devices reported.
 """
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Mapping, Sequence
@@ -102,7 +103,7 @@ class Environment:
     argv: tuple[str, ...]
     """The command line of the session that started the file, as run (sys.argv)."""
     started: str | None
-    """UTC ISO-8601 start of the first session; None: not recorded (an older file resumed)."""
+    """UTC ISO-8601 start of the first session; None: a file without the block, resumed (`continued`)."""
     finished: str | None = None
     """UTC ISO-8601 end of the latest session; None while it runs, or when it was interrupted."""
     resumes: tuple[Resume, ...] = ()
@@ -241,40 +242,11 @@ def environment_to_dict(env: Environment) -> dict:
 
 
 def runner_dict(build: RunnerBuild) -> dict:
-    """The build as the `runner` mapping older files kept (sha256, llama_cpp_commit, flags, ...)."""
+    """The build as the block's `runner` mapping (sha256, llama_cpp_commit, flags, ...)."""
     return vars(build) | {"flags": list(build.flags)}
 
 
 def manifest_environment(manifest: Mapping, where: Where) -> Environment | None:
-    """The environment of a manifest (results, trace header or profile); None when it records none."""
+    """The environment of a document (results manifest, trace header or profile); None when it has none."""
     doc = manifest.get(KEY)
     return None if doc is None else environment_from_dict(doc, where.at(KEY))
-
-
-def manifest_command(manifest: Mapping) -> str | None:
-    """The command that started a results run, as a shell line to rerun it: the environment's
-    argv (as `specbench ARGS`), else an older manifest's `command`; None when neither is recorded."""
-    env = manifest.get(KEY)
-    if isinstance(env, dict) and isinstance(env.get("argv"), list) and env["argv"]:
-        return shlex.join(["specbench", *(str(a) for a in env["argv"][1:])])
-    command = manifest.get("command")
-    return command if isinstance(command, str) and command else None
-
-
-def build_and_models(manifest: Mapping) -> str:
-    """The runner build and models a results run ran with, on one line for a report's inputs
-    (a replay run's come from its profiles' environments); "" when none is recorded."""
-    envs = []
-    doc = manifest.get(KEY)
-    if isinstance(doc, dict):
-        envs.append(doc)
-    envs += [p[KEY] for p in manifest.get("profiles", []) if isinstance(p, dict) and isinstance(p.get(KEY), dict)]
-    parts: list[str] = []
-    for env in envs:
-        runner = env.get("runner")
-        if isinstance(runner, dict):
-            parts.append(f"runner {str(runner.get('sha256'))[:12]} (llama.cpp {str(runner.get('llama_cpp_commit'))[:8]})")
-        for model in env.get("models", []):
-            parts.append(f"{model['role']} {model['name']}: {model['desc']}, {model['n_params']:,} params, "
-                         f"{model['size_bytes']:,} B, sha256 {model['sha256'][:12]}")
-    return "; ".join(dict.fromkeys(parts))

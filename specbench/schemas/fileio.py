@@ -1,8 +1,9 @@
 """Reading and writing the versioned files every stage exchanges.
 
-Every file kind carries `kind` and `schema_version`; loaders reject other kinds and
-versions they do not know, and every complaint names the file, the key and what was
-expected. Writers go through a temporary file and a rename, so an interrupted write never
+Every file kind carries `kind` and `schema_version`; each kind is read at one version
+(its module's format-history comment says what each version changed), loaders reject other
+kinds and versions in one line naming both versions, and every complaint names the file,
+the key and what was expected. Writers go through a temporary file and a rename, so an interrupted write never
 leaves half a file behind.
 """
 
@@ -61,7 +62,7 @@ def reject_unknown(mapping: dict, known: set[str] | frozenset[str], where: Where
 
 
 def check_header(doc: Any, kind: str, versions: tuple[int, ...], where: Where) -> int:
-    """Validate the `kind`/`schema_version` pair that starts every specbench file."""
+    """Validate the `kind`/`schema_version` pair that starts every specbench file; returns the version."""
     if not isinstance(doc, dict):
         raise where.fail(f"a {kind} header mapping", type(doc).__name__)
     got_kind = doc.get("kind")
@@ -69,8 +70,19 @@ def check_header(doc: Any, kind: str, versions: tuple[int, ...], where: Where) -
         raise where.at("kind").fail(f"'{kind}'", got_kind)
     version = doc.get("schema_version")
     if version not in versions:
-        raise where.at("schema_version").fail(f"one of {list(versions)} (this specbench reads these)", version)
+        reads = " or ".join(str(v) for v in versions)
+        raise VersionError(where, version, reads)
     return version
+
+
+class VersionError(SchemaError):
+    """A file of a format version this specbench does not read: one line naming both versions."""
+
+    def __init__(self, where: Where, got: object, reads: str):
+        place = f"{where.path}: {where.prefix}: " if where.prefix else f"{where.path}: "
+        SpecbenchError.__init__(self, f"{place}schema_version {got!r}, this specbench reads {reads}",
+                                hint="write the file again with this specbench")
+        self.path, self.key, self.expected = where.path, where.at("schema_version").prefix, reads
 
 
 def _is_kind(value: Any, kind: type | tuple[type, ...]) -> bool:

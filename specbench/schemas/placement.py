@@ -25,7 +25,7 @@ from specbench.errors import SpecbenchError
 
 NAMED = ("split", "shared")
 UNRECORDED = "unrecorded"
-"""The placement of a profile or results manifest that records none (the key is optional)."""
+"""The placement of a synthetic profile built in memory (tests, benches): no lanes measured."""
 
 
 @dataclass(frozen=True)
@@ -191,7 +191,10 @@ def placement_from_dict(doc: object, where) -> Placement:
         threads = lane.get("threads")
         if not isinstance(threads, int) or threads < 1:
             raise l_where.at("threads").fail("an integer >= 1", threads)
-        lanes.append(Lane(str(lane.get("processor", "cpu")), tuple(cpus), threads))
+        processor = lane.get("processor")
+        if not isinstance(processor, str) or not processor:
+            raise l_where.at("processor").fail("`cpu` or a ggml device name", processor)
+        lanes.append(Lane(processor, tuple(cpus), threads))
     return Placement(doc["name"], lanes[0], lanes[1])
 
 

@@ -1,19 +1,21 @@
 """Device cost profiles (docs/METHODS.md §4 The device profile and its placement): measured forward costs and
 co-scheduling slowdowns.
 
-YAML layout (`kind: specbench.profile`, `schema_version: 2`):
+YAML layout (`kind: specbench.profile`, `schema_version: 2`), one `DeviceProfile`:
 
     environment: {...}                    # schemas/environment.py: specbench, command, times, runner build, models, device
-    device: {name, serial, model, soc, abi}
+    device: {name, serial, model, soc, abi, ...}   # what the device says about itself
     placement: {name, target: {processor, cpus, threads}, drafter: {...}}   # docs/METHODS.md §4.1 Placement
-    pinning: {lanes: [{lane, cpus, read_back}], ...}   # the runner's CPU sets, read back
-    runner: {sha256, llama_cpp_commit, flags}   # older profiles; newer ones keep the build in environment.runner
-    snapshot: {...}                       # device state before/after measuring
-    target:  {model: {name, sha256}, processor, costs: {depths: [...], seconds: {width: [per depth]}}}
+    pinning: {lanes: {target: {cpus, read_back, threads}, drafter: {...}}}   # the runner's CPU sets, read back
+    runner: {sha256, version, protocol, llama_cpp_commit, flags, path}   # a profile without `environment` (optional)
+    snapshot: {before: {...}, after: {...}}   # device state before/after measuring (optional)
+    target:  {model: {name, sha256}, processor, threads,
+              costs: {depths: [...], seconds: {width: [per depth]}, spread: {width: [per depth]}, repetitions}}
     drafters:
-      - {name, model: {...}, processor, costs: {...}, costs_all_rows: {...},   # last row / every row
+      - {name, model: {...}, processor, threads, costs: {...}, costs_all_rows: {...},   # last row / every row
          cosched: {depths: [...], ratios: {width: {rho_target: [..], rho_drafter: [..]}}}}  # measured widths
     overheads: {producer_startup_s, publish_s, align_s}
+    notes: how it was measured (free text, optional)
     warnings: [{model, table, width, depth, median_s, spread_pct, samples}]   # unstable timings (optional)
 
 A drafter whose costs come from elsewhere (docs/METHODS.md §4.7 Declared drafter costs) carries `declared: {source,
@@ -31,6 +33,7 @@ flagged as extrapolated; `with_ratio_fit("min"|"max")` gives the sensitivity var
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -40,17 +43,18 @@ import numpy as np
 from specbench.core.samples import UNSTABLE_SPREAD_PCT, spread_pct
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.environment import KEY as ENV_KEY
-from specbench.schemas.environment import Environment, environment_to_dict, manifest_environment, runner_dict
+from specbench.schemas.environment import Environment, RunnerBuild, environment_to_dict, manifest_environment
 from specbench.schemas.fileio import Where, check_header, dump_yaml, load_yaml, need, reject_unknown, write_atomic
 from specbench.schemas.placement import UNRECORDED_PLACEMENT, Placement, device_label, placement_from_dict
 
 KIND = "specbench.profile"
-# Format history: 1 = first version; 2 = `placement` (required) and `pinning`: every table
-# is measured in that placement. Version 1 files load with the placement "unrecorded".
-# Version 2 profiles gained the optional `environment` block, which holds the runner build
-# (then no top-level `runner`); profiles without it load as before.
-# Profiles gained the optional `warnings` (timings spread > 10% of their median) later.
-VERSIONS = (1, 2)
+# Format history (every change of shape bumps VERSION and adds a line; other versions are refused):
+# 1 = first version.
+# 2 = `placement` (required) and `pinning`: every table is measured in that placement; the
+#     optional `environment` block holds the runner build (then no top-level `runner`), the
+#     optional `warnings` the timings spread > 10% of their median.
+VERSION = 2
+VERSIONS = (VERSION,)
 DEPTH_POLICY = "linear-in-depth, flat outside the measured depths"
 RATIO_FITS = ("median", "min", "max")
 DEPTH_FITS = ("flat", "linear")
@@ -68,6 +72,10 @@ class CostTable:
     """Names the table in errors, e.g. 'profile pixel.yaml target'."""
     depth_fit: str = "flat"
     """Outside the measured depths: flat (DEPTH_POLICY) or linear (the sensitivity variant)."""
+    spread: Mapping[int, np.ndarray] | None = None
+    """width -> standard deviation (seconds) of the timed samples at each depth (None: not recorded)."""
+    repetitions: int | None = None
+    """Timed samples behind each median (None: not recorded)."""
 
     def widths(self) -> list[int]:
         return sorted(self.seconds)
@@ -186,10 +194,22 @@ class DeclaredCost:
 
 
 @dataclass(frozen=True)
+class ModelId:
+    """A model file as profiles, traces and manifests name it."""
+
+    name: str
+    """The model's name (the target's file stem, a drafter's --drafter NAME)."""
+    sha256: str | None = None
+    """sha256 of the GGUF file (None: a hand-written profile that does not name the file)."""
+
+
+@dataclass(frozen=True)
 class DrafterProfile:
     name: str
-    model: dict
+    """The drafter's name, as methods and traces name it."""
+    model: ModelId
     processor: str
+    """`cpu` or a ggml device name."""
     costs: CostTable
     """Forwards that keep the last row's logits (an AR step, an SD catch-up ingest)."""
     cosched: CoSchedule | None
@@ -197,11 +217,56 @@ class DrafterProfile:
     """Forwards that keep a logits row per token (SpecASR's recycling ingest reads them all)."""
     declared: DeclaredCost | None = None
     """Costs declared, not measured on this device (None: measured by `specbench profile`)."""
+    threads: int | None = None
+    """Threads its forwards ran with (None: not recorded)."""
 
     def ingest_costs(self) -> CostTable:
         """The table a forward with a row per token is priced from; a profile without one (the
         table is optional) prices it like a last-row forward, slightly cheaper."""
         return self.all_rows_costs or self.costs
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """The device a profile was measured on, as it described itself (`Device.describe`)."""
+
+    name: str
+    facts: Mapping[str, object] = field(default_factory=dict)
+    """Everything else it said: kind, model, soc, abi, serial, cores, clusters..., as given."""
+
+
+@dataclass(frozen=True)
+class Snapshots:
+    """The device's state (`Device.snapshot`) before the first and after the last measurement."""
+
+    before: Mapping[str, object]
+    after: Mapping[str, object]
+
+
+@dataclass(frozen=True)
+class LanePinning:
+    """One lane's CPU set as asked and as the runner read it back from the kernel."""
+
+    cpus: tuple[int, ...]
+    """CPUs the lane was pinned to."""
+    read_back: tuple[int, ...]
+    """CPUs its threads could run on, read back."""
+    threads: int
+
+
+@dataclass(frozen=True)
+class RunnerRecord:
+    """The runner build of a profile that has no `environment` block (the key `runner`)."""
+
+    sha256: str
+    """sha256 of the runner binary."""
+    version: str | None = None
+    protocol: int | None = None
+    llama_cpp_commit: str | None = None
+    flags: tuple[str, ...] | None = None
+    """CMake flags of the build."""
+    path: str | None = None
+    """Where the binary was on the host that measured."""
 
 
 @dataclass(frozen=True)
@@ -284,27 +349,44 @@ def warnings_from_doc(doc: object, where: Where) -> tuple[StabilityWarning, ...]
 
 @dataclass(frozen=True)
 class DeviceProfile:
-    device: dict
-    runner: dict
-    target_model: dict
+    device: DeviceInfo
+    target_model: ModelId
     target_processor: str
+    """`cpu` or a ggml device name."""
     target_costs: CostTable
     drafters: Mapping[str, DrafterProfile]
     overheads: Overheads = field(default_factory=Overheads)
-    snapshot: dict = field(default_factory=dict)
-    path: Path | None = None
     placement: Placement = UNRECORDED_PLACEMENT
-    """Where each lane ran while every table was measured (docs/METHODS.md §4.1 Placement)."""
-    pinning: dict = field(default_factory=dict)
+    """Where each lane ran while every table was measured (docs/METHODS.md §4.1 Placement; synthetic
+    profiles built in memory record none)."""
+    pinning: Mapping[str, LanePinning] = field(default_factory=dict)
+    """Lane name -> its CPU set read back by the runner (empty: not recorded)."""
+    snapshot: Snapshots | None = None
+    """The device's state around the measurement (None: not recorded)."""
+    recorded_runner: RunnerRecord | None = None
+    """The top-level `runner` of a profile without an environment block."""
+    target_threads: int | None = None
+    """Threads the target's forwards ran with (None: not recorded)."""
+    notes: str = ""
+    """How it was measured, in words."""
     warnings: tuple[StabilityWarning, ...] = ()
-    """Timings that spread more than UNSTABLE_SPREAD_PCT (found when profiling; absent in older files)."""
+    """Timings that spread more than UNSTABLE_SPREAD_PCT (found when profiling)."""
     environment: Environment | None = None
-    """Who measured it with which runner build and models, when (None in older profiles)."""
+    """Who measured it with which runner build and models, when (None: a hand-written or imported profile)."""
+    path: Path | None = None
+    """The file it was loaded from (None: built in memory)."""
+
+    @property
+    def runner(self) -> RunnerBuild | RunnerRecord | None:
+        """The runner build that measured it: the environment's, else the top-level record."""
+        if self.environment is not None and self.environment.runner is not None:
+            return self.environment.runner
+        return self.recorded_runner
 
     @property
     def name(self) -> str:
         """The device in this profile's placement, as result rows name it (e.g. local@split)."""
-        return device_label(str(self.device.get("name", "device")), self.placement)
+        return device_label(self.device.name, self.placement)
 
     def drafter(self, name: str | None) -> DrafterProfile:
         if name is None:
@@ -359,25 +441,46 @@ def _ranges(widths: list[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in runs) or "none"
 
 
+def _depths(doc: dict, where: Where) -> list[int]:
+    depths = need(doc, "depths", list, where)
+    if not depths or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in depths) \
+            or sorted(set(depths)) != depths:
+        raise where.at("depths").fail("a non-empty increasing list of KV depths (integers >= 0)", depths)
+    return depths
+
+
+def _per_depth(values: object, n: int, where: Where, expected: str, least: float = 0.0,
+               strict: bool = True) -> np.ndarray:
+    """`n` finite numbers, each > `least` (or >= with strict=False), or an error naming the first
+    value out of range."""
+    if not isinstance(values, list) or len(values) != n:
+        raise where.fail(f"{n} {expected} (one per depth)", values)
+    for i, v in enumerate(values):
+        number = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if not number or not math.isfinite(v) or (v <= least if strict else v < least):
+            bound = f"> {least:g}" if strict else f">= {least:g}"
+            raise where.at(i).fail(f"{expected}: finite and {bound}", v)
+    return np.asarray(values, dtype=np.float64)
+
+
 def _cost_table(doc: dict, where: Where, label: str) -> CostTable:
     reject_unknown(doc, {"depths", "seconds", "spread", "repetitions"}, where)
-    depths_raw = need(doc, "depths", list, where)
-    if not depths_raw or not all(isinstance(d, int) and d >= 0 for d in depths_raw) or sorted(set(depths_raw)) != depths_raw:
-        raise where.at("depths").fail("a non-empty increasing list of KV depths (integers >= 0)", depths_raw)
+    depths = _depths(doc, where)
     seconds_doc = need(doc, "seconds", dict, where)
     if not seconds_doc:
         raise where.at("seconds").fail("at least one width")
-    seconds: dict[int, np.ndarray] = {}
-    for key, values in seconds_doc.items():
-        width = _width_key(key, where.at("seconds"))
-        w_where = where.at("seconds").at(str(key))
-        if not isinstance(values, list) or len(values) != len(depths_raw):
-            raise w_where.fail(f"{len(depths_raw)} costs in seconds (one per depth)", values)
-        array = np.asarray(values, dtype=np.float64)
-        if not np.all(np.isfinite(array)) or np.any(array <= 0):
-            raise w_where.fail("costs > 0 seconds", values)
-        seconds[width] = array
-    return CostTable(np.asarray(depths_raw, dtype=np.float64), seconds, label)
+    seconds = {_width_key(key, where.at("seconds")): _per_depth(values, len(depths), where.at("seconds").at(str(key)),
+                                                               "costs in seconds")
+               for key, values in seconds_doc.items()}
+    spread_doc = need(doc, "spread", dict, where, None)
+    spread = None if spread_doc is None else {
+        _width_key(key, where.at("spread")): _per_depth(values, len(depths), where.at("spread").at(str(key)),
+                                                       "standard deviations in seconds", strict=False)
+        for key, values in spread_doc.items()}
+    repetitions = need(doc, "repetitions", int, where, None)
+    if repetitions is not None and repetitions < 1:
+        raise where.at("repetitions").fail("a count >= 1", repetitions)
+    return CostTable(np.asarray(depths, dtype=np.float64), seconds, label, spread=spread, repetitions=repetitions)
 
 
 def _width_key(key: object, where: Where) -> int:
@@ -391,29 +494,19 @@ def _width_key(key: object, where: Where) -> int:
 
 
 def _cosched(doc: dict, where: Where) -> CoSchedule:
-    """`{depths: [...], ratios: {width: {rho_target: [per depth], rho_drafter: [...]}}}`; version 1
-    profiles hold `{width: {rho_target, rho_drafter}}`, measured at depth 0 only."""
-    if "ratios" in doc or "depths" in doc:
-        reject_unknown(doc, {"depths", "ratios"}, where)
-        depths = need(doc, "depths", list, where)
-        if not depths or not all(isinstance(d, int) and d >= 0 for d in depths) or sorted(set(depths)) != depths:
-            raise where.at("depths").fail("a non-empty increasing list of KV depths (integers >= 0)", depths)
-        entries, r_where = need(doc, "ratios", dict, where), where.at("ratios")
-    else:
-        depths, entries, r_where = [0], {k: {n: [v] for n, v in e.items()} if isinstance(e, dict) else e
-                                         for k, e in doc.items()}, where
+    """`{depths: [...], ratios: {width: {rho_target: [per depth], rho_drafter: [...]}}}`."""
+    reject_unknown(doc, {"depths", "ratios"}, where)
+    depths = _depths(doc, where)
+    entries, r_where = need(doc, "ratios", dict, where), where.at("ratios")
     rho_t: dict[int, np.ndarray] = {}
     rho_d: dict[int, np.ndarray] = {}
     for key, entry in entries.items():
         width = _width_key(key, r_where)
         e_where = r_where.at(str(key))
-        reject_unknown(entry if isinstance(entry, dict) else {}, {"rho_target", "rho_drafter", "spread"}, e_where)
+        reject_unknown(entry if isinstance(entry, dict) else {}, {"rho_target", "rho_drafter"}, e_where)
         for name, out in (("rho_target", rho_t), ("rho_drafter", rho_d)):
-            values = need(entry, name, list, e_where)
-            array = np.asarray(values, dtype=np.float64) if all(isinstance(v, (int, float)) for v in values) else None
-            if array is None or len(array) != len(depths) or not np.all(np.isfinite(array)) or np.any(array <= 0):
-                raise e_where.at(name).fail(f"{len(depths)} slowdown ratios > 0 (one per depth)", values)
-            out[width] = array
+            out[width] = _per_depth(need(entry, name, list, e_where), len(depths), e_where.at(name),
+                                    "slowdown ratios")
     if not rho_t:
         raise where.fail("at least one measured width")
     return CoSchedule(np.asarray(depths, dtype=np.float64), rho_t, rho_d)
@@ -454,12 +547,67 @@ _TOP_KEYS = frozenset({"kind", "schema_version", "device", "runner", "snapshot",
                        "notes", "placement", "pinning", "warnings", ENV_KEY})
 
 
+def _model_id(doc: object, where: Where) -> ModelId:
+    reject_unknown(doc if isinstance(doc, dict) else {}, {"name", "sha256"}, where)
+    return ModelId(need(doc, "name", str, where), need(doc, "sha256", str, where, None))
+
+
+def _threads(doc: dict, where: Where) -> int | None:
+    threads = need(doc, "threads", int, where, None)
+    if threads is not None and threads < 1:
+        raise where.at("threads").fail("an integer >= 1", threads)
+    return threads
+
+
+def _cpu_list(doc: dict, key: str, where: Where) -> tuple[int, ...]:
+    cpus = need(doc, key, list, where)
+    if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus):
+        raise where.at(key).fail("a list of CPU numbers (integers >= 0)", cpus)
+    return tuple(cpus)
+
+
+def _pinning(doc: dict, where: Where) -> dict[str, LanePinning]:
+    reject_unknown(doc, {"lanes"}, where)
+    lanes = {}
+    for lane, entry in need(doc, "lanes", dict, where).items():
+        l_where = where.at("lanes").at(str(lane))
+        reject_unknown(entry if isinstance(entry, dict) else {}, {"cpus", "read_back", "threads"}, l_where)
+        threads = _threads(entry, l_where)
+        if threads is None:
+            raise l_where.at("threads").fail("an integer >= 1 (missing)")
+        lanes[str(lane)] = LanePinning(_cpu_list(entry, "cpus", l_where), _cpu_list(entry, "read_back", l_where),
+                                       threads)
+    return lanes
+
+
+def _runner_record(doc: dict, where: Where) -> RunnerRecord:
+    reject_unknown(doc, {"sha256", "version", "protocol", "llama_cpp_commit", "flags", "path"}, where)
+    flags = need(doc, "flags", list, where, None)
+    if flags is not None and not all(isinstance(f, str) for f in flags):
+        raise where.at("flags").fail("a list of CMake flags (strings)", flags)
+    return RunnerRecord(need(doc, "sha256", str, where), need(doc, "version", str, where, None),
+                        need(doc, "protocol", int, where, None), need(doc, "llama_cpp_commit", str, where, None),
+                        None if flags is None else tuple(flags), need(doc, "path", str, where, None))
+
+
+def _overheads(doc: dict, where: Where) -> Overheads:
+    reject_unknown(doc, {"producer_startup_s", "publish_s", "align_s"}, where)
+    values = {}
+    for key in doc:
+        value = need(doc, key, float, where)  # need() refuses NaN and infinities
+        if value < 0:
+            raise where.at(key).fail("seconds: finite and >= 0", value)
+        values[key] = float(value)
+    return Overheads(**values)
+
+
 def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
     where = Where(path)
     check_header(doc, KIND, VERSIONS, where)
     reject_unknown(doc, _TOP_KEYS, where)
-    device = need(doc, "device", dict, where)
-    need(device, "name", str, where.at("device"))
+    device_doc = need(doc, "device", dict, where)
+    device = DeviceInfo(need(device_doc, "name", str, where.at("device")),
+                        {k: v for k, v in device_doc.items() if k != "name"})
     target = need(doc, "target", dict, where)
     t_where = where.at("target")
     reject_unknown(target, {"model", "processor", "costs", "threads"}, t_where)
@@ -484,30 +632,30 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
             all_rows = None if all_rows_doc is None else _cost_table(all_rows_doc, d_where.at("costs_all_rows"),
                                                                      f"{label} (all logit rows)")
         drafters[name] = DrafterProfile(
-            name, need(entry, "model", dict, d_where), need(entry, "processor", str, d_where, "cpu"), costs,
-            None if cosched_doc is None else _cosched(cosched_doc, d_where.at("cosched")), all_rows, declared)
-    over_doc = need(doc, "overheads", dict, where, {})
-    reject_unknown(over_doc, {"producer_startup_s", "publish_s", "align_s"}, where.at("overheads"))
-    overheads = Overheads(**{k: float(need(over_doc, k, float, where.at("overheads"))) for k in over_doc})
-    for key, value in vars(overheads).items():
-        if value < 0:
-            raise where.at("overheads").at(key).fail("seconds >= 0", value)
-    if doc["schema_version"] >= 2:
-        placement = placement_from_dict(need(doc, "placement", dict, where), where.at("placement"))
-    else:
-        placement = UNRECORDED_PLACEMENT
+            name, _model_id(need(entry, "model", dict, d_where), d_where.at("model")),
+            need(entry, "processor", str, d_where), costs,
+            None if cosched_doc is None else _cosched(cosched_doc, d_where.at("cosched")), all_rows, declared,
+            _threads(entry, d_where))
     environment = manifest_environment(doc, where)
-    runner = need(doc, "runner", dict, where, {})
-    if environment is not None and environment.runner is not None:
-        if runner:
-            raise where.at("runner").fail(f"no top-level runner beside {ENV_KEY}.runner (one record of the build)")
-        runner = runner_dict(environment.runner)
-    return DeviceProfile(device, runner, need(target, "model", dict, t_where),
-                         need(target, "processor", str, t_where, "cpu"), target_costs, drafters, overheads,
-                         need(doc, "snapshot", dict, where, {}), path, placement,
-                         need(doc, "pinning", dict, where, {}),
-                         warnings=warnings_from_doc(doc.get("warnings", []), where.at("warnings")),
-                         environment=environment)
+    runner_doc = need(doc, "runner", dict, where, None)
+    if runner_doc is not None and environment is not None and environment.runner is not None:
+        raise where.at("runner").fail(f"no top-level runner beside {ENV_KEY}.runner (one record of the build)")
+    snapshot_doc = need(doc, "snapshot", dict, where, None)
+    snapshot = None
+    if snapshot_doc is not None:
+        s_where = where.at("snapshot")
+        reject_unknown(snapshot_doc, {"before", "after"}, s_where)
+        snapshot = Snapshots(need(snapshot_doc, "before", dict, s_where), need(snapshot_doc, "after", dict, s_where))
+    pinning_doc = need(doc, "pinning", dict, where, None)
+    return DeviceProfile(
+        device, _model_id(need(target, "model", dict, t_where), t_where.at("model")),
+        need(target, "processor", str, t_where), target_costs, drafters,
+        _overheads(need(doc, "overheads", dict, where, {}), where.at("overheads")),
+        placement_from_dict(need(doc, "placement", dict, where), where.at("placement")),
+        {} if pinning_doc is None else _pinning(pinning_doc, where.at("pinning")), snapshot,
+        None if runner_doc is None else _runner_record(runner_doc, where.at("runner")), _threads(target, t_where),
+        need(doc, "notes", str, where, ""), warnings_from_doc(doc.get("warnings", []), where.at("warnings")),
+        environment, path)
 
 
 def load_profile(path: Path) -> DeviceProfile:
@@ -516,15 +664,29 @@ def load_profile(path: Path) -> DeviceProfile:
     return profile_from_dict(doc, path)
 
 
+def _numbers(values: np.ndarray) -> list[float]:
+    return [float(v) for v in values]
+
+
 def _table_doc(table: CostTable) -> dict:
-    return {"depths": [int(d) for d in table.depths],
-            "seconds": {int(w): [float(c) for c in table.seconds[w]] for w in table.widths()}}
+    doc: dict = {"depths": [int(d) for d in table.depths],
+                 "seconds": {int(w): _numbers(table.seconds[w]) for w in table.widths()}}
+    if table.spread is not None:
+        doc["spread"] = {int(w): _numbers(table.spread[w]) for w in sorted(table.spread)}
+    if table.repetitions is not None:
+        doc["repetitions"] = int(table.repetitions)
+    return doc
+
+
+def _with_threads(doc: dict, threads: int | None) -> dict:
+    return doc if threads is None else doc | {"threads": threads}
 
 
 def profile_to_dict(profile: DeviceProfile) -> dict:
+    """The profile as its YAML document: every field `profile_from_dict` reads, written back."""
     drafters = []
     for d in profile.drafters.values():
-        entry = {"name": d.name, "model": d.model, "processor": d.processor}
+        entry: dict = {"name": d.name, "model": _model_doc(d.model), "processor": d.processor}
         if d.declared is None or d.declared.fraction_of_target is None:
             entry["costs"] = _table_doc(d.costs)
             if d.all_rows_costs is not None:
@@ -535,19 +697,36 @@ def profile_to_dict(profile: DeviceProfile) -> dict:
                 entry["declared"]["fraction_of_target"] = d.declared.fraction_of_target
         if d.cosched is not None:
             entry["cosched"] = {"depths": [int(x) for x in d.cosched.depths],
-                                "ratios": {int(w): {"rho_target": [float(v) for v in d.cosched.rho_target[w]],
-                                                    "rho_drafter": [float(v) for v in d.cosched.rho_drafter[w]]}
+                                "ratios": {int(w): {"rho_target": _numbers(d.cosched.rho_target[w]),
+                                                    "rho_drafter": _numbers(d.cosched.rho_drafter[w])}
                                            for w in sorted(d.cosched.rho_target)}}
-        drafters.append(entry)
-    head = {"runner": profile.runner} if profile.environment is None else \
-        {ENV_KEY: environment_to_dict(profile.environment)}
-    return {"kind": KIND, "schema_version": VERSIONS[-1], **head, "device": profile.device,
-            "placement": profile.placement.as_dict(), "pinning": profile.pinning, "snapshot": profile.snapshot,
-            "target": {"model": profile.target_model, "processor": profile.target_processor,
-                       "costs": _table_doc(profile.target_costs)},
-            "drafters": drafters, "overheads": vars(profile.overheads)} | (
-                {"warnings": warnings_doc(profile.warnings)} if profile.warnings else {})
+        drafters.append(_with_threads(entry, d.threads))
+    doc: dict = {"kind": KIND, "schema_version": VERSION}
+    if profile.environment is not None:
+        doc[ENV_KEY] = environment_to_dict(profile.environment)
+    doc |= {"device": {"name": profile.device.name, **profile.device.facts}, "placement": profile.placement.as_dict()}
+    if profile.pinning:
+        doc["pinning"] = {"lanes": {lane: {"cpus": list(p.cpus), "read_back": list(p.read_back), "threads": p.threads}
+                                    for lane, p in profile.pinning.items()}}
+    if profile.recorded_runner is not None:
+        doc["runner"] = {k: list(v) if isinstance(v, tuple) else v
+                         for k, v in vars(profile.recorded_runner).items() if v is not None}
+    if profile.snapshot is not None:
+        doc["snapshot"] = {"before": dict(profile.snapshot.before), "after": dict(profile.snapshot.after)}
+    doc["target"] = _with_threads({"model": _model_doc(profile.target_model), "processor": profile.target_processor,
+                                   "costs": _table_doc(profile.target_costs)}, profile.target_threads)
+    doc |= {"drafters": drafters, "overheads": vars(profile.overheads)}
+    if profile.notes:
+        doc["notes"] = profile.notes
+    if profile.warnings:
+        doc["warnings"] = warnings_doc(profile.warnings)
+    return doc
+
+
+def _model_doc(model: ModelId) -> dict:
+    return {"name": model.name} | ({} if model.sha256 is None else {"sha256": model.sha256})
 
 
 def save_profile(path: Path, profile: DeviceProfile) -> None:
+    """The one writer of profile files."""
     write_atomic(Path(path), dump_yaml(profile_to_dict(profile)))

@@ -14,14 +14,15 @@ is derived from them, checked on load, and never read back.
 from __future__ import annotations
 
 import json
-from dataclasses import MISSING, asdict, dataclass, fields, replace
+import shlex
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from specbench.core.methods import CONFIG_COLUMNS, config_of, parse_method_spec, row_fields
+from specbench.core.methods import CONFIG_COLUMNS, config_of, row_fields
 from specbench.core.samples import spread_pct
 from specbench.errors import SpecbenchError
 from specbench.schemas.environment import KEY as ENV_KEY
@@ -30,23 +31,23 @@ from specbench.schemas.environment import (
     Environment,
     LoadedModel,
     continued,
-    environment_from_dict,
     environment_to_dict,
     manifest_environment,
 )
-from specbench.schemas.fileio import Where, append_jsonl, check_header, load_json, need, write_atomic
-from specbench.schemas.profiles import StabilityWarning, warnings_from_doc
+from specbench.schemas.fileio import Where, append_jsonl, check_header, load_json, need, reject_unknown, write_atomic
+from specbench.schemas.placement import Placement, placement_from_dict
+from specbench.schemas.profiles import ModelId, StabilityWarning, warnings_doc, warnings_from_doc
 
 KIND = "specbench.results"
-# Format history: 1 = first version (rows gained the optional `text`, `depth_extrapolated` and
-# `placement` later; rows without them still load). 2 = rows carry their configuration as
-# typed fields (width ... horizon, null where the method has no such parameter); version 1
-# rows load with the fields derived from their label (`_v1_fields`). Rows gained the optional
-# `samples_s` (native decode times of every sample) and `reached_at`/`accepted_at` (per-position
-# acceptance) later; rows without them load with None and (). Version 2 manifests gained the
-# optional `environment` block (schemas/environment.py), which replaces their top-level
-# `specbench_version`, `command`, `created`, `runner` and `device_info`; manifests without it load.
-VERSIONS = (1, 2)
+# Format history (every change of shape bumps VERSION and adds a line; other versions are refused):
+# 1 = first version: rows name their configuration by its label only.
+# 2 = rows carry their configuration as typed fields (width ... horizon, null where the method has
+#     no such parameter), `samples_s`, `reached_at`/`accepted_at`; manifests gain `environment`.
+# 3 = the manifest is one typed record (`ResultsManifest`): `environment` required, no top-level
+#     `specbench_version`/`command`/`created`/`runner`/`device_info`; a profile entry names its
+#     runner build by `runner_sha256`.
+VERSION = 3
+VERSIONS = (VERSION,)
 MANIFEST = "manifest.json"
 ROWS = "rows.jsonl"
 
@@ -117,10 +118,9 @@ class WindowResult:
     flat outside the measured depths; every table's rows), min/max (co-scheduling ratio
     sensitivity) or depth-linear (depth sensitivity: the nearest measured segment extended)."""
     depth_extrapolated: bool = False
-    """Priced a forward at a KV depth outside the profile's measured depths (False on native
-    rows; version 1 files may lack the key, so it defaults to not flagged)."""
+    """Priced a forward at a KV depth outside the profile's measured depths (False on native rows)."""
     text: str = ""
-    """The detokenized answer ("" = not recorded, or no text available; optional in version 1 files)."""
+    """The detokenized answer ("" = not recorded, or no text available)."""
     placement: str = ""
     """Placement key (docs/METHODS.md §4.1 Placement) the row was measured or priced in ("" = not recorded)."""
     reached_at: tuple[int, ...] = ()
@@ -130,8 +130,8 @@ class WindowResult:
     """Verifications that accepted the candidate at draft position k, at index k - 1."""
     samples_s: list[float] | None = None
     """Native rows: decode_s of every timed decode of the window (`run --native --runs N`), in
-    the order they ran; the row is the median one (docs/METHODS.md §6.1 Repeated runs). None: replay rows,
-    divergent rows and rows written before samples were kept (a single decode)."""
+    the order they ran; the row is the median one (docs/METHODS.md §6.1 Repeated runs). None: replay rows and
+    divergent rows."""
 
     @property
     def tau(self) -> float:
@@ -182,19 +182,19 @@ def row_from_dict(doc: dict, where: Where) -> WindowResult:
     values = {}
     for f in fields(WindowResult):
         if f.name == SAMPLES:
-            values[f.name] = need(doc, f.name, (list, type(None)), where, None)
+            values[f.name] = need(doc, f.name, (list, type(None)), where)
             if not _samples_ok(values[f.name]):
                 raise where.at(f.name).fail("null or a non-empty list of decode times in seconds >= 0",
                                             values[f.name])
             continue
         kind = (_KINDS[f.name], type(None)) if f.name in CONFIG_COLUMNS else _KINDS[f.name]
         if kind is tuple:
-            value = need(doc, f.name, list, where, f.default)
+            value = need(doc, f.name, list, where)
             if not _is(value, f.name):
                 raise where.at(f.name).fail("a list of counts (integers >= 0)", value)
             values[f.name] = tuple(value)
             continue
-        values[f.name] = need(doc, f.name, kind, where, ... if f.default is MISSING else f.default)
+        values[f.name] = need(doc, f.name, kind, where)
     return WindowResult(**values)
 
 
@@ -213,17 +213,25 @@ def _check_positions(frame: pd.DataFrame, path: Path) -> None:
                 list(accepted))
 
 
-def _v1_fields(label: str, where: Where) -> dict:
-    """The configuration fields of a version 1 row, which has only its label: the one place a
-    label is read back (`sd[W=5,drafter=x]` is the spec `sd:W=5,drafter=x`)."""
-    name, _, rest = label.partition("[")
-    try:
-        configs = parse_method_spec(name + (":" + rest.removesuffix("]") if rest else ""))
-    except SpecbenchError:
-        configs = []
-    if len(configs) != 1 or configs[0].label != label:
-        raise where.at("config").fail("a configuration label, such as sd[W=5] (version 1 row)", label)
-    return row_fields(configs[0])
+COUNTS = ("tokens", "rounds", "proposed", "accepted", "multi_token_rounds", "drafter_forwards")
+SECONDS = ("decode_s", "d_s", "v_s", "o_s", "h_s")
+PROBABILITIES = ("p_min", "tau_threshold", "conf_stop")
+"""Row columns range-checked on load: counts >= 0, seconds finite and >= 0, probabilities in [0, 1]."""
+
+
+def _check_ranges(frame: pd.DataFrame, path: Path, lines: Sequence[int]) -> None:
+    """Every count, time and probability of the rows within its range, or an error naming the
+    file, the line, the column, the value and the range."""
+    checks = [(c, "a count >= 0", lambda v: v >= 0) for c in COUNTS]
+    checks += [(c, "seconds >= 0 (finite)", lambda v: np.isfinite(v) & (v >= 0)) for c in SECONDS]
+    checks += [(c, "a probability in [0, 1]", lambda v: v.isna() | ((v >= 0) & (v <= 1))) for c in PROBABILITIES]
+    for column, expected, ok in checks:
+        values = frame[column] if column not in PROBABILITIES else pd.to_numeric(frame[column], errors="coerce")
+        bad = ~ok(values.astype(np.float64)).to_numpy(dtype=bool)
+        if bad.any():
+            at = int(np.argmax(bad))
+            value = frame[column].iloc[at]
+            raise Where(path, f"line {lines[at]}").at(column).fail(expected, getattr(value, "item", lambda: value)())
 
 
 def _check_configs(frame: pd.DataFrame, path: Path) -> None:
@@ -259,6 +267,244 @@ def _samples_column(values: Sequence, index) -> pd.Series:
     return pd.Series([v if isinstance(v, list) else None for v in values], index=index, dtype=object)
 
 
+MODES = ("replay", "native")
+
+
+@dataclass(frozen=True)
+class WindowsInput:
+    """The windows a run decoded."""
+
+    path: str
+    """The windows file as the command named it."""
+    digest: str
+    """`windows.windows_digest` of the windows run (two runs compare only on equal digests)."""
+    count: int
+    """How many windows the run decoded."""
+
+
+@dataclass(frozen=True)
+class TraceInput:
+    """One traces file a replay run read (the manifest keys them by drafter name)."""
+
+    path: str
+    target: ModelId
+    drafter: ModelId
+
+
+@dataclass(frozen=True)
+class ProfileInput:
+    """A profile a run used: each profile a replay run priced with, or the profile a native run
+    took its placement from."""
+
+    path: str
+    sha256: str
+    """sha256 of the profile file as the run read it."""
+    device: str | None = None
+    """Replay: the device@placement the rows of this profile are named by (None: a native run's)."""
+    runner_sha256: str | None = None
+    """Replay: sha256 of the runner build that measured the profile (None: it records none)."""
+    placement: Placement | None = None
+    """Replay: the profile's placement (native runs record theirs in `ResultsManifest.placement`)."""
+    warnings: tuple[StabilityWarning, ...] = ()
+    """The profile's unstable timings, copied so that a report shows them without the profile."""
+    environment: Environment | None = None
+    """Replay: the profile's environment block (who measured it with which build and models)."""
+    declared_costs: Mapping[str, str] = field(default_factory=dict)
+    """Replay: drafter name -> how its declared (not measured) costs are described."""
+
+
+@dataclass(frozen=True)
+class Repeats:
+    """A native run's `--runs`/`--warmup` (absent from the manifest at 1/0)."""
+
+    runs: int
+    """Timed decodes of every (window, configuration)."""
+    warmup: int
+    """Untimed decodes of every configuration before the first window."""
+
+
+@dataclass(frozen=True)
+class ResultsManifest:
+    """`manifest.json` of a results directory: the run's inputs and their hashes. Replay runs fill
+    the replay fields, native runs the native ones; the others keep their defaults."""
+
+    mode: str
+    """'replay' (priced from profiles) or 'native' (decoded on a device)."""
+    environment: Environment
+    """The session(s) that wrote the run (schemas/environment.py)."""
+    windows: WindowsInput
+    methods: tuple[str, ...]
+    """The configuration labels asked for, in order."""
+    traces: Mapping[str, TraceInput] = field(default_factory=dict)
+    """Replay: drafter name -> the traces file read for it."""
+    profiles: tuple[ProfileInput, ...] = ()
+    """Replay: the profiles priced with, one per device@placement."""
+    depth_policy: str = ""
+    """Replay: how costs are priced between and outside measured depths (profiles.DEPTH_POLICY)."""
+    sensitivity: bool = False
+    """Replay: the cost fill-in variants were replayed too (`run --sensitivity`)."""
+    device: str = ""
+    """Native: the device@placement the rows are named by."""
+    target: ModelId | None = None
+    """Native: the target model file."""
+    drafter: ModelId | None = None
+    """Native: the drafter model file (None: target-only, or no drafter named)."""
+    templates: Mapping[str, str] = field(default_factory=dict)
+    """Native: 'target'/'drafter' -> the chat template each model's prompts were rendered with."""
+    placement: Placement | None = None
+    """Native: where each lane ran."""
+    placement_profile: ProfileInput | None = None
+    """Native: the profile the placement came from (None: the placement was asked directly)."""
+    reference: str = ""
+    """Native: what outputs were checked against: 'trace' or 'target-only output'."""
+    repeats: Repeats | None = None
+    """Native: --runs/--warmup when not 1/0."""
+
+    @property
+    def command(self) -> str:
+        """The command that started the run, as a shell line to rerun it ("" when argv is unknown)."""
+        argv = self.environment.argv
+        return shlex.join(["specbench", *argv[1:]]) if argv else ""
+
+    def builds_and_models(self) -> str:
+        """The runner build and models the run ran with, on one line for a report's inputs (a
+        replay run's come from its profiles' environments); "" when none is recorded."""
+        envs = [self.environment] + [p.environment for p in self.profiles if p.environment is not None]
+        parts: list[str] = []
+        for env in envs:
+            if env.runner is not None:
+                parts.append(f"runner {env.runner.sha256[:12]} (llama.cpp {env.runner.llama_cpp_commit[:8]})")
+            parts += [f"{m.role} {m.name}: {m.desc}, {m.n_params:,} params, {m.size_bytes:,} B, "
+                      f"sha256 {m.sha256[:12]}" for m in env.models]
+        return "; ".join(dict.fromkeys(parts))
+
+
+def _model_id(doc: object, where: Where) -> ModelId:
+    reject_unknown(doc if isinstance(doc, dict) else {}, {"name", "sha256"}, where)
+    return ModelId(need(doc, "name", str, where), need(doc, "sha256", str, where))
+
+
+def _profile_input(doc: object, where: Where, replay: bool) -> ProfileInput:
+    if not isinstance(doc, dict):
+        raise where.fail("a mapping (a profile entry)", doc)
+    known = {"path", "sha256", "warnings"} | ({"device", "runner_sha256", "placement", ENV_KEY, "declared_costs"}
+                                             if replay else set())
+    reject_unknown(doc, known, where)
+    declared = need(doc, "declared_costs", dict, where, {})
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in declared.items()):
+        raise where.at("declared_costs").fail("drafter name -> a description (strings)", declared)
+    return ProfileInput(
+        need(doc, "path", str, where), need(doc, "sha256", str, where),
+        need(doc, "device", str, where) if replay else None,
+        need(doc, "runner_sha256", (str, type(None)), where) if replay else None,
+        placement_from_dict(need(doc, "placement", dict, where), where.at("placement")) if replay else None,
+        warnings_from_doc(need(doc, "warnings", list, where, []), where.at("warnings")),
+        manifest_environment(doc, where), declared)
+
+
+def _profile_input_doc(profile: ProfileInput) -> dict:
+    doc: dict = {"path": profile.path, "sha256": profile.sha256}
+    if profile.device is not None:
+        doc = {"device": profile.device, **doc, "runner_sha256": profile.runner_sha256,
+               "placement": profile.placement.as_dict() if profile.placement is not None else None}
+    if profile.warnings:
+        doc["warnings"] = warnings_doc(profile.warnings)
+    if profile.environment is not None:
+        doc[ENV_KEY] = environment_to_dict(profile.environment)
+    if profile.declared_costs:
+        doc["declared_costs"] = dict(profile.declared_costs)
+    return doc
+
+
+_REPLAY_KEYS = ("traces", "profiles", "depth_policy", "sensitivity")
+_NATIVE_KEYS = ("device", "target", "drafter", "templates", "placement", "placement_profile", "reference")
+
+
+def manifest_from_dict(doc: object, path: Path) -> ResultsManifest:
+    """A manifest.json document (header included), validated: a wrong key or value is named
+    with the file, the key and what was expected."""
+    where = Where(path)
+    check_header(doc, KIND, VERSIONS, where)
+    assert isinstance(doc, dict)  # check_header refuses anything else
+    mode = need(doc, "mode", str, where)
+    if mode not in MODES:
+        raise where.at("mode").fail(" or ".join(repr(m) for m in MODES), mode)
+    own = _REPLAY_KEYS if mode == "replay" else _NATIVE_KEYS + ("repeats",)
+    reject_unknown(doc, {"kind", "schema_version", "mode", ENV_KEY, "windows", "methods", *own}, where)
+    environment = manifest_environment(doc, where)
+    if environment is None:
+        raise where.at(ENV_KEY).fail("a mapping (missing; the session that wrote the run)")
+    w_doc, w_where = need(doc, "windows", dict, where), where.at("windows")
+    reject_unknown(w_doc, {"path", "digest", "count"}, w_where)
+    count = need(w_doc, "count", int, w_where)
+    if count < 0:
+        raise w_where.at("count").fail("a count >= 0", count)
+    windows = WindowsInput(need(w_doc, "path", str, w_where), need(w_doc, "digest", str, w_where), count)
+    methods = need(doc, "methods", list, where)
+    if not all(isinstance(m, str) for m in methods):
+        raise where.at("methods").fail("a list of configuration labels (strings)", methods)
+    common = {"mode": mode, "environment": environment, "windows": windows, "methods": tuple(methods)}
+    if mode == "replay":
+        traces = {}
+        for name, entry in need(doc, "traces", dict, where).items():
+            t_where = where.at("traces").at(str(name))
+            reject_unknown(entry if isinstance(entry, dict) else {}, {"path", "target", "drafter"}, t_where)
+            traces[str(name)] = TraceInput(need(entry, "path", str, t_where),
+                                           _model_id(need(entry, "target", dict, t_where), t_where.at("target")),
+                                           _model_id(need(entry, "drafter", dict, t_where), t_where.at("drafter")))
+        profiles = tuple(_profile_input(p, where.at("profiles").at(i), True)
+                         for i, p in enumerate(need(doc, "profiles", list, where)))
+        return ResultsManifest(**common, traces=traces, profiles=profiles,
+                               depth_policy=need(doc, "depth_policy", str, where),
+                               sensitivity=need(doc, "sensitivity", bool, where))
+    templates = need(doc, "templates", dict, where)
+    if not all(k in ("target", "drafter") and isinstance(v, str) for k, v in templates.items()):
+        raise where.at("templates").fail("'target'/'drafter' -> a template name (strings)", templates)
+    drafter = need(doc, "drafter", (dict, type(None)), where)
+    placement_profile = need(doc, "placement_profile", (dict, type(None)), where)
+    repeats_doc = need(doc, "repeats", dict, where, None)
+    repeats = None
+    if repeats_doc is not None:
+        r_where = where.at("repeats")
+        reject_unknown(repeats_doc, {"runs", "warmup"}, r_where)
+        repeats = Repeats(need(repeats_doc, "runs", int, r_where), need(repeats_doc, "warmup", int, r_where))
+        if repeats.runs < 1 or repeats.warmup < 0:
+            raise r_where.fail("runs >= 1 and warmup >= 0", repeats_doc)
+    return ResultsManifest(
+        **common, device=need(doc, "device", str, where),
+        target=_model_id(need(doc, "target", dict, where), where.at("target")),
+        drafter=None if drafter is None else _model_id(drafter, where.at("drafter")), templates=templates,
+        placement=placement_from_dict(need(doc, "placement", dict, where), where.at("placement")),
+        placement_profile=None if placement_profile is None else
+        _profile_input(placement_profile, where.at("placement_profile"), False),
+        reference=need(doc, "reference", str, where), repeats=repeats)
+
+
+def manifest_to_dict(manifest: ResultsManifest) -> dict:
+    """The manifest.json document, header first (what `manifest_from_dict` reads back)."""
+    doc: dict = {"kind": KIND, "schema_version": VERSION, "mode": manifest.mode,
+                 ENV_KEY: environment_to_dict(manifest.environment)}
+    windows = {"path": manifest.windows.path, "digest": manifest.windows.digest, "count": manifest.windows.count}
+    if manifest.mode == "replay":
+        return doc | {"windows": windows,
+                      "traces": {name: {"path": t.path, "target": vars(t.target), "drafter": vars(t.drafter)}
+                                 for name, t in manifest.traces.items()},
+                      "profiles": [_profile_input_doc(p) for p in manifest.profiles],
+                      "methods": list(manifest.methods), "depth_policy": manifest.depth_policy,
+                      "sensitivity": manifest.sensitivity}
+    placement = manifest.placement.as_dict() if manifest.placement is not None else None
+    doc |= {"device": manifest.device, "windows": windows,
+            "target": None if manifest.target is None else vars(manifest.target),
+            "drafter": None if manifest.drafter is None else vars(manifest.drafter),
+            "templates": dict(manifest.templates), "methods": list(manifest.methods), "placement": placement,
+            "placement_profile": None if manifest.placement_profile is None else
+            _profile_input_doc(manifest.placement_profile),
+            "reference": manifest.reference}
+    if manifest.repeats is not None:
+        doc["repeats"] = vars(manifest.repeats)
+    return doc
+
+
 class ResultsDir:
     """Manifest + rows of one run; appends rows as windows finish."""
 
@@ -273,28 +519,21 @@ class ResultsDir:
     def rows_path(self) -> Path:
         return self.directory / ROWS
 
-    def open(self, manifest: dict, resume: bool) -> set[tuple[str, str, str, str]]:
+    def open(self, manifest: ResultsManifest, resume: bool) -> set[tuple[str, str, str, str]]:
         """Start or resume a run; returns the keys of rows already done. A resumed manifest keeps
         its environment's first session and lists this one in `resumes` (schemas/environment.py)."""
         if self.manifest_path.exists():
             if not resume:
                 raise SpecbenchError(f"{self.directory}: results already exist",
                                      hint="pass --resume to continue that run, or choose another --out")
-            version, old = read_manifest(self.manifest_path)
-            if version != VERSIONS[-1]:
-                # One file holds one format: new rows would not match the old ones.
-                raise SpecbenchError(f"{self.directory}: cannot resume schema_version {version} results "
-                                     f"(this specbench writes version {VERSIONS[-1]})",
-                                     hint="run into another --out directory")
-            for key in sorted(set(manifest) | set(old)):
-                if key in _PER_SESSION:
-                    continue
-                if old.get(key) != manifest.get(key):
+            old = read_manifest(self.manifest_path)
+            old_doc, new_doc = manifest_to_dict(old), manifest_to_dict(manifest)
+            for key in sorted(set(new_doc) | set(old_doc)):
+                if key != ENV_KEY and old_doc.get(key) != new_doc.get(key):
                     raise SpecbenchError(f"{self.directory}: cannot resume: manifest field '{key}' differs "
-                                         f"({_brief(old.get(key))} before, {_brief(manifest.get(key))} now)")
-            if ENV_KEY in manifest:
-                env = resumed_environment(old, manifest, Where(self.manifest_path))
-                write_atomic(self.manifest_path, _manifest_text(old | {ENV_KEY: environment_to_dict(env)}))
+                                         f"({_brief(old_doc.get(key))} before, {_brief(new_doc.get(key))} now)")
+            env = resumed_environment(old.environment, manifest.environment, Where(self.manifest_path))
+            write_atomic(self.manifest_path, _manifest_text(replace(old, environment=env)))
             frame = self.frame()
             return set(zip(frame["device"], frame["config"], frame["window_id"], frame["ratio_fit"]))
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -303,13 +542,10 @@ class ResultsDir:
         return set()
 
     def finish(self, at: str, models: Sequence[LoadedModel] = (), after: Mapping | None = None) -> None:
-        """Record the end of this session in the manifest's environment (`Environment.finish`);
-        a manifest without one (written by an older specbench, and not resumed) is left as it is."""
-        version, doc = read_manifest(self.manifest_path)
-        env = manifest_environment(doc, Where(self.manifest_path))
-        if env is not None:
-            doc[ENV_KEY] = environment_to_dict(env.finish(at, models, after))
-            write_atomic(self.manifest_path, _manifest_text(doc, version))
+        """Record the end of this session in the manifest's environment (`Environment.finish`)."""
+        manifest = read_manifest(self.manifest_path)
+        write_atomic(self.manifest_path,
+                     _manifest_text(replace(manifest, environment=manifest.environment.finish(at, models, after))))
 
     def append(self, rows: Iterable[WindowResult]) -> None:
         append_jsonl(self.rows_path, (asdict(r) for r in rows))
@@ -329,12 +565,12 @@ class ResultsDir:
         """All complete rows, validated: a bad line is named by its number."""
         if not self.rows_path.exists():
             return pd.DataFrame(columns=list(ROW_FIELDS))
-        version = read_manifest(self.manifest_path)[0]
+        read_manifest(self.manifest_path)  # rows of another format version are not read
         data = self.rows_path.read_bytes()
         complete = data if data.endswith(b"\n") else data[: data.rfind(b"\n") + 1]
         docs = []
-        required = {f.name for f in fields(WindowResult) if f.default is MISSING}
-        v1_fields: dict[str, dict] = {}
+        required = set(ROW_FIELDS)  # every key: a file of this version writes them all
+        numbers = []
         for number, line in enumerate(complete.decode("utf-8").splitlines(), start=1):
             if not line.strip():
                 continue
@@ -342,14 +578,10 @@ class ResultsDir:
                 doc = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise SpecbenchError(f"{self.rows_path}: line {number} is not valid JSON ({exc.msg})") from None
-            if version == 1 and isinstance(doc, dict) and isinstance(doc.get("config"), str):
-                label = doc["config"]
-                if label not in v1_fields:
-                    v1_fields[label] = _v1_fields(label, Where(self.rows_path, f"line {number}"))
-                doc = {**v1_fields[label], **doc}  # the row's own method stays, and is checked below
             if not isinstance(doc, dict) or not required <= doc.keys():
                 row_from_dict(doc, Where(self.rows_path, f"line {number}"))  # raises, naming the key
             docs.append(doc)
+            numbers.append(number)
         frame = rows_frame(docs)
         for name in COUNT_VECTORS:
             column = frame[name]
@@ -375,6 +607,7 @@ class ResultsDir:
         if bad_samples.any():
             line = int(np.argmax(bad_samples.to_numpy()))
             row_from_dict(docs[line], Where(self.rows_path, f"row {line + 1}"))
+        _check_ranges(frame, self.rows_path, numbers)
         _check_configs(frame, self.rows_path)
         _check_positions(frame, self.rows_path)
         return frame
@@ -388,25 +621,14 @@ def _brief(value: object) -> str:
     return text if len(text) < 80 else text[:77] + "..."
 
 
-def _manifest_text(manifest: dict, version: int = VERSIONS[-1]) -> str:
-    return json.dumps({"kind": KIND, "schema_version": version, **manifest}, indent=2, sort_keys=False) + "\n"
+def _manifest_text(manifest: ResultsManifest) -> str:
+    return json.dumps(manifest_to_dict(manifest), indent=2, sort_keys=False) + "\n"
 
 
-_PER_SESSION = (ENV_KEY, "created", "specbench_version", "command", "runner", "device_info")
-"""Manifest keys a resume does not compare as they are: the environment (merged, its runner and
-device checked) and what older manifests kept of it at their top level."""
-
-
-def resumed_environment(old: dict, manifest: dict, where: Where) -> Environment:
+def resumed_environment(before: Environment, new: Environment, where: Where) -> Environment:
     """The environment of a resumed run: the old one continued by this session's; the runner
     build and the device must be the ones the run began with (their rows would not compare)."""
-    new = environment_from_dict(manifest[ENV_KEY], where.at(ENV_KEY))
-    before = manifest_environment(old, where)
-    pairs = [("runner", before.runner, new.runner), ("device", before.device, new.device)] if before else []
-    legacy = old.get("runner") if before is None else None
-    if isinstance(legacy, dict) and new.runner is not None:  # an older manifest kept the runner at its top level
-        pairs.append(("runner.sha256", legacy.get("sha256"), new.runner.sha256))
-    for key, was, now in pairs:
+    for key, was, now in (("runner", before.runner, new.runner), ("device", before.device, new.device)):
         if isinstance(was, DeviceEnvironment) and isinstance(now, DeviceEnvironment):  # its state may change
             was, now = replace(was, governor=None, snapshot={}), replace(now, governor=None, snapshot={})
         if was is not None and now is not None and was != now:
@@ -416,36 +638,30 @@ def resumed_environment(old: dict, manifest: dict, where: Where) -> Environment:
     return continued(before, new)
 
 
-def read_manifest(path: Path) -> tuple[int, dict]:
-    """(schema_version, the manifest without its header)."""
-    doc = load_json(path)
-    version = check_header(doc, KIND, VERSIONS, Where(path))
-    manifest_environment(doc, Where(path))  # validated where present; older manifests have none
-    return version, {k: v for k, v in doc.items() if k not in ("kind", "schema_version")}
+def read_manifest(path: Path) -> ResultsManifest:
+    """The manifest.json at `path`, validated."""
+    return manifest_from_dict(load_json(path), Path(path))
 
 
-
-def load_results(directory: Path) -> tuple[dict, pd.DataFrame]:
+def load_results(directory: Path) -> tuple[ResultsManifest, pd.DataFrame]:
     directory = Path(directory)
     if not (directory / MANIFEST).exists():
         raise SpecbenchError(f"{directory}: not a results directory (no {MANIFEST})",
                              hint="pass the --out directory of `specbench run`")
     results = ResultsDir(directory)
-    return read_manifest(results.manifest_path)[1], results.frame()
+    return read_manifest(results.manifest_path), results.frame()
 
 
-def profile_warnings(manifests: Sequence[Mapping], paths: Sequence[Path]) -> pd.DataFrame:
+def profile_warnings(manifests: Sequence[ResultsManifest]) -> pd.DataFrame:
     """The stability warnings of the profiles the runs used, as each manifest copied them (a
     replay run's `profiles[].warnings`, a native run's `placement_profile.warnings`): one row
     per (device, profile, timing), each once."""
     out = []
-    for manifest, path in zip(manifests, paths):
-        entries = [(p.get("device", "?"), p, f"profiles[{i}]") for i, p in enumerate(manifest.get("profiles") or [])]
-        if isinstance(manifest.get("placement_profile"), dict):
-            entries.append((manifest.get("device", "?"), manifest["placement_profile"], "placement_profile"))
-        for device, entry, key in entries:
-            where = Where(Path(path) / MANIFEST, key).at("warnings")
-            for warning in warnings_from_doc(entry.get("warnings", []), where):
-                out.append({"device": device, "profile": str(entry.get("path", "?")), **asdict(warning)})
+    for manifest in manifests:
+        entries = [(p.device or "?", p) for p in manifest.profiles]
+        if manifest.placement_profile is not None:
+            entries.append((manifest.device, manifest.placement_profile))
+        for device, entry in entries:
+            out += [{"device": device, "profile": entry.path, **asdict(w)} for w in entry.warnings]
     columns = ["device", "profile", *(f.name for f in fields(StabilityWarning))]
     return pd.DataFrame(out, columns=columns).drop_duplicates(ignore_index=True)

@@ -33,8 +33,10 @@ from specbench.schemas.fileio import (
 )
 
 KIND = "specbench.validation"
-# Format history: 1 = first version.
-VERSIONS = (1,)
+# Format history (every change of shape bumps VERSION and adds a line; other versions are refused):
+# 1 = first version.
+VERSION = 1
+VERSIONS = (VERSION,)
 MANIFEST = "validation.json"
 
 

@@ -35,11 +35,11 @@ from specbench.core.methods.target import TargetConfig
 from specbench.core.positions import position_counts
 from specbench.core.samples import median_index
 from specbench.errors import SpecbenchError
-from specbench.schemas.environment import Environment, environment_to_dict
+from specbench.schemas.environment import Environment
 from specbench.schemas.fileio import append_jsonl, file_sha256
 from specbench.schemas.placement import Placement, device_label, pinning_problems, resolve_on
-from specbench.schemas.profiles import DeviceProfile, warnings_doc
-from specbench.schemas.results import ResultsDir, WindowResult
+from specbench.schemas.profiles import DeviceProfile, ModelId
+from specbench.schemas.results import ProfileInput, Repeats, ResultsDir, ResultsManifest, WindowResult, WindowsInput
 from specbench.schemas.windows import Window, windows_digest
 from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session, state
@@ -244,8 +244,8 @@ class NativePlan:
     references: dict[str, list[int]] | None = None
     """Expected y per window id (the traces'); None: target-only's output is the reference."""
     windows_path: str = ""
-    profile: dict | None = None
-    """{path, sha256} of the profile the placement came from, if any (and its stability warnings)."""
+    profile: ProfileInput | None = None
+    """The profile the placement came from, if any (path, sha256 and its stability warnings)."""
     runs: int = 1
     """Timed decodes of every (window, configuration): `--runs`."""
     warmup: int = 0
@@ -262,23 +262,19 @@ def check_repeats(runs: object, warmup: object) -> None:
             raise SpecbenchError(f"{flag} {value}: expected an integer >= {least}")
 
 
-def repeat_fields(plan: NativePlan) -> dict:
-    """The manifest's record of --runs/--warmup (absent at 1/0, as in runs that predate them), so a
-    resume with other counts is refused, naming `repeats`."""
-    if plan.runs == 1 and plan.warmup == 0:
-        return {}
-    return {"repeats": {"runs": plan.runs, "warmup": plan.warmup}}
-
-
-def manifest_for(plan: NativePlan, environment: Environment) -> dict:
-    return {"mode": "native", "environment": environment_to_dict(environment),
-            "device": device_label(plan.device.name, plan.placement),
-            "windows": {"path": plan.windows_path, "digest": windows_digest(plan.windows), "count": len(plan.windows)},
-            "target": plan.target.ref(), "drafter": None if plan.drafter is None else plan.drafter.ref(),
-            "templates": model_templates(plan.target, plan.drafter, plan.windows),
-            "methods": [c.label for c in plan.configs], "placement": plan.placement.as_dict(),
-            "placement_profile": plan.profile,
-            "reference": "trace" if plan.references is not None else "target-only output"}
+def manifest_for(plan: NativePlan, environment: Environment) -> ResultsManifest:
+    """The run's manifest; --runs/--warmup are recorded when not 1/0, so that a resume with other
+    counts is refused, naming `repeats`."""
+    repeats = None if plan.runs == 1 and plan.warmup == 0 else Repeats(plan.runs, plan.warmup)
+    return ResultsManifest(
+        "native", environment,
+        WindowsInput(plan.windows_path, windows_digest(plan.windows), len(plan.windows)),
+        tuple(c.label for c in plan.configs), device=device_label(plan.device.name, plan.placement),
+        target=ModelId(plan.target.name, plan.target.sha256),
+        drafter=None if plan.drafter is None else ModelId(plan.drafter.name, plan.drafter.sha256),
+        templates=model_templates(plan.target, plan.drafter, plan.windows), placement=plan.placement,
+        placement_profile=plan.profile,
+        reference="trace" if plan.references is not None else "target-only output", repeats=repeats)
 
 
 def plan_models(plan: NativePlan) -> list[tuple[str, ModelFile]]:
@@ -305,12 +301,11 @@ def native_placement(device: Device, spec: str | None, profile: DeviceProfile | 
     return profile.placement
 
 
-def profile_ref(profile: DeviceProfile | None) -> dict | None:
-    """{path, sha256} of the profile, with its stability warnings when it has any (the report shows them)."""
+def profile_ref(profile: DeviceProfile | None) -> ProfileInput | None:
+    """The profile's path and sha256, with its stability warnings (the report shows them)."""
     if profile is None or profile.path is None:
         return None
-    ref = {"path": str(profile.path), "sha256": file_sha256(profile.path)}
-    return ref | ({"warnings": warnings_doc(profile.warnings)} if profile.warnings else {})
+    return ProfileInput(str(profile.path), file_sha256(profile.path), warnings=profile.warnings)
 
 
 def native_steps(plan: NativePlan) -> int:
@@ -333,7 +328,7 @@ def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | N
     prompts = prompts_for(plan.device, plan.target, plan.drafter if needs_drafter else None, plan.windows)
     results = ResultsDir(out)
     before = plan.device.snapshot()
-    done = results.open(manifest_for(plan, session(plan.device, before)) | repeat_fields(plan), resume)
+    done = results.open(manifest_for(plan, session(plan.device, before)), resume)
     name = device_label(plan.device.name, plan.placement)
 
     def missing(configs: list[MethodConfig]) -> list[Window]:

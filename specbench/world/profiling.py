@@ -21,7 +21,7 @@ co-scheduling ratios: a lookup runs between the target's forwards, never beside 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -30,9 +30,23 @@ import numpy as np
 from specbench.errors import SpecbenchError
 from specbench.schemas.environment import KEY as ENV_KEY
 from specbench.schemas.environment import environment_to_dict, manifest_environment
-from specbench.schemas.fileio import Where, dump_yaml, dumps_line, write_atomic
+from specbench.schemas.fileio import Where, dumps_line, write_atomic
 from specbench.schemas.placement import Placement, pinning_problems
-from specbench.schemas.profiles import KIND, VERSIONS, profile_from_dict, stability_warnings, warnings_doc
+from specbench.schemas.profiles import (
+    CoSchedule,
+    CostTable,
+    DeviceInfo,
+    DeviceProfile,
+    DrafterProfile,
+    LanePinning,
+    ModelId,
+    Overheads,
+    Snapshots,
+    profile_from_dict,
+    profile_to_dict,
+    save_profile,
+    stability_warnings,
+)
 from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session, state
 from specbench.world.model_files import ModelFile, model_job
@@ -100,12 +114,18 @@ def parse_depths(text: str) -> tuple[int, ...]:
     return depths
 
 
-@dataclass
+@dataclass(frozen=True)
 class ProfileRun:
-    """What profiling produced: the profile document and its raw samples."""
+    """What profiling produced: the profile and the raw samples its medians came from."""
 
-    doc: dict
+    profile: DeviceProfile
     samples: list[dict] = field(default_factory=list)
+    """The runner's timing records, each with the name of the model it timed (`*.samples.jsonl`)."""
+
+    @property
+    def doc(self) -> dict:
+        """The profile as its YAML document."""
+        return profile_to_dict(self.profile)
 
 
 def sweep_job(device: Device, target: ModelFile, drafter: ModelFile | None, plan: SweepPlan,
@@ -124,39 +144,41 @@ def drafter_widths(plan: SweepPlan, drafter: ModelFile) -> tuple[int, ...]:
     return (1,) if drafter.lookup else plan.drafter_widths
 
 
-def costs_doc(results: Sequence[dict], model: str, widths: Sequence[int], depths: Sequence[int]) -> dict:
-    """A profile cost table {depths, seconds, spread, repetitions} from sweep results of one model."""
+def cost_table(results: Sequence[dict], model: str, widths: Sequence[int], depths: Sequence[int],
+               label: str) -> CostTable:
+    """A profile cost table (medians, spreads, repetitions) from sweep results of one model."""
     got = {(r["width"], r["depth"]): r for r in results if r.get("kind") == "forward" and r.get("model") == model}
     missing = [(w, d) for w in widths for d in depths if (w, d) not in got]
     if missing:
         raise SpecbenchError(f"the runner's sweep lacks {model} width {missing[0][0]} at depth {missing[0][1]}")
-    return {"depths": [int(d) for d in depths],
-            "seconds": {int(w): [got[(w, d)]["median_us"] / 1e6 for d in depths] for w in widths},
-            "spread": {int(w): [got[(w, d)]["stdev_us"] / 1e6 for d in depths] for w in widths},
-            "repetitions": int(next(iter(got.values()))["repetitions"])}
+    return CostTable(np.asarray(depths, dtype=np.float64),
+                     {int(w): np.array([got[(w, d)]["median_us"] / 1e6 for d in depths]) for w in widths}, label,
+                     spread={int(w): np.array([got[(w, d)]["stdev_us"] / 1e6 for d in depths]) for w in widths},
+                     repetitions=int(next(iter(got.values()))["repetitions"]))
 
 
-def cosched_doc(results: Sequence[dict], depths: Sequence[int]) -> dict:
-    """{depths, ratios: {width: {rho_target: [per depth], rho_drafter: [per depth]}}} from the
-    runner's cosched records; a width needs a drafter ratio at every depth."""
+def co_schedule(results: Sequence[dict], depths: Sequence[int]) -> CoSchedule | None:
+    """Ratios per target width and depth from the runner's cosched records (None: none measured);
+    a width needs a drafter ratio at every depth."""
     got = {(int(r["width"]), int(r["depth"])): r for r in results if r.get("kind") == "cosched"}
-    widths = sorted({w for w, _ in got})
-    ratios = {}
-    for w in widths:
+    rho_t, rho_d = {}, {}
+    for w in sorted({w for w, _ in got}):
         rows = [got.get((w, d)) for d in depths]
         if any(r is None or r.get("rho_drafter") is None for r in rows):
             continue  # no drafter step fell inside the target's span: not measured at this width
-        ratios[w] = {"rho_target": [float(r["rho_target"]) for r in rows],
-                     "rho_drafter": [float(r["rho_drafter"]) for r in rows]}
-    return {"depths": [int(d) for d in depths], "ratios": ratios} if ratios else {}
+        rho_t[w] = np.array([float(r["rho_target"]) for r in rows])
+        rho_d[w] = np.array([float(r["rho_drafter"]) for r in rows])
+    return CoSchedule(np.asarray(depths, dtype=np.float64), rho_t, rho_d) if rho_t else None
 
 
 def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFile], plan: SweepPlan,
                    progress: Progress | None = None) -> ProfileRun:
-    """Sweep the target and every drafter on `device`; returns the profile document."""
-    run = ProfileRun({})
+    """Sweep the target and every drafter on `device`; returns the profile and its samples."""
+    samples: list[dict] = []
     before = device.snapshot()
     environment = session(device, before)
+    described = device.describe()
+    label = f"profile of {device.name}"
 
     def named(results: list[dict], drafter: ModelFile | None) -> list[dict]:
         """Raw samples, each with the name of the model it timed."""
@@ -167,8 +189,9 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
             progress(1)
 
     jobs = [(None, None)] if not drafters else [(d, None if i == 0 else [1]) for i, d in enumerate(drafters)]
-    target_costs, drafter_entries = None, []
-    pinning: dict = {}
+    target_costs: CostTable | None = None
+    profiled: dict[str, DrafterProfile] = {}
+    pinning: dict[str, LanePinning] = {}
 
     def pinned(out, what: str):
         """The job's pinning read back; a lane off its CPUs makes every number of it wrong."""
@@ -180,32 +203,41 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
             raise SpecbenchError(f"{device.name}, {what}: {problems[0]}",
                                  hint="choose a placement whose CPUs the runner may use")
         for lane in event.get("lanes", []):
-            pinning.setdefault(lane["lane"], {"cpus": lane["cpus"], "read_back": lane["read_back"],
-                                              "threads": lane["threads"]})
+            pinning.setdefault(lane["lane"], LanePinning(tuple(lane["cpus"]), tuple(lane["read_back"]),
+                                                         int(lane["threads"])))
         return out
 
     for drafter, widths in jobs:
         out = pinned(device.run_job(sweep_job(device, target, drafter, plan, widths), count), "sweep")
-        run.samples += named(out.results, drafter)
+        samples += named(out.results, drafter)
         if target_costs is None:
-            target_costs = costs_doc(out.results, "target", plan.widths, plan.depths)
-        if drafter is not None and drafter.lookup:  # on the target's thread
-            drafter_entries.append({"name": drafter.name, "model": drafter.ref(), "processor": "cpu",
-                                    "costs": costs_doc(out.results, "drafter", (1,), plan.depths), "threads": 1})
-        elif drafter is not None:
-            entry = {"name": drafter.name, "model": drafter.ref(), "processor": plan.placement.drafter.processor,
-                     "costs": costs_doc(out.results, "drafter", plan.drafter_widths, plan.depths),
-                     "threads": plan.placement.drafter.threads}
-            if plan.all_rows is None or drafter.name in plan.all_rows:
-                all_rows = pinned(device.run_job(sweep_job(device, target, drafter, plan, [1], "all"), count),
-                                  "sweep with every logit row")
-                run.samples += named(all_rows.results, drafter)
-                entry["costs_all_rows"] = costs_doc(all_rows.results, "drafter", plan.drafter_widths, plan.depths)
-            if plan.cosched:
-                entry["cosched"], raw = measure_cosched(device, target, drafter, plan, pinned)
-                run.samples += [r | {"model_name": drafter.name} for r in raw]
-            drafter_entries.append(entry)
-    overheads, overheads_note = dict(ZERO_OVERHEADS), "overheads not measured (no drafter model)"
+            target_costs = cost_table(out.results, "target", plan.widths, plan.depths, f"{label} target")
+        if drafter is None:
+            continue
+        d_label = f"{label} drafter '{drafter.name}'"
+        model = ModelId(drafter.name, drafter.sha256)
+        if drafter.lookup:  # on the target's thread
+            profiled[drafter.name] = DrafterProfile(drafter.name, model, "cpu",
+                                                    cost_table(out.results, "drafter", (1,), plan.depths, d_label),
+                                                    None, threads=1)
+            continue
+        all_rows = None
+        if plan.all_rows is None or drafter.name in plan.all_rows:
+            all_out = pinned(device.run_job(sweep_job(device, target, drafter, plan, [1], "all"), count),
+                             "sweep with every logit row")
+            samples += named(all_out.results, drafter)
+            all_rows = cost_table(all_out.results, "drafter", plan.drafter_widths, plan.depths,
+                                  f"{d_label} (all logit rows)")
+        cosched = None
+        if plan.cosched:
+            cosched, raw = measure_cosched(device, target, drafter, plan, pinned)
+            samples += [r | {"model_name": drafter.name} for r in raw]
+        profiled[drafter.name] = DrafterProfile(
+            drafter.name, model, plan.placement.drafter.processor,
+            cost_table(out.results, "drafter", plan.drafter_widths, plan.depths, d_label), cosched, all_rows,
+            threads=plan.placement.drafter.threads)
+    assert target_costs is not None  # the first job always sweeps the target
+    overheads, overheads_note = ZERO_OVERHEADS, "overheads not measured (no drafter model)"
     models = [d for d in drafters if not d.lookup]
     if models and not plan.overheads:
         overheads_note = "overheads not measured (cost tables only)"
@@ -213,32 +245,27 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         overheads, overheads_note = measure_overheads(
             device, model_job(device, target, plan.placement.target),
             model_job(device, models[0], plan.placement.drafter))
-    target_doc = {"model": target.ref(), "processor": plan.placement.target.processor, "costs": target_costs,
-                  "threads": plan.placement.target.threads}
     after = device.snapshot()
     environment = environment.finish(now(), loaded_models(device, [("target", target)]
                                                           + [("drafter", d) for d in drafters]), state(after))
-    run.doc = {"kind": KIND, "schema_version": VERSIONS[-1], ENV_KEY: environment_to_dict(environment),
-               "device": device.describe(), "placement": plan.placement.as_dict(), "pinning": {"lanes": pinning},
-               "snapshot": {"before": before, "after": after}, "target": target_doc,
-               "drafters": drafter_entries,
-               "overheads": overheads,
-               "notes": (f"sweep: warmup {plan.warmup}, {plan.repetitions} repetitions, median seconds; target "
-                         f"logits for all rows, drafter logits '{DRAFTER_LOGITS}'; {overheads_note}")}
-    return judged(run)
+    profile = DeviceProfile(
+        DeviceInfo(str(described["name"]), {k: v for k, v in described.items() if k != "name"}),
+        ModelId(target.name, target.sha256), plan.placement.target.processor, target_costs, profiled,
+        Overheads(**overheads), plan.placement, pinning, Snapshots(before, after),
+        target_threads=plan.placement.target.threads,
+        notes=(f"sweep: warmup {plan.warmup}, {plan.repetitions} repetitions, median seconds; target logits for "
+               f"all rows, drafter logits '{DRAFTER_LOGITS}'; {overheads_note}"),
+        environment=environment)
+    return judged(ProfileRun(profile, samples))
 
 
 def judged(run: ProfileRun) -> ProfileRun:
-    """The run with its document's `warnings` set to the unstable timings of its samples (none: no key)."""
-    run.doc.pop("warnings", None)
-    unstable = stability_warnings(run.samples)
-    if unstable:
-        run.doc["warnings"] = warnings_doc(unstable)
-    return run
+    """The run with its profile's `warnings` set to the unstable timings of its samples."""
+    return replace(run, profile=replace(run.profile, warnings=tuple(stability_warnings(run.samples))))
 
 
 def measure_cosched(device: Device, target: ModelFile, drafter: ModelFile, plan: SweepPlan,
-                    pinned) -> tuple[dict, list[dict]]:
+                    pinned) -> tuple[CoSchedule, list[dict]]:
     """Co-scheduling ratios per target width and depth, both lanes pinned as native AS2D runs
     them, and the runner's raw records (their samples go to the samples file)."""
     job = {"mode": "cosched", "target": model_job(device, target, plan.placement.target),
@@ -246,17 +273,18 @@ def measure_cosched(device: Device, target: ModelFile, drafter: ModelFile, plan:
            "widths": list((plan.cosched_widths or {}).get(drafter.name) or plan.widths),
            "depths": list(plan.depths), "warmup": plan.warmup, "repetitions": plan.repetitions}
     results = pinned(device.run_job(job), "co-scheduling").results
-    ratios = cosched_doc(results, plan.depths)
-    if not ratios:
+    ratios = co_schedule(results, plan.depths)
+    if ratios is None:
         raise SpecbenchError(f"the runner's cosched job returned no ratios for drafter '{drafter.name}'")
     return ratios, [r for r in results if r.get("kind") == "cosched"]
 
 
 def write_profile(path: Path, run: ProfileRun) -> None:
-    """Validate the document with the profile loader, then write it and its raw samples."""
+    """Write the profile (through the one profile writer, `save_profile`) and its raw samples;
+    the document is read back through the loader first, so a profile it would refuse is never written."""
     path = Path(path)
     profile_from_dict(run.doc, path)
-    write_atomic(path, dump_yaml(run.doc))
+    save_profile(path, run.profile)
     write_atomic(samples_path(path), "".join(dumps_line(r) for r in run.samples))
 
 

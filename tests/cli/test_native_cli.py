@@ -17,11 +17,9 @@ from specbench.app.report import load_many
 from specbench.cli import main
 from specbench.core import metrics
 from specbench.errors import SpecbenchError
-from specbench.schemas.environment import manifest_environment
-from specbench.schemas.fileio import Where
 from specbench.schemas.placement import resolve
-from specbench.schemas.profiles import load_profile, warnings_doc
-from specbench.schemas.results import ROW_FIELDS, load_results
+from specbench.schemas.profiles import load_profile
+from specbench.schemas.results import ROW_FIELDS, Repeats, load_results
 from specbench.schemas.traces import load_trace_dir
 from specbench.schemas.windows import make_text_window, save_windows
 from specbench.world.build import host_abi
@@ -74,8 +72,8 @@ def test_profile_is_a_loadable_profile(study):
     profile = load_profile(study["profile"])
     assert profile.name == "local@split" and profile.target_costs.widths() == list(range(1, 10))
     assert profile.drafter("near").costs.widths() == list(range(1, 10))
-    assert profile.snapshot["before"]["cores"] >= 1 and "after" in profile.snapshot
-    assert profile.runner["protocol"] == 1
+    assert profile.snapshot.before["cores"] >= 1 and profile.snapshot.after
+    assert profile.runner.protocol == 1
     # AS2D's non-model costs come from a native as2d decode (microseconds, never negative)
     overheads = profile.overheads
     assert 0 <= overheads.producer_startup_s < 1 and 0 <= overheads.publish_s < 1 and 0 <= overheads.align_s < 1
@@ -96,7 +94,7 @@ def test_native_rows_have_the_replay_columns(study, tmp_path):
     code, output = invoke(*native_args(study, tmp_path / "native", "--traces", study["traces"]))
     assert code == 0, output
     manifest, native = load_results(tmp_path / "native")
-    assert manifest["mode"] == "native" and manifest["reference"] == "trace"
+    assert manifest.mode == "native" and manifest.reference == "trace"
     assert list(native.columns) == list(ROW_FIELDS)
     assert len(native) == len(TEXTS) * 5 and set(native["source"]) == {"native"}
     invoke("run", study["windows"], "--traces", study["traces"], "--profile", study["profile"], "--methods",
@@ -119,12 +117,12 @@ def test_replay_manifest_keeps_its_profiles_environment_and_the_bundle_lists_bui
                           "--methods", "target,sd", "--drafter", "near", "--out", tmp_path / "replay")
     assert code == 0, output
     replay = load_results(tmp_path / "replay")[0]
-    env = manifest_environment(replay, Where("manifest"))
+    env = replay.environment
     # replay runs no runner on no device: its build, models and device are its profile's
     assert env.runner is None and env.device is None and env.models == () and env.argv == tuple(sys.argv)
     assert env.started <= env.finished  # one format (UTC, milliseconds, Z): text order is time order
     profiled = load_profile(study["profile"]).environment
-    assert manifest_environment(replay["profiles"][0], Where("profile")) == profiled
+    assert replay.profiles[0].environment == profiled
     code, output = invoke("report", tmp_path / "native", tmp_path / "replay", "--format", "md",
                           "--bundle", tmp_path / "bundle")
     assert code == 0, output
@@ -186,7 +184,7 @@ def test_runs_keep_every_sample_and_the_row_is_their_median(study, tmp_path):
     code, output = invoke(*native_args(study, out, *repeats))
     assert code == 0, output
     manifest, rows = load_results(out)
-    assert manifest["repeats"] == {"runs": 3, "warmup": 1} and len(rows) == len(TEXTS) * 5
+    assert manifest.repeats == Repeats(3, 1) and len(rows) == len(TEXTS) * 5
     ok = rows[rows["lossless"]]
     assert len(ok) and all(len(s) == 3 for s in ok["samples_s"])
     assert (ok["decode_s"] == ok["samples_s"].map(statistics.median)).all()
@@ -246,8 +244,7 @@ def noisy_profile(study, path, noisy):
             record["samples_us"] = [median] * 4 + [median * (1.5 if loud else 1)]
         else:
             record["samples"] = {k: [float(np.median(v))] * len(v) for k, v in record["samples"].items() if v}
-    doc = yaml.safe_load(study["profile"].read_text())
-    write_profile(path, judged(ProfileRun(doc, samples)))
+    write_profile(path, judged(ProfileRun(load_profile(study["profile"]), samples)))
     return path
 
 
@@ -274,7 +271,7 @@ def test_the_report_shows_the_unstable_timings_of_the_runs_profiles(study, tmp_p
         warnings = load_profile(profile).warnings
         assert [(w.model, w.table, w.width, w.depth) for w in warnings] == [("target", "CT", 3, 32)]
         replay, native = (load_results(tmp_path / f"{kind}-{name}")[0] for kind in ("replay", "native"))
-        assert replay["profiles"][0]["warnings"] == native["placement_profile"]["warnings"] == warnings_doc(warnings)
+        assert replay.profiles[0].warnings == native.placement_profile.warnings == warnings
         # one row, though both runs used the profile: the replay's and the native manifest carry it
         assert [(r["device"], r["table"], r["width"], r["depth"]) for r in unstable[0]["rows"]] == \
             [("local@split", "CT", 3, 32)]

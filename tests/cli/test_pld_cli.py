@@ -35,7 +35,7 @@ def study(tmp_path_factory, tiny, runner):  # noqa: F811
 
 def test_profile_and_trace_name_pld_by_its_identity(study):
     entry = load_profile(study["profile"]).drafter("pld")
-    assert entry.model["sha256"] == IDENTITY and entry.costs.widths() == [1] and entry.cosched is None
+    assert entry.model.sha256 == IDENTITY and entry.costs.widths() == [1] and entry.cosched is None
     traces = load_trace_dir(study["traces"])["pld"]
     assert traces.drafter.sha256 == IDENTITY and len(traces.windows) == len(TEXTS)
     assert all(w.drafts.lookup is not None and w.producer is not None for w in traces.windows.values())

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from specbench.cli import COMMANDS, main
 from specbench.schemas.results import load_results
+from specbench.schemas.traces import VERSIONS as TRACE_VERSIONS
 from specbench.schemas.traces import save_trace_file
 from tests.helpers import write_study
 
@@ -54,7 +55,7 @@ def test_run_then_report_in_every_format(study, tmp_path):
     # 10 windows x (target + sd W=5..8 + specasr + 2 as2d), again with depths extended linearly,
     # and 2 x 2 as2d rows per window with the min and max co-scheduling ratio
     assert len(rows) == 2 * 10 * (1 + 4 + 1 + 2) + 10 * 2 * 2
-    assert manifest["methods"][0] == "target" and manifest["mode"] == "replay"
+    assert manifest.methods[0] == "target" and manifest.mode == "replay"
     assert rows["lossless"].all()
 
     code, md = invoke("report", out, "--format", "md")
@@ -199,8 +200,8 @@ def test_unknown_profile_version(study, tmp_path):
     code, output = invoke("run", study["windows"], "--traces", study["traces"], "--profile", bad,
                           "--out", tmp_path / "r")
     assert code == 1
-    assert error_line(output) == (f"Error: {bad}: key 'schema_version': expected one of [1, 2] "
-                                  "(this specbench reads these), got 7")
+    assert error_line(output) == (f"Error: {bad}: schema_version 7, this specbench reads 2 "
+                                  "(hint: write the file again with this specbench)")
 
 
 def test_profile_lacking_a_needed_width(study, tmp_path):
@@ -232,7 +233,8 @@ def test_unknown_windows_version_and_missing_key(study, tmp_path):
     bad.write_text("\n".join(['{"kind": "specbench.windows", "schema_version": 2}'] + lines[1:]) + "\n")
     code, output = invoke("run", bad, "--traces", study["traces"], "--profile", study["profiles"][0],
                           "--out", tmp_path / "r")
-    assert code == 1 and "key 'line 1.schema_version': expected one of [1]" in error_line(output)
+    assert code == 1 and error_line(output) == (f"Error: {bad}: line 1: schema_version 2, this specbench reads 1 "
+                                                "(hint: write the file again with this specbench)")
     row = json.loads(lines[1])
     del row["cap"]
     missing = tmp_path / "nocap.jsonl"
@@ -270,7 +272,8 @@ def test_unknown_trace_version(study, tmp_path):
         (traces / path.name).write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
     code, output = invoke("run", study["windows"], "--traces", traces, "--profile", study["profiles"][0],
                           "--out", tmp_path / "r")
-    assert code == 1 and "key 'line 1.schema_version': expected one of [1, 2, 3]" in error_line(output)
+    reads = " or ".join(str(v) for v in TRACE_VERSIONS)
+    assert code == 1 and f"line 1: schema_version 0, this specbench reads {reads} (hint:" in error_line(output)
 
 
 def test_report_of_a_directory_without_results(tmp_path):

@@ -1,5 +1,5 @@
 """The environment block's schema: round trip, every bad value named, sessions of a resumed
-results directory, and manifests written before the block existed."""
+results directory, and results manifests without the block refused."""
 
 from __future__ import annotations
 
@@ -15,11 +15,10 @@ from specbench.schemas.environment import (
     RunnerBuild,
     environment_from_dict,
     environment_to_dict,
-    manifest_command,
-    manifest_environment,
 )
 from specbench.schemas.fileio import Where
-from specbench.schemas.results import ResultsDir, load_results
+from specbench.schemas.results import ResultsDir, load_results, manifest_to_dict
+from tests.helpers import results_manifest
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
 RUNNER = RunnerBuild("0.1.0", 1, "ab" * 32, "c0ffee", ("-DGGML_NATIVE=OFF",), "CPU : AVX2 = 1 | ")
@@ -55,24 +54,31 @@ def test_a_bad_value_is_named_with_what_was_expected(change, key, expected):
 
 def test_a_resume_keeps_the_first_session_and_refuses_another_runner(tmp_path):
     results = ResultsDir(tmp_path / "r")
-    results.open({"mode": "native", "environment": environment_to_dict(env())}, resume=False)
+    results.open(results_manifest(env()), resume=False)
     results.finish("2026-12-01T13:00:09.000Z", [MODEL])
     later = env("2026-12-01T14:00:00.000Z", argv=("specbench", "run", "--resume"))
-    results.open({"mode": "native", "environment": environment_to_dict(later)}, resume=True)
+    results.open(results_manifest(later), resume=True)
     results.finish("2026-12-01T14:00:03.000Z")
     manifest, _ = load_results(tmp_path / "r")
-    got = manifest_environment(manifest, Where("m"))
+    got = manifest.environment
     assert (got.started, got.argv, got.models, got.finished) == (env().started, env().argv, (MODEL,),
                                                                    "2026-12-01T14:00:03.000Z")
     assert [(r.started, r.argv) for r in got.resumes] == [(later.started, later.argv)]
-    assert manifest_command(manifest) == "specbench run"
+    assert manifest.command == "specbench run"
     rebuilt = env("2026-12-01T15:00:00.000Z", runner=RunnerBuild("0.1.0", 1, "ef" * 32, "c0ffee", (), ""))
     with pytest.raises(SpecbenchError, match="manifest field 'environment.runner' differs"):
-        results.open({"mode": "native", "environment": environment_to_dict(rebuilt)}, resume=True)
+        results.open(results_manifest(rebuilt), resume=True)
 
 
-def test_manifests_without_the_block_still_load_and_name_their_command():
-    for directory in sorted(p for p in GOLDEN.iterdir() if (p / "manifest.json").is_file()):
-        manifest, rows = load_results(directory)
-        assert manifest_environment(manifest, Where(directory)) is None and len(rows) > 0
-        assert manifest_command(manifest) == manifest.get("command")
+def test_the_golden_manifest_names_its_command_and_one_without_the_block_is_refused(tmp_path):
+    manifest, rows = load_results(GOLDEN / "results")
+    assert manifest.command.startswith("specbench run windows.jsonl --traces traces") and len(rows) > 0
+    results = ResultsDir(tmp_path / "r")
+    results.open(results_manifest(env()), resume=False)
+    doc = manifest_to_dict(load_results(tmp_path / "r")[0])
+    del doc["environment"]
+    results.manifest_path.write_text(json.dumps(doc))
+    with pytest.raises(SchemaError) as err:
+        load_results(tmp_path / "r")
+    assert str(err.value) == (f"{results.manifest_path}: key 'environment': expected a mapping (missing; the "
+                              "session that wrote the run)")

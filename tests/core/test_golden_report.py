@@ -15,6 +15,7 @@ from specbench.app.report import load_many
 from specbench.cli import main
 from specbench.core import metrics
 from specbench.render import plots
+from specbench.schemas.results import VERSION
 
 GOLDEN = Path(__file__).resolve().parent.parent / "data" / "golden"
 
@@ -61,15 +62,13 @@ def test_jsonl_records_are_the_json_rows_with_their_table():
     assert len(pooled) == 9 and "95% paired bootstrap over windows (BCa" in pooled[0]["aggregation"]
 
 
-@pytest.mark.parametrize("fmt", ["md", "jsonl", "json"])
-def test_version_1_results_report_the_same_as_version_2(fmt):
-    # results-v1 holds the golden rows as schema_version 1 wrote them: labels, no configuration fields
-    assert "width" not in (GOLDEN / "results-v1" / "rows.jsonl").read_text()
-    code, output = report(GOLDEN / "results-v1", "--format", fmt)
-    assert code == 0, output
-    assert output == report(GOLDEN / "results", "--format", fmt)[1]
-    old, new = load_many([GOLDEN / "results-v1"]).frame, load_many([GOLDEN / "results"]).frame
-    assert old.to_dict("records") == new.to_dict("records")
+def test_results_of_the_previous_version_are_refused_naming_both_versions(tmp_path):
+    shutil.copytree(GOLDEN / "results", tmp_path / "r")
+    manifest = tmp_path / "r" / "manifest.json"
+    manifest.write_text(manifest.read_text().replace(f'"schema_version": {VERSION}', f'"schema_version": {VERSION - 1}'))
+    code, output = report(tmp_path / "r", "--format", "md")
+    assert code == 1 and output.splitlines() == [f"Error: {manifest}: schema_version {VERSION - 1}, this specbench "
+                                                 f"reads {VERSION} (hint: write the file again with this specbench)"]
 
 
 def test_csv_to_stdout_is_refused_naming_the_flag():

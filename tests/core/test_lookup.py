@@ -123,13 +123,13 @@ def test_pld_is_a_drafter_name_for_sd_specs():
 def pld_study():
     """Windows whose output copies its input, the lookup's traces with their input streams, and a
     profile whose `pld` entry has a cost at width 1 only and no co-scheduling ratios."""
-    from specbench.schemas.profiles import DrafterProfile
+    from specbench.schemas.profiles import DrafterProfile, ModelId
     from specbench.schemas.traces import ModelRef, ProducerStream, TraceFile
     from tests.helpers import linear_costs, make_profile, window_for
 
     base = make_profile()
     lookup_costs = linear_costs(1e-6, 0.0, 1, "hand pld", (0, 1024), 1e-9)
-    profile = dataclasses.replace(base, drafters={"pld": DrafterProfile("pld", {"name": "pld"}, "cpu", lookup_costs,
+    profile = dataclasses.replace(base, drafters={"pld": DrafterProfile("pld", ModelId("pld"), "cpu", lookup_costs,
                                                                         None)})
     cases = [([1, 2, 3, 4, 5, 6], [2, 3, 4, 5, 6, 9, 9, 9], [2, 3, 4, 5, 6]),  # the answer copies the input
              ([7, 8], [3, 3, 3, 3, 3, 3], [8, 3, 3]),

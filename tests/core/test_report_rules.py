@@ -21,12 +21,12 @@ from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.target import TargetConfig
 from specbench.core.replay.bulk import DEPTH_LINEAR, replay_study
 from specbench.schemas.budgets import save_budget
-from specbench.schemas.profiles import CoSchedule, DeviceProfile, DrafterProfile
+from specbench.schemas.profiles import CoSchedule, DeviceInfo, DeviceProfile, DrafterProfile, ModelId
 from specbench.schemas.results import ResultsDir, WindowResult
 from specbench.schemas.traces import ModelRef, TraceFile
 from specbench.schemas.windows import make_text_window
 from specbench.world.native_run import divergence_row
-from tests.helpers import linear_costs, make_trace, perfect_drafts
+from tests.helpers import linear_costs, make_trace, perfect_drafts, results_manifest
 
 WINDOWS = {w: make_text_window(w, f"source {w}", "Repeat.", 64, "d", "test") for w in ("w1", "w2", "w3")}
 TOKENS = {"w1": 10, "w2": 20, "w3": 30}
@@ -45,7 +45,7 @@ def row(device, config, window, decode_s, source="replay", fit="median"):
 
 def write_results(directory, rows):
     results = ResultsDir(directory)
-    results.open({"mode": "replay", "windows": {"digest": "hand"}, "methods": []}, resume=False)
+    results.open(results_manifest(mode="replay"), resume=False)
     results.append(rows)
     return directory
 
@@ -229,8 +229,8 @@ def depth_profile(depths=(0, 128)) -> DeviceProfile:
     drafter = linear_costs(0.25, 0.125, 8, "drafter", depths, 1 / 256)
     measured = range(1, 9)
     cosched = CoSchedule(np.array([0.0]), {w: np.array([1.5]) for w in measured}, {w: np.array([1.5]) for w in measured})
-    return DeviceProfile({"name": "two-depths"}, {}, {"name": "t"}, "cpu", target,
-                         {"drafter": DrafterProfile("drafter", {"name": "d"}, "cpu", drafter, cosched)})
+    return DeviceProfile(DeviceInfo("two-depths"), ModelId("t"), "cpu", target,
+                         {"drafter": DrafterProfile("drafter", ModelId("d"), "cpu", drafter, cosched)})
 
 
 def test_depths_beyond_the_measured_ones_are_flagged_and_their_sensitivity_reported():

@@ -1,5 +1,6 @@
 """Result rows carry their configuration as typed fields; the label is derived from them,
-version 1 rows (label only) are upgraded on load, and the terminal tells configurations apart."""
+files of another format version are refused, every count, time and probability is range-checked,
+and the terminal tells configurations apart."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.core.methods.target import TargetConfig
 from specbench.errors import SpecbenchError
-from specbench.schemas.results import ROW_FIELDS, ResultsDir, WindowResult
+from specbench.schemas.results import ROW_FIELDS, VERSION, ResultsDir, WindowResult
+from tests.helpers import results_manifest
 
 drafters = st.one_of(st.none(), st.sampled_from(["small", "gemma3", "smollm2"]))
 fractions = st.sampled_from([0.0, 0.2, 0.25, 0.5, 1.0])
@@ -54,16 +56,10 @@ def _row(config, window="w1", decode_s=1.0, device="A"):
                         extrapolated=False, lossless=True)
 
 
-def _results(directory, rows, version=2):
+def _results(directory, rows):
     results = ResultsDir(directory)
-    results.open({"mode": "replay", "windows": {"digest": "hand"}, "methods": []}, resume=False)
+    results.open(results_manifest(mode="replay"), resume=False)
     results.append(rows)
-    if version == 1:  # as version 1 wrote them: the label stands for the configuration
-        manifest = json.loads(results.manifest_path.read_text())
-        results.manifest_path.write_text(json.dumps({**manifest, "schema_version": 1}))
-        docs = [json.loads(line) for line in results.rows_path.read_text().splitlines()]
-        results.rows_path.write_text("".join(json.dumps({k: v for k, v in d.items() if k not in CONFIG_COLUMNS}) + "\n"
-                                             for d in docs))
     return results
 
 
@@ -71,21 +67,38 @@ SPECS = ["target", "sd:W=5|8,p_min=0.2,drafter=small", "specasr:k_max=4,tau=0.25
          "as2d:B=7,conf_stop=0.5,drafter=large"]
 
 
-def test_version_1_rows_load_with_the_fields_their_labels_name(tmp_path):
+def test_rows_of_every_method_round_trip_through_the_file(tmp_path):
     rows = [_row(c) for c in parse_method_specs(SPECS)]
-    v1 = _results(tmp_path / "v1", rows, version=1)
-    assert "width" not in v1.rows_path.read_text()
-    assert v1.rows() == rows == _results(tmp_path / "v2", rows).rows()
+    assert _results(tmp_path / "r", rows).rows() == rows
 
 
-def test_a_version_1_row_whose_label_names_no_configuration_is_refused(tmp_path):
-    results = _results(tmp_path / "v1", [_row(TargetConfig())], version=1)
-    doc = json.loads(results.rows_path.read_text())
-    results.rows_path.write_text(json.dumps({**doc, "method": "sd", "config": "sd[W=1]"}) + "\n")
+def test_results_of_the_previous_version_are_refused_naming_both_versions(tmp_path):
+    results = _results(tmp_path / "v2", [_row(TargetConfig())])
+    manifest = json.loads(results.manifest_path.read_text())
+    results.manifest_path.write_text(json.dumps({**manifest, "schema_version": VERSION - 1}))
+    expected = (f"{results.manifest_path}: schema_version {VERSION - 1}, this specbench reads {VERSION} "
+                "(hint: write the file again with this specbench)")
+    for attempt in (results.frame, lambda: results.open(results_manifest(mode="replay"), resume=True)):
+        with pytest.raises(SpecbenchError) as error:
+            attempt()
+        assert str(error.value) == expected
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("tokens", -1, "a count >= 0"),
+    ("rounds", -3, "a count >= 0"),
+    ("decode_s", -0.5, "seconds >= 0 (finite)"),
+    ("v_s", float("inf"), "seconds >= 0 (finite)"),
+    ("p_min", 1.5, "a probability in [0, 1]"),
+])
+def test_a_count_time_or_probability_out_of_range_is_named_with_its_line(tmp_path, key, value, expected):
+    results = _results(tmp_path / "r", [_row(TargetConfig()), _row(SdConfig(width=5, p_min=0.2), "w2")])
+    docs = [json.loads(line) for line in results.rows_path.read_text().splitlines()]
+    docs[1][key] = value
+    results.rows_path.write_text("".join(json.dumps(d) + "\n" for d in docs))
     with pytest.raises(SpecbenchError) as error:
         results.frame()
-    assert str(error.value) == (f"{results.rows_path}: key 'line 1.config': expected a configuration label, such as "
-                                "sd[W=5] (version 1 row), got 'sd[W=1]'")
+    assert str(error.value) == f"{results.rows_path}: key 'line 2.{key}': expected {expected}, got {value!r}"
 
 
 def test_a_row_whose_label_disagrees_with_its_fields_is_refused(tmp_path):
@@ -103,15 +116,13 @@ def test_a_row_whose_label_disagrees_with_its_fields_is_refused(tmp_path):
         results.frame()
 
 
-def test_unknown_versions_are_refused_and_version_1_results_are_not_resumed(tmp_path):
-    results = _results(tmp_path / "v1", [_row(TargetConfig())], version=1)
-    with pytest.raises(SpecbenchError, match="cannot resume schema_version 1 results"):
-        results.open({"mode": "replay", "windows": {"digest": "hand"}, "methods": []}, resume=True)
+def test_unknown_versions_are_refused_in_one_line(tmp_path):
+    results = _results(tmp_path / "r", [_row(TargetConfig())])
     manifest = json.loads(results.manifest_path.read_text())
-    results.manifest_path.write_text(json.dumps({**manifest, "schema_version": 3}))
+    results.manifest_path.write_text(json.dumps({**manifest, "schema_version": VERSION + 1}))
     output = CliRunner().invoke(main, ["report", str(results.directory)]).output
-    assert output.splitlines()[0] == (f"Error: {results.manifest_path}: key 'schema_version': expected one of [1, 2] "
-                                      "(this specbench reads these), got 3")
+    assert output.splitlines() == [f"Error: {results.manifest_path}: schema_version {VERSION + 1}, this specbench "
+                                   f"reads {VERSION} (hint: write the file again with this specbench)"]
 
 
 def test_an_80_column_pooled_table_tells_configurations_apart(tmp_path):

@@ -14,8 +14,10 @@ from specbench.core.methods.target import TargetConfig
 from specbench.core.samples import median_index, spread_pct, spread_table
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import dumps_line
+from specbench.schemas.placement import resolve
 from specbench.schemas.profiles import StabilityWarning, load_profile, stability_warnings, warnings_doc
-from specbench.schemas.results import ResultsDir, WindowResult, profile_warnings, rows_frame
+from specbench.schemas.results import ProfileInput, ResultsDir, WindowResult, profile_warnings, rows_frame
+from tests.helpers import results_manifest
 
 
 def test_the_median_sample_is_one_real_sample():
@@ -73,7 +75,7 @@ schema_version: 2
 device: {name: host}
 placement: {name: shared, target: {processor: cpu, cpus: [0], threads: 1},
             drafter: {processor: cpu, cpus: [0], threads: 1}}
-target: {model: {name: t, sha256: abc}, costs: {depths: [0], seconds: {1: [0.001], 2: [0.002]}}}
+target: {model: {name: t, sha256: abc}, processor: cpu, costs: {depths: [0], seconds: {1: [0.001], 2: [0.002]}}}
 """
 
 
@@ -91,15 +93,17 @@ def test_warnings_round_trip_through_the_profile_and_are_validated(tmp_path):
 
 
 def test_manifests_carry_the_warnings_to_the_report_once(tmp_path):
-    entry = warnings_doc([StabilityWarning("t", "CT", 2, 32, 0.001, 13.4, 5)])
-    replay = {"profiles": [{"device": "host@shared", "path": "p.yaml", "warnings": entry}]}
-    native = {"device": "host@shared", "placement_profile": {"path": "p.yaml", "warnings": entry}}
-    quiet = {"profiles": [{"device": "host@split", "path": "q.yaml"}]}
-    table = profile_warnings([replay, native, quiet], [tmp_path / "a", tmp_path / "b", tmp_path / "c"])
+    entry = (StabilityWarning("t", "CT", 2, 32, 0.001, 13.4, 5),)
+    shared, split = resolve("shared", [0, 1]), resolve("split", [0, 1])
+    replay = results_manifest(mode="replay", profiles=(ProfileInput("p.yaml", "a", "host@shared", None, shared,
+                                                                    entry),))
+    native = results_manifest(device="host@shared", placement_profile=ProfileInput("p.yaml", "a", warnings=entry))
+    quiet = results_manifest(mode="replay", profiles=(ProfileInput("q.yaml", "b", "host@split", None, split),))
+    table = profile_warnings([replay, native, quiet])
     assert table.to_dict("records") == [{"device": "host@shared", "profile": "p.yaml", "model": "t", "table": "CT",
                                          "width": 2, "depth": 32, "median_s": 0.001, "spread_pct": 13.4,
                                          "samples": 5}]
-    assert profile_warnings([quiet], [tmp_path]).empty
+    assert profile_warnings([quiet]).empty
 
 
 def row(config, samples, **extra):
@@ -128,7 +132,7 @@ def make_row(window):
 
 def test_rows_keep_their_samples_and_old_rows_load_without(tmp_path):
     results = ResultsDir(tmp_path / "r")
-    results.open({"mode": "native"}, False)
+    results.open(results_manifest(), False)
     old = {k: v for k, v in asdict(make_row("w0")).items() if k != "samples_s"}
     results.append_frame(rows_frame([old]))  # a producer without samples: NaN in the frame, null in the file
     with open(results.rows_path, "a") as handle:

@@ -14,6 +14,7 @@ from specbench.core.methods.target import TargetConfig
 from specbench.core.text_metrics import edits, first_difference, normalise, text_check, transcripts
 from specbench.errors import SpecbenchError
 from specbench.schemas.results import ROW_FIELDS, ResultsDir, WindowResult
+from tests.helpers import results_manifest
 
 
 def test_normalisation_is_the_named_one():
@@ -126,26 +127,29 @@ def _result(window_id, text=""):
                         text=text)
 
 
-def test_rows_without_text_still_load_and_mix_with_new_rows(tmp_path):
+def test_a_row_without_text_is_refused_and_a_producer_without_the_column_writes_it(tmp_path):
     results = ResultsDir(tmp_path / "r")
-    results.open({"mode": "replay"}, resume=False)
-    old = {k: v for k, v in vars(_result("w1")).items() if k not in ("text", "source", "ratio_fit")}
-    results.rows_path.write_text(json.dumps(old) + "\n")  # a row written before `text` (and source) existed
-    assert results.frame()["text"].tolist() == [""]
+    results.open(results_manifest(mode="replay"), resume=False)
+    old = {k: v for k, v in vars(_result("w1")).items() if k != "text"}
+    results.rows_path.write_text(json.dumps(old) + "\n")  # a row of a format without `text`
+    with pytest.raises(SpecbenchError) as error:
+        results.frame()
+    assert str(error.value) == f"{results.rows_path}: key 'line 1.text': expected a string (missing)"
+    results.rows_path.write_text("")
     results.append([_result("w2", "hello")])
     frame = pd.DataFrame([vars(_result("w3"))]).drop(columns=["text"])  # a producer without the column
     results.append_frame(frame)
     loaded = results.frame()
     assert list(loaded.columns) == list(ROW_FIELDS) and "text" in ROW_FIELDS
-    assert loaded["text"].tolist() == ["", "hello", ""]
-    assert [r.text for r in results.rows()] == ["", "hello", ""]
+    assert loaded["text"].tolist() == ["hello", ""]
+    assert [r.text for r in results.rows()] == ["hello", ""]
     # resume still finds the rows done
-    assert len(results.open({"mode": "replay"}, resume=True)) == 3
+    assert len(results.open(results_manifest(mode="replay"), resume=True)) == 2
 
 
 def test_a_text_that_is_not_a_string_is_named(tmp_path):
     results = ResultsDir(tmp_path / "r")
-    results.open({"mode": "replay"}, resume=False)
+    results.open(results_manifest(mode="replay"), resume=False)
     results.append([_result("w1", "ok")])
     with open(results.rows_path, "a") as handle:
         handle.write(json.dumps({**vars(_result("w2")), "text": 7}) + "\n")
@@ -170,7 +174,7 @@ def test_replayed_rows_carry_the_trace_text_through_the_results_file(tmp_path):
     assert set(frame["method"]) == {"target", "sd", "as2d"}
     assert (frame["text"] == "answer of " + frame["window_id"]).all()
     results = ResultsDir(tmp_path / "r")
-    results.open({"mode": "replay"}, resume=False)
+    results.open(results_manifest(mode="replay"), resume=False)
     results.append_frame(frame)
     assert results.frame()["text"].tolist() == frame["text"].tolist()
     summary, differing = text_check(results.frame())

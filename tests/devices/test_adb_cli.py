@@ -53,10 +53,11 @@ def test_profile_pushes_sweeps_coschedules_and_snapshots_the_phone(x86_phone, ti
                           "--max-width", 3, "--depths", "0", "--repetitions", 300, "--out", out)
     assert code == 0, output
     profile = load_profile(out)
-    assert profile.device["model"] == "Test Phone x86 (emulated)" and profile.device["soc"] == "EMU-X2"
-    assert profile.device["abi"] == "x86_64" and profile.device["pinned_cpus"] == [1]
+    facts = profile.device.facts
+    assert facts["model"] == "Test Phone x86 (emulated)" and facts["soc"] == "EMU-X2"
+    assert facts["abi"] == "x86_64" and facts["pinned_cpus"] == [1]
     assert profile.target_costs.widths() == [1, 2, 3] and profile.drafter("near").cosched
-    before, after = profile.snapshot["before"], profile.snapshot["after"]
+    before, after = profile.snapshot.before, profile.snapshot.after
     assert before["battery"] == {"level_percent": 77, "temp_c": 29.0, "charging": "usb"}
     assert before["thermal"]["status"] == 0 and before["thermal_c"]["thermal_zone0:BIG"] == 36.5
     assert [c["max_freq_khz"] for c in before["clusters"]] == [1800000, 2800000]
@@ -66,7 +67,7 @@ def test_profile_pushes_sweeps_coschedules_and_snapshots_the_phone(x86_phone, ti
     # read while the runner ran (300 repetitions last long enough); CPU 1 exists on any 2-core host
     assert jobs[0]["pinning"]["ok"] and jobs[0]["pinning"]["observed"] == [[1]]
     runner_file = x86_phone.phone.sandbox.host_path("/data/local/tmp/specbench/specbench-runner")
-    assert runner_file.stat().st_mode & 0o111 and profile.runner["sha256"] == file_sha256(runner_file)
+    assert runner_file.stat().st_mode & 0o111 and profile.runner.sha256 == file_sha256(runner_file)
     phone = x86_phone.phone.description  # the environment names the phone as its getprop and sysfs do
     env = profile.environment.device
     assert (env.kind, env.soc, env.governor, env.cores) == ("adb", phone.soc_model, phone.cpu_governor, phone.cpu_count)
@@ -110,7 +111,7 @@ def test_two_phones_are_profiled_and_run_in_parallel(x86_phones, tiny, tmp_path)
     assert code == 0, output
     for serial in serials:
         profile = load_profile(tmp_path / f"p-{serial.replace(':', '-')}.yaml")
-        assert profile.device["serial"] == serial
+        assert profile.device.facts["serial"] == serial
     windows = windows_file(tmp_path / "windows.jsonl")
     code, output = invoke("run", windows, "--device", ",".join(serials), "--native", "--target", tiny.target,
                           "--methods", "target", "--out", tmp_path / "runs")

@@ -99,7 +99,7 @@ def test_installed_specbench_builds_profiles_and_runs_natively(installed, tiny, 
     sh([specbench, "profile", "local", "--target", tiny.target, "--drafter", f"near={tiny.near}", "--max-width", 3,
         "--depths", "0", "--no-cosched", "--out", "local.yaml"], work, env)
     profile = load_profile(work / "local.yaml")
-    assert profile.runner["sha256"] == file_sha256(built)  # measured with the runner just installed
+    assert profile.runner.sha256 == file_sha256(built)  # measured with the runner just installed
 
     save_windows(work / "windows.jsonl", [make_text_window(f"w{i}", text, "Repeat this.", 8, "tiny", "test")
                                           for i, text in enumerate(["hello the world", "in the heat"])])
@@ -107,4 +107,4 @@ def test_installed_specbench_builds_profiles_and_runs_natively(installed, tiny, 
         "--drafter", f"near={tiny.near}", "--methods", "target", "--method", "sd:W=3", "--out", "res"], work, env)
     manifest, rows = load_results(work / "res")
     assert len(rows) == 4 and set(rows["source"]) == {"native"} and rows["lossless"].all()
-    assert manifest["environment"]["runner"]["sha256"] == file_sha256(built)
+    assert manifest.environment.runner.sha256 == file_sha256(built)

@@ -10,8 +10,8 @@ from datetime import datetime
 
 from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.target import TargetConfig
-from specbench.schemas.environment import Environment, manifest_environment
-from specbench.schemas.fileio import Where, file_sha256, load_yaml
+from specbench.schemas.environment import Environment
+from specbench.schemas.fileio import file_sha256, load_yaml
 from specbench.schemas.placement import resolve
 from specbench.schemas.profiles import load_profile
 from specbench.schemas.results import load_results
@@ -75,17 +75,18 @@ def test_native_manifest_records_build_models_host_and_times(device, models, run
     started = clock()
     run_native(plan, tmp_path / "r", resume=False)
     manifest, _ = load_results(tmp_path / "r")
-    env = manifest_environment(manifest, Where("manifest"))
+    env = manifest.environment
     check_host(env, runner, started)
     check_models(env, [("target", target), ("drafter", near)])
-    assert env.resumes == () and "runner" not in manifest and "command" not in manifest  # one record of each
+    raw = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert env.resumes == () and "runner" not in raw and "command" not in raw  # one record of each
 
     # a resume keeps the first session and lists the new one; the end moves to the resume's end
     rows = tmp_path / "r" / "rows.jsonl"
     rows.write_text("\n".join(rows.read_text().splitlines()[:2]) + "\n")
     resumed_at = clock()
     run_native(plan, tmp_path / "r", resume=True)
-    again = manifest_environment(load_results(tmp_path / "r")[0], Where("manifest"))
+    again = load_results(tmp_path / "r")[0].environment
     assert (again.started, again.argv, again.models, again.runner) == (env.started, env.argv, env.models, env.runner)
     assert len(again.resumes) == 1 and moment(again.resumes[0].started) >= resumed_at
     assert moment(again.finished) >= moment(again.resumes[0].started) >= moment(env.finished)
@@ -100,7 +101,7 @@ def test_profile_records_build_models_host_and_times(device, models, runner, tmp
     check_host(profile.environment, runner, started)
     check_models(profile.environment, [("target", target), ("drafter", near)])
     # the build is kept once, in the environment; the profile's runner is read from there
-    assert profile.runner["sha256"] == file_sha256(runner) and "runner" not in load_yaml(tmp_path / "p.yaml")
+    assert profile.runner.sha256 == file_sha256(runner) and "runner" not in load_yaml(tmp_path / "p.yaml")
 
 
 def test_trace_header_records_build_models_and_each_session(device, models, runner, tmp_path):

@@ -14,7 +14,8 @@ from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.target import TargetConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.placement import resolve
-from specbench.schemas.profiles import load_profile, stability_warnings
+from specbench.schemas.fileio import load_yaml
+from specbench.schemas.profiles import load_profile, profile_to_dict, stability_warnings
 from specbench.schemas.results import ROW_FIELDS, load_results
 from specbench.schemas.traces import load_trace_dir
 from specbench.schemas.windows import make_text_window
@@ -139,8 +140,13 @@ def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     profile = load_profile(tmp_path / "p.yaml")
     assert profile.target_costs.widths() == list(range(1, 10)) and list(profile.target_costs.depths) == [0, 32]
     assert profile.drafter("near").costs.widths() == list(range(1, 9))
-    assert profile.target_model["sha256"] == target.sha256
-    assert set(profile.snapshot) == {"before", "after"}
+    assert profile.target_model.sha256 == target.sha256
+    assert profile.snapshot.before and profile.snapshot.after
+    # the one writer keeps every field the profile measured: notes, threads, spreads, repetitions
+    assert profile_to_dict(profile) == profile_to_dict(run.profile) == load_yaml(tmp_path / "p.yaml")
+    assert profile.notes.startswith("sweep: warmup 1, 5 repetitions")
+    assert (profile.target_threads, profile.drafter("near").threads) == (1, 1)
+    assert profile.target_costs.repetitions == 5 and set(profile.target_costs.spread) == set(range(1, 10))
     samples = [json.loads(line) for line in (tmp_path / "p.samples.jsonl").read_text().splitlines()]
     forwards = [s for s in samples if s["kind"] == "forward"]
     assert len(forwards) == plan.forwards(1) and all(len(s["samples_us"]) == 5 for s in forwards)
@@ -152,8 +158,8 @@ def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     assert [w for w in profile.warnings] == stability_warnings(samples)
     # the placement is recorded, with each lane's CPU set as the kernel reported it back
     assert profile.placement == plan.placement and profile.name == "local@split"
-    lanes = profile.pinning["lanes"]
-    assert lanes["target"]["read_back"] == [device.cpus()[0]] and lanes["drafter"]["read_back"] == [device.cpus()[1]]
+    lanes = profile.pinning
+    assert lanes["target"].read_back == (device.cpus()[0],) and lanes["drafter"].read_back == (device.cpus()[1],)
     cosched = profile.drafter("near").cosched  # measured at every profiled depth
     assert list(cosched.depths) == [0, 32] and all(len(v) == 2 for v in cosched.rho_target.values())
 
@@ -182,8 +188,8 @@ def test_native_rows_have_the_replay_columns_and_resume(device, models, tmp_path
     _, added, diverged = run_native(plan, tmp_path / "r", resume=False)
     assert added == 6
     manifest, rows = load_results(tmp_path / "r")
-    assert list(rows.columns) == list(ROW_FIELDS) and manifest["mode"] == "native"
-    assert manifest["placement"] == plan.placement.as_dict() and (rows["placement"] == plan.placement.key).all()
+    assert list(rows.columns) == list(ROW_FIELDS) and manifest.mode == "native"
+    assert manifest.placement == plan.placement and (rows["placement"] == plan.placement.key).all()
     pinning = [json.loads(line) for line in (tmp_path / "r" / "pinning.jsonl").read_text().splitlines()]
     read_back = {lane["lane"]: lane["read_back"] for lane in pinning[0]["read_back"]["lanes"]}
     assert read_back == {"target": list(plan.placement.target.cpus), "drafter": list(plan.placement.drafter.cpus)}

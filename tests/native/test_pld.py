@@ -14,7 +14,7 @@ from specbench.core.methods.sd import SdConfig
 from specbench.core.methods.target import TargetConfig
 from specbench.core.replay.reference import decode_serial, replay_window
 from specbench.schemas.placement import resolve
-from specbench.schemas.profiles import load_profile
+from specbench.schemas.profiles import ModelId, load_profile
 from specbench.schemas.results import load_results
 from specbench.schemas.traces import PAD, load_trace_dir
 from specbench.schemas.windows import make_text_window
@@ -143,7 +143,7 @@ def test_profile_trace_replay_and_native_rows_agree(runner, tiny, tmp_path):
     profile = load_profile(tmp_path / "p.yaml")
     pld = profile.drafter("pld")
     assert pld.costs.widths() == [1] and pld.cosched is None and pld.all_rows_costs is None
-    assert pld.model == {"name": "pld", "sha256": IDENTITY}
+    assert pld.model == ModelId("pld", IDENTITY)
     trace_windows(device, windows, target, LOOKUP_DRAFTER, tmp_path / "traces", k_max=8, threads=1)
     traces = load_trace_dir(tmp_path / "traces")["pld"]
     assert traces.drafter.sha256 == IDENTITY and traces.templates["drafter"] == traces.templates["target"]

@@ -1,0 +1,115 @@
+"""Profiles and results manifests round-trip through their dataclasses, files of the previous
+format version are refused naming both versions, and every cost, ratio and overhead of a
+profile is range-checked where the file enters."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from specbench.errors import SpecbenchError
+from specbench.schemas import profiles
+from specbench.schemas.profiles import load_profile, profile_from_dict, profile_to_dict, save_profile
+from specbench.schemas.results import load_results, manifest_from_dict, manifest_to_dict, read_manifest
+from tests.helpers import results_manifest, write_study
+
+ROOT = Path(__file__).resolve().parents[2]
+PROFILES = sorted([*ROOT.glob("device_profiles/*.yaml"), *(ROOT / "tests" / "data").rglob("*.yaml")])
+PROFILES = [p for p in PROFILES if yaml.safe_load(p.read_text()).get("kind") == profiles.KIND]
+MANIFESTS = sorted((ROOT / "tests" / "data").rglob("manifest.json"))
+HINT = " (hint: write the file again with this specbench)"
+
+
+def test_the_committed_fixtures_are_found():
+    assert len(PROFILES) >= 3 and MANIFESTS
+
+
+@pytest.mark.parametrize("path", PROFILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_committed_profile_is_its_dataclass_and_back(path, tmp_path):
+    profile = load_profile(path)
+    assert profile_to_dict(profile) == yaml.safe_load(path.read_text())  # every key kept, nothing added
+    save_profile(tmp_path / "again.yaml", profile)
+    again = load_profile(tmp_path / "again.yaml")
+    assert profile_to_dict(again) == profile_to_dict(profile)
+    assert (again.device, again.placement, again.pinning, again.snapshot, again.notes, again.target_threads,
+            again.runner, again.environment, again.warnings) == \
+        (profile.device, profile.placement, profile.pinning, profile.snapshot, profile.notes, profile.target_threads,
+         profile.runner, profile.environment, profile.warnings)
+
+
+def test_written_synthetic_profiles_round_trip(tmp_path):
+    _, _, _, paths = write_study(tmp_path / "study", n_windows=2, n_devices=1)
+    for path in paths:
+        assert profile_to_dict(load_profile(path)) == yaml.safe_load(path.read_text())
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_committed_manifest_is_its_dataclass_and_back(path):
+    manifest = read_manifest(path)
+    assert manifest_to_dict(manifest) == json.loads(path.read_text())
+    assert manifest_from_dict(manifest_to_dict(manifest), path) == manifest
+
+
+@pytest.mark.parametrize("mode", ["replay", "native"])
+def test_a_written_manifest_loads_as_the_one_written(tmp_path, mode):
+    from specbench.schemas.results import ResultsDir
+
+    manifest = results_manifest(mode=mode)
+    ResultsDir(tmp_path / "r").open(manifest, resume=False)
+    assert load_results(tmp_path / "r")[0] == manifest
+
+
+def test_a_profile_of_the_previous_version_is_refused_naming_both_versions(tmp_path):
+    doc = yaml.safe_load(PROFILES[0].read_text())
+    path = tmp_path / "old.yaml"
+    path.write_text(yaml.safe_dump(doc | {"schema_version": profiles.VERSION - 1}))
+    with pytest.raises(SpecbenchError) as error:
+        load_profile(path)
+    assert str(error.value) == (f"{path}: schema_version {profiles.VERSION - 1}, this specbench reads "
+                                f"{profiles.VERSION}{HINT}")
+
+
+def _local() -> dict:
+    return yaml.safe_load((ROOT / "device_profiles" / "local-shared.yaml").read_text())
+
+
+def _set(doc: dict, keys: tuple, value) -> dict:
+    doc = copy.deepcopy(doc)
+    here = doc
+    for key in keys[:-1]:
+        here = here[key]
+    here[keys[-1]] = value
+    return doc
+
+
+BAD = {
+    "target cost 0": (("target", "costs", "seconds", 1), [0.0, 0.0096], "target.costs.seconds.1[0]",
+                      "costs in seconds: finite and > 0", "0.0"),
+    "target cost negative": (("target", "costs", "seconds", 2), [0.018, -0.5], "target.costs.seconds.2[1]",
+                             "costs in seconds: finite and > 0", "-0.5"),
+    "drafter cost infinite": (("drafters", 0, "costs", "seconds", 1), [float("inf"), 0.01],
+                              "drafters[0].costs.seconds.1[0]", "costs in seconds: finite and > 0", "inf"),
+    "all-rows cost nan": (("drafters", 0, "costs_all_rows", "seconds", 1), [float("nan"), 0.01],
+                          "drafters[0].costs_all_rows.seconds.1[0]", "costs in seconds: finite and > 0", "nan"),
+    "co-scheduling ratio 0": (("drafters", 0, "cosched", "ratios", 1, "rho_target"), [0, 1.1],
+                              "drafters[0].cosched.ratios.1.rho_target[0]", "slowdown ratios: finite and > 0", "0"),
+    "negative spread": (("target", "costs", "spread", 1), [-1e-4, 1e-4], "target.costs.spread.1[0]",
+                        "standard deviations in seconds: finite and >= 0", "-0.0001"),
+    "negative overhead": (("overheads", "publish_s"), -1e-6, "overheads.publish_s", "seconds: finite and >= 0",
+                          "-1e-06"),
+    "infinite overhead": (("overheads", "align_s"), float("inf"), "overheads.align_s", "a number", "inf"),
+    "no repetitions": (("target", "costs", "repetitions"), 0, "target.costs.repetitions", "a count >= 1", "0"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_a_cost_ratio_or_overhead_out_of_range_is_one_line_naming_file_key_value_and_range(case):
+    keys, value, key, expected, got = BAD[case]
+    with pytest.raises(SpecbenchError) as error:
+        profile_from_dict(_set(_local(), keys, value), Path("p.yaml"))
+    assert str(error.value) == f"p.yaml: key '{key}': expected {expected}, got {got}"
+    assert "\n" not in str(error.value)
