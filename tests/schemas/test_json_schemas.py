@@ -133,7 +133,7 @@ def test_written_studies_imports_and_budgets_validate(tmp_path):
         assert errors("profile", yaml.safe_load(path.read_text())) == []
     progdraft = ROOT / "tests" / "data" / "progdraft"
     import_progdraft([progdraft / "utt1.json", progdraft / "utt2.json"], tmp_path / "imported",
-                     tmp_path / "imported-windows.jsonl", 448, 80)
+                     tmp_path / "imported-windows.jsonl", 448, 80, n_vocab=151936)
     assert jsonl_errors("windows", tmp_path / "imported-windows.jsonl") == []
     for path in sorted((tmp_path / "imported").glob("*.jsonl")):
         assert jsonl_errors("trace", path) == []  # null rows: the drafter never asked there
@@ -177,7 +177,11 @@ BAD_WINDOWS = {
     "text input without text": (1, ("input", "text"), _DROP),
 }
 BAD_TRACES = {
-    "header version 4": (0, ("schema_version",), 4),
+    "header version 5": (0, ("schema_version",), 5),
+    "header version 3": (0, ("schema_version",), 3),
+    "target without n_vocab": (0, ("target", "n_vocab"), _DROP),
+    "drafter n_vocab 0": (0, ("drafter", "n_vocab"), 0),
+    "n_prompt -1": (1, ("n_prompt",), -1),
     "header unknown key": (0, ("tokenizer",), "bpe"),
     "templates one model": (0, ("templates",), {"target": "chatml"}),
     "y empty": (1, ("y",), []),
@@ -295,6 +299,7 @@ def test_bad_budgets_are_refused_by_loader_and_schema(tmp_path, case):
 # docs/schemas/README.md, and must stay refused by the loader.
 GAPS = {
     "a null row in tokens only": ("trace", 1, ("drafts", "tokens", 0), None),
+    "a token id within the header's vocabulary": ("trace", 1, ("y", 0), 1_000_000_000),
     "one draft row per token of y": ("trace", 1, ("drafts", "tokens"), [[]]),
     "an integral number as a token id (1.0)": ("trace", 1, ("y", 0), 1.0),
     "a text window's sha256 is its content's": ("windows", 1, ("window_sha256",), "0" * 64),
@@ -336,6 +341,6 @@ def test_null_rows_are_version_3_and_a_token_list_per_row_elsewhere():
     line = {"window_id": "w", "window_sha256": "0" * 64, "y": [1, 2], "stop_reason": "eos", "n_prompt": 3,
             "drafts": {"k_max": 2, "tokens": [[1, 2], None], "conf": [[0.5, 0.5], None]}}
     assert errors("trace", line) == []
-    trace = traces.window_trace_from_dict(line, traces.Where("test"))
+    trace = traces.window_trace_from_dict(line, traces.Where("test"), traces.Vocab(1 << 20, 1 << 20))
     assert trace.drafts.has_row(0) and not trace.drafts.has_row(1)
     assert np.array_equal(trace.drafts.recorded, [True, False])

@@ -17,7 +17,7 @@ from specbench.errors import SpecbenchError
 from specbench.schemas.traces import ModelRef, TraceWriter, load_trace_dir, load_trace_file
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-TARGET, DRAFTER = ModelRef("big", "b" * 64), ModelRef("mine", "m" * 64)
+TARGET, DRAFTER = ModelRef("big", "b" * 64, 49152), ModelRef("mine", "m" * 64, 49152)
 
 
 def readme_example() -> str:
@@ -29,7 +29,7 @@ def test_the_readme_example_writes_a_trace_that_replays(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     exec(compile(readme_example(), "README.md", "exec"), {})
     trace_file = load_trace_file(tmp_path / "traces" / "mydrafter.jsonl")
-    assert trace_file.target == ModelRef("big", "sha256 of big.gguf") and trace_file.version == 3
+    assert trace_file.target == ModelRef("big", "sha256 of big.gguf", 49152)
     trace = trace_file.windows["w1"]
     decoded = decode_sd(TargetOracle(trace.y), TraceDrafts(trace, "mydrafter"), 32, trace.n_prompt,
                         trace.n_prompt_drafter, SdConfig(width=5))
@@ -75,7 +75,7 @@ def test_windows_append_one_at_a_time_and_a_resumed_file_continues(tmp_path):
     with path.open("a") as handle:
         handle.write('{"window_id": "w2", "y": [1')  # an interrupted write
     with pytest.raises(SpecbenchError, match="the drafter model differs"):
-        TraceWriter(path, TARGET, ModelRef("other", "o" * 64), {"target": "chatml", "drafter": "model"}, resume=True)
+        TraceWriter(path, TARGET, ModelRef("other", "o" * 64, 49152), {"target": "chatml", "drafter": "model"}, resume=True)
     resumed = TraceWriter(path, TARGET, DRAFTER, {"target": "chatml", "drafter": "model"}, resume=True)
     assert resumed.done == {"w1": "0" * 64}
     resumed.write_window(**_window(window_id="w2", y=[4, 2]))
