@@ -120,7 +120,7 @@ def test_resume_refuses_changed_inputs(study, tmp_path):
 
 def test_select_budget_writes_a_budget_that_run_accepts(study, tmp_path):
     budget = tmp_path / "budget.yaml"
-    code, output = invoke("select-budget", "--windows", study["windows"], "--traces", study["dev_traces"],
+    code, output = invoke("select-budget", study["windows"], "--traces", study["dev_traces"],
                           "--profile", study["profiles"][0], "--catalog", "as2d:B=1..6", "--out", budget)
     assert code == 0, output
     doc = yaml.safe_load(budget.read_text())
@@ -143,7 +143,7 @@ def test_outputs_land_under_results_by_default(study, tmp_path, monkeypatch):
     assert code == 0, output
     _, rows = load_results(tmp_path / "results" / profile.stem)
     assert set(rows["config"]) == {"target"}
-    code, output = invoke("select-budget", "--windows", study["windows"], "--traces", study["dev_traces"],
+    code, output = invoke("select-budget", study["windows"], "--traces", study["dev_traces"],
                           "--profile", profile, "--catalog", "as2d:B=1..2")
     assert code == 0, output
     assert yaml.safe_load((tmp_path / "results" / "budgets" / f"{profile.stem}.yaml").read_text())["as2d"]["B"] in (1, 2)
@@ -159,12 +159,32 @@ def error_line(output: str) -> str:
     return lines[0]
 
 
-def test_select_budget_refuses_test_windows(study, tmp_path):
+def test_select_budget_on_a_mixed_trace_directory_uses_its_dev_windows(study, tmp_path):
+    """Traces of dev and test windows together: the budget is chosen on the dev windows alone,
+    as if only they had been traced, and stderr says how many of each."""
+    dev = sum(w.split.value == "dev" for w in study["data"].windows)
+    test = len(study["data"].windows) - dev
+    assert dev and test
+    choices, outputs = {}, {}
+    for name, traces in (("mixed", study["traces"]), ("dev", study["dev_traces"])):
+        budget = tmp_path / f"{name}.yaml"
+        code, outputs[name] = invoke("select-budget", study["windows"], "--traces", traces, "--profile",
+                                     study["profiles"][0], "--catalog", "as2d:B=1..6", "--out", budget)
+        assert code == 0, outputs[name]
+        choices[name] = yaml.safe_load(budget.read_text())
+    assert f"using {dev} dev windows, leaving out {test} test windows" in outputs["mixed"]
+    assert f"using {dev} dev windows" in outputs["dev"] and "leaving out" not in outputs["dev"]
+    assert choices["mixed"]["as2d"] == choices["dev"]["as2d"]
+    assert choices["mixed"]["selection"]["dev_windows"] == dev
+    assert choices["mixed"]["selection"]["tokens_per_s"] == choices["dev"]["selection"]["tokens_per_s"]
+
+
+def test_select_budget_refuses_test_windows_asked_for_explicitly(study, tmp_path):
     budget = tmp_path / "budget.yaml"
-    code, output = invoke("select-budget", "--windows", study["windows"], "--traces", study["traces"],
-                          "--profile", study["profiles"][0], "--out", budget)
+    code, output = invoke("select-budget", study["windows"], "--traces", study["traces"],
+                          "--profile", study["profiles"][0], "--split", "test", "--out", budget)
     assert code == 1
-    assert "is a test window" in error_line(output) and "development windows only" in output
+    assert error_line(output).startswith("Error: --split test: budget selection uses development windows only")
     assert not budget.exists()
 
 
