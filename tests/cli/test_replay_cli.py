@@ -280,6 +280,24 @@ def test_trace_of_a_different_window_content(study, tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+def test_a_token_id_outside_the_vocabulary_is_one_line_and_nothing_is_written(study, tmp_path):
+    """A y holding 10^9 with the header's vocabulary of 4000 tokens is refused where it enters."""
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    for path in study["traces"].glob("*.jsonl"):
+        lines = path.read_text().splitlines()
+        row = json.loads(lines[2])
+        row["y"][3] = 10 ** 9
+        (traces / path.name).write_text("\n".join(lines[:2] + [json.dumps(row)] + lines[3:]) + "\n")
+    n_vocab = json.loads(lines[0])["target"]["n_vocab"]
+    out = tmp_path / "r"
+    code, output = invoke("run", study["windows"], "--traces", traces, "--profile", study["profiles"][0], "--out", out)
+    assert code == 1
+    assert error_line(output) == (f"Error: {min(traces.glob('*.jsonl'))}:3: y[3] = 1000000000, expected a token id "
+                                  f"in [0, {n_vocab}) (target vocabulary)")
+    assert not out.exists()
+
+
 def test_unknown_trace_version(study, tmp_path):
     traces = tmp_path / "traces"
     traces.mkdir()
