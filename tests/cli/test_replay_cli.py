@@ -135,6 +135,34 @@ def test_select_budget_writes_a_budget_that_run_accepts(study, tmp_path):
     assert set(rows["config"]) == {"target", f"as2d[B={doc['as2d']['B']},drafter={doc['as2d']['drafter']}]"}
 
 
+def test_the_demos_protocol_chooses_on_dev_windows_and_deploys_on_test_windows(study, tmp_path):
+    """The paper's protocol as the demo runs it (app.demo.deploy_budget), on the synthetic study."""
+    from specbench.app.demo import deploy_budget
+    from specbench.core.methods import parse_method_specs
+
+    catalog = parse_method_specs(["as2d:B=1..4,drafter=small|large"])
+    messages = []
+    deployment = deploy_budget(tmp_path, study["windows"], study["traces"], Path(study["profiles"][0]), catalog,
+                               messages.append)
+    splits = {w.window_id: w.split.value for w in study["data"].windows}
+    dev = sum(split == "dev" for split in splits.values())
+    assert messages == [f"using {dev} dev windows, leaving out {len(splits) - dev} test windows"]
+    budget = yaml.safe_load(deployment.budget_path.read_text())
+    assert deployment.config == f"as2d[B={budget['as2d']['B']},drafter={budget['as2d']['drafter']}]"
+    assert deployment.dev_windows == dev == budget["selection"]["dev_windows"]
+    _, rows = load_results(deployment.results)
+    assert {splits[w] for w in rows["window_id"]} == {"test"} and deployment.test_windows == len(splits) - dev
+    assert set(rows["config"]) == {"target"} | {c.label for c in catalog}
+    chosen = rows[rows["config"] == deployment.config]
+    assert deployment.deployed_tokens_per_s == pytest.approx(chosen["tokens"].sum() / chosen["decode_s"].sum())
+    best = rows[rows["method"] == "as2d"].groupby("window_id").agg(tokens=("tokens", "first"),
+                                                                   decode_s=("decode_s", "min"))
+    assert deployment.oracle_tokens_per_s == pytest.approx(best["tokens"].sum() / best["decode_s"].sum())
+    assert deployment.gap_pct == pytest.approx(100 * (1 - deployment.deployed_tokens_per_s /
+                                                      deployment.oracle_tokens_per_s))
+    assert 0 <= deployment.gap_pct < 100
+
+
 def test_outputs_land_under_results_by_default(study, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     profile = Path(study["profiles"][0])
