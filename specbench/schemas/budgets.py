@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from specbench.core.budget import BudgetChoice
-from specbench.core.methods.as2d import ALIGN_POLICIES, As2dConfig
+from specbench.core.methods.as2d import As2dConfig
+from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import Where, check_header, dump_yaml, load_yaml, need, reject_unknown, write_atomic
 
 KIND = "specbench.budget"
@@ -39,26 +40,17 @@ def load_budget(path: Path) -> tuple[str, As2dConfig]:
     as2d = need(doc, "as2d", dict, where)
     a_where = where.at("as2d")
     reject_unknown(as2d, {"drafter", "B", "batch", "conf_stop", "align", "H"}, a_where)
-    defaults = As2dConfig()
-    fields = {"budget": _at_least(as2d, "B", 1, a_where),
+    fields = {"budget": need(as2d, "B", int, a_where),
               "drafter": need(as2d, "drafter", (str, type(None)), a_where, None),
-              "batch": _at_least(as2d, "batch", 1, a_where, defaults.batch),
-              "conf_stop": float(need(as2d, "conf_stop", float, a_where, defaults.conf_stop)),
-              "align": need(as2d, "align", str, a_where, defaults.align),
-              "horizon": _at_least(as2d, "H", 1, a_where, defaults.horizon)}
-    if not 0.0 <= fields["conf_stop"] <= 1.0:
-        raise a_where.at("conf_stop").out_of_range(fields["conf_stop"], "a probability in [0, 1]")
-    if fields["align"] not in ALIGN_POLICIES:
-        raise a_where.at("align").fail(f"one of {', '.join(ALIGN_POLICIES)}", fields["align"])
+              "batch": need(as2d, "batch", int, a_where, 8),
+              "conf_stop": float(need(as2d, "conf_stop", float, a_where, 0.0)),
+              "align": need(as2d, "align", str, a_where, "anchor"), "horizon": need(as2d, "H", int, a_where, 8)}
+    try:  # the configuration's own range checks (B, batch, H >= 1, conf_stop in [0, 1], align), named with the file
+        config = As2dConfig(**fields)
+    except SpecbenchError as exc:
+        raise SpecbenchError(f"{path}: {exc}") from None
     _check_selection(need(doc, "selection", dict, where, {}), where.at("selection"))
-    return need(doc, "device", str, where), As2dConfig(**fields)
-
-
-def _at_least(doc: dict, key: str, low: int, where: Where, default: object = ...) -> int:
-    value = need(doc, key, int, where, default)
-    if value < low:
-        raise where.at(key).out_of_range(value, f"an integer >= {low}")
-    return value
+    return need(doc, "device", str, where), config
 
 
 def _check_selection(selection: dict, where: Where) -> None:
@@ -70,5 +62,5 @@ def _check_selection(selection: dict, where: Where) -> None:
         value = need(doc, key, float, at)
         if value < 0:
             raise at.at(key).out_of_range(value, "tokens per second >= 0")
-    if "dev_windows" in selection:
-        _at_least(selection, "dev_windows", 1, where)
+    if "dev_windows" in selection and need(selection, "dev_windows", int, where) < 1:
+        raise where.at("dev_windows").out_of_range(selection["dev_windows"], "an integer >= 1")

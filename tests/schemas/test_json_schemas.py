@@ -427,9 +427,9 @@ def test_a_window_field_out_of_range_is_refused_in_one_line(tmp_path, keys, valu
 
 
 @pytest.mark.parametrize("keys, value, message", [
-    (("as2d", "B"), 0, "as2d.B = 0, expected an integer >= 1"),
-    (("as2d", "H"), -1, "as2d.H = -1, expected an integer >= 1"),
-    (("as2d", "conf_stop"), 1.5, "as2d.conf_stop = 1.5, expected a probability in [0, 1]"),
+    (("as2d", "B"), 0, "B=0 is out of range (expected an integer >= 1)"),
+    (("as2d", "H"), -1, "H=-1 is out of range (expected an integer >= 1)"),
+    (("as2d", "conf_stop"), 1.5, "conf_stop=1.5 is out of range (expected a finite number in [0, 1])"),
     (("selection", "tokens_per_s"), -3.0, "selection.tokens_per_s = -3.0, expected tokens per second >= 0"),
     (("selection", "dev_windows"), 0, "selection.dev_windows = 0, expected an integer >= 1"),
 ])
