@@ -127,12 +127,12 @@ class DraftTable:
     conf: np.ndarray
     """float64 [N, k_max]: the drafter's top-1 probability of each token."""
     cross: CrossDrafts | None = None
-    """Cross-vocabulary traces (version 2 on): the drafter-token side of the rows."""
+    """Cross-vocabulary traces: the drafter-token side of the rows; None with a drafter of the target's vocabulary."""
     recorded: np.ndarray | None = None
-    """bool [N] (version 3 on): False where the row is absent, a prefix the drafter was never
+    """bool [N]: False where the row is absent, a prefix the drafter was never
     asked about; None: every row recorded."""
     lookup: LookupDrafts | None = None
-    """Rows of a prompt-lookup drafter (version 3 on; no model, every confidence 1); None: a
+    """Rows of a prompt-lookup drafter (no model, every confidence 1); None: a
     model drafter's rows."""
 
     @property
@@ -235,7 +235,7 @@ def _model_ref(doc: dict, key: str, where: Where) -> ModelRef:
                     _count(ref, "n_vocab", r_where, low=1))
 
 
-def check_trace_version(doc: object, path: Path | str) -> None:
+def _check_version(doc: object, path: Path | str) -> None:
     """A trace of another schema_version is refused in one line naming both versions (earlier
     versions were written by unreleased commits of specbench: they are traced again)."""
     if isinstance(doc, dict) and doc.get("kind") == KIND:
@@ -509,7 +509,7 @@ def window_trace_to_dict(trace: WindowTrace) -> dict:
 
 def header_dict(target: ModelRef, drafter: ModelRef, templates: Mapping[str, str] | None = None,
                 environment: Environment | None = None) -> dict:
-    doc = {"kind": KIND, "schema_version": VERSIONS[-1], "target": vars(target), "drafter": vars(drafter)}
+    doc = {"kind": KIND, "schema_version": VERSION, "target": vars(target), "drafter": vars(drafter)}
     if templates is not None:
         doc["templates"] = {"target": templates["target"], "drafter": templates["drafter"]}
     if environment is not None:
@@ -524,7 +524,7 @@ def load_trace_file(path: Path) -> TraceFile:
     if first is None:
         raise SpecbenchError(f"{path}: empty file; expected a specbench.trace header line")
     where = Where(path, "line 1")
-    check_trace_version(first[1], path)
+    _check_version(first[1], path)
     check_header(first[1], KIND, VERSIONS, where)
     reject_unknown(first[1], _HEADER_KEYS, where)
     target, drafter = _model_ref(first[1], "target", where), _model_ref(first[1], "drafter", where)
