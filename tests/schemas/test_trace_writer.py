@@ -93,3 +93,32 @@ def test_a_header_with_a_bad_template_is_refused_before_the_file_exists(tmp_path
 def test_the_import_command_is_documented_with_an_example():
     result = CliRunner().invoke(main, ["import-trace", "--help"])
     assert result.exit_code == 0 and "Example:" in result.output
+
+
+def test_the_vocabulary_size_is_read_from_the_gguf_metadata(tmp_path):
+    """What llama.cpp counts as n_vocab: the length of tokenizer.ggml.tokens, found past keys
+    of every kind (strings, numbers, arrays of strings and numbers)."""
+    gguf = pytest.importorskip("gguf")
+    from specbench.world.tracing import gguf_n_vocab
+
+    path = tmp_path / "m.gguf"
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_string("general.name", "tiny")
+    writer.add_uint32("llama.context_length", 64)
+    writer.add_array("tokenizer.ggml.merges", ["a b", "ab c"])
+    writer.add_array("tokenizer.ggml.scores", [0.5, 0.25, 0.125])
+    writer.add_float32("llama.rope.freq_base", 10000.0)
+    writer.add_token_list(["<s>", "a", "b", "ab", "c"])
+    writer.add_tensor("w", np.zeros((2, 2), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    assert gguf_n_vocab(path) == 5
+    no_vocab = tmp_path / "none.gguf"
+    no_vocab.write_bytes(path.read_bytes().replace(b"tokenizer.ggml.tokens", b"tokenizer.ggml.tokenz"))
+    with pytest.raises(SpecbenchError, match="no tokenizer.ggml.tokens in the GGUF metadata"):
+        gguf_n_vocab(no_vocab)
+    (tmp_path / "short.gguf").write_bytes(path.read_bytes()[:40])
+    with pytest.raises(SpecbenchError, match="cut short"):
+        gguf_n_vocab(tmp_path / "short.gguf")
