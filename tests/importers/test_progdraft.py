@@ -167,3 +167,13 @@ def test_rounds_that_stop_short_of_the_reference_and_missing_keys_are_refused(tm
     with pytest.raises(SpecbenchError, match=r"reference\.tokens': expected at most --cap 10 tokens"):
         import_progdraft(EXPORTS, tmp_path / "t", tmp_path / "w.jsonl", 10, 80, n_vocab=N_VOCAB)
     assert not (tmp_path / "t").exists()
+
+
+def test_a_token_id_outside_the_vocabulary_is_one_line_and_nothing_is_written(tmp_path):
+    path = _broken(tmp_path, lambda doc: _set(doc, ("methods", "ours", "rounds", 1, "candidates", 2), N_VOCAB))
+    code, output = invoke("import-trace", "progdraft", path, "--out", tmp_path / "traces",
+                          "--windows", tmp_path / "windows.jsonl", "--n-prompt", 80, "--n-vocab", N_VOCAB)
+    assert code == 1
+    assert output.strip() == (f"Error: {path}: utterance 'fixture-0001': methods.ours.rounds[1].candidates[2] = "
+                              f"{N_VOCAB}, expected a token id in [0, {N_VOCAB}) (target vocabulary, --n-vocab)")
+    assert not (tmp_path / "traces").exists() and not (tmp_path / "windows.jsonl").exists()
