@@ -375,7 +375,6 @@ def _drafts_from(doc: dict, n: int, vocab: Vocab, where: Where) -> DraftTable:
     tokens = np.full((n, k_max), PAD, dtype=np.int64)
     conf = np.zeros((n, k_max), dtype=np.float64)
     recorded = np.ones(n, dtype=bool)
-    lengths = np.zeros(n, dtype=np.int64)
     for t, (row, crow) in enumerate(zip(rows, confs)):
         if row is None or crow is None:
             if row is not None or crow is not None:
@@ -389,12 +388,18 @@ def _drafts_from(doc: dict, n: int, vocab: Vocab, where: Where) -> DraftTable:
         if len(row) > k_max:
             raise where.at("tokens").at(t).fail(f"at most k_max={k_max} tokens", len(row))
         tokens[t, : len(row)] = _int_array(row, where.at("tokens").at(t))
-        lengths[t] = len(row)
         conf[t, : len(row)] = _prob_array(crow, len(row), where.at("conf").at(t))
-    # one check over the whole table; the padding after each row is not an id
-    written = np.arange(k_max)[None, :] < lengths[:, None]
-    ids = _ids(np.where(written, tokens, 0), vocab.target, "target", where.at("tokens"))
-    tokens = np.where(written, ids, PAD).astype(np.int32)
+    # one check over the whole table: ids up to each row's first PAD, PAD from there on (a
+    # row ends at the drafter's end of sequence, and the runner pads it to k_max)
+    is_pad = tokens == PAD
+    ids = np.arange(k_max)[None, :] < np.where(is_pad.any(axis=1), np.argmax(is_pad, axis=1), k_max)[:, None]
+    after = ~ids & ~is_pad
+    if after.any():
+        t, j = np.argwhere(after)[0]
+        raise where.at("tokens").at(int(t)).at(int(j)).out_of_range(
+            int(tokens[t, j]), f"{PAD} (padding, once begun, runs to the row's end)")
+    tokens = np.where(ids, _ids(np.where(ids, tokens, 0), vocab.target, "target", where.at("tokens")), PAD)
+    tokens = tokens.astype(np.int32)
     lookup = _lookup_from(doc, where)
     cross = _cross_from(doc, tokens, vocab, where)
     if cross is not None and not recorded.all():

@@ -371,8 +371,10 @@ RANGE_CASES = {
     "a negative y": ((("y", 0), -2), "y[0] = -2, expected a token id in [0, 49152) (target vocabulary)"),
     "a draft beyond the target vocabulary": ((("drafts", "tokens", 1, 0), 49152),
                                              "drafts.tokens[1][0] = 49152, expected a token id in [0, 49152)"),
-    "a pad id inside a draft row": ((("drafts", "tokens", 0, 1), -1),
-                                    "drafts.tokens[0][1] = -1, expected a token id in [0, 49152)"),
+    "a negative id other than the padding": ((("drafts", "tokens", 0, 1), -2),
+                                             "drafts.tokens[0][1] = -2, expected a token id in [0, 49152)"),
+    "a token after the padding": ((("drafts", "tokens", 0), [-1, 2]),
+                                  "drafts.tokens[0][1] = 2, expected -1 (padding, once begun, runs to the row's end)"),
     "a producer token beyond the vocabulary": ((("producer", "tokens", 1), 60000),
                                                "producer.tokens[1] = 60000, expected a token id in [0, 49152)"),
     "a recycling answer beyond the drafter's vocabulary": (
