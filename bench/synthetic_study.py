@@ -226,7 +226,7 @@ def synthetic_study(n_windows: int = 688, mean_tokens: float = 142.0, n_devices:
         ys.append(y)
         capped.append(cut)
     traces = {}
-    target = ModelRef("synthetic-target", "synthetic-target")
+    target = ModelRef("synthetic-target", "synthetic-target", VOCAB)
     for d_index, (name, spec) in enumerate(DRAFTERS.items()):
         window_traces = {}
         for i, (window, y) in enumerate(zip(windows, ys)):
@@ -241,5 +241,5 @@ def synthetic_study(n_windows: int = 688, mean_tokens: float = 142.0, n_devices:
             window_traces[window.window_id] = WindowTrace(
                 window.window_id, window.window_sha256, y, "cap" if capped[i] else "eos", 0, 0, table,
                 _producer(rng, y, capped[i], spec), recycle)
-        traces[name] = TraceFile(target, ModelRef(name, f"synthetic-{name}"), window_traces)
+        traces[name] = TraceFile(target, ModelRef(name, f"synthetic-{name}", VOCAB), window_traces)
     return Study(windows, traces, synthetic_profiles(n_devices, seed))

@@ -6,9 +6,12 @@ itself and Gemma 3 270M, a distinct model with its own vocabulary -> the runner 
 once) -> a profile of the host in each placement (split: target on one core, drafter on
 the other; shared: both models on both cores) -> traces of the bundled windows per drafter
 -> replay of target, SD (W=5..8), SpecASR and AS2D (B=3, 7) with the Q4_1 drafter and
-cross-vocabulary SD (W=5) and AS2D (B=3) with Gemma, in both placements -> native runs in
-both placements -> the report. Everything lands in one directory the user can open:
-windows.jsonl, device_profiles/, traces/, results/replay, results/native-* and report.md.
+cross-vocabulary SD (W=5) and AS2D (B=3) with Gemma, in both placements -> the paper's
+protocol per placement: an AS2D budget chosen over a catalog on the dev windows
+(`select-budget`), deployed with `run --budget` on the test windows, and its gap to the
+per-window oracle over the catalog there -> native runs in both placements -> the report.
+Everything lands in one directory the user can open: windows.jsonl, device_profiles/,
+traces/, results/replay, results/budgets, results/deployed-*, results/native-* and report.md.
 """
 
 from __future__ import annotations
@@ -19,18 +22,21 @@ import time
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Callable, ContextManager, Iterator
+from typing import Callable, ContextManager, Iterator, Sequence
 
-from specbench.app.study import load_inputs, needed_widths, run_replay
+from specbench.app.study import load_inputs, needed_widths, run_replay, select_and_save_budget
+from specbench.core.metrics import oracle
 from specbench.core.methods import MethodConfig, method_name, parse_method_specs
 from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.core.methods.target import TargetConfig
 from specbench.core.replay.reference import decode_serial
 from specbench.errors import SpecbenchError
+from specbench.schemas.budgets import load_budget
 from specbench.schemas.placement import NAMED as PLACEMENTS
+from specbench.schemas.results import load_results
 from specbench.schemas.placement import resolve_on
-from specbench.schemas.windows import load_windows, save_windows
+from specbench.schemas.windows import Split, Window, load_windows, save_windows
 from specbench.world.devices.local import LocalDevice
 from specbench.world.model_files import ModelFile
 from specbench.world.native_run import NativePlan, native_steps, profile_ref, run_native
@@ -51,9 +57,13 @@ TEMPLATES = {"gemma3": "gemma"}
 """Chat template per demo model whose GGUF stores none (SmolLM2's carries its ChatML one)."""
 TRACE_K_MAX = {"smollm2": 16, "gemma3": 4}
 """Drafts per trace row: the other drafter only serves sd[W=5] (4 drafts) and as2d (its stream)."""
+BUDGET_CATALOG = ("as2d:B=1..7,drafter=smollm2", "as2d:B=1..3,drafter=gemma3")
+"""What the budget is chosen from: every AS2D configuration whose widths the demo's profiles
+measure (co-scheduled up to B + 1 = 8 with smollm2, 4 with gemma3)."""
 DEPTHS = (0, 128)
 REPETITIONS = 5
-QUICK_WINDOWS = 3
+QUICK_WINDOWS = {Split.DEV: 2, Split.TEST: 1}
+"""--quick: the first windows of each split (budget selection needs dev, its deployment test ones)."""
 QUICK_NATIVE = ("target", "sd[W=5,drafter=smollm2]", "specasr[k_max=8,tau=0.5,drafter=smollm2]",
                 "as2d[B=3,drafter=smollm2]", "sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]")
 """--quick runs one configuration per method natively (all are still replayed)."""
@@ -86,7 +96,35 @@ class DemoRun:
     skipped: dict[str, str] = field(default_factory=dict)
     """Method configuration label -> why it was not replayed."""
     divergences: int = 0
+    deployments: list["Deployment"] = field(default_factory=list)
+    """Per profile: the budget chosen on the dev windows and its oracle gap on the test windows."""
 
+
+@dataclass(frozen=True)
+class Deployment:
+    """The paper's protocol on one device: choose on dev windows, deploy on test windows."""
+
+    device: str
+    """device@placement, as the rows name it."""
+    budget_path: Path
+    """The budget file `select-budget` wrote (what `run --budget` read)."""
+    config: str
+    """The chosen AS2D configuration's label."""
+    dev_windows: int
+    test_windows: int
+    results: Path
+    """The test windows' results: target-only and the whole catalog."""
+    deployed_tokens_per_s: float
+    """Pooled throughput of the chosen configuration on the test windows."""
+    oracle_tokens_per_s: float
+    """Pooled throughput of the per-window best catalog configuration on the test windows."""
+    gap_pct: float
+    """How far the chosen configuration falls short of the oracle, percent."""
+
+    def summary(self) -> str:
+        return (f"{self.device}: budget {self.config} chosen on {self.dev_windows} dev windows; on "
+                f"{self.test_windows} test windows {self.deployed_tokens_per_s:.2f} tokens/s against the per-window "
+                f"oracle's {self.oracle_tokens_per_s:.2f} (gap {self.gap_pct:.1f}%; {self.budget_path.name})")
 
 def prepare_out(out: Path) -> None:
     """A fresh demo directory: an earlier demo's outputs are replaced, anything else is refused."""
@@ -132,7 +170,7 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
         path = find_runner(build=True, on_build_line=lambda line: log(f"  {line}"), rebuild_stale=True)
     device = LocalDevice(runner=path)
     windows = load_windows(bundled_windows_path())
-    windows = windows[:QUICK_WINDOWS] if quick else windows
+    windows = quick_windows(windows) if quick else windows
     windows_path = run.out / "windows.jsonl"
     save_windows(windows_path, windows)
     profile_paths = [run.out / "device_profiles" / f"local-{name}.yaml" for name in PLACEMENTS]
@@ -156,6 +194,12 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
         replayable = replayable_configs(inputs, configs, run, log)
         with progress("replaying", len(windows) * len(replayable) * len(profile_paths)) as advance:
             run_replay(inputs, replayable, profile_paths, run.out / "results" / "replay", False, False, advance)
+    with timed(run, "budget", log):
+        catalog = [c for c in parse_method_specs(list(BUDGET_CATALOG)) if isinstance(c, As2dConfig)]
+        run.deployments = [deploy_budget(run.out, windows_path, traces_dir, path, catalog, log)
+                           for path in profile_paths]
+        for deployment in run.deployments:
+            log(deployment.summary())
     with timed(run, "native", log):
         available = device.runner().methods
         wanted = QUICK_NATIVE if quick else NATIVE
@@ -175,6 +219,32 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
                                                    False, advance)
                 run.divergences += divergences
     return run
+
+
+def quick_windows(windows: list[Window]) -> list[Window]:
+    """The first QUICK_WINDOWS[split] windows of each split, in file order."""
+    keep: list[Window] = []
+    for window in windows:
+        if sum(w.split is window.split for w in keep) < QUICK_WINDOWS.get(window.split, 0):
+            keep.append(window)
+    return keep
+
+
+def deploy_budget(out: Path, windows_path: Path, traces_dir: Path, profile_path: Path,
+                  catalog: Sequence[As2dConfig], log: Log) -> Deployment:
+    """docs/METHODS.md §8 Budget selection, end to end on one profile: `select-budget` over
+    `catalog` on the dev windows writes the budget file; `run --budget` with the catalog
+    replays the test windows (the catalog holds the file's configuration, and is what the
+    oracle picks from per window); the gap is `report --budget`'s oracle table."""
+    budget_path = out / "results" / "budgets" / f"{profile_path.stem}.yaml"
+    choice = select_and_save_budget(windows_path, traces_dir, profile_path, catalog, budget_path, log)
+    device, config = load_budget(budget_path)
+    results = out / "results" / f"deployed-{profile_path.stem}"
+    inputs = load_inputs(windows_path, traces_dir, [profile_path], Split.TEST.value)
+    run_replay(inputs, [TargetConfig(), *catalog], [profile_path], results, False, False)
+    gap = oracle(load_results(results)[1], [c.label for c in catalog], {device: config.label}).iloc[0]
+    return Deployment(device, budget_path, config.label, choice.windows, len(inputs.windows), results,
+                      float(gap["deployed_tokens_per_s"]), float(gap["oracle_tokens_per_s"]), float(gap["gap_pct"]))
 
 
 def replayable_configs(inputs, configs: list[MethodConfig], run: DemoRun, log: Log) -> list[MethodConfig]:

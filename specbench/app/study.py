@@ -25,7 +25,7 @@ from specbench.schemas.fileio import file_sha256
 from specbench.schemas.profiles import DEPTH_POLICY, DeviceProfile, ModelId, load_profile
 from specbench.schemas.results import ProfileInput, ResultsDir, ResultsManifest, TraceInput, WindowsInput
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
-from specbench.schemas.windows import Window, load_split, load_windows, windows_digest
+from specbench.schemas.windows import Split, Window, load_split, load_windows, windows_digest
 from specbench.world.environment import now, session
 
 
@@ -57,20 +57,20 @@ def load_inputs(windows_path: Path, traces_dir: Path, profile_paths: Sequence[Pa
     return Inputs(windows, traces, profiles, Path(windows_path), Path(traces_dir))
 
 
-def dev_inputs(windows_path: Path, traces_dir: Path, profile_path: Path) -> Inputs:
-    """Inputs of budget selection: the windows traced in `traces_dir`, all of the dev split."""
+def dev_inputs(windows_path: Path, traces_dir: Path, profile_path: Path) -> tuple[Inputs, int]:
+    """Inputs of budget selection: the dev windows traced in `traces_dir`, and how many traced
+    test windows were left out (a budget chosen on test windows would flatter the results)."""
     traces = load_trace_dir(traces_dir)
     traced = set.intersection(*(set(t.windows) for t in traces.values()))
     windows = [w for w in load_windows(windows_path) if w.window_id in traced]
     if not windows:
         raise SpecbenchError(f"{traces_dir}: traces none of the windows in {windows_path}")
-    test = [w for w in windows if w.split.value != "dev"]
-    if test:
-        raise SpecbenchError(f"{traces_dir}: window '{test[0].window_id}' is a test window ({windows_path}); "
-                             "budget selection uses development windows only",
-                             hint="trace the dev windows into their own directory")
-    check_against_windows(traces, windows)
-    return Inputs(windows, traces, [load_profile(profile_path)], Path(windows_path), Path(traces_dir))
+    dev = [w for w in windows if w.split is Split.DEV]
+    if not dev:
+        raise SpecbenchError(f"{traces_dir}: traces only test windows of {windows_path}; budget selection uses "
+                             "development windows only", hint="trace the dev windows too")
+    check_against_windows(traces, dev)
+    return Inputs(dev, traces, [load_profile(profile_path)], Path(windows_path), Path(traces_dir)), len(windows) - len(dev)
 
 
 def needed_widths(config: MethodConfig, lookup: bool = False) -> tuple[int, int]:
@@ -183,12 +183,13 @@ def study_size(inputs: Inputs, configs: Sequence[MethodConfig], sensitivity: boo
 
 
 def select_and_save_budget(windows_path: Path, traces_dir: Path, profile_path: Path, catalog: Sequence[As2dConfig],
-                          out: Path) -> BudgetChoice:
+                          out: Path, log: Callable[[str], None]) -> BudgetChoice:
     """`specbench select-budget`: replay the AS2D `catalog` on the dev windows traced in
-    `traces_dir`, choose the best pooled throughput (ties: the smaller budget) and save the
-    choice with its provenance to `out`. A catalog that names no drafter is tried with every
-    traced drafter."""
-    inputs = dev_inputs(windows_path, traces_dir, profile_path)
+    `traces_dir` (the test windows there are left out, and `log` says how many of each),
+    choose the best pooled throughput (ties: the smaller budget) and save the choice with its
+    provenance to `out`. A catalog that names no drafter is tried with every traced drafter."""
+    inputs, left_out = dev_inputs(windows_path, traces_dir, profile_path)
+    log(f"using {len(inputs.windows)} dev windows" + (f", leaving out {left_out} test windows" if left_out else ""))
     configs = list(catalog)
     if all(c.drafter is None for c in configs) and len(inputs.traces) > 1:
         configs = [replace(c, drafter=name) for name in sorted(inputs.traces) for c in configs]

@@ -15,7 +15,7 @@ from specbench.cli.devices import runner_option
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=RESULTS / "demo",
               show_default=True, help="Directory for windows, profile, traces, results and report.md.")
 @click.option("--quick", is_flag=True,
-              help="Only the first 3 bundled windows, and one configuration per method natively.")
+              help="Only the first 2 dev and 1 test bundled windows, and one configuration per method natively.")
 @runner_option
 def demo(out: Path, quick: bool) -> None:
     """Profile this host, trace the bundled windows with small real models, replay and run

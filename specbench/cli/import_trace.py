@@ -21,13 +21,16 @@ FORMATS = ("progdraft",)
 @click.option("--n-prompt", type=click.IntRange(1), required=True,
               help="Target KV entries after the prefill (audio + prompt), which prices the forwards' depths; "
                    "the exports do not record it.")
+@click.option("--n-vocab", type=click.IntRange(1), required=True,
+              help="The target's vocabulary size (llama.cpp's n_vocab; Qwen3: 151936): every token id is checked "
+                   "against it; the exports do not record it.")
 @click.option("--cap", type=click.IntRange(1), default=448, show_default=True,
               help="max_new_tokens recorded in each window (the decoder's own limit).")
 @click.option("--target-sha256", default=None,
               help="sha256 of the target's GGUF that your device profile measured (default: an identity "
                    "'progdraft:<target name>').")
-def import_trace(fmt: str, files: tuple[Path, ...], out: Path, windows_path: Path, n_prompt: int, cap: int,
-                 target_sha256: str | None) -> None:
+def import_trace(fmt: str, files: tuple[Path, ...], out: Path, windows_path: Path, n_prompt: int, n_vocab: int,
+                 cap: int, target_sha256: str | None) -> None:
     """Turn another decoder's round logs into traces and a windows file.
 
     progdraft: ProgDraft's per-utterance exports (demo/export_replay.py): y from the
@@ -38,10 +41,11 @@ def import_trace(fmt: str, files: tuple[Path, ...], out: Path, windows_path: Pat
     Example:
 
         specbench import-trace progdraft exports/*.json --out traces/ --windows windows.jsonl --n-prompt 320
+        --n-vocab 151936
     """
     from specbench.app.progress import stderr
     from specbench.world.progdraft import import_progdraft
 
-    paths, count = import_progdraft(list(files), out, windows_path, cap, n_prompt, target_sha256)
+    paths, count = import_progdraft(list(files), out, windows_path, cap, n_prompt, target_sha256, n_vocab=n_vocab)
     stderr.print(f"{count} utterance{'' if count == 1 else 's'} imported: {', '.join(map(str, paths))}; "
                  f"windows in {windows_path}")

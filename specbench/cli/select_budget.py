@@ -11,31 +11,37 @@ from specbench.errors import SpecbenchError
 
 
 @click.command("select-budget")
-@click.option("--windows", "windows_path", type=existing_file, required=True,
-              help="Windows file: gives each traced window its split.")
+@click.argument("windows", type=existing_file)
 @click.option("--traces", "traces_dir", type=existing_dir, required=True,
-              help="Traces of dev windows (a traced test window is refused).")
+              help="Traces of WINDOWS (dev and test windows alike: the dev ones are used).")
 @click.option("--profile", "profile_path", type=existing_file, required=True, help="The device's profile.")
 @click.option("--catalog", default="as2d:B=1..15", show_default=True,
               help="AS2D configurations to choose from; drafter=a|b adds drafters (default: every traced drafter).")
+@click.option("--split", type=click.Choice(["dev", "test"]), default="dev", show_default=True,
+              help="The windows to choose on: dev only (test is refused: it would flatter the results).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Budget YAML to write (default: results/budgets/<profile name>.yaml).")
-def select_budget(windows_path: Path, traces_dir: Path, profile_path: Path, catalog: str, out: Path | None) -> None:
-    """Pick the AS2D drafter and budget with the best pooled throughput on dev windows.
+def select_budget(windows: Path, traces_dir: Path, profile_path: Path, catalog: str, split: str,
+                  out: Path | None) -> None:
+    """Pick the AS2D drafter and budget with the best pooled throughput on the dev windows of
+    WINDOWS traced in --traces.
 
-    The windows are those traced in --traces; a test window among them is refused, since a
-    budget chosen on test windows would flatter the results. Ties go to the smaller budget.
-    The YAML written is what `specbench run --budget` reads.
+    Test windows in the traces are left out (stderr says how many of each): a budget chosen
+    on test windows would flatter the results, so --split test is refused. Ties go to the
+    smaller budget. The YAML written is what `specbench run --budget` reads.
 
     Example:
 
-        specbench select-budget --windows windows.jsonl --traces traces/ --profile pixel8.yaml
-        --out budgets/pixel8.yaml
+        specbench select-budget windows.jsonl --traces traces/ --profile pixel8.yaml --out budgets/pixel8.yaml
     """
     from specbench.app.progress import stderr
     from specbench.app.study import select_and_save_budget
     from specbench.core.methods.as2d import As2dConfig
 
+    if split == "test":
+        raise SpecbenchError("--split test: budget selection uses development windows only (a budget chosen on "
+                             "test windows would flatter the results)",
+                             hint="select on the dev windows, then deploy with `specbench run --budget FILE --split test`")
     if out is None:
         out = RESULTS / "budgets" / f"{profile_path.stem}.yaml"
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -43,7 +49,8 @@ def select_budget(windows_path: Path, traces_dir: Path, profile_path: Path, cata
     configs = configs_from(None, (catalog,), None)
     if not all(isinstance(c, As2dConfig) for c in configs):
         raise SpecbenchError(f"--catalog '{catalog}': only as2d configurations can be selected")
-    choice = select_and_save_budget(windows_path, traces_dir, profile_path, configs, out)
+    choice = select_and_save_budget(windows, traces_dir, profile_path, configs, out,
+                                    lambda message: stderr.print(message, highlight=False, markup=False))
     runner = f"; runner-up {choice.runners_up[0][0]} by {choice.margin_pct:.2f}%" if choice.runners_up else ""
     used = [what for what, flag in (("co-scheduling ratios", choice.extrapolated),
                                     ("KV depths", choice.depth_extrapolated)) if flag]

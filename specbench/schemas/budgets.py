@@ -45,8 +45,22 @@ def load_budget(path: Path) -> tuple[str, As2dConfig]:
               "batch": need(as2d, "batch", int, a_where, 8),
               "conf_stop": float(need(as2d, "conf_stop", float, a_where, 0.0)),
               "align": need(as2d, "align", str, a_where, "anchor"), "horizon": need(as2d, "H", int, a_where, 8)}
-    try:  # schema errors above name the file already; the configuration's own checks do not
+    try:  # the configuration's own range checks (B, batch, H >= 1, conf_stop in [0, 1], align), named with the file
         config = As2dConfig(**fields)
     except SpecbenchError as exc:
         raise SpecbenchError(f"{path}: {exc}") from None
+    _check_selection(need(doc, "selection", dict, where, {}), where.at("selection"))
     return need(doc, "device", str, where), config
+
+
+def _check_selection(selection: dict, where: Where) -> None:
+    """The record of how the choice was made: throughputs >= 0, a dev window count >= 1."""
+    throughputs = [("tokens_per_s", selection, where)] if "tokens_per_s" in selection else []
+    throughputs += [("tokens_per_s", doc, where.at("runners_up").at(i))
+                    for i, doc in enumerate(need(selection, "runners_up", list, where, []))]
+    for key, doc, at in throughputs:
+        value = need(doc, key, float, at)
+        if value < 0:
+            raise at.at(key).out_of_range(value, "tokens per second >= 0")
+    if "dev_windows" in selection and need(selection, "dev_windows", int, where) < 1:
+        raise where.at("dev_windows").out_of_range(selection["dev_windows"], "an integer >= 1")

@@ -36,6 +36,14 @@ class Where:
     def fail(self, expected: str, got: object = None, key: str | None = None) -> SchemaError:
         return SchemaError(self.path, key if key is not None else (self.prefix or "<root>"), expected, got)
 
+    def out_of_range(self, value: object, expected: str) -> SpecbenchError:
+        """A value outside its range, in one line naming file, line, key, value and range:
+        `traces/x.jsonl:17: y[3] = 1000000000, expected a token id in [0, 49152) (target vocabulary)`."""
+        line, key = "", self.prefix
+        if key.startswith("line "):
+            line, _, key = key.removeprefix("line ").partition(".")
+        return SpecbenchError(f"{self.path}{':' + line if line else ''}: {key or '<root>'} = {value}, expected {expected}")
+
 
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list",
                dict: "a mapping", type(None): "null"}

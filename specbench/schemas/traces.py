@@ -1,9 +1,11 @@
 """Traces: what the real models decided for each window, free of timing (docs/METHODS.md §3 Traces).
 
 A traces directory holds one JSONL file per (target, drafter) pair: a header line
-`{"kind": "specbench.trace", "schema_version": 3, "target": {...}, "drafter": {...},
-"templates": {"target": "model", "drafter": "gemma"}}` (the chat template each model
-rendered the windows with: a llama.cpp built-in name, or "model" for its GGUF's own)
+`{"kind": "specbench.trace", "schema_version": 4, "target": {"name": ..., "sha256": ...,
+"n_vocab": 49152}, "drafter": {...}, "templates": {"target": "model", "drafter": "gemma"}}`
+(each model's vocabulary size, against which every token id of the file is checked, and the
+chat template each model rendered the windows with: a llama.cpp built-in name, or "model"
+for its GGUF's own)
 then one window per line with the target's greedy output `y`, the prefix-conditioned
 drafts `P` (row t = the drafter's greedy continuation after prompt + y[:t], padded with -1
 after the drafter's end of sequence), the producer stream `z` already mapped to the
@@ -43,17 +45,16 @@ from specbench.schemas.fileio import (
 from specbench.schemas.windows import Window
 
 KIND = "specbench.trace"
-# Format history: 1 = first version; the header gained the optional `templates` (the chat
-# template each model rendered the windows with; files without it load with templates None).
-# 2 = cross-vocabulary drafts add `step`, `drafter_tokens` and `context` (the drafter's own
-# tokens, which price its forwards); version 1 files load and replay as before (their
-# cross-vocabulary drafter forwards priced as same-vocabulary). Version 2 headers gained the
-# optional `environment` block (schemas/environment.py); headers without it load.
-# 3 = a draft row may be null in both `tokens` and `conf`: a prefix the drafter was never
-# asked about (imported decoder logs record only the prefixes they visited); replay that
-# needs such a row is an error. Drafts may carry `lookup` ({name, max_ngram}): rows of the
-# prompt-lookup drafter, which has no model. Files without either read as before.
-VERSIONS = (1, 2, 3)
+# Format history (only the last version is read; every change of shape bumps it and adds a line):
+# 1 = first version; the header's optional `templates` (the chat template of each model).
+# 2 = cross-vocabulary drafts carry `step`, `drafter_tokens` and `context` (the drafter's own
+#     tokens, which price its forwards); the header's optional `environment` block.
+# 3 = a draft row may be null in both `tokens` and `conf` (a prefix the drafter was never
+#     asked about); drafts may carry `lookup` ({name, max_ngram}) for the prompt-lookup drafter.
+# 4 = the header's `target` and `drafter` carry `n_vocab`, the vocabulary size every token id
+#     of the file is checked against.
+VERSION = 4
+VERSIONS = (VERSION,)
 PAD = -1
 """Token id that pads a draft row after the drafter's end of sequence."""
 
@@ -61,8 +62,26 @@ PAD = -1
 @dataclass(frozen=True)
 class ModelRef:
     name: str
+    """The model's name (a drafter's --drafter NAME, the target's file stem)."""
     sha256: str
     """sha256 of the GGUF file (or a synthetic identity for generated studies)."""
+    n_vocab: int
+    """Vocabulary size: the model's token ids are 0..n_vocab-1 (the prompt-lookup drafter,
+    which drafts target tokens, has the target's)."""
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """The vocabulary sizes a window line's token ids are checked against (the header's)."""
+
+    target: int
+    """y, the draft rows, the producer stream and recycled tails are target tokens."""
+    drafter: int
+    """A cross-vocabulary drafter's own tokens and its recycling answers are drafter tokens."""
+
+    @classmethod
+    def of(cls, target: ModelRef, drafter: ModelRef) -> "Vocab":
+        return cls(target.n_vocab, drafter.n_vocab)
 
 
 @dataclass(frozen=True)
@@ -108,12 +127,12 @@ class DraftTable:
     conf: np.ndarray
     """float64 [N, k_max]: the drafter's top-1 probability of each token."""
     cross: CrossDrafts | None = None
-    """Cross-vocabulary traces (version 2 on): the drafter-token side of the rows."""
+    """Cross-vocabulary traces: the drafter-token side of the rows; None with a drafter of the target's vocabulary."""
     recorded: np.ndarray | None = None
-    """bool [N] (version 3 on): False where the row is absent, a prefix the drafter was never
+    """bool [N]: False where the row is absent, a prefix the drafter was never
     asked about; None: every row recorded."""
     lookup: LookupDrafts | None = None
-    """Rows of a prompt-lookup drafter (version 3 on; no model, every confidence 1); None: a
+    """Rows of a prompt-lookup drafter (no model, every confidence 1); None: a
     model drafter's rows."""
 
     @property
@@ -199,10 +218,9 @@ class TraceFile:
     templates: Mapping[str, str] | None = None
     """The chat template of the 'target' and the 'drafter' (a llama.cpp built-in name, or
     "model" for the GGUF's own); None when the header records none (the key is optional)."""
-    version: int = VERSIONS[-1]
-    """The file's schema_version."""
     environment: Environment | None = None
-    """The header's environment block (schemas/environment.py); None in older files."""
+    """The header's environment block (schemas/environment.py); None when the writer recorded
+    no session (a trace saved by `save_trace_file`, an import)."""
 
 
 _HEADER_KEYS = frozenset({"kind", "schema_version", "target", "drafter", "templates", "notes", ENV_KEY})
@@ -212,7 +230,9 @@ _WINDOW_KEYS = frozenset({"window_id", "window_sha256", "y", "stop_reason", "n_p
 
 def _model_ref(doc: dict, key: str, where: Where) -> ModelRef:
     ref = need(doc, key, dict, where)
-    return ModelRef(need(ref, "name", str, where.at(key)), need(ref, "sha256", str, where.at(key)))
+    r_where = where.at(key)
+    return ModelRef(need(ref, "name", str, r_where), need(ref, "sha256", str, r_where),
+                    _count(ref, "n_vocab", r_where, low=1))
 
 
 def _templates(doc: dict, where: Where) -> dict[str, str] | None:
@@ -225,17 +245,54 @@ def _templates(doc: dict, where: Where) -> dict[str, str] | None:
 
 
 def _int_array(values: object, where: Where) -> np.ndarray:
+    """int64 (a value beyond int32 is refused by the range checks, not wrapped)."""
     if not isinstance(values, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         raise where.fail("a list of integer token ids", values)
-    return np.asarray(values, dtype=np.int32)
+    try:
+        return np.asarray(values, dtype=np.int64)
+    except OverflowError:
+        raise where.fail("integers that fit in 64 bits", values) from None
+
+
+def _in_range(array: np.ndarray, low: int, high: int | None, where: Where, expected: str) -> np.ndarray:
+    """`array` as int32 when every entry is in [low, high) (high None: no upper bound); else the
+    first entry outside, in one line naming its index. Vectorised: one min and max per array."""
+    if array.size and (array.min() < low or (high is not None and array.max() >= high)):
+        bad = (array < low) if high is None else (array < low) | (array >= high)
+        index = np.unravel_index(int(np.argmax(bad)), array.shape)
+        for i in index:
+            where = where.at(int(i))
+        raise where.out_of_range(array[index].item(), expected)
+    return array.astype(np.int32)
+
+
+def _ids(array: np.ndarray, n_vocab: int, role: str, where: Where) -> np.ndarray:
+    """Token ids of the `role` ('target' or 'drafter') vocabulary of `n_vocab` tokens."""
+    return _in_range(array, 0, n_vocab, where, f"a token id in [0, {n_vocab}) ({role} vocabulary)")
+
+
+def _token_ids(values: object, n_vocab: int, role: str, where: Where) -> np.ndarray:
+    return _ids(_int_array(values, where), n_vocab, role, where)
+
+
+def _count(doc: dict, key: str, where: Where, default: object = ..., low: int = 0) -> int:
+    """An integer key that counts something: at least `low`."""
+    value = need(doc, key, int, where, default)
+    if value < low:
+        raise where.at(key).out_of_range(value, f"an integer >= {low}")
+    return value
 
 
 def _prob_array(values: object, n: int, where: Where) -> np.ndarray:
     if not isinstance(values, list) or len(values) != n:
         raise where.fail(f"a list of {n} probabilities", values)
-    array = np.asarray(values, dtype=np.float64)
-    if array.size and (not np.all(np.isfinite(array)) or array.min() < 0 or array.max() > 1):
-        raise where.fail("probabilities in [0, 1]", values)
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise where.fail("a list of numbers (probabilities)", values) from None
+    if array.size and not (np.isfinite(array).all() and array.min() >= 0 and array.max() <= 1):
+        i = int(np.argmax(~np.isfinite(array) | (array < 0) | (array > 1)))
+        raise where.at(i).out_of_range(array[i].item(), "a probability in [0, 1]")
     return array
 
 
@@ -249,7 +306,7 @@ def _rows(doc: dict, key: str, n: int, where: Where) -> list:
     return rows
 
 
-def _cross_from(doc: dict, tokens: np.ndarray, where: Where) -> CrossDrafts | None:
+def _cross_from(doc: dict, tokens: np.ndarray, vocab: Vocab, where: Where) -> CrossDrafts | None:
     present = [key for key in _CROSS_KEYS if key in doc]
     if not present:
         return None
@@ -262,7 +319,7 @@ def _cross_from(doc: dict, tokens: np.ndarray, where: Where) -> CrossDrafts | No
     for t, (row, d_row) in enumerate(zip(_rows(doc, "step", n, where), _rows(doc, "drafter_tokens", n, where))):
         length = int(np.sum(tokens[t] != PAD))
         steps = _int_array(row, where.at("step").at(t))
-        d_tokens = _int_array(d_row, where.at("drafter_tokens").at(t))
+        d_tokens = _token_ids(d_row, vocab.drafter, "drafter", where.at("drafter_tokens").at(t))
         if len(steps) != length or (length and (np.any(np.diff(steps) < 0) or steps[0] < 0
                                                 or steps[-1] >= len(d_tokens))):
             raise where.at("step").at(t).fail(f"{length} non-decreasing drafter steps below {len(d_tokens)} "
@@ -271,8 +328,9 @@ def _cross_from(doc: dict, tokens: np.ndarray, where: Where) -> CrossDrafts | No
         drafter_tokens.append(d_tokens)
     context = need(doc, "context", dict, where)
     c_where = where.at("context")
-    keep = _int_array(_rows(context, "keep", n, c_where), c_where.at("keep"))
-    append = tuple(_int_array(row, c_where.at("append").at(t))
+    keep = _in_range(_int_array(_rows(context, "keep", n, c_where), c_where.at("keep")), 0, None, c_where.at("keep"),
+                     "an integer >= 0 (tokens kept)")
+    append = tuple(_token_ids(row, vocab.drafter, "drafter", c_where.at("append").at(t))
                    for t, row in enumerate(_rows(context, "append", n, c_where)))
     length = 0
     for t, (k, a) in enumerate(zip(keep.tolist(), append)):
@@ -297,14 +355,14 @@ def _lookup_from(doc: dict, where: Where) -> LookupDrafts | None:
     return LookupDrafts(name, max_ngram)
 
 
-def _drafts_from(doc: dict, n: int, where: Where) -> DraftTable:
+def _drafts_from(doc: dict, n: int, vocab: Vocab, where: Where) -> DraftTable:
     reject_unknown(doc, frozenset({"k_max", "tokens", "conf", "lookup", *_CROSS_KEYS}), where)
     k_max = need(doc, "k_max", int, where)
     rows = _rows(doc, "tokens", n, where)
     confs = _rows(doc, "conf", n, where)
     if k_max < 1:  # a table of no columns holds no draft
         raise where.at("k_max").fail("an integer >= 1", k_max)
-    tokens = np.full((n, k_max), PAD, dtype=np.int32)
+    tokens = np.full((n, k_max), PAD, dtype=np.int64)
     conf = np.zeros((n, k_max), dtype=np.float64)
     recorded = np.ones(n, dtype=bool)
     for t, (row, crow) in enumerate(zip(rows, confs)):
@@ -321,19 +379,30 @@ def _drafts_from(doc: dict, n: int, where: Where) -> DraftTable:
             raise where.at("tokens").at(t).fail(f"at most k_max={k_max} tokens", len(row))
         tokens[t, : len(row)] = _int_array(row, where.at("tokens").at(t))
         conf[t, : len(row)] = _prob_array(crow, len(row), where.at("conf").at(t))
+    # one check over the whole table: ids up to each row's first PAD, PAD from there on (a
+    # row ends at the drafter's end of sequence, and the runner pads it to k_max)
+    is_pad = tokens == PAD
+    ids = np.arange(k_max)[None, :] < np.where(is_pad.any(axis=1), np.argmax(is_pad, axis=1), k_max)[:, None]
+    after = ~ids & ~is_pad
+    if after.any():
+        t, j = np.argwhere(after)[0]
+        raise where.at("tokens").at(int(t)).at(int(j)).out_of_range(
+            int(tokens[t, j]), f"{PAD} (padding, once begun, runs to the row's end)")
+    tokens = np.where(ids, _ids(np.where(ids, tokens, 0), vocab.target, "target", where.at("tokens")), PAD)
+    tokens = tokens.astype(np.int32)
     lookup = _lookup_from(doc, where)
-    cross = _cross_from(doc, tokens, where)
+    cross = _cross_from(doc, tokens, vocab, where)
     if cross is not None and not recorded.all():
         raise where.at("tokens").at(int(np.argmin(recorded))).fail(
             "a recorded row (cross-vocabulary drafts record every prefix)", None)
     return DraftTable(tokens, conf, cross, None if recorded.all() else recorded, lookup)
 
 
-def _producer_from(doc: dict, where: Where) -> ProducerStream:
-    tokens = _int_array(need(doc, "tokens", list, where), where.at("tokens"))
+def _producer_from(doc: dict, vocab: Vocab, where: Where) -> ProducerStream:
+    tokens = _token_ids(need(doc, "tokens", list, where), vocab.target, "target", where.at("tokens"))
     conf = _prob_array(need(doc, "conf", list, where), len(tokens), where.at("conf"))
     step = _int_array(need(doc, "step", list, where, list(range(len(tokens)))), where.at("step"))
-    steps = need(doc, "steps", int, where, len(tokens))
+    steps = _count(doc, "steps", where, len(tokens))
     if len(step) != len(tokens) or (len(step) and (np.any(np.diff(step) < 0) or step[0] < 0)):
         raise where.at("step").fail("one non-decreasing step index >= 0 per token", step.tolist())
     if len(step) and steps < int(step[-1]) + 1:
@@ -341,10 +410,10 @@ def _producer_from(doc: dict, where: Where) -> ProducerStream:
     stop = need(doc, "stop", str, where)
     if stop not in ("eos", "cap"):
         raise where.at("stop").fail("'eos' or 'cap'", stop)
-    return ProducerStream(tokens, conf, step, steps, stop)
+    return ProducerStream(tokens, conf, step.astype(np.int32), steps, stop)
 
 
-def _recycle_from(doc: dict, where: Where) -> dict[str, dict[RecycleKey, RecycleAnswer]]:
+def _recycle_from(doc: dict, n: int, vocab: Vocab, where: Where) -> dict[str, dict[RecycleKey, RecycleAnswer]]:
     out: dict[str, dict[RecycleKey, RecycleAnswer]] = {}
     for label, queries in doc.items():
         if not isinstance(queries, list):
@@ -352,24 +421,31 @@ def _recycle_from(doc: dict, where: Where) -> dict[str, dict[RecycleKey, Recycle
         table: dict[RecycleKey, RecycleAnswer] = {}
         for i, query in enumerate(queries):
             q_where = where.at(label).at(i)
-            tail = tuple(_int_array(need(query, "tail", list, q_where), q_where.at("tail")).tolist())
-            top1 = tuple(_int_array(need(query, "top1", list, q_where), q_where.at("top1")).tolist())
+            t = need(query, "t", int, q_where)
+            if not 0 <= t <= n:
+                raise q_where.at("t").out_of_range(t, f"a position in [0, {n}] (tokens of y committed)")
+            tail = tuple(_token_ids(need(query, "tail", list, q_where), vocab.target, "target",
+                                    q_where.at("tail")).tolist())
+            top1 = tuple(_token_ids(need(query, "top1", list, q_where), vocab.drafter, "drafter",
+                                    q_where.at("top1")).tolist())
             if len(top1) != len(tail) + 1:
                 raise q_where.at("top1").fail(f"{len(tail) + 1} tokens (one per ingested position)", len(top1))
-            cont = tuple(_int_array(need(query, "cont", list, q_where), q_where.at("cont")).tolist())
+            cont = tuple(_token_ids(need(query, "cont", list, q_where), vocab.drafter, "drafter",
+                                    q_where.at("cont")).tolist())
             kept = need(query, "kept", int, q_where)
             if not 0 <= kept <= len(tail):
                 raise q_where.at("kept").fail(f"0..{len(tail)} (tail tokens kept)", kept)
-            table[(need(query, "t", int, q_where), tail)] = RecycleAnswer(
+            table[(t, tail)] = RecycleAnswer(
                 top1, tuple(_prob_array(need(query, "conf", list, q_where), len(top1), q_where.at("conf")).tolist()),
                 kept, cont, tuple(_prob_array(need(query, "cont_conf", list, q_where), len(cont), q_where.at("cont_conf")).tolist()))
         out[label] = table
     return out
 
 
-def window_trace_from_dict(doc: dict, where: Where) -> WindowTrace:
+def window_trace_from_dict(doc: dict, where: Where, vocab: Vocab) -> WindowTrace:
+    """One window line, every field checked; token ids against `vocab` (the header's sizes)."""
     reject_unknown(doc, _WINDOW_KEYS, where)
-    y = _int_array(need(doc, "y", list, where), where.at("y"))
+    y = _token_ids(need(doc, "y", list, where), vocab.target, "target", where.at("y"))
     if len(y) == 0:
         raise where.at("y").fail("at least one token (y[0] comes from the prefill)", [])
     stop = need(doc, "stop_reason", str, where)
@@ -377,13 +453,13 @@ def window_trace_from_dict(doc: dict, where: Where) -> WindowTrace:
         raise where.at("stop_reason").fail("'eos' or 'cap'", stop)
     drafts = need(doc, "drafts", dict, where, None)
     producer = need(doc, "producer", dict, where, None)
-    n_prompt = need(doc, "n_prompt", int, where)
+    n_prompt = _count(doc, "n_prompt", where)
     return WindowTrace(
         window_id=need(doc, "window_id", str, where), window_sha256=need(doc, "window_sha256", str, where),
-        y=y, stop_reason=stop, n_prompt=n_prompt, n_prompt_drafter=need(doc, "n_prompt_drafter", int, where, n_prompt),
-        drafts=None if drafts is None else _drafts_from(drafts, len(y), where.at("drafts")),
-        producer=None if producer is None else _producer_from(producer, where.at("producer")),
-        recycle=_recycle_from(need(doc, "recycle", dict, where, {}), where.at("recycle")),
+        y=y, stop_reason=stop, n_prompt=n_prompt, n_prompt_drafter=_count(doc, "n_prompt_drafter", where, n_prompt),
+        drafts=None if drafts is None else _drafts_from(drafts, len(y), vocab, where.at("drafts")),
+        producer=None if producer is None else _producer_from(producer, vocab, where.at("producer")),
+        recycle=_recycle_from(need(doc, "recycle", dict, where, {}), len(y), vocab, where.at("recycle")),
         text=need(doc, "text", str, where, ""))
 
 
@@ -428,7 +504,7 @@ def window_trace_to_dict(trace: WindowTrace) -> dict:
 
 def header_dict(target: ModelRef, drafter: ModelRef, templates: Mapping[str, str] | None = None,
                 environment: Environment | None = None) -> dict:
-    doc = {"kind": KIND, "schema_version": VERSIONS[-1], "target": vars(target), "drafter": vars(drafter)}
+    doc = {"kind": KIND, "schema_version": VERSION, "target": vars(target), "drafter": vars(drafter)}
     if templates is not None:
         doc["templates"] = {"target": templates["target"], "drafter": templates["drafter"]}
     if environment is not None:
@@ -443,16 +519,17 @@ def load_trace_file(path: Path) -> TraceFile:
     if first is None:
         raise SpecbenchError(f"{path}: empty file; expected a specbench.trace header line")
     where = Where(path, "line 1")
-    version = check_header(first[1], KIND, VERSIONS, where)
+    check_header(first[1], KIND, VERSIONS, where)
     reject_unknown(first[1], _HEADER_KEYS, where)
     target, drafter = _model_ref(first[1], "target", where), _model_ref(first[1], "drafter", where)
     templates = _templates(first[1], where)
     environment = manifest_environment(first[1], where)
+    vocab = Vocab.of(target, drafter)
     windows: dict[str, WindowTrace] = {}
     for number, doc in rows:
-        trace = window_trace_from_dict(doc, Where(path, f"line {number}"))
+        trace = window_trace_from_dict(doc, Where(path, f"line {number}"), vocab)
         windows[trace.window_id] = trace
-    return TraceFile(target, drafter, windows, path, templates, version, environment)
+    return TraceFile(target, drafter, windows, path, templates, environment)
 
 
 def save_trace_file(path: Path, target: ModelRef, drafter: ModelRef, traces: Iterable[WindowTrace],
@@ -517,15 +594,15 @@ def check_against_windows(trace_files: Mapping[str, TraceFile], windows: Sequenc
 class TraceWriter:
     """One trace file written a window at a time, for specbench's recorder and any other decoder.
 
-    The header (both models' identities, and the chat templates when given) is written when
+    The header (both models' identities and vocabulary sizes, and the chat templates when given) is written when
     the file is created. Each window line is validated by the loader itself before it is
     appended and flushed, so an interrupted decoder keeps every window it finished; with
     `resume=True` an existing file of the same models and templates is continued (a line an
     interruption cut short is dropped) and the windows it holds are listed in `done`.
     Example (docs/METHODS.md §3 Traces)::
 
-        writer = TraceWriter("traces/mydrafter.jsonl", target=ModelRef("big", sha_big),
-                             drafter=ModelRef("mydrafter", sha_small))
+        writer = TraceWriter("traces/mydrafter.jsonl", target=ModelRef("big", sha_big, n_vocab=49152),
+                             drafter=ModelRef("mydrafter", sha_small, n_vocab=49152))
         writer.write_window(window_id="w1", window_sha256=window.window_sha256, y=[5, 9, 2],
                             stop_reason="eos", n_prompt=31,
                             drafts={"k_max": 4, "tokens": [[5, 9], None, [2]], "conf": [[0.9, 0.8], None, [0.7]]})
@@ -535,6 +612,8 @@ class TraceWriter:
                  templates: Mapping[str, str] | None = None, resume: bool = False,
                  environment: Environment | None = None):
         self.path = Path(path)
+        self.vocab = Vocab.of(target, drafter)
+        """The vocabulary sizes every window written is checked against."""
         self.environment = environment
         """The header's environment: this session's, or the file's continued by it on resume."""
         self.done: dict[str, str] = {}
@@ -547,13 +626,8 @@ class TraceWriter:
                                      hint="pass --resume to continue it, or choose another --out")
             drop_cut_line(self.path)  # a window cut short by an interruption is written again
             existing = load_trace_file(self.path)
-            if existing.version != VERSIONS[-1]:
-                # A file's windows share one format, and replay reads what only the latest version records.
-                raise SpecbenchError(f"{self.path}: cannot resume a schema_version {existing.version} trace file "
-                                     f"(this specbench writes version {VERSIONS[-1]})",
-                                     hint="trace into another --out directory")
             for key, old, new in (("target", existing.target, target), ("drafter", existing.drafter, drafter)):
-                if old.sha256 != new.sha256:
+                if (old.sha256, old.n_vocab) != (new.sha256, new.n_vocab):
                     raise SpecbenchError(f"{self.path}: cannot resume: the {key} model differs "
                                          f"({old.name} {old.sha256[:12]} in the file, {new.name} {new.sha256[:12]} now)",
                                          hint="trace into another --out directory")
@@ -600,15 +674,20 @@ class TraceWriter:
         lists may be numpy arrays) and append it; returns the window as the loader reads it."""
         doc = _plain(fields)
         where = Where(f"{self.path}: window '{doc.get('window_id', '?')}'" if isinstance(doc, dict) else self.path)
-        trace = window_trace_from_dict(doc, where)
-        self.write(trace)
+        trace = window_trace_from_dict(doc, where, self.vocab)
+        self._append_new(trace.window_id, window_trace_to_dict(trace))
         return trace
 
     def write(self, trace: WindowTrace) -> None:
         """Append a window that is already a `WindowTrace`; a window id the file holds is refused."""
-        if trace.window_id in self.done:
-            raise SpecbenchError(f"{self.path}: window '{trace.window_id}' is already in the file")
-        self.append(window_trace_to_dict(trace))
+        doc = window_trace_to_dict(trace)
+        window_trace_from_dict(doc, Where(f"{self.path}: window '{trace.window_id}'"), self.vocab)
+        self._append_new(trace.window_id, doc)
+
+    def _append_new(self, window_id: str, doc: dict) -> None:
+        if window_id in self.done:
+            raise SpecbenchError(f"{self.path}: window '{window_id}' is already in the file")
+        self.append(doc)
 
     def append(self, doc: dict) -> None:
         """Append a line made by `window_trace_to_dict` (already validated)."""

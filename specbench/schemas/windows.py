@@ -112,8 +112,12 @@ def window_from_dict(doc: dict, where: Where) -> Window:
         view = InputView("text", text=need(view_doc, "text", str, view_where))
     elif kind == "audio":
         duration = need(view_doc, "duration_s", (float, type(None)), view_where, None)  # None: to the end
-        view = InputView("audio", audio_path=need(view_doc, "audio_path", str, view_where),
-                         offset_s=float(need(view_doc, "offset_s", float, view_where, 0.0)),
+        offset = need(view_doc, "offset_s", float, view_where, 0.0)
+        if offset < 0:
+            raise view_where.at("offset_s").out_of_range(offset, "seconds >= 0 (the span's start in the file)")
+        if duration is not None and duration <= 0:
+            raise view_where.at("duration_s").out_of_range(duration, "seconds > 0, or null (to the end of the file)")
+        view = InputView("audio", audio_path=need(view_doc, "audio_path", str, view_where), offset_s=float(offset),
                          duration_s=None if duration is None else float(duration),
                          conversion=need(view_doc, "conversion", dict, view_where, None))
     else:
@@ -123,7 +127,7 @@ def window_from_dict(doc: dict, where: Where) -> Window:
         raise where.at("window_sha256").fail("64 lowercase hex digits", sha)
     cap = need(doc, "cap", int, where)
     if cap < 1:
-        raise where.at("cap").fail("an integer >= 1", cap)
+        raise where.at("cap").out_of_range(cap, "an integer >= 1 (max_new_tokens)")
     split = need(doc, "split", str, where)
     if split not in (s.value for s in Split):
         raise where.at("split").fail("'dev' or 'test'", split)

@@ -69,16 +69,18 @@ def window_sha256(audio_sha256: str, cap: int) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def _tokens(value: object, where: Where, length: int | None = None) -> list[int]:
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
-                                              for v in value):
-        raise where.fail("a list of token ids (integers >= 0)", value)
+def _tokens(value: object, where: Where, n_vocab: int, length: int | None = None) -> list[int]:
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise where.fail("a list of token ids (integers)", value)
+    for i, token in enumerate(value):
+        if not 0 <= token < n_vocab:
+            raise where.at(i).out_of_range(token, f"a token id in [0, {n_vocab}) (target vocabulary, --n-vocab)")
     if length is not None and len(value) != length:
         raise where.fail(f"{length} tokens", f"{len(value)} tokens")
     return value
 
 
-def _rows(rounds: list, y: list[int], k: int, where: Where) -> tuple[dict[int, list[int]], list]:
+def _rows(rounds: list, y: list[int], k: int, n_vocab: int, where: Where) -> tuple[dict[int, list[int]], list]:
     """(prefix t -> the K candidates proposed there, [(accepted, emitted count, round number)]),
     each round checked against the reference output."""
     rows: dict[int, list[int]] = {}
@@ -91,13 +93,13 @@ def _rows(rounds: list, y: list[int], k: int, where: Where) -> tuple[dict[int, l
             raise r_where.at("round").fail(f"{i + 1} (rounds in order)", number)
         if t >= len(y):
             raise r_where.fail(f"no round after the reference's {len(y)} tokens are emitted", f"round {number}")
-        candidates = _tokens(need(doc, "candidates", list, r_where), r_where.at("candidates"), k)
+        candidates = _tokens(need(doc, "candidates", list, r_where), r_where.at("candidates"), n_vocab, k)
         accepted = need(doc, "accepted", int, r_where)
         agree = lcp(candidates, y[t:])
         if accepted != agree:
             raise r_where.at("accepted").fail(f"{agree} (the candidates' agreement with reference.tokens[{t}:])",
                                               accepted)
-        emitted = _tokens(need(doc, "emitted", list, r_where), r_where.at("emitted"))
+        emitted = _tokens(need(doc, "emitted", list, r_where), r_where.at("emitted"), n_vocab)
         if emitted != y[t:t + len(emitted)] or len(emitted) != min(accepted + 1, len(y) - t):
             raise r_where.at("emitted").fail(f"reference.tokens[{t}:{t + min(accepted + 1, len(y) - t)}] "
                                              f"(the accepted candidates and one more token)", emitted)
@@ -151,8 +153,9 @@ def _check_replay(trace: WindowTrace, name: str, k: int, cap: int, expected: lis
         raise where.fail(f"{len(expected)} rounds after the prefill, as replay at K={k} gives", len(replayed))
 
 
-def read_export(path: Path, cap: int, n_prompt: int, target_sha256: str | None = None) -> Imported:
-    """One ProgDraft export file, checked field by field; errors name the file, the utterance and the key."""
+def read_export(path: Path, cap: int, n_prompt: int, target_sha256: str | None = None, *, n_vocab: int) -> Imported:
+    """One ProgDraft export file, checked field by field (token ids against the target's `n_vocab`,
+    which the export does not record); errors name the file, the utterance and the key."""
     path = Path(path)
     doc = load_json(path)
     where = Where(path)
@@ -169,7 +172,7 @@ def read_export(path: Path, cap: int, n_prompt: int, target_sha256: str | None =
     if k < 1:
         raise where.at("k").fail("an integer >= 1 (candidates per round)", k)
     reference = need(doc, "reference", dict, where)
-    y = _tokens(need(reference, "tokens", list, where.at("reference")), where.at("reference").at("tokens"))
+    y = _tokens(need(reference, "tokens", list, where.at("reference")), where.at("reference").at("tokens"), n_vocab)
     if not y:
         raise where.at("reference").at("tokens").fail("at least one token", y)
     if len(y) > cap:
@@ -194,22 +197,25 @@ def read_export(path: Path, cap: int, n_prompt: int, target_sha256: str | None =
         rounds = need(method, "rounds", list, m_where)
         if not rounds:
             raise m_where.at("rounds").fail("at least one round")
-        rows, expected = _rows(rounds, y, k, m_where.at("rounds"))
+        rows, expected = _rows(rounds, y, k, n_vocab, m_where.at("rounds"))
         trace = _trace(window, y, text, rows, k, n_prompt)
         _check_replay(trace, name, k, cap, expected, m_where.at("rounds"))
         traces[name] = trace
         sha = weights.get(name)
-        drafters[name] = ModelRef(name, sha if isinstance(sha, str) and sha else f"progdraft:{name}")
-    return Imported(window, ModelRef(target_name, target_sha256 or f"progdraft:{target_name}"), drafters, traces, k)
+        # the candidates are target tokens: the drafter is named with the target's vocabulary
+        drafters[name] = ModelRef(name, sha if isinstance(sha, str) and sha else f"progdraft:{name}", n_vocab)
+    return Imported(window, ModelRef(target_name, target_sha256 or f"progdraft:{target_name}", n_vocab), drafters,
+                    traces, k)
 
 
 def import_progdraft(paths: Sequence[Path], out_dir: Path, windows_path: Path, cap: int, n_prompt: int,
-                     target_sha256: str | None = None) -> tuple[list[Path], int]:
+                     target_sha256: str | None = None, *, n_vocab: int) -> tuple[list[Path], int]:
     """Read every export, check them all, then write `out_dir/<method>.jsonl` and the windows
     file (nothing is written when any input is refused). Returns (trace paths, utterances)."""
-    if cap < 1 or n_prompt < 1:
-        raise SpecbenchError(f"--cap {cap} / --n-prompt {n_prompt}: expected integers >= 1")
-    imported = [read_export(p, cap, n_prompt, target_sha256) for p in paths]
+    for flag, value in (("--cap", cap), ("--n-prompt", n_prompt), ("--n-vocab", n_vocab)):
+        if value < 1:
+            raise SpecbenchError(f"{flag} {value}: expected an integer >= 1")
+    imported = [read_export(p, cap, n_prompt, target_sha256, n_vocab=n_vocab) for p in paths]
     if not imported:
         raise SpecbenchError("import-trace progdraft: no export files given")
     first = imported[0]

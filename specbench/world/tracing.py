@@ -19,6 +19,7 @@ and its AS2D producer stream: the window's input view alone in the target's toke
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -31,6 +32,7 @@ from specbench.schemas.traces import (
     ModelRef,
     TraceFile,
     TraceWriter,
+    Vocab,
     window_trace_from_dict,
     window_trace_to_dict,
 )
@@ -258,10 +260,73 @@ def check_trace_templates(trace_files: dict[str, TraceFile], target: ModelFile, 
                                      hint=f"pass --template {model.name}={recorded[role]}, or trace again")
 
 
-def trace_doc(result: dict, window: Window, where: Where) -> dict:
+def trace_doc(result: dict, window: Window, where: Where, vocab: Vocab) -> dict:
     """A runner trace record as a trace-file line: validated, padding stripped, sha256 added."""
     doc = {k: v for k, v in result.items() if k not in ("kind", "y_margin")} | {"window_sha256": window.window_sha256}
-    return window_trace_to_dict(window_trace_from_dict(doc, where))
+    return window_trace_to_dict(window_trace_from_dict(doc, where, vocab))
+
+
+_GGUF_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+"""Bytes of each fixed-size GGUF value type (8 = string and 9 = array are sized by a count)."""
+
+
+def gguf_n_vocab(path: Path) -> int:
+    """A GGUF model's vocabulary size, from its metadata alone: the length of
+    `tokenizer.ggml.tokens`, which is what llama.cpp's `llama_vocab_n_tokens` counts (the
+    runner's `loaded` event reports the same number, checked after a trace)."""
+    try:
+        with open(path, "rb") as handle:
+            def unpack(fmt: str) -> int:
+                return struct.unpack(fmt, handle.read(struct.calcsize(fmt)))[0]
+
+            def skip(vtype: int) -> None:
+                if vtype == 8:
+                    handle.seek(unpack("<Q"), os.SEEK_CUR)
+                elif vtype == 9:
+                    inner, count = unpack("<I"), unpack("<Q")
+                    if inner in _GGUF_SIZES:
+                        handle.seek(_GGUF_SIZES[inner] * count, os.SEEK_CUR)
+                    else:
+                        for _ in range(count):
+                            skip(inner)
+                elif vtype in _GGUF_SIZES:
+                    handle.seek(_GGUF_SIZES[vtype], os.SEEK_CUR)
+                else:
+                    raise SpecbenchError(f"{path}: unknown GGUF metadata value type {vtype}")
+
+            if handle.read(4) != b"GGUF" or unpack("<I") < 2:
+                raise SpecbenchError(f"{path}: not a GGUF file of version 2 or later")
+            unpack("<Q")  # tensor count
+            for _ in range(unpack("<Q")):
+                key = handle.read(unpack("<Q"))
+                vtype = unpack("<I")
+                if key == b"tokenizer.ggml.tokens" and vtype == 9:
+                    unpack("<I")
+                    return unpack("<Q")
+                skip(vtype)
+    except FileNotFoundError:
+        raise SpecbenchError(f"model file not found: {path}", hint="pass the path of a .gguf file") from None
+    except struct.error:
+        raise SpecbenchError(f"{path}: the GGUF metadata is cut short") from None
+    raise SpecbenchError(f"{path}: no tokenizer.ggml.tokens in the GGUF metadata (a model without a vocabulary)")
+
+
+def model_refs(target: ModelFile, drafter: ModelFile) -> tuple[ModelRef, ModelRef]:
+    """How a trace header names the two models: identity and vocabulary size (the prompt-lookup
+    drafter drafts target tokens: the target's vocabulary)."""
+    target_ref = ModelRef(**target.ref(), n_vocab=gguf_n_vocab(Path(target.path)))
+    n_vocab = target_ref.n_vocab if drafter.lookup else gguf_n_vocab(Path(drafter.path))
+    return target_ref, ModelRef(**drafter.ref(), n_vocab=n_vocab)
+
+
+def check_loaded_vocab(device: Device, roles: Sequence[tuple[str, ModelFile]], refs: Sequence[ModelRef]) -> None:
+    """The vocabulary sizes the runner reported on loading the models are the header's."""
+    seen = device.loaded()
+    for (role, model), ref in zip(roles, refs):
+        event = None if model.lookup else seen.get(device.model_path(model.path))
+        if event is not None and "n_vocab" in event and int(event["n_vocab"]) != ref.n_vocab:
+            raise SpecbenchError(f"the runner loaded the {role} {model.path} with {event['n_vocab']} tokens, its GGUF "
+                                 f"metadata lists {ref.n_vocab}")
 
 
 def trace_path(out_dir: Path, drafter: ModelFile) -> Path:
@@ -287,8 +352,8 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
                                  hint=f"pass --k-max {config.k_max} or more")
     # Prompts before the file: a model without a chat template leaves nothing behind.
     prompts = prompts or prompts_for(device, target, drafter, windows)
-    writer = TraceWriter(trace_path(out_dir, drafter), ModelRef(**target.ref()), ModelRef(**drafter.ref()),
-                         prompts.templates, resume, session(device))
+    refs = model_refs(target, drafter)
+    writer = TraceWriter(trace_path(out_dir, drafter), *refs, prompts.templates, resume, session(device))
     todo = writer.todo(windows)
     if progress and len(todo) < len(windows):
         progress(len(windows) - len(todo))
@@ -311,7 +376,7 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
             return
         window = by_id[result["window_id"]]
         where = Where(f"runner trace of window '{window.window_id}'")
-        doc = trace_doc(result, window, where)
+        doc = trace_doc(result, window, where, writer.vocab)
         if drafter.lookup:
             check_lookup_rows(doc, prompts.target[window.window_id])
         writer.append(doc)
@@ -322,6 +387,7 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
     missing = [w.window_id for w in todo if w.window_id not in writer.done]
     if missing:
         raise SpecbenchError(f"the runner returned no trace for window '{missing[0]}'")
+    check_loaded_vocab(device, roles, refs)
     writer.finish(now(), loaded_models(device, roles))
     return writer.path, len(todo)
 

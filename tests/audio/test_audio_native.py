@@ -18,9 +18,12 @@ from specbench.core.methods.specasr import SpecAsrConfig
 from specbench.core.methods.target import TargetConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import Where
-from specbench.schemas.traces import load_trace_file, window_trace_from_dict
+from specbench.schemas.traces import Vocab, load_trace_file, window_trace_from_dict
 from specbench.world.datasets import build_windows, read_librispeech
 from specbench.world.model_files import ModelFile
+
+WIDE = Vocab(1 << 20, 1 << 20)
+"""Vocabulary sizes no token id of these tests reaches."""
 
 CAP = 16
 METHODS = [{"name": "target"}, {"name": "sd", "width": 5, "p_min": 0.0}, {"name": "specasr", "k_max": 4, "tau": 0.3},
@@ -234,8 +237,8 @@ def test_empty_transcript_window_is_traced_and_loaded(device, tiny_asr, windows,
 
 def test_trace_text_field_is_optional():
     doc = {"window_id": "w", "window_sha256": "0" * 64, "y": [1, 2], "stop_reason": "cap", "n_prompt": 3}
-    assert window_trace_from_dict(doc, Where("test")).text == ""
-    assert window_trace_from_dict(doc | {"text": "hi"}, Where("test")).text == "hi"
+    assert window_trace_from_dict(doc, Where("test"), WIDE).text == ""
+    assert window_trace_from_dict(doc | {"text": "hi"}, Where("test"), WIDE).text == "hi"
 
 
 def test_s16_samples_decode_like_f32(device, tiny_asr, windows, decoded, audio_run_job, tmp_path):

@@ -81,7 +81,7 @@ def test_native_run_refuses_an_out_of_range_parameter(study, tmp_path):
 
 def test_select_budget_refuses_an_out_of_range_catalog(study, tmp_path):
     budget = tmp_path / "budget.yaml"
-    code, output = invoke("select-budget", "--windows", study["windows"], "--traces", study["traces"],
+    code, output = invoke("select-budget", study["windows"], "--traces", study["traces"],
                           "--profile", study["profile"], "--catalog", "as2d:B=0..15", "--out", budget)
     assert code == 1
     assert error_line(output) == f"Error: method spec 'as2d:B=0..15': B=0 is out of range (expected {INTEGER_1})"

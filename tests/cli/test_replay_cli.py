@@ -121,7 +121,7 @@ def test_resume_refuses_changed_inputs(study, tmp_path):
 
 def test_select_budget_writes_a_budget_that_run_accepts(study, tmp_path):
     budget = tmp_path / "budget.yaml"
-    code, output = invoke("select-budget", "--windows", study["windows"], "--traces", study["dev_traces"],
+    code, output = invoke("select-budget", study["windows"], "--traces", study["dev_traces"],
                           "--profile", study["profiles"][0], "--catalog", "as2d:B=1..6", "--out", budget)
     assert code == 0, output
     doc = yaml.safe_load(budget.read_text())
@@ -136,6 +136,34 @@ def test_select_budget_writes_a_budget_that_run_accepts(study, tmp_path):
     assert set(rows["config"]) == {"target", f"as2d[B={doc['as2d']['B']},drafter={doc['as2d']['drafter']}]"}
 
 
+def test_the_demos_protocol_chooses_on_dev_windows_and_deploys_on_test_windows(study, tmp_path):
+    """The paper's protocol as the demo runs it (app.demo.deploy_budget), on the synthetic study."""
+    from specbench.app.demo import deploy_budget
+    from specbench.core.methods import parse_method_specs
+
+    catalog = parse_method_specs(["as2d:B=1..4,drafter=small|large"])
+    messages = []
+    deployment = deploy_budget(tmp_path, study["windows"], study["traces"], Path(study["profiles"][0]), catalog,
+                               messages.append)
+    splits = {w.window_id: w.split.value for w in study["data"].windows}
+    dev = sum(split == "dev" for split in splits.values())
+    assert messages == [f"using {dev} dev windows, leaving out {len(splits) - dev} test windows"]
+    budget = yaml.safe_load(deployment.budget_path.read_text())
+    assert deployment.config == f"as2d[B={budget['as2d']['B']},drafter={budget['as2d']['drafter']}]"
+    assert deployment.dev_windows == dev == budget["selection"]["dev_windows"]
+    _, rows = load_results(deployment.results)
+    assert {splits[w] for w in rows["window_id"]} == {"test"} and deployment.test_windows == len(splits) - dev
+    assert set(rows["config"]) == {"target"} | {c.label for c in catalog}
+    chosen = rows[rows["config"] == deployment.config]
+    assert deployment.deployed_tokens_per_s == pytest.approx(chosen["tokens"].sum() / chosen["decode_s"].sum())
+    best = rows[rows["method"] == "as2d"].groupby("window_id").agg(tokens=("tokens", "first"),
+                                                                   decode_s=("decode_s", "min"))
+    assert deployment.oracle_tokens_per_s == pytest.approx(best["tokens"].sum() / best["decode_s"].sum())
+    assert deployment.gap_pct == pytest.approx(100 * (1 - deployment.deployed_tokens_per_s /
+                                                      deployment.oracle_tokens_per_s))
+    assert 0 <= deployment.gap_pct < 100
+
+
 def test_outputs_land_under_results_by_default(study, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     profile = Path(study["profiles"][0])
@@ -144,7 +172,7 @@ def test_outputs_land_under_results_by_default(study, tmp_path, monkeypatch):
     assert code == 0, output
     _, rows = load_results(tmp_path / "results" / profile.stem)
     assert set(rows["config"]) == {"target"}
-    code, output = invoke("select-budget", "--windows", study["windows"], "--traces", study["dev_traces"],
+    code, output = invoke("select-budget", study["windows"], "--traces", study["dev_traces"],
                           "--profile", profile, "--catalog", "as2d:B=1..2")
     assert code == 0, output
     assert yaml.safe_load((tmp_path / "results" / "budgets" / f"{profile.stem}.yaml").read_text())["as2d"]["B"] in (1, 2)
@@ -160,12 +188,32 @@ def error_line(output: str) -> str:
     return lines[0]
 
 
-def test_select_budget_refuses_test_windows(study, tmp_path):
+def test_select_budget_on_a_mixed_trace_directory_uses_its_dev_windows(study, tmp_path):
+    """Traces of dev and test windows together: the budget is chosen on the dev windows alone,
+    as if only they had been traced, and stderr says how many of each."""
+    dev = sum(w.split.value == "dev" for w in study["data"].windows)
+    test = len(study["data"].windows) - dev
+    assert dev and test
+    choices, outputs = {}, {}
+    for name, traces in (("mixed", study["traces"]), ("dev", study["dev_traces"])):
+        budget = tmp_path / f"{name}.yaml"
+        code, outputs[name] = invoke("select-budget", study["windows"], "--traces", traces, "--profile",
+                                     study["profiles"][0], "--catalog", "as2d:B=1..6", "--out", budget)
+        assert code == 0, outputs[name]
+        choices[name] = yaml.safe_load(budget.read_text())
+    assert f"using {dev} dev windows, leaving out {test} test windows" in outputs["mixed"]
+    assert f"using {dev} dev windows" in outputs["dev"] and "leaving out" not in outputs["dev"]
+    assert choices["mixed"]["as2d"] == choices["dev"]["as2d"]
+    assert choices["mixed"]["selection"]["dev_windows"] == dev
+    assert choices["mixed"]["selection"]["tokens_per_s"] == choices["dev"]["selection"]["tokens_per_s"]
+
+
+def test_select_budget_refuses_test_windows_asked_for_explicitly(study, tmp_path):
     budget = tmp_path / "budget.yaml"
-    code, output = invoke("select-budget", "--windows", study["windows"], "--traces", study["traces"],
-                          "--profile", study["profiles"][0], "--out", budget)
+    code, output = invoke("select-budget", study["windows"], "--traces", study["traces"],
+                          "--profile", study["profiles"][0], "--split", "test", "--out", budget)
     assert code == 1
-    assert "is a test window" in error_line(output) and "development windows only" in output
+    assert error_line(output).startswith("Error: --split test: budget selection uses development windows only")
     assert not budget.exists()
 
 
@@ -260,6 +308,24 @@ def test_trace_of_a_different_window_content(study, tmp_path):
     assert f"window '{row['window_id']}': window_sha256 {'f' * 64} differs from the windows file's" in line
     assert "trace it again" in line
     assert not (tmp_path / "r").exists()
+
+
+def test_a_token_id_outside_the_vocabulary_is_one_line_and_nothing_is_written(study, tmp_path):
+    """A y holding 10^9 with the header's vocabulary of 4000 tokens is refused where it enters."""
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    for path in study["traces"].glob("*.jsonl"):
+        lines = path.read_text().splitlines()
+        row = json.loads(lines[2])
+        row["y"][3] = 10 ** 9
+        (traces / path.name).write_text("\n".join(lines[:2] + [json.dumps(row)] + lines[3:]) + "\n")
+    n_vocab = json.loads(lines[0])["target"]["n_vocab"]
+    out = tmp_path / "r"
+    code, output = invoke("run", study["windows"], "--traces", traces, "--profile", study["profiles"][0], "--out", out)
+    assert code == 1
+    assert error_line(output) == (f"Error: {min(traces.glob('*.jsonl'))}:3: y[3] = 1000000000, expected a token id "
+                                  f"in [0, {n_vocab}) (target vocabulary)")
+    assert not out.exists()
 
 
 def test_unknown_trace_version(study, tmp_path):

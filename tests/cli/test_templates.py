@@ -11,7 +11,7 @@ import pytest
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.results import load_results
-from specbench.schemas.traces import load_trace_dir, load_trace_file
+from specbench.schemas.traces import VERSION, load_trace_dir, load_trace_file
 from specbench.schemas.windows import make_text_window, save_windows
 from specbench.world.devices.local import LocalDevice
 from specbench.world.model_files import ModelFile, with_templates
@@ -137,12 +137,13 @@ def test_resolution_order_and_names():
 
 def test_trace_headers_without_templates_still_load(tmp_path):
     old = tmp_path / "old.jsonl"
-    old.write_text('{"kind":"specbench.trace","schema_version":1,"target":{"name":"t","sha256":"a"},'
-                   '"drafter":{"name":"d","sha256":"b"}}\n'
-                   '{"window_id":"w","window_sha256":"c","y":[1],"stop_reason":"eos","n_prompt":3}\n')
+    old.write_text('{"kind":"specbench.trace","schema_version":%d,"target":{"name":"t","sha256":"a","n_vocab":8},'
+                   '"drafter":{"name":"d","sha256":"b","n_vocab":8}}\n'
+                   '{"window_id":"w","window_sha256":"c","y":[1],"stop_reason":"eos","n_prompt":3}\n' % VERSION)
     assert load_trace_file(old).templates is None
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(old.read_text().replace('"schema_version":1,', '"schema_version":1,"templates":{"target":"x"},'))
+    bad.write_text(old.read_text().replace(f'"schema_version":{VERSION},',
+                                           f'"schema_version":{VERSION},"templates":{{"target":"x"}},'))
     with pytest.raises(SpecbenchError, match="templates': expected"):
         load_trace_file(bad)
 

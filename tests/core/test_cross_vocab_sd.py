@@ -24,6 +24,7 @@ from specbench.schemas.traces import (
     CrossDrafts,
     ModelRef,
     TraceFile,
+    Vocab,
     load_trace_file,
     save_trace_file,
     window_trace_from_dict,
@@ -31,6 +32,9 @@ from specbench.schemas.traces import (
 )
 from tests.helpers import make_profile, make_trace, window_for
 from tests.strategies import traces
+
+WIDE = Vocab(1 << 20, 1 << 20)
+"""Vocabulary sizes no token id of these tests reaches."""
 
 EOS = 2
 Y = [10, 11, 12, 13, 14, EOS]
@@ -163,36 +167,34 @@ def test_bulk_replay_of_cross_vocabulary_sd_equals_the_reference(trace_caps, con
         trace = dataclasses.replace(trace, window_sha256=window.window_sha256)
         windows.append(window)
         window_traces[trace.window_id] = trace
-    files = {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), window_traces)}
+    files = {"drafter": TraceFile(ModelRef("t", "t", 1 << 20), ModelRef("drafter", "d", 1 << 20), window_traces)}
     bulk = replay_study(windows, files, [profile], [config])
     reference = rows_frame([dataclasses.asdict(replay_window(w, window_traces[w.window_id], profile, config))
                               for w in windows])
     pd.testing.assert_frame_equal(bulk.reset_index(drop=True), reference[bulk.columns], check_dtype=False, check_exact=True)
 
 
-def test_cross_drafts_round_trip_and_old_traces_still_load(tmp_path):
+def test_cross_drafts_round_trip_and_old_traces_are_refused(tmp_path):
     rows = [[], [11, 99], [], [13, 14], [], []]
     trace = hand_trace(rows, [[], [2, 4], [], [1, 3], [], []], [[], [22, 23, 198, 199, 5], [], [26, 27, 28, 29], [], []])
     doc = window_trace_to_dict(trace)
     assert doc["drafts"]["step"][1] == [2, 4] and doc["drafts"]["context"]["keep"][:3] == [0, 0, 2]
-    back = window_trace_from_dict(doc, Where("test"))
+    back = window_trace_from_dict(doc, Where("test"), WIDE)
     assert decode_serial(SdConfig(width=3), back, cap=32) == decode_serial(SdConfig(width=3), trace, cap=32)
 
     partial = {**doc, "drafts": {k: v for k, v in doc["drafts"].items() if k != "context"}}
     with pytest.raises(SpecbenchError, match="drafts.context"):
-        window_trace_from_dict(partial, Where("test"))
+        window_trace_from_dict(partial, Where("test"), WIDE)
 
-    # A version-1 file (no cross-vocabulary fields) loads and replays SD as same-vocabulary.
+    # A file of the previous version (cross-vocabulary rows without these fields) is refused, naming both versions.
     path = tmp_path / "old.jsonl"
     plain = dataclasses.replace(trace, drafts=dataclasses.replace(trace.drafts, cross=None))
-    save_trace_file(path, ModelRef("t", "t"), ModelRef("d", "d"), [plain])
+    save_trace_file(path, ModelRef("t", "t", 1 << 20), ModelRef("d", "d", 1 << 20), [plain])
     lines = path.read_text().splitlines()
     path.write_text("\n".join([lines[0].replace(f'"schema_version":{VERSIONS[-1]}', '"schema_version":1')] + lines[1:]) + "\n")
-    old = load_trace_file(path)
-    assert old.version == 1
-    old_trace = old.windows[trace.window_id]
-    assert decode_serial(SdConfig(width=3), old_trace, cap=32) == \
-        decode_sd(TargetOracle(old_trace.y), TraceDrafts(old_trace), 32, old_trace.n_prompt, NPD, SdConfig(width=3))
+    with pytest.raises(SpecbenchError, match=f"^{path}: line 1: schema_version 1, this specbench reads "
+                                             f"{VERSIONS[-1]} \\(hint:"):
+        load_trace_file(path)
 
 
 def test_tracing_does_not_resume_a_file_of_an_older_version(tmp_path):
@@ -201,5 +203,5 @@ def test_tracing_does_not_resume_a_file_of_an_older_version(tmp_path):
     path = tmp_path / "d.jsonl"
     path.write_text('{"kind": "specbench.trace", "schema_version": 1, "target": {"name": "t", "sha256": "t"}, '
                     '"drafter": {"name": "d", "sha256": "d"}}\n')
-    with pytest.raises(SpecbenchError, match="cannot resume a schema_version 1 trace file"):
-        TraceWriter(path, ModelRef("t", "t"), ModelRef("d", "d"), {"target": "model", "drafter": "model"}, resume=True)
+    with pytest.raises(SpecbenchError, match=f"schema_version 1, this specbench reads {VERSIONS[-1]} \\(hint:"):
+        TraceWriter(path, ModelRef("t", "t", 1 << 20), ModelRef("d", "d", 1 << 20), {"target": "model", "drafter": "model"}, resume=True)

@@ -131,7 +131,7 @@ def test_specasr_recycling_ingest_is_priced_with_a_row_per_token():
     # as the case above, with the t=3 ingest CD_all(3) = 1.0 in place of CD(3) = 0.5; the t=1
     # ingest keeps only its last row and stays CD(1) = 0.25
     assert row.decode_s == (0.25 + 0.75 + 2.0) + (1.0 + 0.25 + 2.0)
-    bulk = replay_study([window_for(trace, 32)], {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), {trace.window_id: trace})}, [priced], [config])
+    bulk = replay_study([window_for(trace, 32)], {"drafter": TraceFile(ModelRef("t", "t", 1 << 20), ModelRef("drafter", "d", 1 << 20), {trace.window_id: trace})}, [priced], [config])
     assert bulk["decode_s"].tolist() == [row.decode_s]
 
 

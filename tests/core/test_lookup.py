@@ -20,7 +20,10 @@ from specbench.core.replay.reference import decode_serial, replay_window
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import Where
 from specbench.schemas.results import rows_frame
-from specbench.schemas.traces import PAD, DraftTable, LookupDrafts, WindowTrace, window_trace_from_dict
+from specbench.schemas.traces import PAD, DraftTable, LookupDrafts, Vocab, WindowTrace, window_trace_from_dict
+
+WIDE = Vocab(1 << 20, 1 << 20)
+"""Vocabulary sizes no token id of these tests reaches."""
 
 # (context, limit, expected candidates, what it shows)
 CASES = [
@@ -106,14 +109,14 @@ def test_lookup_drafts_load_and_are_refused_with_cross_vocabulary_fields():
     doc = {"window_id": "w", "window_sha256": "0" * 64, "y": [1, 2, 1], "stop_reason": "cap", "n_prompt": 2,
            "drafts": {"k_max": 2, "tokens": [[2], [1, 2], [2]], "conf": [[1.0], [1.0, 1.0], [1.0]],
                       "lookup": {"name": "pld", "max_ngram": 3}}}
-    trace = window_trace_from_dict(doc, Where("t.jsonl", "line 2"))
+    trace = window_trace_from_dict(doc, Where("t.jsonl", "line 2"), WIDE)
     assert trace.drafts.lookup == LookupDrafts("pld", 3) and trace.drafts.cross is None
     bad = doc | {"drafts": doc["drafts"] | {"lookup": {"name": "pld", "max_ngram": 0}}}
     with pytest.raises(SpecbenchError, match="max_ngram"):
-        window_trace_from_dict(bad, Where("t.jsonl", "line 2"))
+        window_trace_from_dict(bad, Where("t.jsonl", "line 2"), WIDE)
     cross = doc | {"drafts": doc["drafts"] | {"step": [[0], [0, 1], [0]]}}
     with pytest.raises(SpecbenchError, match="lookup"):
-        window_trace_from_dict(cross, Where("t.jsonl", "line 2"))
+        window_trace_from_dict(cross, Where("t.jsonl", "line 2"), WIDE)
 
 
 def test_pld_is_a_drafter_name_for_sd_specs():
@@ -143,7 +146,7 @@ def pld_study():
         traces[window.window_id] = dataclasses.replace(lookup_trace(prompt, y), window_id=window.window_id,
                                                        window_sha256=window.window_sha256, producer=stream)
         windows.append(window)
-    files = {"pld": TraceFile(ModelRef("t", "t"), ModelRef("pld", IDENTITY), traces)}
+    files = {"pld": TraceFile(ModelRef("t", "t", 1 << 20), ModelRef("pld", IDENTITY, 1 << 20), traces)}
     return windows, files, profile
 
 

@@ -117,7 +117,7 @@ def test_bulk_replay_equals_the_scalar_reference_and_pooled_equals_sums(trace_ca
         windows.append(window)
         window_traces[trace.window_id] = trace
     configs = list(dict.fromkeys([TargetConfig()] + configs))
-    trace_files = {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), window_traces)}
+    trace_files = {"drafter": TraceFile(ModelRef("t", "t", 1 << 20), ModelRef("drafter", "d", 1 << 20), window_traces)}
     bulk = replay_study(windows, trace_files, [profile], configs, ratio_fit=fit)
     fitted = fit_profile(profile, fit)
     reference = rows_frame([dataclasses.asdict(replay_window(w, window_traces[w.window_id], fitted, c))

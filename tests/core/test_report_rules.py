@@ -242,7 +242,7 @@ def test_depths_beyond_the_measured_ones_are_flagged_and_their_sensitivity_repor
                                   sha=windows[0].window_sha256),
               "long": make_trace(y_long, perfect_drafts(y_long), y_long, n_prompt=120, window_id="long",
                                  sha=windows[1].window_sha256)}
-    trace_files = {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), traces)}
+    trace_files = {"drafter": TraceFile(ModelRef("t", "t", 1 << 20), ModelRef("drafter", "d", 1 << 20), traces)}
     configs = [TargetConfig(), SdConfig(width=3), As2dConfig(budget=3)]
     frame = pd.concat([replay_study(windows, trace_files, [depth_profile()], configs, ratio_fit=fit)
                        for fit in ("median", DEPTH_LINEAR)], ignore_index=True)
@@ -279,7 +279,7 @@ def test_a_producer_past_the_measured_depths_flags_as2d_and_a_decode_below_them_
     # the target decodes at depths 10..14; the producer, after a longer prompt, at 125..130
     trace = dataclasses.replace(trace, n_prompt_drafter=125)
     configs = [TargetConfig(), As2dConfig(budget=3)]
-    traces = {"drafter": TraceFile(ModelRef("t", "t"), ModelRef("drafter", "d"), {"w": trace})}
+    traces = {"drafter": TraceFile(ModelRef("t", "t", 1 << 20), ModelRef("drafter", "d", 1 << 20), {"w": trace})}
     flags = replay_study([window], traces, [depth_profile()], configs).set_index("config")
     assert flags["depth_extrapolated"].to_dict() == {"target": False, "as2d[B=3]": True}
     below = replay_study([window], traces, [depth_profile((16, 256))], configs)

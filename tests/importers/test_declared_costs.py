@@ -30,7 +30,8 @@ def invoke(*args):
 def run(tmp_path_factory):
     root = tmp_path_factory.mktemp("declared")
     assert invoke("import-trace", "progdraft", *EXPORTS, "--out", root / "traces", "--windows",
-                  root / "windows.jsonl", "--n-prompt", 80, "--target-sha256", TARGET_SHA)[0] == 0
+                  root / "windows.jsonl", "--n-prompt", 80, "--n-vocab", 151936, "--target-sha256",
+                  TARGET_SHA)[0] == 0
     code, output = invoke("run", root / "windows.jsonl", "--traces", root / "traces", "--profile", PHONE,
                           "--methods", "target", "--method", "sd:W=9,drafter=ours|anchor", "--out", root / "results")
     assert code == 0, output

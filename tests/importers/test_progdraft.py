@@ -25,6 +25,8 @@ EXPORTS = [DATA / "utt1.json", DATA / "utt2.json"]
 PHONE = DATA / "phone-shared.yaml"
 TARGET_SHA = "0d5b6d3c8a7f41e29b1c6e0f3a2d4b5c6e7f8091a2b3c4d5e6f708192a3b4c5d"
 """The target sha256 the phone fixture profile records."""
+N_VOCAB = 151936
+"""Qwen3's vocabulary, which the fixtures' token ids come from."""
 
 
 def invoke(*args):
@@ -33,7 +35,7 @@ def invoke(*args):
 
 
 def imported(tmp_path, exports=EXPORTS):
-    import_progdraft(exports, tmp_path / "traces", tmp_path / "windows.jsonl", 448, 80, TARGET_SHA)
+    import_progdraft(exports, tmp_path / "traces", tmp_path / "windows.jsonl", 448, 80, TARGET_SHA, n_vocab=N_VOCAB)
     return load_windows(tmp_path / "windows.jsonl"), load_trace_dir(tmp_path / "traces")
 
 
@@ -80,7 +82,7 @@ def test_only_visited_prefixes_have_rows_and_a_width_needing_another_is_refused(
 
 def test_cli_import_then_replay_ours_and_anchor_on_a_phone_profile_with_declared_costs(tmp_path):
     code, output = invoke("import-trace", "progdraft", *EXPORTS, "--out", tmp_path / "traces",
-                          "--windows", tmp_path / "windows.jsonl", "--n-prompt", 80, "--target-sha256", TARGET_SHA)
+                          "--windows", tmp_path / "windows.jsonl", "--n-prompt", 80, "--n-vocab", N_VOCAB, "--target-sha256", TARGET_SHA)
     assert code == 0, output
     assert sorted(p.name for p in (tmp_path / "traces").iterdir()) == ["anchor.jsonl", "ours.jsonl"]
     out = tmp_path / "results"
@@ -138,7 +140,7 @@ def _set(doc, keys, value):
 def test_a_malformed_export_names_the_utterance_and_the_field(tmp_path, keys, value, named):
     path = _broken(tmp_path, lambda doc: _set(doc, keys, value))
     code, output = invoke("import-trace", "progdraft", path, "--out", tmp_path / "traces",
-                          "--windows", tmp_path / "windows.jsonl", "--n-prompt", 80)
+                          "--windows", tmp_path / "windows.jsonl", "--n-prompt", 80, "--n-vocab", N_VOCAB)
     assert code == 1
     assert f"{path}: utterance 'fixture-0001': key '" in output
     assert re.search(named, output), output
@@ -149,19 +151,29 @@ def test_rounds_that_stop_short_of_the_reference_and_missing_keys_are_refused(tm
     path = _broken(tmp_path, lambda doc: doc["methods"]["ours"]["rounds"].pop())
     with pytest.raises(SpecbenchError, match=r"utterance 'fixture-0001': key 'methods\.ours\.rounds': expected "
                                              r"rounds that emit all 22 reference tokens, got '15 tokens emitted'"):
-        import_progdraft([path], tmp_path / "t", tmp_path / "w.jsonl", 448, 80)
+        import_progdraft([path], tmp_path / "t", tmp_path / "w.jsonl", 448, 80, n_vocab=N_VOCAB)
     path = _broken(tmp_path, lambda doc: doc["methods"]["anchor"]["rounds"][0].pop("accepted"))
     with pytest.raises(SpecbenchError, match=r"methods\.anchor\.rounds\[0\]\.accepted': expected an integer "
                                              r"\(missing\)"):
-        import_progdraft([path], tmp_path / "t", tmp_path / "w.jsonl", 448, 80)
+        import_progdraft([path], tmp_path / "t", tmp_path / "w.jsonl", 448, 80, n_vocab=N_VOCAB)
     with pytest.raises(SpecbenchError, match=r"utterance 'fixture-0001' is also in"):
-        import_progdraft([EXPORTS[0], EXPORTS[0]], tmp_path / "t", tmp_path / "w.jsonl", 448, 80)
+        import_progdraft([EXPORTS[0], EXPORTS[0]], tmp_path / "t", tmp_path / "w.jsonl", 448, 80, n_vocab=N_VOCAB)
     # a cap at the output's length leaves the last round room for fewer drafts than it proposed:
     # replay then accepts fewer, and the round is named
     with pytest.raises(SpecbenchError, match=r"utterance 'fixture-0001': key 'methods\.anchor\.rounds\[6\]': "
                                              r"expected replay at K=8 to accept 2 and commit 2 tokens as this round "
                                              r"did \(replay round 7\), got 'accepted 1, committed 2'"):
-        import_progdraft([EXPORTS[0]], tmp_path / "t", tmp_path / "w.jsonl", 22, 80)
+        import_progdraft([EXPORTS[0]], tmp_path / "t", tmp_path / "w.jsonl", 22, 80, n_vocab=N_VOCAB)
     with pytest.raises(SpecbenchError, match=r"reference\.tokens': expected at most --cap 10 tokens"):
-        import_progdraft(EXPORTS, tmp_path / "t", tmp_path / "w.jsonl", 10, 80)
+        import_progdraft(EXPORTS, tmp_path / "t", tmp_path / "w.jsonl", 10, 80, n_vocab=N_VOCAB)
     assert not (tmp_path / "t").exists()
+
+
+def test_a_token_id_outside_the_vocabulary_is_one_line_and_nothing_is_written(tmp_path):
+    path = _broken(tmp_path, lambda doc: _set(doc, ("methods", "ours", "rounds", 1, "candidates", 2), N_VOCAB))
+    code, output = invoke("import-trace", "progdraft", path, "--out", tmp_path / "traces",
+                          "--windows", tmp_path / "windows.jsonl", "--n-prompt", 80, "--n-vocab", N_VOCAB)
+    assert code == 1
+    assert output.strip() == (f"Error: {path}: utterance 'fixture-0001': methods.ours.rounds[1].candidates[2] = "
+                              f"{N_VOCAB}, expected a token id in [0, {N_VOCAB}) (target vocabulary, --n-vocab)")
+    assert not (tmp_path / "traces").exists() and not (tmp_path / "windows.jsonl").exists()

@@ -24,7 +24,7 @@ from specbench.world.devices.local import LocalDevice
 from specbench.world.native_run import NativePlan, native_steps, run_native
 from specbench.world.profiling import SweepPlan, profile_device, write_profile
 from specbench.world.runner import run_job, version_info
-from specbench.world.tracing import trace_windows, traced_ids
+from specbench.world.tracing import gguf_n_vocab, trace_windows, traced_ids
 
 TEXTS = ["hello the world", "in the heat", "a tale of the tin", "the end", "heat in the tin", "the tea"]
 
@@ -178,6 +178,9 @@ def test_trace_appends_per_window_and_resumes(device, models, tmp_path):
     traces = load_trace_dir(tmp_path)["near"]
     assert list(traces.windows) == [w.window_id for w in items]
     assert traces.target.sha256 == target.sha256 and traces.windows["w0"].drafts.k_max == 8
+    # the header's vocabulary sizes (read from the GGUF metadata) are what the runner loaded
+    loaded = device.loaded()[device.model_path(target.path)]
+    assert traces.target.n_vocab == traces.drafter.n_vocab == loaded["n_vocab"] == gguf_n_vocab(near.path)
 
 
 def test_native_rows_have_the_replay_columns_and_resume(device, models, tmp_path):

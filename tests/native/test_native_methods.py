@@ -57,7 +57,7 @@ def load_window_trace(doc):
     traces = importlib.import_module("specbench.schemas.traces")
     fileio = importlib.import_module("specbench.schemas.fileio")
     return traces.window_trace_from_dict({k: v for k, v in doc.items() if k != "kind"} | {"window_sha256": "0" * 64},
-                                         fileio.Where("runner output"))
+                                         fileio.Where("runner output"), traces.Vocab(1 << 20, 1 << 20))
 
 
 @pytest.mark.parametrize("drafter", ["near", "far", "target"])

@@ -139,7 +139,8 @@ def test_native_sd_ops_equal_the_python_reference(run_job, tiny, width, p_min):
     tr = trace(run_job, tiny, tiny.near)
     for r in decode(run_job, tiny.target, tiny.near, [{"name": "sd", "width": width, "p_min": p_min}]):
         doc = {k: v for k, v in tr[r["window_id"]].items() if k != "kind"} | {"window_sha256": "0" * 64}
-        wt = traces_mod.window_trace_from_dict(doc, fileio.Where("runner output"))
+        wt = traces_mod.window_trace_from_dict(doc, fileio.Where("runner output"),
+                                                 traces_mod.Vocab(1 << 20, 1 << 20))
         cap = next(w["cap"] for w in WINDOWS if w["id"] == r["window_id"])
         ref = sd.decode_sd(base.TargetOracle(wt.y), base.TraceDrafts(wt), cap, wt.n_prompt, wt.n_prompt_drafter,
                            sd.SdConfig(width=width, p_min=p_min))
@@ -154,7 +155,8 @@ def test_trace_result_loads_with_the_python_trace_schema(run_job, tiny):
     fileio = importlib.import_module("specbench.schemas.fileio")
     tr = trace(run_job, tiny, tiny.near, windows=WINDOWS[:1])["chat"]
     doc = {k: v for k, v in tr.items() if k != "kind"} | {"window_sha256": "0" * 64}
-    wt = traces_mod.window_trace_from_dict(doc, fileio.Where("runner output"))
+    wt = traces_mod.window_trace_from_dict(doc, fileio.Where("runner output"),
+                                                 traces_mod.Vocab(1 << 20, 1 << 20))
     assert wt.y.tolist() == tr["y"] and wt.drafts.k_max == 16
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 from dataclasses import fields
 from pathlib import Path
@@ -132,7 +133,7 @@ def test_written_studies_imports_and_budgets_validate(tmp_path):
         assert errors("profile", yaml.safe_load(path.read_text())) == []
     progdraft = ROOT / "tests" / "data" / "progdraft"
     import_progdraft([progdraft / "utt1.json", progdraft / "utt2.json"], tmp_path / "imported",
-                     tmp_path / "imported-windows.jsonl", 448, 80)
+                     tmp_path / "imported-windows.jsonl", 448, 80, n_vocab=151936)
     assert jsonl_errors("windows", tmp_path / "imported-windows.jsonl") == []
     for path in sorted((tmp_path / "imported").glob("*.jsonl")):
         assert jsonl_errors("trace", path) == []  # null rows: the drafter never asked there
@@ -176,7 +177,11 @@ BAD_WINDOWS = {
     "text input without text": (1, ("input", "text"), _DROP),
 }
 BAD_TRACES = {
-    "header version 4": (0, ("schema_version",), 4),
+    "header version 5": (0, ("schema_version",), 5),
+    "header version 3": (0, ("schema_version",), 3),
+    "target without n_vocab": (0, ("target", "n_vocab"), _DROP),
+    "drafter n_vocab 0": (0, ("drafter", "n_vocab"), 0),
+    "n_prompt -1": (1, ("n_prompt",), -1),
     "header unknown key": (0, ("tokenizer",), "bpe"),
     "templates one model": (0, ("templates",), {"target": "chatml"}),
     "y empty": (1, ("y",), []),
@@ -297,6 +302,7 @@ def test_bad_budgets_are_refused_by_loader_and_schema(tmp_path, case):
 # docs/schemas/README.md, and must stay refused by the loader.
 GAPS = {
     "a null row in tokens only": ("trace", 1, ("drafts", "tokens", 0), None),
+    "a token id within the header's vocabulary": ("trace", 1, ("y", 0), 1_000_000_000),
     "one draft row per token of y": ("trace", 1, ("drafts", "tokens"), [[]]),
     "an integral number as a token id (1.0)": ("trace", 1, ("y", 0), 1.0),
     "a text window's sha256 is its content's": ("windows", 1, ("window_sha256",), "0" * 64),
@@ -338,6 +344,105 @@ def test_null_rows_are_version_3_and_a_token_list_per_row_elsewhere():
     line = {"window_id": "w", "window_sha256": "0" * 64, "y": [1, 2], "stop_reason": "eos", "n_prompt": 3,
             "drafts": {"k_max": 2, "tokens": [[1, 2], None], "conf": [[0.5, 0.5], None]}}
     assert errors("trace", line) == []
-    trace = traces.window_trace_from_dict(line, traces.Where("test"))
+    trace = traces.window_trace_from_dict(line, traces.Where("test"), traces.Vocab(1 << 20, 1 << 20))
     assert trace.drafts.has_row(0) and not trace.drafts.has_row(1)
     assert np.array_equal(trace.drafts.recorded, [True, False])
+
+
+# --- range checks: one line naming file, line, key, value and range --------------------------
+
+
+def _trace_file(tmp_path, header=None, window=None) -> Path:
+    doc = {"kind": "specbench.trace", "schema_version": traces.VERSION, "target": {"name": "t", "sha256": "a",
+           "n_vocab": 49152}, "drafter": {"name": "d", "sha256": "b", "n_vocab": 32000}} | (header or {})
+    line = {"window_id": "w", "window_sha256": "0" * 64, "y": [5, 9, 2, 7], "stop_reason": "eos", "n_prompt": 3,
+            "drafts": {"k_max": 2, "tokens": [[9, 2], [2], [7], []], "conf": [[0.5, 0.5], [0.9], [1.0], []]},
+            "producer": {"tokens": [9, 2], "conf": [0.8, 0.7], "step": [0, 1], "steps": 2, "stop": "eos"},
+            "recycle": {"specasr[k_max=2,tau=0.5]": [{"t": 1, "tail": [2], "top1": [2, 7], "conf": [0.9, 0.8],
+                                                     "kept": 1, "cont": [7], "cont_conf": [0.6]}]}}
+    for keys, value in (window or {}).items():
+        _set(line, keys, value)
+    path = tmp_path / "x.jsonl"
+    path.write_text(json.dumps(doc) + "\n\n" + json.dumps(line) + "\n")
+    return path
+
+
+RANGE_CASES = {
+    "y beyond the target vocabulary": ((("y", 3), 1_000_000_000),
+                                       "y[3] = 1000000000, expected a token id in [0, 49152) (target vocabulary)"),
+    "a negative y": ((("y", 0), -2), "y[0] = -2, expected a token id in [0, 49152) (target vocabulary)"),
+    "a draft beyond the target vocabulary": ((("drafts", "tokens", 1, 0), 49152),
+                                             "drafts.tokens[1][0] = 49152, expected a token id in [0, 49152)"),
+    "a negative id other than the padding": ((("drafts", "tokens", 0, 1), -2),
+                                             "drafts.tokens[0][1] = -2, expected a token id in [0, 49152)"),
+    "a token after the padding": ((("drafts", "tokens", 0), [-1, 2]),
+                                  "drafts.tokens[0][1] = 2, expected -1 (padding, once begun, runs to the row's end)"),
+    "a producer token beyond the vocabulary": ((("producer", "tokens", 1), 60000),
+                                               "producer.tokens[1] = 60000, expected a token id in [0, 49152)"),
+    "a recycling answer beyond the drafter's vocabulary": (
+        (("recycle", "specasr[k_max=2,tau=0.5]", 0, "top1", 1), 40000),
+        "recycle.specasr[k_max=2,tau=0.5][0].top1[1] = 40000, expected a token id in [0, 32000) (drafter vocabulary)"),
+    "a recycling position past y": ((("recycle", "specasr[k_max=2,tau=0.5]", 0, "t"), 5),
+                                    "recycle.specasr[k_max=2,tau=0.5][0].t = 5, expected a position in [0, 4]"),
+    "a probability above 1": ((("drafts", "conf", 0, 1), 1.25),
+                              "drafts.conf[0][1] = 1.25, expected a probability in [0, 1]"),
+    "a negative probability": ((("producer", "conf", 0), -0.5),
+                               "producer.conf[0] = -0.5, expected a probability in [0, 1]"),
+    "a negative prompt depth": ((("n_prompt",), -1), "n_prompt = -1, expected an integer >= 0"),
+    "a negative drafter prompt depth": ((("n_prompt_drafter",), -4), "n_prompt_drafter = -4, expected an integer >= 0"),
+    "a negative producer step count": ((("producer", "steps"), -1), "producer.steps = -1, expected an integer >= 0"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RANGE_CASES))
+def test_a_trace_field_out_of_range_is_refused_in_one_line(tmp_path, case):
+    (keys, value), message = RANGE_CASES[case]
+    path = _trace_file(tmp_path, window={keys: value})
+    with pytest.raises(SpecbenchError) as error:
+        traces.load_trace_file(path)
+    assert str(error.value).startswith(f"{path}:3: {message}") and "\n" not in str(error.value)
+
+
+def test_a_valid_trace_of_the_range_fixture_loads(tmp_path):
+    trace = traces.load_trace_file(_trace_file(tmp_path)).windows["w"]
+    assert trace.y.tolist() == [5, 9, 2, 7] and trace.drafts.tokens[1].tolist() == [2, traces.PAD]
+
+
+def test_a_header_vocabulary_below_one_is_refused(tmp_path):
+    path = _trace_file(tmp_path, header={"target": {"name": "t", "sha256": "a", "n_vocab": 0}})
+    with pytest.raises(SpecbenchError, match=rf"^{path}:1: target\.n_vocab = 0, expected an integer >= 1"):
+        traces.load_trace_file(path)
+
+
+@pytest.mark.parametrize("keys, value, message", [
+    (("input", "offset_s"), -0.5, "input.offset_s = -0.5, expected seconds >= 0"),
+    (("input", "duration_s"), 0.0, "input.duration_s = 0.0, expected seconds > 0"),
+    (("cap",), 0, "cap = 0, expected an integer >= 1"),
+])
+def test_a_window_field_out_of_range_is_refused_in_one_line(tmp_path, keys, value, message):
+    line = {"window_id": "a", "window_sha256": "0" * 64, "input": {"kind": "audio", "audio_path": "a.wav",
+            "offset_s": 0.0, "duration_s": 2.0}, "instruction": "Transcribe.", "template": "model", "cap": 8,
+            "dataset": "d", "split": "test"}
+    _set(line, keys, value)
+    path = tmp_path / "w.jsonl"
+    path.write_text(json.dumps({"kind": "specbench.windows", "schema_version": 1}) + "\n" + json.dumps(line) + "\n")
+    with pytest.raises(SpecbenchError, match=rf"^{path}:2: {re.escape(message)}"):
+        windows.load_windows(path)
+
+
+@pytest.mark.parametrize("keys, value, message", [
+    (("as2d", "B"), 0, "B=0 is out of range (expected an integer >= 1)"),
+    (("as2d", "H"), -1, "H=-1 is out of range (expected an integer >= 1)"),
+    (("as2d", "conf_stop"), 1.5, "conf_stop=1.5 is out of range (expected a finite number in [0, 1])"),
+    (("selection", "tokens_per_s"), -3.0, "selection.tokens_per_s = -3.0, expected tokens per second >= 0"),
+    (("selection", "dev_windows"), 0, "selection.dev_windows = 0, expected an integer >= 1"),
+])
+def test_a_budget_field_out_of_range_is_refused_in_one_line(tmp_path, keys, value, message):
+    choice = BudgetChoice("dev@split", As2dConfig(budget=3), 51.5, (), 0.0, False, 4)
+    path = tmp_path / "budget.yaml"
+    save_budget(path, choice, {})
+    doc = yaml.safe_load(path.read_text())
+    _set(doc, keys, value)
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(SpecbenchError, match=rf"^{path}: {re.escape(message)}"):
+        load_budget(path)

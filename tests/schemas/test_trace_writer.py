@@ -17,7 +17,7 @@ from specbench.errors import SpecbenchError
 from specbench.schemas.traces import ModelRef, TraceWriter, load_trace_dir, load_trace_file
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-TARGET, DRAFTER = ModelRef("big", "b" * 64), ModelRef("mine", "m" * 64)
+TARGET, DRAFTER = ModelRef("big", "b" * 64, 49152), ModelRef("mine", "m" * 64, 49152)
 
 
 def readme_example() -> str:
@@ -29,7 +29,7 @@ def test_the_readme_example_writes_a_trace_that_replays(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     exec(compile(readme_example(), "README.md", "exec"), {})
     trace_file = load_trace_file(tmp_path / "traces" / "mydrafter.jsonl")
-    assert trace_file.target == ModelRef("big", "sha256 of big.gguf") and trace_file.version == 3
+    assert trace_file.target == ModelRef("big", "sha256 of big.gguf", 49152)
     trace = trace_file.windows["w1"]
     decoded = decode_sd(TargetOracle(trace.y), TraceDrafts(trace, "mydrafter"), 32, trace.n_prompt,
                         trace.n_prompt_drafter, SdConfig(width=5))
@@ -75,7 +75,7 @@ def test_windows_append_one_at_a_time_and_a_resumed_file_continues(tmp_path):
     with path.open("a") as handle:
         handle.write('{"window_id": "w2", "y": [1')  # an interrupted write
     with pytest.raises(SpecbenchError, match="the drafter model differs"):
-        TraceWriter(path, TARGET, ModelRef("other", "o" * 64), {"target": "chatml", "drafter": "model"}, resume=True)
+        TraceWriter(path, TARGET, ModelRef("other", "o" * 64, 49152), {"target": "chatml", "drafter": "model"}, resume=True)
     resumed = TraceWriter(path, TARGET, DRAFTER, {"target": "chatml", "drafter": "model"}, resume=True)
     assert resumed.done == {"w1": "0" * 64}
     resumed.write_window(**_window(window_id="w2", y=[4, 2]))
@@ -93,3 +93,32 @@ def test_a_header_with_a_bad_template_is_refused_before_the_file_exists(tmp_path
 def test_the_import_command_is_documented_with_an_example():
     result = CliRunner().invoke(main, ["import-trace", "--help"])
     assert result.exit_code == 0 and "Example:" in result.output
+
+
+def test_the_vocabulary_size_is_read_from_the_gguf_metadata(tmp_path):
+    """What llama.cpp counts as n_vocab: the length of tokenizer.ggml.tokens, found past keys
+    of every kind (strings, numbers, arrays of strings and numbers)."""
+    gguf = pytest.importorskip("gguf")
+    from specbench.world.tracing import gguf_n_vocab
+
+    path = tmp_path / "m.gguf"
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_string("general.name", "tiny")
+    writer.add_uint32("llama.context_length", 64)
+    writer.add_array("tokenizer.ggml.merges", ["a b", "ab c"])
+    writer.add_array("tokenizer.ggml.scores", [0.5, 0.25, 0.125])
+    writer.add_float32("llama.rope.freq_base", 10000.0)
+    writer.add_token_list(["<s>", "a", "b", "ab", "c"])
+    writer.add_tensor("w", np.zeros((2, 2), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    assert gguf_n_vocab(path) == 5
+    no_vocab = tmp_path / "none.gguf"
+    no_vocab.write_bytes(path.read_bytes().replace(b"tokenizer.ggml.tokens", b"tokenizer.ggml.tokenz"))
+    with pytest.raises(SpecbenchError, match="no tokenizer.ggml.tokens in the GGUF metadata"):
+        gguf_n_vocab(no_vocab)
+    (tmp_path / "short.gguf").write_bytes(path.read_bytes()[:40])
+    with pytest.raises(SpecbenchError, match="cut short"):
+        gguf_n_vocab(tmp_path / "short.gguf")
