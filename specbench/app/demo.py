@@ -38,11 +38,12 @@ from specbench.schemas.results import load_results
 from specbench.schemas.placement import resolve_on
 from specbench.schemas.windows import Split, Window, load_windows, save_windows
 from specbench.world.devices.local import LocalDevice
+from specbench.world.dirs import cache_dir
 from specbench.world.model_files import ModelFile
 from specbench.world.native_run import NativePlan, native_steps, profile_ref, run_native
 from specbench.world.profiling import SweepPlan, profile_device, write_profile
 from specbench.world.runner import find_runner
-from specbench.world.tracing import prompts_for, trace_windows
+from specbench.world.tracing import trace_windows
 
 DEMO_TARGET = "smollm2-135m-f16"
 # Two drafters: the shipped Q4_1 file the F16 target was derived from (same weights, about
@@ -184,11 +185,10 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
     traces_dir = run.out / "traces"
     with timed(run, "trace", log):
         for drafter in drafters:
-            prompts = prompts_for(device, target, drafter, windows)
             specasr = [c for c in configs if isinstance(c, SpecAsrConfig) and c.drafter == drafter.name]
             with progress(f"tracing {drafter.name}", len(windows)) as advance:
                 trace_windows(device, windows, target, drafter, traces_dir, TRACE_K_MAX[drafter.name], False, None,
-                              advance, prompts, specasr)
+                              advance, None, specasr, cache_dir() / "traces", say=log)
     with timed(run, "replay", log):
         inputs = load_inputs(windows_path, traces_dir, profile_paths, None)
         replayable = replayable_configs(inputs, configs, run, log)

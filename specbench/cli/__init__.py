@@ -23,6 +23,7 @@ COMMANDS = {
     "select-budget": "specbench.cli.select_budget:select_budget",
     "profile": "specbench.cli.profile:profile",
     "trace": "specbench.cli.trace:trace",
+    "merge-traces": "specbench.cli.merge_traces:merge_traces",
     "demo": "specbench.cli.demo:demo",
     "devices": "specbench.cli.devices:devices",
     "build-runner": "specbench.cli.build_runner:build_runner",

@@ -39,15 +39,23 @@ if TYPE_CHECKING:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("traces"), show_default=True,
               help="Traces directory.")
 @click.option("--resume", is_flag=True, help="Continue interrupted trace files (skips windows already traced).")
+@click.option("--no-cache", is_flag=True,
+              help="Trace even when a finished trace of the same runner, models, templates, windows and k_max exists "
+                   "(in OUT or the specbench cache).")
+@click.option("--shard", "shard_spec", default=None, metavar="K/N",
+              help="Trace only the K-th of N deterministic window shards, into OUT/shard-K-of-N/ (merge the N "
+                   "directories with `specbench merge-traces`).")
 def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], target_mmproj: Path | None,
           drafter_mmproj_specs: tuple[str, ...], template_specs: tuple[str, ...], k_max: int,
           specasr_specs: tuple[str, ...], split: str | None, threads: int | None, device: str, out: Path,
-          resume: bool) -> None:
+          resume: bool, no_cache: bool, shard_spec: str | None) -> None:
     """Trace WINDOWS: the target's greedy output, the drafter's prefix-conditioned drafts
     and its producer stream, per window, for replay.
 
     Each window is appended to OUT/<drafter>.jsonl when done; an interrupted trace
-    continues with --resume.
+    continues with --resume. A finished trace of the same runner, models, chat templates,
+    windows and k_max (in OUT, or in the specbench cache) is reused instead (--no-cache:
+    trace again).
 
     Example:
 
@@ -58,6 +66,8 @@ def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], targ
         --template gemma3=gemma --out traces/
 
         specbench trace windows.jsonl --target smollm2.gguf --drafter pld --out traces/
+
+        specbench trace windows.jsonl --target t.gguf --drafter small=d.gguf --shard 3/8 --out parts/
     """
     from specbench.app.progress import progress_bar, stderr
     from specbench.schemas.windows import load_split
@@ -70,19 +80,26 @@ def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], targ
         with_mmproj,
         with_templates,
     )
+    from specbench.world.dirs import cache_dir
+    from specbench.world.trace_cache import parse_shard, shard_windows
     from specbench.world.tracing import trace_windows
 
+    shard = parse_shard(shard_spec) if shard_spec is not None else None
+    if shard is not None:
+        out = out / f"shard-{shard.index}-of-{shard.count}"
     specasr = specasr_configs(specasr_specs)
     items = load_split(windows, split)
     target = with_mmproj(target_file(target_path), target_mmproj, "--target-mmproj")
     drafters = drafter_mmproj(unique_names([parse_named(s) for s in drafter_specs]), drafter_mmproj_specs)
     target, drafters = with_templates(target, drafters, template_specs)
     dev = open_device(device)
+    mine = len(shard_windows(items, shard))
     for drafter in drafters:
-        with progress_bar(f"tracing {drafter.name}", len(items)) as advance:
+        with progress_bar(f"tracing {drafter.name}", mine) as advance:
             path, count = trace_windows(dev, items, target, drafter, out, k_max, resume, threads, advance,
-                                         specasr=specasr)
-        stderr.print(f"{count} windows traced into {path} ({len(items) - count} already there)")
+                                         specasr=specasr, cache=None if no_cache else cache_dir() / "traces",
+                                         shard=shard, say=stderr.print)
+        stderr.print(f"{count} windows traced into {path} ({mine - count} already there)")
 
 
 def specasr_configs(specs: tuple[str, ...]) -> list[SpecAsrConfig]:

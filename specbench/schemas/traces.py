@@ -2,10 +2,12 @@
 
 A traces directory holds one JSONL file per (target, drafter) pair: a header line
 `{"kind": "specbench.trace", "schema_version": 4, "target": {"name": ..., "sha256": ...,
-"n_vocab": 49152}, "drafter": {...}, "templates": {"target": "model", "drafter": "gemma"}}`
-(each model's vocabulary size, against which every token id of the file is checked, and the
+"n_vocab": 49152}, "drafter": {...}, "templates": {"target": "model", "drafter": "gemma"},
+"key": {"runner_sha256": ..., "windows_sha256": ..., "n_windows": 24, "k_max": 16, "specasr": []}}`
+(each model's vocabulary size, against which every token id of the file is checked, the
 chat template each model rendered the windows with: a llama.cpp built-in name, or "model"
-for its GGUF's own)
+for its GGUF's own, and the rest of what the runner's decisions depend on: `TraceKey`;
+a shard of a sharded trace also records which one, `"shard": {"index": 2, "count": 4}`)
 then one window per line with the target's greedy output `y`, the prefix-conditioned
 drafts `P` (row t = the drafter's greedy continuation after prompt + y[:t], padded with -1
 after the drafter's end of sequence), the producer stream `z` already mapped to the
@@ -22,6 +24,7 @@ every line it writes goes through the loader's own validation first.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
@@ -53,7 +56,9 @@ KIND = "specbench.trace"
 #     asked about); drafts may carry `lookup` ({name, max_ngram}) for the prompt-lookup drafter.
 # 4 = the header's `target` and `drafter` carry `n_vocab`, the vocabulary size every token id
 #     of the file is checked against.
-VERSION = 4
+# 5 = the header's optional `key` (runner build, windows digest, k_max, SpecASR configurations:
+#     with the models and templates, what the runner's decisions depend on) and `shard`.
+VERSION = 5
 VERSIONS = (VERSION,)
 PAD = -1
 """Token id that pads a draft row after the drafter's end of sequence."""
@@ -68,6 +73,49 @@ class ModelRef:
     n_vocab: int
     """Vocabulary size: the model's token ids are 0..n_vocab-1 (the prompt-lookup drafter,
     which drafts target tokens, has the target's)."""
+
+
+@dataclass(frozen=True)
+class TraceKey:
+    """What a trace's decisions depend on besides the two models (header `target`, `drafter`)
+    and their chat templates (header `templates`): a trace whose key, models and templates match
+    is the same trace, so `specbench trace` reuses it."""
+
+    runner_sha256: str
+    """sha256 of the runner binary that decided."""
+    windows_sha256: str
+    """sha256 of the windows traced (all N shards together): `windows_digest`."""
+    n_windows: int
+    """How many windows that digest covers."""
+    k_max: int
+    """Drafts per prefix-conditioned row."""
+    specasr: tuple[str, ...] = ()
+    """Labels of the SpecASR configurations whose recycling queries were recorded, sorted."""
+
+    def differences(self, other: "TraceKey") -> list[str]:
+        """'field a vs b' for each field that differs."""
+        return [f"{name} {getattr(self, name)} vs {getattr(other, name)}" for name in vars(self)
+                if getattr(self, name) != getattr(other, name)]
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Which of N deterministic window shards a trace file holds (windows i with i % count == index - 1)."""
+
+    index: int
+    """1..count."""
+    count: int
+    """How many shards the windows were split into."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def windows_digest(windows: Sequence[Window]) -> str:
+    """sha256 over the windows' ids and content hashes, in file order."""
+    text = "".join(f"{w.window_id}\t{w.window_sha256}\n" for w in windows)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -221,9 +269,14 @@ class TraceFile:
     environment: Environment | None = None
     """The header's environment block (schemas/environment.py); None when the writer recorded
     no session (a trace saved by `save_trace_file`, an import)."""
+    key: TraceKey | None = None
+    """What else the decisions depend on; None for a trace not made by the runner (an import)."""
+    shard: Shard | None = None
+    """The shard this file holds; None: every window of the key's."""
 
 
-_HEADER_KEYS = frozenset({"kind", "schema_version", "target", "drafter", "templates", "notes", ENV_KEY})
+_HEADER_KEYS = frozenset({"kind", "schema_version", "target", "drafter", "templates", "notes", "key", "shard",
+                          ENV_KEY})
 _WINDOW_KEYS = frozenset({"window_id", "window_sha256", "y", "stop_reason", "n_prompt", "n_prompt_drafter",
                           "drafts", "producer", "recycle", "text"})
 
@@ -242,6 +295,32 @@ def _templates(doc: dict, where: Where) -> dict[str, str] | None:
     if set(templates) != {"target", "drafter"} or not all(isinstance(v, str) and v for v in templates.values()):
         raise where.at("templates").fail("{\"target\": NAME, \"drafter\": NAME} (chat template names)", templates)
     return {"target": templates["target"], "drafter": templates["drafter"]}
+
+
+def _key(doc: dict, where: Where) -> TraceKey | None:
+    key = need(doc, "key", dict, where, None)
+    if key is None:
+        return None
+    k_where = where.at("key")
+    reject_unknown(key, frozenset({"runner_sha256", "windows_sha256", "n_windows", "k_max", "specasr"}), k_where)
+    specasr = need(key, "specasr", list, k_where, [])
+    if not all(isinstance(label, str) for label in specasr):
+        raise k_where.at("specasr").fail("a list of SpecASR configuration labels", specasr)
+    return TraceKey(need(key, "runner_sha256", str, k_where), need(key, "windows_sha256", str, k_where),
+                    _count(key, "n_windows", k_where, low=1), _count(key, "k_max", k_where, low=1), tuple(specasr))
+
+
+def _shard(doc: dict, where: Where) -> Shard | None:
+    shard = need(doc, "shard", dict, where, None)
+    if shard is None:
+        return None
+    s_where = where.at("shard")
+    reject_unknown(shard, frozenset({"index", "count"}), s_where)
+    count = _count(shard, "count", s_where, low=1)
+    index = need(shard, "index", int, s_where)
+    if not 1 <= index <= count:
+        raise s_where.at("index").out_of_range(index, f"a shard in 1..{count}")
+    return Shard(index, count)
 
 
 def _int_array(values: object, where: Where) -> np.ndarray:
@@ -503,10 +582,15 @@ def window_trace_to_dict(trace: WindowTrace) -> dict:
 
 
 def header_dict(target: ModelRef, drafter: ModelRef, templates: Mapping[str, str] | None = None,
-                environment: Environment | None = None) -> dict:
+                environment: Environment | None = None, key: TraceKey | None = None,
+                shard: Shard | None = None) -> dict:
     doc = {"kind": KIND, "schema_version": VERSION, "target": vars(target), "drafter": vars(drafter)}
     if templates is not None:
         doc["templates"] = {"target": templates["target"], "drafter": templates["drafter"]}
+    if key is not None:
+        doc["key"] = vars(key) | {"specasr": list(key.specasr)}
+    if shard is not None:
+        doc["shard"] = vars(shard)
     if environment is not None:
         doc[ENV_KEY] = environment_to_dict(environment)
     return doc
@@ -524,17 +608,18 @@ def load_trace_file(path: Path) -> TraceFile:
     target, drafter = _model_ref(first[1], "target", where), _model_ref(first[1], "drafter", where)
     templates = _templates(first[1], where)
     environment = manifest_environment(first[1], where)
+    key, shard = _key(first[1], where), _shard(first[1], where)
     vocab = Vocab.of(target, drafter)
     windows: dict[str, WindowTrace] = {}
     for number, doc in rows:
         trace = window_trace_from_dict(doc, Where(path, f"line {number}"), vocab)
         windows[trace.window_id] = trace
-    return TraceFile(target, drafter, windows, path, templates, environment)
+    return TraceFile(target, drafter, windows, path, templates, environment, key, shard)
 
 
 def save_trace_file(path: Path, target: ModelRef, drafter: ModelRef, traces: Iterable[WindowTrace],
-                    templates: Mapping[str, str] | None = None) -> None:
-    lines = [dumps_line(header_dict(target, drafter, templates))] + [dumps_line(window_trace_to_dict(t)) for t in traces]
+                    templates: Mapping[str, str] | None = None, key: TraceKey | None = None) -> None:
+    lines = [dumps_line(header_dict(target, drafter, templates, key=key))] + [dumps_line(window_trace_to_dict(t)) for t in traces]
     write_atomic(Path(path), "".join(lines))
 
 
@@ -610,7 +695,7 @@ class TraceWriter:
 
     def __init__(self, path: Path | str, target: ModelRef, drafter: ModelRef,
                  templates: Mapping[str, str] | None = None, resume: bool = False,
-                 environment: Environment | None = None):
+                 environment: Environment | None = None, key: TraceKey | None = None, shard: Shard | None = None):
         self.path = Path(path)
         self.vocab = Vocab.of(target, drafter)
         """The vocabulary sizes every window written is checked against."""
@@ -635,14 +720,18 @@ class TraceWriter:
                 raise SpecbenchError(f"{self.path}: cannot resume: the chat templates differ "
                                      f"({_templates_text(existing.templates)} in the file, "
                                      f"{_templates_text(templates)} now)", hint="trace into another --out directory")
+            if (existing.key, existing.shard) != (key, shard):
+                raise SpecbenchError(f"{self.path}: cannot resume: traced with other settings "
+                                     f"({_settings_change(existing, key, shard)})",
+                                     hint="trace into another --out directory")
             self.done = {w.window_id: w.window_sha256 for w in existing.windows.values()}
-            self._models = (target, drafter, existing.templates)
+            self._models = (target, drafter, existing.templates, key, shard)
             if environment is not None:
                 self.environment = continued(existing.environment, environment)
                 self._write_header()
         else:
-            self._models = (target, drafter, templates)
-            header = header_dict(target, drafter, templates, self.environment)
+            self._models = (target, drafter, templates, key, shard)
+            header = header_dict(target, drafter, templates, self.environment, key, shard)
             _model_ref(header, "target", Where(self.path, "line 1"))  # names and sha256 must be strings
             _model_ref(header, "drafter", Where(self.path, "line 1"))
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -651,7 +740,9 @@ class TraceWriter:
     def _write_header(self) -> None:
         """Replace the header line (the windows after it are kept byte for byte)."""
         rest = self.path.read_bytes().partition(b"\n")[2]
-        write_atomic(self.path, dumps_line(header_dict(*self._models, self.environment)) + rest.decode("utf-8"))
+        target, drafter, templates, key, shard = self._models
+        header = header_dict(target, drafter, templates, self.environment, key, shard)
+        write_atomic(self.path, dumps_line(header) + rest.decode("utf-8"))
 
     def finish(self, at: str, models: Sequence[LoadedModel] = ()) -> None:
         """Record the end of this session (and the models as the runner loaded them) in the header."""
@@ -712,3 +803,13 @@ def _templates_text(templates: Mapping[str, str] | None) -> str:
     if templates is None:
         return "none recorded"
     return ", ".join(f"{role} {name}" for role, name in templates.items())
+
+
+def _settings_change(existing: TraceFile, key: TraceKey | None, shard: Shard | None) -> str:
+    """What differs between a trace file's key and shard and those of this run."""
+    if existing.key is not None and key is not None and existing.key != key:
+        return "; ".join(existing.key.differences(key)) + " (the file's vs this run's)"
+    if existing.key != key:
+        return f"{'no key' if existing.key is None else 'a key'} in the file, {'none' if key is None else 'one'} now"
+    label = (lambda s: "none" if s is None else s.label)
+    return f"shard {label(existing.shard)} in the file, {label(shard)} now"

@@ -30,6 +30,7 @@ from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import Where, iter_jsonl
 from specbench.schemas.traces import (
     ModelRef,
+    Shard,
     TraceFile,
     TraceWriter,
     Vocab,
@@ -40,6 +41,7 @@ from specbench.schemas.windows import MODEL_TEMPLATE, Window
 from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session
 from specbench.world.model_files import ModelFile, model_job
+from specbench.world.trace_cache import REUSED, reusable, shard_windows, store, trace_key
 
 Progress = Callable[[int], None]
 MEDIA_MARKER = "<__media__>"
@@ -336,11 +338,15 @@ def trace_path(out_dir: Path, drafter: ModelFile) -> Path:
 def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, drafter: ModelFile, out_dir: Path,
                   k_max: int = 16, resume: bool = False, threads: int | None = None,
                   progress: Progress | None = None, prompts: Prompts | None = None,
-                  specasr: Sequence[SpecAsrConfig] = ()) -> tuple[Path, int]:
+                  specasr: Sequence[SpecAsrConfig] = (), cache: Path | None = None, shard: Shard | None = None,
+                  say: Callable[[str], None] | None = None) -> tuple[Path, int]:
     """Trace every window not yet in out_dir/<drafter>.jsonl; returns (file, windows traced now).
 
     `specasr`: configurations whose recycling queries are recorded too (the runner runs
-    each one against the target's output), so that replay can price them."""
+    each one against the target's output), so that replay can price them. `cache`: the
+    trace cache directory (world/trace_cache.py); a finished trace of the same key is reused
+    (`say` is told which) and a new one is stored there; None: no cache. `shard`: trace only
+    that shard of `windows` (the header's key still names all of them)."""
     if k_max < 1:
         raise SpecbenchError(f"--k-max {k_max}: expected at least 1 draft per row (16 covers SD up to W=17)")
     if drafter.lookup and specasr:
@@ -350,16 +356,30 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
         if config.k_max > k_max:
             raise SpecbenchError(f"--specasr {config.trace_label}: k_max {config.k_max} exceeds --k-max {k_max}",
                                  hint=f"pass --k-max {config.k_max} or more")
+    key = trace_key(device.runner().sha256, windows, k_max, [c.trace_label for c in specasr])
+    windows = shard_windows(windows, shard)
+    refs = model_refs(target, drafter)
+    templates = model_templates(target, drafter, windows)
+    path = trace_path(out_dir, drafter)
+    if cache is not None and not resume:
+        reused = reusable(path, cache, key, shard, *refs, templates, windows)
+        if reused is not None:
+            if say:
+                say(f"reusing {reused}: {REUSED}")
+            if progress:
+                progress(len(windows))
+            return path, 0
     # Prompts before the file: a model without a chat template leaves nothing behind.
     prompts = prompts or prompts_for(device, target, drafter, windows)
-    refs = model_refs(target, drafter)
-    writer = TraceWriter(trace_path(out_dir, drafter), *refs, prompts.templates, resume, session(device))
+    writer = TraceWriter(path, *refs, prompts.templates, resume, session(device), key, shard)
     todo = writer.todo(windows)
     if progress and len(todo) < len(windows):
         progress(len(windows) - len(todo))
     roles = [("target", target), ("drafter", drafter)]
     if not todo:
         writer.finish(now(), loaded_models(device, roles))
+        if cache is not None:
+            store(writer.path, cache, key, shard, *refs, prompts.templates)
         return writer.path, 0
     by_id = {w.window_id: w for w in todo}
     job = {"mode": "trace", "target": model_job(device, target), "drafter": model_job(device, drafter), "k_max": k_max,
@@ -389,6 +409,8 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
         raise SpecbenchError(f"the runner returned no trace for window '{missing[0]}'")
     check_loaded_vocab(device, roles, refs)
     writer.finish(now(), loaded_models(device, roles))
+    if cache is not None:
+        store(writer.path, cache, key, shard, *refs, prompts.templates)
     return writer.path, len(todo)
 
 

@@ -177,8 +177,11 @@ BAD_WINDOWS = {
     "text input without text": (1, ("input", "text"), _DROP),
 }
 BAD_TRACES = {
-    "header version 5": (0, ("schema_version",), 5),
-    "header version 3": (0, ("schema_version",), 3),
+    "header version 6": (0, ("schema_version",), 6),
+    "header version 4": (0, ("schema_version",), 4),
+    "shard index 0": (0, ("shard",), {"index": 0, "count": 2}),
+    "key k_max 0": (0, ("key",), {"runner_sha256": "ab", "windows_sha256": "cd", "n_windows": 2, "k_max": 0}),
+    "key without windows digest": (0, ("key",), {"runner_sha256": "ab", "n_windows": 2, "k_max": 4}),
     "target without n_vocab": (0, ("target", "n_vocab"), _DROP),
     "drafter n_vocab 0": (0, ("drafter", "n_vocab"), 0),
     "n_prompt -1": (1, ("n_prompt",), -1),
