@@ -711,9 +711,9 @@ class TraceWriter:
                                      hint="pass --resume to continue it, or choose another --out")
             drop_cut_line(self.path)  # a window cut short by an interruption is written again
             existing = load_trace_file(self.path)
-            for key, old, new in (("target", existing.target, target), ("drafter", existing.drafter, drafter)):
+            for role, old, new in (("target", existing.target, target), ("drafter", existing.drafter, drafter)):
                 if (old.sha256, old.n_vocab) != (new.sha256, new.n_vocab):
-                    raise SpecbenchError(f"{self.path}: cannot resume: the {key} model differs "
+                    raise SpecbenchError(f"{self.path}: cannot resume: the {role} model differs "
                                          f"({old.name} {old.sha256[:12]} in the file, {new.name} {new.sha256[:12]} now)",
                                          hint="trace into another --out directory")
             if existing.templates != templates:
@@ -811,5 +811,5 @@ def _settings_change(existing: TraceFile, key: TraceKey | None, shard: Shard | N
         return "; ".join(existing.key.differences(key)) + " (the file's vs this run's)"
     if existing.key != key:
         return f"{'no key' if existing.key is None else 'a key'} in the file, {'none' if key is None else 'one'} now"
-    label = (lambda s: "none" if s is None else s.label)
-    return f"shard {label(existing.shard)} in the file, {label(shard)} now"
+    before, after = (("none" if s is None else s.label) for s in (existing.shard, shard))
+    return f"shard {before} in the file, {after} now"
