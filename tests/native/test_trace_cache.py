@@ -94,3 +94,33 @@ def test_merged_shards_equal_the_single_process_trace(traced, tmp_path):
 def without_environment(path):
     header, *lines = path.read_text().splitlines()
     return [{k: v for k, v in json.loads(header).items() if k != "environment"}, *lines]
+
+
+def test_the_cli_says_it_reuses_and_traces_shards_into_their_own_directories(tiny, runner, tmp_path):
+    from click.testing import CliRunner
+
+    from specbench.cli import main
+    from specbench.schemas.windows import save_windows
+
+    windows = tmp_path / "windows.jsonl"
+    save_windows(windows, WINDOWS)
+    env = {"SPECBENCH_CACHE": str(tmp_path / "cache"), "SPECBENCH_RUNNER": str(runner)}
+
+    def trace(*extra):
+        result = CliRunner().invoke(main, ["trace", str(windows), "--target", str(tiny.target), "--drafter",
+                                           f"near={tiny.near}", "--k-max", "4", "--threads", "1", *extra], env=env)
+        assert result.exit_code == 0, result.output
+        return " ".join(result.output.split())  # the console wraps long paths
+
+    assert "3 windows traced into" in trace("--out", str(tmp_path / "a"))
+    output = trace("--out", str(tmp_path / "b"))
+    assert f": {REUSED}" in output and "0 windows traced into" in output
+    assert "3 windows traced into" in trace("--out", str(tmp_path / "c"), "--no-cache")
+    for k in (1, 2):
+        output = trace("--out", str(tmp_path / "parts"), "--shard", f"{k}/2", "--no-cache")
+        assert output.startswith(f"{len(WINDOWS[k - 1::2])} windows traced into ")
+        assert load_trace_file(tmp_path / "parts" / f"shard-{k}-of-2" / "near.jsonl").shard == Shard(k, 2)
+    result = CliRunner().invoke(main, ["merge-traces", str(tmp_path / "parts" / "shard-1-of-2"),
+                                       str(tmp_path / "parts" / "shard-2-of-2"), "--out", str(tmp_path / "merged")])
+    assert result.exit_code == 0, result.output
+    assert without_environment(tmp_path / "merged" / "near.jsonl") == without_environment(tmp_path / "c" / "near.jsonl")
