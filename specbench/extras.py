@@ -2,8 +2,9 @@
 
 pyproject.toml declares them: `adb` (adbutils: phones, the emulated phone), `audio`
 (soundfile: reading audio files for windows), `plots` (matplotlib: report figures), and
-`all`. Every import of those libraries goes through `require`, so a missing one is a
-SpecbenchError the CLI prints as one line.
+`all`; and `ray` (`trace --ray`; not in `all`: a cluster engine few users need). Every
+import of those libraries goes through `require`, so a missing one is a SpecbenchError the
+CLI prints as one line.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from types import ModuleType
 
 from specbench.errors import SpecbenchError
 
-EXTRAS = {"adb": ("adbutils",), "audio": ("soundfile",), "plots": ("matplotlib",)}
+EXTRAS = {"adb": ("adbutils",), "audio": ("soundfile",), "plots": ("matplotlib",), "ray": ("ray",)}
 """Extra name -> the modules it provides (pyproject.toml's [project.optional-dependencies])."""
 
 

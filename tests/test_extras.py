@@ -110,6 +110,15 @@ def _names(requirements: list[str]) -> set[str]:
     return {re.split(r"[<>=!~\[;\s]", r, maxsplit=1)[0].lower() for r in requirements}
 
 
+def test_tracing_on_ray_without_ray(tmp_path):
+    _, windows, _, _ = write_study(tmp_path, n_windows=2, n_devices=1)
+    (tmp_path / "t.gguf").write_bytes(b"GGUF")
+    done = without("ray", "trace", windows, "--target", tmp_path / "t.gguf", "--drafter", f"d={tmp_path / 't.gguf'}",
+                   "--ray", "--out", tmp_path / "ray-traces", cwd=tmp_path)
+    assert done.returncode == 1 and done.stderr == message("ray", "trace --ray")
+    assert not (tmp_path / "ray-traces").exists()
+
+
 def test_pyproject_declares_each_extra_and_all():
     tomllib = pytest.importorskip("tomllib")
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
@@ -118,6 +127,7 @@ def test_pyproject_declares_each_extra_and_all():
     for extra, modules in EXTRAS.items():
         assert _names(optional[extra]) == set(modules), extra  # these libraries' module and package names agree
         assert not core & set(modules), f"{extra}: {sorted(core & set(modules))} is also a core dependency"
-    assert optional["all"] == [f"specbench[{','.join(sorted(EXTRAS))}]"]
+    # ray (`trace --ray`) is a cluster engine installed on purpose, not one of every study's parts
+    assert optional["all"] == [f"specbench[{','.join(sorted(set(EXTRAS) - {'ray'}))}]"]
     assert "specbench[all]" in optional["test"]  # the tests use every part
     assert "jiwer" in core  # WER/CER: every report with answer texts

@@ -45,10 +45,17 @@ if TYPE_CHECKING:
 @click.option("--shard", "shard_spec", default=None, metavar="K/N",
               help="Trace only the K-th of N deterministic window shards, into OUT/shard-K-of-N/ (merge the N "
                    "directories with `specbench merge-traces`).")
+@click.option("--ray", "ray_address", is_flag=False, flag_value="", default=None, metavar="[ADDRESS]",
+              help="Run the shards as Ray tasks, one runner per worker, on the cluster at ADDRESS (alone: a cluster "
+                   "of this host), then merge them into OUT; resumable like a local trace. OUT and the models must "
+                   "be at the same paths on every node. Needs the 'ray' extra.")
+@click.option("--workers", type=click.IntRange(1), default=None,
+              help="With --ray: how many shards (Ray tasks) per drafter (default: the cluster's CPUs / --threads).")
 def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], target_mmproj: Path | None,
           drafter_mmproj_specs: tuple[str, ...], template_specs: tuple[str, ...], k_max: int,
           specasr_specs: tuple[str, ...], split: str | None, threads: int | None, device: str, out: Path,
-          resume: bool, no_cache: bool, shard_spec: str | None) -> None:
+          resume: bool, no_cache: bool, shard_spec: str | None, ray_address: str | None,
+          workers: int | None) -> None:
     """Trace WINDOWS: the target's greedy output, the drafter's prefix-conditioned drafts
     and its producer stream, per window, for replay.
 
@@ -68,6 +75,8 @@ def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], targ
         specbench trace windows.jsonl --target smollm2.gguf --drafter pld --out traces/
 
         specbench trace windows.jsonl --target t.gguf --drafter small=d.gguf --shard 3/8 --out parts/
+
+        specbench trace windows.jsonl --target t.gguf --drafter small=d.gguf --ray 10.0.0.5:6379 --out traces/
     """
     from specbench.app.progress import progress_bar, stderr
     from specbench.schemas.windows import load_split
@@ -85,6 +94,11 @@ def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], targ
     from specbench.world.tracing import trace_windows
 
     shard = parse_shard(shard_spec) if shard_spec is not None else None
+    if ray_address is not None and shard is not None:
+        raise SpecbenchError(f"--ray with --shard {shard_spec}: --ray makes the shards itself",
+                             hint="drop --shard, or run each shard without --ray")
+    if workers is not None and ray_address is None:
+        raise SpecbenchError(f"--workers {workers} without --ray: only Ray runs several workers")
     if shard is not None:
         out = out / f"shard-{shard.index}-of-{shard.count}"
     specasr = specasr_configs(specasr_specs)
@@ -92,6 +106,15 @@ def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], targ
     target = with_mmproj(target_file(target_path), target_mmproj, "--target-mmproj")
     drafters = drafter_mmproj(unique_names([parse_named(s) for s in drafter_specs]), drafter_mmproj_specs)
     target, drafters = with_templates(target, drafters, template_specs)
+    if ray_address is not None:
+        from specbench.app.trace_ray import trace_on_ray
+
+        if device != "local":
+            raise SpecbenchError(f"--ray with --device {device}: each Ray worker runs its own host's runner",
+                                 hint="drop --device")
+        trace_on_ray(ray_address or None, items, target, drafters, out, k_max, threads, specasr, workers,
+                     stderr.print)
+        return
     dev = open_device(device)
     mine = len(shard_windows(items, shard))
     for drafter in drafters:

@@ -124,3 +124,25 @@ def test_the_cli_says_it_reuses_and_traces_shards_into_their_own_directories(tin
                                        str(tmp_path / "parts" / "shard-2-of-2"), "--out", str(tmp_path / "merged")])
     assert result.exit_code == 0, result.output
     assert without_environment(tmp_path / "merged" / "near.jsonl") == without_environment(tmp_path / "c" / "near.jsonl")
+
+
+def test_a_ray_trace_equals_the_single_process_trace(device, models, runner, tmp_path, monkeypatch):
+    """Two Ray workers on a local cluster of this host, each running its own runner on one shard."""
+    ray = pytest.importorskip("ray", reason="the 'ray' extra is not installed (pip install 'specbench[ray]')")
+    from specbench.app.trace_ray import trace_on_ray
+
+    target, near = models
+    single, _ = trace_windows(device, WINDOWS, target, near, tmp_path / "single", 4, threads=1)
+    monkeypatch.setenv("SPECBENCH_RUNNER", str(runner))  # the workers inherit it: each finds this runner
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        said: list[str] = []
+        [merged] = trace_on_ray(None, WINDOWS, target, [near], tmp_path / "ray", 4, 1, [], 2, said.append)
+        assert without_environment(merged) == without_environment(single)
+        assert said[0].startswith("3 windows traced by 2 Ray tasks")
+        # resumable: a rerun keeps the finished shards and the merged file
+        said.clear()
+        assert trace_on_ray(None, WINDOWS, target, [near], tmp_path / "ray", 4, 1, [], 2, said.append) == [merged]
+        assert said[0].startswith("0 windows traced by 2 Ray tasks") and said[1].startswith(f"reusing {merged}")
+    finally:
+        ray.shutdown()
