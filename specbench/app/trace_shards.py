@@ -17,8 +17,14 @@ from typing import Sequence
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import dumps_line, write_atomic
-from specbench.schemas.traces import TraceFile, WindowTrace, header_dict, load_trace_dir, window_trace_to_dict, \
-    windows_digest
+from specbench.schemas.traces import (
+    TraceFile,
+    WindowTrace,
+    header_dict,
+    load_trace_dir,
+    window_trace_to_dict,
+    windows_digest,
+)
 
 _SAME = (("target", "target model"), ("drafter", "drafter model"), ("templates", "chat templates"))
 

@@ -81,6 +81,7 @@ def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], targ
     from specbench.app.progress import progress_bar, stderr
     from specbench.schemas.windows import load_split
     from specbench.world.devices.base import open_device
+    from specbench.world.dirs import cache_dir
     from specbench.world.model_files import (
         drafter_mmproj,
         parse_named,
@@ -89,7 +90,6 @@ def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], targ
         with_mmproj,
         with_templates,
     )
-    from specbench.world.dirs import cache_dir
     from specbench.world.trace_cache import parse_shard, shard_windows
     from specbench.world.tracing import trace_windows
 

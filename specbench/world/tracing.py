@@ -7,7 +7,10 @@ llama.cpp built-in, else the one stored in its GGUF; a GGUF that stores none is 
 naming the file and the flag. The trace header records each model's template. The
 runner's `trace` mode then records y, the prefix-conditioned drafts and the producer
 stream per window; each window is appended (and flushed) as soon as it is done, so an
-interrupted trace resumes with `resume=True` where it stopped.
+interrupted trace resumes with `resume=True` where it stopped. The header records the
+trace's key (runner build, windows digest, k_max, SpecASR configurations; with the models and
+templates, all its decisions depend on), so a finished trace of the same key is reused
+instead of traced again (world/trace_cache.py), and `shard` traces one of N window shards.
 
 The prompt-lookup drafter (`--drafter pld`) has no model: the runner traces the target
 alone and records the lookup's rows over the target's prompt ids, which are checked here
