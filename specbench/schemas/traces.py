@@ -720,7 +720,8 @@ class TraceWriter:
                 raise SpecbenchError(f"{self.path}: cannot resume: the chat templates differ "
                                      f"({_templates_text(existing.templates)} in the file, "
                                      f"{_templates_text(templates)} now)", hint="trace into another --out directory")
-            if (existing.key, existing.shard) != (key, shard):
+            # the windows may grow or shrink on resume (each one already traced is checked by `todo`)
+            if (_runner_settings(existing.key), existing.shard) != (_runner_settings(key), shard):
                 raise SpecbenchError(f"{self.path}: cannot resume: traced with other settings "
                                      f"({_settings_change(existing, key, shard)})",
                                      hint="trace into another --out directory")
@@ -728,6 +729,9 @@ class TraceWriter:
             self._models = (target, drafter, existing.templates, key, shard)
             if environment is not None:
                 self.environment = continued(existing.environment, environment)
+                self._write_header()
+            elif existing.key != key:  # the header names this run's windows, the file's session kept
+                self.environment = existing.environment
                 self._write_header()
         else:
             self._models = (target, drafter, templates, key, shard)
@@ -805,10 +809,16 @@ def _templates_text(templates: Mapping[str, str] | None) -> str:
     return ", ".join(f"{role} {name}" for role, name in templates.items())
 
 
+def _runner_settings(key: TraceKey | None) -> tuple | None:
+    """The key without its windows: what a resumed file must share with this run."""
+    return None if key is None else (key.runner_sha256, key.k_max, key.specasr)
+
+
 def _settings_change(existing: TraceFile, key: TraceKey | None, shard: Shard | None) -> str:
     """What differs between a trace file's key and shard and those of this run."""
-    if existing.key is not None and key is not None and existing.key != key:
-        return "; ".join(existing.key.differences(key)) + " (the file's vs this run's)"
+    if existing.key is not None and key is not None and _runner_settings(existing.key) != _runner_settings(key):
+        return "; ".join(d for d in existing.key.differences(key) if not d.startswith(("windows_sha256", "n_windows"))) \
+            + " (the file's vs this run's)"
     if existing.key != key:
         return f"{'no key' if existing.key is None else 'a key'} in the file, {'none' if key is None else 'one'} now"
     before, after = (("none" if s is None else s.label) for s in (existing.shard, shard))

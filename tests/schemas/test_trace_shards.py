@@ -157,13 +157,16 @@ def test_a_trace_resumes_only_under_its_own_key_and_shard(tmp_path):
     path = tmp_path / "t.jsonl"
     writer = TraceWriter(path, trace_file.target, trace_file.drafter, key=key, shard=Shard(1, 2))
     writer.write(trace_file.windows[windows[0].window_id])
-    other = TraceKey(key.runner_sha256, windows_digest(windows[:3]), 3, 4)
+    other = TraceKey(key.runner_sha256, key.windows_sha256, key.n_windows, 8)
     with pytest.raises(SpecbenchError) as error:
         TraceWriter(path, trace_file.target, trace_file.drafter, resume=True, key=other, shard=Shard(1, 2))
-    assert str(error.value).startswith(f"{path}: cannot resume: traced with other settings (windows_sha256 ")
+    assert str(error.value) == (f"{path}: cannot resume: traced with other settings (k_max 4 vs 8 (the file's vs "
+                                "this run's)) (hint: trace into another --out directory)")
     with pytest.raises(SpecbenchError, match=r"cannot resume: traced with other settings \(shard 1/2 in the file, "
                                              r"2/2 now\)"):
         TraceWriter(path, trace_file.target, trace_file.drafter, resume=True, key=key, shard=Shard(2, 2))
-    resumed = TraceWriter(path, trace_file.target, trace_file.drafter, resume=True, key=key, shard=Shard(1, 2))
+    # more windows: resumed, and the header names the new set
+    grown = TraceKey(key.runner_sha256, windows_digest(windows[:3]), 3, 4)
+    resumed = TraceWriter(path, trace_file.target, trace_file.drafter, resume=True, key=grown, shard=Shard(1, 2))
     assert list(resumed.done) == [windows[0].window_id]
-    assert load_trace_file(path).key == key and load_trace_file(path).shard == Shard(1, 2)
+    assert load_trace_file(path).key == grown and load_trace_file(path).shard == Shard(1, 2)
