@@ -22,10 +22,14 @@ from pathlib import Path
 from typing import Callable, ContextManager, Iterator
 
 from specbench.app.study import load_inputs, needed_widths, run_replay
-from specbench.core.methods import MethodConfig, method_name, parse_method_specs
-from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.specasr import SpecAsrConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import (
+    As2dConfig,
+    MethodConfig,
+    SpecAsrConfig,
+    TargetConfig,
+    method_name,
+    parse_method_specs,
+)
 from specbench.core.replay.reference import decode_serial
 from specbench.errors import SpecbenchError
 from specbench.schemas.placement import NAMED as PLACEMENTS

@@ -34,7 +34,7 @@ def select_budget(windows_path: Path, traces_dir: Path, profile_path: Path, cata
     """
     from specbench.app.progress import stderr
     from specbench.app.study import select_and_save_budget
-    from specbench.core.methods.as2d import As2dConfig
+    from specbench.core.methods.configs import As2dConfig
 
     if out is None:
         out = RESULTS / "budgets" / f"{profile_path.stem}.yaml"
