@@ -58,10 +58,11 @@ TRACE_K_MAX = {"smollm2": 16, "gemma3": 4}
 DEPTHS = (0, 128)
 REPETITIONS = 5
 QUICK_WINDOWS = 3
-QUICK_NATIVE = ("target", "sd[W=5,drafter=smollm2]", "specasr[k_max=8,tau=0.5,drafter=smollm2]",
-                "as2d[B=3,drafter=smollm2]", "sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]")
+QUICK_NATIVE = tuple(c.label for c in parse_method_specs(["target", "sd:W=5,drafter=smollm2", "specasr:drafter=smollm2",
+                                                          "as2d:B=3,drafter=smollm2", "sd:W=5,drafter=gemma3",
+                                                          "as2d:B=3,drafter=gemma3"]))
 """--quick runs one configuration per method natively (all are still replayed)."""
-NATIVE = QUICK_NATIVE + ("as2d[B=7,drafter=smollm2]",)
+NATIVE = QUICK_NATIVE + (As2dConfig(budget=7, drafter="smollm2").label,)
 """Run natively in both placements (SD W=6..8 are replayed only, so that the cached demo stays within 3 minutes)."""
 MARKER = ".specbench-demo"
 
