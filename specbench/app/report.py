@@ -220,7 +220,7 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: Mapping[str, As2
     declared = declared_costs(loaded)
     if len(declared):
         tables.insert(0, Table(DECLARED, "drafter costs from the profile's `declared` block (docs/METHODS.md "
-                               "§4.7), priced like measured ones in every table", declared))
+                               "§4.7 Declared drafter costs), priced like measured ones in every table", declared))
     if frame["ratio_fit"].isin(["min", "max"]).any():
         tables.append(Table("Sensitivity to extrapolated co-scheduling ratios (tokens/s)",
                             "pooled throughput replayed with the median, minimum and maximum measured ratio "
@@ -249,7 +249,8 @@ def build_tables(loaded: Loaded, macro: bool = False, selected: Mapping[str, As2
 
 def stability_tables(loaded: Loaded, native: pd.DataFrame) -> list[Table]:
     """The spread of native rows decoded several times (`run --native --runs N`), and the
-    unstable timings of the profiles the runs used (docs/METHODS.md §4.6, §6.1); none when neither applies."""
+    unstable timings of the profiles the runs used (docs/METHODS.md §4.6 Stability warnings, §6.1 Repeated runs);
+    none when neither applies."""
     tables = []
     spread = samples.spread_table(native)
     if len(spread):
@@ -515,8 +516,8 @@ def _profiles(loaded: Loaded) -> list[Path]:
 def horizon_tables(loaded: Loaded) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """The horizon sweep of every traced drafter on the first device, from the first replay run's inputs:
     (summary, per-depth acceptance, notes naming the horizons left out). Windows that diverged
-    natively on that device leave the sweep (§7.6), and so does every K the profile's target widths
-    or a drafter's traced rows cannot price."""
+    natively on that device leave the sweep (docs/METHODS.md §7.6 Divergent windows), and so does
+    every K the profile's target widths or a drafter's traced rows cannot price."""
     from specbench.app.study import load_inputs
     from specbench.core.replay.horizon import HORIZONS, horizon_sweep
 

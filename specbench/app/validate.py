@@ -1,4 +1,5 @@
-"""`specbench validate`: does replay predict what the device measures (docs/METHODS.md §7.9)?
+"""`specbench validate`: does replay predict what the device measures? (docs/METHODS.md §7.9 Validation: does
+replay predict the device?)
 
 Once per placement a full profile of the cells the configurations use; then blocks. A
 block, on one window shard and one placement: a probe, a refresh of the cost tables, a

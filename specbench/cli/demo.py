@@ -21,9 +21,10 @@ def demo(out: Path, quick: bool) -> None:
     """Profile this host, trace the bundled windows with small real models, replay and run
     the methods, and print the report.
 
-    The first run downloads the demo models (about 100 MB) and builds the native runner
-    (about 5 minutes on 2 cores); later runs take a couple of minutes. Everything is left
-    in OUT for `specbench report` and friends.
+    The first run downloads the demo models (SmolLM2 98 MB, Gemma 3 253 MB), derives the
+    F16 target from SmolLM2 (271 MB) and builds the native runner (about 5 minutes on 2
+    cores); later runs take a couple of minutes. Everything is left in OUT for `specbench
+    report` and friends.
 
     Example:
 

@@ -26,7 +26,8 @@ from specbench.errors import SpecbenchError
               help="Results directory (default: results/<profile names>, or results/native-<device> with --native).")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run in --out (skips finished windows).")
 @click.option("--sensitivity", is_flag=True,
-              help="Also replay AS2D with the min and max measured co-scheduling ratios for unmeasured widths.")
+              help="Also replay AS2D with the min and max measured co-scheduling ratios for unmeasured widths, "
+                   "and every method with costs beyond the measured KV depths extended linearly (depth-linear).")
 @click.option("--workers", type=click.IntRange(1), default=None, help="Processes for replay (default: one per CPU).")
 @native_options
 def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...], method_names: str | None,

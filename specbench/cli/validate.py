@@ -40,9 +40,9 @@ def _percent(ctx, param, value: float) -> float:
 @click.option("--max-blocks", type=click.IntRange(1), default=8, show_default=True,
               help="The block budget per placement.")
 @click.option("--halfwidth", "halfwidth_pct", type=float, default=1.0, show_default=True, callback=_percent,
-              help="Stop when every bias interval's half-width is within this (%%).")
+              help="Stop when every bias interval's half-width is within this (%).")
 @click.option("--probe-threshold", "probe_threshold_pct", type=float, default=5.0, show_default=True,
-              callback=_percent, help="Void a block whose reference probes moved more than this (%%).")
+              callback=_percent, help="Void a block whose reference probes moved more than this (%).")
 @click.option("--max-voids", type=click.IntRange(0), default=2, show_default=True,
               help="Redos of a voided block; the last attempt is kept and flagged.")
 @click.option("--cooldown", "cooldown_s", type=click.FloatRange(0), default=30.0, show_default=True,
@@ -53,11 +53,11 @@ def _percent(ctx, param, value: float) -> float:
 @click.option("--probe-repetitions", type=click.IntRange(3), default=5, show_default=True,
               help="Width-1 forwards per model in one probe (its median).")
 @click.option("--speedup-bound", type=float, default=3.0, show_default=True, callback=_percent,
-              help="Speedup verdict: the bias's 90%% interval must lie within ±this (%%).")
+              help="Speedup verdict: the bias's 90% interval must lie within ±this (%).")
 @click.option("--throughput-bound", type=float, default=5.0, show_default=True, callback=_percent,
-              help="Throughput verdict: the bias's 90%% interval must lie within ±this (%%).")
+              help="Throughput verdict: the bias's 90% interval must lie within ±this (%).")
 @click.option("--error-bound", type=float, default=5.0, show_default=True, callback=_percent,
-              help="Both verdicts: the excess error's upper 95%% bound must be below this (%%).")
+              help="Both verdicts: the excess error's upper 95% bound must be below this (%).")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of the blocks' random orders.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Validation directory (default: results/validate-<device>).")

@@ -1,4 +1,5 @@
-"""Budget selection (docs/METHODS.md §8): one drafter and one budget per device, fixed before deployment.
+"""Budget selection (docs/METHODS.md §8 Budget selection): one drafter and one budget per device, fixed before
+deployment.
 
 `select_budget` is pure: it takes AS2D replay rows of development windows and picks the
 catalog configuration with the highest pooled decode throughput; ties go to the smaller
@@ -36,7 +37,7 @@ class BudgetChoice:
 
 def select_budget(rows: pd.DataFrame, configs: Sequence[As2dConfig], runners_up: int = 3) -> BudgetChoice:
     """The best configuration of `configs` on `rows` (AS2D rows of one device, dev split only). A
-    window where a configuration diverged natively leaves the choice (docs/METHODS.md §7.6): its
+    window where a configuration diverged natively leaves the choice (docs/METHODS.md §7.6 Divergent windows): its
     row claims no time, so it would otherwise win."""
     rows = split_divergent(rows)[0]
     if rows.empty:

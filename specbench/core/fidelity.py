@@ -1,4 +1,5 @@
-"""Does replay predict the device? The statistics of `specbench validate` (docs/METHODS.md §7.9).
+"""Does replay predict the device? The statistics of `specbench validate` (docs/METHODS.md §7.9 Validation: does
+replay predict the device?).
 
 A validation runs blocks. In a block every (window, configuration) is decoded twice, `Na`
 then `Nb`, right after one profile refresh and right before another, and replay prices the

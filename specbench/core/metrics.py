@@ -1,4 +1,4 @@
-"""Aggregates over per-window results (docs/METHODS.md §7). Pure: DataFrames in, DataFrames out.
+"""Aggregates over per-window results (docs/METHODS.md §7 Metrics). Pure: DataFrames in, DataFrames out.
 
 Every function states its aggregation order in `ORDER`, which the report prints with
 each table. Rows are grouped by their configuration label (one per configuration); the
@@ -140,8 +140,8 @@ def pooled(df: pd.DataFrame, intervals: bool = True) -> pd.DataFrame:
         ratios = window_ratios(df).groupby(["device", "config"], sort=False)["ratio"].mean()
         sums["mean_window_speedup"] = ratios.reindex(pd.MultiIndex.from_frame(sums[["device", "config"]])).values
     if sums["device"].str.contains("@", regex=False).any():
-        # The honest baseline (docs/METHODS.md §7.1): the fastest target-only of the device in any
-        # placement, so a method cannot look good by crippling its own placement's baseline.
+        # The honest baseline (docs/METHODS.md §7.1 Pooled throughput and speedups): the fastest target-only of the
+        # device in any placement, so a method cannot look good by crippling its own placement's baseline.
         phone = sums["device"].map(device_of)
         fastest = target.groupby(target.index.map(device_of)).idxmax()  # phone -> its fastest device@placement
         sums["speedup_vs_best_target"] = sums["tokens_per_s"] / phone.map(fastest).map(target)

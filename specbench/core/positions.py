@@ -1,5 +1,5 @@
-"""Per-position acceptance (docs/METHODS.md §7.3): at draft position k, how often the target
-accepted the candidate, among the verifications that reached k.
+"""Per-position acceptance (docs/METHODS.md §7.3 Acceptance, counts and time decomposition): at draft position k,
+how often the target accepted the candidate, among the verifications that reached k.
 
 A verification with `proposed` candidates of which it accepted `accepted` (accepted <= proposed)
 reached positions 1 .. accepted + 1 (the last one only when it proposed that many) and accepted

@@ -1,4 +1,4 @@
-"""Repeated timings (docs/METHODS.md §6.1): the median sample, the spread, the stability threshold.
+"""Repeated timings (docs/METHODS.md §6.1 Repeated runs): the median sample, the spread, the stability threshold.
 
 One definition serves native rows decoded `--runs` times and profile costs timed
 `--repetitions` times: spread = sample standard deviation / median, in percent.

@@ -1,4 +1,4 @@
-"""Confidence intervals for pooled ratios over windows (docs/METHODS.md §7.1).
+"""Confidence intervals for pooled ratios over windows (docs/METHODS.md §7.1 Pooled throughput and speedups).
 
 A pooled speedup is a ratio of two pooled throughputs measured on the same windows:
 (sum tokens_a / sum seconds_a) / (sum tokens_b / sum seconds_b). Its interval comes from a

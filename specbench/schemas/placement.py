@@ -1,4 +1,4 @@
-"""Placement (docs/METHODS.md §4.1): where each lane's model runs — processor, CPU set, threads.
+"""Placement (docs/METHODS.md §4.1 Placement): where each lane's model runs — processor, CPU set, threads.
 
 A cost is only true in the placement it was measured in, so a profile records one, native
 runs use the profile's, and the report never pairs or mixes rows of different placements.

@@ -1,10 +1,11 @@
-"""Device cost profiles (docs/METHODS.md §4): measured forward costs and co-scheduling slowdowns.
+"""Device cost profiles (docs/METHODS.md §4 The device profile and its placement): measured forward costs and
+co-scheduling slowdowns.
 
-YAML layout (`kind: specbench.profile`, `schema_version: 1`):
+YAML layout (`kind: specbench.profile`, `schema_version: 2`):
 
     environment: {...}                    # schemas/environment.py: specbench, command, times, runner build, models, device
     device: {name, serial, model, soc, abi}
-    placement: {name, target: {processor, cpus, threads}, drafter: {...}}   # docs/METHODS.md §4.1
+    placement: {name, target: {processor, cpus, threads}, drafter: {...}}   # docs/METHODS.md §4.1 Placement
     pinning: {lanes: [{lane, cpus, read_back}], ...}   # the runner's CPU sets, read back
     runner: {sha256, llama_cpp_commit, flags}   # older profiles; newer ones keep the build in environment.runner
     snapshot: {...}                       # device state before/after measuring
@@ -15,7 +16,7 @@ YAML layout (`kind: specbench.profile`, `schema_version: 1`):
     overheads: {producer_startup_s, publish_s, align_s}
     warnings: [{model, table, width, depth, median_s, spread_pct, samples}]   # unstable timings (optional)
 
-A drafter whose costs come from elsewhere (docs/METHODS.md §4.7) carries `declared: {source,
+A drafter whose costs come from elsewhere (docs/METHODS.md §4.7 Declared drafter costs) carries `declared: {source,
 fraction_of_target}` instead of `costs` (each forward of n tokens costs that fraction of the
 target's CT(n, depth) in this profile), or `declared: {source}` beside a `costs` table another
 harness measured. Replay prices them like measured costs; results and reports name them.
@@ -216,7 +217,7 @@ class Overheads:
 @dataclass(frozen=True)
 class StabilityWarning:
     """A timing of the profile whose samples spread more than UNSTABLE_SPREAD_PCT of their median
-    (docs/METHODS.md §4.6), as `pyperf check` warns."""
+    (docs/METHODS.md §4.6 Stability warnings), as `pyperf check` warns."""
 
     model: str
     """The model's name (the target's file stem or the drafter's name)."""
@@ -293,7 +294,7 @@ class DeviceProfile:
     snapshot: dict = field(default_factory=dict)
     path: Path | None = None
     placement: Placement = UNRECORDED_PLACEMENT
-    """Where each lane ran while every table was measured (docs/METHODS.md §4.1)."""
+    """Where each lane ran while every table was measured (docs/METHODS.md §4.1 Placement)."""
     pinning: dict = field(default_factory=dict)
     warnings: tuple[StabilityWarning, ...] = ()
     """Timings that spread more than UNSTABLE_SPREAD_PCT (found when profiling; absent in older files)."""

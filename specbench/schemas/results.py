@@ -122,15 +122,15 @@ class WindowResult:
     text: str = ""
     """The detokenized answer ("" = not recorded, or no text available; optional in version 1 files)."""
     placement: str = ""
-    """Placement key (docs/METHODS.md §4.1) the row was measured or priced in ("" = not recorded)."""
+    """Placement key (docs/METHODS.md §4.1 Placement) the row was measured or priced in ("" = not recorded)."""
     reached_at: tuple[int, ...] = ()
-    """Verifications that reached draft position k, at index k - 1 (docs/METHODS.md §7.3; () = none
-    reached any, or not recorded)."""
+    """Verifications that reached draft position k, at index k - 1 (docs/METHODS.md §7.3 Acceptance, counts and time
+    decomposition; () = none reached any, or not recorded)."""
     accepted_at: tuple[int, ...] = ()
     """Verifications that accepted the candidate at draft position k, at index k - 1."""
     samples_s: list[float] | None = None
     """Native rows: decode_s of every timed decode of the window (`run --native --runs N`), in
-    the order they ran; the row is the median one (docs/METHODS.md §6.1). None: replay rows,
+    the order they ran; the row is the median one (docs/METHODS.md §6.1 Repeated runs). None: replay rows,
     divergent rows and rows written before samples were kept (a single decode)."""
 
     @property

@@ -1,7 +1,7 @@
-"""Traces: what the real models decided for each window, free of timing (docs/METHODS.md §3).
+"""Traces: what the real models decided for each window, free of timing (docs/METHODS.md §3 Traces).
 
 A traces directory holds one JSONL file per (target, drafter) pair: a header line
-`{"kind": "specbench.trace", "schema_version": 1, "target": {...}, "drafter": {...},
+`{"kind": "specbench.trace", "schema_version": 3, "target": {...}, "drafter": {...},
 "templates": {"target": "model", "drafter": "gemma"}}` (the chat template each model
 rendered the windows with: a llama.cpp built-in name, or "model" for its GGUF's own)
 then one window per line with the target's greedy output `y`, the prefix-conditioned
@@ -14,7 +14,7 @@ With a drafter of another vocabulary the draft rows are mapped to target tokens,
 drafts also carry what the drafter's forwards depend on (`CrossDrafts`): the committed
 prefix in drafter tokens and the drafter tokens behind each row.
 
-A decoder outside specbench writes the same files with `TraceWriter` (docs/METHODS.md §3):
+A decoder outside specbench writes the same files with `TraceWriter` (docs/METHODS.md §3 Traces):
 every line it writes goes through the loader's own validation first.
 """
 
@@ -522,7 +522,7 @@ class TraceWriter:
     appended and flushed, so an interrupted decoder keeps every window it finished; with
     `resume=True` an existing file of the same models and templates is continued (a line an
     interruption cut short is dropped) and the windows it holds are listed in `done`.
-    Example (docs/METHODS.md §3)::
+    Example (docs/METHODS.md §3 Traces)::
 
         writer = TraceWriter("traces/mydrafter.jsonl", target=ModelRef("big", sha_big),
                              drafter=ModelRef("mydrafter", sha_small))
@@ -596,7 +596,7 @@ class TraceWriter:
         return [w for w in windows if w.window_id not in self.done]
 
     def write_window(self, **fields: object) -> WindowTrace:
-        """Validate one window line (the keys of a trace line, docs/schemas/trace-window.schema.json;
+        """Validate one window line (the keys of a trace line: `$defs/window` of docs/schemas/trace.schema.json;
         lists may be numpy arrays) and append it; returns the window as the loader reads it."""
         doc = _plain(fields)
         where = Where(f"{self.path}: window '{doc.get('window_id', '?')}'" if isinstance(doc, dict) else self.path)

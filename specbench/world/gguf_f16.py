@@ -3,9 +3,10 @@
 What `llama-quantize --allow-requantize IN OUT F16` does, in Python: every quantized tensor
 is dequantized and stored as F16; tensors already in F32 or F16 (the 1-D norm weights) are
 copied unchanged; metadata, tensor order, names and shapes are kept, and only
-`general.file_type` changes. The result holds the same weights (to F16's 11 bits) at about
-twice the decode cost, so the quantized source can draft for it (MODELS.md, 2026-12-01);
-not quite the same function, as llama.cpp's quantized kernels also round the activations.
+`general.file_type` changes. The result holds the same weights (to F16's 11 bits) in a file
+2.8 times the size (SmolLM2-135M: 271 vs 98 MB), so the quantized source can draft for it;
+how much cheaper its step is depends on the host (docs/MEASUREMENTS.md). Not quite the same
+function, as llama.cpp's quantized kernels also round the activations.
 
 The output is a pure function of the input bytes (numpy's f32 -> f16 rounding is IEEE
 round-to-nearest-even), so a given source and `RECIPE` always give the same file.

@@ -4,7 +4,7 @@ The sha256 identifies a model in traces, profiles and results; it is cached next
 nothing, only in memory for the process, keyed by path, size and mtime. A model may carry
 the chat template named for it (`--template NAME=TEMPLATE`; see `tracing.chat_template`).
 `--drafter pld` names the prompt-lookup drafter instead, which has no file
-(docs/METHODS.md §2.7): it stands where a drafter model would, with a fixed identity.
+(docs/METHODS.md §2.7 Prompt-lookup drafting): it stands where a drafter model would, with a fixed identity.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Native runs: decode windows for real on a device and record them as result rows.
 
 One runner `decode` job runs every (window, method), `runs` times each after `warmup`
-untimed decodes (docs/METHODS.md §6.1); the rows of a window are appended to the results
+untimed decodes (docs/METHODS.md §6.1 Repeated runs); the rows of a window are appended to the results
 directory as soon as the last sample of its last method finishes, so `resume=True` skips
 the windows already done. A row is the median sample, with every sample's decode time.
 Every lane runs in the run's placement (the profile's, when the
@@ -207,14 +207,14 @@ def decode_row(result: dict, window: Window, device: str, config: MethodConfig, 
 
 
 def median_row(rows: Sequence[WindowResult]) -> WindowResult:
-    """The row of the median sample (docs/METHODS.md §6.1) carrying every sample's decode_s: its
+    """The row of the median sample (docs/METHODS.md §6.1 Repeated runs) carrying every sample's decode_s: its
     counts and D, V, O, H are that decode's own, so T = D + V - O + H still holds."""
     times = [row.decode_s for row in rows]
     return replace(rows[median_index(times)], samples_s=times)
 
 
 def request_clocks(result: dict, window: Window, device: str, config: MethodConfig) -> dict:
-    """The request clock of one runner decode record (docs/METHODS.md §1.3): background (audio) prefill,
+    """The request clock of one runner decode record (docs/METHODS.md §1.3 Two clocks): background (audio) prefill,
     residual instruction prefill, time to y[0] and to the drafter's readiness, and request
     latency (request instant -> last commit); microseconds, as the runner reports them."""
     doc = {"device": device, "config": config.label, "window_id": window.window_id,

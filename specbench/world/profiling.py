@@ -5,9 +5,9 @@ drafter forwards of widths 1..n at several KV depths, each the median of >= 5 ti
 repetitions after warm-up. Medians become the profile's costs, standard deviations its
 `spread`, and every raw sample goes to a `*.samples.jsonl` file beside the profile (the
 co-scheduling records' samples too). A timing whose samples spread more than 10% of their
-median becomes one of the profile's `warnings` (docs/METHODS.md §4.6).
+median becomes one of the profile's `warnings` (docs/METHODS.md §4.6 Stability warnings).
 
-Every table is measured in one placement (docs/METHODS.md §4.1): the target's forwards on the
+Every table is measured in one placement (docs/METHODS.md §4.1 Placement): the target's forwards on the
 target lane, the drafter's on the drafter lane (each pinned to its CPU set, with its thread
 count), and the co-scheduling ratios with both lanes pinned exactly as native AS2D runs
 them, at every profiled depth. The runner reads each lane's CPU set back from the kernel;

@@ -1,4 +1,5 @@
-"""ProgDraft round logs as specbench traces (docs/METHODS.md §3.1): `specbench import-trace progdraft`.
+"""ProgDraft round logs as specbench traces (docs/METHODS.md §3.1 Imported round logs): `specbench import-trace
+progdraft`.
 
 ProgDraft (github.com/yuanyuanjia71-spec/ProgDraft) exports one utterance per JSON file
 (`demo/export_replay.py`; an example is its `site/assets/demo-trace.json`). The fields read
@@ -20,7 +21,7 @@ decisions, not times. Each method becomes one trace file whose drafter is named 
 A round at prefix t (t tokens emitted before it) proposes candidates for y[t:], accepts the
 longest prefix that agrees with the reference and emits one more token (the correction, or
 the bonus after all K), so the next round starts at t + len(emitted): the recurrence of SD
-at W = K + 1. specbench's prefill commits y[0], ProgDraft's first round verifies it (docs/METHODS.md §9,
+at W = K + 1. specbench's prefill commits y[0], ProgDraft's first round verifies it (docs/METHODS.md §9 Choices named,
 "ProgDraft's first round"): when that round accepted a >= 1 candidates, y[0] was the first
 of them and the trace's row 1 holds the other K - 1 (replay's first round accepts a - 1 of
 them and commits the same tokens); when it accepted none, its only token is y[0] and
@@ -114,7 +115,8 @@ def _trace(window: Window, y: list[int], text: str, rows: dict[int, list[int]], 
     tokens = np.full((n, k), PAD, dtype=np.int32)
     recorded = np.zeros(n, dtype=bool)
     first = rows[0]
-    if first[0] == y[0] and 1 < n and 1 not in rows:  # §9: the prefill commits y[0], the rest is row 1
+    # docs/METHODS.md §9 Choices named: the prefill commits y[0], the rest is row 1
+    if first[0] == y[0] and 1 < n and 1 not in rows:
         rows = {**rows, 1: first[1:]}
     for t, candidates in rows.items():
         tokens[t, :len(candidates)] = candidates

@@ -94,8 +94,8 @@ def test_budget_selection_prefers_throughput_then_the_smaller_budget():
 
 
 def test_budget_selection_leaves_out_windows_that_diverged():
-    """B=1 diverged on w2 natively: both budgets are then compared on w1 alone (§7.6), where B=1 wins;
-    on every window B=2 would."""
+    """B=1 diverged on w2 natively: both budgets are then compared on w1 alone (docs/METHODS.md §7.6 Divergent
+    windows), where B=1 wins; on every window B=2 would."""
     configs = [As2dConfig(budget=1), As2dConfig(budget=2)]
     study = rows({"as2d[B=1]": [("w1", 10, 1.0), ("w2", 0, 0.0)], "as2d[B=2]": [("w1", 10, 2.0), ("w2", 20, 0.5)]})
     study.loc[(study["config"] == "as2d[B=1]") & (study["window_id"] == "w2"), "lossless"] = False

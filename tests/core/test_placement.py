@@ -1,4 +1,5 @@
-"""Placements (docs/METHODS.md §4.1): named and explicit lanes, their identity, and profiles combined per placement."""
+"""Placements (docs/METHODS.md §4.1 Placement): named and explicit lanes, their identity, and profiles combined per
+placement."""
 
 from __future__ import annotations
 

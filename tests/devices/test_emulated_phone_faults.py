@@ -15,7 +15,7 @@ AdbError = adbutils.AdbError
 
 WORK = "/data/local/tmp/specbench"
 
-# what an adbutils call may raise when the phone goes away mid-call (ADB.md: struct.error too)
+# what an adbutils call may raise when the phone goes away mid-call (a frame cut short: struct.error too)
 TRANSFER_ERRORS = (AdbError, struct.error, EOFError, ConnectionError)
 
 

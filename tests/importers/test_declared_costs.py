@@ -1,4 +1,4 @@
-"""Declared drafter costs (docs/METHODS.md §4.6): replay prices them like measured ones, and
+"""Declared drafter costs (docs/METHODS.md §4.7 Declared drafter costs): replay prices them like measured ones, and
 every output of a report priced with them says so, naming the drafter and the source
 (golden files tests/data/progdraft/declared.*)."""
 

@@ -1,4 +1,4 @@
-"""The runner's co-scheduling measurement (docs/METHODS.md §4.3): rho_target(w), rho_drafter(w)."""
+"""The runner's co-scheduling measurement (docs/METHODS.md §4.3 Co-scheduling ratios): rho_target(w), rho_drafter(w)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The prompt-lookup drafter `pld` in the runner (docs/METHODS.md §2.7): its trace rows are the
+"""The prompt-lookup drafter `pld` in the runner (docs/METHODS.md §2.7 Prompt-lookup drafting): its trace rows are the
 Python lookup's (the hand-made cases of tests/core/test_lookup.py included), native SD with it
 is lossless and makes replay's operations op by op, its cost is measured by the sweep, and
 through the world layer profile -> trace -> replay agrees with native rows."""

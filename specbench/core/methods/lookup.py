@@ -1,4 +1,4 @@
-"""Prompt-lookup (n-gram) drafting: a drafter with no model (docs/METHODS.md §2.7).
+"""Prompt-lookup (n-gram) drafting: a drafter with no model (docs/METHODS.md §2.7 Prompt-lookup drafting).
 
 Spec-Bench's PLD, HF transformers' `prompt_lookup_num_tokens` and llama.cpp's lookup
 decoding draft by copying: where the context's last few tokens occurred before, the tokens

@@ -1,4 +1,4 @@
-"""Standard speculative decoding, serial and prefix-conditioned (docs/METHODS.md §2.3).
+"""Standard speculative decoding, serial and prefix-conditioned (docs/METHODS.md §2.3 Serial speculative decoding).
 
 Each round the drafter ingests the committed tokens its KV lacks (1 after a rejection, 2
 after full acceptance), drafts up to W-1 tokens greedily one forward at a time, and the
@@ -11,7 +11,7 @@ The decisions are the same whatever the drafter's vocabulary; its forwards are n
 same-vocabulary drafter's KV holds committed target tokens (`SameVocabKV`); a drafter of
 another vocabulary drafts in its own tokens and re-reads the committed text retokenized
 (`CrossVocabKV`, the runner's decode.cpp CrossSpecDecoder). The prompt-lookup drafter has
-no model and no KV: one lookup per round (`lookup.LookupKV`, docs/METHODS.md §2.7).
+no model and no KV: one lookup per round (`lookup.LookupKV`, docs/METHODS.md §2.7 Prompt-lookup drafting).
 """
 
 from __future__ import annotations

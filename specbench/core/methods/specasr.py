@@ -1,4 +1,4 @@
-"""SpecASR-style decoding: adaptive single sequence with recycling (docs/METHODS.md §2.4).
+"""SpecASR-style decoding: adaptive single sequence with recycling (docs/METHODS.md §2.4 SpecASR-style).
 
 A named reconstruction (the SpecASR paper's method section was not available):
 

@@ -1,4 +1,4 @@
-"""Replay: price a method's decisions with a device profile (docs/METHODS.md §5).
+"""Replay: price a method's decisions with a device profile (docs/METHODS.md §5 Replay).
 
 Serial methods (target-only, SD, SpecASR) decide the same whatever the timing, so replay
 prices their fixed operation sequence op by op. AS2D's decisions depend on when producer
@@ -181,7 +181,7 @@ class ProducerCosts:
 def producer_costs(profile: DeviceProfile, config: As2dConfig, trace: WindowTrace,
                    max_width: int | None = None) -> ProducerCosts:
     """A model producer: the profile's co-scheduling ratios and overheads, measured with a model
-    producer on its own thread. The lookup drafter's producer (docs/METHODS.md §2.7) is the
+    producer on its own thread. The lookup drafter's producer (docs/METHODS.md §2.7 Prompt-lookup drafting) is the
     input, published before the clock starts, and never computes: no start-up, no publishing
     cost, and ratios of 1 at every width up to `max_width` (default: the configuration's),
     which its empty timeline never applies."""

@@ -1,4 +1,4 @@
-// AS2D (docs/METHODS.md §2.5) run for real: the producer (drafter lane) decodes greedily from its
+// AS2D (docs/METHODS.md §2.5 AS2D) run for real: the producer (drafter lane) decodes greedily from its
 // own prompt on its own thread and publishes immutable batches to an append-only buffer;
 // the target (verifier lane, the calling thread) never waits: at each forward boundary it
 // snapshots the published count and plans its candidates exactly as
@@ -243,8 +243,8 @@ DecodeRun run_as2d(Model & target, Model & drafter, const Window & w, const As2d
     return r;
 }
 
-// AS2D with the lookup drafter as its producer (docs/METHODS.md §2.7): no model and no thread. The
-// stream is the window's input view in the target's tokens (its `input`, at most cap tokens),
+// AS2D with the lookup drafter as its producer (docs/METHODS.md §2.7 Prompt-lookup drafting): no model and no
+// thread. The stream is the window's input view in the target's tokens (its `input`, at most cap tokens),
 // all of it published before the clock starts, as the audio is there before an ASR producer
 // reads it; the verifier plans and aligns on it as on any producer's stream.
 DecodeRun run_as2d_input(Model & target, const Window & w, const As2dParams & p) {

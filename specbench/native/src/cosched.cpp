@@ -1,4 +1,4 @@
-// "cosched": co-scheduling slowdowns (docs/METHODS.md §4.3). The drafter's AR loop (one-token
+// "cosched": co-scheduling slowdowns (docs/METHODS.md §4.3 Co-scheduling ratios). The drafter's AR loop (one-token
 // decodes) runs on its own thread and llama_context while the target runs width-w
 // forwards with logits for every row on the calling thread; each is also timed alone.
 // rho_target(w) = together / alone target forward time, rho_drafter(w) = together / alone

@@ -1,6 +1,6 @@
 // "decode": really run a method on each window and time it. Target-only greedy, or
-// serial speculative decoding (docs/METHODS.md §2.3): the drafter ingests the committed tokens it
-// lacks, drafts k = W-1 tokens one forward each, the target verifies [root, c0..] in one
+// serial speculative decoding (docs/METHODS.md §2.3 Serial speculative decoding): the drafter ingests the committed
+// tokens it lacks, drafts k = W-1 tokens one forward each, the target verifies [root, c0..] in one
 // forward with logits for every row, and both KV caches roll back to the committed prefix.
 #include "modes.h"
 #include "audio.h"
@@ -57,7 +57,7 @@ Method parse_method(JobObject mo) {
     return m;
 }
 
-// The serial decode clock (docs/METHODS.md §1.3) around a method's rounds: both prefills (a
+// The serial decode clock (docs/METHODS.md §1.3 Two clocks) around a method's rounds: both prefills (a
 // lookup drafter, `drafter` null, has none), y[0] from the target's, then `round(ops)` until
 // an end of generation or the cap.
 template <class Round>
@@ -150,7 +150,7 @@ class SpecDecoder : DrafterDecoder {
     int fed_ = 0;   // drafts of this round fed to the drafter
 };
 
-// SpecASR-style serial decoding (docs/METHODS.md §2.4), exactly specbench/core/methods/specasr.py:
+// SpecASR-style serial decoding (docs/METHODS.md §2.4 SpecASR-style), exactly specbench/core/methods/specasr.py:
 // adaptive length (draft while the top-1 probability >= tau, at most k_max and cap - t - 1),
 // and recycling: after a rejection at draft position a the tail c[a+1:] is kept; next round
 // the drafter ingests [committed it lacks] + [correction] + tail in one forward with logits
@@ -227,8 +227,8 @@ class SpecAsrDecoder : DrafterDecoder {
     int valid_ = 0;                  // committed tokens (after the prompt) valid in the drafter's KV
 };
 
-// Serial SD with a drafter of another vocabulary (docs/METHODS.md §2.3 + the text mapping), with
-// the reference's limits (k <= min(W-1, cap-t-1), no drafting when that is 0). Each round
+// Serial SD with a drafter of another vocabulary (docs/METHODS.md §2.3 Serial speculative decoding + the text
+// mapping), with the reference's limits (k <= min(W-1, cap-t-1), no drafting when that is 0). Each round
 // the drafter's context is its prompt + the committed text retokenized with its tokenizer;
 // its KV keeps the longest common prefix with that and ingests the rest in one forward.
 // It then drafts greedily, mapping its tokens to target tokens with a fresh StreamMapper,
@@ -296,7 +296,7 @@ class CrossSpecDecoder : DrafterDecoder {
     std::vector<llama_token> kv_;  // the drafter's KV content (its prompt first)
 };
 
-// Serial SD with the prompt-lookup drafter (docs/METHODS.md §2.7), exactly
+// Serial SD with the prompt-lookup drafter (docs/METHODS.md §2.7 Prompt-lookup drafting), exactly
 // specbench/core/methods/lookup.py LookupKV with decode_sd: each round with room (limit =
 // min(W-1, cap-t-1) > 0) the candidates are prompt_lookup over prompt + y, timed as one
 // drafter op of width 1 at depth n_prompt + t (the context it searched), on the target's

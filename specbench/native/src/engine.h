@@ -18,7 +18,7 @@ struct ModelSpec {
     std::string device;  // "cpu" or a ggml device name such as "GPUOpenCL"
     std::string mmproj;  // audio projector GGUF (libmtmd), for audio windows; "" if none
     std::vector<int> cpus;  // the lane's CPU set: the calling thread is pinned to it before each
-                            // forward (empty: not pinned). Placement: docs/METHODS.md §4.1.
+                            // forward (empty: not pinned). Placement: docs/METHODS.md §4.1 Placement.
 };
 
 // Pins the calling thread to `cpus` for `role` (no-op when empty or already pinned there) and

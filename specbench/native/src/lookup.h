@@ -1,4 +1,4 @@
-// Prompt-lookup (n-gram) drafting: a drafter with no model (docs/METHODS.md §2.7), exactly
+// Prompt-lookup (n-gram) drafting: a drafter with no model (docs/METHODS.md §2.7 Prompt-lookup drafting), exactly
 // specbench/core/methods/lookup.py prompt_lookup. The candidates copy what followed the most
 // recent earlier occurrence of the context's longest matching suffix (LOOKUP_MAX_NGRAM tokens
 // down to 1) in prompt + committed output.

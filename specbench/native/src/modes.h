@@ -95,7 +95,7 @@ struct As2dParams {
 };
 As2dParams parse_as2d(JobObject & mo);  // reads the keys; the caller calls done()
 
-// The initial prefill of a window, both models (the two clocks, docs/METHODS.md §1.3): the background
+// The initial prefill of a window, both models (the two clocks, docs/METHODS.md §1.3 Two clocks): the background
 // part (audio) of each model, then the request instant, then the residual instruction of
 // the target (its logits give y[0]) and of the drafter. Text windows: all instruction.
 struct Prefill {
@@ -120,7 +120,7 @@ struct DecodeRun {
     Prefill prefill;
 };
 
-// AS2D (docs/METHODS.md §2.5) for real: the producer on its own thread, the target never waiting.
+// AS2D (docs/METHODS.md §2.5 AS2D) for real: the producer on its own thread, the target never waiting.
 // cross: the drafter's vocabulary differs (its tokens are mapped through text).
 DecodeRun run_as2d(Model & target, Model & drafter, const Window & w, const As2dParams & p, bool cross);
 // AS2D whose producer is the lookup drafter: the stream is the window's `input`, published at once.

@@ -1,5 +1,5 @@
-// Reference probes (docs/METHODS.md §6.2): a short fixed workload timed between a job's
-// windows, so that a validation can tell host drift from replay error, and the host's own
+// Reference probes (docs/METHODS.md §6.2 Reference probes and paired runs): a short fixed workload timed between a
+// job's windows, so that a validation can tell host drift from replay error, and the host's own
 // view of how much CPU the job was denied (run-queue wait, VM steal) at that moment.
 #pragma once
 

@@ -68,8 +68,8 @@ void sweep_depth(Model & m, const SweepPlan & plan, const std::vector<int> & wid
     }
 }
 
-// The lookup drafter's cost (docs/METHODS.md §4.2), as a drafter table of width 1: prompt_lookup
-// over `depth` random tokens of the target's vocabulary. With a large vocabulary they almost
+// The lookup drafter's cost (docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table), as a drafter table
+// of width 1: prompt_lookup over `depth` random tokens of the target's vocabulary. With a large vocabulary they almost
 // never recur, so a sample is the full scan of every n-gram size, the longest a lookup over
 // that context takes.
 void sweep_lookup(const SweepPlan & plan, int n_vocab) {
@@ -122,7 +122,8 @@ void run_sweep(JobObject & job) {
     if (plan.warmup < 0) throw JobError("job key 'warmup' must be >= 0");
     if (plan.repetitions < 5) {
         throw JobError("job key 'repetitions' must be >= 5 (got " + std::to_string(plan.repetitions) + ")",
-                       "medians of fewer than 5 samples are not reported; see METHODS section 5");
+                       "medians of fewer than 5 samples are not reported; "
+                       "see docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table");
     }
 
     const int max_w = std::max(*std::max_element(plan.widths.begin(), plan.widths.end()),

@@ -1,4 +1,4 @@
-// "trace": what the models decide, free of timing (docs/METHODS.md §3). Per window: the target's
+// "trace": what the models decide, free of timing (docs/METHODS.md §3 Traces). Per window: the target's
 // greedy y; for every committed prefix y[:t] the drafter's greedy continuation of length
 // k_max with top-1 probabilities (enough to replay SD at any width <= k_max + 1 and any
 // p_min); and the producer stream, the drafter's own greedy decode from the prompt.
@@ -145,7 +145,7 @@ DraftTable draft_table(DraftOracle & oracle, const Model & target, const Model &
     return table;
 }
 
-// The lookup drafter's rows (docs/METHODS.md §2.7): row t = prompt_lookup over prompt + y[:t],
+// The lookup drafter's rows (docs/METHODS.md §2.7 Prompt-lookup drafting): row t = prompt_lookup over prompt + y[:t],
 // at most k_max tokens; no model, so every confidence is 1.
 DraftTable lookup_table(const Window & w, const std::vector<llama_token> & y, int k_max) {
     DraftTable table;

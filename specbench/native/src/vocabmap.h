@@ -1,6 +1,6 @@
 // Cross-vocabulary drafting through text: drafter tokens -> detokenize -> retokenize with
 // the target's tokenizer, incrementally, for drafters of another vocabulary
-// (docs/METHODS.md §2.5). llama.cpp has no such translation.
+// (docs/METHODS.md §2.5 AS2D). llama.cpp has no such translation.
 #pragma once
 
 #include "engine.h"
