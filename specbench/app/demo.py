@@ -25,11 +25,15 @@ from pathlib import Path
 from typing import Callable, ContextManager, Iterator, Sequence
 
 from specbench.app.study import load_inputs, needed_widths, run_replay, select_and_save_budget
+from specbench.core.methods.configs import (
+    As2dConfig,
+    MethodConfig,
+    SpecAsrConfig,
+    TargetConfig,
+    method_name,
+    parse_method_specs,
+)
 from specbench.core.metrics import oracle
-from specbench.core.methods import MethodConfig, method_name, parse_method_specs
-from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.specasr import SpecAsrConfig
-from specbench.core.methods.target import TargetConfig
 from specbench.core.replay.reference import decode_serial
 from specbench.errors import SpecbenchError
 from specbench.schemas.budgets import load_budget
@@ -64,10 +68,11 @@ DEPTHS = (0, 128)
 REPETITIONS = 5
 QUICK_WINDOWS = {Split.DEV: 2, Split.TEST: 1}
 """--quick: the first windows of each split (budget selection needs dev, its deployment test ones)."""
-QUICK_NATIVE = ("target", "sd[W=5,drafter=smollm2]", "specasr[k_max=8,tau=0.5,drafter=smollm2]",
-                "as2d[B=3,drafter=smollm2]", "sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]")
+QUICK_NATIVE = tuple(c.label for c in parse_method_specs(["target", "sd:W=5,drafter=smollm2", "specasr:drafter=smollm2",
+                                                          "as2d:B=3,drafter=smollm2", "sd:W=5,drafter=gemma3",
+                                                          "as2d:B=3,drafter=gemma3"]))
 """--quick runs one configuration per method natively (all are still replayed)."""
-NATIVE = QUICK_NATIVE + ("as2d[B=7,drafter=smollm2]",)
+NATIVE = QUICK_NATIVE + (As2dConfig(budget=7, drafter="smollm2").label,)
 """Run natively in both placements (SD W=6..8 are replayed only, so that the cached demo stays within 3 minutes)."""
 MARKER = ".specbench-demo"
 

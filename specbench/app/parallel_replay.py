@@ -11,9 +11,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from specbench.core.methods import MethodConfig
-from specbench.core.methods.sd import SdConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import MethodConfig, SdConfig, TargetConfig
 from specbench.core.replay.bulk import Progress, Task, fit_profile, run_task, study_rows, study_tasks
 from specbench.schemas.profiles import DeviceProfile
 from specbench.schemas.traces import TraceFile

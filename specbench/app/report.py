@@ -12,9 +12,7 @@ import pandas as pd
 
 from specbench.app.parallel_replay import replay_study
 from specbench.core import metrics, samples, text_metrics
-from specbench.core.methods import MethodConfig, config_of
-from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.sd import MEAN_WIDTHS
+from specbench.core.methods.configs import MEAN_WIDTHS, As2dConfig, MethodConfig, config_of
 from specbench.core.replay.bulk import DEPTH_LINEAR
 from specbench.errors import SpecbenchError
 from specbench.render.tables import INDEX, Table, csv_files, render, to_markdown

@@ -13,11 +13,8 @@ from typing import Callable, Sequence
 from specbench.app.parallel_replay import replay_study
 from specbench.core.budget import BudgetChoice
 from specbench.core.budget import select_budget as choose_budget
-from specbench.core.methods import MethodConfig
-from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.sd import SdConfig, check_draft_rows
-from specbench.core.methods.specasr import SpecAsrConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import As2dConfig, MethodConfig, SdConfig, SpecAsrConfig, TargetConfig
+from specbench.core.methods.sd import check_draft_rows
 from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, serial_ops, trace_for
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.budgets import save_budget

@@ -22,10 +22,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from specbench.core import fidelity
-from specbench.core.methods import MethodConfig, config_of, row_fields
-from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.specasr import SpecAsrConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import As2dConfig, MethodConfig, SpecAsrConfig, TargetConfig, config_of, row_fields
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import load_yaml
 from specbench.schemas.placement import Placement, device_label

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.configs import As2dConfig
 from specbench.core.metrics import split_divergent
 from specbench.errors import SpecbenchError
 

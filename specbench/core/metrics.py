@@ -29,14 +29,12 @@ import numpy as np
 import pandas as pd
 
 from specbench.core import stats
-from specbench.core.methods import CONFIG_COLUMNS
-from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.sd import MEAN_WIDTHS, REPORTED_WIDTHS, SdConfig, sd_label
+from specbench.core.methods.configs import CONFIG_COLUMNS, REPORTED_WIDTHS, As2dConfig, SdConfig, sd_mean_label
 from specbench.core.positions import summed
 from specbench.errors import SpecbenchError
 from specbench.schemas.placement import device_of
 
-SD_MEAN = sd_label(MEAN_WIDTHS)
+SD_MEAN = sd_mean_label()
 ORDER = {
     "pooled": "per device x configuration: sum(tokens) / sum(decode_s) over windows; speedup = that / target-only's; "
               f"{SD_MEAN} = mean over W of pooled throughputs; speedup_low..speedup_high: "
@@ -117,7 +115,7 @@ def _with_sd_means(frame: pd.DataFrame, group: list[str], value: str, first: lis
         return frame
     families = [dict(zip(SD_FAMILY, family)) for family in mean["_family"]]
     mean["method"] = "sd"
-    mean["config"] = [sd_label(MEAN_WIDTHS, **family) for family in families]
+    mean["config"] = [sd_mean_label(**family) for family in families]
     for column in CONFIG_COLUMNS:
         mean[column] = pd.Series([family.get(column) for family in families], dtype=object)
     return pd.concat([frame, mean.reindex(columns=frame.columns)], ignore_index=True)
@@ -171,7 +169,7 @@ def _speedup_interval(df: pd.DataFrame, record: dict, baseline: str) -> stats.In
     on_device = df[df["device"] == record["device"]]
     if record["method"] == "sd" and _none(record["width"]) is None:
         p_min, drafter = _none(record["p_min"]), _none(record["drafter"])
-        members = [sd_label(w, p_min or 0.0, drafter) for w in REPORTED_WIDTHS]
+        members = [SdConfig(w, p_min or 0.0, drafter).label for w in REPORTED_WIDTHS]
     else:
         members = [record["config"]]
     series = [on_device[on_device["config"] == c].set_index("window_id")[["tokens", "decode_s"]] for c in members]

@@ -22,7 +22,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from specbench.core.methods import CONFIG_COLUMNS, config_of, row_fields
+from specbench.core.methods.configs import CONFIG_COLUMNS, config_of, row_fields
 from specbench.core.samples import spread_pct
 from specbench.errors import SpecbenchError
 from specbench.schemas.environment import KEY as ENV_KEY

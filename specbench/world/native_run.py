@@ -27,11 +27,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from specbench.core.methods import MethodConfig, method_name, row_fields
-from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.sd import SdConfig
-from specbench.core.methods.specasr import SpecAsrConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import (
+    As2dConfig,
+    MethodConfig,
+    SdConfig,
+    SpecAsrConfig,
+    TargetConfig,
+    method_name,
+    row_fields,
+)
 from specbench.core.positions import position_counts
 from specbench.core.samples import median_index
 from specbench.errors import SpecbenchError

@@ -41,7 +41,8 @@ from typing import Sequence
 import numpy as np
 
 from specbench.core.methods.base import Model, TargetOracle, TraceDrafts, lcp
-from specbench.core.methods.sd import SdConfig, decode_sd
+from specbench.core.methods.configs import SdConfig
+from specbench.core.methods.sd import decode_sd
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import Where, load_json, need
 from specbench.schemas.traces import PAD, DraftTable, ModelRef, WindowTrace, save_trace_file

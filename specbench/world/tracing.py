@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from specbench.core.methods import lookup
-from specbench.core.methods.specasr import SpecAsrConfig
+from specbench.core.methods.configs import SpecAsrConfig
 from specbench.errors import SpecbenchError
-from specbench.schemas.fileio import Where, iter_jsonl
+from specbench.schemas.fileio import Where
 from specbench.schemas.traces import (
     ModelRef,
     TraceFile,
@@ -390,10 +390,3 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
     check_loaded_vocab(device, roles, refs)
     writer.finish(now(), loaded_models(device, roles))
     return writer.path, len(todo)
-
-
-def traced_ids(path: Path) -> set[str]:
-    """Window ids in a trace file (for tests and resume reports)."""
-    rows = iter_jsonl(Path(path))
-    next(rows, None)
-    return {doc["window_id"] for _, doc in rows}

@@ -139,7 +139,7 @@ def test_select_budget_writes_a_budget_that_run_accepts(study, tmp_path):
 def test_the_demos_protocol_chooses_on_dev_windows_and_deploys_on_test_windows(study, tmp_path):
     """The paper's protocol as the demo runs it (app.demo.deploy_budget), on the synthetic study."""
     from specbench.app.demo import deploy_budget
-    from specbench.core.methods import parse_method_specs
+    from specbench.core.methods.configs import parse_method_specs
 
     catalog = parse_method_specs(["as2d:B=1..4,drafter=small|large"])
     messages = []

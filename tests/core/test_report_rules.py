@@ -15,10 +15,7 @@ from specbench.app.report import Loaded, build_tables
 from specbench.cli import main
 from specbench.core import stats
 from specbench.core.budget import BudgetChoice
-from specbench.core.methods import parse_method_specs, row_fields
-from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.sd import SdConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import As2dConfig, SdConfig, TargetConfig, parse_method_specs, row_fields
 from specbench.core.replay.bulk import DEPTH_LINEAR, replay_study
 from specbench.schemas.budgets import save_budget
 from specbench.schemas.profiles import CoSchedule, DeviceInfo, DeviceProfile, DrafterProfile, ModelId

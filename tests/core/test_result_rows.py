@@ -13,11 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specbench.cli import main
-from specbench.core.methods import CONFIG_COLUMNS, config_of, parse_method_specs, row_fields
-from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.sd import SdConfig
-from specbench.core.methods.specasr import SpecAsrConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import (
+    CONFIG_COLUMNS,
+    As2dConfig,
+    SdConfig,
+    SpecAsrConfig,
+    TargetConfig,
+    config_of,
+    parse_method_specs,
+    row_fields,
+)
 from specbench.errors import SpecbenchError
 from specbench.schemas.results import ROW_FIELDS, VERSION, ResultsDir, WindowResult
 from tests.helpers import results_manifest

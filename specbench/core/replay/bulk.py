@@ -19,11 +19,9 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from specbench.core.methods import MethodConfig, row_fields
-from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.base import Model
-from specbench.core.methods.sd import SdConfig, check_draft_rows
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import As2dConfig, MethodConfig, SdConfig, TargetConfig, row_fields
+from specbench.core.methods.sd import check_draft_rows
 from specbench.core.positions import counts, histograms
 from specbench.core.replay.lockstep import Simulation, simulate_lockstep
 from specbench.core.replay.reference import decode_serial

@@ -13,8 +13,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from specbench.core.methods.sd import SdConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import SdConfig, TargetConfig
 from specbench.core.positions import summed
 from specbench.core.replay.bulk import replay_serial
 from specbench.schemas.profiles import DeviceProfile

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.configs import As2dConfig
 from specbench.core.positions import counts, histograms
 from specbench.core.replay.reference import (
     ProducerCosts,
