@@ -67,9 +67,6 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
     """
     from specbench.app.progress import stderr
     from specbench.app.report import (
-        DIVERGENT,
-        SILENT,
-        TEXT_DIFFERS,
         add_sensitivity,
         build_tables,
         bundle,
@@ -101,13 +98,8 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
         stderr.print("\n".join(loaded.notes))
     for note in loaded.text_notes:
         click.echo(note, err=True)
-    for warning in (TEXT_DIFFERS, SILENT):
-        flagged = [t for t in tables if t.title.startswith(warning)]
-        if flagged:
-            click.echo(f"warning: {flagged[0].title.removeprefix('WARNING: ')}; see that table", err=True)
-    diverged = [t for t in tables if t.title.startswith(DIVERGENT)]
-    if diverged:
-        click.echo(f"warning: {diverged[0].title[0].lower()}{diverged[0].title[1:]}; see that table", err=True)
+    for warning in dict.fromkeys(t.warning for t in tables if t.warning):
+        click.echo(f"warning: {warning}; see that table", err=True)
     if bundle_dir is not None:
         figures = make_figures(loaded, bundle_dir / "figures", horizon)
         path = bundle(bundle_dir, loaded, tables, figures)
