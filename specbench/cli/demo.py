@@ -33,14 +33,17 @@ def demo(out: Path, quick: bool) -> None:
 
     from specbench.app.demo import load_demo_results, run_demo
     from specbench.app.progress import progress_bar, stderr
-    from specbench.app.report import build_tables
+    from specbench.app.report import build_report
+    from specbench.render.summary import print_summary
     from specbench.render.tables import print_rich, render
 
     start = time.perf_counter()
     run = run_demo(out, quick, progress_bar, lambda message: stderr.print(message, highlight=False, markup=False))
-    tables = build_tables(load_demo_results(run.out))
-    print_rich(tables, Console())
-    (run.out / "report.md").write_text(render(tables, "md"), encoding="utf-8")
+    built = build_report(load_demo_results(run.out))
+    console = Console()
+    print_summary(built.summary, console)  # one screen first, then the detail tables
+    print_rich(built.tables, console)
+    (run.out / "report.md").write_text(render(built.all_tables(), "md"), encoding="utf-8")
     for label, reason in run.skipped.items():
         stderr.print(f"not in this report: {label}: {reason}", highlight=False, markup=False)
     if run.divergences:

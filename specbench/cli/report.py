@@ -68,7 +68,7 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
     from specbench.app.progress import stderr
     from specbench.app.report import (
         add_sensitivity,
-        build_tables,
+        build_report,
         bundle,
         horizon_report,
         load_many,
@@ -91,9 +91,8 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
     loaded = load_many(results, allow_mixed, windows_path)
     if sensitivity:
         add_sensitivity(loaded)
-    tables = build_tables(loaded, macro, selected_budgets(budgets) or None)
-    if horizon:
-        tables += horizon_report(loaded)
+    built = build_report(loaded, macro, selected_budgets(budgets) or None)
+    tables = built.all_tables() + (horizon_report(loaded) if horizon else [])
     if loaded.notes:
         stderr.print("\n".join(loaded.notes))
     for note in loaded.text_notes:
@@ -107,7 +106,7 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
     elif plots_dir is not None:
         figures = make_figures(loaded, plots_dir, horizon)
         stderr.print(f"{len(figures)} figures (PNG + SVG) written to {plots_dir}")
-    _emit(tables, fmt, output, outputs)
+    _emit(tables, fmt, output, outputs, built.summary)
 
 
 def _report_validations(results: tuple[Path, ...], validations: list[Path], fmt: str, output: Path | None,
@@ -127,10 +126,12 @@ def _report_validations(results: tuple[Path, ...], validations: list[Path], fmt:
     _emit(tables, fmt, output, outputs)
 
 
-def _emit(tables: list, fmt: str, output: Path | None, outputs: list[tuple[str, Path]]) -> None:
-    """Every --output/--export-* file, then stdout unless --output took it."""
+def _emit(tables: list, fmt: str, output: Path | None, outputs: list[tuple[str, Path]], summary=None) -> None:
+    """Every --output/--export-* file, then stdout unless --output took it; a terminal prints
+    `summary` (render.summary.Summary, whose table leads `tables`) on one screen first."""
     from specbench.app.progress import stderr
     from specbench.app.report import write_output
+    from specbench.render.summary import print_summary
     from specbench.render.tables import print_rich, render
 
     for out_fmt, path in outputs:
@@ -141,7 +142,11 @@ def _emit(tables: list, fmt: str, output: Path | None, outputs: list[tuple[str, 
     if fmt == "table":
         from rich.console import Console
 
-        print_rich(tables, Console())
+        console = Console()
+        if summary is not None:
+            print_summary(summary, console)
+            tables = [t for t in tables if t is not summary.table]
+        print_rich(tables, console)
         return
     click.echo(render(tables, fmt), nl=False)
 

@@ -17,6 +17,8 @@ from specbench.app.report.tables import (
     DIVERGENT,
     SILENT,
     TEXT_DIFFERS,
+    Report,
+    build_report,
     build_tables,
     horizon_report,
     main_rows,
@@ -26,7 +28,8 @@ from specbench.app.report.tables import (
     text_tables,
 )
 
-__all__ = ["DECLARED", "DIVERGENT", "SILENT", "TEXT_DIFFERS", "LoadedResults", "add_sensitivity", "build_tables",
+__all__ = ["DECLARED", "DIVERGENT", "SILENT", "TEXT_DIFFERS", "LoadedResults", "Report", "add_sensitivity", "build_report",
+           "build_tables",
            "bundle", "declared_costs", "declared_lines", "horizon_report", "horizon_tables", "load_many",
            "main_rows", "make_figures", "pooled_table", "position_tables", "selected_budgets", "stability_tables",
            "text_tables", "write_csv_dir", "write_output"]

@@ -14,6 +14,7 @@ from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.sd import MEAN_WIDTHS
 from specbench.core.replay.bulk import DEPTH_LINEAR
 from specbench.errors import SpecbenchError
+from specbench.render.summary import Summary
 from specbench.render.tables import Table
 
 TEXT_DIFFERS = "WARNING: answer text differs between methods"
@@ -61,12 +62,41 @@ def configs_of(rows: pd.DataFrame, labels: Sequence[str] | None = None) -> dict[
     return found if labels is None else {label: found[label] for label in labels if label in found}
 
 
+@dataclass(frozen=True)
+class Report:
+    """What `report` prints: the one-screen summary, then the detail tables."""
+
+    summary: Summary
+    """Each method's best configuration and its verdict, per device@placement."""
+    tables: list[Table]
+    """The detail tables (build_tables)."""
+
+    def all_tables(self) -> list[Table]:
+        """The summary's table, then the detail tables: what every output but a terminal takes."""
+        return [self.summary.table, *self.tables]
+
+
+def build_report(loaded: LoadedResults, macro: bool = False,
+                 selected: Mapping[str, As2dConfig] | None = None) -> Report:
+    """The summary and every table of a report (the pooled numbers computed once for both)."""
+    from specbench.app.report.summary import build_summary
+
+    rows = main_rows(loaded.frame)
+    pooled = metrics.pooled(rows.main)
+    return Report(build_summary(loaded, rows, pooled), _tables(loaded, rows, pooled, macro, selected))
+
+
 def build_tables(loaded: LoadedResults, macro: bool = False,
                  selected: Mapping[str, As2dConfig] | None = None) -> list[Table]:
     """Every table of a report; `selected`: device -> the AS2D configuration its budget file names."""
     rows = main_rows(loaded.frame)
+    return _tables(loaded, rows, metrics.pooled(rows.main), macro, selected)
+
+
+def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: bool,
+            selected: Mapping[str, As2dConfig] | None) -> list[Table]:
     frame, main, native, suffix = rows.frame, rows.main, rows.native, rows.suffix
-    tables = [pooled_table(main, suffix)]
+    tables = [pooled_table(main, suffix, pooled)]
     if len(rows.replayed) and len(native):
         tables.append(pooled_table(native, NATIVE_SUFFIX))
     tables += [
@@ -170,7 +200,7 @@ def _per_configuration(title: str, order: str, table: pd.DataFrame, measures: Ma
     frame = table[["device", "config", *measures]].copy()
     frame["method"] = table["method"]
     frame["drafter"] = table["drafter"]
-    frame["W/B"] = [_width_or_budget(*values) for values in zip(table["method"], table["width"], table["budget"])]
+    frame["W/B"] = [width_or_budget(*values) for values in zip(table["method"], table["width"], table["budget"])]
     return Table(title, order, frame, {c: spec for c, spec in measures.items() if spec}, IDENTITY, optional, label="config")
 
 
@@ -194,15 +224,16 @@ def position_tables(rows: pd.DataFrame, suffix: str) -> list[Table]:
     return tables
 
 
-def _width_or_budget(method: str, width: int | None, budget: int | None) -> str | None:
+def width_or_budget(method: str, width: int | None, budget: int | None) -> str | None:
     """SD's width (MEAN_WIDTHS on its mean over W), AS2D's budget, None for the others."""
     if method == "sd":
         return MEAN_WIDTHS if width is None else str(width)
     return str(budget) if method == "as2d" else None
 
 
-def pooled_table(rows: pd.DataFrame, suffix: str) -> Table:
-    pooled = metrics.pooled(rows)
+def pooled_table(rows: pd.DataFrame, suffix: str, pooled: pd.DataFrame | None = None) -> Table:
+    """Pooled throughput, speedups and intervals of `rows` (`pooled`: metrics.pooled(rows), when already computed)."""
+    pooled = metrics.pooled(rows) if pooled is None else pooled
     measures = {"windows": None, "tokens": None, "decode_s": ".3f", "tokens_per_s": ".2f", "speedup": ".3f",
                 "speedup_low": ".3f", "speedup_high": ".3f", "mean_window_speedup": ".3f"}
     order = metrics.ORDER["pooled"] + _extrapolation_note(rows)
