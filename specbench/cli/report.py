@@ -92,7 +92,8 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
     if sensitivity:
         add_sensitivity(loaded)
     built = build_report(loaded, macro, selected_budgets(budgets) or None)
-    tables = built.all_tables() + (horizon_report(loaded) if horizon else [])
+    horizons = horizon_report(loaded) if horizon else []
+    tables = built.all_tables() + horizons
     if loaded.notes:
         stderr.print("\n".join(loaded.notes))
     for note in loaded.text_notes:
@@ -106,7 +107,7 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
     elif plots_dir is not None:
         figures = make_figures(loaded, plots_dir, horizon)
         stderr.print(f"{len(figures)} figures (PNG + SVG) written to {plots_dir}")
-    _emit(tables, fmt, output, outputs, built.summary)
+    _emit(tables, fmt, output, outputs, (built.summary, built.tables + horizons))
 
 
 def _report_validations(results: tuple[Path, ...], validations: list[Path], fmt: str, output: Path | None,
@@ -126,9 +127,9 @@ def _report_validations(results: tuple[Path, ...], validations: list[Path], fmt:
     _emit(tables, fmt, output, outputs)
 
 
-def _emit(tables: list, fmt: str, output: Path | None, outputs: list[tuple[str, Path]], summary=None) -> None:
+def _emit(tables: list, fmt: str, output: Path | None, outputs: list[tuple[str, Path]], screen=None) -> None:
     """Every --output/--export-* file, then stdout unless --output took it; a terminal prints
-    `summary` (render.summary.Summary, whose table leads `tables`) on one screen first."""
+    `screen`, when given: (the one-screen summary, the tables after it), in place of `tables`."""
     from specbench.app.progress import stderr
     from specbench.app.report import write_output
     from specbench.render.summary import print_summary
@@ -143,9 +144,9 @@ def _emit(tables: list, fmt: str, output: Path | None, outputs: list[tuple[str, 
         from rich.console import Console
 
         console = Console()
-        if summary is not None:
-            print_summary(summary, console)
-            tables = [t for t in tables if t is not summary.table]
+        if screen is not None:
+            print_summary(screen[0], console)
+            tables = screen[1]
         print_rich(tables, console)
         return
     click.echo(render(tables, fmt), nl=False)

@@ -1,6 +1,6 @@
 """The one-screen summary a terminal prints before the detail tables: per device@placement a
 heading, one line of numbers per method's best configuration and, under it, the verdict's
-arithmetic. Every other output takes the same numbers as a `Table` (`Summary.table`)."""
+arithmetic. Every other output takes the same numbers as a table (app.report.Report.summary_table)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ from dataclasses import dataclass
 
 from rich.console import Console
 from rich.markup import escape
-
-from specbench.render.tables import Table
 
 INDENT = 4
 """Columns a verdict is indented by under its configuration's line."""
@@ -46,8 +44,6 @@ class Summary:
     """Names of each line's cells."""
     sections: tuple[SummarySection, ...]
     """One per device@placement."""
-    table: Table
-    """The same numbers and verdicts as one table, for Markdown, JSON, JSON lines and CSV."""
     notes: tuple[str, ...] = ()
     """Printed under the sections (what the verdicts assume, what is missing)."""
 

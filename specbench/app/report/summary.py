@@ -30,8 +30,9 @@ FORMATS = {"tokens_per_s": ".2f", "speedup": ".3f", "speedup_low": ".3f", "speed
            "pays_pct": ".1f"}
 
 
-def build_summary(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame) -> Summary:
-    """The summary of `rows.main` (`pooled`: metrics.pooled of them, as the pooled table has it)."""
+def build_summary(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame) -> tuple[Summary, Table]:
+    """The summary of `rows.main` for a terminal, and the same as a table for every other format
+    (`pooled`: metrics.pooled of them, as the pooled table has it)."""
     from specbench.schemas.profiles import load_profile
 
     counts = metrics.counts(rows.main).set_index(["device", "config"])
@@ -72,8 +73,8 @@ def build_summary(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame) -
     frame = pd.DataFrame(records)
     if "speedup_vs_best_target" not in pooled:  # one placement per device: the column says nothing
         frame = frame.drop(columns=["speedup_vs_best_target"])
-    return Summary(TITLE + rows.suffix, COLUMNS, tuple(sections), Table(TITLE + rows.suffix, ORDER, frame, FORMATS),
-                   tuple(notes))
+    return (Summary(TITLE + rows.suffix, COLUMNS, tuple(sections), tuple(notes)),
+            Table(TITLE + rows.suffix, ORDER, frame, FORMATS))
 
 
 def _fastest_targets(pooled: pd.DataFrame) -> dict[str, str]:

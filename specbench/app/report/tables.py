@@ -67,13 +67,15 @@ class Report:
     """What `report` prints: the one-screen summary, then the detail tables."""
 
     summary: Summary
-    """Each method's best configuration and its verdict, per device@placement."""
+    """Each method's best configuration and its verdict, per device@placement, for a terminal."""
+    summary_table: Table
+    """The same as one table, for every other format."""
     tables: list[Table]
     """The detail tables (build_tables)."""
 
     def all_tables(self) -> list[Table]:
         """The summary's table, then the detail tables: what every output but a terminal takes."""
-        return [self.summary.table, *self.tables]
+        return [self.summary_table, *self.tables]
 
 
 def build_report(loaded: LoadedResults, macro: bool = False,
@@ -83,7 +85,7 @@ def build_report(loaded: LoadedResults, macro: bool = False,
 
     rows = main_rows(loaded.frame)
     pooled = metrics.pooled(rows.main)
-    return Report(build_summary(loaded, rows, pooled), _tables(loaded, rows, pooled, macro, selected))
+    return Report(*build_summary(loaded, rows, pooled), _tables(loaded, rows, pooled, macro, selected))
 
 
 def build_tables(loaded: LoadedResults, macro: bool = False,
