@@ -166,8 +166,9 @@ def replay_vs_native(observations: pd.DataFrame, floors: pd.DataFrame, metric: s
         widest = max((s[2] for k, s in series.items() if k[0] == device and np.isfinite(s[2])), default=0.0)
         ax.axhspan(-widest, widest, color="0.9", zorder=0, label=f"widest floor ±{widest:.1f}%")
         ax.axhline(0, color="black", linewidth=0.8)
-        _finish(ax, None, "native (geometric mean of Na and Nb)" + (" tokens/s" if metric == "throughput" else " speedup"),
-                "replay / native − 1 (%)", f"Replay vs native {metric} — {device}", legend_size=6)
+        unit = " tokens/s" if metric == "throughput" else " speedup"
+        _finish(ax, None, "native (geometric mean of Na and Nb)" + unit, "replay / native − 1 (%)",
+                f"Replay vs native {metric} — {device}", legend_size=6)
     fig.set_layout_engine("tight")
     return fig, series
 

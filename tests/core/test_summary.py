@@ -98,7 +98,8 @@ def test_each_verdict_is_the_profiles_costs_at_the_stated_depth(demo):
             ratios = drafter["cosched"]["ratios"][width]
             rho_t = _at(drafter["cosched"]["depths"], ratios["rho_target"], depth)
             per_token = rho_t * ct(width) / tau
-            assert f"CT({width}) {1e3 * ct(width):.1f} ms × ρT {rho_t:.2f} for τ = {tau:.2f} tokens" in row["verdict"]
+            arithmetic = f"CT({width}) {1e3 * ct(width):.1f} ms × ρT {rho_t:.2f} for τ = {tau:.2f} tokens"
+            assert arithmetic in row["verdict"]
         else:
             per_token = (drafter_forwards / forwards * cd + ct(width)) / tau
             f = drafter_forwards / forwards

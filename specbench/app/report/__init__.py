@@ -28,8 +28,8 @@ from specbench.app.report.tables import (
     text_tables,
 )
 
-__all__ = ["DECLARED", "DIVERGENT", "SILENT", "TEXT_DIFFERS", "LoadedResults", "Report", "add_sensitivity", "build_report",
-           "build_tables",
+__all__ = ["DECLARED", "DIVERGENT", "SILENT", "TEXT_DIFFERS", "LoadedResults", "Report", "add_sensitivity",
+           "build_report", "build_tables",
            "bundle", "declared_costs", "declared_lines", "horizon_report", "horizon_tables", "load_many",
            "main_rows", "make_figures", "pooled_table", "position_tables", "selected_budgets", "stability_tables",
            "text_tables", "write_csv_dir", "write_output"]

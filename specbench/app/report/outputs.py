@@ -52,7 +52,8 @@ def bundle(directory: Path, loaded: LoadedResults, tables: list[Table], figures:
     for name, paths in figures.items():
         png = next(p for p in paths if p.suffix == ".png")
         lines.append(f"![{name}]({png.relative_to(directory)})")
-    lines += ["", "## Inputs", "", "| results | rows sha256 | mode | windows digest | methods | runner build and models |",
+    lines += ["", "## Inputs", "",
+              "| results | rows sha256 | mode | windows digest | methods | runner build and models |",
               "|---|---|---|---|---|---|"]
     for path, rows_sha, mode, digest, methods, build in input_rows(loaded):
         lines.append(f"| {path} | {rows_sha[:16]} | {mode} | {digest[:16]} | {methods} | {build} |")

@@ -16,6 +16,7 @@ from specbench.core.verdict import MS, RoundCounts, stated_depth, verdict
 from specbench.errors import SpecbenchError
 from specbench.render.summary import Summary, SummaryLine, SummarySection
 from specbench.render.tables import Table
+from specbench.schemas.placement import device_of
 
 TITLE = "Summary: each method's best configuration per device@placement"
 ORDER = ("per device@placement x method x drafter: the configuration of highest pooled speedup (the SD mean over "
@@ -82,7 +83,7 @@ def _fastest_targets(pooled: pd.DataFrame) -> dict[str, str]:
     if "speedup_vs_best_target" not in pooled:
         return {}
     targets = pooled[pooled["method"] == "target"]
-    phones = targets["device"].str.split("@").str[0]
+    phones = targets["device"].map(device_of)
     best = targets.groupby(phones)["tokens_per_s"].idxmax()
     return {d: targets.loc[best[p], "device"] for d, p in zip(targets["device"], phones)}
 

@@ -203,7 +203,8 @@ def _per_configuration(title: str, order: str, table: pd.DataFrame, measures: Ma
     frame["method"] = table["method"]
     frame["drafter"] = table["drafter"]
     frame["W/B"] = [width_or_budget(*values) for values in zip(table["method"], table["width"], table["budget"])]
-    return Table(title, order, frame, {c: spec for c, spec in measures.items() if spec}, IDENTITY, optional, label="config")
+    return Table(title, order, frame, {c: spec for c, spec in measures.items() if spec}, IDENTITY, optional,
+                 label="config")
 
 
 def position_tables(rows: pd.DataFrame, suffix: str) -> list[Table]:
@@ -288,7 +289,9 @@ def _deployed(main: pd.DataFrame, selected: Mapping[str, As2dConfig]) -> dict[st
     traced drafter) matches a configuration that names one, if only one does."""
     out = {}
     for device, wanted in selected.items():
-        found = configs_of(main[(main["device"] == device) & (main["method"] == "as2d")])
+        found = {label: config for label, config in
+                 configs_of(main[(main["device"] == device) & (main["method"] == "as2d")]).items()
+                 if isinstance(config, As2dConfig)}
         match = [label for label, config in found.items() if config == wanted]
         if not match and wanted.drafter is None:
             match = [label for label, config in found.items() if replace(config, drafter=None) == wanted]
