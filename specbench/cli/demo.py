@@ -19,7 +19,8 @@ from specbench.cli.devices import runner_option
 @runner_option
 def demo(out: Path, quick: bool) -> None:
     """Profile this host, trace the bundled windows with small real models, replay and run
-    the methods, and print the report.
+    the methods, and print the report: a one-screen summary with each method's verdict on
+    this host first, then the detail tables.
 
     The first run downloads the demo models (about 100 MB) and builds the native runner
     (about 5 minutes on 2 cores); later runs take a couple of minutes. Everything is left

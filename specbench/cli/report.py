@@ -49,6 +49,11 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
            bundle_dir: Path | None, windows_path: Path | None) -> None:
     """Compare methods: pooled throughput and speedup, slower windows, acceptance, D/V/O/H, oracle gap.
 
+    First, on one screen: per device@placement each method's best configuration, its speedup
+    against its own and the best target-only, the interval, replay's fidelity where native rows
+    exist, and a verdict priced with the profile's own costs (why it pays, or does not). Every
+    other format has the same summary as its first table.
+
     When rows carry answer texts: WER/CER against the windows' references and a check
     that every method answered the same text (differences are listed and warned about).
 
