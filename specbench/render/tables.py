@@ -178,12 +178,14 @@ def _rich_table(table: Table, width: int) -> RichTable:
 
 
 def _keys_name_the_label(table: Table) -> bool:
-    """Whether the key columns a terminal prints tell `table.label`'s values apart, one to one."""
-    keys = [k for k in table.keys if k in table.frame and k != table.label]
-    if not table.label or table.label not in table.frame or not keys:
+    """Whether the key columns a label spells out (those with one value per label, e.g. method,
+    drafter and W/B, not the device) tell `table.label`'s values apart, one to one."""
+    if not table.label or table.label not in table.frame:
         return False
-    pairs = table.frame[[table.label, *keys]].map(repr).drop_duplicates()
-    return pairs[table.label].is_unique and not pairs.duplicated(keys).any()
+    frame = table.frame.map(repr)
+    spelled = [k for k in table.keys if k in frame and k != table.label
+               and (frame.groupby(table.label)[k].nunique() == 1).all()]
+    return bool(spelled) and not frame[[table.label, *spelled]].drop_duplicates().duplicated(spelled).any()
 
 
 LABEL_WIDTH = 12

@@ -1,7 +1,7 @@
 """The one-screen summary: it fits a terminal, and its verdicts are the profile's own costs.
 
-tests/data/golden/demo/ holds a `specbench demo` run (README there): the replay results and
-the native runs of both placements, and the two profiles they were priced with."""
+tests/data/golden/demo/ holds a run of the demo's models and methods (its README says how it
+was made): the replay results of both placements, a native run, and the two profiles."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ def demo(tmp_path) -> list[Path]:
         manifest = json.loads((directory / "manifest.json").read_text())
         for profile in manifest.get("profiles", []):
             profile["path"] = str(out / "device_profiles" / Path(profile["path"]).name)
+        manifest["windows"]["path"] = str(out / "windows.jsonl")
         (directory / "manifest.json").write_text(json.dumps(manifest))
     return results
 
@@ -37,22 +38,30 @@ def demo(tmp_path) -> list[Path]:
 def report(*args, columns=SCREEN[0]):
     result = CliRunner().invoke(main, ["report", *map(str, args)], env={"COLUMNS": str(columns)})
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout
 
 
 def _screen(output: str) -> list[str]:
-    """What a terminal prints before the first detail table."""
-    return output.split("Pooled decode throughput")[0].rstrip().splitlines()
+    """What a terminal prints before the first detail table (the summary ends with a blank line)."""
+    return output.split("\n\n")[0].splitlines()
 
 
 def test_the_summary_fits_one_screen_and_is_the_golden(demo):
     lines = _screen(report(*demo))
     assert len(lines) <= SCREEN[1] and max(map(len, lines)) <= SCREEN[0], "\n".join(lines)
     assert "\n".join(lines) + "\n" == (DEMO / "summary.txt").read_text()
-    # each placement, each method x drafter once, and a verdict under each
+    # both placements, and a verdict under each method x drafter's best configuration
     for placement in ("split", "shared"):
         assert any(line.startswith(f"local@{placement}: target-only") for line in lines)
-    assert sum(bool(re.search(r": (pays \d+%|does not pay: \d+%)", line)) for line in lines) == 10
+    configurations = [r for r in _summary(demo) if r["method"] != "target"]
+    assert len(configurations) >= 6
+    assert sum(bool(re.search(r": (pays \d+%|does not pay: \d+%)", line)) for line in lines) == len(configurations)
+
+
+def _summary(demo: list[Path]) -> list[dict]:
+    """The summary table's rows, from the JSON-lines report."""
+    records = [json.loads(line) for line in report(*demo, "--format", "jsonl").splitlines()]
+    return [r for r in records if r["title"].startswith("Summary")]
 
 
 def _rows(directory: Path) -> list[dict]:
@@ -70,9 +79,11 @@ def _at(depths: list[float], values: list[float], depth: float) -> float:
 
 
 def test_each_verdict_is_the_profiles_costs_at_the_stated_depth(demo):
-    summary = [json.loads(line) for line in report(*demo, "--format", "jsonl").splitlines()
-               if line.startswith("{") and json.loads(line)["title"].startswith("Summary")]
-    replay = [r for r in _rows(next(d for d in demo if d.name == "replay")) if r["ratio_fit"] == "median"]
+    summary = _summary(demo)
+    # a window whose native output diverged leaves every table of its device (docs/METHODS.md §7.6)
+    diverged = {(r["device"], r["window_id"]) for d in demo for r in _rows(d) if not r["lossless"]}
+    replay = [r for r in _rows(next(d for d in demo if d.name == "replay"))
+              if r["ratio_fit"] == "median" and (r["device"], r["window_id"]) not in diverged]
     checked = 0
     for row in summary:
         placement = row["device"].split("@")[1]
@@ -112,12 +123,11 @@ def test_each_verdict_is_the_profiles_costs_at_the_stated_depth(demo):
         assert row["verdict"].endswith(f"= {1e3 * per_token:.1f} ms a token against CT(1) {1e3 * ct(1):.1f} ms: "
                                        f"{outcome}") or f": {outcome}; producer" in row["verdict"]
         checked += 1
-    assert checked == 10
+    assert checked == len([r for r in summary if r["method"] != "target"]) >= 6
 
 
 def test_fidelity_is_shown_where_native_rows_exist(demo):
-    summary = [json.loads(line) for line in report(*demo, "--format", "jsonl").splitlines()
-               if line.startswith("{") and json.loads(line)["title"].startswith("Summary")]
+    summary = _summary(demo)
     native = {(r["device"], r["config"]) for d in demo if d.name != "replay" for r in _rows(d)}
     for row in summary:
         assert (row["fidelity_pct"] is not None) == ((row["device"], row["config"]) in native)
