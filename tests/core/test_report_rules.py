@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from specbench.app.report import Loaded, build_tables
+from specbench.app.report import LoadedResults, build_tables
 from specbench.cli import main
 from specbench.core import stats
 from specbench.core.budget import BudgetChoice
@@ -255,7 +255,7 @@ def test_depths_beyond_the_measured_ones_are_flagged_and_their_sensitivity_repor
     assert target.at["median", "decode_s"] == flat and target.at[DEPTH_LINEAR, "decode_s"] == linear
     short = sum(1 + d / 128 for d in range(10, 15))
 
-    built = build_tables(Loaded([], frame, []))
+    built = build_tables(LoadedResults([], frame, []))
     tables = {t.title: t.frame for t in built}
     table = tables["Sensitivity to KV depths beyond the measured ones: flat vs linear (tokens/s)"].set_index("config")
     assert list(table.columns) == ["device", "method", "flat", "linear", "low", "high", "range_pct", "flagged"]
