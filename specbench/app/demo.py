@@ -19,10 +19,11 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Callable, ContextManager, Iterator, Sequence
+from typing import ContextManager
 
 from specbench.app.study import load_inputs, needed_widths, run_replay, select_and_save_budget
 from specbench.core.methods.configs import (
@@ -38,8 +39,8 @@ from specbench.core.replay.reference import decode_serial
 from specbench.errors import SpecbenchError
 from specbench.schemas.budgets import load_budget
 from specbench.schemas.placement import NAMED as PLACEMENTS
-from specbench.schemas.results import load_results
 from specbench.schemas.placement import resolve_on
+from specbench.schemas.results import load_results
 from specbench.schemas.windows import Split, Window, load_windows, save_windows
 from specbench.world.devices.local import LocalDevice
 from specbench.world.model_files import ModelFile
@@ -101,7 +102,7 @@ class DemoRun:
     skipped: dict[str, str] = field(default_factory=dict)
     """Method configuration label -> why it was not replayed."""
     divergences: int = 0
-    deployments: list["Deployment"] = field(default_factory=list)
+    deployments: list[Deployment] = field(default_factory=list)
     """Per profile: the budget chosen on the dev windows and its oracle gap on the test windows."""
 
 
@@ -180,7 +181,7 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
     save_windows(windows_path, windows)
     profile_paths = [run.out / "device_profiles" / f"local-{name}.yaml" for name in PLACEMENTS]
     with timed(run, "profile", log):
-        for name, profile_path in zip(PLACEMENTS, profile_paths):  # one profile per placement
+        for name, profile_path in zip(PLACEMENTS, profile_paths, strict=False):  # one profile per placement
             plan = sweep_plan(configs, resolve_on(device, name))
             with progress(f"profiling this host ({name})", plan.forwards(len(drafters))) as advance:
                 profiled = profile_device(device, target, drafters, plan, advance)

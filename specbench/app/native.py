@@ -8,8 +8,8 @@ offer the CPUs of the placement asked (the profile's, when one is given).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from specbench.app.devices import on_devices
 from specbench.app.progress import stderr

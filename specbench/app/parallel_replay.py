@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 

@@ -6,9 +6,9 @@ half-written results directory behind.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
 
 from specbench.app.parallel_replay import replay_study
 from specbench.core.budget import BudgetChoice
@@ -133,7 +133,7 @@ def manifest_for(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths:
         profiles=tuple(ProfileInput(str(path), file_sha256(path), p.name,
                                     None if p.runner is None else p.runner.sha256, p.placement, p.warnings,
                                     p.environment, p.declared_costs())
-                       for p, path in zip(inputs.profiles, profile_paths)),
+                       for p, path in zip(inputs.profiles, profile_paths, strict=False)),
         depth_policy=DEPTH_POLICY, sensitivity=sensitivity)
 
 
@@ -162,7 +162,7 @@ def run_replay(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths: S
         if not todo:
             continue
         frame = replay_study(inputs.windows, inputs.traces, inputs.profiles, todo, progress, workers, fit)
-        keys = list(zip(frame["device"], frame["config"], frame["window_id"], frame["ratio_fit"]))
+        keys = list(zip(frame["device"], frame["config"], frame["window_id"], frame["ratio_fit"], strict=False))
         fresh = frame[[key not in done for key in keys]]
         results.append_frame(fresh)
         added += len(fresh)

@@ -8,8 +8,8 @@ budget. `schemas.budgets` saves it as the YAML that `specbench run --budget` rea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import pandas as pd
 

@@ -22,8 +22,8 @@ per-configuration tables carry the configuration's fields (`CONFIG_COLUMNS`) bes
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
-from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -113,7 +113,7 @@ def _with_sd_means(frame: pd.DataFrame, group: list[str], value: str, first: lis
     mean = mean[mean["_widths"] == len(REPORTED_WIDTHS)].reset_index(drop=True)
     if mean.empty:
         return frame
-    families = [dict(zip(SD_FAMILY, family)) for family in mean["_family"]]
+    families = [dict(zip(SD_FAMILY, family, strict=False)) for family in mean["_family"]]
     mean["method"] = "sd"
     mean["config"] = [sd_mean_label(**family) for family in families]
     for column in CONFIG_COLUMNS:
@@ -378,7 +378,7 @@ def per_position(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (device, method, config), group in df.groupby(KEYS, sort=False):
         reached, accepted = summed(group["reached_at"]), summed(group["accepted_at"])
-        for k, (r, a) in enumerate(zip(reached, accepted), start=1):
+        for k, (r, a) in enumerate(zip(reached, accepted, strict=False), start=1):
             rows.append({"device": device, "method": method, "config": config, "position": k, "reached": int(r),
                          "accepted": int(a), "acceptance": a / r if r else np.nan})
     columns = [*KEYS, "position", "reached", "accepted", "acceptance"]

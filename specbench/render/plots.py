@@ -7,8 +7,8 @@ SVG side by side.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -151,7 +151,7 @@ def replay_vs_native(observations: pd.DataFrame, floors: pd.DataFrame, metric: s
     devices = list(dict.fromkeys(rows["device"]))
     fig, axes = plt.subplots(1, max(len(devices), 1), figsize=(6 * max(len(devices), 1), 4), squeeze=False)
     series = {}
-    for ax, device in zip(axes[0], devices):
+    for ax, device in zip(axes[0], devices, strict=False):
         mine = rows[rows["device"] == device]
         for i, config in enumerate(dict.fromkeys(mine["config"])):
             one = mine[mine["config"] == config]

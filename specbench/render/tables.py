@@ -59,7 +59,7 @@ def _cell(value: object, spec: str | None) -> str:
 
 
 def _text_rows(table: Table) -> list[list[str]]:
-    return [[_cell(v, table.formats.get(c)) for c, v in zip(table.frame.columns, row)]
+    return [[_cell(v, table.formats.get(c)) for c, v in zip(table.frame.columns, row, strict=False)]
             for row in table.frame.itertuples(index=False)]
 
 
@@ -107,7 +107,7 @@ def _json_value(value: object) -> object:
 
 def _rows(table: Table) -> list[dict]:
     columns = table.frame.columns
-    return [{c: _json_value(v) for c, v in zip(columns, row)} for row in table.frame.itertuples(index=False)]
+    return [{c: _json_value(v) for c, v in zip(columns, row, strict=False)} for row in table.frame.itertuples(index=False)]
 
 
 def to_json(tables: list[Table]) -> str:
@@ -143,7 +143,7 @@ def _rich_table(table: Table, width: int) -> RichTable:
     caption = f"aggregation: {table.order}"
     if constant:
         values = _text_rows(Table("", "", table.frame[constant], table.formats))[0]
-        caption += "\non every row: " + ", ".join(f"{c} {v}" for c, v in zip(constant, values))
+        caption += "\non every row: " + ", ".join(f"{c} {v}" for c, v in zip(constant, values, strict=False))
     if empty:
         caption += "\nempty on every row: " + ", ".join(empty)
     if carried:
@@ -159,12 +159,12 @@ def _rich_table(table: Table, width: int) -> RichTable:
     columns = [str(c) for c in shown.frame.columns]
     widest = [max([len(row[i]) for row in rows], default=1) for i in range(len(columns))]
     # too wide: a number's name longer than the number wraps at its words (tokens per s)
-    narrow = sum(max(w, len(c)) for w, c in zip(widest, columns)) + len(columns) - 1 > width
+    narrow = sum(max(w, len(c)) for w, c in zip(widest, columns, strict=False)) + len(columns) - 1 > width
     # labels such as specasr[k_max=8,...] are not markup; a WARNING table stands out
     rich_table = RichTable(title=escape(table.title), caption=escape(caption), caption_justify="left",
                            title_style="bold red" if table.warning else None,
                            box=box.SIMPLE_HEAD, show_edge=False, padding=0)
-    for column, name, most in zip(shown.frame.columns, columns, widest):
+    for column, name, most in zip(shown.frame.columns, columns, widest, strict=False):
         if not pd.api.types.is_numeric_dtype(shown.frame[column]):
             rich_table.add_column(name, overflow="fold")
         elif narrow and len(name) > most:

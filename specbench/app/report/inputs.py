@@ -4,9 +4,9 @@ reads a manifest's keys)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 
@@ -64,7 +64,7 @@ def load_many(directories: Sequence[Path], allow_mixed: bool = False, windows: P
         frames.append(frame)
     notes = []
     seen: dict[str, tuple[str, Path]] = {}
-    for directory, manifest in zip(directories, manifests):
+    for directory, manifest in zip(directories, manifests, strict=False):
         for name, value in _identity(manifest).items():
             if name not in seen:
                 seen[name] = (value, directory)
@@ -192,7 +192,7 @@ def input_rows(loaded: LoadedResults) -> list[tuple[str, str, str, str, int, str
     """Per results directory: path, rows sha256, mode, windows digest, configurations, runner build and models."""
     return [(str(path), file_sha256(path / ROWS), manifest.mode, manifest.windows.digest, len(manifest.methods),
              manifest.builds_and_models() or "not recorded")
-            for path, manifest in zip(loaded.directories, loaded.manifests)]
+            for path, manifest in zip(loaded.directories, loaded.manifests, strict=False)]
 
 
 def commands(loaded: LoadedResults) -> list[str]:

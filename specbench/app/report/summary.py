@@ -86,7 +86,7 @@ def _fastest_targets(pooled: pd.DataFrame) -> dict[str, str]:
     targets = pooled[pooled["method"] == "target"]
     phones = targets["device"].map(device_of)
     best = targets.groupby(phones)["tokens_per_s"].idxmax()
-    return {d: targets.loc[best[p], "device"] for d, p in zip(targets["device"], phones)}
+    return {d: targets.loc[best[p], "device"] for d, p in zip(targets["device"], phones, strict=False)}
 
 
 def _best(mine: pd.DataFrame) -> pd.DataFrame:

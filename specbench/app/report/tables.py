@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -200,7 +200,7 @@ def _per_configuration(title: str, order: str, table: pd.DataFrame, measures: Ma
     frame = table[["device", "config", *measures]].copy()
     frame["method"] = table["method"]
     frame["drafter"] = table["drafter"]
-    frame["W/B"] = [width_or_budget(*values) for values in zip(table["method"], table["width"], table["budget"])]
+    frame["W/B"] = [width_or_budget(*values) for values in zip(table["method"], table["width"], table["budget"], strict=False)]
     return Table(title, order, frame, {c: spec for c, spec in measures.items() if spec}, IDENTITY, optional,
                  label="config")
 

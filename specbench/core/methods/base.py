@@ -8,9 +8,10 @@ and a test can check that by changing `y` past the committed prefix.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -55,7 +56,7 @@ class Decoded:
 def lcp(candidates: Sequence[int], reference: Sequence[int]) -> int:
     """Length of the longest common prefix."""
     n = 0
-    for c, r in zip(candidates, reference):
+    for c, r in zip(candidates, reference, strict=False):
         if c != r:
             break
         n += 1
@@ -148,7 +149,7 @@ def usable_drafts(tokens: np.ndarray, conf: np.ndarray, limit: int, min_conf: fl
     """How many leading drafts to propose: at most `limit`, none past the drafter's end
     of sequence, and none from the first one whose confidence is below `min_conf`."""
     n = 0
-    for token, prob in zip(tokens[:limit], conf[:limit]):
+    for token, prob in zip(tokens[:limit], conf[:limit], strict=False):
         if token == PAD or prob < min_conf:
             break
         n += 1

@@ -24,9 +24,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import Any, Mapping, Union
+from typing import Any, Union
 
 from specbench.errors import SpecbenchError
 
@@ -288,7 +289,7 @@ def parse_method_spec(spec: str) -> list[MethodConfig]:
     configs = []
     for combo in itertools.product(*choices):
         try:  # the configurations check their own ranges; the spec says where the value came from
-            configs.append(info.config(**{info.keys[k][0]: v for k, v in zip(keys, combo)}))
+            configs.append(info.config(**{info.keys[k][0]: v for k, v in zip(keys, combo, strict=False)}))
         except SpecbenchError as exc:
             raise SpecbenchError(f"method spec '{spec}': {exc}") from None
     return configs

@@ -18,7 +18,7 @@ configuration (`recycle[label]`), and replay fails on a query the trace lacks.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

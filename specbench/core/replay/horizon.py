@@ -8,7 +8,7 @@ device profile — showing where acceptance saturates and extra depth stops payi
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd

@@ -12,8 +12,8 @@ the same numbers for whole studies at once, and tests check them equal to the la
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
