@@ -32,8 +32,7 @@ from bench.hostload import cpu_seconds, idle_check, others_cores  # noqa: E402
 from specbench.app.demo import demo_models  # noqa: E402
 from specbench.app.validate import Validation, ValidationPlan, resolve_configs  # noqa: E402
 from specbench.app.validation_report import validation_figures, validation_tables  # noqa: E402
-from specbench.core.methods import parse_method_specs  # noqa: E402
-from specbench.core.methods.specasr import SpecAsrConfig  # noqa: E402
+from specbench.core.methods.configs import SpecAsrConfig, parse_method_specs  # noqa: E402
 from specbench.render.tables import render  # noqa: E402
 from specbench.schemas.placement import resolve_on  # noqa: E402
 from specbench.schemas.traces import load_trace_dir  # noqa: E402

@@ -27,7 +27,7 @@ from bench.replay_speed import CATALOG  # noqa: E402
 from bench.synthetic_study import synthetic_study  # noqa: E402
 from specbench.app.parallel_replay import replay_study  # noqa: E402
 from specbench.app.report import build_tables, load_many, make_figures  # noqa: E402
-from specbench.core.methods import parse_method_specs  # noqa: E402
+from specbench.core.methods.configs import parse_method_specs  # noqa: E402
 from specbench.render.tables import to_markdown  # noqa: E402
 from specbench.schemas.profiles import save_profile  # noqa: E402
 from specbench.schemas.results import ResultsDir  # noqa: E402

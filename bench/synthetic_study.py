@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from specbench.core.methods.base import TargetOracle
-from specbench.core.methods.specasr import LiveDrafts, SpecAsrConfig, decode_specasr
+from specbench.core.methods.configs import SpecAsrConfig
+from specbench.core.methods.specasr import decode_specasr, kept_tail
 from specbench.schemas.profiles import (
     CoSchedule,
     CostTable,
@@ -38,7 +39,7 @@ from specbench.schemas.profiles import (
     Overheads,
     RunnerRecord,
 )
-from specbench.schemas.traces import PAD, DraftTable, ModelRef, ProducerStream, TraceFile, WindowTrace
+from specbench.schemas.traces import PAD, DraftTable, ModelRef, ProducerStream, RecycleAnswer, TraceFile, WindowTrace
 from specbench.schemas.windows import Window, make_text_window
 
 EOS = 2
@@ -130,15 +131,44 @@ class _Drafter:
         return DraftTable(tokens, conf)
 
 
-class _TableDrafts(LiveDrafts):
-    """LiveDrafts whose prefix-conditioned continuations come from the precomputed table."""
+class _TableDrafts:
+    """The synthetic drafter's answers to a decision procedure (methods.base.DraftSource), for
+    building traces: prefix-conditioned continuations from the precomputed table, recycling
+    queries from the drafter function, each answer recorded per configuration as a trace holds
+    them. It sees `y` because it stands where the real models stand when a trace is recorded;
+    decision procedures still see only what the oracle commits."""
 
     def __init__(self, y, drafter: _Drafter, table: DraftTable):
-        super().__init__(y, drafter.next_token, table.k_max, EOS)
+        self._y = tuple(int(v) for v in y)
+        self._next = drafter.next_token
         self._table = table
+        self.recorded: dict[str, dict[tuple[int, tuple[int, ...]], RecycleAnswer]] = {}
 
     def continuation(self, t: int):
         return self._table.tokens[t], self._table.conf[t]
+
+    def _greedy(self, context: tuple[int, ...], length: int) -> tuple[np.ndarray, np.ndarray]:
+        tokens = np.full(length, PAD, dtype=np.int32)
+        conf = np.zeros(length)
+        for i in range(length):
+            token, prob = self._next(context)
+            tokens[i], conf[i] = token, prob
+            if token == EOS:
+                break
+            context += (token,)
+        return tokens, conf
+
+    def recycle(self, config: SpecAsrConfig, t: int, tail: tuple[int, ...], limit: int) -> RecycleAnswer:
+        context = self._y[:t]
+        predictions = [self._next(context + tail[:i]) for i in range(len(tail) + 1)]
+        top1 = tuple(p[0] for p in predictions)
+        conf = tuple(p[1] for p in predictions)
+        kept = kept_tail(tail, top1, conf, config.tau, limit)
+        cont, cont_conf = self._greedy(context + tail[:kept], self._table.k_max)
+        length = int(np.sum(cont != PAD))
+        answer = RecycleAnswer(top1, conf, kept, tuple(cont[:length].tolist()), tuple(cont_conf[:length].tolist()))
+        self.recorded.setdefault(config.trace_label, {})[(t, tail)] = answer
+        return answer
 
 
 def _producer(rng: np.random.Generator, y: np.ndarray, capped: bool, spec: dict) -> ProducerStream:

@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from bench.synthetic_study import EOS, _Drafter, _TableDrafts
 from specbench.core.methods.base import TargetOracle
-from specbench.core.methods.specasr import SpecAsrConfig, decode_specasr
+from specbench.core.methods.configs import SpecAsrConfig
+from specbench.core.methods.specasr import decode_specasr
 from specbench.schemas.profiles import (
     CoSchedule,
     CostTable,

@@ -19,23 +19,28 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Callable, ContextManager, Iterator, Sequence
+from typing import ContextManager
 
 from specbench.app.study import load_inputs, needed_widths, run_replay, select_and_save_budget
+from specbench.core.methods.configs import (
+    As2dConfig,
+    MethodConfig,
+    SpecAsrConfig,
+    TargetConfig,
+    method_name,
+    parse_method_specs,
+)
 from specbench.core.metrics import oracle
-from specbench.core.methods import MethodConfig, method_name, parse_method_specs
-from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.specasr import SpecAsrConfig
-from specbench.core.methods.target import TargetConfig
 from specbench.core.replay.reference import decode_serial
 from specbench.errors import SpecbenchError
 from specbench.schemas.budgets import load_budget
 from specbench.schemas.placement import NAMED as PLACEMENTS
-from specbench.schemas.results import load_results
 from specbench.schemas.placement import resolve_on
+from specbench.schemas.results import load_results
 from specbench.schemas.windows import Split, Window, load_windows, save_windows
 from specbench.world.devices.local import LocalDevice
 from specbench.world.dirs import cache_dir
@@ -65,10 +70,11 @@ DEPTHS = (0, 128)
 REPETITIONS = 5
 QUICK_WINDOWS = {Split.DEV: 2, Split.TEST: 1}
 """--quick: the first windows of each split (budget selection needs dev, its deployment test ones)."""
-QUICK_NATIVE = ("target", "sd[W=5,drafter=smollm2]", "specasr[k_max=8,tau=0.5,drafter=smollm2]",
-                "as2d[B=3,drafter=smollm2]", "sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]")
+QUICK_NATIVE = tuple(c.label for c in parse_method_specs(["target", "sd:W=5,drafter=smollm2", "specasr:drafter=smollm2",
+                                                          "as2d:B=3,drafter=smollm2", "sd:W=5,drafter=gemma3",
+                                                          "as2d:B=3,drafter=gemma3"]))
 """--quick runs one configuration per method natively (all are still replayed)."""
-NATIVE = QUICK_NATIVE + ("as2d[B=7,drafter=smollm2]",)
+NATIVE = QUICK_NATIVE + (As2dConfig(budget=7, drafter="smollm2").label,)
 """Run natively in both placements (SD W=6..8 are replayed only, so that the cached demo stays within 3 minutes)."""
 MARKER = ".specbench-demo"
 
@@ -97,7 +103,7 @@ class DemoRun:
     skipped: dict[str, str] = field(default_factory=dict)
     """Method configuration label -> why it was not replayed."""
     divergences: int = 0
-    deployments: list["Deployment"] = field(default_factory=list)
+    deployments: list[Deployment] = field(default_factory=list)
     """Per profile: the budget chosen on the dev windows and its oracle gap on the test windows."""
 
 
@@ -176,7 +182,7 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
     save_windows(windows_path, windows)
     profile_paths = [run.out / "device_profiles" / f"local-{name}.yaml" for name in PLACEMENTS]
     with timed(run, "profile", log):
-        for name, profile_path in zip(PLACEMENTS, profile_paths):  # one profile per placement
+        for name, profile_path in zip(PLACEMENTS, profile_paths, strict=False):  # one profile per placement
             plan = sweep_plan(configs, resolve_on(device, name))
             with progress(f"profiling this host ({name})", plan.forwards(len(drafters))) as advance:
                 profiled = profile_device(device, target, drafters, plan, advance)

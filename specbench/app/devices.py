@@ -9,8 +9,9 @@ the job running on every device.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from specbench.app.progress import Advance, progress_bars, stderr
 from specbench.errors import SpecbenchError

@@ -8,12 +8,12 @@ offer the CPUs of the placement asked (the profile's, when one is given).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from specbench.app.devices import on_devices
 from specbench.app.progress import stderr
-from specbench.core.methods import MethodConfig
+from specbench.core.methods.configs import MethodConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import safe_name
 from specbench.schemas.profiles import load_profile

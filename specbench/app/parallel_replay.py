@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from specbench.core.methods import MethodConfig
-from specbench.core.methods.sd import SdConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import MethodConfig, SdConfig, TargetConfig
 from specbench.core.replay.bulk import Progress, Task, fit_profile, run_task, study_rows, study_tasks
 from specbench.schemas.profiles import DeviceProfile
 from specbench.schemas.traces import TraceFile

@@ -7,7 +7,7 @@ instead of through it. Bars are drawn only on a terminal.
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn

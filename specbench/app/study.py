@@ -6,18 +6,15 @@ half-written results directory behind.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
 
 from specbench.app.parallel_replay import replay_study
 from specbench.core.budget import BudgetChoice
 from specbench.core.budget import select_budget as choose_budget
-from specbench.core.methods import MethodConfig
-from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.sd import SdConfig, check_draft_rows
-from specbench.core.methods.specasr import SpecAsrConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import As2dConfig, MethodConfig, SdConfig, SpecAsrConfig, TargetConfig
+from specbench.core.methods.sd import check_draft_rows
 from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, serial_ops, trace_for
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.budgets import save_budget
@@ -136,7 +133,7 @@ def manifest_for(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths:
         profiles=tuple(ProfileInput(str(path), file_sha256(path), p.name,
                                     None if p.runner is None else p.runner.sha256, p.placement, p.warnings,
                                     p.environment, p.declared_costs())
-                       for p, path in zip(inputs.profiles, profile_paths)),
+                       for p, path in zip(inputs.profiles, profile_paths, strict=False)),
         depth_policy=DEPTH_POLICY, sensitivity=sensitivity)
 
 
@@ -165,7 +162,7 @@ def run_replay(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths: S
         if not todo:
             continue
         frame = replay_study(inputs.windows, inputs.traces, inputs.profiles, todo, progress, workers, fit)
-        keys = list(zip(frame["device"], frame["config"], frame["window_id"], frame["ratio_fit"]))
+        keys = list(zip(frame["device"], frame["config"], frame["window_id"], frame["ratio_fit"], strict=False))
         fresh = frame[[key not in done for key in keys]]
         results.append_frame(fresh)
         added += len(fresh)

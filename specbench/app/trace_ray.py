@@ -12,8 +12,8 @@ sharded traces").
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from specbench.app.trace_shards import merge_shards
 from specbench.errors import SpecbenchError

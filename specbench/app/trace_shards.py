@@ -12,8 +12,8 @@ machines; each shard's own file keeps its block).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import dumps_line, write_atomic

@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
 
 from specbench.core import fidelity
-from specbench.core.methods import MethodConfig, config_of, row_fields
-from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.specasr import SpecAsrConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import As2dConfig, MethodConfig, SpecAsrConfig, TargetConfig, config_of, row_fields
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import load_yaml
 from specbench.schemas.placement import Placement, device_label
@@ -377,7 +374,7 @@ def merged_profile(full: dict, refreshes: Sequence[dict]) -> dict:
         seconds = dict(table["seconds"])
         for width in fresh[0]["seconds"]:
             columns = [f["seconds"][width] for f in fresh]
-            seconds[width] = [sum(v) / len(v) for v in zip(*columns)]
+            seconds[width] = [sum(v) / len(v) for v in zip(*columns, strict=False)]
         return table | {"seconds": seconds}
 
     out["target"] = full["target"] | {"costs": mean_table(full["target"]["costs"],
@@ -494,7 +491,7 @@ def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], 
         profile = load_profile(out / "profiles" / f"{label}-b{b.block:03d}" / "profile.yaml")
         frame = replay_study([by_id[w] for w in b.windows], traces, [profile], configs, workers=1)
         per_block = {(b.device, c, w): (int(t), float(s)) for c, w, t, s in
-                     zip(frame["config"], frame["window_id"], frame["tokens"], frame["decode_s"])}
+                     zip(frame["config"], frame["window_id"], frame["tokens"], frame["decode_s"], strict=False)}
         mine = [d for d in decodes if (d.device, d.block) == (b.device, b.block)]
         obs += observations(mine, per_block)
         timings += [(b.device, t) for t in op_timings(mine, profile, configs, lookups)]

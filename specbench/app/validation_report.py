@@ -48,7 +48,7 @@ def validation_tables(directory: Path) -> list[Table]:
     if len(frame):
         frame["windows"] = frame["windows"].map(len)
         frame["methods"] = [" | ".join(f"{g}: {', '.join(m[g])}" for g in gs) for gs, m in
-                            zip(frame["groups"], frame["methods"])]
+                            zip(frame["groups"], frame["methods"], strict=False)]
         tables.append(Table("Validation blocks (every attempt; a voided one was redone)",
                             "one row per block attempt: its windows, the decode order of Na (Nb reversed), the "
                             "largest probe move from its series' first probe", frame[

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
 
 import click
 
-from specbench.core.method_names import METHOD_NAMES
+from specbench.core.methods.configs import REGISTRY, MethodConfig, parse_method_specs
 from specbench.errors import SpecbenchError
-
-if TYPE_CHECKING:
-    from specbench.core.methods import MethodConfig
 
 existing_file = click.Path(exists=True, dir_okay=False, path_type=Path)
 existing_dir = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
-DEFAULT_METHODS = METHOD_NAMES
+DEFAULT_METHODS = tuple(REGISTRY)
 """With neither --methods nor --method, every method runs with its defaults."""
 RESULTS = Path("results")
 """The default root of what `run`, `select-budget` and `demo` write (git-ignored in a checkout)."""
@@ -28,7 +25,7 @@ def method_options(func):
     func = click.option("--method", "method_specs", multiple=True, metavar="SPEC",
                         help="A configured method, e.g. 'sd:W=5..8,drafter=small' or 'as2d:B=1..15'. Repeatable.")(func)
     func = click.option("--methods", "method_names", default=None,
-                        help=f"Comma-separated methods with default settings ({', '.join(sorted(METHOD_NAMES))}). "
+                        help=f"Comma-separated methods with default settings ({', '.join(sorted(REGISTRY))}). "
                              f"Default: {','.join(DEFAULT_METHODS)} (--native: those the runner decodes), "
                              "none when --method is given.")(func)
     return func
@@ -44,8 +41,6 @@ def configs_from(method_names: str | None, method_specs: Sequence[str], default_
     """The configurations that --methods (None: not given) and --method ask for; drafter-less
     ones take `default_drafter`. --method alone runs only what it names; with neither, the
     methods of `default()`. A --methods name that a --method configures gives way to it."""
-    from specbench.core.methods import parse_method_specs
-
     if method_names is None:
         names = [] if method_specs else list(default())
     else:

@@ -19,7 +19,8 @@ from specbench.cli.devices import runner_option
 @runner_option
 def demo(out: Path, quick: bool) -> None:
     """Profile this host, trace the bundled windows with small real models, replay and run
-    the methods, and print the report.
+    the methods, and print the report: a one-screen summary with each method's verdict on
+    this host first, then the detail tables.
 
     The first run downloads the demo models (SmolLM2 98 MB, Gemma 3 253 MB), derives the
     F16 target from SmolLM2 (271 MB) and builds the native runner (about 5 minutes on 2
@@ -34,14 +35,17 @@ def demo(out: Path, quick: bool) -> None:
 
     from specbench.app.demo import load_demo_results, run_demo
     from specbench.app.progress import progress_bar, stderr
-    from specbench.app.report import build_tables
+    from specbench.app.report import build_report
+    from specbench.render.summary import print_summary
     from specbench.render.tables import print_rich, render
 
     start = time.perf_counter()
     run = run_demo(out, quick, progress_bar, lambda message: stderr.print(message, highlight=False, markup=False))
-    tables = build_tables(load_demo_results(run.out))
-    print_rich(tables, Console())
-    (run.out / "report.md").write_text(render(tables, "md"), encoding="utf-8")
+    built = build_report(load_demo_results(run.out))
+    console = Console()
+    print_summary(built.summary, console)  # one screen first, then the detail tables
+    print_rich(built.tables, console)
+    (run.out / "report.md").write_text(render(built.all_tables(), "md"), encoding="utf-8")
     for label, reason in run.skipped.items():
         stderr.print(f"not in this report: {label}: {reason}", highlight=False, markup=False)
     if run.divergences:

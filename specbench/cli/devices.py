@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import click
 
@@ -125,4 +126,4 @@ def devices(as_json: bool) -> None:
     columns = ("serial", "state", "model", "soc", "abi", "android")
     widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in columns]
     for values in [[c.upper() for c in columns]] + [[str(r[c]) for c in columns] for r in rows]:
-        click.echo("  ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip())
+        click.echo("  ".join(v.ljust(w) for v, w in zip(values, widths, strict=False)).rstrip())

@@ -49,6 +49,11 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
            bundle_dir: Path | None, windows_path: Path | None) -> None:
     """Compare methods: pooled throughput and speedup, slower windows, acceptance, D/V/O/H, oracle gap.
 
+    First, on one screen: per device@placement each method's best configuration, its speedup
+    against its own and the best target-only, the interval, replay's fidelity where native rows
+    exist, and a verdict priced with the profile's own costs (why it pays, or does not). Every
+    other format has the same summary as its first table.
+
     When rows carry answer texts: WER/CER against the windows' references and a check
     that every method answered the same text (differences are listed and warned about).
 
@@ -67,11 +72,8 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
     """
     from specbench.app.progress import stderr
     from specbench.app.report import (
-        DIVERGENT,
-        SILENT,
-        TEXT_DIFFERS,
         add_sensitivity,
-        build_tables,
+        build_report,
         bundle,
         horizon_report,
         load_many,
@@ -94,20 +96,15 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
     loaded = load_many(results, allow_mixed, windows_path)
     if sensitivity:
         add_sensitivity(loaded)
-    tables = build_tables(loaded, macro, selected_budgets(budgets) or None)
-    if horizon:
-        tables += horizon_report(loaded)
+    built = build_report(loaded, macro, selected_budgets(budgets) or None)
+    horizons = horizon_report(loaded) if horizon else []
+    tables = built.all_tables() + horizons
     if loaded.notes:
         stderr.print("\n".join(loaded.notes))
     for note in loaded.text_notes:
         click.echo(note, err=True)
-    for warning in (TEXT_DIFFERS, SILENT):
-        flagged = [t for t in tables if t.title.startswith(warning)]
-        if flagged:
-            click.echo(f"warning: {flagged[0].title.removeprefix('WARNING: ')}; see that table", err=True)
-    diverged = [t for t in tables if t.title.startswith(DIVERGENT)]
-    if diverged:
-        click.echo(f"warning: {diverged[0].title[0].lower()}{diverged[0].title[1:]}; see that table", err=True)
+    for warning in dict.fromkeys(t.warning for t in tables if t.warning):
+        click.echo(f"warning: {warning}; see that table", err=True)
     if bundle_dir is not None:
         figures = make_figures(loaded, bundle_dir / "figures", horizon)
         path = bundle(bundle_dir, loaded, tables, figures)
@@ -115,7 +112,7 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
     elif plots_dir is not None:
         figures = make_figures(loaded, plots_dir, horizon)
         stderr.print(f"{len(figures)} figures (PNG + SVG) written to {plots_dir}")
-    _emit(tables, fmt, output, outputs)
+    _emit(tables, fmt, output, outputs, (built.summary, built.tables + horizons))
 
 
 def _report_validations(results: tuple[Path, ...], validations: list[Path], fmt: str, output: Path | None,
@@ -135,10 +132,12 @@ def _report_validations(results: tuple[Path, ...], validations: list[Path], fmt:
     _emit(tables, fmt, output, outputs)
 
 
-def _emit(tables: list, fmt: str, output: Path | None, outputs: list[tuple[str, Path]]) -> None:
-    """Every --output/--export-* file, then stdout unless --output took it."""
+def _emit(tables: list, fmt: str, output: Path | None, outputs: list[tuple[str, Path]], screen=None) -> None:
+    """Every --output/--export-* file, then stdout unless --output took it; a terminal prints
+    `screen`, when given: (the one-screen summary, the tables after it), in place of `tables`."""
     from specbench.app.progress import stderr
     from specbench.app.report import write_output
+    from specbench.render.summary import print_summary
     from specbench.render.tables import print_rich, render
 
     for out_fmt, path in outputs:
@@ -149,7 +148,11 @@ def _emit(tables: list, fmt: str, output: Path | None, outputs: list[tuple[str, 
     if fmt == "table":
         from rich.console import Console
 
-        print_rich(tables, Console())
+        console = Console()
+        if screen is not None:
+            print_summary(screen[0], console)
+            tables = screen[1]
+        print_rich(tables, console)
         return
     click.echo(render(tables, fmt), nl=False)
 

@@ -36,7 +36,7 @@ def select_budget(windows: Path, traces_dir: Path, profile_path: Path, catalog: 
     """
     from specbench.app.progress import stderr
     from specbench.app.study import select_and_save_budget
-    from specbench.core.methods.as2d import As2dConfig
+    from specbench.core.methods.configs import As2dConfig
 
     if split == "test":
         raise SpecbenchError("--split test: budget selection uses development windows only (a budget chosen on "

@@ -12,7 +12,7 @@ from specbench.cli.devices import runner_option
 from specbench.errors import SpecbenchError
 
 if TYPE_CHECKING:
-    from specbench.core.methods.specasr import SpecAsrConfig
+    from specbench.core.methods.configs import SpecAsrConfig
 
 
 @click.command()
@@ -126,8 +126,7 @@ def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], targ
 
 
 def specasr_configs(specs: tuple[str, ...]) -> list[SpecAsrConfig]:
-    from specbench.core.methods import parse_method_spec, parse_method_specs
-    from specbench.core.methods.specasr import SpecAsrConfig
+    from specbench.core.methods.configs import SpecAsrConfig, parse_method_spec, parse_method_specs
 
     for spec in specs:
         wrong = [c.label for c in parse_method_spec(spec) if not isinstance(c, SpecAsrConfig)]

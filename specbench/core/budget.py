@@ -8,12 +8,12 @@ budget. `schemas.budgets` saves it as the YAML that `specbench run --budget` rea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import pandas as pd
 
-from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.configs import As2dConfig
 from specbench.core.metrics import split_divergent
 from specbench.errors import SpecbenchError
 

@@ -22,21 +22,19 @@ per-configuration tables carry the configuration's fields (`CONFIG_COLUMNS`) bes
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
-from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from specbench.core import stats
-from specbench.core.methods import CONFIG_COLUMNS
-from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.sd import MEAN_WIDTHS, REPORTED_WIDTHS, SdConfig, sd_label
+from specbench.core.methods.configs import CONFIG_COLUMNS, REPORTED_WIDTHS, As2dConfig, SdConfig, sd_mean_label
 from specbench.core.positions import summed
 from specbench.errors import SpecbenchError
 from specbench.schemas.placement import device_of
 
-SD_MEAN = sd_label(MEAN_WIDTHS)
+SD_MEAN = sd_mean_label()
 ORDER = {
     "pooled": "per device x configuration: sum(tokens) / sum(decode_s) over windows; speedup = that / target-only's; "
               f"{SD_MEAN} = mean over W of pooled throughputs; speedup_low..speedup_high: "
@@ -115,9 +113,9 @@ def _with_sd_means(frame: pd.DataFrame, group: list[str], value: str, first: lis
     mean = mean[mean["_widths"] == len(REPORTED_WIDTHS)].reset_index(drop=True)
     if mean.empty:
         return frame
-    families = [dict(zip(SD_FAMILY, family)) for family in mean["_family"]]
+    families = [dict(zip(SD_FAMILY, family, strict=False)) for family in mean["_family"]]
     mean["method"] = "sd"
-    mean["config"] = [sd_label(MEAN_WIDTHS, **family) for family in families]
+    mean["config"] = [sd_mean_label(**family) for family in families]
     for column in CONFIG_COLUMNS:
         mean[column] = pd.Series([family.get(column) for family in families], dtype=object)
     return pd.concat([frame, mean.reindex(columns=frame.columns)], ignore_index=True)
@@ -171,7 +169,7 @@ def _speedup_interval(df: pd.DataFrame, record: dict, baseline: str) -> stats.In
     on_device = df[df["device"] == record["device"]]
     if record["method"] == "sd" and _none(record["width"]) is None:
         p_min, drafter = _none(record["p_min"]), _none(record["drafter"])
-        members = [sd_label(w, p_min or 0.0, drafter) for w in REPORTED_WIDTHS]
+        members = [SdConfig(w, p_min or 0.0, drafter).label for w in REPORTED_WIDTHS]
     else:
         members = [record["config"]]
     series = [on_device[on_device["config"] == c].set_index("window_id")[["tokens", "decode_s"]] for c in members]
@@ -380,7 +378,7 @@ def per_position(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (device, method, config), group in df.groupby(KEYS, sort=False):
         reached, accepted = summed(group["reached_at"]), summed(group["accepted_at"])
-        for k, (r, a) in enumerate(zip(reached, accepted), start=1):
+        for k, (r, a) in enumerate(zip(reached, accepted, strict=False), start=1):
             rows.append({"device": device, "method": method, "config": config, "position": k, "reached": int(r),
                          "accepted": int(a), "acceptance": a / r if r else np.nan})
     columns = [*KEYS, "position", "reached", "accepted", "acceptance"]

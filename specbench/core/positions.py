@@ -35,8 +35,8 @@ def counts(kept: np.ndarray, rejected_at: np.ndarray) -> tuple[list[tuple[int, .
     if not some.any():  # no verification had a candidate (or no position at all)
         return [()] * len(kept), [()] * len(kept)
     lengths = np.where(some.any(axis=1), reached.shape[1] - np.argmax(some[:, ::-1], axis=1), 0).tolist()
-    return ([tuple(r[:n]) for r, n in zip(reached.tolist(), lengths)],
-            [tuple(a[:n]) for a, n in zip(accepted.tolist(), lengths)])
+    return ([tuple(r[:n]) for r, n in zip(reached.tolist(), lengths, strict=False)],
+            [tuple(a[:n]) for a, n in zip(accepted.tolist(), lengths, strict=False)])
 
 
 def position_counts(proposed, accepted) -> tuple[tuple[int, ...], tuple[int, ...]]:

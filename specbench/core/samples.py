@@ -6,7 +6,7 @@ One definition serves native rows decoded `--runs` times and profile costs timed
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

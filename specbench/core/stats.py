@@ -13,8 +13,8 @@ interval every time it is built.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 from scipy import stats
@@ -50,7 +50,7 @@ def mean_pooled_ratio(*data, axis: int = -1):
     """The mean over configurations of their pooled throughputs, over the pooled throughput of a
     baseline: `data` = tokens_1, seconds_1, ..., tokens_k, seconds_k, tokens_b, seconds_b."""
     *pairs, tokens_b, seconds_b = data
-    throughputs = [np.sum(t, axis=axis) / np.sum(s, axis=axis) for t, s in zip(pairs[::2], pairs[1::2])]
+    throughputs = [np.sum(t, axis=axis) / np.sum(s, axis=axis) for t, s in zip(pairs[::2], pairs[1::2], strict=False)]
     return np.mean(throughputs, axis=0) / (np.sum(tokens_b, axis=axis) / np.sum(seconds_b, axis=axis))
 
 

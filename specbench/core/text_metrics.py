@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import jiwer
 import numpy as np
@@ -109,7 +109,7 @@ def transcripts(frame: pd.DataFrame, references: Mapping[str, tuple[str, str | N
     codes = rows.groupby(["window_id", "window_sha256", "text"], sort=False).ngroup().to_numpy()
     distinct = rows.iloc[np.unique(codes, return_index=True)[1]]
     scores: list[Edits | None] = []
-    for window_id, sha, text in zip(distinct["window_id"], distinct["window_sha256"], distinct["text"]):
+    for window_id, sha, text in zip(distinct["window_id"], distinct["window_sha256"], distinct["text"], strict=False):
         known_sha, reference = references.get(window_id, ("", None))
         scores.append(edits(reference, text) if known_sha == sha and reference is not None else None)
     scored = np.array([e is not None for e in scores])[codes]

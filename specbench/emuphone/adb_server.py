@@ -14,9 +14,10 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, NamedTuple, Optional
+from typing import TYPE_CHECKING, NamedTuple
 
 from specbench.emuphone.server import RESERVED_PORTS
 from specbench.errors import SpecbenchError
@@ -58,7 +59,7 @@ class AdbServer:
                                  f"{(result.stderr or result.stdout).strip()}")
         return result
 
-    def client(self, socket_timeout_s: float = 10) -> "adbutils.AdbClient":
+    def client(self, socket_timeout_s: float = 10) -> adbutils.AdbClient:
         adbutils = require("adbutils", "adb", "the emulated phone's adb server")
 
         return adbutils.AdbClient(host="127.0.0.1", port=self.port, socket_timeout=socket_timeout_s)
@@ -68,11 +69,11 @@ class PhoneHandle(NamedTuple):
     """What the test fixture yields: unpack as `serial, phone, client = handle`."""
 
     serial: str
-    phone: "EmulatedPhone"
-    client: "adbutils.AdbClient"
+    phone: EmulatedPhone
+    client: adbutils.AdbClient
 
     @property
-    def device(self) -> "adbutils.AdbDevice":
+    def device(self) -> adbutils.AdbDevice:
         return self.client.device(self.serial)
 
 
@@ -92,8 +93,8 @@ def bundled_adb_path() -> str:
     return require("adbutils", "adb", "the emulated phone's adb server").adb_path()
 
 
-def start_adb_server(port: Optional[int] = None, home: Optional[Path] = None,
-                     adb_path: Optional[str] = None) -> AdbServer:
+def start_adb_server(port: int | None = None, home: Path | None = None,
+                     adb_path: str | None = None) -> AdbServer:
     """Start a private adb server and wait until it answers."""
     if port in RESERVED_PORTS or port == DEFAULT_SERVER_PORT:
         raise SpecbenchError(f"port {port} is not private", hint="leave port unset to pick a free one")
@@ -120,7 +121,7 @@ def stop_adb_server(server: AdbServer) -> None:
         shutil.rmtree(server.home, ignore_errors=True)
 
 
-def connect_phone(server: AdbServer, phone: "EmulatedPhone", timeout_s: float = 15) -> PhoneHandle:
+def connect_phone(server: AdbServer, phone: EmulatedPhone, timeout_s: float = 15) -> PhoneHandle:
     """`adb connect` the phone and wait until the server lists it as `device`."""
     client = server.client()
     deadline = time.monotonic() + timeout_s
@@ -132,7 +133,7 @@ def connect_phone(server: AdbServer, phone: "EmulatedPhone", timeout_s: float = 
     raise SpecbenchError(f"{phone.serial} did not come up as 'device' within {timeout_s} s (adb said: {last})")
 
 
-def device_state(client: "adbutils.AdbClient", serial: str) -> Optional[str]:
+def device_state(client: adbutils.AdbClient, serial: str) -> str | None:
     """The server's state for `serial` (device, offline, ...), or None if it is not listed."""
     for info in client.list():
         if info.serial == serial:
@@ -140,7 +141,7 @@ def device_state(client: "adbutils.AdbClient", serial: str) -> Optional[str]:
     return None
 
 
-def wait_for_state(client: "adbutils.AdbClient", serial: str, state: Optional[str], timeout_s: float) -> bool:
+def wait_for_state(client: adbutils.AdbClient, serial: str, state: str | None, timeout_s: float) -> bool:
     """Poll until `serial` is in `state` (None: not listed); False on timeout."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -161,7 +162,7 @@ def private_adb_server(**kwargs) -> Iterator[AdbServer]:
 
 
 @contextlib.contextmanager
-def connected_phone(server: AdbServer, phone: "EmulatedPhone", timeout_s: float = 15) -> Iterator[PhoneHandle]:
+def connected_phone(server: AdbServer, phone: EmulatedPhone, timeout_s: float = 15) -> Iterator[PhoneHandle]:
     """Start `phone`, connect it to `server`, and on exit disconnect and stop it."""
     with phone:
         handle = connect_phone(server, phone, timeout_s)

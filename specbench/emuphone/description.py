@@ -30,9 +30,10 @@ expected. The dataclasses are frozen; the emulator derives changed copies with `
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -173,7 +174,7 @@ class PhoneDescription:
         values.update(self.extra_props)
         return values
 
-    def with_abi(self, abi: str) -> "PhoneDescription":
+    def with_abi(self, abi: str) -> PhoneDescription:
         """A copy that claims `abi` only (for the wrong-ABI fault)."""
         return replace(self, abilist=(abi,))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from specbench.emuphone.transport import Stream
@@ -29,7 +29,7 @@ class ExitFault:
     """Make a command exit with `exit_code` instead of running."""
 
     exit_code: int
-    match: Optional[str]
+    match: str | None
     """Only commands containing this text are affected (None: any command)."""
 
 
@@ -67,7 +67,7 @@ class Faults:
         with self._lock:
             self._slows.extend([fault] * count)
 
-    def take_slowdown(self, stdin: bytes) -> Optional[SlowFault]:
+    def take_slowdown(self, stdin: bytes) -> SlowFault | None:
         """The fault (consumed) if this stdin data starts a command to slow down, else None."""
         with self._lock:
             for fault in self._slows:
@@ -80,7 +80,7 @@ class Faults:
         with self._lock:
             self._exits.extend([fault] * count)
 
-    def arm_stream(self, stream: "Stream") -> None:
+    def arm_stream(self, stream: Stream) -> None:
         """Give a newly opened stream the first pending drop that matches its service. The
         drop stays pending until a stream actually reaches its byte count (adbutils opens a
         short STAT session before every push and pull; that one must not use it up)."""
@@ -99,7 +99,7 @@ class Faults:
                     return True
         return False
 
-    def take_exit(self, command: str) -> Optional[int]:
+    def take_exit(self, command: str) -> int | None:
         """The injected exit code for this command, consuming the fault, or None."""
         with self._lock:
             for fault in self._exits:

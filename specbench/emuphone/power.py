@@ -107,7 +107,7 @@ class PowerSupply:
         if not trace or start_s < trace[0].time_s:
             raise ValueError(f"no power tick at or before t={start_s}")
         total = 0.0
-        for tick, following in zip(trace, trace[1:] + [None]):
+        for tick, following in zip(trace, trace[1:] + [None], strict=False):
             begin = max(start_s, tick.time_s)
             end = min(end_s, following.time_s if following else end_s)
             if end > begin:

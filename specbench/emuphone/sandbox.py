@@ -97,7 +97,7 @@ class Sandbox:
             return self._root_text + DEVICE_ALIASES.get(device, device)
         return _SHELL_ROOT_RE.sub(replace, command)
 
-    def output_unmapper(self) -> "OutputUnmapper":
+    def output_unmapper(self) -> OutputUnmapper:
         return OutputUnmapper(self._root_text.encode())
 
     def command_env(self) -> dict[str, str]:

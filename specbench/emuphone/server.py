@@ -13,7 +13,6 @@ import socket
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Optional
 
 from specbench.emuphone.description import PhoneDescription
 from specbench.emuphone.faults import DropFault, ExitFault, Faults
@@ -54,17 +53,17 @@ class EmulatedPhone:
         self._capacity_bytes = 0
         self._commands: list[str] = []
         self._sync_requests: list[tuple[str, str]] = []
-        self._offline: Optional[str] = None
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._thread: Optional[threading.Thread] = None
-        self._server: Optional[asyncio.base_events.Server] = None
+        self._offline: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.base_events.Server | None = None
         self._connections: set[Connection] = set()
         self._parked: set[asyncio.StreamWriter] = set()
-        self.power: Optional[PowerSupply] = None
+        self.power: PowerSupply | None = None
         """The synthetic power supply while running, when the description has battery.power_model."""
 
     # --- lifecycle ---
-    def start(self) -> "EmulatedPhone":
+    def start(self) -> EmulatedPhone:
         if self._thread is not None:
             return self
         self.sandbox.materialize(self._description)
@@ -103,7 +102,7 @@ class EmulatedPhone:
             self._loop.close()
             self._thread = None
 
-    def __enter__(self) -> "EmulatedPhone":
+    def __enter__(self) -> EmulatedPhone:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -133,7 +132,7 @@ class EmulatedPhone:
         itself); how="stream" closes only that stream."""
         self.faults.add_drop(DropFault(after_bytes, service_prefix, how))
 
-    def fail_next_commands(self, exit_code: int, count: int = 1, match: Optional[str] = None) -> None:
+    def fail_next_commands(self, exit_code: int, count: int = 1, match: str | None = None) -> None:
         """The next `count` shell commands (containing `match`, if given) do not run: they
         print a line on stderr and exit with `exit_code`."""
         self.faults.add_exits(ExitFault(exit_code, match), count)
@@ -161,7 +160,7 @@ class EmulatedPhone:
         """Claim a (possibly wrong) ABI: ro.product.cpu.abi and abilist become just `abi`."""
         self.update_description(self._description.with_abi(abi))
 
-    def set_thermal(self, status: Optional[int] = None, temps_c: Optional[dict[str, float]] = None) -> None:
+    def set_thermal(self, status: int | None = None, temps_c: dict[str, float] | None = None) -> None:
         """Change the thermal status and/or zone temperatures (by zone type), as a warming phone."""
         temps_c = temps_c or {}
         unknown = set(temps_c) - {z.type for z in self._description.thermal_zones}
@@ -215,7 +214,7 @@ class EmulatedPhone:
         with self._lock:
             self._sync_requests.append((request, path))
 
-    def open_service(self, service: str) -> Optional[ServiceRunner]:
+    def open_service(self, service: str) -> ServiceRunner | None:
         """The coroutine that serves `service`, or None to refuse it."""
         shell = parse_shell_service(service)
         if shell is not None:

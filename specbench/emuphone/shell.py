@@ -16,7 +16,7 @@ import logging
 import os
 import signal
 import subprocess
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from specbench.emuphone import wire
 from specbench.emuphone.transport import Stream
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 READ_CHUNK_BYTES = 64 * 1024
 
 
-def parse_shell_service(service: str) -> Optional[tuple[bool, bool, str]]:
+def parse_shell_service(service: str) -> tuple[bool, bool, str] | None:
     """(v2, unmap_output, command) for a shell-like service name, or None if it is not one."""
     if service.startswith("exec:"):
         return False, False, service[len("exec:"):]
@@ -41,7 +41,7 @@ def parse_shell_service(service: str) -> Optional[tuple[bool, bool, str]]:
     return None
 
 
-async def run_shell(stream: Stream, phone: "EmulatedPhone", command: str, v2: bool, unmap: bool) -> None:
+async def run_shell(stream: Stream, phone: EmulatedPhone, command: str, v2: bool, unmap: bool) -> None:
     """Run one command (or an interactive sh) and relay its streams until it exits."""
     phone.record_command(command)
     injected = phone.faults.take_exit(command) if command else None
@@ -74,7 +74,7 @@ async def run_shell(stream: Stream, phone: "EmulatedPhone", command: str, v2: bo
             await proc.wait()
 
 
-async def _pump_output(stream: Stream, pipe: asyncio.StreamReader, packet_id: Optional[int], unmapper) -> None:
+async def _pump_output(stream: Stream, pipe: asyncio.StreamReader, packet_id: int | None, unmapper) -> None:
     def frame(data: bytes) -> bytes:
         return data if packet_id is None else wire.shell_packet(packet_id, data)
 
@@ -108,7 +108,7 @@ class CpuHogs:
         self._procs.clear()
 
 
-def _maybe_slow(phone: "EmulatedPhone", data: bytes, hogs: CpuHogs) -> None:
+def _maybe_slow(phone: EmulatedPhone, data: bytes, hogs: CpuHogs) -> None:
     fault = phone.faults.take_slowdown(data)
     if fault is not None:
         log.info("fault: CPU slowed down while this command runs")
@@ -146,7 +146,7 @@ async def _pump_stdin(stream: Stream, proc: asyncio.subprocess.Process, v2: bool
                 stdin = None
 
 
-async def _feed(stdin: Optional[asyncio.StreamWriter], data: bytes) -> None:
+async def _feed(stdin: asyncio.StreamWriter | None, data: bytes) -> None:
     if stdin is None or stdin.is_closing():
         return
     try:

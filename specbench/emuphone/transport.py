@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from typing import TYPE_CHECKING, Awaitable, Callable, Optional
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from specbench.emuphone import wire
 from specbench.emuphone.faults import DropFault
@@ -30,17 +31,17 @@ class StreamClosed(Exception):
 class Stream:
     """One adb stream: a service on this side, a socket of the adb server on the other."""
 
-    def __init__(self, conn: "Connection", local_id: int, remote_id: int, service: str):
+    def __init__(self, conn: Connection, local_id: int, remote_id: int, service: str):
         self.conn = conn
         self.local_id = local_id
         self.remote_id = remote_id
         self.service = service
         self.closed = False
-        self._incoming: asyncio.Queue[Optional[bytes]] = asyncio.Queue()
+        self._incoming: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._acked = asyncio.Event()
         self._acked.set()
         self._write_lock = asyncio.Lock()
-        self._drop: Optional[DropFault] = None
+        self._drop: DropFault | None = None
         self._transferred_bytes = 0
 
     def arm_drop(self, fault: DropFault) -> None:
@@ -49,7 +50,7 @@ class Stream:
         self._drop = fault
 
     # --- used by services ---
-    async def read(self) -> Optional[bytes]:
+    async def read(self) -> bytes | None:
         """The next WRTE payload from the peer, or None once the stream is closed."""
         data = await self._incoming.get()
         if data is None:
@@ -134,8 +135,8 @@ class Stream:
 class Connection:
     """The device end of one TCP connection from an adb server."""
 
-    def __init__(self, phone: "EmulatedPhone", reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 open_service: Callable[[str], Optional[ServiceRunner]]):
+    def __init__(self, phone: EmulatedPhone, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 open_service: Callable[[str], ServiceRunner | None]):
         self.phone = phone
         self.reader = reader
         self.writer = writer

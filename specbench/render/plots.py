@@ -7,8 +7,8 @@ SVG side by side.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -35,6 +35,18 @@ def _style(i: int) -> dict:
             "linewidth": 1.2}
 
 
+def _finish(ax, fig=None, xlabel: str | None = None, ylabel: str | None = None, title: str | None = None,
+            grid: bool = True, legend_size: int = 7) -> None:
+    """Name one axis's x, y and title, grid it (light grey) and put its legend; with `fig`, lay
+    the figure out once its last axis is done."""
+    ax.set(**{k: v for k, v in (("xlabel", xlabel), ("ylabel", ylabel), ("title", title)) if v is not None})
+    if grid:
+        ax.grid(True, color="0.85")
+    ax.legend(fontsize=legend_size)
+    if fig is not None:
+        fig.set_layout_engine("tight")
+
+
 def throughput_cdf(per_window: pd.DataFrame, device: str, configs: Sequence[str]):
     """Per-window throughput CDF on one device, one curve per configuration (AS2D Figure 5 style)."""
     plt = _pyplot()
@@ -48,12 +60,8 @@ def throughput_cdf(per_window: pd.DataFrame, device: str, configs: Sequence[str]
         fraction = np.arange(1, len(values) + 1) / len(values)
         ax.step(values, fraction, where="post", label=config, **_style(i))
         series[config] = (values, fraction)
-    ax.set_xlabel("decode throughput per window (tokens/s)")
-    ax.set_ylabel("fraction of windows")
-    ax.set_title(f"Per-window throughput CDF — {device}")
-    ax.grid(True, color="0.85")
-    ax.legend(fontsize=7)
-    fig.set_layout_engine("tight")
+    _finish(ax, fig, "decode throughput per window (tokens/s)", "fraction of windows",
+            f"Per-window throughput CDF — {device}")
     return fig, series
 
 
@@ -76,10 +84,7 @@ def decomposition_bars(parts: pd.DataFrame, device: str):
     ax.plot(x, rows["decode_s"], linestyle="none", marker="_", color="black", markersize=14, label="T")
     ax.set_xticks(x, rows["config"], rotation=60, ha="right", fontsize=7)
     ax.set_ylim(0, 1.08 * max(float(bottom.max(initial=0.0)), float(rows["decode_s"].max()) if len(rows) else 0.0, 1e-9))
-    ax.set_ylabel("seconds (sum over windows)")
-    ax.set_title(f"T = D + V - O + H — {device}")
-    ax.legend(fontsize=7)
-    fig.set_layout_engine("tight")
+    _finish(ax, fig, None, "seconds (sum over windows)", f"T = D + V - O + H — {device}", grid=False)
     series["T"] = rows["decode_s"].to_numpy()
     return fig, series
 
@@ -96,12 +101,8 @@ def width_cost(profiles: Sequence, depth_index: int = 0):
         ax.plot(widths, per_position, label=profile.name, **{**_style(i), "markevery": 1})
         series[profile.name] = (widths, per_position)
     depth = int(profiles[0].target_costs.depths[depth_index]) if profiles else 0
-    ax.set_xlabel("verification width w (tokens)")
-    ax.set_ylabel("target cost per position (ms)")
-    ax.set_title(f"Width sweep: CT(w)/w at KV depth {depth}")
-    ax.grid(True, color="0.85")
-    ax.legend(fontsize=7)
-    fig.set_layout_engine("tight")
+    _finish(ax, fig, "verification width w (tokens)", "target cost per position (ms)",
+            f"Width sweep: CT(w)/w at KV depth {depth}")
     return fig, series
 
 
@@ -118,13 +119,9 @@ def horizon(summary: pd.DataFrame, depths: pd.DataFrame):
         series[drafter] = {"K": rows["K"].to_numpy(), "tau": rows["tau"].to_numpy(),
                            "speedup": rows["speedup"].to_numpy(), "depth": deepest["depth"].to_numpy(),
                            "acceptance": deepest["acceptance"].to_numpy()}
-    axes[0].set(xlabel="horizon K", ylabel="tau (tokens / target forward)", title="tau")
-    axes[1].set(xlabel="depth d", ylabel="P(accept at d | reached d)", title=f"per-depth acceptance, K={depths['K'].max()}")
-    axes[2].set(xlabel="horizon K", ylabel="speedup over target-only", title="speedup")
-    for ax in axes:
-        ax.grid(True, color="0.85")
-        ax.legend(fontsize=7)
-    fig.set_layout_engine("tight")
+    _finish(axes[0], None, "horizon K", "tau (tokens / target forward)", "tau")
+    _finish(axes[1], None, "depth d", "P(accept at d | reached d)", f"per-depth acceptance, K={depths['K'].max()}")
+    _finish(axes[2], fig, "horizon K", "speedup over target-only", "speedup")
     return fig, series
 
 
@@ -141,13 +138,8 @@ def position_acceptance(positions: pd.DataFrame, device: str, configs: Sequence[
         k, p = mine["position"].to_numpy(), mine["acceptance"].to_numpy(dtype=float)
         ax.plot(k, p, label=config, **{**_style(i), "markevery": 1})
         series[config] = (k, p)
-    ax.set_xlabel("draft position k")
-    ax.set_ylabel("P(accept at k | reached k)")
     ax.set_ylim(0, 1.05)
-    ax.set_title(f"Per-position acceptance — {device}")
-    ax.grid(True, color="0.85")
-    ax.legend(fontsize=7)
-    fig.set_layout_engine("tight")
+    _finish(ax, fig, "draft position k", "P(accept at k | reached k)", f"Per-position acceptance — {device}")
     return fig, series
 
 
@@ -159,7 +151,7 @@ def replay_vs_native(observations: pd.DataFrame, floors: pd.DataFrame, metric: s
     devices = list(dict.fromkeys(rows["device"]))
     fig, axes = plt.subplots(1, max(len(devices), 1), figsize=(6 * max(len(devices), 1), 4), squeeze=False)
     series = {}
-    for ax, device in zip(axes[0], devices):
+    for ax, device in zip(axes[0], devices, strict=False):
         mine = rows[rows["device"] == device]
         for i, config in enumerate(dict.fromkeys(mine["config"])):
             one = mine[mine["config"] == config]
@@ -174,11 +166,9 @@ def replay_vs_native(observations: pd.DataFrame, floors: pd.DataFrame, metric: s
         widest = max((s[2] for k, s in series.items() if k[0] == device and np.isfinite(s[2])), default=0.0)
         ax.axhspan(-widest, widest, color="0.9", zorder=0, label=f"widest floor ±{widest:.1f}%")
         ax.axhline(0, color="black", linewidth=0.8)
-        ax.set_xlabel("native (geometric mean of Na and Nb)" + (" tokens/s" if metric == "throughput" else " speedup"))
-        ax.set_ylabel("replay / native − 1 (%)")
-        ax.set_title(f"Replay vs native {metric} — {device}")
-        ax.grid(True, color="0.85")
-        ax.legend(fontsize=6)
+        unit = " tokens/s" if metric == "throughput" else " speedup"
+        _finish(ax, None, "native (geometric mean of Na and Nb)" + unit, "replay / native − 1 (%)",
+                f"Replay vs native {metric} — {device}", legend_size=6)
     fig.set_layout_engine("tight")
     return fig, series
 

@@ -27,9 +27,11 @@ INDEX = "index.csv"
 @dataclass(frozen=True)
 class Table:
     title: str
+    """What the table shows; every output prints it."""
     order: str
     """The aggregation order, printed under the title."""
     frame: pd.DataFrame
+    """The rows, one column per field."""
     formats: dict[str, str] = field(default_factory=dict)
     """column -> format spec for text outputs, e.g. '.2f'."""
     keys: tuple[str, ...] = ()
@@ -38,6 +40,12 @@ class Table:
     optional: tuple[tuple[str, ...], ...] = ()
     """Groups of measures (an interval's two bounds) that a terminal too narrow for every column
     leaves out, the last group first (named under the table; every other output keeps them)."""
+    label: str = ""
+    """A column naming each row in one word (a configuration label) that `keys` spell out: a terminal
+    leaves it out where the keys tell its values apart (every other output keeps it)."""
+    warning: str = ""
+    """Non-empty for a table the reader must not miss: the one-line message a command prints on
+    stderr ("answer text differs between methods (1 window)"); a terminal prints its title in red."""
 
 
 def _cell(value: object, spec: str | None) -> str:
@@ -51,7 +59,7 @@ def _cell(value: object, spec: str | None) -> str:
 
 
 def _text_rows(table: Table) -> list[list[str]]:
-    return [[_cell(v, table.formats.get(c)) for c, v in zip(table.frame.columns, row)]
+    return [[_cell(v, table.formats.get(c)) for c, v in zip(table.frame.columns, row, strict=False)]
             for row in table.frame.itertuples(index=False)]
 
 
@@ -99,7 +107,7 @@ def _json_value(value: object) -> object:
 
 def _rows(table: Table) -> list[dict]:
     columns = table.frame.columns
-    return [{c: _json_value(v) for c, v in zip(columns, row)} for row in table.frame.itertuples(index=False)]
+    return [{c: _json_value(v) for c, v in zip(columns, row, strict=False)} for row in table.frame.itertuples(index=False)]
 
 
 def to_json(tables: list[Table]) -> str:
@@ -130,13 +138,16 @@ def _rich_table(table: Table, width: int) -> RichTable:
     constant = [c for c in table.keys if c in table.frame and len(table.frame) > 1
                 and table.frame[c].map(repr).nunique() == 1]
     empty = [c for c in table.frame.columns if c not in table.keys and len(table.frame) and table.frame[c].isna().all()]
-    shown = Table(table.title, table.order, table.frame.drop(columns=constant + empty), table.formats)
+    carried = [table.label] if _keys_name_the_label(table) else []
+    shown = Table(table.title, table.order, table.frame.drop(columns=constant + empty + carried), table.formats)
     caption = f"aggregation: {table.order}"
     if constant:
         values = _text_rows(Table("", "", table.frame[constant], table.formats))[0]
-        caption += "\non every row: " + ", ".join(f"{c} {v}" for c, v in zip(constant, values))
+        caption += "\non every row: " + ", ".join(f"{c} {v}" for c, v in zip(constant, values, strict=False))
     if empty:
         caption += "\nempty on every row: " + ", ".join(empty)
+    if carried:
+        caption += f"\n{table.label} left out: {', '.join(k for k in table.keys if k in shown.frame)} name each row"
     groups, dropped = [[c for c in group if c in shown.frame.columns] for group in table.optional], []
     while groups and _least_width(shown) > width:
         group = groups.pop()
@@ -148,12 +159,12 @@ def _rich_table(table: Table, width: int) -> RichTable:
     columns = [str(c) for c in shown.frame.columns]
     widest = [max([len(row[i]) for row in rows], default=1) for i in range(len(columns))]
     # too wide: a number's name longer than the number wraps at its words (tokens per s)
-    narrow = sum(max(w, len(c)) for w, c in zip(widest, columns)) + len(columns) - 1 > width
+    narrow = sum(max(w, len(c)) for w, c in zip(widest, columns, strict=False)) + len(columns) - 1 > width
     # labels such as specasr[k_max=8,...] are not markup; a WARNING table stands out
     rich_table = RichTable(title=escape(table.title), caption=escape(caption), caption_justify="left",
-                           title_style="bold red" if table.title.startswith("WARNING") else None,
+                           title_style="bold red" if table.warning else None,
                            box=box.SIMPLE_HEAD, show_edge=False, padding=0)
-    for column, name, most in zip(shown.frame.columns, columns, widest):
+    for column, name, most in zip(shown.frame.columns, columns, widest, strict=False):
         if not pd.api.types.is_numeric_dtype(shown.frame[column]):
             rich_table.add_column(name, overflow="fold")
         elif narrow and len(name) > most:
@@ -164,6 +175,17 @@ def _rich_table(table: Table, width: int) -> RichTable:
     for row in rows:
         rich_table.add_row(*map(escape, row))
     return rich_table
+
+
+def _keys_name_the_label(table: Table) -> bool:
+    """Whether the key columns a label spells out (those with one value per label, e.g. method,
+    drafter and W/B, not the device) tell `table.label`'s values apart, one to one."""
+    if not table.label or table.label not in table.frame:
+        return False
+    frame = table.frame.map(repr)
+    spelled = [k for k in table.keys if k in frame and k != table.label
+               and (frame.groupby(table.label)[k].nunique() == 1).all()]
+    return bool(spelled) and not frame[[table.label, *spelled]].drop_duplicates().duplicated(spelled).any()
 
 
 LABEL_WIDTH = 12

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from specbench.core.budget import BudgetChoice
-from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.configs import As2dConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import Where, check_header, dump_yaml, load_yaml, need, reject_unknown, write_atomic
 

@@ -23,9 +23,9 @@ This module is pure: callers pass the timestamps and what the devices reported.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Mapping, Sequence
 
 from specbench.schemas.fileio import Where, need, reject_unknown
 
@@ -112,7 +112,7 @@ class Environment:
     models: tuple[LoadedModel, ...] = ()
     device: DeviceEnvironment | None = None
 
-    def resumed_by(self, session: "Environment") -> "Environment":
+    def resumed_by(self, session: Environment) -> Environment:
         """This (earlier) environment continued by `session`: the first start, command line,
         runner, models and device stay; the session is appended to `resumes`; not finished."""
         again = Resume(session.specbench_version, session.argv, session.started or "")
@@ -120,7 +120,7 @@ class Environment:
                        runner=self.runner or session.runner, models=self.models or session.models,
                        device=self.device or session.device)
 
-    def finish(self, at: str, models: Sequence[LoadedModel] = (), after: Mapping | None = None) -> "Environment":
+    def finish(self, at: str, models: Sequence[LoadedModel] = (), after: Mapping | None = None) -> Environment:
         """Finished at `at`, with the models the runner loaded (when none were recorded yet)
         and the device's state at the end (`after`)."""
         device = self.device

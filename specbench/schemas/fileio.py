@@ -14,9 +14,10 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from specbench.errors import SchemaError, SpecbenchError
 
@@ -28,7 +29,7 @@ class Where:
     path: Path | str
     prefix: str = ""
 
-    def at(self, key: str | int) -> "Where":
+    def at(self, key: str | int) -> Where:
         key_text = f"[{key}]" if isinstance(key, int) else str(key)
         joined = f"{self.prefix}{key_text}" if isinstance(key, int) or not self.prefix else f"{self.prefix}.{key_text}"
         return Where(self.path, joined)

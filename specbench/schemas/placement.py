@@ -18,8 +18,8 @@ list such as 0-3 or 4+6; THREADS defaults to the number of CPUs).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from specbench.errors import SpecbenchError
 

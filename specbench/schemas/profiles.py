@@ -34,9 +34,9 @@ flagged as extrapolated; `with_ratio_fit("min"|"max")` gives the sensitivity var
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -411,7 +411,7 @@ class DeviceProfile:
         """drafter name -> how its declared costs are described (drafters measured here are absent)."""
         return {name: d.declared.note for name, d in sorted(self.drafters.items()) if d.declared is not None}
 
-    def with_ratio_fit(self, fit: str) -> "DeviceProfile":
+    def with_ratio_fit(self, fit: str) -> DeviceProfile:
         """The same profile with unmeasured co-scheduling widths filled by `fit`."""
         if fit not in RATIO_FITS:
             raise SpecbenchError(f"unknown ratio fit '{fit}'. Available: {', '.join(RATIO_FITS)}")
@@ -419,7 +419,7 @@ class DeviceProfile:
                     for name, d in self.drafters.items()}
         return replace(self, drafters=drafters)
 
-    def with_depth_fit(self, fit: str) -> "DeviceProfile":
+    def with_depth_fit(self, fit: str) -> DeviceProfile:
         """The same profile with every cost table priced outside its measured depths by `fit`."""
         if fit not in DEPTH_FITS:
             raise SpecbenchError(f"unknown depth fit '{fit}'. Available: {', '.join(DEPTH_FITS)}")

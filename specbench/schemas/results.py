@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from specbench.core.methods import CONFIG_COLUMNS, config_of, row_fields
+from specbench.core.methods.configs import CONFIG_COLUMNS, config_of, row_fields
 from specbench.core.samples import spread_pct
 from specbench.errors import SpecbenchError
 from specbench.schemas.environment import KEY as ENV_KEY
@@ -202,10 +202,10 @@ def _check_positions(frame: pd.DataFrame, path: Path) -> None:
     """Per-position counts agree with the row's totals: as many positions reached as accepted,
     never more accepted than reached, and the accepted counts sum to `accepted`."""
     for index, reached, accepted, total in zip(frame.index, frame["reached_at"], frame["accepted_at"],
-                                                frame["accepted"]):
+                                                frame["accepted"], strict=False):
         if not reached and not accepted:
             continue
-        ok = (len(reached) == len(accepted) and all(a <= r for r, a in zip(reached, accepted))
+        ok = (len(reached) == len(accepted) and all(a <= r for r, a in zip(reached, accepted, strict=False))
               and sum(accepted) == total)
         if not ok:
             raise Where(path, f"row {index + 1}").at("accepted_at").fail(
@@ -239,7 +239,7 @@ def _check_configs(frame: pd.DataFrame, path: Path) -> None:
     whose fields and label are the row's (a row never disagrees with its own label)."""
     columns = ["method", "config", *CONFIG_COLUMNS]
     distinct = frame[columns].drop_duplicates()
-    for index, record in zip(distinct.index, distinct.to_dict("records")):
+    for index, record in zip(distinct.index, distinct.to_dict("records"), strict=False):
         where = Where(path, f"row {index + 1}")
         try:
             derived = row_fields(config_of(record))
@@ -535,7 +535,7 @@ class ResultsDir:
             env = resumed_environment(old.environment, manifest.environment, Where(self.manifest_path))
             write_atomic(self.manifest_path, _manifest_text(replace(old, environment=env)))
             frame = self.frame()
-            return set(zip(frame["device"], frame["config"], frame["window_id"], frame["ratio_fit"]))
+            return set(zip(frame["device"], frame["config"], frame["window_id"], frame["ratio_fit"], strict=False))
         self.directory.mkdir(parents=True, exist_ok=True)
         write_atomic(self.manifest_path, _manifest_text(manifest))
         self.rows_path.touch()

@@ -25,9 +25,9 @@ every line it writes goes through the loader's own validation first.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -92,7 +92,7 @@ class TraceKey:
     specasr: tuple[str, ...] = ()
     """Labels of the SpecASR configurations whose recycling queries were recorded, sorted."""
 
-    def differences(self, other: "TraceKey") -> list[str]:
+    def differences(self, other: TraceKey) -> list[str]:
         """'field a vs b' for each field that differs."""
         return [f"{name} {getattr(self, name)} vs {getattr(other, name)}" for name in vars(self)
                 if getattr(self, name) != getattr(other, name)]
@@ -128,7 +128,7 @@ class Vocab:
     """A cross-vocabulary drafter's own tokens and its recycling answers are drafter tokens."""
 
     @classmethod
-    def of(cls, target: ModelRef, drafter: ModelRef) -> "Vocab":
+    def of(cls, target: ModelRef, drafter: ModelRef) -> Vocab:
         return cls(target.n_vocab, drafter.n_vocab)
 
 
@@ -151,7 +151,7 @@ class CrossDrafts:
     def contexts(self) -> Iterator[np.ndarray]:
         """y[:t] as drafter tokens, for t = 0, 1, ..."""
         context = np.zeros(0, dtype=np.int32)
-        for keep, append in zip(self.context_keep.tolist(), self.context_append):
+        for keep, append in zip(self.context_keep.tolist(), self.context_append, strict=False):
             context = np.concatenate([context[:keep], append])
             yield context
 
@@ -395,7 +395,7 @@ def _cross_from(doc: dict, tokens: np.ndarray, vocab: Vocab, where: Where) -> Cr
     n, k_max = tokens.shape
     step = np.full((n, k_max), PAD, dtype=np.int32)
     drafter_tokens = []
-    for t, (row, d_row) in enumerate(zip(_rows(doc, "step", n, where), _rows(doc, "drafter_tokens", n, where))):
+    for t, (row, d_row) in enumerate(zip(_rows(doc, "step", n, where), _rows(doc, "drafter_tokens", n, where), strict=False)):
         length = int(np.sum(tokens[t] != PAD))
         steps = _int_array(row, where.at("step").at(t))
         d_tokens = _token_ids(d_row, vocab.drafter, "drafter", where.at("drafter_tokens").at(t))
@@ -412,7 +412,7 @@ def _cross_from(doc: dict, tokens: np.ndarray, vocab: Vocab, where: Where) -> Cr
     append = tuple(_token_ids(row, vocab.drafter, "drafter", c_where.at("append").at(t))
                    for t, row in enumerate(_rows(context, "append", n, c_where)))
     length = 0
-    for t, (k, a) in enumerate(zip(keep.tolist(), append)):
+    for t, (k, a) in enumerate(zip(keep.tolist(), append, strict=False)):
         if not 0 <= k <= length:
             raise c_where.at("keep").at(t).fail(f"0..{length} (tokens of the previous row's context)", k)
         length = k + len(a)
@@ -444,7 +444,7 @@ def _drafts_from(doc: dict, n: int, vocab: Vocab, where: Where) -> DraftTable:
     tokens = np.full((n, k_max), PAD, dtype=np.int64)
     conf = np.zeros((n, k_max), dtype=np.float64)
     recorded = np.ones(n, dtype=bool)
-    for t, (row, crow) in enumerate(zip(rows, confs)):
+    for t, (row, crow) in enumerate(zip(rows, confs, strict=False)):
         if row is None or crow is None:
             if row is not None or crow is not None:
                 raise where.at("tokens" if row is None else "conf").at(t).fail(
@@ -548,7 +548,7 @@ def window_trace_to_dict(trace: WindowTrace) -> dict:
                  "n_prompt_drafter": trace.n_prompt_drafter}
     if trace.drafts is not None:
         rows, confs, lengths = [], [], []
-        for t, (tokens, conf) in enumerate(zip(trace.drafts.tokens, trace.drafts.conf)):
+        for t, (tokens, conf) in enumerate(zip(trace.drafts.tokens, trace.drafts.conf, strict=False)):
             if not trace.drafts.has_row(t):
                 rows.append(None)
                 confs.append(None)
@@ -563,7 +563,7 @@ def window_trace_to_dict(trace: WindowTrace) -> dict:
             doc["drafts"]["lookup"] = vars(trace.drafts.lookup)
         cross = trace.drafts.cross
         if cross is not None:
-            doc["drafts"] |= {"step": [row[:n].tolist() for row, n in zip(cross.step, lengths)],
+            doc["drafts"] |= {"step": [row[:n].tolist() for row, n in zip(cross.step, lengths, strict=False)],
                               "drafter_tokens": [row.tolist() for row in cross.drafter_tokens],
                               "context": {"keep": cross.context_keep.tolist(),
                                           "append": [row.tolist() for row in cross.context_append]}}

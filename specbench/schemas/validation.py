@@ -17,9 +17,10 @@ interrupted validation resumes at the first block without one and no half block 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Iterator, Sequence, TypeVar
+from typing import TypeVar
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import (

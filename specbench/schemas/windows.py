@@ -21,10 +21,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Sequence
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import Where, check_header, dumps_line, iter_jsonl, need, reject_unknown, write_atomic

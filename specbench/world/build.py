@@ -27,9 +27,9 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import file_sha256

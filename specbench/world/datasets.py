@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.windows import InputView, Split, Window
@@ -101,7 +101,7 @@ def read_kaldi(root: Path) -> Iterator[Utterance]:
             raise SpecbenchError(f"{root}: missing {name} (expected a Kaldi data directory)")
     wavs = _kaldi_table(root / "wav.scp")
     texts = _kaldi_table(root / "text")
-    for key, (value, where) in wavs.items():
+    for _key, (value, where) in wavs.items():
         if value.endswith("|"):
             raise SpecbenchError(f"{where}: piped commands in wav.scp are not supported ('{value}')",
                                  hint="convert the audio to files first")

@@ -9,8 +9,9 @@ with the sha256 specbench computed). The devices remember the runner's `loaded` 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from specbench import __version__
 from specbench.schemas.environment import DeviceEnvironment, Environment, LoadedModel, RunnerBuild, utc_text

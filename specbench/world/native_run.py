@@ -23,15 +23,19 @@ position, both tokens) go to `divergences.jsonl` in the results directory.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
 
-from specbench.core.methods import MethodConfig, method_name, row_fields
-from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.sd import SdConfig
-from specbench.core.methods.specasr import SpecAsrConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import (
+    As2dConfig,
+    MethodConfig,
+    SdConfig,
+    SpecAsrConfig,
+    TargetConfig,
+    method_name,
+    row_fields,
+)
 from specbench.core.positions import position_counts
 from specbench.core.samples import median_index
 from specbench.errors import SpecbenchError
@@ -88,7 +92,7 @@ class Divergence:
 
 
 def first_difference(expected: Sequence[int], got: Sequence[int]) -> Divergence | None:
-    for i, (a, b) in enumerate(zip(expected, got)):
+    for i, (a, b) in enumerate(zip(expected, got, strict=False)):
         if a != b:
             return Divergence("", "", i, int(a), int(b))
     if len(expected) != len(got):
@@ -143,7 +147,7 @@ def producer_lane(producer: dict) -> list[Interval]:
     if "step_start_us" not in producer:
         raise SpecbenchError("the runner's as2d result has no producer step_start_us (runner protocol 1 "
                              "reports when each producer step started)", hint="rebuild it with `specbench build-runner`")
-    return list(zip(producer["step_start_us"], producer["step_us"]))
+    return list(zip(producer["step_start_us"], producer["step_us"], strict=False))
 
 
 def producer_service(producer: dict, decode_s: float) -> tuple[float, int]:

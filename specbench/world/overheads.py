@@ -11,7 +11,7 @@ at 0 and says so in its notes.
 from __future__ import annotations
 
 import statistics
-from typing import Sequence
+from collections.abc import Sequence
 
 from specbench.errors import SpecbenchError
 from specbench.world.devices.base import Device

@@ -21,9 +21,9 @@ co-scheduling ratios: a lookup runs between the target's forwards, never beside 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 

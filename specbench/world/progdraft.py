@@ -34,14 +34,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 from specbench.core.methods.base import Model, TargetOracle, TraceDrafts, lcp
-from specbench.core.methods.sd import SdConfig, decode_sd
+from specbench.core.methods.configs import SdConfig
+from specbench.core.methods.sd import decode_sd
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import Where, load_json, need
 from specbench.schemas.traces import PAD, DraftTable, ModelRef, WindowTrace, save_trace_file
@@ -144,7 +145,7 @@ def _check_replay(trace: WindowTrace, name: str, k: int, cap: int, expected: lis
             expected = expected[1:]
     else:
         expected = expected[1:]
-    for i, (got, (accepted, emitted, number)) in enumerate(zip(replayed, expected)):
+    for i, (got, (accepted, emitted, number)) in enumerate(zip(replayed, expected, strict=False)):
         if got != (accepted, emitted):
             raise where.at(number - 1).fail(f"replay at K={k} to accept {accepted} and commit {emitted} tokens "
                                             f"as this round did (replay round {i + 1})",
@@ -220,7 +221,7 @@ def import_progdraft(paths: Sequence[Path], out_dir: Path, windows_path: Path, c
         raise SpecbenchError("import-trace progdraft: no export files given")
     first = imported[0]
     seen: dict[str, Path] = {}
-    for path, item in zip(paths, imported):
+    for path, item in zip(paths, imported, strict=False):
         if item.window.window_id in seen:
             raise SpecbenchError(f"{path}: utterance '{item.window.window_id}' is also in {seen[item.window.window_id]}")
         seen[item.window.window_id] = path
@@ -239,7 +240,7 @@ def import_progdraft(paths: Sequence[Path], out_dir: Path, windows_path: Path, c
     for output in [*outputs, Path(windows_path)]:
         if output.exists():
             raise SpecbenchError(f"{output}: already exists", hint="choose another --out / --windows")
-    for name, output in zip(first.traces, outputs):
+    for name, output in zip(first.traces, outputs, strict=False):
         save_trace_file(output, first.target, first.drafters[name], [item.traces[name] for item in imported])
     save_windows(Path(windows_path), [item.window for item in imported])
     return outputs, len(imported)

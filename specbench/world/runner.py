@@ -19,9 +19,9 @@ import sys
 import tempfile
 import threading
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from specbench.errors import SpecbenchError, stderr_tail
 from specbench.schemas.fileio import file_sha256

@@ -18,8 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.traces import ModelRef, Shard, TraceFile, TraceKey, load_trace_file, windows_digest

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from specbench.core.methods import lookup
-from specbench.core.methods.specasr import SpecAsrConfig
+from specbench.core.methods.configs import SpecAsrConfig
 from specbench.errors import SpecbenchError
-from specbench.schemas.fileio import Where, iter_jsonl
+from specbench.schemas.fileio import Where
 from specbench.schemas.traces import (
     ModelRef,
     Shard,
@@ -94,7 +94,7 @@ def tokenize_windows(device: Device, model: ModelFile, windows: Sequence[Window]
         results = sorted(out.results, key=lambda r: r["index"])
         if len(results) != len(group):
             raise SpecbenchError(f"runner tokenized {len(results)} of {len(group)} prompts")
-        for window, result in zip(group, results):
+        for window, result in zip(group, results, strict=False):
             prompts[window.window_id] = str(result["text"]) if window.input.kind == "audio" else \
                 [int(t) for t in result["tokens"]]
     return prompts
@@ -111,7 +111,7 @@ def tokenize_inputs(device: Device, model: ModelFile, windows: Sequence[Window])
     results = sorted(device.run_job(job).results, key=lambda r: r["index"])
     if len(results) != len(text):
         raise SpecbenchError(f"runner tokenized {len(results)} of {len(text)} inputs")
-    return {w.window_id: [int(t) for t in r["tokens"]] for w, r in zip(text, results)}
+    return {w.window_id: [int(t) for t in r["tokens"]] for w, r in zip(text, results, strict=False)}
 
 
 def template_error(model: ModelFile, template: str, exc: SpecbenchError) -> SpecbenchError:
@@ -327,7 +327,7 @@ def model_refs(target: ModelFile, drafter: ModelFile) -> tuple[ModelRef, ModelRe
 def check_loaded_vocab(device: Device, roles: Sequence[tuple[str, ModelFile]], refs: Sequence[ModelRef]) -> None:
     """The vocabulary sizes the runner reported on loading the models are the header's."""
     seen = device.loaded()
-    for (role, model), ref in zip(roles, refs):
+    for (role, model), ref in zip(roles, refs, strict=False):
         event = None if model.lookup else seen.get(device.model_path(model.path))
         if event is not None and "n_vocab" in event and int(event["n_vocab"]) != ref.n_vocab:
             raise SpecbenchError(f"the runner loaded the {role} {model.path} with {event['n_vocab']} tokens, its GGUF "
@@ -415,10 +415,3 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
     if cache is not None:
         store(writer.path, cache, key, shard, *refs, prompts.templates)
     return writer.path, len(todo)
-
-
-def traced_ids(path: Path) -> set[str]:
-    """Window ids in a trace file (for tests and resume reports)."""
-    rows = iter_jsonl(Path(path))
-    next(rows, None)
-    return {doc["window_id"] for _, doc in rows}

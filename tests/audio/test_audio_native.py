@@ -12,10 +12,7 @@ from pathlib import Path
 import pytest
 
 from specbench.core.methods import base, sd, specasr
-from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.sd import SdConfig
-from specbench.core.methods.specasr import SpecAsrConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import As2dConfig, SdConfig, SpecAsrConfig, TargetConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import Where
 from specbench.schemas.traces import Vocab, load_trace_file, window_trace_from_dict

@@ -46,6 +46,10 @@ def test_every_command_has_help_with_an_example():
         assert "Example:" in output, f"{name} --help has no example"
 
 
+SUMMARY = "Summary: each method's best configuration per device@placement"
+SUMMARY_CSV = "summary-each-method-s-best-configuration-per-device-placement.csv,"
+
+
 def test_run_then_report_in_every_format(study, tmp_path):
     out = tmp_path / "results"
     code, output = invoke(*run_args(study, out, "--methods", "target,sd,specasr", "--method", "as2d:B=3|7",
@@ -67,15 +71,17 @@ def test_run_then_report_in_every_format(study, tmp_path):
     code, output = invoke("report", out, "--format", "csv", "--output", tmp_path / "csv")
     assert code == 0, output
     index = (tmp_path / "csv" / "index.csv").read_text().splitlines()
-    assert index[0] == "file,title,aggregation,rows" and index[1].startswith("pooled-decode-throughput.csv,")
+    assert index[0] == "file,title,aggregation,rows" and index[1].startswith(SUMMARY_CSV)
+    assert index[2].startswith("pooled-decode-throughput.csv,")
     pooled_csv = (tmp_path / "csv" / "pooled-decode-throughput.csv").read_text()
     assert pooled_csv.startswith("device,config,windows,tokens,decode_s,tokens_per_s,speedup,speedup_low,speedup_high")
     code, jsonl = invoke("report", out, "--format", "jsonl")
-    assert code == 0 and json.loads(jsonl.splitlines()[0])["title"] == "Pooled decode throughput"
+    assert code == 0 and json.loads(jsonl.splitlines()[0])["title"] == SUMMARY
     code, text = invoke("report", out, "--format", "json")
     tables = json.loads(text)
-    assert [t["title"] for t in tables][:2] == ["Pooled decode throughput", "Windows faster / slower than target-only"]
-    pooled = {r["config"]: r for r in tables[0]["rows"]}
+    assert [t["title"] for t in tables][:3] == [SUMMARY, "Pooled decode throughput",
+                                                "Windows faster / slower than target-only"]
+    pooled = {r["config"]: r for r in tables[1]["rows"]}
     target = rows[rows["config"] == "target"]
     assert pooled["target"]["tokens_per_s"] == pytest.approx(target["tokens"].sum() / target["decode_s"].sum())
     assert pooled["target"]["speedup"] == 1.0
@@ -139,7 +145,7 @@ def test_select_budget_writes_a_budget_that_run_accepts(study, tmp_path):
 def test_the_demos_protocol_chooses_on_dev_windows_and_deploys_on_test_windows(study, tmp_path):
     """The paper's protocol as the demo runs it (app.demo.deploy_budget), on the synthetic study."""
     from specbench.app.demo import deploy_budget
-    from specbench.core.methods import parse_method_specs
+    from specbench.core.methods.configs import parse_method_specs
 
     catalog = parse_method_specs(["as2d:B=1..4,drafter=small|large"])
     messages = []

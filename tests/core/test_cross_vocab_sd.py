@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specbench.core.methods.base import Model, TargetOracle, TraceDrafts
-from specbench.core.methods.sd import CrossVocabKV, SdConfig, decode_sd
+from specbench.core.methods.configs import SdConfig
+from specbench.core.methods.sd import CrossVocabKV, decode_sd
 from specbench.core.replay.bulk import replay_study
 from specbench.core.replay.reference import decode_serial, replay_window
 from specbench.errors import SpecbenchError

@@ -150,7 +150,8 @@ def test_bundle_holds_tables_figures_inputs_and_commands(tmp_path):
     for name in ("cdf-synthetic-A", "dvoh-synthetic-A"):
         for suffix in (".png", ".svg"):
             assert (tmp_path / "bundle" / "figures" / (name + suffix)).stat().st_size > 1000
-    assert json.loads((tmp_path / "bundle" / "tables.json").read_text())[0]["title"] == "Pooled decode throughput"
+    titles = [t["title"] for t in json.loads((tmp_path / "bundle" / "tables.json").read_text())]
+    assert titles[:2] == ["Summary: each method's best configuration per device@placement", "Pooled decode throughput"]
     assert (tmp_path / "bundle" / "tables.jsonl").read_text() == (GOLDEN / "report.jsonl").read_text()
     assert _files(tmp_path / "bundle" / "csv") == _files(GOLDEN / "csv")
     assert not (tmp_path / "bundle" / "tables.csv").exists()
@@ -345,19 +346,40 @@ def test_macro_prints_each_dataset_and_their_mean(tmp_path):
     assert len(macro) == 3 * 9  # each configuration, the SD mean over W included: two datasets and the mean
 
 
-def test_a_narrow_terminal_names_the_intervals_it_leaves_out():
-    def pooled_on(columns):
-        result = CliRunner().invoke(main, ["report", str(GOLDEN / "results")], env={"COLUMNS": str(columns)})
-        assert result.exit_code == 0, result.output
-        return result.output.split("Windows faster / slower")[0]
+def _pooled_on(columns):
+    result = CliRunner().invoke(main, ["report", str(GOLDEN / "results")], env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.output
+    return result.output.split("Pooled decode throughput")[1].split("Windows faster / slower")[0]
 
-    narrow, wide = pooled_on(80), pooled_on(140)
-    assert max(map(len, narrow.splitlines())) <= 80 and "…" not in narrow
+
+def _row(text, *identity):
+    """The printed row whose last columns are `identity` (method, drafter, W/B)."""
+    return next(line.split() for line in text.splitlines() if line.split()[-len(identity):] == list(identity))
+
+
+def test_a_narrow_terminal_names_the_intervals_it_leaves_out():
+    narrow, wide = _pooled_on(64), _pooled_on(140)
+    assert max(map(len, narrow.splitlines())) <= 64 and "…" not in narrow
     assert ("left out at this width (--format md or jsonl has them): speedup_low, speedup_high, mean_window_speedup"
             in " ".join(narrow.split()))
     assert "left out at this width" not in wide and max(map(len, wide.splitlines())) <= 140
-    # the interval and the Spec-Bench column beside the point estimate; without them on 80 columns
-    row = next(line for line in wide.splitlines() if line.startswith("as2d[B=3"))
-    assert row.split()[4:9] == ["39.30", "1.119", "1.004", "1.414", "1.268"]
-    row = next(line for line in narrow.splitlines() if line.startswith("as2d[B=3"))
-    assert row.split()[4:7] == ["39.30", "1.119", "as2d"]
+    # the interval and the Spec-Bench column beside the point estimate; without them on 64 columns
+    assert _row(wide, "as2d", "small", "3")[3:8] == ["39.30", "1.119", "1.004", "1.414", "1.268"]
+    assert _row(narrow, "as2d", "small", "3")[3:6] == ["39.30", "1.119", "as2d"]
+
+
+def test_the_config_label_is_left_out_where_method_drafter_and_w_b_name_the_row():
+    # at 80 columns a label column folded each row over several lines; method, drafter and W/B name it
+    pooled = _pooled_on(80)
+    assert "as2d[B=3" not in pooled and "config left out: method, drafter, W/B name each row" in pooled
+    assert _row(pooled, "as2d", "small", "3")[3:7] == ["39.30", "1.119", "1.004", "1.414"]  # one line, interval kept
+    assert sum(" sd      small " in line for line in pooled.splitlines()) == 5  # W = 5..8 and the mean
+    # two configurations the columns do not tell apart keep their labels
+    from specbench.render.tables import Table, _rich_table
+
+    frame = pd.DataFrame({"device": ["d", "d"], "config": ["specasr[tau=0.5]", "specasr[tau=0.7]"], "tps": [1.0, 2.0],
+                          "method": ["specasr", "specasr"], "drafter": ["s", "s"], "W/B": [None, None]})
+    table = Table("t", "o", frame, keys=("device", "method", "drafter", "W/B"), label="config")
+    assert "config" in [c.header for c in _rich_table(table, 80).columns]
+    assert "config" not in [c.header for c in _rich_table(Table("t", "o", frame.iloc[:1], keys=table.keys,
+                                                                label="config"), 80).columns]

@@ -10,10 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.sd import SdConfig
-from specbench.core.methods.specasr import SpecAsrConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import As2dConfig, SdConfig, SpecAsrConfig, TargetConfig
 from specbench.core.replay.bulk import replay_study
 from specbench.core.replay.reference import replay_window
 from specbench.schemas.profiles import Overheads

@@ -10,11 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specbench.core.methods import parse_method_spec
-from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.base import Model, Op, TargetOracle, TraceDrafts
+from specbench.core.methods.configs import As2dConfig, SdConfig, parse_method_spec
 from specbench.core.methods.lookup import IDENTITY, MAX_NGRAM, lookup_rows, prompt_lookup
-from specbench.core.methods.sd import SdConfig, decode_sd, drafter_kv
+from specbench.core.methods.sd import decode_sd, drafter_kv
 from specbench.core.replay.bulk import replay_study
 from specbench.core.replay.reference import decode_serial, replay_window
 from specbench.errors import SpecbenchError

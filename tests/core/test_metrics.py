@@ -7,8 +7,7 @@ import pytest
 
 from specbench.core import metrics
 from specbench.core.budget import select_budget
-from specbench.core.methods import parse_method_specs, row_fields
-from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.configs import As2dConfig, parse_method_specs, row_fields
 from specbench.errors import SpecbenchError
 from specbench.schemas.results import rows_frame
 
@@ -133,7 +132,7 @@ def _as2d_record(t_us, producer_spans, decode_s=0.031):
 
 
 def test_native_as2d_rows_take_o_and_h_from_the_two_lanes_timelines():
-    from specbench.core.methods.as2d import As2dConfig
+    from specbench.core.methods.configs import As2dConfig
     from specbench.schemas.windows import make_text_window
     from specbench.world.native_run import decode_row
 
@@ -150,7 +149,7 @@ def test_native_as2d_rows_take_o_and_h_from_the_two_lanes_timelines():
 
 
 def test_native_as2d_lanes_that_do_not_decompose_the_clock_are_a_runner_bug():
-    from specbench.core.methods.as2d import As2dConfig
+    from specbench.core.methods.configs import As2dConfig
     from specbench.schemas.windows import make_text_window
     from specbench.world.native_run import decode_row
 

@@ -11,10 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specbench.core import metrics
-from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.base import TargetOracle
-from specbench.core.methods.sd import SdConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import As2dConfig, SdConfig, TargetConfig
 from specbench.core.replay.bulk import COST_FITS, fit_profile, replay_study
 from specbench.core.replay.reference import decode_serial, replay_window, simulate_as2d
 from specbench.errors import SpecbenchError
@@ -143,7 +141,7 @@ def test_bulk_replay_of_a_two_drafter_two_device_study_equals_the_reference_exac
     synthetic study: every column of every row equal to the scalar reference's, no tolerance."""
     from bench.replay_speed import CATALOG
     from bench.synthetic_study import synthetic_study
-    from specbench.core.methods import parse_method_specs
+    from specbench.core.methods.configs import parse_method_specs
     from specbench.core.replay.bulk import trace_for
 
     study = synthetic_study(n_windows=12, n_devices=2)
@@ -161,7 +159,7 @@ def test_bulk_replay_of_a_two_drafter_two_device_study_equals_the_reference_exac
 def test_the_parallel_replay_returns_the_sequential_rows_in_the_same_order():
     from bench.synthetic_study import synthetic_study
     from specbench.app import parallel_replay
-    from specbench.core.methods import parse_method_specs
+    from specbench.core.methods.configs import parse_method_specs
 
     study = synthetic_study(n_windows=6, n_devices=2)
     configs = parse_method_specs(["target", "sd:W=5,drafter=small", "as2d:B=2..3,drafter=small|large"])

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specbench.core.methods.as2d import As2dConfig, As2dVerifier
-from specbench.core.methods.sd import SdConfig
+from specbench.core.methods.configs import SdConfig
 from specbench.core.replay import lockstep
 from specbench.core.replay.bulk import sd_ops, sd_ops_many
 from tests.strategies import traces

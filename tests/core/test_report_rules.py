@@ -11,14 +11,11 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from specbench.app.report import Loaded, build_tables
+from specbench.app.report import LoadedResults, build_tables
 from specbench.cli import main
 from specbench.core import stats
 from specbench.core.budget import BudgetChoice
-from specbench.core.methods import parse_method_specs, row_fields
-from specbench.core.methods.as2d import As2dConfig
-from specbench.core.methods.sd import SdConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import As2dConfig, SdConfig, TargetConfig, parse_method_specs, row_fields
 from specbench.core.replay.bulk import DEPTH_LINEAR, replay_study
 from specbench.schemas.budgets import save_budget
 from specbench.schemas.profiles import CoSchedule, DeviceInfo, DeviceProfile, DrafterProfile, ModelId
@@ -258,7 +255,7 @@ def test_depths_beyond_the_measured_ones_are_flagged_and_their_sensitivity_repor
     assert target.at["median", "decode_s"] == flat and target.at[DEPTH_LINEAR, "decode_s"] == linear
     short = sum(1 + d / 128 for d in range(10, 15))
 
-    built = build_tables(Loaded([], frame, []))
+    built = build_tables(LoadedResults([], frame, []))
     tables = {t.title: t.frame for t in built}
     table = tables["Sensitivity to KV depths beyond the measured ones: flat vs linear (tokens/s)"].set_index("config")
     assert list(table.columns) == ["device", "method", "flat", "linear", "low", "high", "range_pct", "flagged"]

@@ -9,8 +9,7 @@ from dataclasses import asdict
 import pandas as pd
 import pytest
 
-from specbench.core.methods import row_fields
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import TargetConfig, row_fields
 from specbench.core.samples import median_index, spread_pct, spread_table
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import dumps_line

@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 
 from specbench.core import text_metrics
-from specbench.core.methods import row_fields
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import TargetConfig, row_fields
 from specbench.core.text_metrics import edits, first_difference, normalise, text_check, transcripts
 from specbench.errors import SpecbenchError
 from specbench.schemas.results import ROW_FIELDS, ResultsDir, WindowResult
@@ -161,7 +160,7 @@ def test_replayed_rows_carry_the_trace_text_through_the_results_file(tmp_path):
     import dataclasses
 
     from bench.synthetic_study import synthetic_study
-    from specbench.core.methods import parse_method_specs
+    from specbench.core.methods.configs import parse_method_specs
     from specbench.core.replay.bulk import replay_study
 
     study = synthetic_study(n_windows=3, n_devices=1)

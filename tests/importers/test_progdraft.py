@@ -13,7 +13,8 @@ from click.testing import CliRunner
 
 from specbench.cli import main
 from specbench.core.methods.base import Model, TargetOracle, TraceDrafts
-from specbench.core.methods.sd import SdConfig, decode_sd
+from specbench.core.methods.configs import SdConfig
+from specbench.core.methods.sd import decode_sd
 from specbench.core.replay.bulk import sd_ops
 from specbench.errors import SpecbenchError
 from specbench.schemas.traces import load_trace_dir

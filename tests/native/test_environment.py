@@ -8,10 +8,9 @@ import json
 import sys
 from datetime import datetime
 
-from specbench.core.methods.sd import SdConfig
-from specbench.core.methods.target import TargetConfig
-from specbench.schemas.environment import Environment
-from specbench.schemas.fileio import file_sha256, load_yaml
+from specbench.core.methods.configs import SdConfig, TargetConfig
+from specbench.schemas.environment import Environment, manifest_environment
+from specbench.schemas.fileio import Where, file_sha256, load_yaml
 from specbench.schemas.placement import resolve
 from specbench.schemas.profiles import load_profile
 from specbench.schemas.results import load_results

@@ -10,21 +10,20 @@ import sys
 
 import pytest
 
-from specbench.core.methods.sd import SdConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import SdConfig, TargetConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.placement import resolve
 from specbench.schemas.fileio import load_yaml
 from specbench.schemas.profiles import load_profile, profile_to_dict, stability_warnings
 from specbench.schemas.results import ROW_FIELDS, load_results
-from specbench.schemas.traces import load_trace_dir
+from specbench.schemas.traces import load_trace_dir, load_trace_file
 from specbench.schemas.windows import make_text_window
 from specbench.world.devices.base import Device
 from specbench.world.devices.local import LocalDevice
 from specbench.world.native_run import NativePlan, native_steps, run_native
 from specbench.world.profiling import SweepPlan, profile_device, write_profile
 from specbench.world.runner import run_job, version_info
-from specbench.world.tracing import gguf_n_vocab, trace_windows, traced_ids
+from specbench.world.tracing import gguf_n_vocab, trace_windows
 
 TEXTS = ["hello the world", "in the heat", "a tale of the tin", "the end", "heat in the tin", "the tea"]
 
@@ -168,7 +167,7 @@ def test_trace_appends_per_window_and_resumes(device, models, tmp_path):
     target, near = models
     items = windows()
     path, count = trace_windows(device, items[:2], target, near, tmp_path, k_max=8, threads=1)
-    assert count == 2 and traced_ids(path) == {"w0", "w1"}
+    assert count == 2 and set(load_trace_file(path).windows) == {"w0", "w1"}
     with pytest.raises(SpecbenchError, match="already exists"):
         trace_windows(device, items, target, near, tmp_path, k_max=8)
     with open(path, "a") as handle:  # an interrupted write: half a line

@@ -62,6 +62,7 @@ def load_window_trace(doc):
 
 @pytest.mark.parametrize("drafter", ["near", "far", "target"])
 def test_specasr_ops_equal_the_python_reference(run_job, tiny, drafter):
+    method_configs = importlib.import_module("specbench.core.methods.configs")
     specasr = importlib.import_module("specbench.core.methods.specasr")
     base = importlib.import_module("specbench.core.methods.base")
     model = getattr(tiny, drafter)
@@ -71,7 +72,7 @@ def test_specasr_ops_equal_the_python_reference(run_job, tiny, drafter):
     for r in results:
         doc = traces[r["window_id"]]
         k_max, tau = r["method"]["k_max"], r["method"]["tau"]
-        config = specasr.SpecAsrConfig(k_max=k_max, tau=tau)
+        config = method_configs.SpecAsrConfig(k_max=k_max, tau=tau)
         assert config.trace_label in doc["recycle"]
         recycled += len(doc["recycle"][config.trace_label])
         wt = load_window_trace(doc)
@@ -90,10 +91,10 @@ def test_specasr_ops_equal_the_python_reference(run_job, tiny, drafter):
 
 
 def test_trace_recycle_labels_follow_python_formatting(run_job, tiny):
-    specasr = importlib.import_module("specbench.core.methods.specasr")
+    method_configs = importlib.import_module("specbench.core.methods.configs")
     configs = [(5, 0.25), (4, 1e-05), (2, 1.0)]
     tr = specasr_trace(run_job, tiny, tiny.near, configs, windows=WINDOWS[:1])["chat"]
-    assert set(tr["recycle"]) == {specasr.SpecAsrConfig(k_max=k, tau=t).trace_label for k, t in configs}
+    assert set(tr["recycle"]) == {method_configs.SpecAsrConfig(k_max=k, tau=t).trace_label for k, t in configs}
 
 
 def test_specasr_k_max_above_the_trace_k_max_is_refused(run_job, tiny):
@@ -120,10 +121,11 @@ def check_as2d_against_python(r, cap):
     """Feed the Python As2dVerifier the runner's producer stream and its snapshot counts:
     it must plan the same candidates, and the target must accept the same counts."""
     np = pytest.importorskip("numpy")
+    method_configs = importlib.import_module("specbench.core.methods.configs")
     as2d = importlib.import_module("specbench.core.methods.as2d")
     base = importlib.import_module("specbench.core.methods.base")
     m = r["method"]
-    config = as2d.As2dConfig(budget=m["budget"], batch=m["batch"], conf_stop=m["conf_stop"], align=m["align"],
+    config = method_configs.As2dConfig(budget=m["budget"], batch=m["batch"], conf_stop=m["conf_stop"], align=m["align"],
                              horizon=m["horizon"])
     p = r["producer"]
     z = np.asarray(p["tokens"], dtype=np.int32)
@@ -310,7 +312,7 @@ def test_cross_vocabulary_sd_ops_equal_the_python_reference(run_job, tiny, tiny_
     """Replay prices the runner's own cross-vocabulary SD: the same forwards of both models
     (drafter widths and depths in drafter tokens), from the trace's drafter-token fields."""
     replay = importlib.import_module("specbench.core.replay.reference")
-    sd = importlib.import_module("specbench.core.methods.sd")
+    method_configs = importlib.import_module("specbench.core.methods.configs")
     windows = cross_windows(run_job, tiny.target, tiny_other_vocab)
     out = run_job({"mode": "trace", "threads": 1, "target": {"path": str(tiny.target)},
                    "drafter": {"path": str(tiny_other_vocab)}, "k_max": 8, "producer": False, "windows": windows})
@@ -321,7 +323,7 @@ def test_cross_vocabulary_sd_ops_equal_the_python_reference(run_job, tiny, tiny_
         wt = load_window_trace(traces[r["window_id"]])
         assert wt.drafts.cross is not None
         cap = next(w["cap"] for w in windows if w["id"] == r["window_id"])
-        ref = replay.decode_serial(sd.SdConfig(width=width, p_min=p_min), wt, cap)
+        ref = replay.decode_serial(method_configs.SdConfig(width=width, p_min=p_min), wt, cap)
         assert list(ref.tokens) == r["tokens"]
         assert reference_ops(r["ops"]) == [(op.model.value, op.width, op.depth, op.accepted) for op in ref.ops], \
             r["window_id"]
@@ -341,7 +343,7 @@ def test_native_as2d_lanes_decompose_the_decode_clock(run_job, tiny, tmp_path):
     the scheduler, so only O's bounds are asserted (the interval arithmetic has unit tests)."""
     from . import tiny_gguf as tg
 
-    as2d = importlib.import_module("specbench.core.methods.as2d")
+    method_configs = importlib.import_module("specbench.core.methods.configs")
     native_run = importlib.import_module("specbench.world.native_run")
     windows_mod = importlib.import_module("specbench.schemas.windows")
     slow = tg.write_tiny_qwen3(tmp_path / "slow.gguf", tg.slowed(tiny.weights, extra_layers=24))
@@ -349,7 +351,7 @@ def test_native_as2d_lanes_decompose_the_decode_clock(run_job, tiny, tmp_path):
     for r in decode(run_job, slow, tiny.target, [as2d_method(budget=4), as2d_method(budget=2, batch=2)],
                     windows=LONG):
         m = r["method"]
-        row = native_run.decode_row(r, window, "local", as2d.As2dConfig(budget=m["budget"], batch=m["batch"]))
+        row = native_run.decode_row(r, window, "local", method_configs.As2dConfig(budget=m["budget"], batch=m["batch"]))
         assert abs(row.d_s + row.v_s - row.o_s + row.h_s - row.decode_s) <= native_run.CLOCK_RESOLUTION_S
         assert row.d_s > 0 and row.v_s > 0 and 0 <= row.o_s <= min(row.d_s, row.v_s) and row.h_s >= 0
 
@@ -380,7 +382,7 @@ def test_gemma_drafting_for_smollm2_is_lossless(run_job, demo_model_path):
 def test_gemma_drafting_for_smollm2_sd_ops_equal_replays(run_job, demo_model_path):
     """Real tokenizers: replay prices the runner's cross-vocabulary SD op for op."""
     replay = importlib.import_module("specbench.core.replay.reference")
-    sd = importlib.import_module("specbench.core.methods.sd")
+    method_configs = importlib.import_module("specbench.core.methods.configs")
     sm, gm = demo_model_path("smollm2-135m"), demo_model_path("gemma3-270m")
     text = "List three colors of the rainbow."
     window = {"id": "rainbow", "prompt": tokenize(run_job, sm, text),
@@ -393,6 +395,7 @@ def test_gemma_drafting_for_smollm2_sd_ops_equal_replays(run_job, demo_model_pat
     out = run_job({"mode": "decode", **models, "methods": methods, "windows": [window]})
     assert out.returncode == 0, out.error
     for r in out.results:
-        ref = replay.decode_serial(sd.SdConfig(width=r["method"]["width"], p_min=r["method"]["p_min"]), wt, 24)
+        config = method_configs.SdConfig(width=r["method"]["width"], p_min=r["method"]["p_min"])
+        ref = replay.decode_serial(config, wt, 24)
         assert list(ref.tokens) == r["tokens"]
         assert reference_ops(r["ops"]) == [(op.model.value, op.width, op.depth, op.accepted) for op in ref.ops]

@@ -132,6 +132,7 @@ def test_native_sd_ops_equal_the_python_reference(run_job, tiny, width, p_min):
     """The Python SD procedure on the runner's trace makes the runner's own decisions: the
     same forwards (widths, depths, accepted counts), confidence-stop probes and the cap's
     no-room rounds included."""
+    method_configs = importlib.import_module("specbench.core.methods.configs")
     sd = importlib.import_module("specbench.core.methods.sd")
     base = importlib.import_module("specbench.core.methods.base")
     traces_mod = importlib.import_module("specbench.schemas.traces")
@@ -143,7 +144,7 @@ def test_native_sd_ops_equal_the_python_reference(run_job, tiny, width, p_min):
                                                  traces_mod.Vocab(1 << 20, 1 << 20))
         cap = next(w["cap"] for w in WINDOWS if w["id"] == r["window_id"])
         ref = sd.decode_sd(base.TargetOracle(wt.y), base.TraceDrafts(wt), cap, wt.n_prompt, wt.n_prompt_drafter,
-                           sd.SdConfig(width=width, p_min=p_min))
+                           method_configs.SdConfig(width=width, p_min=p_min))
         assert list(ref.tokens) == r["tokens"]
         want = [(op.model.value, op.width, op.depth, op.accepted) for op in ref.ops]
         got = [(op["model"], op["width"], op["depth"], op.get("accepted", 0)) for op in r["ops"]]

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.base import Model
+from specbench.core.methods.configs import As2dConfig, SdConfig, TargetConfig
 from specbench.core.methods.lookup import IDENTITY, lookup_rows
-from specbench.core.methods.sd import SdConfig
-from specbench.core.methods.target import TargetConfig
 from specbench.core.replay.reference import decode_serial, replay_window
 from specbench.schemas.placement import resolve
 from specbench.schemas.profiles import ModelId, load_profile

@@ -6,8 +6,7 @@ from __future__ import annotations
 import copy
 import statistics
 
-from specbench.core.methods.sd import SdConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import SdConfig, TargetConfig
 from specbench.schemas.windows import make_text_window
 from specbench.world.native_run import window_rows
 

@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from specbench.core.budget import BudgetChoice
-from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.configs import As2dConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas import profiles, results, traces, windows
 from specbench.schemas.budgets import load_budget, save_budget

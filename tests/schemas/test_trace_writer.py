@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from specbench.cli import main
 from specbench.core.methods.base import Model, TargetOracle, TraceDrafts
-from specbench.core.methods.sd import SdConfig, decode_sd
+from specbench.core.methods.configs import SdConfig
+from specbench.core.methods.sd import decode_sd
 from specbench.errors import SpecbenchError
 from specbench.schemas.traces import ModelRef, TraceWriter, load_trace_dir, load_trace_file
 

@@ -26,45 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specbench.core.methods.base import check_parameter, usable_drafts
-from specbench.errors import SpecbenchError
-
-ALIGN_POLICIES = ("anchor", "positional")
-BATCH_TOKENS = 8
-
-
-@dataclass(frozen=True)
-class As2dConfig:
-    budget: int = 7
-    """B: at most B candidates per verification (physical width B + 1)."""
-    drafter: str | None = None
-    batch: int = BATCH_TOKENS
-    """Tokens per published batch."""
-    conf_stop: float = 0.0
-    """Candidates end at the first token whose producer confidence is below this."""
-    align: str = "anchor"
-    horizon: int = 8
-    """H: how far past the expected index the anchor search looks."""
-
-    def __post_init__(self) -> None:
-        if self.align not in ALIGN_POLICIES:
-            raise SpecbenchError(f"unknown alignment policy '{self.align}'. Available: {', '.join(ALIGN_POLICIES)}")
-        check_parameter("B", self.budget, 1)
-        check_parameter("batch", self.batch, 1)
-        check_parameter("conf_stop", self.conf_stop, 0.0, 1.0)
-        check_parameter("H", self.horizon, 1)
-
-    @property
-    def label(self) -> str:
-        parts = [f"B={self.budget}"]
-        if self.drafter:
-            parts.append(f"drafter={self.drafter}")
-        defaults = As2dConfig()
-        for key, name in (("batch", "batch"), ("conf_stop", "conf_stop"), ("align", "align"), ("horizon", "H")):
-            value = getattr(self, key)
-            if value != getattr(defaults, key):
-                parts.append(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}")
-        return "as2d[" + ",".join(parts) + "]"
+from specbench.core.methods.base import usable_drafts
+from specbench.core.methods.configs import As2dConfig
 
 
 @dataclass(frozen=True)

@@ -8,19 +8,16 @@ and a test can check that by changing `y` past the committed prefix.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from numbers import Integral, Real
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 
+from specbench.core.methods.configs import SpecAsrConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.traces import PAD, RecycleAnswer, WindowTrace
-
-if TYPE_CHECKING:  # specasr imports this module
-    from specbench.core.methods.specasr import SpecAsrConfig
 
 
 class Model(str, Enum):
@@ -56,24 +53,10 @@ class Decoded:
     ops: tuple[Op, ...]
 
 
-def check_parameter(key: str, value: object, low: int | float, high: float | None = None) -> None:
-    """Refuses a method parameter outside its range: an integer >= `low`, or with `high` a
-    finite number in [low, high] (NaN fails every comparison, so it is named explicitly)."""
-    if high is None:
-        expected = f"an integer >= {low}"
-        ok = isinstance(value, Integral) and not isinstance(value, bool) and value >= low
-    else:
-        expected = f"a finite number in [{low:g}, {high:g}]"
-        ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value) and low <= value <= high
-    if not ok:
-        shown = f"{value:g}" if isinstance(value, float) else value  # as labels show it: 2, not 2.0
-        raise SpecbenchError(f"{key}={shown} is out of range (expected {expected})")
-
-
 def lcp(candidates: Sequence[int], reference: Sequence[int]) -> int:
     """Length of the longest common prefix."""
     n = 0
-    for c, r in zip(candidates, reference):
+    for c, r in zip(candidates, reference, strict=False):
         if c != r:
             break
         n += 1
@@ -122,7 +105,8 @@ class TargetOracle:
 
 
 class DraftSource(Protocol):
-    """The drafter's answers, from a trace (replay) or a live model (recording)."""
+    """The drafter's answers: from a trace (replay), or from a drafter function while a trace
+    is built (bench/synthetic_study.py)."""
 
     def continuation(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         """Greedy continuation after prompt + y[:t]: (tokens, top-1 probabilities), PAD-ended."""
@@ -165,7 +149,7 @@ def usable_drafts(tokens: np.ndarray, conf: np.ndarray, limit: int, min_conf: fl
     """How many leading drafts to propose: at most `limit`, none past the drafter's end
     of sequence, and none from the first one whose confidence is below `min_conf`."""
     n = 0
-    for token, prob in zip(tokens[:limit], conf[:limit]):
+    for token, prob in zip(tokens[:limit], conf[:limit], strict=False):
         if token == PAD or prob < min_conf:
             break
         n += 1

@@ -18,7 +18,7 @@ published whole before the clock (the trace's producer stream; replay.reference.
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -16,8 +16,6 @@ no model and no KV: one lookup per round (`lookup.LookupKV`, docs/METHODS.md §2
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from specbench.core.methods.base import (
@@ -26,42 +24,14 @@ from specbench.core.methods.base import (
     Model,
     Op,
     TargetOracle,
-    check_parameter,
     lcp,
     stopped_on_confidence,
     usable_drafts,
 )
+from specbench.core.methods.configs import SdConfig
 from specbench.core.methods.lookup import MAX_NGRAM, LookupKV
 from specbench.errors import SpecbenchError
 from specbench.schemas.traces import PAD, CrossDrafts, WindowTrace
-
-REPORTED_WIDTHS = (5, 6, 7, 8)
-"""AS2D's reporting convention: SD is the mean over these physical widths."""
-MEAN_WIDTHS = f"{REPORTED_WIDTHS[0]}..{REPORTED_WIDTHS[-1]} mean"
-"""What stands for W in the label of that mean."""
-
-
-def sd_label(width: int | str, p_min: float = 0.0, drafter: str | None = None) -> str:
-    """The label of an SD configuration, or with `MEAN_WIDTHS` of its mean over W."""
-    extra = (f",p_min={p_min:g}" if p_min else "") + (f",drafter={drafter}" if drafter else "")
-    return f"sd[W={width}{extra}]"
-
-
-@dataclass(frozen=True)
-class SdConfig:
-    width: int
-    """Physical verification width W (W - 1 drafts)."""
-    p_min: float = 0.0
-    """Confidence stop: drafting ends below this top-1 probability."""
-    drafter: str | None = None
-
-    def __post_init__(self) -> None:
-        check_parameter("W", self.width, 2)  # W = 1 would verify no draft at all
-        check_parameter("p_min", self.p_min, 0.0, 1.0)
-
-    @property
-    def label(self) -> str:
-        return sd_label(self.width, self.p_min, self.drafter)
 
 
 def draft_ops(new: int, k: int, t: int, valid: int, n_prompt_drafter: int, probe: bool = False) -> list[Op]:

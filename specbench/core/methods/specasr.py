@@ -18,8 +18,7 @@ configuration (`recycle[label]`), and replay fails on a query the trace lacks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -29,35 +28,12 @@ from specbench.core.methods.base import (
     Model,
     Op,
     TargetOracle,
-    check_parameter,
     stopped_on_confidence,
     usable_drafts,
 )
+from specbench.core.methods.configs import SpecAsrConfig
 from specbench.core.methods.sd import draft_ops
 from specbench.errors import SpecbenchError
-from specbench.schemas.traces import PAD, RecycleAnswer
-
-
-@dataclass(frozen=True)
-class SpecAsrConfig:
-    k_max: int = 8
-    """Longest draft (physical width k_max + 1)."""
-    tau: float = 0.5
-    """Confidence threshold for drafting and for keeping recycled tokens."""
-    drafter: str | None = None
-
-    def __post_init__(self) -> None:
-        check_parameter("k_max", self.k_max, 1)
-        check_parameter("tau", self.tau, 0.0, 1.0)
-
-    @property
-    def label(self) -> str:
-        return f"specasr[k_max={self.k_max},tau={self.tau:g}" + (f",drafter={self.drafter}" if self.drafter else "") + "]"
-
-    @property
-    def trace_label(self) -> str:
-        """Names its recorded recycling answers in a trace (one trace file per drafter)."""
-        return f"specasr[k_max={self.k_max},tau={self.tau:g}]"
 
 
 def kept_tail(tail: Sequence[int], top1: Sequence[int], conf: Sequence[float], tau: float, limit: int) -> int:
@@ -104,48 +80,3 @@ def decode_specasr(oracle: TargetOracle, drafts: DraftSource, cap: int, n_prompt
             valid = t + min(accepted, in_kv)
         tail = candidates[accepted + 1:] if accepted < len(candidates) else ()
     return Decoded(oracle.tokens(), tuple(ops))
-
-
-NextToken = Callable[[tuple[int, ...]], tuple[int, float]]
-"""A live drafter: context (committed + drafted tokens) -> (top-1 token, its probability)."""
-
-
-class LiveDrafts:
-    """Draft answers computed from a live drafter function, for building traces.
-
-    It sees `y` because it stands where the real models stand when a trace is recorded;
-    decision procedures still see only what the oracle commits.
-    """
-
-    def __init__(self, y: Sequence[int], next_token: NextToken, k_max: int, eos: int | None):
-        self._y = tuple(int(v) for v in y)
-        self._next = next_token
-        self._k_max = k_max
-        self._eos = eos
-        self.recorded: dict[str, dict[tuple[int, tuple[int, ...]], RecycleAnswer]] = {}
-
-    def greedy(self, context: tuple[int, ...], length: int) -> tuple[np.ndarray, np.ndarray]:
-        tokens = np.full(length, PAD, dtype=np.int32)
-        conf = np.zeros(length)
-        for i in range(length):
-            token, prob = self._next(context)
-            tokens[i], conf[i] = token, prob
-            if token == self._eos:
-                break
-            context += (token,)
-        return tokens, conf
-
-    def continuation(self, t: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.greedy(self._y[:t], self._k_max)
-
-    def recycle(self, config: SpecAsrConfig, t: int, tail: tuple[int, ...], limit: int) -> RecycleAnswer:
-        context = self._y[:t]
-        predictions = [self._next(context + tail[:i]) for i in range(len(tail) + 1)]
-        top1 = tuple(p[0] for p in predictions)
-        conf = tuple(p[1] for p in predictions)
-        kept = kept_tail(tail, top1, conf, config.tau, limit)
-        cont, cont_conf = self.greedy(context + tail[:kept], self._k_max)
-        length = int(np.sum(cont != PAD))
-        answer = RecycleAnswer(top1, conf, kept, tuple(cont[:length].tolist()), tuple(cont_conf[:length].tolist()))
-        self.recorded.setdefault(config.trace_label, {})[(t, tail)] = answer
-        return answer

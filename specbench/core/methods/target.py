@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from specbench.core.methods.base import Decoded, Model, Op, TargetOracle
-
-
-@dataclass(frozen=True)
-class TargetConfig:
-    @property
-    def label(self) -> str:
-        return "target"
 
 
 def decode_target(oracle: TargetOracle, n_prompt: int) -> Decoded:

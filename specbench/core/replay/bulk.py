@@ -13,17 +13,15 @@ and the columns of `results.WindowResult`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from specbench.core.methods import MethodConfig, row_fields
-from specbench.core.methods.as2d import As2dConfig
 from specbench.core.methods.base import Model
-from specbench.core.methods.sd import SdConfig, check_draft_rows
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import As2dConfig, MethodConfig, SdConfig, TargetConfig, row_fields
+from specbench.core.methods.sd import check_draft_rows
 from specbench.core.positions import counts, histograms
 from specbench.core.replay.lockstep import Simulation, simulate_lockstep
 from specbench.core.replay.reference import decode_serial
@@ -148,7 +146,7 @@ def sd_ops_many(traces: Sequence[WindowTrace], caps: Sequence[int], config: SdCo
     if not traces:
         return []
     if any(t.drafts is None or config.width - 1 > t.drafts.k_max for t in traces):
-        return [sd_ops(trace, cap, config) for trace, cap in zip(traces, caps)]
+        return [sd_ops(trace, cap, config) for trace, cap in zip(traces, caps, strict=False)]
     k_max = max(t.drafts.k_max for t in traces)
     n = np.array([len(t.y) for t in traces], dtype=np.int64)
     first = np.concatenate([[0], np.cumsum(n)[:-1]])  # each window's first row
@@ -172,7 +170,7 @@ def sd_ops_many(traces: Sequence[WindowTrace], caps: Sequence[int], config: SdCo
 
     following = (np.arange(len(local)) + committed).tolist()
     visited: list[int] = []
-    for start, count in zip(first.tolist(), n.tolist()):
+    for start, count in zip(first.tolist(), n.tolist(), strict=False):
         row, end = start + 1, start + count
         while row < end:
             visited.append(row)
@@ -182,7 +180,7 @@ def sd_ops_many(traces: Sequence[WindowTrace], caps: Sequence[int], config: SdCo
     r_k, r_a, r_probe, drafting = k[rows], a[rows], probe[rows].astype(np.int64), limit[rows] > 0
     recorded = [i for i, trace in enumerate(traces) if trace.drafts.recorded is not None]
     if recorded and not all(traces[i].drafts.recorded[t[(r_owner == i) & drafting]].all() for i in recorded):
-        return [sd_ops(trace, cap, config) for trace, cap in zip(traces, caps)]
+        return [sd_ops(trace, cap, config) for trace, cap in zip(traces, caps, strict=False)]
 
     # Drafter: per drafting round, the catch-up forward from the last valid position, then
     # k - 1 (+ the probe) single-token forwards; the valid position moves after each round.
@@ -267,7 +265,7 @@ def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], pr
                                                                      trace.drafts.lookup is None) for _, trace in used):
         ops = sd_ops_many([trace for _, trace in used], [w.cap for w in windows], config)
     else:
-        ops = [serial_ops(config, trace, w.cap, name) for w, (name, trace) in zip(windows, used)]
+        ops = [serial_ops(config, trace, w.cap, name) for w, (name, trace) in zip(windows, used, strict=False)]
     n = len(ops)
     t_owner = np.repeat(np.arange(n), [len(o.target_width) for o in ops])
     d_owner = np.repeat(np.arange(n), [len(o.drafter_width) for o in ops])

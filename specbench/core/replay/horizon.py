@@ -8,13 +8,12 @@ device profile — showing where acceptance saturates and extra depth stops payi
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from specbench.core.methods.sd import SdConfig
-from specbench.core.methods.target import TargetConfig
+from specbench.core.methods.configs import SdConfig, TargetConfig
 from specbench.core.positions import summed
 from specbench.core.replay.bulk import replay_serial
 from specbench.schemas.profiles import DeviceProfile

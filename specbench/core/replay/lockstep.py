@@ -8,12 +8,12 @@ the same order, so the results equal the scalar reference bit for bit (tests che
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
-from specbench.core.methods.as2d import As2dConfig
+from specbench.core.methods.configs import As2dConfig
 from specbench.core.positions import counts, histograms
 from specbench.core.replay.reference import (
     ProducerCosts,
@@ -465,7 +465,7 @@ def simulate_lockstep(sims: Sequence[Simulation], windows: Sequence[Window], pro
             active = active.retire(done, s)
     forwards, producer_outside = _producer_ends(sims, profile, study, s)
     s.depth_extrapolated |= producer_outside
-    owner, length, accepted = (np.concatenate(part) for part in zip(*s.verified)) if s.verified else ([], [], [])
+    owner, length, accepted = (np.concatenate(part) for part in zip(*s.verified, strict=False)) if s.verified else ([], [], [])
     reached_at, accepted_at = counts(*histograms(owner, length, accepted, len(sims)))
     return LockstepResult(s.time, s.d, s.v, s.o, s.h, s.rounds, s.proposed, s.accepted, s.multi, forwards,
                           s.extrapolated, s.depth_extrapolated, reached_at, accepted_at)

@@ -12,17 +12,25 @@ the same numbers for whole studies at once, and tests check them equal to the la
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
-from specbench.core.methods import MethodConfig, method_name, row_fields
-from specbench.core.methods.as2d import As2dConfig, As2dVerifier
+from specbench.core.methods.as2d import As2dVerifier
 from specbench.core.methods.base import Decoded, Model, TargetOracle, TraceDrafts
-from specbench.core.methods.sd import SdConfig, decode_sd, drafter_kv
-from specbench.core.methods.specasr import SpecAsrConfig, decode_specasr
-from specbench.core.methods.target import TargetConfig, decode_target
+from specbench.core.methods.configs import (
+    As2dConfig,
+    MethodConfig,
+    SdConfig,
+    SpecAsrConfig,
+    TargetConfig,
+    method_name,
+    row_fields,
+)
+from specbench.core.methods.sd import decode_sd, drafter_kv
+from specbench.core.methods.specasr import decode_specasr
+from specbench.core.methods.target import decode_target
 from specbench.core.positions import position_counts
 from specbench.errors import SpecbenchError
 from specbench.schemas.profiles import CoSchedule, CostTable, DeviceProfile, DrafterProfile

@@ -1,5 +1,6 @@
 #include "modes.h"
 #include "audio.h"
+#include "vocabmap.h"
 
 #include <algorithm>
 #include <thread>
@@ -12,6 +13,22 @@ CommonOptions parse_common(JobObject & job) {
     if (o.threads < 1) throw JobError("job key 'threads' must be >= 1");
     if (o.n_ctx < 0) throw JobError("job key 'n_ctx' must be >= 0 (0: sized from the job)");
     return o;
+}
+
+JobModels parse_job_models(JobObject & job, DrafterNeed need) {
+    JobModels m;
+    m.common = parse_common(job);
+    m.target = parse_model_spec(job.object("target"), "target", m.common.threads);
+    if (need == DrafterNeed::model) {
+        m.drafter.present = true;
+        m.drafter.spec = parse_model_spec(job.object("drafter"), "drafter", m.common.threads);
+        return m;
+    }
+    m.drafter = parse_drafter(job, m.common.threads);
+    if (need == DrafterNeed::required && !m.drafter.present) {
+        throw JobError("job key 'drafter' is required", "a model {\"path\": ...} or {\"lookup\": \"pld\"}");
+    }
+    return m;
 }
 
 std::string join_names(const std::vector<std::string> & names) {
@@ -105,6 +122,37 @@ std::unique_ptr<Model> load_model(const ModelSpec & spec, int n_ctx, int n_batch
     auto m = std::make_unique<Model>(spec, n_ctx, n_batch, max_outputs);
     emit_event("loaded", m->describe());
     return m;
+}
+
+LoadedModels load_models(const JobModels & job, std::vector<Window> & windows, const ModelLoad & load,
+                         bool with_drafter) {
+    const bool sized = job.common.n_ctx == 0;  // contexts sized from the windows
+    LoadedModels m;
+    m.target = load_model(job.target, sized ? size_context(windows, load.target_extra, false) : job.common.n_ctx, 512,
+                          load.target_outputs);
+    attach_audio(*m.target, windows, false, load.target_extra, sized);
+    if (!with_drafter) return m;
+    m.drafter = load_model(job.drafter.spec, sized ? size_context(windows, load.drafter_extra, true) : job.common.n_ctx,
+                           512, load.drafter_outputs);
+    attach_audio(*m.drafter, windows, true, load.drafter_extra, sized);
+    const std::string difference = vocab_difference(*m.target, *m.drafter);
+    m.cross = !difference.empty();
+    if (!m.cross) return m;
+    check_mappable(*m.target, *m.drafter);
+    if (!load.same_vocab_for.empty()) {
+        throw JobError(load.same_vocab_for + " needs a same-vocabulary drafter; the drafter (" + m.drafter->path() +
+                           ") and the target (" + m.target->path() + ") differ (" + difference + ")",
+                       load.same_vocab_hint);
+    }
+    if (sized) m.drafter->resize_context(size_context(windows, 3 * max_cap(windows) + load.cross_extra, true));
+    return m;
+}
+
+void refuse_audio_for_lookup(const Window & w) {
+    if (w.is_audio()) {
+        throw JobError("window '" + w.id + "': the lookup drafter " + LOOKUP_NAME +
+                       " reads prompt token ids; an audio prompt has embeddings");
+    }
 }
 
 Prefill prefill_window(Model & target, Model * drafter, const Window & w) {

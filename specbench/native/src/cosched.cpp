@@ -5,39 +5,20 @@
 // drafter step time (medians). Together, the target runs at least `repetitions` forwards,
 // and more until at least `repetitions` drafter steps ran entirely inside its timed span.
 #include "modes.h"
+#include "timing.h"
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
-#include <numeric>
 #include <random>
 #include <thread>
 
 namespace {
 
-double median(std::vector<int64_t> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    if (n == 0) return 0.0;
-    return n % 2 ? (double) v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
+// A timing's spread in a cosched record (its median is a record key of its own).
 json spread(const std::vector<int64_t> & v) {
     if (v.empty()) return json{{"n", 0}};
-    const double mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
-    double var = 0.0;
-    for (int64_t s : v) var += (s - mean) * (s - mean);
-    return json{{"n", v.size()},
-                {"min_us", *std::min_element(v.begin(), v.end())},
-                {"max_us", *std::max_element(v.begin(), v.end())},
-                {"stdev_us", v.size() > 1 ? std::sqrt(var / (v.size() - 1)) : 0.0}};
-}
-
-std::vector<llama_token> random_tokens(std::mt19937 & rng, int n_vocab, int n) {
-    std::uniform_int_distribution<int> dist(0, n_vocab - 1);
-    std::vector<llama_token> t(n);
-    for (auto & x : t) x = dist(rng);
-    return t;
+    const SampleSummary<int64_t> s = summarize(v);
+    return json{{"n", s.n}, {"min_us", s.min}, {"max_us", s.max}, {"stdev_us", s.stdev}};
 }
 
 // One drafter AR step at a fixed depth: feed a token, keep only the last logits, roll back.
@@ -51,9 +32,10 @@ int64_t drafter_step(Model & d, llama_token tok, int depth) {
 }  // namespace
 
 void run_cosched(JobObject & job) {
-    CommonOptions common = parse_common(job);
-    ModelSpec target_spec = parse_model_spec(job.object("target"), "target", common.threads);
-    ModelSpec drafter_spec = parse_model_spec(job.object("drafter"), "drafter", common.threads);
+    const JobModels models = parse_job_models(job, DrafterNeed::model);
+    const CommonOptions & common = models.common;
+    const ModelSpec & target_spec = models.target;
+    const ModelSpec & drafter_spec = models.drafter.spec;
     std::vector<int> widths = job.get<std::vector<int>>("widths", {1, 2, 3, 4, 5, 6, 7, 8});
     std::vector<int> depths = job.get<std::vector<int>>("depths", {0});
     const int warmup = job.get<int>("warmup", 1);
@@ -137,7 +119,8 @@ void run_cosched(JobObject & job) {
                 if (s.first - s.second >= span_start.load() && s.first <= span_end.load()) d_together.push_back(s.second);
             }
 
-            const double ta = median(t_alone), tt = median(t_together), da = median(d_alone), dt = median(d_together);
+            const double ta = summarize(t_alone).median, tt = summarize(t_together).median;
+            const double da = summarize(d_alone).median, dt = summarize(d_together).median;
             emit_result({{"kind", "cosched"},
                          {"width", w},
                          {"depth", depth},

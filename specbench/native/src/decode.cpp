@@ -76,15 +76,38 @@ DecodeRun run_serial(Model & target, Model * drafter, const Window & w, std::vec
     return r;
 }
 
-// State of one serial SD window. Positions: the target's KV holds prompt + y[:t-1] (the
-// root y[t-1] is fed by the next verification); the drafter's holds its prompt + y[:have].
-class SpecDecoder {
+// The drafter's next greedy draft after its last forward. The softmax is needed only for the
+// confidence stop (p_min > 0); the timed loop skips it otherwise.
+Top1 next_draft(const Model & drafter, double p_min) {
+    return p_min > 0.0 ? drafter.top1(-1) : Top1{drafter.argmax(-1), 1.0, 0.0f};
+}
+
+// What a serial decoder with a drafter model holds for one window: both models, the window,
+// the method and the committed tokens y.
+class DrafterDecoder {
   public:
-    SpecDecoder(Model & target, Model & drafter, const Window & w, const Method & m)
+    DrafterDecoder(Model & target, Model & drafter, const Window & w, const Method & m)
         : target_(target), drafter_(drafter), w_(w), m_(m) {}
 
+  protected:
+    // The serial decode clock around `round`, called once per round.
+    template <class Round> DecodeRun run_rounds(Round round) { return run_serial(target_, &drafter_, w_, y_, round); }
+
+    Model & target_;
+    Model & drafter_;
+    const Window & w_;
+    const Method & m_;
+    std::vector<llama_token> y_;
+};
+
+// State of one serial SD window. Positions: the target's KV holds prompt + y[:t-1] (the
+// root y[t-1] is fed by the next verification); the drafter's holds its prompt + y[:have].
+class SpecDecoder : DrafterDecoder {
+  public:
+    using DrafterDecoder::DrafterDecoder;
+
     DecodeRun run() {
-        return run_serial(target_, &drafter_, w_, y_, [this](std::vector<Op> & ops) { round(ops); });
+        return run_rounds([this](std::vector<Op> & ops) { round(ops); });
     }
 
   private:
@@ -98,7 +121,7 @@ class SpecDecoder {
         have_ = t;
         std::vector<llama_token> c;
         fed_ = 0;
-        Top1 next = next_draft();
+        Top1 next = next_draft(drafter_, m_.p_min);
         while ((int) c.size() < k_max && next.prob >= m_.p_min) {
             c.push_back(next.token);
             // Nothing follows an EOG, and the last draft needs no forward of its own.
@@ -106,14 +129,9 @@ class SpecDecoder {
             depth = drafter_.kv_len();
             ops.push_back(Op{"drafter", 1, depth, -1, drafter_.forward(&next.token, 1, false)});
             fed_++;
-            next = next_draft();
+            next = next_draft(drafter_, m_.p_min);
         }
         return c;
-    }
-
-    // The softmax is needed only for the confidence stop; skip it in the timed loop otherwise.
-    Top1 next_draft() const {
-        return m_.p_min > 0.0 ? drafter_.top1(-1) : Top1{drafter_.argmax(-1), 1.0f, 0.0f};
     }
 
     void round(std::vector<Op> & ops) {
@@ -128,11 +146,6 @@ class SpecDecoder {
         drafter_.rollback((int) w_.drafter_prompt.size() + have_);
     }
 
-    Model & target_;
-    Model & drafter_;
-    const Window & w_;
-    const Method & m_;
-    std::vector<llama_token> y_;
     int have_ = 0;  // committed tokens already in the drafter's KV
     int fed_ = 0;   // drafts of this round fed to the drafter
 };
@@ -146,13 +159,13 @@ class SpecDecoder {
 // draft). The drafter's KV bookkeeping (`valid_`) is the reference's; the single-token
 // forward whose only outcome was a confidence below tau is logged with "probe": true (the
 // reference counts it too: it is what tells the drafter to stop).
-class SpecAsrDecoder {
+class SpecAsrDecoder : DrafterDecoder {
   public:
     SpecAsrDecoder(Model & target, Model & drafter, const Window & w, const Method & m)
-        : target_(target), drafter_(drafter), w_(w), m_(m), npd_((int) w.drafter_prompt.size()) {}
+        : DrafterDecoder(target, drafter, w, m), npd_((int) w.drafter_prompt.size()) {}
 
     DecodeRun run() {
-        return run_serial(target_, &drafter_, w_, y_, [this](std::vector<Op> & ops) { round(ops); });
+        return run_rounds([this](std::vector<Op> & ops) { round(ops); });
     }
 
   private:
@@ -209,12 +222,7 @@ class SpecAsrDecoder {
         return fed;
     }
 
-    Model & target_;
-    Model & drafter_;
-    const Window & w_;
-    const Method & m_;
     const int npd_;
-    std::vector<llama_token> y_;
     std::vector<llama_token> tail_;  // unverified drafts after the last rejection
     int valid_ = 0;                  // committed tokens (after the prompt) valid in the drafter's KV
 };
@@ -228,14 +236,13 @@ class SpecAsrDecoder {
 // (conf = the lowest of the drafter tokens it covers), the drafter's end, or
 // max(96, 4 (W-1) + 16) drafter tokens (then flushed). The trace's cross-vocabulary draft
 // rows use the same rule, so replay sees the same candidates.
-class CrossSpecDecoder {
+class CrossSpecDecoder : DrafterDecoder {
   public:
-    CrossSpecDecoder(Model & target, Model & drafter, const Window & w, const Method & m)
-        : target_(target), drafter_(drafter), w_(w), m_(m) {}
+    using DrafterDecoder::DrafterDecoder;
 
     DecodeRun run() {
         kv_ = w_.drafter_prompt;  // what the prefill leaves in the drafter's KV
-        DecodeRun r = run_serial(target_, &drafter_, w_, y_, [this](std::vector<Op> & ops) {
+        DecodeRun r = run_rounds([this](std::vector<Op> & ops) {
             const int t = (int) y_.size();
             const int limit = std::min(m_.width - 1, w_.cap - t - 1);
             std::vector<llama_token> c;
@@ -247,10 +254,6 @@ class CrossSpecDecoder {
     }
 
   private:
-    Top1 next_draft() const {
-        return m_.p_min > 0.0 ? drafter_.top1(-1) : Top1{drafter_.argmax(-1), 1.0, 0.0f};
-    }
-
     static int usable(const StreamMapper & map, int limit, double p_min) {
         int n = 0;
         while (n < (int) map.tokens.size() && n < limit && map.conf[n] >= p_min) n++;
@@ -272,7 +275,7 @@ class CrossSpecDecoder {
 
         StreamMapper map(target_, drafter_);
         const int max_steps = std::max(96, 4 * (m_.width - 1) + 16);
-        Top1 next = next_draft();
+        Top1 next = next_draft(drafter_, m_.p_min);
         for (int step = 0;; step++) {
             map.push(next.token, next.prob, step);
             const int n = usable(map, limit, m_.p_min);
@@ -284,17 +287,12 @@ class CrossSpecDecoder {
             const int d = drafter_.kv_len();
             ops.push_back(Op{"drafter", 1, d, -1, drafter_.forward(&next.token, 1, false)});
             kv_.push_back(next.token);
-            next = next_draft();
+            next = next_draft(drafter_, m_.p_min);
         }
         const int k = usable(map, limit, m_.p_min);
         return std::vector<llama_token>(map.tokens.begin(), map.tokens.begin() + k);
     }
 
-    Model & target_;
-    Model & drafter_;
-    const Window & w_;
-    const Method & m_;
-    std::vector<llama_token> y_;
     std::vector<llama_token> kv_;  // the drafter's KV content (its prompt first)
 };
 
@@ -389,11 +387,8 @@ void warm(Model & m, int width) {
 }  // namespace
 
 void run_decode(JobObject & job) {
-    CommonOptions common = parse_common(job);
-    ModelSpec target_spec = parse_model_spec(job.object("target"), "target", common.threads);
-    const DrafterChoice choice = parse_drafter(job, common.threads);
-    const bool has_drafter = choice.present;
-    const ModelSpec & drafter_spec = choice.spec;
+    const JobModels models = parse_job_models(job, DrafterNeed::optional);
+    const DrafterChoice & choice = models.drafter;
     std::vector<Method> methods;
     for (JobObject & mo : job.objects("methods")) methods.push_back(parse_method(mo));
     std::vector<Window> windows = parse_windows(job, true);
@@ -416,7 +411,7 @@ void run_decode(JobObject & job) {
         if (m.name != "target" && !needs_drafter) drafting = m.name;
         needs_drafter |= m.name != "target";
     }
-    if (needs_drafter && !has_drafter) {
+    if (needs_drafter && !choice.present) {
         throw JobError("method " + drafting + " needs a drafter", "add \"drafter\": {\"path\": ...} to the job");
     }
 
@@ -431,10 +426,7 @@ void run_decode(JobObject & job) {
             as2d |= m.name == "as2d";
         }
         for (const Window & w : windows) {
-            if (w.is_audio()) {
-                throw JobError("window '" + w.id + "': the lookup drafter " + LOOKUP_NAME +
-                               " reads prompt token ids; an audio prompt has embeddings");
-            }
+            refuse_audio_for_lookup(w);
             if (as2d && w.input.empty()) {
                 throw JobError("window '" + w.id + "': as2d with the lookup drafter " + LOOKUP_NAME +
                                    " publishes the window's input, and the window has no \"input\"",
@@ -444,32 +436,22 @@ void run_decode(JobObject & job) {
         needs_drafter = false;  // no model to load
     }
 
-    const int n_ctx_t = common.n_ctx > 0 ? common.n_ctx : size_context(windows, max_w + 8, false);
-    const int n_ctx_d = common.n_ctx > 0 ? common.n_ctx : size_context(windows, max_w + 8, true);
-    emit_event("start", {{"mode", "decode"}, {"windows", windows.size()}, {"methods", methods.size()}});
-    auto target = load_model(target_spec, n_ctx_t, 512, max_w);
-    attach_audio(*target, windows, false, max_w + 8, common.n_ctx == 0);
-    std::unique_ptr<Model> drafter;
-    bool cross = false;
-    if (needs_drafter) {
-        drafter = load_model(drafter_spec, n_ctx_d, 512, max_w + 1);
-        attach_audio(*drafter, windows, true, max_w + 8, common.n_ctx == 0);
-        cross = !vocab_difference(*target, *drafter).empty();
-        if (cross) {
-            check_mappable(*target, *drafter);
-            for (const Method & m : methods) {
-                if (m.name == "specasr") {
-                    // Recycling compares drafter top-1s with target-vocabulary tail tokens.
-                    throw JobError("method specasr needs a same-vocabulary drafter; the drafter (" + drafter->path() +
-                                       ") and the target (" + target->path() + ") differ (" +
-                                       vocab_difference(*target, *drafter) + ")",
-                                   "use sd or as2d with this pair (they map tokens through text)");
-                }
-            }
-            // Mapped streams need more drafter positions than target tokens (up to 4 per token).
-            if (common.n_ctx == 0) drafter->resize_context(size_context(windows, 3 * max_cap(windows) + max_w + 64, true));
+    ModelLoad load;
+    load.target_extra = load.drafter_extra = max_w + 8;
+    load.target_outputs = max_w;
+    load.drafter_outputs = max_w + 1;
+    load.cross_extra = max_w + 64;
+    for (const Method & m : methods) {
+        if (m.name == "specasr") {  // recycling compares drafter top-1s with target-vocabulary tail tokens
+            load.same_vocab_for = "method specasr";
+            load.same_vocab_hint = "use sd or as2d with this pair (they map tokens through text)";
         }
     }
+    emit_event("start", {{"mode", "decode"}, {"windows", windows.size()}, {"methods", methods.size()}});
+    LoadedModels loaded = load_models(models, windows, load, needs_drafter);
+    Model * const target = loaded.target.get();
+    Model * const drafter = loaded.drafter.get();
+    const bool cross = loaded.cross;
     if (warmup) {
         warm(*target, max_w);
         if (drafter) warm(*drafter, 1);
@@ -492,7 +474,7 @@ void run_decode(JobObject & job) {
     if (warmup_runs > 0) emit_event("warmed_up", {{"warmup_runs", warmup_runs}});
     // Samples of a window interleave the methods (sample 0 of each, then sample 1, ...), so drift
     // within a window reaches every method alike. Probes: before the first window and after each.
-    emit_probe(*target, drafter.get(), choice.lookup, probe, "start");
+    emit_probe(*target, drafter, choice.lookup, probe, "start");
     for (const Window & w : windows) {
         for (int s = 0; s < runs; s++) {
             const bool reversed = alternate && s % 2 == 1;
@@ -503,6 +485,6 @@ void run_decode(JobObject & job) {
                 report(w, m, r, target->detokenize(r.tokens, false), s, slot);
             }
         }
-        emit_probe(*target, drafter.get(), choice.lookup, probe, "after", {{"window_id", w.id}});
+        emit_probe(*target, drafter, choice.lookup, probe, "after", {{"window_id", w.id}});
     }
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "engine.h"
+#include "lookup.h"
 #include "protocol.h"
 
 #include <memory>
@@ -27,6 +28,19 @@ struct CommonOptions {
     int n_ctx = 0;    // 0: sized from the job
 };
 CommonOptions parse_common(JobObject & job);
+
+// The start every model-running job shares: its common keys, the target and the drafter.
+enum class DrafterNeed {
+    optional,  // a model, the lookup drafter, or none
+    required,  // a model or the lookup drafter
+    model,     // a model
+};
+struct JobModels {
+    CommonOptions common;
+    ModelSpec target;
+    DrafterChoice drafter;
+};
+JobModels parse_job_models(JobObject & job, DrafterNeed need);
 
 struct MediaPrompt;  // audio.h
 
@@ -127,3 +141,28 @@ struct GreedyRun {
 GreedyRun greedy_target(Model & target, const Window & w, bool with_margins);
 
 std::unique_ptr<Model> load_model(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs);
+
+// How a job over windows (decode, trace) sizes and loads its models: each model's context holds
+// every window's prompt + cap + its `extra` positions (the job's n_ctx instead when given), and
+// its forwards keep logits for at most `outputs` rows.
+struct ModelLoad {
+    int target_extra = 0;
+    int target_outputs = 1;
+    int drafter_extra = 0;
+    int drafter_outputs = 1;
+    int cross_extra = 0;          // a drafter of another vocabulary: its positions past its prompt +
+                                  // 3 x the longest cap (mapped streams take up to 3 per target token)
+    std::string same_vocab_for;   // non-empty: what refuses a drafter of another vocabulary
+    std::string same_vocab_hint;
+};
+struct LoadedModels {
+    std::unique_ptr<Model> target;
+    std::unique_ptr<Model> drafter;  // null: no drafter, or the lookup drafter
+    bool cross = false;              // the drafter's vocabulary differs from the target's
+};
+// Loads the target and, with `with_drafter`, the job's drafter model, attaching each one's audio
+// prompts; a drafter of another vocabulary must map through text (check_mappable).
+LoadedModels load_models(const JobModels & job, std::vector<Window> & windows, const ModelLoad & load,
+                         bool with_drafter);
+// The lookup drafter reads prompt token ids: an audio window is refused.
+void refuse_audio_for_lookup(const Window & w);

@@ -1,10 +1,9 @@
 // Reference probes: see probe.h.
 #include "probe.h"
 
-#include "lookup.h"
 #include "modes.h"
+#include "timing.h"
 
-#include <algorithm>
 #include <dirent.h>
 #include <fstream>
 #include <random>
@@ -12,12 +11,6 @@
 #include <vector>
 
 namespace {
-
-double median_of(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::vector<double> time_forwards(Model & m, int repetitions) {
     const llama_token token = 1;
@@ -32,23 +25,11 @@ std::vector<double> time_forwards(Model & m, int repetitions) {
     return us;
 }
 
-size_t g_probe_sink = 0;  // keeps the timed lookups from being optimized away
-
 std::vector<double> time_lookups(int repetitions) {
     std::mt19937 rng(7);
-    std::vector<llama_token> ctx(128);
-    for (auto & t : ctx) t = (llama_token) (rng() % 32000);
+    const std::vector<llama_token> ctx = random_tokens(rng, 32000, 128);
     std::vector<double> us;
-    for (int i = 0; i < repetitions; i++) {
-        const int64_t start = now_us();
-        int64_t n = 0, elapsed = 0;
-        do {  // one lookup is far below the clock's tick: the mean over >= 1 ms of them
-            g_probe_sink += prompt_lookup(ctx.data(), (int) ctx.size(), 16).size();
-            n++;
-            elapsed = now_us() - start;
-        } while (elapsed < 1000 || n < 100);
-        us.push_back((double) elapsed / (double) n);
-    }
+    for (int i = 0; i < repetitions; i++) us.push_back(lookup_sample_us(ctx));
     return us;
 }
 
@@ -113,10 +94,10 @@ void emit_probe(Model & target, Model * drafter, bool lookup, const ProbeOptions
                 const json & fields) {
     if (!opts.enabled) return;
     const std::vector<double> t = time_forwards(target, opts.repetitions);
-    json rec = {{"kind", "probe"}, {"where", where}, {"target_us", median_of(t)}, {"target_samples_us", t}};
+    json rec = {{"kind", "probe"}, {"where", where}, {"target_us", summarize(t).median}, {"target_samples_us", t}};
     if (drafter || lookup) {
         const std::vector<double> d = drafter ? time_forwards(*drafter, opts.repetitions) : time_lookups(opts.repetitions);
-        rec.update({{"drafter_us", median_of(d)}, {"drafter_samples_us", d}});
+        rec.update({{"drafter_us", summarize(d).median}, {"drafter_samples_us", d}});
     }
     rec.update({{"run_queue_wait_us", run_queue_wait_us()}, {"steal_ticks", steal_ticks()}, {"cpu_khz", cpu_khz()},
                 {"t_us", now_us()}});
@@ -127,9 +108,8 @@ void emit_probe(Model & target, Model * drafter, bool lookup, const ProbeOptions
 // "probe": load the target (and drafter) in their lanes and emit `count` probes, "where" named
 // by the job (a validation probes before and after each profile refresh this way).
 void run_probe(JobObject & job) {
-    CommonOptions common = parse_common(job);
-    ModelSpec target_spec = parse_model_spec(job.object("target"), "target", common.threads);
-    const DrafterChoice choice = parse_drafter(job, common.threads);
+    const JobModels models = parse_job_models(job, DrafterNeed::optional);
+    const DrafterChoice & choice = models.drafter;
     ProbeOptions probe = parse_probe(job);
     const int count = job.get<int>("count", 1);
     const std::string where = job.get<std::string>("where", "probe");
@@ -137,7 +117,7 @@ void run_probe(JobObject & job) {
     if (count < 1) throw JobError("job key 'count' must be >= 1");
     probe.enabled = true;
     emit_event("start", {{"mode", "probe"}});
-    auto target = load_model(target_spec, 256, 512, 1);
+    auto target = load_model(models.target, 256, 512, 1);
     std::unique_ptr<Model> drafter;
     if (choice.present && !choice.lookup) drafter = load_model(choice.spec, 256, 512, 1);
     for (int i = 0; i < count; i++) emit_probe(*target, drafter.get(), choice.lookup, probe, where, {{"index", i}});

@@ -3,10 +3,9 @@
 // pp computes only the last row), CD(n, depth) for the drafter.
 #include "modes.h"
 #include "lookup.h"
+#include "timing.h"
 
 #include <algorithm>
-#include <cmath>
-#include <numeric>
 #include <random>
 
 namespace {
@@ -28,27 +27,11 @@ void check_sizes(const std::vector<int> & v, const char * key, int lo) {
     }
 }
 
-template <class T> json stats(std::vector<T> samples) {
-    json raw = samples;
-    std::sort(samples.begin(), samples.end());
-    const size_t n = samples.size();
-    const double median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
-    const double mean = std::accumulate(samples.begin(), samples.end(), 0.0) / n;
-    double var = 0.0;
-    for (const T s : samples) var += ((double) s - mean) * ((double) s - mean);
-    return json{{"median_us", median},
-                {"mean_us", mean},
-                {"stdev_us", n > 1 ? std::sqrt(var / (n - 1)) : 0.0},
-                {"min_us", samples.front()},
-                {"max_us", samples.back()},
-                {"samples_us", raw}};
-}
-
-std::vector<llama_token> random_tokens(std::mt19937 & rng, int n_vocab, int n) {
-    std::uniform_int_distribution<int> dist(0, n_vocab - 1);
-    std::vector<llama_token> t(n);
-    for (auto & x : t) x = dist(rng);
-    return t;
+// A timing's keys in a sweep record: its summary and every sample, in the order taken.
+template <class T> json stats(const std::vector<T> & samples) {
+    const SampleSummary<T> s = summarize(samples);
+    return json{{"median_us", s.median}, {"mean_us", s.mean}, {"stdev_us", s.stdev},
+                {"min_us", s.min},       {"max_us", s.max},   {"samples_us", samples}};
 }
 
 // All widths of one model at one depth. The depth prefix is prefilled once, untimed; every
@@ -88,28 +71,15 @@ void sweep_depth(Model & m, const SweepPlan & plan, const std::vector<int> & wid
 // The lookup drafter's cost (docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table), as a drafter table
 // of width 1: prompt_lookup over `depth` random tokens of the target's vocabulary. With a large vocabulary they almost
 // never recur, so a sample is the full scan of every n-gram size, the longest a lookup over
-// that context takes. One lookup takes far less than the clock's 1 µs tick, so a sample is
-// the mean over a batch that runs for at least 1 ms.
-size_t g_lookup_sink = 0;  // keeps the timed lookups from being optimized away
-
+// that context takes.
 void sweep_lookup(const SweepPlan & plan, int n_vocab) {
     std::mt19937 rng(plan.seed);
     for (int depth : plan.depths) {
         emit_event("progress", {{"model", "drafter"}, {"depth", depth}});
         const std::vector<llama_token> ctx = random_tokens(rng, n_vocab, depth);
-        auto sample = [&]() {
-            const int64_t start = now_us();
-            int64_t n = 0, elapsed = 0;
-            do {
-                g_lookup_sink += prompt_lookup(ctx.data(), depth, 16).size();
-                n++;
-                elapsed = now_us() - start;
-            } while (elapsed < 1000 || n < 100);
-            return (double) elapsed / (double) n;
-        };
-        for (int i = 0; i < plan.warmup; i++) sample();
+        for (int i = 0; i < plan.warmup; i++) lookup_sample_us(ctx);
         std::vector<double> samples;
-        for (int i = 0; i < plan.repetitions; i++) samples.push_back(sample());
+        for (int i = 0; i < plan.repetitions; i++) samples.push_back(lookup_sample_us(ctx));
         json rec = {{"kind", "forward"}, {"model", "drafter"}, {"width", 1}, {"depth", depth}, {"logits", "none"},
                     {"lookup", LOOKUP_NAME}, {"warmup", plan.warmup}, {"repetitions", plan.repetitions}};
         rec.update(stats(samples));
@@ -128,12 +98,9 @@ void sweep_model(Model & m, const SweepPlan & plan, const std::vector<int> & wid
 }  // namespace
 
 void run_sweep(JobObject & job) {
-    CommonOptions common = parse_common(job);
+    const JobModels models = parse_job_models(job, DrafterNeed::optional);
+    const DrafterChoice & choice = models.drafter;
     SweepPlan plan;
-    ModelSpec target_spec = parse_model_spec(job.object("target"), "target", common.threads);
-    const DrafterChoice choice = parse_drafter(job, common.threads);
-    const bool with_drafter = choice.present;
-    const ModelSpec & drafter_spec = choice.spec;
     plan.widths = job.get<std::vector<int>>("widths", {1, 2, 3, 4, 5, 6, 7, 8});
     plan.drafter_widths = job.get<std::vector<int>>("drafter_widths", plan.widths);
     std::string dl = job.get<std::string>("drafter_logits", "last");
@@ -162,20 +129,20 @@ void run_sweep(JobObject & job) {
     const int max_w = std::max(*std::max_element(plan.widths.begin(), plan.widths.end()),
                                *std::max_element(plan.drafter_widths.begin(), plan.drafter_widths.end()));
     const int max_depth = *std::max_element(plan.depths.begin(), plan.depths.end());
-    const int n_ctx = common.n_ctx > 0 ? common.n_ctx : (max_depth + max_w + 255) / 256 * 256;
+    const int n_ctx = models.common.n_ctx > 0 ? models.common.n_ctx : (max_depth + max_w + 255) / 256 * 256;
     const int n_batch = std::max(512, max_w);
 
     emit_event("start", {{"mode", "sweep"}});
     int n_vocab = 0;
     {
-        auto target = load_model(target_spec, n_ctx, n_batch, max_w);
+        auto target = load_model(models.target, n_ctx, n_batch, max_w);
         sweep_model(*target, plan, plan.widths, true);
         n_vocab = target->n_vocab();
     }
     if (choice.lookup) {
         sweep_lookup(plan, n_vocab);
-    } else if (with_drafter) {
-        auto drafter = load_model(drafter_spec, n_ctx, n_batch, max_w);
+    } else if (choice.present) {
+        auto drafter = load_model(choice.spec, n_ctx, n_batch, max_w);
         sweep_model(*drafter, plan, plan.drafter_widths, plan.drafter_all_logits);
     }
 }

@@ -222,8 +222,8 @@ int usable(const std::vector<llama_token> & tokens, const std::vector<double> & 
     return n;
 }
 
-json recycle_json(DraftOracle & oracle, const Model & drafter, const std::vector<llama_token> & y,
-                  const DraftTable & table, int cap, const SpecAsrCfg & cfg) {
+json recycle_json(DraftOracle & oracle, const std::vector<llama_token> & y, const DraftTable & table, int cap,
+                  const SpecAsrCfg & cfg) {
     json queries = json::array();
     const int N = (int) y.size();
     std::vector<llama_token> tail;
@@ -263,18 +263,14 @@ json recycle_json(DraftOracle & oracle, const Model & drafter, const std::vector
         tail.clear();
         if (a < (int) cands.size()) tail.assign(cands.begin() + a + 1, cands.end());
     }
-    (void) drafter;
     return queries;
 }
 
 }  // namespace
 
 void run_trace(JobObject & job) {
-    CommonOptions common = parse_common(job);
-    ModelSpec target_spec = parse_model_spec(job.object("target"), "target", common.threads);
-    const DrafterChoice choice = parse_drafter(job, common.threads);
-    if (!choice.present) throw JobError("job key 'drafter' is required", "a model {\"path\": ...} or {\"lookup\": \"pld\"}");
-    const ModelSpec & drafter_spec = choice.spec;
+    const JobModels models = parse_job_models(job, DrafterNeed::required);
+    const DrafterChoice & choice = models.drafter;
     const int k_max = job.get<int>("k_max", 16);
     const bool with_producer = job.get<bool>("producer", true);
     const bool with_margins = job.get<bool>("margins", false);
@@ -300,10 +296,7 @@ void run_trace(JobObject & job) {
                                " has none", "leave \"specasr\" out");
         }
         for (const Window & w : windows) {
-            if (w.is_audio()) {
-                throw JobError("window '" + w.id + "': the lookup drafter " + LOOKUP_NAME +
-                               " reads prompt token ids; an audio prompt has embeddings");
-            }
+            refuse_audio_for_lookup(w);
             if (with_producer && w.input.empty()) {
                 throw JobError("window '" + w.id + "': the lookup drafter's producer stream is the window's input, "
                                "and the window has no \"input\"",
@@ -311,33 +304,22 @@ void run_trace(JobObject & job) {
             }
         }
     }
-    const int n_ctx_t = common.n_ctx > 0 ? common.n_ctx : size_context(windows, 8, false);
-    const int n_ctx_d = common.n_ctx > 0 ? common.n_ctx : size_context(windows, 2 * k_max + 8, true);
+    ModelLoad load;
+    load.target_extra = 8;
+    load.drafter_extra = 2 * k_max + 8;
+    load.drafter_outputs = 64;
+    load.cross_extra = std::max(96, 4 * k_max + 16) + 64;
+    if (!specasr.empty()) {  // recycling compares drafter top-1s with target-vocabulary tail tokens
+        load.same_vocab_for = "specasr recycling";
+        load.same_vocab_hint = "leave \"specasr\" out for this pair";
+    }
     emit_event("start", {{"mode", "trace"}, {"windows", windows.size()}, {"k_max", k_max}});
-    auto target = load_model(target_spec, n_ctx_t, 512, 1);
-    attach_audio(*target, windows, false, 8, common.n_ctx == 0);
-    std::unique_ptr<Model> drafter;
-    bool cross = false;
-    if (!choice.lookup) {
-        drafter = load_model(drafter_spec, n_ctx_d, 512, 64);
-        attach_audio(*drafter, windows, true, 2 * k_max + 8, common.n_ctx == 0);
-        cross = !vocab_difference(*target, *drafter).empty();
-    }
-    if (cross) {
-        check_mappable(*target, *drafter);
-        if (!specasr.empty()) {
-            throw JobError("specasr recycling needs a same-vocabulary drafter; the drafter (" + drafter->path() +
-                               ") and the target (" + target->path() + ") differ (" +
-                               vocab_difference(*target, *drafter) + ")",
-                           "leave \"specasr\" out for this pair");
-        }
-        if (common.n_ctx == 0) {
-            drafter->resize_context(size_context(windows, 3 * max_cap(windows) + std::max(96, 4 * k_max + 16) + 64, true));
-        }
-    }
+    LoadedModels loaded = load_models(models, windows, load, !choice.lookup);
+    Model & target = *loaded.target;
+    const bool cross = loaded.cross;
 
     for (const Window & w : windows) {
-        GreedyRun g = greedy_target(*target, w, with_margins);
+        GreedyRun g = greedy_target(target, w, with_margins);
         // Keys as specbench.schemas.traces.window_trace_from_dict reads them (less window_sha256,
         // which the Python side computes from the window itself).
         json rec = {{"kind", "trace"},           {"window_id", w.id},
@@ -349,21 +331,22 @@ void run_trace(JobObject & job) {
             rec["drafts"]["lookup"] = {{"name", LOOKUP_NAME}, {"max_ngram", LOOKUP_MAX_NGRAM}};
             if (with_producer) rec["producer"] = input_producer_json(w);
         } else {
-            DraftOracle oracle(*drafter, w);
+            Model & drafter = *loaded.drafter;
+            DraftOracle oracle(drafter, w);
             // The producer first: its long chain is then reused by P[t] while y follows it.
-            json producer = with_producer ? producer_json(oracle, *target, *drafter, cross, w.cap) : json(nullptr);
-            DraftTable table = draft_table(oracle, *target, *drafter, g.y, k_max, cross);
+            json producer = with_producer ? producer_json(oracle, target, drafter, cross, w.cap) : json(nullptr);
+            DraftTable table = draft_table(oracle, target, drafter, g.y, k_max, cross);
             rec["drafts"] = drafts_json(table, k_max);
             if (with_producer) rec["producer"] = producer;
             if (!specasr.empty()) {
                 json recycle = json::object();
-                for (const SpecAsrCfg & cfg : specasr) recycle[cfg.label()] = recycle_json(oracle, *drafter, g.y, table, w.cap, cfg);
+                for (const SpecAsrCfg & cfg : specasr) recycle[cfg.label()] = recycle_json(oracle, g.y, table, w.cap, cfg);
                 rec["recycle"] = recycle;
             }
             forwards = oracle.forwards();
         }
         if (with_margins) rec["y_margin"] = g.margin;
-        rec["text"] = target->detokenize(g.y, false);
+        rec["text"] = target.detokenize(g.y, false);
         emit_event("trace_stats", {{"window_id", w.id}, {"drafter_forwards", forwards}});
         emit_result(rec);
     }

@@ -20,9 +20,9 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from specbench.errors import SpecbenchError, stderr_tail
 from specbench.schemas.fileio import file_sha256, safe_name

@@ -15,9 +15,9 @@ import shlex
 import socket
 import struct
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from specbench.errors import SpecbenchError, stderr_tail
 from specbench.extras import require

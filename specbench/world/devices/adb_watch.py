@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from specbench.errors import SpecbenchError
 from specbench.world.devices import adb_state as st

@@ -8,8 +8,9 @@ own runner and describes its state before and after measuring (`snapshot`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from specbench.world.runner import LineHandler, RunnerInfo, RunOutput
 

@@ -1,0 +1,150 @@
+"""The one-screen summary of a report (docs/METHODS.md §7.10 The one-screen summary): per
+device@placement, each method's best configuration, its speedups and interval, replay's
+fidelity where native rows exist, and the verdict's arithmetic in the profile's own costs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from specbench.app.report.inputs import LoadedResults, missing_profiles, profile_paths
+from specbench.app.report.tables import MainRows, width_or_budget
+from specbench.core import metrics
+from specbench.core.verdict import MS, RoundCounts, stated_depth, verdict
+from specbench.errors import SpecbenchError
+from specbench.render.summary import Summary, SummaryLine, SummarySection
+from specbench.render.tables import Table
+from specbench.schemas.placement import device_of
+
+TITLE = "Summary: each method's best configuration per device@placement"
+ORDER = ("per device@placement x method x drafter: the configuration of highest pooled speedup (the SD mean over "
+         "W left out); speedup and its interval as in the pooled table; vs_best_target = against the fastest "
+         "target-only of the device in any placement; fidelity_pct = mean over windows of |replay - native| / "
+         "native throughput, where native rows exist; verdict: one verification round priced with the "
+         "profile's costs at KV depth `depth` (docs/METHODS.md §7.10 The one-screen summary): serial (f x CD(1) + CT(w)) / tau, "
+         "as2d rhoT(w) x CT(w) / tau, against CT(1); f, w, tau the run's own means")
+COLUMNS = ("speedup", "95% interval", "vs best", "fidelity")
+FORMATS = {"tokens_per_s": ".2f", "speedup": ".3f", "speedup_low": ".3f", "speedup_high": ".3f",
+           "speedup_vs_best_target": ".3f", "fidelity_pct": ".1f", "depth": ".0f", "ms_per_token": ".2f",
+           "pays_pct": ".1f"}
+
+
+def build_summary(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame) -> tuple[Summary, Table]:
+    """The summary of `rows.main` for a terminal, and the same as a table for every other format
+    (`pooled`: metrics.pooled of them, as the pooled table has it)."""
+    from specbench.schemas.profiles import load_profile
+
+    counts = metrics.counts(rows.main).set_index(["device", "config"])
+    fidelity = (metrics.replay_fidelity(rows.frame).set_index(["device", "config"])["mean_abs_error_pct"]
+                if len(rows.native) and len(rows.replayed) else pd.Series(dtype=float))
+    paths, missing = profile_paths(loaded), missing_profiles(loaded)
+    records, sections, notes, depths = [], [], [], {}
+    fastest = _fastest_targets(pooled)
+    for device, mine in pooled.groupby("device", sort=False):
+        profile = load_profile(paths[device]) if device in paths and rows.suffix == "" else None
+        depth = stated_depth(profile) if profile is not None else math.nan
+        target = mine[mine["method"] == "target"].iloc[0]
+        heading = f"{device}: target-only {target['tokens_per_s']:.2f} tokens/s"
+        if "speedup_vs_best_target" in mine and fastest.get(device, device) != device:
+            heading += f" ({target['speedup_vs_best_target']:.3f}x {fastest[device]}'s)"
+        if profile is not None:
+            heading += f", CT(1) {profile.target_costs.cost(1, depth) * MS:.1f} ms"
+            depths[device] = depth
+        else:
+            heading += "; " + _no_verdict(device, rows, missing)
+        baseline = profile.target_costs.cost(1, depth) * MS if profile is not None else math.nan
+        records.append(_record(target, fidelity, depth, baseline, math.nan, "the baseline"))
+        lines = []
+        for _, best in _best(mine).iterrows():
+            found = None
+            if profile is not None:
+                found, reason = _verdict(profile, best, counts.loc[(device, best["config"])], depth)
+            text = found.text if found is not None else (reason if profile is not None else "")
+            records.append(_record(best, fidelity, depth, found.per_token_s * MS if found else math.nan,
+                                   found.pays_pct if found else math.nan, text or _no_verdict(device, rows, missing)))
+            lines.append(SummaryLine(_name(best), _cells(best, fidelity), text))
+        sections.append(SummarySection(heading, tuple(lines)))
+    if depths:
+        at = (f"{next(iter(depths.values())):g}" if len(set(depths.values())) == 1 else
+              ", ".join(f"{d:g} ({device})" for device, d in depths.items()))
+        notes.append(f"verdicts: the profile's costs at KV depth {at}, the middle of its measured depths; "
+                     "fidelity: mean |replay - native| / native")
+        notes.append("how to read it: docs/METHODS.md §7.10 The one-screen summary")
+    frame = pd.DataFrame(records)
+    if "speedup_vs_best_target" not in pooled:  # one placement per device: the column says nothing
+        frame = frame.drop(columns=["speedup_vs_best_target"])
+    return (Summary(TITLE + rows.suffix, COLUMNS, tuple(sections), tuple(notes)),
+            Table(TITLE + rows.suffix, ORDER, frame, FORMATS))
+
+
+def _fastest_targets(pooled: pd.DataFrame) -> dict[str, str]:
+    """device@placement -> the device@placement of the same device with the fastest target-only."""
+    if "speedup_vs_best_target" not in pooled:
+        return {}
+    targets = pooled[pooled["method"] == "target"]
+    phones = targets["device"].map(device_of)
+    best = targets.groupby(phones)["tokens_per_s"].idxmax()
+    return {d: targets.loc[best[p], "device"] for d, p in zip(targets["device"], phones, strict=False)}
+
+
+def _best(mine: pd.DataFrame) -> pd.DataFrame:
+    """Per method x drafter, the configuration of highest speedup (SD's mean over W is no configuration)."""
+    candidates = mine[(mine["method"] != "target") & ~((mine["method"] == "sd") & mine["width"].isna())]
+    key = candidates["drafter"].fillna("")
+    best = candidates.groupby([candidates["method"], key], sort=False)["speedup"].idxmax()
+    return candidates.loc[list(best)]
+
+
+def _verdict(profile, best: pd.Series, counts: pd.Series, depth: float):
+    """(the verdict, None), or (None, why there is none)."""
+    drafter = None if pd.isna(best["drafter"]) else best["drafter"]
+    try:
+        found = verdict(profile, best["method"], drafter,
+                        RoundCounts(int(counts["tokens"]), int(counts["target_forwards"]),
+                                    int(counts["drafter_forwards"]), int(counts["proposed"])), depth)
+    except (SpecbenchError, ValueError) as exc:
+        return None, f"no verdict: {exc}"
+    return found, None
+
+
+def _no_verdict(device: str, rows: MainRows, missing: dict[str, str]) -> str:
+    if rows.suffix:
+        return "no verdict: native rows only (the verdict prices a replay run's rows)"
+    if device in missing:
+        return f"no verdict: profile {missing[device]} not found"
+    return "no verdict: the results name no profile"
+
+
+def _record(row: pd.Series, fidelity: pd.Series, depth: float, ms_per_token: float, pays_pct: float,
+            text: str) -> dict:
+    return {"device": row["device"], "config": row["config"], "method": row["method"], "drafter": row["drafter"],
+            "W/B": width_or_budget(row["method"], row["width"], row["budget"]),
+            "tokens_per_s": row["tokens_per_s"], "speedup": row["speedup"],
+            "speedup_low": row.get("speedup_low", math.nan), "speedup_high": row.get("speedup_high", math.nan),
+            "speedup_vs_best_target": row.get("speedup_vs_best_target", math.nan),
+            "fidelity_pct": fidelity.get((row["device"], row["config"]), math.nan), "depth": depth,
+            "ms_per_token": ms_per_token, "pays_pct": pays_pct, "verdict": text}
+
+
+def _name(row: pd.Series) -> str:
+    """e.g. 'sd W=5 smollm2', 'as2d B=3', 'specasr smollm2'."""
+    parts = [row["method"]]
+    size = width_or_budget(row["method"], row["width"], row["budget"])
+    if size is not None:
+        parts.append(("W=" if row["method"] == "sd" else "B=") + size)
+    if not pd.isna(row["drafter"]):
+        parts.append(str(row["drafter"]))
+    return " ".join(parts)
+
+
+def _cells(row: pd.Series, fidelity: pd.Series) -> tuple[str, ...]:
+    def number(value, spec: str, suffix: str = "") -> str:
+        return "-" if value is None or (isinstance(value, float) and np.isnan(value)) else format(value, spec) + suffix
+
+    low, high = row.get("speedup_low", math.nan), row.get("speedup_high", math.nan)
+    interval = "-" if pd.isna(low) or pd.isna(high) else f"{low:.3f}-{high:.3f}"
+    return (number(row["speedup"], ".3f"), interval, number(row.get("speedup_vs_best_target", math.nan), ".3f"),
+            number(fidelity.get((row["device"], row["config"]), math.nan), ".1f", "%"))
+

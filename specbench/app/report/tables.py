@@ -1,0 +1,315 @@
+"""Every table of a results report, assembled from core.metrics, core.text_metrics and core.samples."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from specbench.app.report.inputs import LoadedResults, declared_costs, unstable_timings
+from specbench.core import metrics, samples, text_metrics
+from specbench.core.methods.configs import MEAN_WIDTHS, As2dConfig, MethodConfig, config_of
+from specbench.core.replay.bulk import DEPTH_LINEAR
+from specbench.errors import SpecbenchError
+from specbench.render.summary import Summary
+from specbench.render.tables import Table
+
+TEXT_DIFFERS = "WARNING: answer text differs between methods"
+SILENT = "WARNING: drafter contributed nothing"
+DIVERGENT = "Divergent windows, excluded from every table"
+DECLARED = "Declared drafter costs (not measured on the device)"
+IDENTITY = ("device", "method", "drafter", "W/B")
+"""What names a configuration's row besides its label, which a narrow terminal cuts short."""
+NATIVE_SUFFIX = " (native runs)"
+
+
+@dataclass(frozen=True)
+class MainRows:
+    """The rows a report's tables are computed from, split once (docs/METHODS.md §7 Metrics)."""
+
+    frame: pd.DataFrame
+    """Every row less the divergent windows' (§7.6 Divergent windows)."""
+    diverged: pd.DataFrame
+    """The rows of the divergent windows."""
+    replayed: pd.DataFrame
+    """Replay rows priced with the default fill-in (ratio_fit median)."""
+    native: pd.DataFrame
+    """Rows decoded on the device."""
+    main: pd.DataFrame
+    """What every table but the fidelity and sensitivity ones reports: `replayed`, or `native` when there is none."""
+    suffix: str
+    """Added to the titles of the tables of `main`: '' for replay rows, NATIVE_SUFFIX for native ones."""
+
+
+def main_rows(frame: pd.DataFrame) -> MainRows:
+    """The one rule choosing the rows a report describes: replayed rows at the median fill-in,
+    else native rows. Divergent windows leave first, so a native divergence also drops the replay rows."""
+    kept, diverged = metrics.split_divergent(frame)
+    replayed = kept[(kept["ratio_fit"] == "median") & (kept["source"] == "replay")]
+    native = kept[kept["source"] == "native"]
+    main = replayed if len(replayed) else native
+    if main.empty:
+        raise SpecbenchError("no result rows to report")
+    return MainRows(kept, diverged, replayed, native, main, "" if len(replayed) else NATIVE_SUFFIX)
+
+
+def configs_of(rows: pd.DataFrame, labels: Sequence[str] | None = None) -> dict[str, MethodConfig]:
+    """label -> configuration of the configurations in `rows` (those of `labels`, in that order)."""
+    found = {record["config"]: config_of(record) for record in rows.drop_duplicates("config").to_dict("records")}
+    return found if labels is None else {label: found[label] for label in labels if label in found}
+
+
+@dataclass(frozen=True)
+class Report:
+    """What `report` prints: the one-screen summary, then the detail tables."""
+
+    summary: Summary
+    """Each method's best configuration and its verdict, per device@placement, for a terminal."""
+    summary_table: Table
+    """The same as one table, for every other format."""
+    tables: list[Table]
+    """The detail tables (build_tables)."""
+
+    def all_tables(self) -> list[Table]:
+        """The summary's table, then the detail tables: what every output but a terminal takes."""
+        return [self.summary_table, *self.tables]
+
+
+def build_report(loaded: LoadedResults, macro: bool = False,
+                 selected: Mapping[str, As2dConfig] | None = None) -> Report:
+    """The summary and every table of a report (the pooled numbers computed once for both)."""
+    from specbench.app.report.summary import build_summary
+
+    rows = main_rows(loaded.frame)
+    pooled = metrics.pooled(rows.main)
+    return Report(*build_summary(loaded, rows, pooled), _tables(loaded, rows, pooled, macro, selected))
+
+
+def build_tables(loaded: LoadedResults, macro: bool = False,
+                 selected: Mapping[str, As2dConfig] | None = None) -> list[Table]:
+    """Every table of a report; `selected`: device -> the AS2D configuration its budget file names."""
+    rows = main_rows(loaded.frame)
+    return _tables(loaded, rows, metrics.pooled(rows.main), macro, selected)
+
+
+def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: bool,
+            selected: Mapping[str, As2dConfig] | None) -> list[Table]:
+    frame, main, native, suffix = rows.frame, rows.main, rows.native, rows.suffix
+    tables = [pooled_table(main, suffix, pooled)]
+    if len(rows.replayed) and len(native):
+        tables.append(pooled_table(native, NATIVE_SUFFIX))
+    tables += [
+        _per_configuration("Windows faster / slower than target-only" + suffix, metrics.ORDER["windows"],
+                           metrics.window_counts(main), {"windows": None, "faster": None, "slower": None,
+                                                         "slower_pct": ".1f", "median_loss_pct": ".1f",
+                                                         "max_loss_pct": ".1f"}),
+        _per_configuration("Acceptance and forwards" + suffix, metrics.ORDER["counts"], metrics.counts(main),
+                           {"tau": ".3f", "acceptance": ".3f", "coverage": ".3f", "multi_token_fraction": ".3f",
+                            "target_forwards": None, "drafter_forwards": None}),
+        *position_tables(main, suffix),
+        _per_configuration("Time decomposition T = D + V - O + H (seconds)" + suffix, metrics.ORDER["decomposition"],
+                           metrics.decomposition(main),
+                           dict.fromkeys(("decode_s", "d_s", "v_s", "o_s", "h_s", "exposed_drafter_s"), ".3f")),
+    ]
+    if macro:
+        tables.append(_per_configuration("Macro-average over datasets", "pooled throughput and speedup per "
+                                         "dataset x device x configuration, then the unweighted mean over datasets "
+                                         f"(dataset '{metrics.MACRO_MEAN}')", metrics.macro_average(main),
+                                         {"dataset": None, "datasets": None, "windows": None, "tokens_per_s": ".2f",
+                                          "speedup": ".3f"}))
+    as2d = sorted(main.loc[main["method"] == "as2d", "config"].unique())
+    deployed = _deployed(main, selected) if selected else {}
+    if len(as2d) > 1:
+        tables.append(Table("Oracle over the AS2D catalog" + (" (deployed = selected budget)" if deployed else
+                                                              " (deployed = best pooled)"),
+                            metrics.ORDER["oracle"],
+                            metrics.oracle(main, as2d, {d: c.label for d, c in deployed.items()} or None),
+                            {c: ".2f" for c in ("deployed_tokens_per_s", "oracle_tokens_per_s", "oracle_pct",
+                                                 "gap_pct", "gap_pct_low", "gap_pct_high")}))
+    if deployed:
+        table = metrics.ablation(main, deployed)
+        if len(table):
+            tables.append(Table("Ablation: decoupling and budget configuration", "pooled throughput per device x "
+                                "arm, with the selected drafter; serial = specasr with k_max = budget, decoupled = "
+                                "the selected as2d configuration with B = budget",
+                                table, {"tokens_per_s": ".2f", "speedup": ".3f"}))
+    if len(rows.diverged):
+        windows = len(rows.diverged[["device", "window_id"]].drop_duplicates())
+        title = f"{DIVERGENT} ({windows} window{'' if windows == 1 else 's'})"
+        tables.insert(0, Table(title, metrics.ORDER["divergent"], rows.diverged,
+                               warning=f"{title[0].lower()}{title[1:]}"))
+    if loaded.notes:
+        tables.insert(0, Table("Overrides", "recorded as given on the command line",
+                               pd.DataFrame({"note": loaded.notes})))
+    declared = declared_costs(loaded)
+    if len(declared):
+        tables.insert(0, Table(DECLARED, "drafter costs from the profile's `declared` block (docs/METHODS.md "
+                               "§4.7 Declared drafter costs), priced like measured ones in every table", declared))
+    if frame["ratio_fit"].isin(["min", "max"]).any():
+        tables.append(Table("Sensitivity to extrapolated co-scheduling ratios (tokens/s)",
+                            "pooled throughput replayed with the median, minimum and maximum measured ratio "
+                            "filling unmeasured widths; flagged = windows whose median replay used an unmeasured "
+                            "ratio", metrics.sensitivity(frame),
+                            {c: ".2f" for c in ("median", "min", "max", "low", "high", "range_pct")}))
+    if (frame["ratio_fit"] == DEPTH_LINEAR).any():
+        depth = metrics.sensitivity(frame, ("median", DEPTH_LINEAR), "depth_extrapolated")
+        tables.append(Table("Sensitivity to KV depths beyond the measured ones: flat vs linear (tokens/s)",
+                            "pooled throughput replayed with costs outside the profile's measured depths held flat "
+                            "(as every other table) and extended linearly from the nearest two measured depths "
+                            "(never below 0 s); flagged = windows whose flat replay priced a forward outside them",
+                            depth.rename(columns={"median": "flat", DEPTH_LINEAR: "linear"}),
+                            {c: ".2f" for c in ("flat", "linear", "low", "high", "range_pct")}))
+    if len(native) and len(rows.replayed):
+        tables.append(Table("Replay fidelity (replay vs native throughput)", "per window |replay - native| / "
+                            "native, then mean and max per device x configuration; flagged above 10%",
+                            metrics.replay_fidelity(frame), {"mean_abs_error_pct": ".2f", "max_abs_error_pct": ".2f"}))
+    if text_metrics.has_text(frame):
+        # WER/CER from the same rows as the other tables, or the native rows when only those have text
+        scored, scored_suffix = (main, suffix) if text_metrics.has_text(main) else (native, NATIVE_SUFFIX)
+        tables += text_tables(frame[frame["ratio_fit"] == "median"], scored, loaded.references, scored_suffix)
+    tables += stability_tables(loaded, native)
+    return tables
+
+
+def stability_tables(loaded: LoadedResults, native: pd.DataFrame) -> list[Table]:
+    """The spread of native rows decoded several times (`run --native --runs N`), and the
+    unstable timings of the profiles the runs used (docs/METHODS.md §4.6 Stability warnings, §6.1 Repeated runs); none when neither applies."""
+    tables = []
+    spread = samples.spread_table(native)
+    if len(spread):
+        tables.append(_per_configuration(
+            "Native decode spread over repeated runs", samples.ORDER, spread,
+            {"windows": None, "runs": None, "median_spread_pct": ".2f", "max_spread_pct": ".2f",
+             "unstable_windows": None}))
+    unstable = unstable_timings(loaded)
+    if len(unstable):
+        unstable = unstable.assign(median_s=unstable["median_s"] * 1e3).rename(columns={"median_s": "median_ms"})
+        tables.append(Table(f"Unstable profile timings (spread > {samples.UNSTABLE_SPREAD_PCT:g}% of the median)",
+                            samples.ORDER_PROFILE, unstable, {"median_ms": ".4f", "spread_pct": ".1f"},
+                            ("device", "profile")))
+    return tables
+
+
+def _per_configuration(title: str, order: str, table: pd.DataFrame, measures: Mapping[str, str | None],
+                       optional: tuple[tuple[str, ...], ...] = ()) -> Table:
+    """A table of device, config, `measures` (column -> format spec, None: as is), then method,
+    drafter and W/B from the configuration fields; `optional`: measures a narrow terminal leaves out."""
+    if table.empty:  # e.g. window counts of a run with target-only rows alone: nothing to compare
+        table = table.reindex(columns=["device", "config", *measures, "method", "drafter", "width", "budget"])
+    frame = table[["device", "config", *measures]].copy()
+    frame["method"] = table["method"]
+    frame["drafter"] = table["drafter"]
+    frame["W/B"] = [width_or_budget(*values) for values in zip(table["method"], table["width"], table["budget"], strict=False)]
+    return Table(title, order, frame, {c: spec for c, spec in measures.items() if spec}, IDENTITY, optional,
+                 label="config")
+
+
+def position_tables(rows: pd.DataFrame, suffix: str) -> list[Table]:
+    """Per-position acceptance, and the configurations whose drafter contributed nothing
+    (both empty when no row records per-position counts or every drafter helped)."""
+    tables = []
+    positions = metrics.per_position(rows)
+    if len(positions):
+        tables.append(_per_configuration("Per-position acceptance P(accept at k | reached k)" + suffix,
+                                         metrics.ORDER["positions"], positions,
+                                         {"position": None, "reached": None, "accepted": None,
+                                          "acceptance": ".3f"}))
+    silent = metrics.silent_drafters(rows)
+    if len(silent):
+        count = len(silent)
+        title = f"{SILENT} ({count} dataset x configuration{'' if count == 1 else 's'})" + suffix
+        tables.append(Table(title, metrics.ORDER["silent"], silent[["dataset", "device", "config", "windows",
+                                                                   "proposed", "accepted", "problem"]],
+                            warning=title.removeprefix("WARNING: ")))
+    return tables
+
+
+def width_or_budget(method: str, width: int | None, budget: int | None) -> str | None:
+    """SD's width (MEAN_WIDTHS on its mean over W), AS2D's budget, None for the others."""
+    if method == "sd":
+        return MEAN_WIDTHS if width is None else str(width)
+    return str(budget) if method == "as2d" else None
+
+
+def pooled_table(rows: pd.DataFrame, suffix: str, pooled: pd.DataFrame | None = None) -> Table:
+    """Pooled throughput, speedups and intervals of `rows` (`pooled`: metrics.pooled(rows), when already computed)."""
+    pooled = metrics.pooled(rows) if pooled is None else pooled
+    measures = {"windows": None, "tokens": None, "decode_s": ".3f", "tokens_per_s": ".2f", "speedup": ".3f",
+                "speedup_low": ".3f", "speedup_high": ".3f", "mean_window_speedup": ".3f"}
+    order = metrics.ORDER["pooled"] + _extrapolation_note(rows)
+    if "speedup_vs_best_target" in pooled:
+        measures.update(dict.fromkeys(("speedup_vs_best_target", "speedup_vs_best_target_low",
+                                       "speedup_vs_best_target_high"), ".3f"))
+        order += "; " + metrics.ORDER["placements"]
+    # a narrow terminal keeps the point estimates; the speedup's interval goes last
+    optional = (("speedup_low", "speedup_high"), ("mean_window_speedup",),
+                ("speedup_vs_best_target_low", "speedup_vs_best_target_high"))
+    return _per_configuration("Pooled decode throughput" + suffix, order, pooled, measures, optional)
+
+
+def text_tables(frame: pd.DataFrame, scored: pd.DataFrame, references: dict[str, tuple[str, str | None]],
+                suffix: str = "") -> list[Table]:
+    """Transcripts (WER/CER of the `scored` rows, when references are known) and the
+    lossless-in-text check over every row of `frame`."""
+    tables = []
+    scores = text_metrics.transcripts(scored, references) if text_metrics.has_text(scored) else pd.DataFrame()
+    if len(scores):
+        order = text_metrics.ORDER["transcripts"]
+        empty = int(scores["empty_reference"].sum())
+        if empty:
+            order += f"; note: {empty} rows (window x configuration) had an empty reference: no WER/CER for them"
+        tables.append(Table(f"Transcripts: WER / CER against the reference (%){suffix}", order, scores,
+                            {c: ".2f" for c in ("wer_pct", "wer_mean_pct", "cer_pct", "cer_mean_pct")}))
+    summary, differing = text_metrics.text_check(frame)
+    tables.append(Table("Lossless in text (answer texts identical across methods)",
+                        text_metrics.ORDER["lossless_text"], summary))
+    if len(differing):
+        windows = int(summary.at[0, "differing"])
+        title = f"{TEXT_DIFFERS} ({windows} window{'' if windows == 1 else 's'})"
+        tables.append(Table(title, text_metrics.ORDER["text_differs"], differing,
+                            warning=title.removeprefix("WARNING: ")))
+    return tables
+
+
+def _extrapolation_note(rows: pd.DataFrame) -> str:
+    """What the table's rows priced beyond the profile's measurements, if anything."""
+    parts = [f"{int(rows[column].sum())} rows {what}" for column, what in
+             (("extrapolated", "used an unmeasured co-scheduling ratio"),
+              ("depth_extrapolated", "priced a KV depth outside the measured depths (flat there)"))
+             if rows[column].any()]
+    return "; " + ", ".join(parts) + " (see --sensitivity)" if parts else ""
+
+
+def _deployed(main: pd.DataFrame, selected: Mapping[str, As2dConfig]) -> dict[str, As2dConfig]:
+    """Per device, the AS2D configuration of the results that its budget file names: every
+    parameter the file records must match; a file naming no drafter (selected with a single
+    traced drafter) matches a configuration that names one, if only one does."""
+    out = {}
+    for device, wanted in selected.items():
+        found = {label: config for label, config in
+                 configs_of(main[(main["device"] == device) & (main["method"] == "as2d")]).items()
+                 if isinstance(config, As2dConfig)}
+        match = [label for label, config in found.items() if config == wanted]
+        if not match and wanted.drafter is None:
+            match = [label for label, config in found.items() if replace(config, drafter=None) == wanted]
+        if len(match) != 1:
+            problem = "several configurations match it" if match else "it is not in these results"
+            raise SpecbenchError(f"--budget: the budget file for device '{device}' names {wanted.label}, but "
+                                 f"{problem} (AS2D configurations of {device}: {', '.join(sorted(found)) or 'none'})",
+                                 hint="report the results of `specbench run --budget` with that file")
+        out[device] = found[match[0]]
+    return out
+
+
+def horizon_report(loaded: LoadedResults) -> list[Table]:
+    """`report --horizon`'s tables: SD's tau and speedup per drafter x K, and acceptance per depth."""
+    from specbench.app.report.replays import horizon_tables
+
+    summary, depths, notes = horizon_tables(loaded)
+    left_out = ("; " + "; ".join(notes)) if notes else ""
+    return [Table("Horizon sweep (SD drafting K tokens)", "per drafter x K: tau = sum(tokens) / "
+                  "sum(target forwards); speedup = pooled throughput / target-only's" + left_out, summary,
+                  {"tau": ".3f", "tokens_per_s": ".2f", "speedup": ".3f"}),
+            Table("Per-depth acceptance P(accept at d | reached d)", "counts over all rounds of all windows", depths,
+                  {"acceptance": ".3f"})]

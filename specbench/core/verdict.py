@@ -1,0 +1,119 @@
+"""Why a method pays or does not on one device@placement, in the profile's own costs
+(docs/METHODS.md §7.10 The one-screen summary). Pure: a profile and a run's counts in, a sentence out.
+
+The arithmetic prices one verification round the way replay prices its forwards (§5.1 Serial pricing, §5.2 The two-lane AS2D simulation),
+with the same cost functions (`CostTable.cost`, `CoSchedule.ratios`) at one stated KV depth:
+
+* serial (sd, specasr): per target forward, its drafter forwards at CD(1) and the target's
+  forward at CT(w), over the tokens one forward commits (τ):
+  (f × CD(1) + CT(w)) / τ seconds a token;
+* as2d: the target never waits for the producer, so a token costs the target lane's forward
+  slowed by its co-scheduling ratio, over τ: ρT(w) × CT(w) / τ; the producer's lane, ρD(w) ×
+  CD(1) a drafter forward, says whether it kept ahead;
+
+against target-only's CT(1) a token. f, w and τ are the run's own: f = drafter forwards /
+target forwards, w = the nearest width to 1 + proposed / target forwards, τ = tokens /
+target forwards, summed over the configuration's windows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specbench.schemas.profiles import DeviceProfile
+
+MS = 1e3
+
+
+@dataclass(frozen=True)
+class RoundCounts:
+    """What a configuration did over its windows on one device (sums of its rows)."""
+
+    tokens: int
+    """Tokens committed."""
+    target_forwards: int
+    """Target forwards (verifications and single steps): the rows' `rounds`."""
+    drafter_forwards: int
+    """Drafter forwards charged."""
+    proposed: int
+    """Candidates the target verified."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One configuration's cost a token against target-only's, and the sentence that derives it."""
+
+    method: str
+    """sd, specasr or as2d."""
+    depth: float
+    """The KV depth every cost was read at."""
+    width: int
+    """The target forward's width priced (the nearest to the run's mean width)."""
+    tau: float
+    """Tokens committed per target forward."""
+    drafter_per_forward: float
+    """Drafter forwards per target forward."""
+    ct_s: float
+    """CT(width) at `depth`."""
+    cd_s: float
+    """The drafter's CD(1) at `depth`."""
+    ct1_s: float
+    """CT(1) at `depth`: target-only's seconds a token."""
+    rho_target: float
+    """AS2D: the target lane's co-scheduling ratio at `width` (1 for serial methods)."""
+    rho_drafter: float
+    """AS2D: the producer's co-scheduling ratio at `width` (1 for serial methods)."""
+    per_token_s: float
+    """The configuration's seconds a token by this arithmetic."""
+
+    @property
+    def pays_pct(self) -> float:
+        """How much faster than target-only, in percent (negative: slower)."""
+        return 100.0 * (self.ct1_s / self.per_token_s - 1.0)
+
+    @property
+    def outcome(self) -> str:
+        return f"pays {self.pays_pct:.0f}%" if self.pays_pct > 0 else f"does not pay: {-self.pays_pct:.0f}%"
+
+    @property
+    def text(self) -> str:
+        """The arithmetic in one sentence, e.g. '4.0 drafter forwards (4.0 × 12.2 ms) + CT(5) 40.0 ms
+        for τ = 4.50 tokens = 19.7 ms a token against CT(1) 20.9 ms: pays 6%'."""
+        f, cd, ct, per, ct1 = (self.drafter_per_forward, self.cd_s * MS, self.ct_s * MS, self.per_token_s * MS,
+                               self.ct1_s * MS)
+        if self.method == "as2d":
+            producer = self.rho_drafter * cd
+            keeps = "keeps up" if producer <= per else "lags"
+            return (f"CT({self.width}) {ct:.1f} ms × ρT {self.rho_target:.2f} for τ = {self.tau:.2f} tokens = "
+                    f"{per:.1f} ms a token against CT(1) {ct1:.1f} ms: {self.outcome}; producer CD(1) {cd:.1f} ms × "
+                    f"ρD {self.rho_drafter:.2f} = {producer:.1f} ms, {keeps}")
+        return (f"{f:.1f} drafter forwards ({f:.1f} × {cd:.1f} ms) + CT({self.width}) {ct:.1f} ms for τ = "
+                f"{self.tau:.2f} tokens = {per:.1f} ms a token against CT(1) {ct1:.1f} ms: {self.outcome}")
+
+
+def stated_depth(profile: DeviceProfile) -> float:
+    """The KV depth a verdict reads costs at: the middle of the profile's measured target depths."""
+    depths = profile.target_costs.depths
+    return float(depths[0] + depths[-1]) / 2.0
+
+
+def verdict(profile: DeviceProfile, method: str, drafter: str | None, counts: RoundCounts,
+            depth: float) -> Verdict:
+    """`method`'s verdict on `profile` from its `counts`, every cost at KV depth `depth`."""
+    if counts.target_forwards <= 0 or counts.tokens <= 0:
+        raise ValueError("a verdict needs a configuration that committed tokens")
+    measured = profile.target_costs.widths()
+    mean_width = 1.0 + counts.proposed / counts.target_forwards
+    width = min(measured, key=lambda w: (abs(w - mean_width), w))
+    ct = profile.target_costs.cost(width, depth)
+    ct1 = profile.target_costs.cost(1, depth)
+    cd = profile.drafter(drafter).costs.cost(1, depth)
+    tau = counts.tokens / counts.target_forwards
+    per_forward = counts.drafter_forwards / counts.target_forwards
+    rho_t = rho_d = 1.0
+    if method == "as2d":
+        rho_t, rho_d, _ = profile.cosched(drafter).ratios(width, depth)
+        per_token = rho_t * ct / tau
+    else:
+        per_token = (per_forward * cd + ct) / tau
+    return Verdict(method, depth, width, tau, per_forward, ct, cd, ct1, rho_t, rho_d, per_token)

@@ -1,0 +1,147 @@
+"""The one-screen summary: it fits a terminal, and its verdicts are the profile's own costs.
+
+tests/data/golden/demo/ holds a run of the demo's models and methods (its README says how it
+was made): the replay results of both placements, a native run, and the two profiles."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from specbench.cli import main
+
+DEMO = Path(__file__).resolve().parent.parent / "data" / "golden" / "demo"
+SCREEN = (80, 40)
+
+
+@pytest.fixture
+def demo(tmp_path) -> list[Path]:
+    """The demo's results directories, copied, their manifests naming the profiles where they now lie."""
+    out = tmp_path / "demo"
+    shutil.copytree(DEMO, out)
+    results = sorted(p.parent for p in (out / "results").glob("*/manifest.json"))
+    for directory in results:
+        manifest = json.loads((directory / "manifest.json").read_text())
+        for profile in manifest.get("profiles", []):
+            profile["path"] = str(out / "device_profiles" / Path(profile["path"]).name)
+        manifest["windows"]["path"] = str(out / "windows.jsonl")
+        (directory / "manifest.json").write_text(json.dumps(manifest))
+    return results
+
+
+def report(*args, columns=SCREEN[0]):
+    result = CliRunner().invoke(main, ["report", *map(str, args)], env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def _screen(output: str) -> list[str]:
+    """What a terminal prints before the first detail table (the summary ends with a blank line)."""
+    return output.split("\n\n")[0].splitlines()
+
+
+def test_the_summary_fits_one_screen_and_is_the_golden(demo):
+    lines = _screen(report(*demo))
+    assert len(lines) <= SCREEN[1] and max(map(len, lines)) <= SCREEN[0], "\n".join(lines)
+    assert "\n".join(lines) + "\n" == (DEMO / "summary.txt").read_text()
+    # both placements, and a verdict under each method x drafter's best configuration
+    for placement in ("split", "shared"):
+        assert any(line.startswith(f"local@{placement}: target-only") for line in lines)
+    configurations = [r for r in _summary(demo) if r["method"] != "target"]
+    assert len(configurations) >= 6
+    assert sum(bool(re.search(r": (pays \d+%|does not pay: \d+%)", line)) for line in lines) == len(configurations)
+
+
+def _summary(demo: list[Path]) -> list[dict]:
+    """The summary table's rows, from the JSON-lines report."""
+    records = [json.loads(line) for line in report(*demo, "--format", "jsonl").splitlines()]
+    return [r for r in records if r["title"].startswith("Summary")]
+
+
+def _rows(directory: Path) -> list[dict]:
+    return [json.loads(line) for line in (directory / "rows.jsonl").read_text().splitlines()]
+
+
+def _at(depths: list[float], values: list[float], depth: float) -> float:
+    """Linear between measured depths, flat outside (docs/METHODS.md §5.3 Between and beyond measurements, and the flags), worked by hand."""
+    if depth <= depths[0]:
+        return values[0]
+    for (d0, v0), (d1, v1) in zip(zip(depths, values), zip(depths[1:], values[1:])):
+        if depth <= d1:
+            return v0 + (v1 - v0) * (depth - d0) / (d1 - d0)
+    return values[-1]
+
+
+def test_each_verdict_is_the_profiles_costs_at_the_stated_depth(demo):
+    summary = _summary(demo)
+    # a window whose native output diverged leaves every table of its device (docs/METHODS.md §7.6 Divergent windows)
+    diverged = {(r["device"], r["window_id"]) for d in demo for r in _rows(d) if not r["lossless"]}
+    replay = [r for r in _rows(next(d for d in demo if d.name == "replay"))
+              if r["ratio_fit"] == "median" and (r["device"], r["window_id"]) not in diverged]
+    checked = 0
+    for row in summary:
+        placement = row["device"].split("@")[1]
+        profile = yaml.safe_load((demo[0].parent.parent / "device_profiles" / f"local-{placement}.yaml").read_text())
+        target = profile["target"]["costs"]
+        depth = (target["depths"][0] + target["depths"][-1]) / 2
+        assert row["depth"] == depth
+
+        def ct(width):
+            return _at(target["depths"], target["seconds"][width], depth)
+
+        if row["method"] == "target":  # the baseline: CT(1) a token
+            assert row["ms_per_token"] == pytest.approx(1e3 * ct(1), rel=1e-12)
+            continue
+        mine = [r for r in replay if r["device"] == row["device"] and r["config"] == row["config"]]
+        tokens, forwards = sum(r["tokens"] for r in mine), sum(r["rounds"] for r in mine)
+        drafter_forwards, proposed = sum(r["drafter_forwards"] for r in mine), sum(r["proposed"] for r in mine)
+        drafter = next(d for d in profile["drafters"] if d["name"] == row["drafter"])
+        cd = _at(drafter["costs"]["depths"], drafter["costs"]["seconds"][1], depth)
+        width = min(sorted(target["seconds"]), key=lambda w: abs(w - (1 + proposed / forwards)))  # nearest measured
+        tau = tokens / forwards
+        if row["method"] == "as2d":
+            ratios = drafter["cosched"]["ratios"][width]
+            rho_t = _at(drafter["cosched"]["depths"], ratios["rho_target"], depth)
+            per_token = rho_t * ct(width) / tau
+            arithmetic = f"CT({width}) {1e3 * ct(width):.1f} ms × ρT {rho_t:.2f} for τ = {tau:.2f} tokens"
+            assert arithmetic in row["verdict"]
+        else:
+            per_token = (drafter_forwards / forwards * cd + ct(width)) / tau
+            f = drafter_forwards / forwards
+            assert (f"{f:.1f} drafter forwards ({f:.1f} × {1e3 * cd:.1f} ms) + CT({width}) {1e3 * ct(width):.1f} ms "
+                    f"for τ = {tau:.2f} tokens") in row["verdict"]
+        pays = 100 * (ct(1) / per_token - 1)
+        assert row["ms_per_token"] == pytest.approx(1e3 * per_token, rel=1e-12)
+        assert row["pays_pct"] == pytest.approx(pays, rel=1e-12)
+        outcome = f"pays {pays:.0f}%" if pays > 0 else f"does not pay: {-pays:.0f}%"
+        assert row["verdict"].endswith(f"= {1e3 * per_token:.1f} ms a token against CT(1) {1e3 * ct(1):.1f} ms: "
+                                       f"{outcome}") or f": {outcome}; producer" in row["verdict"]
+        checked += 1
+    assert checked == len([r for r in summary if r["method"] != "target"]) >= 6
+
+
+def test_fidelity_is_shown_where_native_rows_exist(demo):
+    summary = _summary(demo)
+    native = {(r["device"], r["config"]) for d in demo if d.name != "replay" for r in _rows(d)}
+    for row in summary:
+        assert (row["fidelity_pct"] is not None) == ((row["device"], row["config"]) in native)
+
+
+def test_without_its_profile_the_summary_keeps_the_speedups_and_says_why(demo):
+    for path in (demo[0].parent.parent / "device_profiles").glob("*.yaml"):
+        path.unlink()
+    lines = _screen(report(*demo))
+    assert any("no verdict: profile" in line for line in lines)
+    assert not any("pays" in line for line in lines)
+
+
+def test_the_summary_leads_every_format(demo):
+    markdown = report(*demo, "--format", "md")
+    assert markdown.startswith("### Summary: each method's best configuration per device@placement")
+    assert markdown.index("### Summary") < markdown.index("### Pooled decode throughput")
