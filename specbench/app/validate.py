@@ -97,7 +97,8 @@ class ValidationPlan:
         if self.max_blocks < self.min_blocks:
             raise SpecbenchError(f"--max-blocks {self.max_blocks}: expected >= --min-blocks ({self.min_blocks})")
         for flag, value in (("--halfwidth", self.halfwidth_pct), ("--probe-threshold", self.probe_threshold_pct),
-                            ("--speedup-bound", self.speedup.bias_pct), ("--throughput-bound", self.throughput.bias_pct),
+                            ("--speedup-bound", self.speedup.bias_pct),
+                            ("--throughput-bound", self.throughput.bias_pct),
                             ("--error-bound", self.speedup.error_pct)):
             if not (value > 0 and math.isfinite(value)):
                 raise SpecbenchError(f"{flag} {value}: expected a percentage > 0")
@@ -131,7 +132,8 @@ def resolve_configs(configs: Sequence[MethodConfig], traces: dict[str, TraceFile
                 raise SpecbenchError(f"{c.label}: name its drafter (traced: {', '.join(sorted(traces))})")
             c = replace(c, drafter=next(iter(traces)))
         if c.drafter not in traces:
-            raise SpecbenchError(f"{c.label}: drafter '{c.drafter}' is not traced (traced: {', '.join(sorted(traces))})")
+            raise SpecbenchError(f"{c.label}: drafter '{c.drafter}' is not traced "
+                                 f"(traced: {', '.join(sorted(traces))})")
         out.append(c)
     if len(out) == 1:
         raise SpecbenchError("validate needs a method besides target (e.g. --method 'sd:W=5')")
@@ -181,7 +183,8 @@ class Validation:
         check_against_windows(self.traces, plan.windows)
         self.references = {name: {w.window_id: t.windows[w.window_id].y.tolist() for w in plan.windows}
                            for name, t in self.traces.items()}
-        self.prompts = {name: prompts_for(plan.device, plan.target, d, plan.windows) for name, d in plan.drafters.items()}
+        self.prompts = {name: prompts_for(plan.device, plan.target, d, plan.windows)
+                        for name, d in plan.drafters.items()}
 
     # -- profiles -------------------------------------------------------------------------------------
     def full_profile(self, placement: Placement) -> Path:
@@ -410,14 +413,17 @@ def cool_down(device: Device, start: dict, seconds: float) -> None:
 
 def _zones(snapshot: dict) -> dict[str, float]:
     zones = snapshot.get("thermal_c") or {}
-    return {str(k): float(v) for k, v in zones.items() if isinstance(v, (int, float))} if isinstance(zones, dict) else {}
+    if not isinstance(zones, dict):
+        return {}
+    return {str(k): float(v) for k, v in zones.items() if isinstance(v, (int, float))}
 
 
 def observations(decodes: Sequence[DecodeRecord],
                  replay: dict[tuple[str, str, str], tuple[int, float]]) -> list[ObservationRecord]:
     """Per (device, configuration, window): speedup and throughput of replay, Na and Nb (pure).
 
-    `replay` maps (device, config, window_id) to the block's replayed (tokens, decode_s). A native speedup divides a configuration's throughput by that of
+    `replay` maps (device, config, window_id) to the block's replayed (tokens, decode_s).
+    A native speedup divides a configuration's throughput by that of
     the target-only decode in the slot before it (Na) or after it (Nb); target-only's own
     throughput is the mean over its decodes in the run. Windows with a divergent decode are left out."""
     out = []

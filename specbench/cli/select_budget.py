@@ -41,7 +41,8 @@ def select_budget(windows: Path, traces_dir: Path, profile_path: Path, catalog: 
     if split == "test":
         raise SpecbenchError("--split test: budget selection uses development windows only (a budget chosen on "
                              "test windows would flatter the results)",
-                             hint="select on the dev windows, then deploy with `specbench run --budget FILE --split test`")
+                             hint="select on the dev windows, "
+                                  "then deploy with `specbench run --budget FILE --split test`")
     if out is None:
         out = RESULTS / "budgets" / f"{profile_path.stem}.yaml"
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -107,7 +107,8 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
 
     out = out or Path("results") / f"validate-{device}"
     if (out / MANIFEST).exists() and not resume:
-        raise SpecbenchError(f"{out}: a validation already exists", hint="pass --resume to continue it, or another --out")
+        raise SpecbenchError(f"{out}: a validation already exists",
+                             hint="pass --resume to continue it, or another --out")
     parsed_depths = parse_depths(depths)
     traces = load_trace_dir(traces_dir)
     target = target_file(target_path)

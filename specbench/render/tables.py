@@ -107,7 +107,8 @@ def _json_value(value: object) -> object:
 
 def _rows(table: Table) -> list[dict]:
     columns = table.frame.columns
-    return [{c: _json_value(v) for c, v in zip(columns, row, strict=False)} for row in table.frame.itertuples(index=False)]
+    return [{c: _json_value(v) for c, v in zip(columns, row, strict=False)}
+            for row in table.frame.itertuples(index=False)]
 
 
 def to_json(tables: list[Table]) -> str:

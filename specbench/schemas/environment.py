@@ -174,8 +174,9 @@ def _runner(doc: dict, where: Where) -> RunnerBuild:
     flags = need(doc, "flags", list, where)
     if not all(isinstance(f, str) for f in flags):
         raise where.at("flags").fail("a list of CMake flags (strings)", flags)
-    return RunnerBuild(need(doc, "version", str, where), need(doc, "protocol", int, where), need(doc, "sha256", str, where),
-                       need(doc, "llama_cpp_commit", str, where), tuple(flags), need(doc, "system_info", str, where))
+    return RunnerBuild(need(doc, "version", str, where), need(doc, "protocol", int, where),
+                       need(doc, "sha256", str, where), need(doc, "llama_cpp_commit", str, where),
+                       tuple(flags), need(doc, "system_info", str, where))
 
 
 def _model(doc: dict, where: Where) -> LoadedModel:

@@ -107,7 +107,8 @@ def resolve(spec: str, cpus: Sequence[int], processors: Mapping[str, str] | None
         raise SpecbenchError("--placement: the device reports no usable CPUs")
     target_proc, drafter_proc = processors.get("target", "cpu"), processors.get("drafter", "cpu")
     if spec == "shared":
-        return Placement("shared", Lane(target_proc, tuple(cpus), len(cpus)), Lane(drafter_proc, tuple(cpus), len(cpus)))
+        return Placement("shared", Lane(target_proc, tuple(cpus), len(cpus)),
+                         Lane(drafter_proc, tuple(cpus), len(cpus)))
     if spec == "split":
         if len(cpus) < 2:
             raise SpecbenchError(f"--placement split: needs at least 2 CPUs, the device lets the runner use {cpus}",

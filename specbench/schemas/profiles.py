@@ -3,7 +3,7 @@ co-scheduling slowdowns.
 
 YAML layout (`kind: specbench.profile`, `schema_version: 2`), one `DeviceProfile`:
 
-    environment: {...}                    # schemas/environment.py: specbench, command, times, runner build, models, device
+    environment: {...}   # schemas/environment.py: specbench, command, times, runner build, models, device
     device: {name, serial, model, soc, abi, ...}   # what the device says about itself
     placement: {name, target: {processor, cpus, threads}, drafter: {...}}   # docs/METHODS.md §4.1 Placement
     pinning: {lanes: {target: {cpus, read_back, threads}, drafter: {...}}}   # the runner's CPU sets, read back
@@ -170,8 +170,8 @@ class CoSchedule:
         rows = [self._row(w) for w in range(max_width + 1)]
         depths = np.arange(max_depth + 1, dtype=np.float64)
         widths, at = np.repeat(np.arange(max_width + 1), max_depth + 1), np.tile(depths, max_width + 1)
-        out = [interp_rows(np.stack([r[k] for r in rows]), self.depths, widths, at).reshape(max_width + 1, max_depth + 1)
-               for k in (0, 1)]
+        out = [interp_rows(np.stack([r[k] for r in rows]), self.depths, widths, at)
+               .reshape(max_width + 1, max_depth + 1) for k in (0, 1)]
         return out[0], out[1], np.array([r[2] for r in rows])
 
 

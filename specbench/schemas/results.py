@@ -231,7 +231,8 @@ def _check_ranges(frame: pd.DataFrame, path: Path, lines: Sequence[int]) -> None
         if bad.any():
             at = int(np.argmax(bad))
             value = frame[column].iloc[at]
-            raise Where(path, f"line {lines[at]}").at(column).fail(expected, getattr(value, "item", lambda: value)())
+            shown = value.item() if hasattr(value, "item") else value  # numpy scalar -> Python for the message
+            raise Where(path, f"line {lines[at]}").at(column).fail(expected, shown)
 
 
 def _check_configs(frame: pd.DataFrame, path: Path) -> None:

@@ -311,7 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     target = p.add_mutually_exclusive_group()
     target.add_argument("--native", action="store_true", help="GGML_NATIVE=ON: tune for this CPU (user machines only)")
     target.add_argument("--android", action="store_true", help="cross-build for arm64 Android with $ANDROID_NDK")
-    target.add_argument("--aarch64-linux", action="store_true", help="cross-build a static aarch64 Linux binary (Debian cross gcc)")
+    target.add_argument("--aarch64-linux", action="store_true",
+                        help="cross-build a static aarch64 Linux binary (Debian cross gcc)")
     p.add_argument("--android-ndk", metavar="PATH", help="the NDK's root (implies --android; default $ANDROID_NDK)")
     p.add_argument("--arm-arch", default=DEFAULT_ARM_ARCH,
                    help="GGML_CPU_ARM_ARCH for --android/--aarch64-linux (e.g. armv8.6-a+dotprod+fp16+i8mm)")
@@ -319,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-mtmd", action="store_true", help="do not link libmtmd (no audio path; faster build)")
     p.add_argument("-j", "--jobs", type=int, default=2, help="parallel compile jobs (default 2)")
     p.add_argument("--cache", help="cache dir (default $SPECBENCH_CACHE or the user cache dir, ~/.cache/specbench)")
-    p.add_argument("--dest", help="install into DEST/<abi>/ (default: this checkout's runners/, else the user data dir)")
+    p.add_argument("--dest",
+                   help="install into DEST/<abi>/ (default: this checkout's runners/, else the user data dir)")
     p.add_argument("--dry-run", action="store_true", help="print the cmake commands and exit")
     args = p.parse_args(argv)
     req = BuildRequest(native=args.native, android=args.android or bool(args.android_ndk),

@@ -95,7 +95,8 @@ def load_many(directories: Sequence[Path], allow_mixed: bool = False, windows: P
     return loaded
 
 
-def _references(manifests: list[ResultsManifest], explicit: Path | None) -> tuple[dict[str, tuple[str, str | None]], list[str]]:
+def _references(manifests: list[ResultsManifest],
+                explicit: Path | None) -> tuple[dict[str, tuple[str, str | None]], list[str]]:
     paths = [Path(explicit)] if explicit is not None else []
     notes = []
     if explicit is None:

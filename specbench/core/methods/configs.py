@@ -27,7 +27,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import Any, Union
+from typing import Any
 
 from specbench.errors import SpecbenchError
 
@@ -142,7 +142,7 @@ class As2dConfig:
         return config_label("as2d", spec_values(self))
 
 
-MethodConfig = Union[TargetConfig, SdConfig, SpecAsrConfig, As2dConfig]
+MethodConfig = TargetConfig | SdConfig | SpecAsrConfig | As2dConfig
 
 
 @dataclass(frozen=True)

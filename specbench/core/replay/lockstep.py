@@ -97,7 +97,8 @@ class _Study:
             r = traces.get(id(s.trace))
             if r is None:
                 if s.trace.producer is None:
-                    raise SpecbenchError(f"trace of window '{s.trace.window_id}' has no producer stream; AS2D needs one")
+                    raise SpecbenchError(f"trace of window '{s.trace.window_id}' has no producer stream; "
+                                         "AS2D needs one")
                 r = traces[id(s.trace)] = len(trace_list)
                 trace_list.append(s.trace)
             config_row.append(c)
@@ -465,7 +466,8 @@ def simulate_lockstep(sims: Sequence[Simulation], windows: Sequence[Window], pro
             active = active.retire(done, s)
     forwards, producer_outside = _producer_ends(sims, profile, study, s)
     s.depth_extrapolated |= producer_outside
-    owner, length, accepted = (np.concatenate(part) for part in zip(*s.verified, strict=False)) if s.verified else ([], [], [])
+    owner, length, accepted = ((np.concatenate(part) for part in zip(*s.verified, strict=False))
+                               if s.verified else ([], [], []))
     reached_at, accepted_at = counts(*histograms(owner, length, accepted, len(sims)))
     return LockstepResult(s.time, s.d, s.v, s.o, s.h, s.rounds, s.proposed, s.accepted, s.multi, forwards,
                           s.extrapolated, s.depth_extrapolated, reached_at, accepted_at)

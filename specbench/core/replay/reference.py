@@ -152,7 +152,8 @@ def timeline_from_forward_costs(stream: ProducerStream, forward_s: np.ndarray, b
     return ProducerTimeline(cum, cum[publish_steps + 1], publish_steps, batch, len(stream.tokens))
 
 
-def producer_timeline(stream: ProducerStream, costs: CostTable, depth0: int, batch: int, publish_s: float) -> ProducerTimeline:
+def producer_timeline(stream: ProducerStream, costs: CostTable, depth0: int, batch: int,
+                      publish_s: float) -> ProducerTimeline:
     depths = producer_forward_depths(stream.steps, depth0)
     return timeline_from_forward_costs(stream, costs.costs(np.ones(len(depths), dtype=np.int64), depths), batch,
                                        publish_s)
