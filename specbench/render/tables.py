@@ -149,7 +149,8 @@ def _rich_table(table: Table, width: int) -> RichTable:
         caption += "\nempty on every row: " + ", ".join(empty)
     if carried:
         caption += f"\n{table.label} left out: {', '.join(k for k in table.keys if k in shown.frame)} name each row"
-    groups, dropped = [[c for c in group if c in shown.frame.columns] for group in table.optional], []
+    groups = [[c for c in group if c in shown.frame.columns] for group in table.optional]
+    dropped: list[str] = []
     while groups and _least_width(shown) > width:
         group = groups.pop()
         dropped[:0] = group

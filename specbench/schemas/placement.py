@@ -208,7 +208,7 @@ def lane_job(lane: Lane | None) -> dict:
 
 def pinning_problems(placement: Placement, report: dict) -> list[str]:
     """Where the runner's `pinning` event (CPU sets read back per lane) disagrees with the placement."""
-    problems = []
+    problems: list[str] = []
     if not placement.recorded:
         return problems
     lanes = {"target": placement.target, "drafter": placement.drafter}
