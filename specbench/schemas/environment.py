@@ -150,7 +150,8 @@ def _timestamp(doc: dict, key: str, where: Where, required: bool = False) -> str
             parsed = datetime.fromisoformat(value.removesuffix("Z") + "+00:00" if value.endswith("Z") else value)
         except ValueError:
             parsed = None
-        if parsed is None or parsed.utcoffset() is None or parsed.utcoffset().total_seconds() != 0:
+        offset = parsed.utcoffset() if parsed is not None else None
+        if offset is None or offset.total_seconds() != 0:
             raise where.at(key).fail("a UTC ISO-8601 timestamp such as 2026-12-01T13:02:11.482Z", value)
     return value
 

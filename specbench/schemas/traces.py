@@ -317,8 +317,8 @@ def _cross_from(doc: dict, tokens: np.ndarray, vocab: Vocab, where: Where) -> Cr
     n, k_max = tokens.shape
     step = np.full((n, k_max), PAD, dtype=np.int32)
     drafter_tokens = []
-    steps, drafter_tokens = _rows(doc, "step", n, where), _rows(doc, "drafter_tokens", n, where)
-    for t, (row, d_row) in enumerate(zip(steps, drafter_tokens, strict=False)):
+    step_rows, drafter_rows = _rows(doc, "step", n, where), _rows(doc, "drafter_tokens", n, where)
+    for t, (row, d_row) in enumerate(zip(step_rows, drafter_rows, strict=False)):
         length = int(np.sum(tokens[t] != PAD))
         steps = _int_array(row, where.at("step").at(t))
         d_tokens = _token_ids(d_row, vocab.drafter, "drafter", where.at("drafter_tokens").at(t))

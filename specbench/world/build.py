@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import file_sha256
@@ -152,11 +153,14 @@ def extract_llama(sdist: Path, cache: Path, log: Log = stderr_log) -> tuple[Path
         members = []
         for m in tar:
             if m.name == LLAMA_HEAD:
-                commit = tar.extractfile(m).read().decode().strip()
+                head = tar.extractfile(m)
+                if head is None:
+                    raise BuildError(f"{sdist}: {LLAMA_HEAD} is not a regular file", "download the sdist again")
+                commit = head.read().decode().strip()
             elif m.name.startswith(LLAMA_PREFIX) and not m.name.startswith(LLAMA_PREFIX + ".git"):
                 m.name = m.name[len(LLAMA_PREFIX):]
                 members.append(m)
-        kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        kwargs: dict[str, Any] = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
         tar.extractall(tmp, members=members, **kwargs)
     (tmp / ".specbench-commit").write_text(commit + "\n")
     if dest.exists():  # a half-finished earlier extraction without its stamp
@@ -243,12 +247,13 @@ def run(cmd: list[str], log: Log = stderr_log, **kw) -> None:
 
 def check_tools(req: BuildRequest) -> None:
     """The toolchain the request needs, each missing piece with how to get it."""
-    if req.android and not req.ndk_root():
+    ndk = req.ndk_root()
+    if req.android and not ndk:
         raise BuildError("an Android build needs the Android NDK",
                          "set ANDROID_NDK=/path/to/android-ndk-r27 or pass --android-ndk PATH "
                          "(see specbench/native/README.md)")
-    if req.android and not (Path(req.ndk_root()) / "build" / "cmake" / "android.toolchain.cmake").is_file():
-        raise BuildError(f"{req.ndk_root()} is not an Android NDK (no build/cmake/android.toolchain.cmake)",
+    if req.android and ndk and not (Path(ndk) / "build" / "cmake" / "android.toolchain.cmake").is_file():
+        raise BuildError(f"{ndk} is not an Android NDK (no build/cmake/android.toolchain.cmake)",
                          "pass the NDK's root directory, e.g. ~/Android/Sdk/ndk/27.2.12479018")
     if req.aarch64_linux and shutil.which("aarch64-linux-gnu-g++") is None:
         raise BuildError("--aarch64-linux needs the cross compiler",

@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from specbench.errors import SpecbenchError, stderr_tail
 from specbench.schemas.fileio import file_sha256, safe_name
@@ -85,7 +86,7 @@ class AdbSettings:
 class _Job:
     record: dict = field(default_factory=dict)
     stderr: deque = field(default_factory=lambda: deque(maxlen=8))
-    conn: object = None
+    conn: Any = None  # adbutils' shell connection (adbutils is untyped)
     aborted: str = ""
 
 
@@ -262,7 +263,8 @@ class AdbDevice:
         cpus = self.cores()
         record = before is not None
         state = _Job(record={"mode": job.get("mode"), "cpus": cpus, "before": before})
-        out, error, buffer = RunOutput(), [None], [b""]
+        out, buffer = RunOutput(), [b""]
+        error: list[dict | None] = [None]
         threads: list[threading.Thread] = []
         stop = threading.Event()
 
