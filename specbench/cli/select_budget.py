@@ -48,9 +48,10 @@ def select_budget(windows: Path, traces_dir: Path, profile_path: Path, catalog: 
         out.parent.mkdir(parents=True, exist_ok=True)
     check_output_path(out)
     configs = configs_from(None, (catalog,), None)
-    if not all(isinstance(c, As2dConfig) for c in configs):
+    as2d = [c for c in configs if isinstance(c, As2dConfig)]
+    if len(as2d) < len(configs):
         raise SpecbenchError(f"--catalog '{catalog}': only as2d configurations can be selected")
-    choice = select_and_save_budget(windows, traces_dir, profile_path, configs, out,
+    choice = select_and_save_budget(windows, traces_dir, profile_path, as2d, out,
                                     lambda message: stderr.print(message, highlight=False, markup=False))
     runner = f"; runner-up {choice.runners_up[0][0]} by {choice.margin_pct:.2f}%" if choice.runners_up else ""
     used = [what for what, flag in (("co-scheduling ratios", choice.extrapolated),

@@ -74,6 +74,12 @@ class Placement:
     def recorded(self) -> bool:
         return self.target is not None and self.drafter is not None
 
+    def lanes(self) -> tuple[Lane, Lane]:
+        """(target, drafter) of a recorded placement; an unrecorded one names no lanes to run in."""
+        if self.target is None or self.drafter is None:
+            raise SpecbenchError(f"placement '{self.name}' records no lanes (processors and CPUs)")
+        return self.target, self.drafter
+
     @property
     def label(self) -> str:
         """Short name for tables: split, shared, or the whole key of a custom placement."""

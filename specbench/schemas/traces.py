@@ -470,7 +470,9 @@ def window_trace_to_dict(trace: WindowTrace) -> dict:
                  "stop_reason": trace.stop_reason, "n_prompt": trace.n_prompt,
                  "n_prompt_drafter": trace.n_prompt_drafter}
     if trace.drafts is not None:
-        rows, confs, lengths = [], [], []
+        rows: list[list[int] | None] = []
+        confs: list[list[float] | None] = []
+        lengths: list[int] = []
         for t, (tokens, conf) in enumerate(zip(trace.drafts.tokens, trace.drafts.conf, strict=False)):
             if not trace.drafts.has_row(t):
                 rows.append(None)
@@ -677,8 +679,8 @@ class TraceWriter:
     def write_window(self, **fields: object) -> WindowTrace:
         """Validate one window line (the keys of a trace line: `$defs/window` of docs/schemas/trace.schema.json;
         lists may be numpy arrays) and append it; returns the window as the loader reads it."""
-        doc = _plain(fields)
-        where = Where(f"{self.path}: window '{doc.get('window_id', '?')}'" if isinstance(doc, dict) else self.path)
+        doc = {key: _plain(value) for key, value in fields.items()}
+        where = Where(f"{self.path}: window '{doc.get('window_id', '?')}'")
         trace = window_trace_from_dict(doc, where, self.vocab)
         self._append_new(trace.window_id, window_trace_to_dict(trace))
         return trace

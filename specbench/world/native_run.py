@@ -299,7 +299,8 @@ def native_placement(device: Device, spec: str | None, profile: DeviceProfile | 
     if asked is not None and asked.key != profile.placement.key:
         raise SpecbenchError(f"--placement {asked.key} differs from the placement of profile {profile.path} "
                              f"({profile.placement.key})", hint="drop --placement, or pass a profile measured there")
-    missing = sorted(set(profile.placement.target.cpus + profile.placement.drafter.cpus) - set(device.cpus()))
+    target_lane, drafter_lane = profile.placement.lanes()
+    missing = sorted(set(target_lane.cpus + drafter_lane.cpus) - set(device.cpus()))
     if missing:
         raise SpecbenchError(f"profile {profile.path}: placement {profile.placement.key} uses CPU {missing[0]}, which "
                              f"{device.name} does not let the runner use")

@@ -110,7 +110,7 @@ def _verdict(profile, best: pd.Series, counts: pd.Series, depth: float):
     return found, None
 
 
-def _no_verdict(device: str, rows: MainRows, missing: dict[str, str]) -> str:
+def _no_verdict(device: str, rows: MainRows, missing: dict[str | None, str]) -> str:
     if rows.suffix:
         return "no verdict: native rows only (the verdict prices a replay run's rows)"
     if device in missing:

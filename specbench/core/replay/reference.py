@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -255,7 +256,7 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
     lanes = _Lanes(timeline, producer.startup_s)
     oracle = oracle or TargetOracle(trace.y)
     verifier = As2dVerifier(config, cap)
-    counts = {"rounds": 0, "proposed": 0, "accepted": 0, "multi_token_rounds": 0}
+    counts: dict[str, Any] = {"rounds": 0, "proposed": 0, "accepted": 0, "multi_token_rounds": 0}
     verified: list[tuple[int, int]] = []
     extrapolated = depth_extrapolated = False
     while not oracle.done:
