@@ -7,7 +7,7 @@ BIN     = $(VENV)/bin
 # compiler and qemu-user build the arm runner and run it inside the emulated phone (tests/devices).
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install deps runners demo-model demo test bench clean
+.PHONY: install deps runners demo-model demo lint test bench clean
 
 $(BIN)/specbench: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,7 +39,13 @@ runners: install deps
 demo-model: install
 	$(BIN)/python -c "from specbench.world.models import demo_model; [demo_model(m) for m in ('smollm2-135m', 'gemma3-270m', 'smollm2-135m-f16')]"
 
-test: install deps runners demo-model
+# ruff (rules and line length in pyproject.toml [tool.ruff]) and mypy ([tool.mypy]) over specbench/;
+# `make test` runs them before the tests.
+lint: install
+	$(BIN)/ruff check specbench
+	$(BIN)/mypy
+
+test: lint deps runners demo-model
 	$(BIN)/python -m pytest
 
 bench: install

@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import ContextManager
 
 from specbench.app.study import load_inputs, needed_widths, run_replay, select_and_save_budget
 from specbench.core.methods.configs import (
@@ -78,7 +77,7 @@ NATIVE = QUICK_NATIVE + (As2dConfig(budget=7, drafter="smollm2").label,)
 """Run natively in both placements (SD W=6..8 are replayed only, so that the cached demo stays within 3 minutes)."""
 MARKER = ".specbench-demo"
 
-ProgressFactory = Callable[[str, int], ContextManager[Callable[[int], None]]]
+ProgressFactory = Callable[[str, int], contextlib.AbstractContextManager[Callable[[int], None]]]
 Log = Callable[[str], None]
 
 
@@ -221,8 +220,8 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
                                          str(windows_path), profile_ref(profile))
                 label = f"{drafter.name}, {profile.placement.label}"
                 with progress(f"running natively ({label})", native_steps(plan_native)) as advance:
-                    _, _, divergences = run_native(plan_native, native_dir(run.out, drafter.name, profile.placement.label),
-                                                   False, advance)
+                    out_dir = native_dir(run.out, drafter.name, profile.placement.label)
+                    _, _, divergences = run_native(plan_native, out_dir, False, advance)
                 run.divergences += divergences
     return run
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import pandas as pd
 
@@ -17,7 +17,8 @@ from specbench.schemas.profiles import DeviceProfile
 from specbench.schemas.traces import TraceFile
 from specbench.schemas.windows import Window
 
-_STUDY: tuple | None = None  # the study, inherited by forked workers instead of pickled
+Study = tuple[Sequence[Window], Mapping[str, TraceFile], Sequence[DeviceProfile], Sequence[MethodConfig]]
+_STUDY: Study | None = None  # the study, inherited by forked workers instead of pickled
 
 
 def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],
@@ -31,6 +32,7 @@ def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], pro
     workers = min(workers or os.cpu_count() or 1, len(tasks))
     frames: list[pd.DataFrame | None] = [None] * len(tasks)
     _STUDY = (windows, traces, profiles, configs)
+    done: Iterator[tuple[int, pd.DataFrame]]
     try:
         if workers <= 1 or "fork" not in mp.get_all_start_methods():
             done = ((i, _run(task)) for i, (task, _) in enumerate(tasks))
@@ -66,7 +68,10 @@ def _collect(done, frames: list, tasks: list, n_windows: int, progress: Progress
 
 
 def _run(task: Task) -> pd.DataFrame:
-    return run_task(*_STUDY, task)
+    if _STUDY is None:
+        raise RuntimeError("no study to replay: tasks run inside replay_study only")
+    windows, traces, profiles, configs = _STUDY
+    return run_task(windows, traces, profiles, configs, task)
 
 
 def _indexed(item: tuple[int, Task]) -> tuple[int, pd.DataFrame]:

@@ -7,6 +7,7 @@ instead of through it. Bars are drawn only on a terminal.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator, Sequence
 
 from rich.console import Console
@@ -24,7 +25,7 @@ def progress_bars(bars: Sequence[tuple[str, int | None]]) -> Iterator[list[Advan
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=stderr, transient=False, disable=not stderr.is_terminal) as progress:
         tasks = [progress.add_task(description, total=total) for description, total in bars]
-        yield [lambda n, task=task: progress.advance(task, n) for task in tasks]
+        yield [functools.partial(progress.advance, task) for task in tasks]
 
 
 @contextlib.contextmanager

@@ -67,7 +67,8 @@ def dev_inputs(windows_path: Path, traces_dir: Path, profile_path: Path) -> tupl
         raise SpecbenchError(f"{traces_dir}: traces only test windows of {windows_path}; budget selection uses "
                              "development windows only", hint="trace the dev windows too")
     check_against_windows(traces, dev)
-    return Inputs(dev, traces, [load_profile(profile_path)], Path(windows_path), Path(traces_dir)), len(windows) - len(dev)
+    inputs = Inputs(dev, traces, [load_profile(profile_path)], Path(windows_path), Path(traces_dir))
+    return inputs, len(windows) - len(dev)
 
 
 def needed_widths(config: MethodConfig, lookup: bool = False) -> tuple[int, int]:

@@ -29,6 +29,7 @@ from specbench.schemas.placement import Placement, device_label
 from specbench.schemas.profiles import load_profile, profile_from_dict, save_profile
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.validation import (
+    Attempted,
     BlockRecord,
     DecodeRecord,
     ObservationRecord,
@@ -96,11 +97,12 @@ class ValidationPlan:
                 raise SpecbenchError(f"{flag} {value}: expected an integer >= {least}")
         if self.max_blocks < self.min_blocks:
             raise SpecbenchError(f"--max-blocks {self.max_blocks}: expected >= --min-blocks ({self.min_blocks})")
-        for flag, value in (("--halfwidth", self.halfwidth_pct), ("--probe-threshold", self.probe_threshold_pct),
-                            ("--speedup-bound", self.speedup.bias_pct), ("--throughput-bound", self.throughput.bias_pct),
-                            ("--error-bound", self.speedup.error_pct)):
-            if not (value > 0 and math.isfinite(value)):
-                raise SpecbenchError(f"{flag} {value}: expected a percentage > 0")
+        for flag, pct in (("--halfwidth", self.halfwidth_pct), ("--probe-threshold", self.probe_threshold_pct),
+                          ("--speedup-bound", self.speedup.bias_pct),
+                          ("--throughput-bound", self.throughput.bias_pct),
+                          ("--error-bound", self.speedup.error_pct)):
+            if not (pct > 0 and math.isfinite(pct)):
+                raise SpecbenchError(f"{flag} {pct}: expected a percentage > 0")
         if self.cooldown_s < 0:
             raise SpecbenchError(f"--cooldown {self.cooldown_s}: expected seconds >= 0")
         if not self.windows:
@@ -111,6 +113,8 @@ class ValidationPlan:
         out: dict[str, list[MethodConfig]] = {}
         for c in self.configs:
             if not isinstance(c, TargetConfig):
+                if c.drafter is None:  # resolve_configs names every drafter
+                    raise SpecbenchError(f"{c.label}: no drafter named")
                 out.setdefault(c.drafter, []).append(c)
         return out
 
@@ -131,7 +135,8 @@ def resolve_configs(configs: Sequence[MethodConfig], traces: dict[str, TraceFile
                 raise SpecbenchError(f"{c.label}: name its drafter (traced: {', '.join(sorted(traces))})")
             c = replace(c, drafter=next(iter(traces)))
         if c.drafter not in traces:
-            raise SpecbenchError(f"{c.label}: drafter '{c.drafter}' is not traced (traced: {', '.join(sorted(traces))})")
+            raise SpecbenchError(f"{c.label}: drafter '{c.drafter}' is not traced "
+                                 f"(traced: {', '.join(sorted(traces))})")
         out.append(c)
     if len(out) == 1:
         raise SpecbenchError("validate needs a method besides target (e.g. --method 'sd:W=5')")
@@ -181,7 +186,8 @@ class Validation:
         check_against_windows(self.traces, plan.windows)
         self.references = {name: {w.window_id: t.windows[w.window_id].y.tolist() for w in plan.windows}
                            for name, t in self.traces.items()}
-        self.prompts = {name: prompts_for(plan.device, plan.target, d, plan.windows) for name, d in plan.drafters.items()}
+        self.prompts = {name: prompts_for(plan.device, plan.target, d, plan.windows)
+                        for name, d in plan.drafters.items()}
 
     # -- profiles -------------------------------------------------------------------------------------
     def full_profile(self, placement: Placement) -> Path:
@@ -257,8 +263,9 @@ class Validation:
         where.mkdir(parents=True, exist_ok=True)
         start_snapshot = self.plan.device.snapshot()
         # an attempt cut short (its records written, its BlockRecord not) keeps its number: never kept
-        first = 1 + max((r.attempt for kind in (BlockRecord, DecodeRecord, ProbeRecord)
-                         for r in load_records(self.out, kind) if (r.device, r.block) == (device, block)), default=-1)
+        written: list[Attempted] = [*load_records(self.out, BlockRecord), *load_records(self.out, DecodeRecord),
+                                    *load_records(self.out, ProbeRecord)]
+        first = 1 + max((r.attempt for r in written if (r.device, r.block) == (device, block)), default=-1)
         for redo in range(self.plan.max_voids + 1):
             attempt = first + redo
             started, clock = now(), time.monotonic()
@@ -410,14 +417,17 @@ def cool_down(device: Device, start: dict, seconds: float) -> None:
 
 def _zones(snapshot: dict) -> dict[str, float]:
     zones = snapshot.get("thermal_c") or {}
-    return {str(k): float(v) for k, v in zones.items() if isinstance(v, (int, float))} if isinstance(zones, dict) else {}
+    if not isinstance(zones, dict):
+        return {}
+    return {str(k): float(v) for k, v in zones.items() if isinstance(v, (int, float))}
 
 
 def observations(decodes: Sequence[DecodeRecord],
                  replay: dict[tuple[str, str, str], tuple[int, float]]) -> list[ObservationRecord]:
     """Per (device, configuration, window): speedup and throughput of replay, Na and Nb (pure).
 
-    `replay` maps (device, config, window_id) to the block's replayed (tokens, decode_s). A native speedup divides a configuration's throughput by that of
+    `replay` maps (device, config, window_id) to the block's replayed (tokens, decode_s).
+    A native speedup divides a configuration's throughput by that of
     the target-only decode in the slot before it (Na) or after it (Nb); target-only's own
     throughput is the mean over its decodes in the run. Windows with a divergent decode are left out."""
     out = []

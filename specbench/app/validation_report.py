@@ -64,7 +64,8 @@ def validation_tables(directory: Path) -> list[Table]:
     ops = _frame(load_records(directory, OpRecord), OpRecord)
     if len(ops):
         tables.append(Table("Sweep vs decode, per forward", "per device × configuration × model × width × depth bin "
-                            "[from, next bin): the serial decodes' forwards against the block's refreshed profile at the same "
+                            "[from, next bin): the serial decodes' forwards against the block's refreshed profile "
+                            "at the same "
                             "width and depth (mean over forwards)", ops,
                             {"decode_mean_us": ".0f", "decode_median_us": ".0f", "profile_us": ".0f",
                              "decode_over_profile": ".3f"}, keys=("device",)))

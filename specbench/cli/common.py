@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from specbench.core.methods.configs import REGISTRY, MethodConfig, parse_method_specs
+from specbench.core.methods.configs import REGISTRY, MethodConfig, TargetConfig, parse_method_specs
 from specbench.errors import SpecbenchError
 
 existing_file = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -52,7 +52,7 @@ def configs_from(method_names: str | None, method_specs: Sequence[str], default_
     configs = parse_method_specs(specs)
     if default_drafter is None:
         return configs
-    return [replace(c, drafter=default_drafter) if hasattr(c, "drafter") and c.drafter is None else c
+    return [replace(c, drafter=default_drafter) if not isinstance(c, TargetConfig) and c.drafter is None else c
             for c in configs]
 
 

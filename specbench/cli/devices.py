@@ -31,7 +31,8 @@ def adb_server_options(func):
                         callback=_set_env(SERVER_PORT_ENV),
                         help=f"adb server port (default ${SERVER_PORT_ENV} or 5037).")(func)
     func = click.option("--adb-host", expose_value=False, is_eager=True, callback=_set_env(SERVER_HOST_ENV),
-                        help=f"adb server host, e.g. a machine with the phones (default ${SERVER_HOST_ENV} or 127.0.0.1).")(func)
+                        help=f"adb server host, e.g. a machine with the phones "
+                             f"(default ${SERVER_HOST_ENV} or 127.0.0.1).")(func)
     return func
 
 

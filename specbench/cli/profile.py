@@ -28,7 +28,8 @@ from specbench.errors import SpecbenchError
                    "drafter on disjoint halves of the CPUs, shared = both on all of them, or "
                    "'target=PROC@CPUS[/THREADS],drafter=PROC@CPUS[/THREADS]' (e.g. target=GPUOpenCL@4-7/1,"
                    "drafter=cpu@0-3). One profile per placement.")
-@click.option("--no-cosched", is_flag=True, help="Skip the co-scheduling measurement (AS2D replay then refuses the profile).")
+@click.option("--no-cosched", is_flag=True,
+              help="Skip the co-scheduling measurement (AS2D replay then refuses the profile).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Profile YAML to write (raw samples go beside it, *.samples.jsonl). Default: "
                    "device_profiles/<device>-<placement>.yaml; with several devices, <stem>-<device>.yaml each.")

@@ -18,7 +18,8 @@ from specbench.errors import SpecbenchError
 @click.option("--profile", "profile_paths", type=existing_file, multiple=True,
               help="Device profile YAML; repeat for several devices (replay).")
 @method_options
-@click.option("--drafter", default=None, help="Drafter for methods that do not name one (default: the only one traced).")
+@click.option("--drafter", default=None,
+              help="Drafter for methods that do not name one (default: the only one traced).")
 @click.option("--budget", "budget_path", type=existing_file, default=None,
               help="Budget YAML from select-budget: replaces the default as2d configuration.")
 @click.option("--split", type=click.Choice(["dev", "test"]), default=None, help="Only windows of this split.")
@@ -38,8 +39,8 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
 
     Every method decodes the same windows; serial methods are priced op by op from the
     profile, AS2D is simulated as two lanes sharing the device. With --native the methods
-    run for real on --device (outputs checked against --traces or target-only). Rows are appended to OUT/rows.jsonl as windows finish, so an
-    interrupted run resumes with --resume.
+    run for real on --device (outputs checked against --traces or target-only). Rows are
+    appended to OUT/rows.jsonl as windows finish, so an interrupted run resumes with --resume.
 
     Example:
 

@@ -41,15 +41,17 @@ def select_budget(windows: Path, traces_dir: Path, profile_path: Path, catalog: 
     if split == "test":
         raise SpecbenchError("--split test: budget selection uses development windows only (a budget chosen on "
                              "test windows would flatter the results)",
-                             hint="select on the dev windows, then deploy with `specbench run --budget FILE --split test`")
+                             hint="select on the dev windows, "
+                                  "then deploy with `specbench run --budget FILE --split test`")
     if out is None:
         out = RESULTS / "budgets" / f"{profile_path.stem}.yaml"
         out.parent.mkdir(parents=True, exist_ok=True)
     check_output_path(out)
     configs = configs_from(None, (catalog,), None)
-    if not all(isinstance(c, As2dConfig) for c in configs):
+    as2d = [c for c in configs if isinstance(c, As2dConfig)]
+    if len(as2d) < len(configs):
         raise SpecbenchError(f"--catalog '{catalog}': only as2d configurations can be selected")
-    choice = select_and_save_budget(windows, traces_dir, profile_path, configs, out,
+    choice = select_and_save_budget(windows, traces_dir, profile_path, as2d, out,
                                     lambda message: stderr.print(message, highlight=False, markup=False))
     runner = f"; runner-up {choice.runners_up[0][0]} by {choice.margin_pct:.2f}%" if choice.runners_up else ""
     used = [what for what, flag in (("co-scheduling ratios", choice.extrapolated),

@@ -132,4 +132,4 @@ def specasr_configs(specs: tuple[str, ...]) -> list[SpecAsrConfig]:
         wrong = [c.label for c in parse_method_spec(spec) if not isinstance(c, SpecAsrConfig)]
         if wrong:
             raise SpecbenchError(f"--specasr {spec}: expected specasr configurations, got {wrong[0]}")
-    return parse_method_specs(list(specs))
+    return [c for c in parse_method_specs(list(specs)) if isinstance(c, SpecAsrConfig)]  # all of them, checked above

@@ -96,6 +96,7 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
     from specbench.app.progress import progress_bar, stderr
     from specbench.app.validate import Bounds, Validation, ValidationPlan, resolve_configs
     from specbench.app.validation_report import validation_figures, validation_tables
+    from specbench.core.methods.configs import TargetConfig
     from specbench.render.tables import print_rich, render
     from specbench.schemas.fileio import write_atomic
     from specbench.schemas.placement import resolve_on
@@ -107,7 +108,8 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
 
     out = out or Path("results") / f"validate-{device}"
     if (out / MANIFEST).exists() and not resume:
-        raise SpecbenchError(f"{out}: a validation already exists", hint="pass --resume to continue it, or another --out")
+        raise SpecbenchError(f"{out}: a validation already exists",
+                             hint="pass --resume to continue it, or another --out")
     parsed_depths = parse_depths(depths)
     traces = load_trace_dir(traces_dir)
     target = target_file(target_path)
@@ -117,7 +119,9 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
     if unknown:
         raise SpecbenchError(f"--drafter {unknown[0]}: not among the traced drafters ({', '.join(sorted(traces))})")
     configs = resolve_configs(configs_from(method_names, method_specs, None), traces)
-    missing = sorted({c.drafter for c in configs[1:]} - {d.name for d in drafters})
+    # resolve_configs puts target-only first and names every other configuration's drafter
+    used = {c.drafter for c in configs[1:] if not isinstance(c, TargetConfig) and c.drafter is not None}
+    missing = sorted(used - {d.name for d in drafters})
     if missing:
         raise SpecbenchError(f"--method ... drafter={missing[0]}: no --drafter {missing[0]}=PATH given")
     (dev,) = open_devices(device_names([device]), phone_settings())

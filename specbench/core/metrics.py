@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -156,7 +157,7 @@ def _add_intervals(sums: pd.DataFrame, name: str, found: list[stats.Interval | N
     sums[f"{name}_high"] = [np.nan if i is None else i.high for i in found]
 
 
-def _none(value: object) -> object:
+def _none(value: Any) -> Any:
     return None if isinstance(value, float) and np.isnan(value) else value
 
 

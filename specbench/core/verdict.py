@@ -1,8 +1,9 @@
 """Why a method pays or does not on one device@placement, in the profile's own costs
 (docs/METHODS.md §7.10 The one-screen summary). Pure: a profile and a run's counts in, a sentence out.
 
-The arithmetic prices one verification round the way replay prices its forwards (§5.1 Serial pricing, §5.2 The two-lane AS2D simulation),
-with the same cost functions (`CostTable.cost`, `CoSchedule.ratios`) at one stated KV depth:
+The arithmetic prices one verification round the way replay prices its forwards (§5.1 Serial pricing,
+§5.2 The two-lane AS2D simulation), with the same cost functions (`CostTable.cost`, `CoSchedule.ratios`)
+at one stated KV depth:
 
 * serial (sd, specasr): per target forward, its drafter forwards at CD(1) and the target's
   forward at CT(w), over the tokens one forward commits (τ):

@@ -140,7 +140,7 @@ async def _send(stream: Stream, reader: _Buffered, phone: EmulatedPhone, spec: s
     failure: str | None = None
     handle = None
     tmp = f"{host}.emuphone-partial" if host else None
-    if host is None:
+    if host is None or tmp is None:  # tmp is None only with host
         failure = f"not an absolute path: {path}"
     elif os.path.isdir(host):
         failure = f"{path}: Is a directory"
@@ -169,7 +169,7 @@ async def _send(stream: Stream, reader: _Buffered, phone: EmulatedPhone, spec: s
             data = await reader.read_exact(length)
             if data is None:
                 return False
-            if failure:
+            if failure or handle is None:  # no handle only with a failure (it could not be opened)
                 continue  # drain until DONE, then report
             if written + len(data) > free_bytes:
                 # fill the disk up to the limit first, as a real write would
@@ -182,6 +182,8 @@ async def _send(stream: Stream, reader: _Buffered, phone: EmulatedPhone, spec: s
         if failure:
             await stream.write(wire.sync_fail(failure))
             return False
+        if handle is None or tmp is None or host is None:
+            raise RuntimeError(f"push of {path}: no file open and no failure")  # opening either works or fails
         handle.close()
         os.chmod(tmp, stat.S_IMODE(mode))
         os.utime(tmp, (mtime_s, mtime_s))

@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
                "--description tests/data/phones/pixel-emu.yaml --port 6000")
     parser.add_argument("--description", required=True, type=Path, help="phone description YAML")
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: a free one; not 5555-5585)")
-    parser.add_argument("--sandbox", type=Path, help="directory standing in for the phone's / (default: a temporary one)")
+    parser.add_argument("--sandbox", type=Path,
+                        help="directory standing in for the phone's / (default: a temporary one)")
     parser.add_argument("--adb-server", action="store_true",
                         help="also start a private adb server on a free port and connect the phone to it")
     parser.add_argument("-v", "--verbose", action="store_true", help="log protocol events on stderr")

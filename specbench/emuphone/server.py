@@ -94,12 +94,13 @@ class EmulatedPhone:
             self.power.stop()
         if self._thread is None:
             return
+        loop = self._event_loop()
         try:
             self._call(self._shutdown())
         finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
+            loop.call_soon_threadsafe(loop.stop)
             self._thread.join(timeout=10)
-            self._loop.close()
+            loop.close()
             self._thread = None
 
     def __enter__(self) -> EmulatedPhone:
@@ -232,13 +233,20 @@ class EmulatedPhone:
         return run
 
     # --- loop side ---
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        """The loop thread's event loop, set from start until stop."""
+        if self._loop is None:
+            raise RuntimeError("the emulated phone is not started (use it as a context manager)")
+        return self._loop
+
     def _run_loop(self, ready: threading.Event) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._loop.call_soon(ready.set)
-        self._loop.run_forever()
+        loop = self._event_loop()
+        asyncio.set_event_loop(loop)
+        loop.call_soon(ready.set)
+        loop.run_forever()
 
     def _call(self, coro, timeout_s: float = 30):
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout_s)
+        return asyncio.run_coroutine_threadsafe(coro, self._event_loop()).result(timeout_s)
 
     async def _listen(self, port: int) -> None:
         self._server = await asyncio.start_server(self._accept, self.host, port,

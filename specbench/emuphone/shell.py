@@ -56,10 +56,10 @@ async def run_shell(stream: Stream, phone: EmulatedPhone, command: str, v2: bool
     hogs = CpuHogs()
     stdin_task = asyncio.create_task(_pump_stdin(stream, proc, v2, lambda data: _maybe_slow(phone, data, hogs)))
     try:
-        pumps = [_pump_output(stream, proc.stdout, wire.SHELL_STDOUT if v2 else None,
+        pumps = [_pump_output(stream, _piped(proc.stdout), wire.SHELL_STDOUT if v2 else None,
                               phone.sandbox.output_unmapper() if unmap else None)]
         if v2:
-            pumps.append(_pump_output(stream, proc.stderr, wire.SHELL_STDERR,
+            pumps.append(_pump_output(stream, _piped(proc.stderr), wire.SHELL_STDERR,
                                       phone.sandbox.output_unmapper() if unmap else None))
         await asyncio.gather(*pumps)
         returncode = await proc.wait()
@@ -72,6 +72,13 @@ async def run_shell(stream: Stream, phone: EmulatedPhone, command: str, v2: bool
         if proc.returncode is None:
             _kill_group(proc.pid)
             await proc.wait()
+
+
+def _piped(reader: asyncio.StreamReader | None) -> asyncio.StreamReader:
+    """A stream the command was started with as a pipe (run_shell asks for them)."""
+    if reader is None:
+        raise RuntimeError("the shell command's output was not piped")
+    return reader
 
 
 async def _pump_output(stream: Stream, pipe: asyncio.StreamReader, packet_id: int | None, unmapper) -> None:

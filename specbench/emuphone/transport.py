@@ -56,9 +56,10 @@ class Stream:
         if data is None:
             self._incoming.put_nowait(None)  # later reads see the end too
             return None
-        if self._drop_due(len(data)):
-            keep = self._drop.after_bytes - self._transferred_bytes
-            await self._cut()
+        fault = self._drop_due(len(data))
+        if fault is not None:
+            keep = fault.after_bytes - self._transferred_bytes
+            await self._cut(fault)
             return data[:keep] if keep > 0 else None
         self._transferred_bytes += len(data)
         if not self.closed:
@@ -75,12 +76,13 @@ class Stream:
                 await self._acked.wait()
                 if self.closed:
                     raise StreamClosed(self.service)
-                if self._drop_due(len(chunk)):
-                    keep = self._drop.after_bytes - self._transferred_bytes
+                fault = self._drop_due(len(chunk))
+                if fault is not None:
+                    keep = fault.after_bytes - self._transferred_bytes
                     if keep > 0:
                         await self._send_wrte(chunk[:keep])
                         await self._acked.wait()
-                    await self._cut()
+                    await self._cut(fault)
                     raise StreamClosed(f"{self.service}: dropped by fault injection")
                 self._transferred_bytes += len(chunk)
                 await self._send_wrte(chunk)
@@ -113,17 +115,18 @@ class Stream:
         self._acked.clear()
         await self.conn.send(wire.A_WRTE, self.local_id, self.remote_id, chunk)
 
-    def _drop_due(self, length: int) -> bool:
+    def _drop_due(self, length: int) -> DropFault | None:
+        """The armed fault, when `length` more bytes cross it and this stream took it; else None."""
         fault = self._drop
         if fault is None or self._transferred_bytes + length <= fault.after_bytes:
-            return False
+            return None
         if not self.conn.phone.faults.consume_drop(fault):
             self._drop = None  # another stream was cut first
-            return False
-        return True
+            return None
+        return fault
 
-    async def _cut(self) -> None:
-        fault, self._drop = self._drop, None
+    async def _cut(self, fault: DropFault) -> None:
+        self._drop = None
         log.info("fault: dropping %s (%s) after %d bytes", self.service, fault.how, fault.after_bytes)
         if fault.how == "connection":
             self.conn.abort()

@@ -83,7 +83,8 @@ def decomposition_bars(parts: pd.DataFrame, device: str):
         bottom = bottom + values
     ax.plot(x, rows["decode_s"], linestyle="none", marker="_", color="black", markersize=14, label="T")
     ax.set_xticks(x, rows["config"], rotation=60, ha="right", fontsize=7)
-    ax.set_ylim(0, 1.08 * max(float(bottom.max(initial=0.0)), float(rows["decode_s"].max()) if len(rows) else 0.0, 1e-9))
+    highest_s = float(rows["decode_s"].max()) if len(rows) else 0.0
+    ax.set_ylim(0, 1.08 * max(float(bottom.max(initial=0.0)), highest_s, 1e-9))
     _finish(ax, fig, None, "seconds (sum over windows)", f"T = D + V - O + H — {device}", grid=False)
     series["T"] = rows["decode_s"].to_numpy()
     return fig, series

@@ -107,7 +107,8 @@ def _json_value(value: object) -> object:
 
 def _rows(table: Table) -> list[dict]:
     columns = table.frame.columns
-    return [{c: _json_value(v) for c, v in zip(columns, row, strict=False)} for row in table.frame.itertuples(index=False)]
+    return [{c: _json_value(v) for c, v in zip(columns, row, strict=False)}
+            for row in table.frame.itertuples(index=False)]
 
 
 def to_json(tables: list[Table]) -> str:
@@ -148,7 +149,8 @@ def _rich_table(table: Table, width: int) -> RichTable:
         caption += "\nempty on every row: " + ", ".join(empty)
     if carried:
         caption += f"\n{table.label} left out: {', '.join(k for k in table.keys if k in shown.frame)} name each row"
-    groups, dropped = [[c for c in group if c in shown.frame.columns] for group in table.optional], []
+    groups = [[c for c in group if c in shown.frame.columns] for group in table.optional]
+    dropped: list[str] = []
     while groups and _least_width(shown) > width:
         group = groups.pop()
         dropped[:0] = group

@@ -150,7 +150,8 @@ def _timestamp(doc: dict, key: str, where: Where, required: bool = False) -> str
             parsed = datetime.fromisoformat(value.removesuffix("Z") + "+00:00" if value.endswith("Z") else value)
         except ValueError:
             parsed = None
-        if parsed is None or parsed.utcoffset() is None or parsed.utcoffset().total_seconds() != 0:
+        offset = parsed.utcoffset() if parsed is not None else None
+        if offset is None or offset.total_seconds() != 0:
             raise where.at(key).fail("a UTC ISO-8601 timestamp such as 2026-12-01T13:02:11.482Z", value)
     return value
 
@@ -174,8 +175,9 @@ def _runner(doc: dict, where: Where) -> RunnerBuild:
     flags = need(doc, "flags", list, where)
     if not all(isinstance(f, str) for f in flags):
         raise where.at("flags").fail("a list of CMake flags (strings)", flags)
-    return RunnerBuild(need(doc, "version", str, where), need(doc, "protocol", int, where), need(doc, "sha256", str, where),
-                       need(doc, "llama_cpp_commit", str, where), tuple(flags), need(doc, "system_info", str, where))
+    return RunnerBuild(need(doc, "version", str, where), need(doc, "protocol", int, where),
+                       need(doc, "sha256", str, where), need(doc, "llama_cpp_commit", str, where),
+                       tuple(flags), need(doc, "system_info", str, where))
 
 
 def _model(doc: dict, where: Where) -> LoadedModel:

@@ -43,7 +43,8 @@ class Where:
         line, key = "", self.prefix
         if key.startswith("line "):
             line, _, key = key.removeprefix("line ").partition(".")
-        return SpecbenchError(f"{self.path}{':' + line if line else ''}: {key or '<root>'} = {value}, expected {expected}")
+        return SpecbenchError(f"{self.path}{':' + line if line else ''}: {key or '<root>'} = {value}, "
+                              f"expected {expected}")
 
 
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list",

@@ -74,6 +74,12 @@ class Placement:
     def recorded(self) -> bool:
         return self.target is not None and self.drafter is not None
 
+    def lanes(self) -> tuple[Lane, Lane]:
+        """(target, drafter) of a recorded placement; an unrecorded one names no lanes to run in."""
+        if self.target is None or self.drafter is None:
+            raise SpecbenchError(f"placement '{self.name}' records no lanes (processors and CPUs)")
+        return self.target, self.drafter
+
     @property
     def label(self) -> str:
         """Short name for tables: split, shared, or the whole key of a custom placement."""
@@ -107,7 +113,8 @@ def resolve(spec: str, cpus: Sequence[int], processors: Mapping[str, str] | None
         raise SpecbenchError("--placement: the device reports no usable CPUs")
     target_proc, drafter_proc = processors.get("target", "cpu"), processors.get("drafter", "cpu")
     if spec == "shared":
-        return Placement("shared", Lane(target_proc, tuple(cpus), len(cpus)), Lane(drafter_proc, tuple(cpus), len(cpus)))
+        return Placement("shared", Lane(target_proc, tuple(cpus), len(cpus)),
+                         Lane(drafter_proc, tuple(cpus), len(cpus)))
     if spec == "split":
         if len(cpus) < 2:
             raise SpecbenchError(f"--placement split: needs at least 2 CPUs, the device lets the runner use {cpus}",
@@ -207,7 +214,7 @@ def lane_job(lane: Lane | None) -> dict:
 
 def pinning_problems(placement: Placement, report: dict) -> list[str]:
     """Where the runner's `pinning` event (CPU sets read back per lane) disagrees with the placement."""
-    problems = []
+    problems: list[str] = []
     if not placement.recorded:
         return problems
     lanes = {"target": placement.target, "drafter": placement.drafter}

@@ -3,7 +3,7 @@ co-scheduling slowdowns.
 
 YAML layout (`kind: specbench.profile`, `schema_version: 2`), one `DeviceProfile`:
 
-    environment: {...}                    # schemas/environment.py: specbench, command, times, runner build, models, device
+    environment: {...}   # schemas/environment.py: specbench, command, times, runner build, models, device
     device: {name, serial, model, soc, abi, ...}   # what the device says about itself
     placement: {name, target: {processor, cpus, threads}, drafter: {...}}   # docs/METHODS.md §4.1 Placement
     pinning: {lanes: {target: {cpus, read_back, threads}, drafter: {...}}}   # the runner's CPU sets, read back
@@ -34,9 +34,10 @@ flagged as extrapolated; `with_ratio_fit("min"|"max")` gives the sensitivity var
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -151,7 +152,8 @@ class CoSchedule:
 
     def _fill(self, measured: Mapping[int, np.ndarray]) -> np.ndarray:
         values = np.stack(list(measured.values()))
-        return {"median": np.median, "min": np.min, "max": np.max}[self.fit](values, axis=0)
+        fills: dict[str, Callable[..., np.ndarray]] = {"median": np.median, "min": np.min, "max": np.max}
+        return fills[self.fit](values, axis=0)
 
     def _row(self, width: int) -> tuple[np.ndarray, np.ndarray, bool]:
         if width in self.rho_target and width in self.rho_drafter:
@@ -170,8 +172,8 @@ class CoSchedule:
         rows = [self._row(w) for w in range(max_width + 1)]
         depths = np.arange(max_depth + 1, dtype=np.float64)
         widths, at = np.repeat(np.arange(max_width + 1), max_depth + 1), np.tile(depths, max_width + 1)
-        out = [interp_rows(np.stack([r[k] for r in rows]), self.depths, widths, at).reshape(max_width + 1, max_depth + 1)
-               for k in (0, 1)]
+        out = [interp_rows(np.stack([r[k] for r in rows]), self.depths, widths, at)
+               .reshape(max_width + 1, max_depth + 1) for k in (0, 1)]
         return out[0], out[1], np.array([r[2] for r in rows])
 
 
@@ -483,7 +485,7 @@ def _cost_table(doc: dict, where: Where, label: str) -> CostTable:
     return CostTable(np.asarray(depths, dtype=np.float64), seconds, label, spread=spread, repetitions=repetitions)
 
 
-def _width_key(key: object, where: Where) -> int:
+def _width_key(key: Any, where: Where) -> int:  # any YAML or JSON key; int() says which are widths
     try:
         width = int(key)  # YAML gives ints, JSON gives strings
     except (TypeError, ValueError):
@@ -624,6 +626,7 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
         all_rows_doc = need(entry, "costs_all_rows", dict, d_where, None)
         label = f"profile {path} drafter '{name}'"
         declared = _declared(entry, d_where)
+        all_rows: CostTable | None
         if declared is not None and declared.fraction_of_target is not None:
             costs = _scaled(target_costs, declared.fraction_of_target, f"{label} (declared)")
             all_rows = costs  # a declared step has one price, whichever logits it keeps

@@ -231,7 +231,8 @@ def _check_ranges(frame: pd.DataFrame, path: Path, lines: Sequence[int]) -> None
         if bad.any():
             at = int(np.argmax(bad))
             value = frame[column].iloc[at]
-            raise Where(path, f"line {lines[at]}").at(column).fail(expected, getattr(value, "item", lambda: value)())
+            shown = value.item() if hasattr(value, "item") else value  # numpy scalar -> Python for the message
+            raise Where(path, f"line {lines[at]}").at(column).fail(expected, shown)
 
 
 def _check_configs(frame: pd.DataFrame, path: Path) -> None:
@@ -586,8 +587,8 @@ class ResultsDir:
         for name in COUNT_VECTORS:
             column = frame[name]
             if not column.map(lambda v, k=name: _is(v, k) or (not isinstance(v, list) and pd.isna(v))).all():
-                line = int(np.argmax((~column.map(lambda v, k=name: _is(v, k))).to_numpy()))
-                row_from_dict(docs[line], Where(self.rows_path, f"row {line + 1}"))
+                bad_row = int(np.argmax((~column.map(lambda v, k=name: _is(v, k))).to_numpy()))
+                row_from_dict(docs[bad_row], Where(self.rows_path, f"row {bad_row + 1}"))
             frame[name] = column.map(lambda v: tuple(v) if isinstance(v, list) else ())
         for f in fields(WindowResult):
             if f.name in COUNT_VECTORS:
@@ -601,12 +602,12 @@ class ResultsDir:
             inferred = pd.api.types.infer_dtype(frame[name], skipna=name in CONFIG_COLUMNS)
             if inferred not in _INFERRED[kind] and not (name in CONFIG_COLUMNS and inferred == "empty"):
                 bad = ~frame[name].map(lambda v, k=name: _is(v, k))  # the slow path only finds the line
-                line = int(np.argmax(bad.to_numpy()))
-                row_from_dict(docs[line], Where(self.rows_path, f"row {line + 1}"))
+                bad_row = int(np.argmax(bad.to_numpy()))
+                row_from_dict(docs[bad_row], Where(self.rows_path, f"row {bad_row + 1}"))
         bad_samples = ~frame[SAMPLES].map(_samples_ok)
         if bad_samples.any():
-            line = int(np.argmax(bad_samples.to_numpy()))
-            row_from_dict(docs[line], Where(self.rows_path, f"row {line + 1}"))
+            bad_row = int(np.argmax(bad_samples.to_numpy()))
+            row_from_dict(docs[bad_row], Where(self.rows_path, f"row {bad_row + 1}"))
         _check_ranges(frame, self.rows_path, numbers)
         _check_configs(frame, self.rows_path)
         _check_positions(frame, self.rows_path)

@@ -249,7 +249,8 @@ class WindowTrace:
     recycle: Mapping[str, Mapping[RecycleKey, RecycleAnswer]] = field(default_factory=dict)
     """Recorded recycling answers per SpecASR configuration label."""
     text: str = ""
-    """y detokenized by the target (special tokens left out), for WER/CER; "" when the line has none (the key is optional)."""
+    """y detokenized by the target (special tokens left out), for WER/CER; "" when the line has none
+    (the key is optional)."""
 
     @property
     def n_tokens(self) -> int:
@@ -395,7 +396,8 @@ def _cross_from(doc: dict, tokens: np.ndarray, vocab: Vocab, where: Where) -> Cr
     n, k_max = tokens.shape
     step = np.full((n, k_max), PAD, dtype=np.int32)
     drafter_tokens = []
-    for t, (row, d_row) in enumerate(zip(_rows(doc, "step", n, where), _rows(doc, "drafter_tokens", n, where), strict=False)):
+    step_rows, drafter_rows = _rows(doc, "step", n, where), _rows(doc, "drafter_tokens", n, where)
+    for t, (row, d_row) in enumerate(zip(step_rows, drafter_rows, strict=False)):
         length = int(np.sum(tokens[t] != PAD))
         steps = _int_array(row, where.at("step").at(t))
         d_tokens = _token_ids(d_row, vocab.drafter, "drafter", where.at("drafter_tokens").at(t))
@@ -514,9 +516,9 @@ def _recycle_from(doc: dict, n: int, vocab: Vocab, where: Where) -> dict[str, di
             kept = need(query, "kept", int, q_where)
             if not 0 <= kept <= len(tail):
                 raise q_where.at("kept").fail(f"0..{len(tail)} (tail tokens kept)", kept)
-            table[(t, tail)] = RecycleAnswer(
-                top1, tuple(_prob_array(need(query, "conf", list, q_where), len(top1), q_where.at("conf")).tolist()),
-                kept, cont, tuple(_prob_array(need(query, "cont_conf", list, q_where), len(cont), q_where.at("cont_conf")).tolist()))
+            conf = _prob_array(need(query, "conf", list, q_where), len(top1), q_where.at("conf"))
+            cont_conf = _prob_array(need(query, "cont_conf", list, q_where), len(cont), q_where.at("cont_conf"))
+            table[(t, tail)] = RecycleAnswer(top1, tuple(conf.tolist()), kept, cont, tuple(cont_conf.tolist()))
         out[label] = table
     return out
 
@@ -547,7 +549,9 @@ def window_trace_to_dict(trace: WindowTrace) -> dict:
                  "stop_reason": trace.stop_reason, "n_prompt": trace.n_prompt,
                  "n_prompt_drafter": trace.n_prompt_drafter}
     if trace.drafts is not None:
-        rows, confs, lengths = [], [], []
+        rows: list[list[int] | None] = []
+        confs: list[list[float] | None] = []
+        lengths: list[int] = []
         for t, (tokens, conf) in enumerate(zip(trace.drafts.tokens, trace.drafts.conf, strict=False)):
             if not trace.drafts.has_row(t):
                 rows.append(None)
@@ -619,7 +623,8 @@ def load_trace_file(path: Path) -> TraceFile:
 
 def save_trace_file(path: Path, target: ModelRef, drafter: ModelRef, traces: Iterable[WindowTrace],
                     templates: Mapping[str, str] | None = None, key: TraceKey | None = None) -> None:
-    lines = [dumps_line(header_dict(target, drafter, templates, key=key))] + [dumps_line(window_trace_to_dict(t)) for t in traces]
+    lines = ([dumps_line(header_dict(target, drafter, templates, key=key))]
+             + [dumps_line(window_trace_to_dict(t)) for t in traces])
     write_atomic(Path(path), "".join(lines))
 
 
@@ -655,7 +660,8 @@ def _check_target_template(trace_file: TraceFile, others: Iterable[TraceFile]) -
         if other.templates is not None and other.templates["target"] != trace_file.templates["target"]:
             raise SpecbenchError(f"{trace_file.path}: the target was traced with chat template "
                                  f"'{trace_file.templates['target']}', {other.path} with "
-                                 f"'{other.templates['target']}'", hint="trace every drafter with the same target template")
+                                 f"'{other.templates['target']}'",
+                                 hint="trace every drafter with the same target template")
 
 
 def check_against_windows(trace_files: Mapping[str, TraceFile], windows: Sequence[Window]) -> None:
@@ -714,7 +720,8 @@ class TraceWriter:
             for role, old, new in (("target", existing.target, target), ("drafter", existing.drafter, drafter)):
                 if (old.sha256, old.n_vocab) != (new.sha256, new.n_vocab):
                     raise SpecbenchError(f"{self.path}: cannot resume: the {role} model differs "
-                                         f"({old.name} {old.sha256[:12]} in the file, {new.name} {new.sha256[:12]} now)",
+                                         f"({old.name} {old.sha256[:12]} in the file, "
+                                         f"{new.name} {new.sha256[:12]} now)",
                                          hint="trace into another --out directory")
             if existing.templates != templates:
                 raise SpecbenchError(f"{self.path}: cannot resume: the chat templates differ "
@@ -767,8 +774,8 @@ class TraceWriter:
     def write_window(self, **fields: object) -> WindowTrace:
         """Validate one window line (the keys of a trace line: `$defs/window` of docs/schemas/trace.schema.json;
         lists may be numpy arrays) and append it; returns the window as the loader reads it."""
-        doc = _plain(fields)
-        where = Where(f"{self.path}: window '{doc.get('window_id', '?')}'" if isinstance(doc, dict) else self.path)
+        doc = {key: _plain(value) for key, value in fields.items()}
+        where = Where(f"{self.path}: window '{doc.get('window_id', '?')}'")
         trace = window_trace_from_dict(doc, where, self.vocab)
         self._append_new(trace.window_id, window_trace_to_dict(trace))
         return trace

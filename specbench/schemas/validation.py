@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import (
@@ -158,6 +158,20 @@ FILES = {BlockRecord: "blocks.jsonl", DecodeRecord: "decodes.jsonl", ProbeRecord
 Record = TypeVar("Record", BlockRecord, DecodeRecord, ProbeRecord, ObservationRecord, SummaryRecord, OpRecord)
 
 
+class Attempted(Protocol):
+    """A record written by one attempt at one block of one device (blocks, decodes, probes)."""
+
+    @property
+    def device(self) -> str: ...
+    @property
+    def block(self) -> int: ...
+    @property
+    def attempt(self) -> int: ...
+
+
+AttemptRecord = TypeVar("AttemptRecord", bound=Attempted)
+
+
 def record_path(directory: Path, kind: type) -> Path:
     return Path(directory) / FILES[kind]
 
@@ -226,7 +240,7 @@ def kept_attempts(blocks: Sequence[BlockRecord]) -> dict[tuple[str, int], int]:
     return {(b.device, b.block): b.attempt for b in blocks if not b.voided}
 
 
-def kept(records: Sequence[Record], blocks: Sequence[BlockRecord]) -> Iterator[Record]:
+def kept(records: Sequence[AttemptRecord], blocks: Sequence[BlockRecord]) -> Iterator[AttemptRecord]:
     """The records of the attempts that stand (a voided or unfinished attempt's are dropped)."""
     stands = kept_attempts(blocks)
     for r in records:

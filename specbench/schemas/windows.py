@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import Where, check_header, dumps_line, iter_jsonl, need, reject_unknown, write_atomic
@@ -143,7 +144,7 @@ def window_from_dict(doc: dict, where: Where) -> Window:
 
 def window_to_dict(window: Window) -> dict:
     view = window.input
-    view_doc = {"kind": view.kind}
+    view_doc: dict[str, Any] = {"kind": view.kind}
     if view.kind == "text":
         view_doc["text"] = view.text
     else:

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from math import gcd
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +36,7 @@ class Conversion:
     down: int = 1
 
     def to_dict(self) -> dict:
-        doc = {"source_rate": self.source_rate, "source_channels": self.source_channels,
+        doc: dict[str, Any] = {"source_rate": self.source_rate, "source_channels": self.source_channels,
                "resampled": self.resampled, "downmixed": self.downmixed}
         if self.resampled:
             doc.update(resampler=RESAMPLER, up=self.up, down=self.down)

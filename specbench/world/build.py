@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import file_sha256
@@ -152,11 +153,14 @@ def extract_llama(sdist: Path, cache: Path, log: Log = stderr_log) -> tuple[Path
         members = []
         for m in tar:
             if m.name == LLAMA_HEAD:
-                commit = tar.extractfile(m).read().decode().strip()
+                head = tar.extractfile(m)
+                if head is None:
+                    raise BuildError(f"{sdist}: {LLAMA_HEAD} is not a regular file", "download the sdist again")
+                commit = head.read().decode().strip()
             elif m.name.startswith(LLAMA_PREFIX) and not m.name.startswith(LLAMA_PREFIX + ".git"):
                 m.name = m.name[len(LLAMA_PREFIX):]
                 members.append(m)
-        kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        kwargs: dict[str, Any] = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
         tar.extractall(tmp, members=members, **kwargs)
     (tmp / ".specbench-commit").write_text(commit + "\n")
     if dest.exists():  # a half-finished earlier extraction without its stamp
@@ -243,12 +247,13 @@ def run(cmd: list[str], log: Log = stderr_log, **kw) -> None:
 
 def check_tools(req: BuildRequest) -> None:
     """The toolchain the request needs, each missing piece with how to get it."""
-    if req.android and not req.ndk_root():
+    ndk = req.ndk_root()
+    if req.android and not ndk:
         raise BuildError("an Android build needs the Android NDK",
                          "set ANDROID_NDK=/path/to/android-ndk-r27 or pass --android-ndk PATH "
                          "(see specbench/native/README.md)")
-    if req.android and not (Path(req.ndk_root()) / "build" / "cmake" / "android.toolchain.cmake").is_file():
-        raise BuildError(f"{req.ndk_root()} is not an Android NDK (no build/cmake/android.toolchain.cmake)",
+    if req.android and ndk and not (Path(ndk) / "build" / "cmake" / "android.toolchain.cmake").is_file():
+        raise BuildError(f"{ndk} is not an Android NDK (no build/cmake/android.toolchain.cmake)",
                          "pass the NDK's root directory, e.g. ~/Android/Sdk/ndk/27.2.12479018")
     if req.aarch64_linux and shutil.which("aarch64-linux-gnu-g++") is None:
         raise BuildError("--aarch64-linux needs the cross compiler",
@@ -311,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     target = p.add_mutually_exclusive_group()
     target.add_argument("--native", action="store_true", help="GGML_NATIVE=ON: tune for this CPU (user machines only)")
     target.add_argument("--android", action="store_true", help="cross-build for arm64 Android with $ANDROID_NDK")
-    target.add_argument("--aarch64-linux", action="store_true", help="cross-build a static aarch64 Linux binary (Debian cross gcc)")
+    target.add_argument("--aarch64-linux", action="store_true",
+                        help="cross-build a static aarch64 Linux binary (Debian cross gcc)")
     p.add_argument("--android-ndk", metavar="PATH", help="the NDK's root (implies --android; default $ANDROID_NDK)")
     p.add_argument("--arm-arch", default=DEFAULT_ARM_ARCH,
                    help="GGML_CPU_ARM_ARCH for --android/--aarch64-linux (e.g. armv8.6-a+dotprod+fp16+i8mm)")
@@ -319,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-mtmd", action="store_true", help="do not link libmtmd (no audio path; faster build)")
     p.add_argument("-j", "--jobs", type=int, default=2, help="parallel compile jobs (default 2)")
     p.add_argument("--cache", help="cache dir (default $SPECBENCH_CACHE or the user cache dir, ~/.cache/specbench)")
-    p.add_argument("--dest", help="install into DEST/<abi>/ (default: this checkout's runners/, else the user data dir)")
+    p.add_argument("--dest",
+                   help="install into DEST/<abi>/ (default: this checkout's runners/, else the user data dir)")
     p.add_argument("--dry-run", action="store_true", help="print the cmake commands and exit")
     args = p.parse_args(argv)
     req = BuildRequest(native=args.native, android=args.android or bool(args.android_ndk),

@@ -179,7 +179,8 @@ def build_windows(utterances: Iterator[Utterance], dataset: str, instruction: st
         except SpecbenchError as exc:
             raise SpecbenchError(f"{utt.where}: {exc}") from None
         actual_s = len(samples) / 16000.0
-        if utt.duration_s is not None and actual_s < duration - 0.01:  # a declared span must exist
+        # a declared span must exist (duration is set whenever utt.duration_s is)
+        if utt.duration_s is not None and duration is not None and actual_s < duration - 0.01:
             raise SpecbenchError(f"{utt.where}: the span {utt.offset_s:g}..{utt.offset_s + duration:g} s runs past "
                                  f"the end of {utt.audio_path} ({utt.offset_s + actual_s:.3f} s)")
         view = InputView("audio", audio_path=str(utt.audio_path), offset_s=utt.offset_s, duration_s=actual_s,

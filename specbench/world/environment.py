@@ -32,7 +32,8 @@ def now() -> str:
 
 
 def runner_build(info: RunnerInfo) -> RunnerBuild:
-    return RunnerBuild(info.version, info.protocol, info.sha256, info.llama_cpp_commit, tuple(info.flags), info.system_info)
+    return RunnerBuild(info.version, info.protocol, info.sha256, info.llama_cpp_commit, tuple(info.flags),
+                       info.system_info)
 
 
 def state(snapshot: dict) -> dict:

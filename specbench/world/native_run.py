@@ -146,7 +146,8 @@ def producer_lane(producer: dict) -> list[Interval]:
     """The producer's drafter forwards (`step_start_us` to `step_us`)."""
     if "step_start_us" not in producer:
         raise SpecbenchError("the runner's as2d result has no producer step_start_us (runner protocol 1 "
-                             "reports when each producer step started)", hint="rebuild it with `specbench build-runner`")
+                             "reports when each producer step started)",
+                             hint="rebuild it with `specbench build-runner`")
     return list(zip(producer["step_start_us"], producer["step_us"], strict=False))
 
 
@@ -298,7 +299,8 @@ def native_placement(device: Device, spec: str | None, profile: DeviceProfile | 
     if asked is not None and asked.key != profile.placement.key:
         raise SpecbenchError(f"--placement {asked.key} differs from the placement of profile {profile.path} "
                              f"({profile.placement.key})", hint="drop --placement, or pass a profile measured there")
-    missing = sorted(set(profile.placement.target.cpus + profile.placement.drafter.cpus) - set(device.cpus()))
+    target_lane, drafter_lane = profile.placement.lanes()
+    missing = sorted(set(target_lane.cpus + drafter_lane.cpus) - set(device.cpus()))
     if missing:
         raise SpecbenchError(f"profile {profile.path}: placement {profile.placement.key} uses CPU {missing[0]}, which "
                              f"{device.name} does not let the runner use")
@@ -317,7 +319,8 @@ def native_steps(plan: NativePlan) -> int:
     return len(plan.windows) * plan.runs
 
 
-def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | None = None) -> tuple[ResultsDir, int, int]:
+def run_native(plan: NativePlan, out: Path, resume: bool,
+               progress: Progress | None = None) -> tuple[ResultsDir, int, int]:
     """Decode every (window, configuration) not already in `out`; returns (results, rows added, divergences)."""
     check_native(plan.configs, plan.device.runner().methods)
     needs_drafter = any(method_name(c) != "target" for c in plan.configs)
@@ -327,7 +330,8 @@ def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | N
         modelled = next((c for c in plan.configs if isinstance(c, SpecAsrConfig)), None)
         if modelled is not None:
             raise SpecbenchError(f"{modelled.label}: SpecASR's recycling asks a drafter model, and the drafter "
-                                 f"{plan.drafter.name} (prompt lookup) has none", hint="run specasr with a drafter model")
+                                 f"{plan.drafter.name} (prompt lookup) has none",
+                                 hint="run specasr with a drafter model")
     # Prompts before the results directory: a model without a chat template leaves nothing behind.
     prompts = prompts_for(plan.device, plan.target, plan.drafter if needs_drafter else None, plan.windows)
     results = ResultsDir(out)

@@ -163,8 +163,9 @@ def co_schedule(results: Sequence[dict], depths: Sequence[int]) -> CoSchedule | 
     got = {(int(r["width"]), int(r["depth"])): r for r in results if r.get("kind") == "cosched"}
     rho_t, rho_d = {}, {}
     for w in sorted({w for w, _ in got}):
-        rows = [got.get((w, d)) for d in depths]
-        if any(r is None or r.get("rho_drafter") is None for r in rows):
+        found = [got.get((w, d)) for d in depths]
+        rows = [r for r in found if r is not None]
+        if len(rows) < len(found) or any(r.get("rho_drafter") is None for r in rows):
             continue  # no drafter step fell inside the target's span: not measured at this width
         rho_t[w] = np.array([float(r["rho_target"]) for r in rows])
         rho_d[w] = np.array([float(r["rho_drafter"]) for r in rows])
@@ -182,7 +183,14 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
 
     def named(results: list[dict], drafter: ModelFile | None) -> list[dict]:
         """Raw samples, each with the name of the model it timed."""
-        return [r | {"model_name": target.name if r.get("model") == "target" else drafter.name} for r in results]
+        def model_name(result: dict) -> str:
+            if result.get("model") == "target":
+                return target.name
+            if drafter is None:
+                raise SpecbenchError(f"{label}: a target-only sweep returned {result.get('model')} results")
+            return drafter.name
+
+        return [r | {"model_name": model_name(r)} for r in results]
 
     def count(doc: dict) -> None:
         if progress and doc.get("result", {}).get("kind") == "forward":
@@ -232,10 +240,11 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         if plan.cosched:
             cosched, raw = measure_cosched(device, target, drafter, plan, pinned)
             samples += [r | {"model_name": drafter.name} for r in raw]
+        drafter_lane = plan.placement.lanes()[1]
         profiled[drafter.name] = DrafterProfile(
-            drafter.name, model, plan.placement.drafter.processor,
+            drafter.name, model, drafter_lane.processor,
             cost_table(out.results, "drafter", plan.drafter_widths, plan.depths, d_label), cosched, all_rows,
-            threads=plan.placement.drafter.threads)
+            threads=drafter_lane.threads)
     assert target_costs is not None  # the first job always sweeps the target
     overheads, overheads_note = ZERO_OVERHEADS, "overheads not measured (no drafter model)"
     models = [d for d in drafters if not d.lookup]
@@ -248,11 +257,12 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
     after = device.snapshot()
     environment = environment.finish(now(), loaded_models(device, [("target", target)]
                                                           + [("drafter", d) for d in drafters]), state(after))
+    target_lane = plan.placement.lanes()[0]
     profile = DeviceProfile(
         DeviceInfo(str(described["name"]), {k: v for k, v in described.items() if k != "name"}),
-        ModelId(target.name, target.sha256), plan.placement.target.processor, target_costs, profiled,
+        ModelId(target.name, target.sha256), target_lane.processor, target_costs, profiled,
         Overheads(**overheads), plan.placement, pinning, Snapshots(before, after),
-        target_threads=plan.placement.target.threads,
+        target_threads=target_lane.threads,
         notes=(f"sweep: warmup {plan.warmup}, {plan.repetitions} repetitions, median seconds; target logits for "
                f"all rows, drafter logits '{DRAFTER_LOGITS}'; {overheads_note}"),
         environment=environment)

@@ -223,7 +223,8 @@ def import_progdraft(paths: Sequence[Path], out_dir: Path, windows_path: Path, c
     seen: dict[str, Path] = {}
     for path, item in zip(paths, imported, strict=False):
         if item.window.window_id in seen:
-            raise SpecbenchError(f"{path}: utterance '{item.window.window_id}' is also in {seen[item.window.window_id]}")
+            raise SpecbenchError(f"{path}: utterance '{item.window.window_id}' "
+                                 f"is also in {seen[item.window.window_id]}")
         seen[item.window.window_id] = path
         if item.target != first.target:
             raise SpecbenchError(f"{path}: provenance.target '{item.target.name}' differs from "

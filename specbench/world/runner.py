@@ -33,7 +33,8 @@ RUNNER_ENV = "SPECBENCH_RUNNER"
 """One runner binary for this host, overriding every lookup."""
 RUNNERS_ENV = "SPECBENCH_RUNNERS"
 """A directory holding <abi>/specbench-runner, looked in first (`--runner DIR` sets it)."""
-BUILD_HINT = "build it with `specbench build-runner` (about 5 minutes the first time, cached after) or pass --runner DIR"
+BUILD_HINT = ("build it with `specbench build-runner` (about 5 minutes the first time, cached after) "
+              "or pass --runner DIR")
 PROTOCOLS = (1,)
 """Runner protocol versions this specbench speaks."""
 
@@ -149,7 +150,8 @@ def build_runner(on_line: Callable[[str], None] | None = None, dest: Path | None
                 on_line(line)
     if proc.wait() != 0:
         raise SpecbenchError(f"building the native runner failed: {' | '.join(tail)}",
-                             hint="see specbench/native/README.md (needs cmake, a C++17 compiler and pip access to PyPI)")
+                             hint="see specbench/native/README.md "
+                                  "(needs cmake, a C++17 compiler and pip access to PyPI)")
     path = (dest or default_dest()) / host_abi() / BINARY
     if not path.exists():
         raise SpecbenchError(f"the runner build finished but {path} is missing")
@@ -193,7 +195,8 @@ def version_info(stdout: str, path: Path, shown: str, sha256: str,
         return None
     if doc.get("protocol") not in PROTOCOLS:
         raise SpecbenchError(f"{shown}: runner protocol {doc.get('protocol')} is not one this specbench speaks "
-                             f"({list(PROTOCOLS)})", hint="rebuild the runner for this specbench (`specbench build-runner`)")
+                             f"({list(PROTOCOLS)})",
+                             hint="rebuild the runner for this specbench (`specbench build-runner`)")
     listed = {}
     for key in ("modes", "methods"):
         names = doc.get(key)
@@ -247,7 +250,8 @@ def run_job(path: Path, job: dict, on_line: LineHandler | None = None, timeout_s
         raise SpecbenchError(f"runner: {error.get('error')}{tail}", hint=error.get("hint"))
     if returncode != 0:
         raise SpecbenchError(f"runner exited with {_exit_text(returncode)} on a {job.get('mode')} job{tail}",
-                             hint="a crash is a bug in the runner or llama.cpp; rerun with \"verbose\": true for its log")
+                             hint="a crash is a bug in the runner or llama.cpp; "
+                                  "rerun with \"verbose\": true for its log")
     return with_wall_time(out)
 
 

@@ -243,7 +243,7 @@ def prompts_for(device: Device, target: ModelFile, drafter: ModelFile | None, wi
     target_prompts = tokenize_windows(device, target, windows)
     same = drafter is None or drafter.lookup or (Path(drafter.path).resolve() == Path(target.path).resolve()
                                and templates["drafter"] == templates["target"])
-    drafter_prompts = None if same else tokenize_windows(device, drafter, windows)
+    drafter_prompts = None if same or drafter is None else tokenize_windows(device, drafter, windows)
     audio = {w.window_id: device.model_path(window_pcm(w)) for w in windows if w.input.kind == "audio"} or None
     inputs = tokenize_inputs(device, target, windows) if drafter is not None and drafter.lookup else None
     return Prompts(target_prompts, drafter_prompts, audio, templates, inputs)
@@ -259,10 +259,10 @@ def check_trace_templates(trace_files: dict[str, TraceFile], target: ModelFile, 
         roles = ["target"] + (["drafter"] if drafter is not None and name == drafter.name else [])
         for role in roles:
             if role in recorded and recorded[role] != now[role]:
-                model = target if role == "target" else drafter
+                model_name = target.name if role == "target" else name  # the drafter role is `name`'s
                 raise SpecbenchError(f"{trace_file.path}: the {role} was traced with chat template "
                                      f"'{recorded[role]}', this run renders '{now[role]}'",
-                                     hint=f"pass --template {model.name}={recorded[role]}, or trace again")
+                                     hint=f"pass --template {model_name}={recorded[role]}, or trace again")
 
 
 def trace_doc(result: dict, window: Window, where: Where, vocab: Vocab) -> dict:
@@ -401,7 +401,10 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
         where = Where(f"runner trace of window '{window.window_id}'")
         doc = trace_doc(result, window, where, writer.vocab)
         if drafter.lookup:
-            check_lookup_rows(doc, prompts.target[window.window_id])
+            prompt = prompts.target[window.window_id]
+            if isinstance(prompt, str):  # check_lookup_windows refuses audio windows with the lookup drafter
+                raise SpecbenchError(f"window '{window.window_id}': prompt lookup needs the prompt's token ids")
+            check_lookup_rows(doc, prompt)
         writer.append(doc)
         if progress:
             progress(1)

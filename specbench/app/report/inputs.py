@@ -95,7 +95,8 @@ def load_many(directories: Sequence[Path], allow_mixed: bool = False, windows: P
     return loaded
 
 
-def _references(manifests: list[ResultsManifest], explicit: Path | None) -> tuple[dict[str, tuple[str, str | None]], list[str]]:
+def _references(manifests: list[ResultsManifest],
+                explicit: Path | None) -> tuple[dict[str, tuple[str, str | None]], list[str]]:
     paths = [Path(explicit)] if explicit is not None else []
     notes = []
     if explicit is None:
@@ -146,9 +147,10 @@ def first_profile(manifest: ResultsManifest) -> Path:
     return Path(manifest.profiles[0].path)
 
 
-def profile_paths(loaded: LoadedResults) -> dict[str, Path]:
-    """device@placement -> the profile file its runs name, for those still there (the last run naming it wins)."""
-    paths = {}
+def profile_paths(loaded: LoadedResults) -> dict[str | None, Path]:
+    """device@placement -> the profile file its runs name, for those still there (the last run naming it wins);
+    None -> the profile a native run took its placement from."""
+    paths: dict[str | None, Path] = {}
     for manifest in loaded.manifests:
         for profile in manifest.profiles:
             if Path(profile.path).exists():
@@ -156,8 +158,8 @@ def profile_paths(loaded: LoadedResults) -> dict[str, Path]:
     return paths
 
 
-def missing_profiles(loaded: LoadedResults) -> dict[str, str]:
-    """device@placement -> the profile path its runs name that is not there."""
+def missing_profiles(loaded: LoadedResults) -> dict[str | None, str]:
+    """device@placement (None: a native run's) -> the profile path its runs name that is not there."""
     return {p.device: str(p.path) for m in loaded.manifests for p in m.profiles if not Path(p.path).exists()}
 
 

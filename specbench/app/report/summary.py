@@ -23,7 +23,8 @@ ORDER = ("per device@placement x method x drafter: the configuration of highest 
          "W left out); speedup and its interval as in the pooled table; vs_best_target = against the fastest "
          "target-only of the device in any placement; fidelity_pct = mean over windows of |replay - native| / "
          "native throughput, where native rows exist; verdict: one verification round priced with the "
-         "profile's costs at KV depth `depth` (docs/METHODS.md §7.10 The one-screen summary): serial (f x CD(1) + CT(w)) / tau, "
+         "profile's costs at KV depth `depth` (docs/METHODS.md §7.10 The one-screen summary): "
+         "serial (f x CD(1) + CT(w)) / tau, "
          "as2d rhoT(w) x CT(w) / tau, against CT(1); f, w, tau the run's own means")
 COLUMNS = ("speedup", "95% interval", "vs best", "fidelity")
 FORMATS = {"tokens_per_s": ".2f", "speedup": ".3f", "speedup_low": ".3f", "speedup_high": ".3f",
@@ -109,7 +110,7 @@ def _verdict(profile, best: pd.Series, counts: pd.Series, depth: float):
     return found, None
 
 
-def _no_verdict(device: str, rows: MainRows, missing: dict[str, str]) -> str:
+def _no_verdict(device: str, rows: MainRows, missing: dict[str | None, str]) -> str:
     if rows.suffix:
         return "no verdict: native rows only (the verdict prices a replay run's rows)"
     if device in missing:

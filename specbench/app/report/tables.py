@@ -174,7 +174,8 @@ def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: 
 
 def stability_tables(loaded: LoadedResults, native: pd.DataFrame) -> list[Table]:
     """The spread of native rows decoded several times (`run --native --runs N`), and the
-    unstable timings of the profiles the runs used (docs/METHODS.md §4.6 Stability warnings, §6.1 Repeated runs); none when neither applies."""
+    unstable timings of the profiles the runs used (docs/METHODS.md §4.6 Stability warnings,
+    §6.1 Repeated runs); none when neither applies."""
     tables = []
     spread = samples.spread_table(native)
     if len(spread):
@@ -200,7 +201,8 @@ def _per_configuration(title: str, order: str, table: pd.DataFrame, measures: Ma
     frame = table[["device", "config", *measures]].copy()
     frame["method"] = table["method"]
     frame["drafter"] = table["drafter"]
-    frame["W/B"] = [width_or_budget(*values) for values in zip(table["method"], table["width"], table["budget"], strict=False)]
+    frame["W/B"] = [width_or_budget(*values)
+                    for values in zip(table["method"], table["width"], table["budget"], strict=False)]
     return Table(title, order, frame, {c: spec for c, spec in measures.items() if spec}, IDENTITY, optional,
                  label="config")
 

@@ -8,7 +8,7 @@ and a test can check that by changing `y` past the committed prefix.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -73,7 +73,7 @@ class TargetOracle:
     commits stop at `len(y)`.
     """
 
-    def __init__(self, y: Sequence[int]):
+    def __init__(self, y: Iterable[int]):
         self._y = [int(v) for v in y]
         if not self._y:
             raise SpecbenchError("the target output y is empty; y[0] must come from the prefill")

@@ -27,7 +27,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import Any, Union
+from typing import Any
 
 from specbench.errors import SpecbenchError
 
@@ -46,10 +46,11 @@ def check_parameter(key: str, value: object, low: int | float, high: float | Non
     finite number in [low, high] (NaN fails every comparison, so it is named explicitly)."""
     if high is None:
         expected = f"an integer >= {low}"
-        ok = isinstance(value, Integral) and not isinstance(value, bool) and value >= low
+        ok = isinstance(value, Integral) and not isinstance(value, bool) and int(value) >= low
     else:
         expected = f"a finite number in [{low:g}, {high:g}]"
-        ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value) and low <= value <= high
+        ok = (isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+              and low <= float(value) <= high)
     if not ok:
         shown = f"{value:g}" if isinstance(value, float) else value  # as labels show it: 2, not 2.0
         raise SpecbenchError(f"{key}={shown} is out of range (expected {expected})")
@@ -142,7 +143,7 @@ class As2dConfig:
         return config_label("as2d", spec_values(self))
 
 
-MethodConfig = Union[TargetConfig, SdConfig, SpecAsrConfig, As2dConfig]
+MethodConfig = TargetConfig | SdConfig | SpecAsrConfig | As2dConfig
 
 
 @dataclass(frozen=True)

@@ -147,13 +147,14 @@ def sd_ops_many(traces: Sequence[WindowTrace], caps: Sequence[int], config: SdCo
         return []
     if any(t.drafts is None or config.width - 1 > t.drafts.k_max for t in traces):
         return [sd_ops(trace, cap, config) for trace, cap in zip(traces, caps, strict=False)]
-    k_max = max(t.drafts.k_max for t in traces)
+    tables = [t.drafts for t in traces if t.drafts is not None]  # every trace's, checked just above
+    k_max = max(d.k_max for d in tables)
     n = np.array([len(t.y) for t in traces], dtype=np.int64)
     first = np.concatenate([[0], np.cumsum(n)[:-1]])  # each window's first row
     owner = np.repeat(np.arange(len(traces)), n)
     local = np.arange(int(n.sum())) - first[owner]  # t within its window
-    tokens = np.concatenate([_widen(t.drafts.tokens, k_max, PAD) for t in traces])
-    conf = np.concatenate([_widen(t.drafts.conf, k_max, 0.0) for t in traces])
+    tokens = np.concatenate([_widen(d.tokens, k_max, PAD) for d in tables])
+    conf = np.concatenate([_widen(d.conf, k_max, 0.0) for d in tables])
     # y of each window followed by k_max never-matching entries, so row t compares with y[t:t + k_max]
     y_pad = np.concatenate([np.concatenate([t.y, np.full(k_max, -2, dtype=t.y.dtype)]) for t in traces])
     match = tokens == y_pad[(first + np.arange(len(traces)) * k_max)[owner, None] + local[:, None] + np.arange(k_max)]
@@ -178,8 +179,8 @@ def sd_ops_many(traces: Sequence[WindowTrace], caps: Sequence[int], config: SdCo
     rows = np.array(visited, dtype=np.int64)
     r_owner, t = owner[rows], local[rows]
     r_k, r_a, r_probe, drafting = k[rows], a[rows], probe[rows].astype(np.int64), limit[rows] > 0
-    recorded = [i for i, trace in enumerate(traces) if trace.drafts.recorded is not None]
-    if recorded and not all(traces[i].drafts.recorded[t[(r_owner == i) & drafting]].all() for i in recorded):
+    recorded = [(i, d.recorded) for i, d in enumerate(tables) if d.recorded is not None]
+    if recorded and not all(rec[t[(r_owner == i) & drafting]].all() for i, rec in recorded):
         return [sd_ops(trace, cap, config) for trace, cap in zip(traces, caps, strict=False)]
 
     # Drafter: per drafting round, the catch-up forward from the last valid position, then
@@ -343,7 +344,7 @@ def replay_as2d(windows: Sequence[Window], traces: Mapping[str, TraceFile], prof
     return pd.DataFrame(base, columns=list(ROW_FIELDS))
 
 
-Task = tuple[str, object]
+Task = tuple[str, MethodConfig | int]  # ("serial", its configuration) or ("as2d", a device's index)
 """An independent piece of a study: ("serial", config) or ("as2d", device index)."""
 
 
@@ -360,9 +361,11 @@ def study_tasks(profiles: Sequence[DeviceProfile], configs: Sequence[MethodConfi
 def run_task(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],
              configs: Sequence[MethodConfig], task: Task) -> pd.DataFrame:
     kind, what = task
-    if kind == "serial":
+    if kind == "serial" and not isinstance(what, int):
         return replay_serial(windows, traces, profiles, what)
-    return replay_as2d(windows, traces, profiles[what], [c for c in configs if isinstance(c, As2dConfig)])
+    if kind == "as2d" and isinstance(what, int):
+        return replay_as2d(windows, traces, profiles[what], [c for c in configs if isinstance(c, As2dConfig)])
+    raise ValueError(f"not a study task: {task!r}")
 
 
 def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],

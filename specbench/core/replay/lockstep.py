@@ -24,7 +24,7 @@ from specbench.core.replay.reference import (
 )
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.profiles import CostTable, DeviceProfile, interp_rows
-from specbench.schemas.traces import WindowTrace
+from specbench.schemas.traces import ProducerStream, WindowTrace
 from specbench.schemas.windows import Window
 
 NO_TOKEN = -3
@@ -88,6 +88,7 @@ class _Study:
         traces: dict[int, int] = {}
         self.configs: list[As2dConfig] = []
         trace_list: list[WindowTrace] = []
+        producers_of_trace: list[ProducerStream] = []  # trace_list's producer streams, checked present
         config_row, trace_row, window_index = [], [], []
         for s in sims:
             c = configs.get(id(s.config))
@@ -97,9 +98,11 @@ class _Study:
             r = traces.get(id(s.trace))
             if r is None:
                 if s.trace.producer is None:
-                    raise SpecbenchError(f"trace of window '{s.trace.window_id}' has no producer stream; AS2D needs one")
+                    raise SpecbenchError(f"trace of window '{s.trace.window_id}' has no producer stream; "
+                                         "AS2D needs one")
                 r = traces[id(s.trace)] = len(trace_list)
                 trace_list.append(s.trace)
+                producers_of_trace.append(s.trace.producer)
             config_row.append(c)
             trace_row.append(r)
             window_index.append(s.window_index)
@@ -107,19 +110,21 @@ class _Study:
         self.trace_row = np.array(trace_row, dtype=np.int64)
         self.window_index = np.array(window_index, dtype=np.int64)
         self.traces = trace_list
+        self.producers = producers_of_trace
         self.max_b = max(c.budget for c in self.configs)
         self.max_h = max(c.horizon for c in self.configs)
         max_width = self.max_b + 1
-        longest = max(max(len(t.y), len(t.producer.tokens)) for t in trace_list)
+        longest = max(max(len(t.y), len(p.tokens)) for t, p in zip(trace_list, producers_of_trace, strict=True))
         # Wide enough that cursor + budget and expected + horizon never leave the matrix.
         width = 2 * longest + self.max_b + self.max_h + 2
         # Kept flat and read at row * stride + column: one gather instead of numpy's two-index one.
         self.stride = width
         self.y = _pad_rows([t.y for t in trace_list], width, NO_TOKEN, np.int64).ravel()
-        self.z = _pad_rows([t.producer.tokens for t in trace_list], width, NO_TOKEN, np.int64).ravel()
-        self.pz = _pad_rows([t.producer.conf for t in trace_list], width, -1.0, np.float64).ravel()
+        self.z = _pad_rows([p.tokens for p in producers_of_trace], width, NO_TOKEN, np.int64).ravel()
+        self.pz = _pad_rows([p.conf for p in producers_of_trace], width, -1.0, np.float64).ravel()
 
-        max_depth = max(max(t.n_prompt, t.n_prompt_drafter) + max(len(t.y), t.producer.steps) for t in trace_list)
+        max_depth = max(max(t.n_prompt, t.n_prompt_drafter) + max(len(t.y), p.steps)
+                        for t, p in zip(trace_list, producers_of_trace, strict=True))
         self.target_costs = dense_costs(profile.target_costs, max_width, max_depth)
         self.target_label = profile.target_costs.label
         self.target_outside = profile.target_costs.extrapolates(np.arange(max_depth + 1))
@@ -136,7 +141,9 @@ class _Study:
             startup[key[0], int(key[1])] = producers[key].startup_s
         self.start_s = startup[sim_drafter, sim_lookup.astype(np.int64)]
         # Ratios and drafter costs per drafter, from its first simulation (in order).
-        ratio_tables, drafter_costs, ratio_of_drafter = [], {}, np.zeros(len(drafters), dtype=np.int64)
+        ratio_tables: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        drafter_costs: dict[int, np.ndarray] = {}
+        ratio_of_drafter = np.zeros(len(drafters), dtype=np.int64)
         for d in range(len(drafters)):  # drafters in order of their first simulation
             first = int(np.argmax(sim_drafter == d))
             ratio_of_drafter[d] = len(ratio_tables)
@@ -148,16 +155,19 @@ class _Study:
         config_pair = np.array([pairs.index((config_drafter[i], c.batch)) for i, c in enumerate(self.configs)])
         codes = config_pair[self.config_row] * (int(self.window_index.max()) + 1) + self.window_index
         _, firsts, self.timeline_row = np.unique(codes, return_index=True, return_inverse=True)
-        timelines: list[ProducerTimeline | None] = [None] * len(firsts)
+        timeline_of_row: dict[int, ProducerTimeline] = {}
         for row in np.argsort(firsts, kind="stable"):
             i = int(firsts[row])
             trace, config = sims[i].trace, sims[i].config
-            depths = producer_forward_depths(trace.producer.steps, trace.n_prompt_drafter).astype(np.int64)
+            producer = producers_of_trace[int(self.trace_row[i])]
+            depths = producer_forward_depths(producer.steps, trace.n_prompt_drafter).astype(np.int64)
             forward_s = drafter_costs[int(sim_drafter[i])][depths]
             if np.isnan(forward_s).any():
                 profile.drafter(config.drafter).costs.require(1)
             publish_s = producers[int(sim_drafter[i]), bool(sim_lookup[i])].publish_s
-            timelines[row] = timeline_from_forward_costs(trace.producer, forward_s, config.batch, publish_s)
+            timeline_of_row[int(row)] = timeline_from_forward_costs(producer, forward_s, config.batch, publish_s)
+        # argsort is a permutation of the rows, so every row has its timeline
+        timelines = [timeline_of_row[row] for row in range(len(firsts))]
         self.timelines = timelines
         # Padded with inf, so counting the entries at or below a work level is a searchsorted.
         longest_cum = max(len(t.cum) for t in timelines)
@@ -199,6 +209,21 @@ class _State:
     CURSORS = ("t", "expected", "floor", "batches")
     RESULTS = ("time", "work", "d", "v", "o", "h", "rounds", "proposed", "accepted", "multi", "extrapolated",
                "depth_extrapolated")
+    # Set by name (CURSORS, RESULTS) in __init__ and take: one array per simulation each.
+    t: np.ndarray
+    expected: np.ndarray
+    floor: np.ndarray
+    batches: np.ndarray
+    time: np.ndarray
+    work: np.ndarray
+    d: np.ndarray
+    v: np.ndarray
+    o: np.ndarray
+    h: np.ndarray
+    rounds: np.ndarray
+    proposed: np.ndarray
+    accepted: np.ndarray
+    multi: np.ndarray
 
     def __init__(self, sims: Sequence[Simulation], windows: Sequence[Window], profile: DeviceProfile,
                  study: _Study):
@@ -217,7 +242,7 @@ class _State:
         self.ratio_row = study.ratio_row
         self.total = study.total
         self.n = per_trace([len(t.y) for t in study.traces], np.int64)
-        self.m = per_trace([len(t.producer.tokens) for t in study.traces], np.int64)
+        self.m = per_trace([len(p.tokens) for p in study.producers], np.int64)
         self.cap = np.array([w.cap for w in windows], dtype=np.int64)[study.window_index]
         self.n_prompt = per_trace([t.n_prompt for t in study.traces], np.int64)
         self.budget = per_config("budget", np.int64)
@@ -383,7 +408,7 @@ def _round(s: _State, study: _Study) -> None:
     committed = np.minimum(accepted + 1, s.n - t)
 
     # Time: the alignment search (if any), then the forward, the lanes sharing the processors.
-    sub = np.nonzero(searched)[0] if s.align_s > 0 else ()
+    sub = np.nonzero(searched)[0] if s.align_s > 0 else np.zeros(0, dtype=np.int64)
     if len(sub):
         ones = np.ones(len(sub))
         _run(s, sub, np.full(len(sub), s.align_s), ones, ones, forward=False)
@@ -465,7 +490,8 @@ def simulate_lockstep(sims: Sequence[Simulation], windows: Sequence[Window], pro
             active = active.retire(done, s)
     forwards, producer_outside = _producer_ends(sims, profile, study, s)
     s.depth_extrapolated |= producer_outside
-    owner, length, accepted = (np.concatenate(part) for part in zip(*s.verified, strict=False)) if s.verified else ([], [], [])
+    owner, length, accepted = ((np.concatenate(part) for part in zip(*s.verified, strict=False))
+                               if s.verified else ([], [], []))
     reached_at, accepted_at = counts(*histograms(owner, length, accepted, len(sims)))
     return LockstepResult(s.time, s.d, s.v, s.o, s.h, s.rounds, s.proposed, s.accepted, s.multi, forwards,
                           s.extrapolated, s.depth_extrapolated, reached_at, accepted_at)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -152,7 +153,8 @@ def timeline_from_forward_costs(stream: ProducerStream, forward_s: np.ndarray, b
     return ProducerTimeline(cum, cum[publish_steps + 1], publish_steps, batch, len(stream.tokens))
 
 
-def producer_timeline(stream: ProducerStream, costs: CostTable, depth0: int, batch: int, publish_s: float) -> ProducerTimeline:
+def producer_timeline(stream: ProducerStream, costs: CostTable, depth0: int, batch: int,
+                      publish_s: float) -> ProducerTimeline:
     depths = producer_forward_depths(stream.steps, depth0)
     return timeline_from_forward_costs(stream, costs.costs(np.ones(len(depths), dtype=np.int64), depths), batch,
                                        publish_s)
@@ -254,7 +256,7 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
     lanes = _Lanes(timeline, producer.startup_s)
     oracle = oracle or TargetOracle(trace.y)
     verifier = As2dVerifier(config, cap)
-    counts = {"rounds": 0, "proposed": 0, "accepted": 0, "multi_token_rounds": 0}
+    counts: dict[str, Any] = {"rounds": 0, "proposed": 0, "accepted": 0, "multi_token_rounds": 0}
     verified: list[tuple[int, int]] = []
     extrapolated = depth_extrapolated = False
     while not oracle.done:

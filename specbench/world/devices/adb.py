@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from specbench.errors import SpecbenchError, stderr_tail
 from specbench.schemas.fileio import file_sha256, safe_name
@@ -85,7 +86,7 @@ class AdbSettings:
 class _Job:
     record: dict = field(default_factory=dict)
     stderr: deque = field(default_factory=lambda: deque(maxlen=8))
-    conn: object = None
+    conn: Any = None  # adbutils' shell connection (adbutils is untyped)
     aborted: str = ""
 
 
@@ -183,7 +184,8 @@ class AdbDevice:
         abis = ",".join(ident["abilist"]) or "unknown"
         looked = f" (looked in {looked_in(names)})" if names else " (specbench has no runner build for it)"
         raise SpecbenchError(f"phone {self.serial}: no specbench-runner for ABI {abis}{looked}",
-                             hint="for arm64-v8a: specbench build-runner --android-ndk PATH (see specbench/native/README.md) "
+                             hint="for arm64-v8a: specbench build-runner --android-ndk PATH "
+                                  "(see specbench/native/README.md) "
                                   "or specbench build-runner --aarch64-linux (CPU only); or pass --runner DIR")
 
     def runner(self) -> RunnerInfo:
@@ -204,7 +206,8 @@ class AdbDevice:
             if self._info is None:
                 raise SpecbenchError(f"{shown} does not run there (exit {done.returncode}; "
                                      f"ABI {self._identity()['abi']}){stderr_tail(done.stderr)}",
-                                     hint="the binary must match the phone's ABI: rebuild it (specbench/native/README.md)")
+                                     hint="the binary must match the phone's ABI: "
+                                          "rebuild it (specbench/native/README.md)")
         return self._info
 
     def _push(self, local: Path, remote: str, sha: str, mode: int) -> None:
@@ -232,7 +235,8 @@ class AdbDevice:
     def run_job(self, job: dict, on_line: LineHandler | None = None) -> RunOutput:
         self.runner()
         job = json.loads(json.dumps(job))  # our processor/thread defaults must not leak into the caller's job
-        for role, processor in (("target", self.settings.target_processor), ("drafter", self.settings.drafter_processor)):
+        for role, processor in (("target", self.settings.target_processor),
+                                ("drafter", self.settings.drafter_processor)):
             if isinstance(job.get(role), dict) and "lookup" not in job[role]:  # a lookup drafter has no model
                 job[role]["device"] = processor
                 # taskset already pins the whole runner to these cores: a lane on all of them needs no more
@@ -259,7 +263,8 @@ class AdbDevice:
         cpus = self.cores()
         record = before is not None
         state = _Job(record={"mode": job.get("mode"), "cpus": cpus, "before": before})
-        out, error, buffer = RunOutput(), [None], [b""]
+        out, buffer = RunOutput(), [b""]
+        error: list[dict | None] = [None]
         threads: list[threading.Thread] = []
         stop = threading.Event()
 

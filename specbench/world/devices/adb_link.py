@@ -69,7 +69,8 @@ def list_states(client) -> dict[str, str]:
         return {info.serial: info.state for info in client.list()}
     except transfer_errors() as exc:
         raise SpecbenchError(f"cannot reach the adb server at {server_address()}: {exc or type(exc).__name__}",
-                             hint="start it with `adb start-server`, or point --adb-host/--adb-port at a running one") from None
+                             hint="start it with `adb start-server`, "
+                                  "or point --adb-host/--adb-port at a running one") from None
 
 
 @dataclass

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+from typing import Any
 
 from specbench.errors import SpecbenchError
 
@@ -52,7 +53,7 @@ def parse_getprop(text: str) -> dict[str, str]:
 
 def identity(props: dict[str, str]) -> dict:
     """Model, SoC, ABI and Android version from getprop (SoC: ro.soc.model, else ro.board.platform)."""
-    info = {key: props.get(name, "") for key, name in IDENTITY_PROPS.items()}
+    info: dict[str, Any] = {key: props.get(name, "") for key, name in IDENTITY_PROPS.items()}
     info["soc"] = info["soc_model"] or info["board_platform"] or info["hardware"]
     info["abilist"] = [a for a in info["abilist"].split(",") if a] or ([info["abi"]] if info["abi"] else [])
     return info
