@@ -28,6 +28,7 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -112,7 +113,16 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-def windows_digest(windows: Sequence[Window]) -> str:
+class _Identified(Protocol):
+    """What a windows digest reads: a window's id and content hash (a Window or a WindowTrace)."""
+
+    @property
+    def window_id(self) -> str: ...
+    @property
+    def window_sha256(self) -> str: ...
+
+
+def windows_digest(windows: Sequence[_Identified]) -> str:
     """sha256 over the windows' ids and content hashes, in file order."""
     text = "".join(f"{w.window_id}\t{w.window_sha256}\n" for w in windows)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -824,8 +834,8 @@ def _runner_settings(key: TraceKey | None) -> tuple | None:
 def _settings_change(existing: TraceFile, key: TraceKey | None, shard: Shard | None) -> str:
     """What differs between a trace file's key and shard and those of this run."""
     if existing.key is not None and key is not None and _runner_settings(existing.key) != _runner_settings(key):
-        return "; ".join(d for d in existing.key.differences(key) if not d.startswith(("windows_sha256", "n_windows"))) \
-            + " (the file's vs this run's)"
+        kept = (d for d in existing.key.differences(key) if not d.startswith(("windows_sha256", "n_windows")))
+        return "; ".join(kept) + " (the file's vs this run's)"
     if existing.key != key:
         return f"{'no key' if existing.key is None else 'a key'} in the file, {'none' if key is None else 'one'} now"
     before, after = (("none" if s is None else s.label) for s in (existing.shard, shard))
