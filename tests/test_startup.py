@@ -54,12 +54,12 @@ def test_the_light_tables_are_the_librarys():
     """What the help offers before the library loads is what the library accepts."""
     from specbench.cli.common import DEFAULT_METHODS
     from specbench.core.methods.configs import REGISTRY
-    from specbench.render.formats import FORMATS
+    from specbench.render.formats import OUTPUT_FORMATS
     from specbench.render.tables import TEXT_FORMATS, render
     from specbench.world.datasets import LAYOUTS, READERS
 
     assert DEFAULT_METHODS == tuple(REGISTRY)
-    assert FORMATS[0] == "table" and set(FORMATS[1:]) == {*TEXT_FORMATS, "csv"}
+    assert OUTPUT_FORMATS[0] == "table" and set(OUTPUT_FORMATS[1:]) == {*TEXT_FORMATS, "csv"}
     assert all(isinstance(render([], fmt), str) for fmt in TEXT_FORMATS)
     assert LAYOUTS == tuple(READERS)
 

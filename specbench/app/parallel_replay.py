@@ -23,11 +23,11 @@ _STUDY: Study | None = None  # the study, inherited by forked workers instead of
 
 def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],
                  configs: Sequence[MethodConfig], progress: Progress | None = None,
-                 workers: int | None = None, ratio_fit: str = "median") -> pd.DataFrame:
+                 workers: int | None = None, cost_fit: str = "median") -> pd.DataFrame:
     """`bulk.replay_study` with its pieces in `workers` forked processes (default: one per CPU;
     one worker, or a platform without fork, runs them here), the heaviest pieces first."""
     global _STUDY
-    profiles = [fit_profile(p, ratio_fit) for p in profiles]
+    profiles = [fit_profile(p, cost_fit) for p in profiles]
     tasks = study_tasks(profiles, configs)
     workers = min(workers or os.cpu_count() or 1, len(tasks))
     frames: list[pd.DataFrame | None] = [None] * len(tasks)
@@ -44,7 +44,7 @@ def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], pro
                 _collect(done, frames, tasks, len(windows), progress)
     finally:
         _STUDY = None
-    return study_rows(frames, ratio_fit)
+    return study_rows(frames, cost_fit)
 
 
 def _weight(task: Task, size: int) -> int:

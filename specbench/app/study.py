@@ -163,7 +163,7 @@ def run_replay(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths: S
         if not todo:
             continue
         frame = replay_study(inputs.windows, inputs.traces, inputs.profiles, todo, progress, workers, fit)
-        keys = list(zip(frame["device"], frame["config"], frame["window_id"], frame["ratio_fit"], strict=False))
+        keys = list(zip(frame["device"], frame["config"], frame["window_id"], frame["cost_fit"], strict=False))
         fresh = frame[[key not in done for key in keys]]
         results.append_frame(fresh)
         added += len(fresh)

@@ -8,11 +8,11 @@ import click
 
 from specbench.cli.common import existing_file
 
-FORMATS = ("progdraft",)
+IMPORT_FORMATS = ("progdraft",)
 
 
 @click.command("import-trace")
-@click.argument("fmt", metavar="FORMAT", type=click.Choice(FORMATS))
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(IMPORT_FORMATS))
 @click.argument("files", type=existing_file, nargs=-1, required=True)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Traces directory: one <method>.jsonl per method of the exports.")

@@ -8,12 +8,12 @@ import click
 
 from specbench.cli.common import check_output_dir, check_output_path, existing_dir, existing_file
 from specbench.errors import SpecbenchError
-from specbench.render.formats import FORMATS
+from specbench.render.formats import OUTPUT_FORMATS
 
 
 @click.command()
 @click.argument("results", type=existing_dir, nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
               help="table: rich tables on the terminal; md, json or jsonl (one record per table row) to stdout "
                    "or --output FILE; csv: one file per table, into --output DIR.")
 @click.option("--output", type=click.Path(path_type=Path), default=None,

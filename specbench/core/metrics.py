@@ -224,16 +224,16 @@ def window_counts(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def counts(df: pd.DataFrame) -> pd.DataFrame:
-    """tau, acceptance, coverage, multi-token-round fraction and forwards, as ratios of sums."""
+    """tau, acceptance, coverage, multi-token-forward fraction and forwards, as ratios of sums."""
     df = _comparable(df)
-    sums = df.groupby(KEYS, sort=False)[["tokens", "rounds", "proposed", "accepted", "multi_token_rounds",
+    sums = df.groupby(KEYS, sort=False)[["tokens", "target_forwards", "proposed", "accepted", "multi_token_forwards",
                                          "drafter_forwards"]].sum().reset_index()
     with np.errstate(divide="ignore", invalid="ignore"):
-        sums["tau"] = sums["tokens"] / sums["rounds"]
+        sums["tau"] = sums["tokens"] / sums["target_forwards"]
         sums["acceptance"] = sums["accepted"] / sums["proposed"]
         sums["coverage"] = sums["accepted"] / sums["tokens"]
-        sums["multi_token_fraction"] = sums["multi_token_rounds"] / sums["rounds"]
-    return _with_fields(sums.rename(columns={"rounds": "target_forwards"}), df)
+        sums["multi_token_fraction"] = sums["multi_token_forwards"] / sums["target_forwards"]
+    return _with_fields(sums, df)
 
 
 def decomposition(df: pd.DataFrame) -> pd.DataFrame:
@@ -276,24 +276,24 @@ def oracle(df: pd.DataFrame, catalog: list[str], deployed: dict[str, str] | None
 
 def sensitivity(df: pd.DataFrame, fits: Sequence[str] = ("median", "min", "max"),
                 flag: str = "extrapolated") -> pd.DataFrame:
-    """Pooled throughput under each cost fill-in of `fits` (`ratio_fit` values; the first is the
+    """Pooled throughput under each cost fill-in of `fits` (`cost_fit` values; the first is the
     one every other table uses) and its range, per device x configuration replayed under more
     than the first; `flagged` = windows whose first-fit row is marked by the column `flag`."""
     df = _comparable(df)
-    rows = df[(df["source"] == "replay") & df["ratio_fit"].isin(fits)]  # native rows have no variants
-    varied = rows.loc[rows["ratio_fit"] != fits[0], "config"].unique()
+    rows = df[(df["source"] == "replay") & df["cost_fit"].isin(fits)]  # native rows have no variants
+    varied = rows.loc[rows["cost_fit"] != fits[0], "config"].unique()
     if not len(varied):
         raise SpecbenchError(f"no sensitivity rows ({', '.join(fits[1:])}) in these results",
                              hint="run with --sensitivity")
     rows = rows[rows["config"].isin(varied)]
-    sums = rows.groupby(KEYS + ["ratio_fit"], sort=False)[["tokens", "decode_s"]].sum().reset_index()
+    sums = rows.groupby(KEYS + ["cost_fit"], sort=False)[["tokens", "decode_s"]].sum().reset_index()
     sums["tokens_per_s"] = sums["tokens"] / sums["decode_s"]
-    table = sums.pivot_table(index=KEYS, columns="ratio_fit", values="tokens_per_s", sort=False).reset_index()
+    table = sums.pivot_table(index=KEYS, columns="cost_fit", values="tokens_per_s", sort=False).reset_index()
     present = [f for f in fits if f in table.columns]
     table["low"] = table[present].min(axis=1)
     table["high"] = table[present].max(axis=1)
     table["range_pct"] = 100.0 * (table["high"] - table["low"]) / table[fits[0]]
-    base = rows[rows["ratio_fit"] == fits[0]]
+    base = rows[rows["cost_fit"] == fits[0]]
     flagged = base.groupby(KEYS, sort=False)[flag].sum().astype(int).rename("flagged").reset_index()
     table = table.merge(flagged, on=KEYS, how="left")
     table.columns.name = None
@@ -332,7 +332,7 @@ def replay_fidelity(df: pd.DataFrame, threshold_pct: float = 10.0) -> pd.DataFra
     live = df[df["tokens"] > 0]
     keys = ["device", "config", "window_id"]
     native = live[live["source"] == "native"].set_index(keys)
-    replay = live[(live["source"] == "replay") & (live["ratio_fit"] == "median")].set_index(keys)
+    replay = live[(live["source"] == "replay") & (live["cost_fit"] == "median")].set_index(keys)
     both = native.index.intersection(replay.index)
     if not len(both):
         raise SpecbenchError("no window was both replayed and run natively on the same device and configuration",

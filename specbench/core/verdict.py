@@ -27,13 +27,13 @@ MS = 1e3
 
 
 @dataclass(frozen=True)
-class RoundCounts:
+class ForwardCounts:
     """What a configuration did over its windows on one device (sums of its rows)."""
 
     tokens: int
     """Tokens committed."""
     target_forwards: int
-    """Target forwards (verifications and single steps): the rows' `rounds`."""
+    """Target forwards (verifications and single steps): the rows' `target_forwards`."""
     drafter_forwards: int
     """Drafter forwards charged."""
     proposed: int
@@ -98,7 +98,7 @@ def stated_depth(profile: DeviceProfile) -> float:
     return float(depths[0] + depths[-1]) / 2.0
 
 
-def verdict(profile: DeviceProfile, method: str, drafter: str | None, counts: RoundCounts,
+def verdict(profile: DeviceProfile, method: str, drafter: str | None, counts: ForwardCounts,
             depth: float) -> Verdict:
     """`method`'s verdict on `profile` from its `counts`, every cost at KV depth `depth`."""
     if counts.target_forwards <= 0 or counts.tokens <= 0:

@@ -2,5 +2,5 @@
 
 from __future__ import annotations
 
-FORMATS = ("table", "md", "csv", "json", "jsonl")
+OUTPUT_FORMATS = ("table", "md", "csv", "json", "jsonl")
 """table: rich tables on a terminal; the others are what specbench.render.tables.render writes."""

@@ -25,7 +25,7 @@ harness measured. Replay prices them like measured costs; results and reports na
 
 Costs are seconds per forward, interpolated linearly in KV depth between measured depths
 and held flat outside them (`DEPTH_POLICY`); a depth outside is flagged as extrapolated
-(`CostTable.extrapolates`) and `with_depth_fit("linear")` gives the sensitivity variant that
+(`CostTable.extrapolates`) and `with_depth_fit(DEPTH_LINEAR)` gives the sensitivity variant that
 extends the nearest measured segment instead. A width the profile lacks is an error. Widths
 without a measured co-scheduling ratio use the median of the measured ratios and are
 flagged as extrapolated; `with_ratio_fit("min"|"max")` gives the sensitivity variants.
@@ -58,7 +58,11 @@ VERSION = 2
 VERSIONS = (VERSION,)
 DEPTH_POLICY = "linear-in-depth, flat outside the measured depths"
 RATIO_FITS = ("median", "min", "max")
-DEPTH_FITS = ("flat", "linear")
+DEPTH_FLAT = "depth-flat"
+DEPTH_LINEAR = "depth-linear"
+DEPTH_FITS = (DEPTH_FLAT, DEPTH_LINEAR)
+"""Fills of costs outside the measured depths: held flat (DEPTH_POLICY) or the nearest measured
+segment extended (the sensitivity variant)."""
 
 
 @dataclass(frozen=True)
@@ -71,8 +75,8 @@ class CostTable:
     """width -> seconds at each measured depth."""
     label: str = "cost table"
     """Names the table in errors, e.g. 'profile pixel.yaml target'."""
-    depth_fit: str = "flat"
-    """Outside the measured depths: flat (DEPTH_POLICY) or linear (the sensitivity variant)."""
+    depth_fit: str = DEPTH_FLAT
+    """One of DEPTH_FITS: depth-flat (DEPTH_POLICY) or depth-linear (the sensitivity variant)."""
     spread: Mapping[int, np.ndarray] | None = None
     """width -> standard deviation (seconds) of the timed samples at each depth (None: not recorded)."""
     repetitions: int | None = None
@@ -92,7 +96,7 @@ class CostTable:
     def cost(self, width: int, depth: float) -> float:
         costs = self.require(width)
         return float(interp_rows(costs[None, :], self.depths, np.zeros(1, dtype=np.int64), np.array([float(depth)]),
-                                 self.depth_fit == "linear")[0])
+                                 self.depth_fit == DEPTH_LINEAR)[0])
 
     def extrapolates(self, depths):
         """True where a depth lies outside the measured depths (a price the profile did not measure)."""
@@ -116,7 +120,7 @@ class CostTable:
         if missing:
             self.require(missing[0])
         return interp_rows(self.matrix(int(widths.max())), self.depths, widths, np.asarray(depths, dtype=np.float64),
-                           self.depth_fit == "linear")
+                           self.depth_fit == DEPTH_LINEAR)
 
 
 def interp_rows(matrix: np.ndarray, grid: np.ndarray, rows: np.ndarray, x: np.ndarray,

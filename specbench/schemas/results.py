@@ -45,7 +45,8 @@ KIND = "specbench.results"
 #     no such parameter), `samples_s`, `reached_at`/`accepted_at`; manifests gain `environment`.
 # 3 = the manifest is one typed record (`ResultsManifest`): `environment` required, no top-level
 #     `specbench_version`/`command`/`created`/`runner`/`device_info`; a profile entry names its
-#     runner build by `runner_sha256`.
+#     runner build by `runner_sha256`; row columns named for what they count: `target_forwards`,
+#     `multi_token_forwards` and `cost_fit` (were `rounds`, `multi_token_rounds`, `ratio_fit`).
 VERSION = 3
 VERSIONS = (VERSION,)
 MANIFEST = "manifest.json"
@@ -90,12 +91,12 @@ class WindowResult:
     """Tokens committed after the prefill (N - 1)."""
     decode_s: float
     """From the end of the initial prefill(s) to the last commit."""
-    rounds: int
+    target_forwards: int
     """Target forwards."""
     proposed: int
     """Candidates verified."""
     accepted: int
-    multi_token_rounds: int
+    multi_token_forwards: int
     """Target forwards that committed more than one token."""
     drafter_forwards: int
     d_s: float
@@ -113,7 +114,7 @@ class WindowResult:
     window) every report aggregate leaves out: metrics.split_divergent)."""
     source: str = "replay"
     """'replay' (priced from a profile) or 'native' (device clock)."""
-    ratio_fit: str = "median"
+    cost_fit: str = "median"
     """Which fill-in of unmeasured costs priced the row: median (the median co-scheduling ratio,
     flat outside the measured depths; every table's rows), min/max (co-scheduling ratio
     sensitivity) or depth-linear (depth sensitivity: the nearest measured segment extended)."""
@@ -136,7 +137,7 @@ class WindowResult:
     @property
     def tau(self) -> float:
         """Tokens per target forward."""
-        return self.tokens / self.rounds if self.rounds else float("nan")
+        return self.tokens / self.target_forwards if self.target_forwards else float("nan")
 
     @property
     def spread_pct(self) -> float:
@@ -213,7 +214,7 @@ def _check_positions(frame: pd.DataFrame, path: Path) -> None:
                 list(accepted))
 
 
-COUNTS = ("tokens", "rounds", "proposed", "accepted", "multi_token_rounds", "drafter_forwards")
+COUNTS = ("tokens", "target_forwards", "proposed", "accepted", "multi_token_forwards", "drafter_forwards")
 SECONDS = ("decode_s", "d_s", "v_s", "o_s", "h_s")
 PROBABILITIES = ("p_min", "tau_threshold", "conf_stop")
 """Row columns range-checked on load: counts >= 0, seconds finite and >= 0, probabilities in [0, 1]."""
@@ -536,7 +537,7 @@ class ResultsDir:
             env = resumed_environment(old.environment, manifest.environment, Where(self.manifest_path))
             write_atomic(self.manifest_path, _manifest_text(replace(old, environment=env)))
             frame = self.frame()
-            return set(zip(frame["device"], frame["config"], frame["window_id"], frame["ratio_fit"], strict=False))
+            return set(zip(frame["device"], frame["config"], frame["window_id"], frame["cost_fit"], strict=False))
         self.directory.mkdir(parents=True, exist_ok=True)
         write_atomic(self.manifest_path, _manifest_text(manifest))
         self.rows_path.touch()

@@ -199,9 +199,9 @@ def decode_row(result: dict, window: Window, device: str, config: MethodConfig, 
                                               [op.get("accepted", 0) for op in target_ops])
     return WindowResult(device=device, **row_fields(config), window_id=window.window_id,
                         window_sha256=window.window_sha256, dataset=window.dataset, split=window.split.value,
-                        tokens=n - 1, decode_s=decode_s, rounds=len(target_ops),
+                        tokens=n - 1, decode_s=decode_s, target_forwards=len(target_ops),
                         proposed=sum(op["width"] - 1 for op in target_ops), accepted=accepted,
-                        multi_token_rounds=multi, drafter_forwards=drafter_forwards, d_s=d_s, v_s=v_s, o_s=o_s,
+                        multi_token_forwards=multi, drafter_forwards=drafter_forwards, d_s=d_s, v_s=v_s, o_s=o_s,
                         h_s=h_s, extrapolated=False, lossless=True, source="native",
                         text=str(result.get("text", "")), placement=placement, samples_s=[decode_s],
                         reached_at=reached_at, accepted_at=accepted_at)
@@ -232,7 +232,7 @@ def divergence_row(window: Window, device: str, config: MethodConfig, placement:
     """A diverging window: no tokens and no times are claimed for it."""
     return WindowResult(device=device, **row_fields(config), window_id=window.window_id,
                         window_sha256=window.window_sha256, dataset=window.dataset, split=window.split.value,
-                        tokens=0, decode_s=0.0, rounds=0, proposed=0, accepted=0, multi_token_rounds=0,
+                        tokens=0, decode_s=0.0, target_forwards=0, proposed=0, accepted=0, multi_token_forwards=0,
                         drafter_forwards=0, d_s=0.0, v_s=0.0, o_s=0.0, h_s=0.0, extrapolated=False, lossless=False,
                         source="native", placement=placement)
 

@@ -126,7 +126,7 @@ def find_runner(build: bool = False, on_build_line: Callable[[str], None] | None
         shown = str(path) if overridden else looked_in([host_abi()])
         raise SpecbenchError(f"native runner for {host_abi()} not found (looked in {shown})", hint=BUILD_HINT)
     try:
-        return build_runner(on_build_line, path.parent.parent)
+        return build_host_runner(on_build_line, path.parent.parent)
     except SpecbenchError:
         if path.exists():  # a stale but working binary beats none (the sources may be mid-edit)
             if on_build_line:
@@ -135,7 +135,7 @@ def find_runner(build: bool = False, on_build_line: Callable[[str], None] | None
         raise
 
 
-def build_runner(on_line: Callable[[str], None] | None = None, dest: Path | None = None) -> Path:
+def build_host_runner(on_line: Callable[[str], None] | None = None, dest: Path | None = None) -> Path:
     """Build this host's runner into dest/<abi>/ (default: build.default_dest()) in a child
     process, streaming its log lines to `on_line`; returns the installed binary."""
     cmd = [sys.executable, "-m", "specbench.world.build"] + (["--dest", str(dest)] if dest else [])

@@ -103,7 +103,7 @@ def test_native_rows_have_the_replay_columns(study, tmp_path):
     assert list(replay.columns) == list(native.columns)
     assert sorted(replay["config"].unique()) == sorted(native["config"].unique())
     ok = native[native["lossless"]].merge(replay, on=["config", "window_id"], suffixes=("_n", "_r"))
-    assert (ok["tokens_n"] == ok["tokens_r"]).all() and (ok["rounds_n"] == ok["rounds_r"]).all()
+    assert (ok["tokens_n"] == ok["tokens_r"]).all() and (ok["target_forwards_n"] == ok["target_forwards_r"]).all()
     # per-position acceptance: the runner's op log and replay count the same verifications
     assert (ok["reached_at_n"] == ok["reached_at_r"]).all() and (ok["accepted_at_n"] == ok["accepted_at_r"]).all()
     assert ok.loc[ok["config"] != "target", "reached_at_n"].map(len).gt(0).any()
@@ -149,7 +149,8 @@ def test_traced_specasr_configurations_replay_as_they_run_natively(study, tmp_pa
     assert len(replay) == len(native) == 2 * len(TEXTS) and native["lossless"].all()
     keys = ["config", "window_id"]
     both = native.merge(replay, on=keys, suffixes=("_n", "_r"))
-    for column in ("tokens", "rounds", "proposed", "accepted", "drafter_forwards", "reached_at", "accepted_at"):
+    for column in ("tokens", "target_forwards", "proposed", "accepted", "drafter_forwards", "reached_at",
+                   "accepted_at"):
         assert (both[f"{column}_n"] == both[f"{column}_r"]).all(), column
 
 

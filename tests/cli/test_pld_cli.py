@@ -52,7 +52,7 @@ def test_replay_makes_the_native_runs_decisions(study, tmp_path):
     replay, native = (load_results(tmp_path / sub)[1] for sub in ("replay", "native"))
     assert len(replay) == len(native) == 4 * len(TEXTS) and native["lossless"].all()
     both = native.merge(replay, on=["config", "window_id"], suffixes=("_n", "_r"))
-    for column in ("tokens", "rounds", "proposed", "accepted", "drafter_forwards"):
+    for column in ("tokens", "target_forwards", "proposed", "accepted", "drafter_forwards"):
         assert (both[f"{column}_n"] == both[f"{column}_r"]).all(), column
     code, report = invoke("report", tmp_path / "replay", tmp_path / "native", "--format", "md")
     assert code == 0, report

@@ -66,7 +66,7 @@ def test_run_then_report_in_every_format(study, tmp_path):
     assert code == 0
     assert "### Pooled decode throughput" in md and "sd[W=5..8 mean,drafter=small]" in md
     assert "### Sensitivity to extrapolated co-scheduling ratios (tokens/s)" in md
-    assert "### Sensitivity to KV depths beyond the measured ones: flat vs linear (tokens/s)" in md
+    assert "### Sensitivity to KV depths beyond the measured ones: depth-flat vs depth-linear (tokens/s)" in md
     assert "_Aggregation: per device x configuration: sum(tokens) / sum(decode_s)" in md
     code, output = invoke("report", out, "--format", "csv", "--output", tmp_path / "csv")
     assert code == 0, output
@@ -95,10 +95,10 @@ def test_report_sensitivity_replays_what_the_run_did_not(study, tmp_path):
     tables = {t["title"]: t["rows"] for t in json.loads(text)}
     ratios = tables["Sensitivity to extrapolated co-scheduling ratios (tokens/s)"]
     assert [r["config"] for r in ratios] == ["as2d[B=7,drafter=small]"]
-    depths = tables["Sensitivity to KV depths beyond the measured ones: flat vs linear (tokens/s)"]
+    depths = tables["Sensitivity to KV depths beyond the measured ones: depth-flat vs depth-linear (tokens/s)"]
     # every method prices depths; the synthetic profile measures past every window's depth: no range
     assert len(depths) == 1 + 4 + 1
-    assert all(r["flat"] == r["linear"] and r["range_pct"] == 0 and r["flagged"] == 0 for r in depths)
+    assert all(r["depth-flat"] == r["depth-linear"] and r["range_pct"] == 0 and r["flagged"] == 0 for r in depths)
 
 
 def test_interrupted_run_resumes_without_redoing_rows(study, tmp_path):
@@ -113,7 +113,7 @@ def test_interrupted_run_resumes_without_redoing_rows(study, tmp_path):
     assert code == 0, output
     _, rows = load_results(out)
     assert len(rows) == 10 * 5
-    assert not rows.duplicated(["device", "config", "window_id", "ratio_fit"]).any()
+    assert not rows.duplicated(["device", "config", "window_id", "cost_fit"]).any()
     assert rows_path.read_text().splitlines()[:7] == [line.rstrip("\n") for line in lines[:7]]
 
 

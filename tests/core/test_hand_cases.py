@@ -27,9 +27,9 @@ def run(config, trace, cap=32, profile=None):
 
 def test_target_only_prices_one_single_step_per_token():
     row = run(TargetConfig(), make_trace(Y))
-    assert (row.tokens, row.rounds, row.decode_s) == (6, 6, 6.0)
+    assert (row.tokens, row.target_forwards, row.decode_s) == (6, 6, 6.0)
     assert (row.d_s, row.v_s, row.o_s, row.h_s) == (0.0, 6.0, 0.0, 0.0)
-    assert row.tau == 1.0 and row.multi_token_rounds == 0 and row.lossless
+    assert row.tau == 1.0 and row.multi_token_forwards == 0 and row.lossless
 
 
 def test_sd_full_acceptance_with_bonus():
@@ -37,7 +37,7 @@ def test_sd_full_acceptance_with_bonus():
     # t=4 ingest 2 (last draft + bonus: 0.375) + 1 step + CT(3), commits 3 -> t=7 = N.
     row = run(SdConfig(width=3), make_trace(Y, drafts=perfect_drafts(Y)))
     assert row.decode_s == 0.25 + 0.25 + 1.5 + 0.375 + 0.25 + 1.5
-    assert (row.rounds, row.proposed, row.accepted, row.multi_token_rounds) == (2, 4, 4, 2)
+    assert (row.target_forwards, row.proposed, row.accepted, row.multi_token_forwards) == (2, 4, 4, 2)
     assert (row.d_s, row.v_s, row.drafter_forwards) == (1.125, 3.0, 4)
     assert row.tau == 3.0
 
@@ -62,7 +62,7 @@ def test_sd_rejection_at_every_depth(depth):
         rounds += 1
         new = 2
     assert row.decode_s == time
-    assert row.rounds == rounds
+    assert row.target_forwards == rounds
     assert row.accepted == accepted
 
 
@@ -72,7 +72,7 @@ def test_sd_eos_inside_a_draft_ends_the_window():
     drafts[4] = [Y[4], Y[5], EOS, 77, 78]
     row = run(SdConfig(width=8), make_trace(Y, drafts=drafts))
     # t=1: 6 drafts all correct (Y[1:7] ends with EOS), commits min(7, 6) = 6 in one round.
-    assert (row.rounds, row.tokens, row.accepted) == (1, 6, 6)
+    assert (row.target_forwards, row.tokens, row.accepted) == (1, 6, 6)
     assert row.decode_s == 0.25 + 5 * 0.25 + 1.0 + 0.25 * 6
 
 
@@ -80,7 +80,7 @@ def test_sd_cap_truncates_drafts_and_output():
     y = [10, 11, 12, 13, 14]  # stopped by a cap of 5 tokens
     row = run(SdConfig(width=8), make_trace(y, drafts=perfect_drafts(y + [15, 16, 17])[:5], stop="cap"), cap=5)
     # t=1: room for cap - t - 1 = 3 drafts, width 4; all accepted + bonus = 4 tokens -> t=5 = cap.
-    assert (row.rounds, row.proposed, row.tokens) == (1, 3, 4)
+    assert (row.target_forwards, row.proposed, row.tokens) == (1, 3, 4)
     assert row.decode_s == 0.25 + 2 * 0.25 + 1.75
 
 
@@ -88,7 +88,7 @@ def test_sd_p_min_stops_drafting():
     conf = [[0.9, 0.9, 0.1, 0.9, 0.9, 0.9, 0.9]] * len(Y)
     row = run(SdConfig(width=8, p_min=0.5), make_trace(Y, drafts=perfect_drafts(Y), draft_conf=conf))
     # Every round drafts 2 tokens (the third is below p_min): widths 3, commits 3 each.
-    assert (row.rounds, row.proposed) == (2, 4)
+    assert (row.target_forwards, row.proposed) == (2, 4)
     # Per round: ingest + one step on draft 1 + the probe on draft 2 that saw 0.1 < p_min.
     assert row.drafter_forwards == 6
     assert row.decode_s == 2 * (3 * 0.25 + 1.5)
@@ -107,7 +107,7 @@ def test_specasr_recycles_the_tail_after_a_substitution():
     # t=3: batched ingest [12, 13, 14] CD(3)=0.5, keeps 13 14, new 15 16 (one step), width 5: CT(5)=2.0
     #      accepts 13 14 15 16 -> commits 5 -> t=8 = N.
     assert row.decode_s == (0.25 + 0.75 + 2.0) + (0.5 + 0.25 + 2.0)
-    assert (row.rounds, row.proposed, row.accepted, row.drafter_forwards) == (2, 8, 5, 6)
+    assert (row.target_forwards, row.proposed, row.accepted, row.drafter_forwards) == (2, 8, 5, 6)
 
 
 def test_specasr_recycling_ingest_is_priced_with_a_row_per_token():
@@ -146,7 +146,7 @@ def test_as2d_producer_never_ready_equals_target_only():
     as2d = run(As2dConfig(budget=7), trace, profile=profile)
     target = run(TargetConfig(), trace, profile=profile)
     assert as2d.decode_s == target.decode_s == 6.0
-    assert (as2d.rounds, as2d.proposed, as2d.d_s, as2d.o_s, as2d.h_s) == (6, 0, 0.0, 0.0, 0.0)
+    assert (as2d.target_forwards, as2d.proposed, as2d.d_s, as2d.o_s, as2d.h_s) == (6, 0, 0.0, 0.0, 0.0)
 
 
 def test_as2d_producer_far_ahead():
@@ -158,7 +158,7 @@ def test_as2d_producer_far_ahead():
     # (z[0] is the prefill's) finish the stream. t=2: root y[1] = z[1]; candidates z[2:8] (room
     # cap - t - 1 = 6), width 7: 2.5 s, all accepted.
     assert row.decode_s == 3.5
-    assert (row.rounds, row.proposed, row.accepted, row.drafter_forwards) == (2, 6, 6, 8)
+    assert (row.target_forwards, row.proposed, row.accepted, row.drafter_forwards) == (2, 6, 6, 8)
     assert (row.d_s, row.v_s, row.o_s, row.h_s) == (1.0, 3.5, 1.0, 0.0)
     assert row.decode_s == row.d_s + row.v_s - row.o_s + row.h_s
 
@@ -186,7 +186,7 @@ def test_as2d_vocabulary_mapping_shifts():
     # single step 1 s (8 producer forwards: batch not complete); t=2, still unpublished (needs step 9
     # = 9 forwards = 1.125 s of work) -> second single step (t=3, time 2); then z[3:8] (5 tokens;
     # room 5) width 6: 2.25 s, all accepted + bonus -> t=9.
-    assert (row.rounds, row.proposed, row.accepted) == (3, 5, 5)
+    assert (row.target_forwards, row.proposed, row.accepted) == (3, 5, 5)
     assert row.decode_s == 1.0 + 1.0 + 2.25
 
 
@@ -199,7 +199,7 @@ def test_as2d_anchor_recovers_after_producer_inserts_a_token():
     # round 1: single step; round 2: z[2:8] = 12 50 ..: accept 12, correct 13 (t=4); round 3: the
     # anchor search finds 13 at z[4] and proposes z[5:9] = 14 15 16 17 (room cap - t - 1 = 4)
     # -> all accepted, EOS is the bonus.
-    assert (row.rounds, row.accepted) == (3, 5)
+    assert (row.target_forwards, row.accepted) == (3, 5)
 
 
 def _cheap_drafter(profile, step_s):

@@ -166,4 +166,4 @@ def test_bulk_replay_of_pld_sd_and_as2d_equals_the_reference():
     assert as2d[as2d["window_id"] == "w0"]["accepted"].tolist() == [3, 4]
     assert (reference[reference["window_id"] == "w2"]["accepted"] == 0).all()
     sd = reference[reference["method"] == "sd"]
-    assert (sd["d_s"] > 0).all() and (sd["drafter_forwards"] == sd["rounds"]).all()
+    assert (sd["d_s"] > 0).all() and (sd["drafter_forwards"] == sd["target_forwards"]).all()

@@ -20,10 +20,10 @@ def rows(spec):
     for config, windows in spec.items():
         for window, tokens, decode_s in windows:
             out.append({"device": "A", **row_fields(CONFIGS[config]), "window_id": window, "dataset": "d",
-                        "split": "dev", "tokens": tokens, "decode_s": decode_s, "rounds": max(tokens // 2, 1),
-                        "proposed": tokens, "accepted": tokens // 2, "multi_token_rounds": 1,
+                        "split": "dev", "tokens": tokens, "decode_s": decode_s, "target_forwards": max(tokens // 2, 1),
+                        "proposed": tokens, "accepted": tokens // 2, "multi_token_forwards": 1,
                         "drafter_forwards": 3, "d_s": decode_s / 2, "v_s": decode_s / 2, "o_s": 0.0, "h_s": 0.0,
-                        "extrapolated": False, "lossless": True, "source": "replay", "ratio_fit": "median",
+                        "extrapolated": False, "lossless": True, "source": "replay", "cost_fit": "median",
                         "depth_extrapolated": False})
     return rows_frame(out)[list(out[0])]
 

@@ -68,7 +68,7 @@ def test_every_method_commits_exactly_y(trace_cap, profile, config):
     assert row.lossless
     assert row.tokens == trace.n_tokens - 1
     assert row.accepted <= row.proposed
-    assert row.rounds >= (1 if trace.n_tokens > 1 else 0)
+    assert row.target_forwards >= (1 if trace.n_tokens > 1 else 0)
 
 
 @SETTINGS
@@ -116,10 +116,10 @@ def test_bulk_replay_equals_the_scalar_reference_and_pooled_equals_sums(trace_ca
         window_traces[trace.window_id] = trace
     configs = list(dict.fromkeys([TargetConfig()] + configs))
     trace_files = {"drafter": TraceFile(ModelRef("t", "t", 1 << 20), ModelRef("drafter", "d", 1 << 20), window_traces)}
-    bulk = replay_study(windows, trace_files, [profile], configs, ratio_fit=fit)
+    bulk = replay_study(windows, trace_files, [profile], configs, cost_fit=fit)
     fitted = fit_profile(profile, fit)
     reference = rows_frame([dataclasses.asdict(replay_window(w, window_traces[w.window_id], fitted, c))
-                              for c in configs for w in windows]).assign(ratio_fit=fit)
+                              for c in configs for w in windows]).assign(cost_fit=fit)
     order = ["config", "window_id"]
     pd.testing.assert_frame_equal(bulk.sort_values(order).reset_index(drop=True),
                                   reference[bulk.columns].sort_values(order).reset_index(drop=True), check_dtype=False,
@@ -163,7 +163,7 @@ def test_the_parallel_replay_returns_the_sequential_rows_in_the_same_order():
 
     study = synthetic_study(n_windows=6, n_devices=2)
     configs = parse_method_specs(["target", "sd:W=5,drafter=small", "as2d:B=2..3,drafter=small|large"])
-    sequential = replay_study(study.windows, study.traces, study.profiles, configs, ratio_fit="max")
+    sequential = replay_study(study.windows, study.traces, study.profiles, configs, cost_fit="max")
     parallel = parallel_replay.replay_study(study.windows, study.traces, study.profiles, configs, workers=2,
-                                            ratio_fit="max")
+                                            cost_fit="max")
     pd.testing.assert_frame_equal(parallel, sequential, check_exact=True)

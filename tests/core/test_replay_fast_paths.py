@@ -21,7 +21,7 @@ from tests.strategies import traces
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 OPS_ARRAYS = ("target_width", "target_depth", "drafter_width", "drafter_depth", "target_accepted")
-OPS_COUNTS = ("rounds", "proposed", "accepted", "multi_token_rounds", "lossless", "drafter_all_rows")
+OPS_COUNTS = ("target_forwards", "proposed", "accepted", "multi_token_forwards", "lossless", "drafter_all_rows")
 
 
 @SETTINGS

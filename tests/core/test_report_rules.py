@@ -35,9 +35,9 @@ def row(device, config, window, decode_s, source="replay", fit="median"):
     w = WINDOWS[window]
     return WindowResult(device=device, **row_fields(CONFIGS[config]), window_id=window,
                         window_sha256=w.window_sha256, dataset=w.dataset, split=w.split.value,
-                        tokens=TOKENS[window], decode_s=decode_s, rounds=TOKENS[window], proposed=0, accepted=0,
-                        multi_token_rounds=0, drafter_forwards=0, d_s=0.0, v_s=decode_s, o_s=0.0, h_s=0.0,
-                        extrapolated=False, lossless=True, source=source, ratio_fit=fit)
+                        tokens=TOKENS[window], decode_s=decode_s, target_forwards=TOKENS[window], proposed=0,
+                        accepted=0, multi_token_forwards=0, drafter_forwards=0, d_s=0.0, v_s=decode_s, o_s=0.0, h_s=0.0,
+                        extrapolated=False, lossless=True, source=source, cost_fit=fit)
 
 
 def write_results(directory, rows):
@@ -241,9 +241,9 @@ def test_depths_beyond_the_measured_ones_are_flagged_and_their_sensitivity_repor
                                  sha=windows[1].window_sha256)}
     trace_files = {"drafter": TraceFile(ModelRef("t", "t", 1 << 20), ModelRef("drafter", "d", 1 << 20), traces)}
     configs = [TargetConfig(), SdConfig(width=3), As2dConfig(budget=3)]
-    frame = pd.concat([replay_study(windows, trace_files, [depth_profile()], configs, ratio_fit=fit)
+    frame = pd.concat([replay_study(windows, trace_files, [depth_profile()], configs, cost_fit=fit)
                        for fit in ("median", DEPTH_LINEAR)], ignore_index=True)
-    median = frame[frame["ratio_fit"] == "median"].set_index(["config", "window_id"])
+    median = frame[frame["cost_fit"] == "median"].set_index(["config", "window_id"])
     assert median.xs("long", level="window_id")["depth_extrapolated"].all()
     assert not median.xs("short", level="window_id")["depth_extrapolated"].any()
     assert not median["extrapolated"].any()  # every co-scheduling width was measured
@@ -251,16 +251,18 @@ def test_depths_beyond_the_measured_ones_are_flagged_and_their_sensitivity_repor
     # target-only, by hand: one forward per token at depths 120..138
     depths = np.arange(120, 139)
     flat, linear = np.minimum(1 + depths / 128, 2.0).sum(), (1 + depths / 128).sum()
-    target = frame[(frame["config"] == "target") & (frame["window_id"] == "long")].set_index("ratio_fit")
+    target = frame[(frame["config"] == "target") & (frame["window_id"] == "long")].set_index("cost_fit")
     assert target.at["median", "decode_s"] == flat and target.at[DEPTH_LINEAR, "decode_s"] == linear
     short = sum(1 + d / 128 for d in range(10, 15))
 
     built = build_tables(LoadedResults([], frame, []))
     tables = {t.title: t.frame for t in built}
-    table = tables["Sensitivity to KV depths beyond the measured ones: flat vs linear (tokens/s)"].set_index("config")
-    assert list(table.columns) == ["device", "method", "flat", "linear", "low", "high", "range_pct", "flagged"]
-    assert table.at["target", "flat"] == pytest.approx(24 / (short + flat))
-    assert table.at["target", "linear"] == pytest.approx(24 / (short + linear))
+    table = tables["Sensitivity to KV depths beyond the measured ones: depth-flat vs depth-linear (tokens/s)"]
+    table = table.set_index("config")
+    assert list(table.columns) == ["device", "method", "depth-flat", "depth-linear", "low", "high", "range_pct",
+                                   "flagged"]
+    assert table.at["target", "depth-flat"] == pytest.approx(24 / (short + flat))
+    assert table.at["target", "depth-linear"] == pytest.approx(24 / (short + linear))
     assert table.at["target", "range_pct"] == pytest.approx(100 * (1 - (short + flat) / (short + linear)))
     for config in ("target", "sd[W=3]", "as2d[B=3]"):
         assert table.at[config, "range_pct"] > 0 and table.at[config, "flagged"] == 1

@@ -56,8 +56,8 @@ def test_the_rows_hold_one_column_per_configuration_parameter():
 
 def _row(config, window="w1", decode_s=1.0, device="A"):
     return WindowResult(device=device, **row_fields(config), window_id=window, window_sha256="s" * 64, dataset="d",
-                        split="test", tokens=10, decode_s=decode_s, rounds=5, proposed=5, accepted=3,
-                        multi_token_rounds=2, drafter_forwards=4, d_s=0.0, v_s=decode_s, o_s=0.0, h_s=0.0,
+                        split="test", tokens=10, decode_s=decode_s, target_forwards=5, proposed=5, accepted=3,
+                        multi_token_forwards=2, drafter_forwards=4, d_s=0.0, v_s=decode_s, o_s=0.0, h_s=0.0,
                         extrapolated=False, lossless=True)
 
 
@@ -91,7 +91,7 @@ def test_results_of_the_previous_version_are_refused_naming_both_versions(tmp_pa
 
 @pytest.mark.parametrize("key, value, expected", [
     ("tokens", -1, "a count >= 0"),
-    ("rounds", -3, "a count >= 0"),
+    ("target_forwards", -3, "a count >= 0"),
     ("decode_s", -0.5, "seconds >= 0 (finite)"),
     ("v_s", float("inf"), "seconds >= 0 (finite)"),
     ("p_min", 1.5, "a probability in [0, 1]"),

@@ -124,8 +124,8 @@ def test_spread_table_over_rows_with_several_samples():
 
 def make_row(window):
     return WindowResult(device="A", **row_fields(TargetConfig()), window_id=window, window_sha256="s" * 64,
-                        dataset="d", split="test", tokens=10, decode_s=0.5, rounds=10, proposed=0, accepted=0,
-                        multi_token_rounds=0, drafter_forwards=0, d_s=0.0, v_s=0.5, o_s=0.0, h_s=0.0,
+                        dataset="d", split="test", tokens=10, decode_s=0.5, target_forwards=10, proposed=0, accepted=0,
+                        multi_token_forwards=0, drafter_forwards=0, d_s=0.0, v_s=0.5, o_s=0.0, h_s=0.0,
                         extrapolated=False, lossless=True, source="native")
 
 

@@ -83,7 +83,7 @@ def test_each_verdict_is_the_profiles_costs_at_the_stated_depth(demo):
     # a window whose native output diverged leaves every table of its device (docs/METHODS.md §7.6 Divergent windows)
     diverged = {(r["device"], r["window_id"]) for d in demo for r in _rows(d) if not r["lossless"]}
     replay = [r for r in _rows(next(d for d in demo if d.name == "replay"))
-              if r["ratio_fit"] == "median" and (r["device"], r["window_id"]) not in diverged]
+              if r["cost_fit"] == "median" and (r["device"], r["window_id"]) not in diverged]
     checked = 0
     for row in summary:
         placement = row["device"].split("@")[1]
@@ -99,7 +99,7 @@ def test_each_verdict_is_the_profiles_costs_at_the_stated_depth(demo):
             assert row["ms_per_token"] == pytest.approx(1e3 * ct(1), rel=1e-12)
             continue
         mine = [r for r in replay if r["device"] == row["device"] and r["config"] == row["config"]]
-        tokens, forwards = sum(r["tokens"] for r in mine), sum(r["rounds"] for r in mine)
+        tokens, forwards = sum(r["tokens"] for r in mine), sum(r["target_forwards"] for r in mine)
         drafter_forwards, proposed = sum(r["drafter_forwards"] for r in mine), sum(r["proposed"] for r in mine)
         drafter = next(d for d in profile["drafters"] if d["name"] == row["drafter"])
         cd = _at(drafter["costs"]["depths"], drafter["costs"]["seconds"][1], depth)

@@ -121,9 +121,9 @@ def test_first_difference():
 
 def _result(window_id, text=""):
     return WindowResult("A", **row_fields(TargetConfig()), window_id=window_id, window_sha256="s" * 64, dataset="d",
-                        split="test", tokens=3, decode_s=1.0, rounds=3, proposed=0, accepted=0, multi_token_rounds=0,
-                        drafter_forwards=0, d_s=0.0, v_s=1.0, o_s=0.0, h_s=0.0, extrapolated=False, lossless=True,
-                        text=text)
+                        split="test", tokens=3, decode_s=1.0, target_forwards=3, proposed=0, accepted=0,
+                        multi_token_forwards=0, drafter_forwards=0, d_s=0.0, v_s=1.0, o_s=0.0, h_s=0.0,
+                        extrapolated=False, lossless=True, text=text)
 
 
 def test_a_row_without_text_is_refused_and_a_producer_without_the_column_writes_it(tmp_path):

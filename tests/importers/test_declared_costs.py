@@ -13,7 +13,7 @@ import yaml
 from click.testing import CliRunner
 
 from specbench.cli import main
-from specbench.render.formats import FORMATS
+from specbench.render.formats import OUTPUT_FORMATS
 from specbench.schemas.profiles import load_profile, profile_to_dict
 from tests.importers.test_progdraft import EXPORTS, PHONE, TARGET_SHA
 
@@ -72,7 +72,7 @@ def _section(text: str, start: str, end: str) -> str:
     return text[at:] if stop < 0 else text[at:stop]
 
 
-@pytest.mark.parametrize("fmt", [f for f in FORMATS if f != "table"])
+@pytest.mark.parametrize("fmt", [f for f in OUTPUT_FORMATS if f != "table"])
 def test_every_report_format_names_the_declared_costs(run, fmt, tmp_path):
     if fmt == "csv":  # one file per table: the declared-costs table's file
         code, text = invoke("report", run / "results", "--format", fmt, "--output", tmp_path / "csv")

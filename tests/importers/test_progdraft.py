@@ -98,7 +98,7 @@ def test_cli_import_then_replay_ours_and_anchor_on_a_phone_profile_with_declared
         for method in ("ours", "anchor"):
             row = by[(f"sd[W=9,drafter={method}]", utterance)]
             recorded = recorded_rounds(export, method)
-            assert row["rounds"] == len(recorded)
+            assert row["target_forwards"] == len(recorded)
             assert row["accepted"] == sum(a for a, _ in recorded)
             assert row["tokens"] == len(export["reference"]["tokens"]) - 1
     manifest = json.loads((out / "manifest.json").read_text())

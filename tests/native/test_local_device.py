@@ -199,7 +199,7 @@ def test_native_rows_have_the_replay_columns_and_resume(device, models, tmp_path
     ok = rows[rows["lossless"]]
     assert (ok["decode_s"] > 0).all() and (abs(ok["d_s"] + ok["v_s"] + ok["h_s"] - ok["decode_s"]) < 1e-3).all()
     target_rows = ok[ok["method"] == "target"]
-    assert (target_rows["rounds"] == target_rows["tokens"]).all()
+    assert (target_rows["target_forwards"] == target_rows["tokens"]).all()
     # resume over all four windows: only the two new ones run
     full = NativePlan(device, items, target, near, configs, split_placement(device), windows_path="w.jsonl")
     with pytest.raises(SpecbenchError, match="differs"):

@@ -152,7 +152,7 @@ def test_profile_trace_replay_and_native_rows_agree(runner, tiny, tmp_path):
     assert added == 15 and diverged == 0
     assert traces.windows["w0"].producer.tokens.size > 0  # the input view, in target tokens
     native = load_results(tmp_path / "native")[1].set_index(["config", "window_id"])
-    counts = ["rounds", "proposed", "accepted", "multi_token_rounds", "drafter_forwards", "tokens"]
+    counts = ["target_forwards", "proposed", "accepted", "multi_token_forwards", "drafter_forwards", "tokens"]
     for window in windows:
         for config in configs:
             replayed = replay_window(window, traces.windows[window.window_id], profile, config)

@@ -84,7 +84,7 @@ def load_many(directories: Sequence[Path], allow_mixed: bool = False, windows: P
         values = sorted(frame.loc[frame["window_id"] == window, "window_sha256"].unique())
         raise SpecbenchError(f"refusing to compare unlike runs: window '{window}' has window_sha256 {values[0]} "
                              f"and {values[1]}", hint="the window changed between runs")
-    keys = ["device", "config", "window_id", "ratio_fit", "source"]
+    keys = ["device", "config", "window_id", "cost_fit", "source"]
     if frame.duplicated(keys).any():
         dup = frame[frame.duplicated(keys)].iloc[0]
         raise SpecbenchError(f"window '{dup['window_id']}' of {dup['config']} on {dup['device']} appears in more "

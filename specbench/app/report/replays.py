@@ -18,7 +18,7 @@ def add_sensitivity(loaded: LoadedResults, progress=None) -> None:
     from specbench.app.study import SENSITIVITY_FITS, fit_configs
 
     frame = loaded.frame
-    missing_fits = [fit for fit in SENSITIVITY_FITS if not (frame["ratio_fit"] == fit).any()]
+    missing_fits = [fit for fit in SENSITIVITY_FITS if not (frame["cost_fit"] == fit).any()]
     if not missing_fits:
         return
     manifests = replay_manifests(loaded)

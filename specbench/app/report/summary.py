@@ -12,7 +12,7 @@ import pandas as pd
 from specbench.app.report.inputs import LoadedResults, missing_profiles, profile_paths
 from specbench.app.report.tables import MainRows, width_or_budget
 from specbench.core import metrics
-from specbench.core.verdict import MS, RoundCounts, stated_depth, verdict
+from specbench.core.verdict import MS, ForwardCounts, stated_depth, verdict
 from specbench.errors import SpecbenchError
 from specbench.render.summary import Summary, SummaryLine, SummarySection
 from specbench.render.tables import Table
@@ -27,9 +27,9 @@ ORDER = ("per device@placement x method x drafter: the configuration of highest 
          "serial (f x CD(1) + CT(w)) / tau, "
          "as2d rhoT(w) x CT(w) / tau, against CT(1); f, w, tau the run's own means")
 COLUMNS = ("speedup", "95% interval", "vs best", "fidelity")
-FORMATS = {"tokens_per_s": ".2f", "speedup": ".3f", "speedup_low": ".3f", "speedup_high": ".3f",
-           "speedup_vs_best_target": ".3f", "fidelity_pct": ".1f", "depth": ".0f", "ms_per_token": ".2f",
-           "pays_pct": ".1f"}
+COLUMN_FORMATS = {"tokens_per_s": ".2f", "speedup": ".3f", "speedup_low": ".3f", "speedup_high": ".3f",
+                  "speedup_vs_best_target": ".3f", "fidelity_pct": ".1f", "depth": ".0f", "ms_per_token": ".2f",
+                  "pays_pct": ".1f"}
 
 
 def build_summary(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame) -> tuple[Summary, Table]:
@@ -77,7 +77,7 @@ def build_summary(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame) -
     if "speedup_vs_best_target" not in pooled:  # one placement per device: the column says nothing
         frame = frame.drop(columns=["speedup_vs_best_target"])
     return (Summary(TITLE + rows.suffix, COLUMNS, tuple(sections), tuple(notes)),
-            Table(TITLE + rows.suffix, ORDER, frame, FORMATS))
+            Table(TITLE + rows.suffix, ORDER, frame, COLUMN_FORMATS))
 
 
 def _fastest_targets(pooled: pd.DataFrame) -> dict[str, str]:
@@ -103,7 +103,7 @@ def _verdict(profile, best: pd.Series, counts: pd.Series, depth: float):
     drafter = None if pd.isna(best["drafter"]) else best["drafter"]
     try:
         found = verdict(profile, best["method"], drafter,
-                        RoundCounts(int(counts["tokens"]), int(counts["target_forwards"]),
+                        ForwardCounts(int(counts["tokens"]), int(counts["target_forwards"]),
                                     int(counts["drafter_forwards"]), int(counts["proposed"])), depth)
     except (SpecbenchError, ValueError) as exc:
         return None, f"no verdict: {exc}"

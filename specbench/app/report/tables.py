@@ -10,10 +10,10 @@ import pandas as pd
 from specbench.app.report.inputs import LoadedResults, declared_costs, unstable_timings
 from specbench.core import metrics, samples, text_metrics
 from specbench.core.methods.configs import MEAN_WIDTHS, As2dConfig, MethodConfig, config_of
-from specbench.core.replay.bulk import DEPTH_LINEAR
 from specbench.errors import SpecbenchError
 from specbench.render.summary import Summary
 from specbench.render.tables import Table
+from specbench.schemas.profiles import DEPTH_FLAT, DEPTH_LINEAR
 
 TEXT_DIFFERS = "WARNING: answer text differs between methods"
 SILENT = "WARNING: drafter contributed nothing"
@@ -33,7 +33,7 @@ class MainRows:
     diverged: pd.DataFrame
     """The rows of the divergent windows."""
     replayed: pd.DataFrame
-    """Replay rows priced with the default fill-in (ratio_fit median)."""
+    """Replay rows priced with the default fill-in (cost_fit median)."""
     native: pd.DataFrame
     """Rows decoded on the device."""
     main: pd.DataFrame
@@ -46,7 +46,7 @@ def main_rows(frame: pd.DataFrame) -> MainRows:
     """The one rule choosing the rows a report describes: replayed rows at the median fill-in,
     else native rows. Divergent windows leave first, so a native divergence also drops the replay rows."""
     kept, diverged = metrics.split_divergent(frame)
-    replayed = kept[(kept["ratio_fit"] == "median") & (kept["source"] == "replay")]
+    replayed = kept[(kept["cost_fit"] == "median") & (kept["source"] == "replay")]
     native = kept[kept["source"] == "native"]
     main = replayed if len(replayed) else native
     if main.empty:
@@ -146,20 +146,21 @@ def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: 
     if len(declared):
         tables.insert(0, Table(DECLARED, "drafter costs from the profile's `declared` block (docs/METHODS.md "
                                "§4.7 Declared drafter costs), priced like measured ones in every table", declared))
-    if frame["ratio_fit"].isin(["min", "max"]).any():
+    if frame["cost_fit"].isin(["min", "max"]).any():
         tables.append(Table("Sensitivity to extrapolated co-scheduling ratios (tokens/s)",
                             "pooled throughput replayed with the median, minimum and maximum measured ratio "
                             "filling unmeasured widths; flagged = windows whose median replay used an unmeasured "
                             "ratio", metrics.sensitivity(frame),
                             {c: ".2f" for c in ("median", "min", "max", "low", "high", "range_pct")}))
-    if (frame["ratio_fit"] == DEPTH_LINEAR).any():
+    if (frame["cost_fit"] == DEPTH_LINEAR).any():
         depth = metrics.sensitivity(frame, ("median", DEPTH_LINEAR), "depth_extrapolated")
-        tables.append(Table("Sensitivity to KV depths beyond the measured ones: flat vs linear (tokens/s)",
+        tables.append(Table(f"Sensitivity to KV depths beyond the measured ones: {DEPTH_FLAT} vs {DEPTH_LINEAR} "
+                            "(tokens/s)",
                             "pooled throughput replayed with costs outside the profile's measured depths held flat "
                             "(as every other table) and extended linearly from the nearest two measured depths "
                             "(never below 0 s); flagged = windows whose flat replay priced a forward outside them",
-                            depth.rename(columns={"median": "flat", DEPTH_LINEAR: "linear"}),
-                            {c: ".2f" for c in ("flat", "linear", "low", "high", "range_pct")}))
+                            depth.rename(columns={"median": DEPTH_FLAT}),
+                            {c: ".2f" for c in (DEPTH_FLAT, DEPTH_LINEAR, "low", "high", "range_pct")}))
     if len(native) and len(rows.replayed):
         tables.append(Table("Replay fidelity (replay vs native throughput)", "per window |replay - native| / "
                             "native, then mean and max per device x configuration; flagged above 10%",
@@ -167,7 +168,7 @@ def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: 
     if text_metrics.has_text(frame):
         # WER/CER from the same rows as the other tables, or the native rows when only those have text
         scored, scored_suffix = (main, suffix) if text_metrics.has_text(main) else (native, NATIVE_SUFFIX)
-        tables += text_tables(frame[frame["ratio_fit"] == "median"], scored, loaded.references, scored_suffix)
+        tables += text_tables(frame[frame["cost_fit"] == "median"], scored, loaded.references, scored_suffix)
     tables += stability_tables(loaded, native)
     return tables
 

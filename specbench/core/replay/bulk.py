@@ -26,24 +26,23 @@ from specbench.core.positions import counts, histograms
 from specbench.core.replay.lockstep import Simulation, simulate_lockstep
 from specbench.core.replay.reference import decode_serial
 from specbench.errors import SpecbenchError
-from specbench.schemas.profiles import DeviceProfile
+from specbench.schemas.profiles import DEPTH_LINEAR, DeviceProfile
 from specbench.schemas.results import ROW_FIELDS
 from specbench.schemas.traces import PAD, TraceFile, WindowTrace
 from specbench.schemas.windows import Window
 
 Progress = Callable[[int], None]
 """Called with the number of window replays just finished."""
-DEPTH_LINEAR = "depth-linear"
 COST_FITS = ("median", "min", "max", DEPTH_LINEAR)
-"""Fill-ins of what a profile did not measure (a row's `ratio_fit`): median co-scheduling ratio
-and flat in depth (every table's rows); min/max ratio; depth-linear (median ratio, costs beyond
+"""Fill-ins of what a profile did not measure (a row's `cost_fit`): median co-scheduling ratio
+and depth-flat (every table's rows); min/max ratio; depth-linear (median ratio, costs beyond
 the measured depths extended linearly from the nearest two)."""
 
 
 def fit_profile(profile: DeviceProfile, fit: str) -> DeviceProfile:
     """`profile` priced with the fill-in `fit` (one of COST_FITS)."""
     if fit == DEPTH_LINEAR:
-        return profile.with_depth_fit("linear")
+        return profile.with_depth_fit(DEPTH_LINEAR)
     return profile.with_ratio_fit(fit)
 
 
@@ -72,10 +71,10 @@ class SerialOps:
     target_depth: np.ndarray
     drafter_width: np.ndarray
     drafter_depth: np.ndarray
-    rounds: int
+    target_forwards: int
     proposed: int
     accepted: int
-    multi_token_rounds: int
+    multi_token_forwards: int
     lossless: bool = True
     target_accepted: np.ndarray | None = None
     """Accepted candidates of each target forward (for per-position acceptance)."""
@@ -295,11 +294,12 @@ def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], pr
             outside += np.bincount(d_owner, weights=outside_d, minlength=n)
         columns = _base_columns(profile, config, windows, [trace for _, trace in used])
         columns["reached_at"], columns["accepted_at"] = positions
-        columns.update(decode_s=d + v, rounds=[o.rounds for o in ops], proposed=[o.proposed for o in ops],
-                       accepted=[o.accepted for o in ops], multi_token_rounds=[o.multi_token_rounds for o in ops],
+        columns.update(decode_s=d + v, target_forwards=[o.target_forwards for o in ops],
+                       proposed=[o.proposed for o in ops], accepted=[o.accepted for o in ops],
+                       multi_token_forwards=[o.multi_token_forwards for o in ops],
                        drafter_forwards=np.bincount(d_owner, minlength=n), d_s=d, v_s=v, o_s=np.zeros(n),
                        h_s=np.zeros(n), extrapolated=np.zeros(n, dtype=bool), lossless=[o.lossless for o in ops],
-                       source=["replay"] * n, ratio_fit=["median"] * n, depth_extrapolated=outside > 0)
+                       source=["replay"] * n, cost_fit=["median"] * n, depth_extrapolated=outside > 0)
         frames.append(pd.DataFrame(columns, columns=list(ROW_FIELDS)))
         if progress:
             progress(n)
@@ -334,11 +334,12 @@ def replay_as2d(windows: Sequence[Window], traces: Mapping[str, TraceFile], prof
         base[key] = pd.Series(np.repeat(values, len(windows)), dtype=object)
     base["device"] = pd.Series([profile.name] * count)
     base["placement"] = pd.Series([profile.placement.key] * count)
-    base.update(decode_s=result.decode_s, rounds=result.rounds, proposed=result.proposed, accepted=result.accepted,
-                multi_token_rounds=result.multi_token_rounds, drafter_forwards=result.drafter_forwards,
+    base.update(decode_s=result.decode_s, target_forwards=result.target_forwards, proposed=result.proposed,
+                accepted=result.accepted,
+                multi_token_forwards=result.multi_token_forwards, drafter_forwards=result.drafter_forwards,
                 d_s=result.d_s, v_s=result.v_s, o_s=result.o_s, h_s=result.h_s, extrapolated=result.extrapolated,
                 lossless=np.ones(count, dtype=bool), source=np.full(count, "replay"),
-                ratio_fit=np.full(count, "median"), depth_extrapolated=result.depth_extrapolated,
+                cost_fit=np.full(count, "median"), depth_extrapolated=result.depth_extrapolated,
                 reached_at=pd.Series(result.reached_at, dtype=object),
                 accepted_at=pd.Series(result.accepted_at, dtype=object))
     return pd.DataFrame(base, columns=list(ROW_FIELDS))
@@ -370,23 +371,23 @@ def run_task(windows: Sequence[Window], traces: Mapping[str, TraceFile], profile
 
 def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],
                  configs: Sequence[MethodConfig], progress: Progress | None = None,
-                 ratio_fit: str = "median") -> pd.DataFrame:
+                 cost_fit: str = "median") -> pd.DataFrame:
     """All (device, configuration, window) replays of a study, one row each, in task order.
-    `ratio_fit` (one of COST_FITS) fills what the profile did not measure: median, or a
+    `cost_fit` (one of COST_FITS) fills what the profile did not measure: median, or a
     sensitivity variant. `app.parallel_replay` runs the same tasks in several processes."""
-    profiles = [fit_profile(p, ratio_fit) for p in profiles]
+    profiles = [fit_profile(p, cost_fit) for p in profiles]
     frames = []
     for task, size in study_tasks(profiles, configs):
         frames.append(run_task(windows, traces, profiles, configs, task))
         if progress:
             progress(size * len(windows))
-    return study_rows(frames, ratio_fit)
+    return study_rows(frames, cost_fit)
 
 
-def study_rows(frames: Sequence[pd.DataFrame], ratio_fit: str) -> pd.DataFrame:
+def study_rows(frames: Sequence[pd.DataFrame], cost_fit: str) -> pd.DataFrame:
     """The tasks' frames, in task order, as one table of rows."""
     if not frames:
         return pd.DataFrame(columns=list(ROW_FIELDS))
     rows = pd.concat(frames, ignore_index=True)
-    rows["ratio_fit"] = ratio_fit
+    rows["cost_fit"] = cost_fit
     return rows

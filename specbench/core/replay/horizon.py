@@ -35,7 +35,7 @@ def horizon_sweep(windows: Sequence[Window], traces: Mapping[str, TraceFile], pr
         reached, accepted = summed(priced["reached_at"], k), summed(priced["accepted_at"], k)
         tps = priced["tokens"].sum() / priced["decode_s"].sum()
         summary.append({"drafter": drafter, "device": profile.name, "K": k,
-                        "tau": priced["tokens"].sum() / priced["rounds"].sum(), "tokens_per_s": tps,
+                        "tau": priced["tokens"].sum() / priced["target_forwards"].sum(), "tokens_per_s": tps,
                         "speedup": tps / target_tps})
         for d in range(1, k + 1):
             depths.append({"drafter": drafter, "K": k, "depth": d, "reached": int(reached[d - 1]),

@@ -23,7 +23,7 @@ from specbench.core.replay.reference import (
     timeline_from_forward_costs,
 )
 from specbench.errors import MissingCostError, SpecbenchError
-from specbench.schemas.profiles import CostTable, DeviceProfile, interp_rows
+from specbench.schemas.profiles import DEPTH_LINEAR, CostTable, DeviceProfile, interp_rows
 from specbench.schemas.traces import ProducerStream, WindowTrace
 from specbench.schemas.windows import Window
 
@@ -38,7 +38,7 @@ def dense_costs(table: CostTable, max_width: int, max_depth: int) -> np.ndarray:
     matrix = table.matrix(max_width)
     widths = np.repeat(np.arange(max_width + 1), max_depth + 1)
     depths = np.tile(np.arange(max_depth + 1, dtype=np.float64), max_width + 1)
-    return interp_rows(matrix, table.depths, widths, depths, table.depth_fit == "linear").reshape(
+    return interp_rows(matrix, table.depths, widths, depths, table.depth_fit == DEPTH_LINEAR).reshape(
         max_width + 1, max_depth + 1)
 
 
@@ -60,10 +60,10 @@ class LockstepResult:
     v_s: np.ndarray
     o_s: np.ndarray
     h_s: np.ndarray
-    rounds: np.ndarray
+    target_forwards: np.ndarray
     proposed: np.ndarray
     accepted: np.ndarray
-    multi_token_rounds: np.ndarray
+    multi_token_forwards: np.ndarray
     drafter_forwards: np.ndarray
     extrapolated: np.ndarray
     depth_extrapolated: np.ndarray
@@ -207,7 +207,7 @@ class _State:
     CONSTANTS = ("ids", "row", "timeline", "ratio_row", "total", "n", "m", "cap", "n_prompt", "budget", "batch",
                  "low_row", "horizon", "positional", "start_s")
     CURSORS = ("t", "expected", "floor", "batches")
-    RESULTS = ("time", "work", "d", "v", "o", "h", "rounds", "proposed", "accepted", "multi", "extrapolated",
+    RESULTS = ("time", "work", "d", "v", "o", "h", "target_forwards", "proposed", "accepted", "multi", "extrapolated",
                "depth_extrapolated")
     # Set by name (CURSORS, RESULTS) in __init__ and take: one array per simulation each.
     t: np.ndarray
@@ -220,7 +220,7 @@ class _State:
     v: np.ndarray
     o: np.ndarray
     h: np.ndarray
-    rounds: np.ndarray
+    target_forwards: np.ndarray
     proposed: np.ndarray
     accepted: np.ndarray
     multi: np.ndarray
@@ -252,7 +252,7 @@ class _State:
         self.positional = np.array([c.align == "positional" for c in config_list], dtype=bool)[config_row]
         self.start_s = study.start_s
         self.align_s = profile.overheads.align_s
-        for name in self.CURSORS + ("rounds", "proposed", "accepted", "multi"):
+        for name in self.CURSORS + ("target_forwards", "proposed", "accepted", "multi"):
             setattr(self, name, np.zeros(count, dtype=np.int64))
         self.t += 1  # y[0] comes from the prefill
         for name in ("time", "work", "d", "v", "o", "h"):
@@ -429,7 +429,7 @@ def _round(s: _State, study: _Study) -> None:
     floor = np.where(anchored, np.maximum(s.floor, start), s.floor)
     s.floor = np.where(accepted > 0, np.maximum(floor, start + accepted), floor)
     s.expected = np.where(start < 0, s.expected + committed, start + committed - 1)
-    s.rounds += 1
+    s.target_forwards += 1
     s.proposed += length
     s.accepted += accepted
     s.multi += committed > 1
@@ -493,5 +493,5 @@ def simulate_lockstep(sims: Sequence[Simulation], windows: Sequence[Window], pro
     owner, length, accepted = ((np.concatenate(part) for part in zip(*s.verified, strict=False))
                                if s.verified else ([], [], []))
     reached_at, accepted_at = counts(*histograms(owner, length, accepted, len(sims)))
-    return LockstepResult(s.time, s.d, s.v, s.o, s.h, s.rounds, s.proposed, s.accepted, s.multi, forwards,
+    return LockstepResult(s.time, s.d, s.v, s.o, s.h, s.target_forwards, s.proposed, s.accepted, s.multi, forwards,
                           s.extrapolated, s.depth_extrapolated, reached_at, accepted_at)

@@ -256,7 +256,7 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
     lanes = _Lanes(timeline, producer.startup_s)
     oracle = oracle or TargetOracle(trace.y)
     verifier = As2dVerifier(config, cap)
-    counts: dict[str, Any] = {"rounds": 0, "proposed": 0, "accepted": 0, "multi_token_rounds": 0}
+    counts: dict[str, Any] = {"target_forwards": 0, "proposed": 0, "accepted": 0, "multi_token_forwards": 0}
     verified: list[tuple[int, int]] = []
     extrapolated = depth_extrapolated = False
     while not oracle.done:
@@ -271,10 +271,10 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
         lanes.run(profile.target_costs.cost(width, depth), rho_t, rho_d, forward=True)
         accepted, committed = oracle.verify(plan.candidates)
         verifier.observe(plan, accepted, committed)
-        counts["rounds"] += 1
+        counts["target_forwards"] += 1
         counts["proposed"] += len(plan.candidates)
         counts["accepted"] += accepted
-        counts["multi_token_rounds"] += committed > 1
+        counts["multi_token_forwards"] += committed > 1
         verified.append((len(plan.candidates), accepted))
     counts["reached_at"], counts["accepted_at"] = _positions(verified)
     depth_extrapolated |= producer_depth_extrapolated(timeline.cum, lanes.work, drafter.costs, trace.n_prompt_drafter)
@@ -291,9 +291,9 @@ def _positions(verified: Sequence[tuple[int, int]]) -> tuple[tuple[int, ...], tu
 def serial_counts(decoded: Decoded) -> dict:
     targets = [op for op in decoded.ops if op.model is Model.TARGET]
     reached, accepted = _positions([(op.proposed, op.accepted) for op in targets])
-    return {"rounds": len(targets), "proposed": sum(op.proposed for op in targets),
+    return {"target_forwards": len(targets), "proposed": sum(op.proposed for op in targets),
             "accepted": sum(op.accepted for op in targets),
-            "multi_token_rounds": sum(op.committed > 1 for op in targets),
+            "multi_token_forwards": sum(op.committed > 1 for op in targets),
             "reached_at": reached, "accepted_at": accepted}
 
 
