@@ -11,6 +11,10 @@ from specbench.cli.common import RESULTS
 from specbench.cli.devices import runner_option
 
 
+BUDGET_PROTOCOL = ("The paper's protocol: an AS2D budget chosen on the dev windows, deployed on the test windows "
+                   "(docs/METHODS.md §8 Budget selection)")
+
+
 @click.command()
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=RESULTS / "demo",
               show_default=True, help="Directory for windows, profile, traces, results and report.md.")
@@ -44,8 +48,14 @@ def demo(out: Path, quick: bool) -> None:
     built = build_report(load_demo_results(run.out))
     console = Console()
     print_summary(built.summary, console)  # one screen first, then the detail tables
+    protocol = [BUDGET_PROTOCOL, *(f"  {d.summary()}" for d in run.deployments)] if run.deployments else []
+    for line in protocol:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     print_rich(built.tables, console)
-    (run.out / "report.md").write_text(render(built.all_tables(), "md"), encoding="utf-8")
+    report = render(built.all_tables(), "md")
+    if protocol:
+        report = "\n".join([f"### {protocol[0]}", "", *(f"* {line.strip()}" for line in protocol[1:]), "", report])
+    (run.out / "report.md").write_text(report, encoding="utf-8")
     for label, reason in run.skipped.items():
         stderr.print(f"not in this report: {label}: {reason}", highlight=False, markup=False)
     if run.divergences:

@@ -398,3 +398,9 @@ def test_demo_quick_on_the_real_demo_models(tmp_path, runner):  # noqa: F811
         assert set(native["config"]) == {"sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]"}
         assert set(native["device"]) == {f"local@{placement}"}
     assert "speedup_vs_best_target" in output
+    # the paper's protocol: a budget chosen on the dev windows, deployed on the test ones, the gap to the oracle
+    assert "The paper's protocol: an AS2D budget chosen on the dev windows" in output
+    for placement in ("split", "shared"):
+        assert f"local@{placement}: budget as2d[B=" in output and "chosen on 2 dev windows; on 1 test windows" in output
+        assert (tmp_path / "demo" / "results" / "budgets" / f"local-{placement}.yaml").exists()
+    assert "gap " in (tmp_path / "demo" / "report.md").read_text().split("### Summary")[0]
