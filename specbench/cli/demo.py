@@ -10,7 +10,6 @@ import click
 from specbench.cli.common import RESULTS
 from specbench.cli.devices import runner_option
 
-
 BUDGET_PROTOCOL = ("The paper's protocol: an AS2D budget chosen on the dev windows, deployed on the test windows "
                    "(docs/METHODS.md §8 Budget selection)")
 
