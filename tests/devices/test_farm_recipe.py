@@ -76,7 +76,7 @@ def test_the_farm_recipe_profiles_and_runs_every_phone(adb_server, runner, tiny,
     assert sorted(p.name for p in (work / "results" / "farm").iterdir()) == sorted(safe_name(s) for s in serials)
     for serial in serials:
         profile = load_profile(work / "device_profiles" / f"farm-{safe_name(serial)}.yaml")
-        assert profile.device["serial"] == serial and profile.target_costs.widths() == list(range(1, 9))
+        assert profile.device.facts["serial"] == serial and profile.target_costs.widths() == list(range(1, 9))
         rows = [json.loads(line) for line in
                 (work / "results" / "farm" / safe_name(serial) / "rows.jsonl").read_text().splitlines()]
         assert {r["device"] for r in rows} == {f"{serial}@shared"} and {r["method"] for r in rows} == {"target", "sd"}
