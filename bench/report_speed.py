@@ -29,8 +29,9 @@ from specbench.app.parallel_replay import replay_study  # noqa: E402
 from specbench.app.report import build_tables, load_many, make_figures  # noqa: E402
 from specbench.core.methods.configs import parse_method_specs  # noqa: E402
 from specbench.render.tables import to_markdown  # noqa: E402
-from specbench.schemas.profiles import save_profile  # noqa: E402
-from specbench.schemas.results import ResultsDir  # noqa: E402
+from specbench.schemas.environment import Environment  # noqa: E402
+from specbench.schemas.profiles import DEPTH_POLICY, save_profile  # noqa: E402
+from specbench.schemas.results import ProfileInput, ResultsDir, ResultsManifest, WindowsInput  # noqa: E402
 
 
 def main() -> None:
@@ -45,10 +46,12 @@ def main() -> None:
         for profile in study.profiles:
             path = Path(tmp) / f"{profile.name}.yaml"
             save_profile(path, profile)
-            profiles.append({"device": profile.name, "path": str(path), "sha256": "synthetic"})
+            profiles.append(ProfileInput(str(path), "synthetic", device=profile.name, placement=profile.placement))
         results = ResultsDir(Path(tmp) / "results")
-        results.open({"mode": "replay", "windows": {"digest": "synthetic"}, "profiles": profiles,
-                      "methods": CATALOG}, resume=False)
+        environment = Environment("0.1.0", tuple(sys.argv), None)
+        results.open(ResultsManifest("replay", environment, WindowsInput("synthetic", "synthetic", len(study.windows)),
+                                     tuple(CATALOG), profiles=tuple(profiles), depth_policy=DEPTH_POLICY),
+                     resume=False)
         results.append_frame(frame)
 
         started = time.perf_counter()
