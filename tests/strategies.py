@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from bench.synthetic_study import EOS, _Drafter, _TableDrafts
 from specbench.core.methods.base import TargetOracle
-from specbench.core.methods.configs import SpecAsrConfig
+from specbench.core.methods.configs import As2dConfig, SdConfig, SpecAsrConfig, TargetConfig
 from specbench.core.methods.specasr import decode_specasr
 from specbench.schemas.profiles import (
     CoSchedule,
@@ -90,3 +90,14 @@ def profiles(draw):
     drafter = DrafterProfile("drafter", ModelId("d"), "cpu", _costs(draw, "random drafter"), cosched)
     return DeviceProfile(DeviceInfo("random"), ModelId("t"), "gpu", _costs(draw, "random target"),
                          {"drafter": drafter}, overheads)
+
+
+_fractions = st.sampled_from([0.0, 0.2, 0.25, 0.5, 1.0])
+_drafters = st.one_of(st.none(), st.sampled_from(["small", "gemma3", "smollm2"]))
+method_configs = st.one_of(
+    st.just(TargetConfig()),
+    st.builds(SdConfig, width=st.integers(2, 16), p_min=_fractions, drafter=_drafters),
+    st.builds(SpecAsrConfig, k_max=st.integers(1, 16), tau=_fractions, drafter=_drafters),
+    st.builds(As2dConfig, budget=st.integers(1, 15), drafter=_drafters, batch=st.integers(1, 16), conf_stop=_fractions,
+              align=st.sampled_from(["anchor", "positional"]), horizon=st.integers(1, 12)))
+"""Every method's configuration over its parameters' ranges (labels, row fields, specs)."""

@@ -8,7 +8,6 @@ import sys
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from specbench.core.methods.configs import (
     MEAN_WIDTHS,
@@ -22,6 +21,7 @@ from specbench.core.methods.configs import (
     sd_mean_label,
 )
 from specbench.errors import SpecbenchError
+from tests.strategies import method_configs as configs
 
 
 def test_the_configurations_import_and_parse_without_numpy():
@@ -57,14 +57,6 @@ def test_the_sd_mean_and_the_recycling_traces_are_labelled_by_the_same_rule():
     assert SpecAsrConfig(k_max=4, tau=0.25, drafter="small").trace_label == "specasr[k_max=4,tau=0.25]"
 
 
-fractions = st.sampled_from([0.0, 0.2, 0.25, 0.5, 1.0])
-drafters = st.one_of(st.none(), st.sampled_from(["small", "gemma3"]))
-configs = st.one_of(
-    st.just(TargetConfig()),
-    st.builds(SdConfig, width=st.integers(2, 16), p_min=fractions, drafter=drafters),
-    st.builds(SpecAsrConfig, k_max=st.integers(1, 16), tau=fractions, drafter=drafters),
-    st.builds(As2dConfig, budget=st.integers(1, 15), drafter=drafters, batch=st.integers(1, 16), conf_stop=fractions,
-              align=st.sampled_from(["anchor", "positional"]), horizon=st.integers(1, 12)))
 
 
 @settings(max_examples=200, deadline=None)

@@ -10,12 +10,10 @@ import json
 import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from specbench.cli import main
 from specbench.core.methods.configs import (
     CONFIG_COLUMNS,
-    As2dConfig,
     SdConfig,
     SpecAsrConfig,
     TargetConfig,
@@ -26,15 +24,7 @@ from specbench.core.methods.configs import (
 from specbench.errors import SpecbenchError
 from specbench.schemas.results import ROW_FIELDS, VERSION, ResultsDir, WindowResult
 from tests.helpers import results_manifest
-
-drafters = st.one_of(st.none(), st.sampled_from(["small", "gemma3", "smollm2"]))
-fractions = st.sampled_from([0.0, 0.2, 0.25, 0.5, 1.0])
-configs = st.one_of(
-    st.just(TargetConfig()),
-    st.builds(SdConfig, width=st.integers(2, 16), p_min=fractions, drafter=drafters),
-    st.builds(SpecAsrConfig, k_max=st.integers(1, 16), tau=fractions, drafter=drafters),
-    st.builds(As2dConfig, budget=st.integers(1, 15), drafter=drafters, batch=st.integers(1, 16), conf_stop=fractions,
-              align=st.sampled_from(["anchor", "positional"]), horizon=st.integers(1, 12)))
+from tests.strategies import method_configs as configs
 
 
 @settings(max_examples=200, deadline=None)
