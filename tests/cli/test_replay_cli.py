@@ -299,14 +299,21 @@ def test_unknown_windows_version_and_missing_key(study, tmp_path):
     assert error_line(output) == f"Error: {missing}: key 'line 2.cap': expected an integer (missing)"
 
 
-def test_trace_of_a_different_window_content(study, tmp_path):
+def _traces_with_first_window_changed(study, tmp_path, change) -> tuple[Path, dict, dict]:
+    """A copy of the study's traces whose first window line (line 3) `change` edits in place;
+    returns (the directory, that edited row, the last file's header)."""
     traces = tmp_path / "traces"
     traces.mkdir()
     for path in study["traces"].glob("*.jsonl"):
         lines = path.read_text().splitlines()
         row = json.loads(lines[2])
-        row["window_sha256"] = "f" * 64
+        change(row)
         (traces / path.name).write_text("\n".join(lines[:2] + [json.dumps(row)] + lines[3:]) + "\n")
+    return traces, row, json.loads(lines[0])
+
+
+def test_trace_of_a_different_window_content(study, tmp_path):
+    traces, row, _ = _traces_with_first_window_changed(study, tmp_path, lambda r: r.update(window_sha256="f" * 64))
     code, output = invoke("run", study["windows"], "--traces", traces, "--profile", study["profiles"][0],
                           "--out", tmp_path / "r")
     assert code == 1
@@ -318,14 +325,8 @@ def test_trace_of_a_different_window_content(study, tmp_path):
 
 def test_a_token_id_outside_the_vocabulary_is_one_line_and_nothing_is_written(study, tmp_path):
     """A y holding 10^9 with the header's vocabulary of 4000 tokens is refused where it enters."""
-    traces = tmp_path / "traces"
-    traces.mkdir()
-    for path in study["traces"].glob("*.jsonl"):
-        lines = path.read_text().splitlines()
-        row = json.loads(lines[2])
-        row["y"][3] = 10 ** 9
-        (traces / path.name).write_text("\n".join(lines[:2] + [json.dumps(row)] + lines[3:]) + "\n")
-    n_vocab = json.loads(lines[0])["target"]["n_vocab"]
+    traces, _, header = _traces_with_first_window_changed(study, tmp_path, lambda r: r["y"].__setitem__(3, 10 ** 9))
+    n_vocab = header["target"]["n_vocab"]
     out = tmp_path / "r"
     code, output = invoke("run", study["windows"], "--traces", traces, "--profile", study["profiles"][0], "--out", out)
     assert code == 1
