@@ -15,7 +15,8 @@ from specbench.core.budget import BudgetChoice
 from specbench.core.budget import select_budget as choose_budget
 from specbench.core.methods.configs import As2dConfig, MethodConfig, SdConfig, SpecAsrConfig, TargetConfig
 from specbench.core.methods.sd import check_draft_rows
-from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, serial_ops, trace_for
+from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, trace_for
+from specbench.core.replay.serial import serial_ops
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.budgets import save_budget
 from specbench.schemas.fileio import file_sha256

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from specbench.core.methods.as2d import As2dConfig, As2dVerifier
 from specbench.core.methods.configs import SdConfig
 from specbench.core.replay import lockstep
-from specbench.core.replay.bulk import sd_ops, sd_ops_many
+from specbench.core.replay.serial import sd_ops, sd_ops_many
 from tests.strategies import traces
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -99,3 +99,41 @@ def test_the_row_wise_binary_search_equals_searchsorted(rows, queries):
     for strict, side in ((False, "right"), (True, "left")):
         counts = lockstep._count_at_most(matrix, which, values, strict=strict)
         assert counts.tolist() == [int(np.searchsorted(matrix[r], v, side=side)) for r, v in zip(which, values)]
+
+
+def _outcome(build, *args):
+    """Operations as plain values, or the one-line error the build raised."""
+    from specbench.errors import SpecbenchError
+    try:
+        ops = build(*args)
+    except SpecbenchError as error:
+        return ("error", str(error))
+    return {name: (value.tolist() if isinstance(value, np.ndarray) else value)
+            for name, value in vars(ops).items()}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.sampled_from([(4, 0.3), (8, 0.5), (16, 0.0), (2, 0.9)]),
+       st.integers(0, 40), st.integers(0, 40), st.sampled_from([None, 3, 9, 30]))
+def test_specasr_on_lists_equals_the_decision_procedure(seed, k_tau, n_prompt, n_prompt_drafter, short_cap):
+    """Traces with recorded recycling answers (bench/synthetic_study's drafter), prompts of any
+    length, and caps that cut drafting short (where the recorded answers no longer fit, both
+    refuse with the same error): the same operations as `reference_ops`."""
+    from bench.synthetic_study import synthetic_study
+    from specbench.core.methods.configs import SpecAsrConfig
+    from specbench.core.replay.serial import reference_ops, specasr_ops
+
+    config = SpecAsrConfig(k_max=k_tau[0], tau=k_tau[1])
+    study = synthetic_study(n_windows=3, mean_tokens=40.0, n_devices=1, seed=seed, specasr=(config,))
+    outcomes = []
+    for window in study.windows:
+        trace = dataclasses.replace(study.traces["small"].windows[window.window_id], n_prompt=n_prompt,
+                                    n_prompt_drafter=n_prompt_drafter)
+        cap = window.cap if short_cap is None else min(window.cap, short_cap)
+        if cap < len(trace.y):  # the decode stops at the cap: its output is y cut there
+            trace = dataclasses.replace(trace, y=trace.y[:cap], stop_reason="cap")
+        fast = _outcome(specasr_ops, trace, cap, config, "small")
+        assert fast == _outcome(reference_ops, config, trace, cap, "small")
+        outcomes.append(fast[0] if isinstance(fast, tuple) else "ops")
+    if short_cap is None:
+        assert outcomes == ["ops"] * len(outcomes)  # the caps the answers were recorded with: never refused

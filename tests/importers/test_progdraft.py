@@ -15,7 +15,7 @@ from specbench.cli import main
 from specbench.core.methods.base import Model, TargetOracle, TraceDrafts
 from specbench.core.methods.configs import SdConfig
 from specbench.core.methods.sd import decode_sd
-from specbench.core.replay.bulk import sd_ops
+from specbench.core.replay.serial import sd_ops
 from specbench.errors import SpecbenchError
 from specbench.schemas.traces import load_trace_dir
 from specbench.schemas.windows import load_windows

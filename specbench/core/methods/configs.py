@@ -26,6 +26,7 @@ import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from numbers import Integral, Real
 from typing import Any
 
@@ -60,7 +61,7 @@ def check_parameter(key: str, value: object, low: int | float, high: float | Non
 class TargetConfig:
     """Target-only greedy decoding: no parameters."""
 
-    @property
+    @cached_property
     def label(self) -> str:
         return config_label("target", {})
 
@@ -80,7 +81,7 @@ class SdConfig:
         check_parameter("W", self.width, 2)  # W = 1 would verify no draft at all
         check_parameter("p_min", self.p_min, 0.0, 1.0)
 
-    @property
+    @cached_property
     def label(self) -> str:
         return config_label("sd", spec_values(self))
 
@@ -100,11 +101,11 @@ class SpecAsrConfig:
         check_parameter("k_max", self.k_max, 1)
         check_parameter("tau", self.tau, 0.0, 1.0)
 
-    @property
+    @cached_property
     def label(self) -> str:
         return config_label("specasr", spec_values(self))
 
-    @property
+    @cached_property  # frozen, so computed once: replay asks for it every recycling round
     def trace_label(self) -> str:
         """Names its recorded recycling answers in a trace (one trace file per drafter, so no
         drafter key; the runner's trace.cpp SpecAsrCfg::label writes the same)."""
@@ -138,7 +139,7 @@ class As2dConfig:
         check_parameter("conf_stop", self.conf_stop, 0.0, 1.0)
         check_parameter("H", self.horizon, 1)
 
-    @property
+    @cached_property
     def label(self) -> str:
         return config_label("as2d", spec_values(self))
 
