@@ -71,6 +71,9 @@ def results_errors(directory: Path) -> list[str]:
     found = errors("results-manifest", manifest)
     for i, line in enumerate((directory / "rows.jsonl").read_text().splitlines()):
         found += [f"row {i + 1}: {e}" for e in errors("results-row", json.loads(line))]
+    timeline = directory / results.TIMELINE
+    for i, line in enumerate(timeline.read_text().splitlines() if timeline.exists() else []):
+        found += [f"timeline line {i + 1}: {e}" for e in errors("results-timeline", json.loads(line))]
     return found
 
 
@@ -101,6 +104,8 @@ def test_the_schemas_name_the_keys_the_loaders_know():
     manifest = schema("results-manifest")
     assert props(manifest) == {"kind", "schema_version", *(f.name for f in fields(results.ResultsManifest))}
     assert list(manifest["properties"]["schema_version"]["enum"]) == list(results.VERSIONS)
+    timeline = schema("results-timeline")
+    assert list(timeline["properties"]) == list(results.TIMELINE_FIELDS) == timeline["required"]
 
 
 # --- every shipped example and golden file, and what specbench writes, validates
