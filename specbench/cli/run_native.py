@@ -130,9 +130,9 @@ def refuse_native_only(options: NativeOptions) -> None:
     for flag, given in (("--runs", options.runs), ("--warmup", options.warmup)):
         if given is not None:
             raise SpecbenchError(f"{flag} is for --native runs (replay prices each window once from the profile)")
-    for flag, given in (("--sustained", options.sustained is not None), ("--pace", options.pace is not None),
+    for flag, asked in (("--sustained", options.sustained is not None), ("--pace", options.pace is not None),
                         ("--rate", options.rate is not None), ("--no-cooldown", options.no_cooldown)):
-        if given:
+        if asked:
             raise SpecbenchError(f"{flag} is for --native --sustained runs (it paces requests on a device)")
 
 
@@ -142,9 +142,9 @@ def sustained_load(options: NativeOptions) -> SustainedLoad | None:
     from specbench.world.sustained import check_load, parse_duration
 
     if options.sustained is None:
-        for flag, given in (("--pace", options.pace is not None), ("--rate", options.rate is not None),
+        for flag, asked in (("--pace", options.pace is not None), ("--rate", options.rate is not None),
                             ("--no-cooldown", options.no_cooldown)):
-            if given:
+            if asked:
                 raise SpecbenchError(f"{flag} is for --sustained runs (add --sustained DURATION)")
         return None
     for flag, given in (("--runs", options.runs), ("--warmup", options.warmup)):
