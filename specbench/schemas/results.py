@@ -723,6 +723,10 @@ class TimelineRecord:
     """scaling_cur_freq of each CPU policy after the request, kHz (readable ones)."""
     max_freq_khz: Mapping[str, int]
     """scaling_max_freq of each CPU policy after the request, kHz: the cap throttling lowers."""
+    snapshot_s: float
+    """When the host asked for the snapshot, seconds after the stream's zero on the host's clock (aligned
+    at the arrival of the runner's `paced` event): at or after end_s, later still when requests are
+    shorter than a snapshot's round trip and snapshots fall behind."""
     snapshot_time: str
     """The snapshot's UTC time (ISO 8601, seconds)."""
 
@@ -752,6 +756,7 @@ def _timeline_record(doc: object, where: Where) -> TimelineRecord:
               "arrival_s": float(need(doc, "arrival_s", number, where)),
               "start_s": float(need(doc, "start_s", number, where)),
               "end_s": float(need(doc, "end_s", number, where)), "tokens": need(doc, "tokens", int, where),
+              "snapshot_s": float(need(doc, "snapshot_s", number, where)),
               "decode_s": float(need(doc, "decode_s", number, where)), "lossless": need(doc, "lossless", bool, where),
               "thermal_status": need(doc, "thermal_status", (int, type(None)), where),
               "snapshot_time": need(doc, "snapshot_time", str, where)}

@@ -7,8 +7,10 @@ the duration is spent; every request starts from cleared KV caches (the paper's 
 Streams run one after the other (target-only first when it is the reference), so the phone's heat
 carries over from one stream to the next unless it cools down between them (a phone's cool-down
 before each job after the first; --no-cooldown skips it). As each request's record arrives, the
-host reads the phone's thermal status, zone temperatures and CPU frequencies: one
-`TimelineRecord` per request goes to timeline.jsonl. The rows are the usual native rows, one per
+host reads the phone's thermal status, zone temperatures and CPU frequencies (or reuses the latest
+reading when it was asked for after the request ended: requests shorter than a round trip would
+otherwise leave the readings ever further behind): one `TimelineRecord` per request goes to
+timeline.jsonl. The rows are the usual native rows, one per
 (window, configuration), the median over the window's requests with every request's decode_s
 in `samples_s`.
 """
@@ -16,6 +18,7 @@ in `samples_s`.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -107,15 +110,17 @@ def thermal_state(snapshot: dict) -> dict:
 
 
 def timeline_record(record: dict, zero_us: int, window: Window, device: str, config: MethodConfig, stream: int,
-                    load: SustainedLoad, snapshot: dict) -> TimelineRecord:
-    """One request's timeline record from its runner record and the snapshot read after it (pure)."""
+                    load: SustainedLoad, snapshot: dict, snapshot_s: float) -> TimelineRecord:
+    """One request's timeline record from its runner record and the snapshot read after it, asked
+    for `snapshot_s` seconds after the stream's zero (pure)."""
     decoded = record["kind"] == "decode"
     return TimelineRecord(
         device=device, config=config.label, stream=stream, pace=load.pace, cooldown=load.cooldown,
         request=int(record["request"]), window_id=window.window_id, window_sha256=window.window_sha256,
         arrival_s=(record["arrival_us"] - zero_us) / 1e6, start_s=(record["start_us"] - zero_us) / 1e6,
         end_s=(record["end_us"] - zero_us) / 1e6, tokens=len(record["tokens"]) - 1 if decoded else 0,
-        decode_s=float(record["decode_s"]) if decoded else 0.0, lossless=decoded, **thermal_state(snapshot))
+        decode_s=float(record["decode_s"]) if decoded else 0.0, lossless=decoded, snapshot_s=snapshot_s,
+        **thermal_state(snapshot))
 
 
 def stream_configs(plan: NativePlan) -> list[MethodConfig]:
@@ -173,20 +178,27 @@ def _stream(plan: NativePlan, load: SustainedLoad, gaps: list[int] | None, promp
     if plan.drafter is not None and not isinstance(config, TargetConfig):
         job["drafter"] = model_job(plan.device, plan.drafter, plan.placement.drafter)
     zero: list[int] = []
+    zero_host: list[float] = []  # the host's clock when the stream's zero was announced
     records: dict[str, list[dict]] = {}
+    last: list[tuple[float, dict]] = []  # the latest snapshot: (when it was asked for, the snapshot)
 
     def on_line(doc: dict) -> None:
         if doc.get("event") == "paced":
             zero.append(int(doc["zero_us"]))
+            zero_host.append(time.monotonic())
             return
         record = doc.get("result")
         if not record or record.get("kind") not in ("decode", "divergence") or not zero:
             return
         window = by_id[record["window_id"]]
         records.setdefault(window.window_id, []).append(record)
-        snapshot = plan.device.state_now()  # the phone keeps decoding meanwhile: the stream is not paused
+        end_s = (record["end_us"] - zero[0]) / 1e6
+        if not last or last[-1][0] < end_s:  # else a snapshot read after this request ended serves it too
+            asked_s = time.monotonic() - zero_host[0]
+            last[:] = [(asked_s, plan.device.state_now())]  # the stream goes on meanwhile: it is not paused
+        asked_s, snapshot = last[-1]
         append_timeline(results.directory,
-                        [timeline_record(record, zero[0], window, device, config, stream, load, snapshot)])
+                        [timeline_record(record, zero[0], window, device, config, stream, load, snapshot, asked_s)])
 
     plan.device.run_job(job, on_line)
     if not zero:

@@ -123,9 +123,11 @@ def test_shipped_profiles_validate(path):
     assert errors("profile", yaml.safe_load(path.read_text())) == []
 
 
-def test_golden_results_validate():
-    load_results(GOLDEN / "results")
-    assert results_errors(GOLDEN / "results") == []
+@pytest.mark.parametrize("run", ["results", "sustained/cooldown", "sustained/no-cooldown"])
+def test_golden_results_validate(run):
+    load_results(GOLDEN / run)
+    results.load_timeline(GOLDEN / run)
+    assert results_errors(GOLDEN / run) == []
 
 
 def test_written_studies_imports_and_budgets_validate(tmp_path):
@@ -257,8 +259,8 @@ def test_bad_profiles_are_refused_by_loader_and_schema(tmp_path, case):
 
 BAD_RESULTS = {
     "manifest kind": ("manifest", ("kind",), "specbench.result"),
-    "manifest version 2": ("manifest", ("schema_version",), 2),
-    "manifest version 4": ("manifest", ("schema_version",), 4),
+    "manifest version 3": ("manifest", ("schema_version",), 3),
+    "manifest version 5": ("manifest", ("schema_version",), 5),
     "manifest without environment": ("manifest", ("environment",), _DROP),
     "row with negative tokens": ("row", ("tokens",), -1),
     "tokens as text": ("row", ("tokens",), "12"),

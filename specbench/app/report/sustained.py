@@ -21,7 +21,8 @@ Timeline = list[TimelineRecord]
 ORDER = ("per results directory x device x configuration (one paced stream): requests in arrival order; "
          "tokens/s pooled over the stream (sum of tokens / sum of decode clocks), first and last requests alone")
 THROTTLE_ORDER = ("per stream: the first request whose snapshot shows a thermal status above 0 or a CPU policy's "
-                  "scaling_max_freq below the stream's first snapshot's ('-': none did)")
+                  "scaling_max_freq below the stream's first snapshot's ('-': none did); seen_at_s: when that "
+                  "snapshot was read, seconds into the stream")
 
 
 def timelines(directories: Sequence[Path]) -> list[tuple[str, Timeline]]:
@@ -88,7 +89,7 @@ def throttle_table(runs: Sequence[tuple[str, Timeline]]) -> pd.DataFrame:
             rows.append({"run": name, "device": device, "config": config,
                          "first_throttled_request": None if hit is None else hit.request,
                          "window_id": None if hit is None else hit.window_id,
-                         "at_s": None if hit is None else hit.end_s,
+                         "seen_at_s": None if hit is None else hit.snapshot_s,
                          "why": "" if hit is None else throttle_reason(hit, records[0])})
     return pd.DataFrame(rows)
 
@@ -104,14 +105,15 @@ def sustained_tables(directories: Sequence[Path]) -> list[Table]:
               {"duration_s": ".1f", "tokens_per_s": ".2f", "first_tokens_per_s": ".2f", "last_tokens_per_s": ".2f",
                "max_queue_s": ".3f", "start_c": ".1f", "end_c": ".1f"}, keys=keys),
         Table("Sustained load: first request at which throttling shows", THROTTLE_ORDER, throttle_table(runs),
-              {"at_s": ".2f"}, keys=keys),
+              {"seen_at_s": ".2f"}, keys=keys),
     ]
 
 
 def timeline_frame(runs: Sequence[tuple[str, Timeline]]) -> pd.DataFrame:
-    """Every request of every run: run, device, config, end_s, tokens_per_s, hottest_c (a figure's series)."""
+    """Every request of every run: run, device, config, end_s, snapshot_s, tokens_per_s, hottest_c."""
     return pd.DataFrame([{"run": name, "device": r.device, "config": r.config, "cooldown": r.cooldown,
-                          "end_s": r.end_s, "tokens_per_s": r.tokens_per_s, "hottest_c": _hottest(r)}
+                          "end_s": r.end_s, "snapshot_s": r.snapshot_s, "tokens_per_s": r.tokens_per_s,
+                          "hottest_c": _hottest(r)}
                          for name, timeline in runs for r in timeline])
 
 
