@@ -80,7 +80,8 @@ def test_back_to_back_requests_arrive_when_the_previous_ends_and_throttling_is_n
     model = hot_phone.phone.description.thermal_model
     first = [t for t in streams["target"] if t.thermal_status][0]
     named = first_throttled(streams["target"])
-    assert named is not None and named.request == first.request  # a phone this hot throttles within seconds
+    # the phone starts cool (31 °C) and throttles within seconds of decoding
+    assert named is not None and named.request == first.request > 0
     # per the thermal model: each earlier request's snapshot read temperatures of a tick at status 0 (the
     # model's own trace says so), and the named one read status >= 1, with every policy capped
     trace = hot_phone.phone.thermal.trace()
@@ -90,8 +91,9 @@ def test_back_to_back_requests_arrive_when_the_previous_ends_and_throttling_is_n
         assert ticks and set(ticks) == {0} and status_at(model, max(record.zones_c.values())) == 0
         assert record.thermal_status == 0 and record.max_freq_khz == {"policy0": 1800000, "policy1": 2800000}
     assert named.thermal_status >= 1 and set(named.max_freq_khz.values()) == {model.throttled_max_freq_khz}
-    # heat carries over: with no cool-down, the second stream starts as hot as the first ended
-    assert streams["sd[W=3,drafter=near]"][0].thermal_status >= 1
+    # heat carries over: with no cool-down, the second stream starts hotter than the first did
+    second = streams["sd[W=3,drafter=near]"]
+    assert max(second[0].zones_c.values()) > max(streams["target"][0].zones_c.values()) + 3
     table = throttle_table([(out.name, timeline)])
     assert table.loc[table["config"] == "target", "first_throttled_request"].item() == named.request
 
