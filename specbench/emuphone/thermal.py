@@ -38,6 +38,8 @@ class ThermalTick:
     """time.monotonic() when the files took these values."""
     busy_cpus: int
     """Busy CPUs counted at this tick."""
+    dt_s: float
+    """Seconds this tick's step covered: since the previous tick (0 for the first)."""
     temps_c: tuple[float, ...]
     """Every zone's temperature from this tick on, °C, in the description's zone order."""
     status: int
@@ -123,7 +125,7 @@ class PhoneThermal:
             self._temps = step(self.model, self._temps, busy_cpus, dt_s)
             status = status_at(self.model, max(self._temps, default=self.model.ambient_c))
             self._sandbox.materialize(throttled(self._description, self._temps, status), only=WRITTEN)
-            self._trace.append(ThermalTick(time.monotonic(), busy_cpus, self._temps, status))
+            self._trace.append(ThermalTick(time.monotonic(), busy_cpus, dt_s, self._temps, status))
 
 
 __all__ = ["PhoneThermal", "ThermalTick", "status_at", "step", "throttled"]
