@@ -55,10 +55,17 @@ class NativeOptions:
 
 
 _NATIVE_OPTIONS = (  # in the order --help lists them
+    click.option("--runs", "runs_text", default=None, metavar="N",
+                 help="--native: timed decodes of every (window, configuration) (default 1); every sample "
+                      "is kept in the row (samples_s), the row is the median one."),
+    click.option("--warmup", "warmup_text", default=None, metavar="M",
+                 help="--native: untimed decodes of every configuration (on the first window to do) before "
+                      "the timed ones, once per device run (default 0)."),
     click.option("--sustained", "sustained_text", default=None, metavar="DURATION",
-                 help="--native: sustained, paced load (docs/METHODS.md §6.3): each method runs its own stream of "
-                      "requests, cycling over the windows for DURATION (120s, 10m, 1h), each from a fresh "
-                      "context, no cool-down between requests; a thermal timeline goes to timeline.jsonl."),
+                 help="--native: sustained, paced load (docs/METHODS.md §6.3 Sustained load): each method runs "
+                      "its own stream of requests, cycling over the windows for DURATION (120s, 10m, 1h), each "
+                      "from a fresh context, no cool-down between requests; a thermal timeline goes to "
+                      "timeline.jsonl."),
     click.option("--pace", type=click.Choice(["realtime", "back-to-back"]), default=None,
                  help="--sustained: realtime (default: a request arrives as its audio would, an audio window's "
                       "duration after the previous one, or at --rate) or back-to-back (when the previous ends)."),
@@ -67,12 +74,6 @@ _NATIVE_OPTIONS = (  # in the order --help lists them
                       "(text windows need it)."),
     click.option("--no-cooldown", is_flag=True,
                  help="--sustained: no cool-down between the methods' streams either (heat carries over)."),
-    click.option("--runs", "runs_text", default=None, metavar="N",
-                 help="--native: timed decodes of every (window, configuration) (default 1); every sample "
-                      "is kept in the row (samples_s), the row is the median one."),
-    click.option("--warmup", "warmup_text", default=None, metavar="M",
-                 help="--native: untimed decodes of every configuration (on the first window to do) before "
-                      "the timed ones, once per device run (default 0)."),
     click.option("--template", "template_specs", multiple=True, metavar="NAME=TEMPLATE",
                  help="--native: " + TEMPLATE_HELP),
     click.option("--target-mmproj", type=click.Path(path_type=Path), default=None,

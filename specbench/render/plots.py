@@ -175,7 +175,7 @@ def replay_vs_native(observations: pd.DataFrame, floors: pd.DataFrame, metric: s
 
 
 def sustained_timeline(requests: pd.DataFrame):
-    """Sustained load (docs/METHODS.md §6.3): throughput (top) and the hottest zone (bottom) against the
+    """Sustained load (docs/METHODS.md §6.3 Sustained load): throughput (top) and the hottest zone (bottom) against the
     end of each request (the temperature: when its snapshot was read), one curve per run x configuration;
     `requests` has run, config, end_s, snapshot_s, tokens_per_s and hottest_c."""
     plt = _pyplot()
