@@ -698,7 +698,8 @@ class TimelineRecord:
     pace: str
     """'realtime' (requests arrive as the audio would, or at --rate) or 'back-to-back'."""
     cooldown: bool
-    """The phone cooled down before this stream (False: --no-cooldown, or a device without cool-down)."""
+    """The run asked for cool-down between streams (a phone cools before each stream after the first;
+    this host never does); False: --no-cooldown, heat carries over from the earlier streams."""
     request: int
     """0-based index in the stream; it decodes window `request mod len(windows)`."""
     window_id: str
