@@ -119,3 +119,28 @@ def test_rate_out_of_range_is_refused_by_the_flag(tiny, tmp_path):
     code, output = invoke("run", windows_file(tmp_path / "w.jsonl"), "--native", "--target", tiny.target,
                           "--sustained", "10s", "--rate", "0", "--out", tmp_path / "out")
     assert code == 2 and "--rate" in output
+
+
+def audio_window(window_id: str, duration_s: float | None):
+    from specbench.schemas.windows import InputView, Split, Window
+
+    return Window(window_id, "0" * 64, InputView("audio", audio_path="a.wav", duration_s=duration_s),
+                  "Transcribe the audio.", "model", 32, "d", Split.TEST)
+
+
+def test_realtime_gaps_are_the_audio_durations_and_the_rate_for_the_rest():
+    from specbench.errors import SpecbenchError
+    from specbench.world.native_run import SustainedLoad
+    from specbench.world.sustained import arrival_gaps_us, parse_duration
+
+    text = make_text_window("t", "hello", "Repeat.", 8, "d", "test")
+    windows = [audio_window("a", 12.0), audio_window("b", 7.5), text]
+    assert arrival_gaps_us(windows, SustainedLoad(60, "realtime", rate_per_s=0.5)) == [12_000_000, 7_500_000, 2_000_000]
+    assert arrival_gaps_us(windows[:2], SustainedLoad(60, "realtime")) == [12_000_000, 7_500_000]
+    assert arrival_gaps_us(windows, SustainedLoad(60, "back-to-back")) is None
+    with pytest.raises(SpecbenchError, match="window 'c' is an audio window with no duration_s"):
+        arrival_gaps_us([audio_window("c", None)], SustainedLoad(60, "realtime"))
+    assert [parse_duration(t) for t in ("120s", "10m", "1.5h", "90")] == [120.0, 600.0, 5400.0, 90.0]
+    for bad in ("0.5s", "25h", "-3s", "10 minutes"):
+        with pytest.raises(SpecbenchError, match=f"--sustained {bad}: expected a duration"):
+            parse_duration(bad)
