@@ -22,6 +22,7 @@ from specbench.schemas.windows import Window
 from specbench.world.devices.base import Device
 from specbench.world.model_files import ModelFile
 from specbench.world.native_run import NativePlan, native_placement, native_steps, profile_ref, run_native
+from specbench.world.sustained import run_sustained
 from specbench.world.tracing import check_trace_templates
 
 
@@ -62,7 +63,8 @@ def run_plans(plans: Sequence[NativePlan], out: Path, resume: bool) -> None:
 
     def one(plan: NativePlan, advance) -> None:
         where = out if len(plans) == 1 else out / safe_name(plan.device.name)
-        results, added, diverged = run_native(plan, where, resume, advance)
+        run = run_native if plan.sustained is None else run_sustained
+        results, added, diverged = run(plan, where, resume, advance)
         stderr.print(f"{added} rows written to {results.rows_path}")
         if diverged:
             stderr.print(f"warning: {diverged} (window, method) outputs differ from the reference; "

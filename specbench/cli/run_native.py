@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from specbench.cli.common import TEMPLATE_HELP, configs_from
 from specbench.cli.devices import device_names, phone_options, phone_settings
 from specbench.errors import SpecbenchError
+
+if TYPE_CHECKING:
+    from specbench.world.native_run import SustainedLoad
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,14 @@ class NativeOptions:
     """--runs as typed (checked by `repeat_counts`, naming the flag)."""
     warmup: str | None
     """--warmup as typed."""
+    sustained: str | None = None
+    """--sustained DURATION as typed (checked by `sustained_load`)."""
+    pace: str | None = None
+    """--pace realtime|back-to-back (None: not given; realtime)."""
+    rate: float | None = None
+    """--rate: requests per second for windows without an audio duration."""
+    no_cooldown: bool = False
+    """--no-cooldown: no cool-down between a sustained run's streams."""
 
     @property
     def asked(self) -> bool:
@@ -49,6 +61,19 @@ _NATIVE_OPTIONS = (  # in the order --help lists them
     click.option("--warmup", "warmup_text", default=None, metavar="M",
                  help="--native: untimed decodes of every configuration (on the first window to do) before "
                       "the timed ones, once per device run (default 0)."),
+    click.option("--sustained", "sustained_text", default=None, metavar="DURATION",
+                 help="--native: sustained, paced load (docs/METHODS.md §6.3 Sustained load): each method runs "
+                      "its own stream of requests, cycling over the windows for DURATION (120s, 10m, 1h), each "
+                      "from a fresh context, no cool-down between requests; a thermal timeline goes to "
+                      "timeline.jsonl."),
+    click.option("--pace", type=click.Choice(["realtime", "back-to-back"]), default=None,
+                 help="--sustained: realtime (default: a request arrives as its audio would, an audio window's "
+                      "duration after the previous one, or at --rate) or back-to-back (when the previous ends)."),
+    click.option("--rate", type=click.FloatRange(0, 1000, min_open=True), default=None, metavar="R",
+                 help="--sustained --pace realtime: requests per second for windows with no audio duration "
+                      "(text windows need it)."),
+    click.option("--no-cooldown", is_flag=True,
+                 help="--sustained: no cool-down between the methods' streams either (heat carries over)."),
     click.option("--template", "template_specs", multiple=True, metavar="NAME=TEMPLATE",
                  help="--native: " + TEMPLATE_HELP),
     click.option("--target-mmproj", type=click.Path(path_type=Path), default=None,
@@ -73,9 +98,10 @@ def native_options(func):
     """The --native options (and the phone options), given to `func` as one `native: NativeOptions`."""
     @functools.wraps(func)
     def wrapper(*args, native, device, target_path, placement_spec, target_mmproj, drafter_mmproj, template_specs,
-                runs_text, warmup_text, **kwargs):
+                runs_text, warmup_text, sustained_text, pace, rate, no_cooldown, **kwargs):
         options = NativeOptions(native, device, target_path, placement_spec, target_mmproj, drafter_mmproj,
-                                tuple(template_specs), runs_text, warmup_text)
+                                tuple(template_specs), runs_text, warmup_text, sustained_text, pace, rate,
+                                no_cooldown)
         return func(*args, native=options, **kwargs)
 
     for option in reversed(_NATIVE_OPTIONS):
@@ -105,6 +131,30 @@ def refuse_native_only(options: NativeOptions) -> None:
     for flag, given in (("--runs", options.runs), ("--warmup", options.warmup)):
         if given is not None:
             raise SpecbenchError(f"{flag} is for --native runs (replay prices each window once from the profile)")
+    for flag, asked in (("--sustained", options.sustained is not None), ("--pace", options.pace is not None),
+                        ("--rate", options.rate is not None), ("--no-cooldown", options.no_cooldown)):
+        if asked:
+            raise SpecbenchError(f"{flag} is for --native --sustained runs (it paces requests on a device)")
+
+
+def sustained_load(options: NativeOptions) -> SustainedLoad | None:
+    """The --sustained options, range-checked (None: not a sustained run); errors name the flag."""
+    from specbench.world.native_run import SustainedLoad
+    from specbench.world.sustained import check_load, parse_duration
+
+    if options.sustained is None:
+        for flag, asked in (("--pace", options.pace is not None), ("--rate", options.rate is not None),
+                            ("--no-cooldown", options.no_cooldown)):
+            if asked:
+                raise SpecbenchError(f"{flag} is for --sustained runs (add --sustained DURATION)")
+        return None
+    for flag, given in (("--runs", options.runs), ("--warmup", options.warmup)):
+        if given is not None:
+            raise SpecbenchError(f"{flag} is not for --sustained runs: a stream's requests are its samples")
+    load = SustainedLoad(parse_duration(options.sustained), options.pace or "realtime", options.rate,
+                         not options.no_cooldown)
+    check_load(load)
+    return load
 
 
 def run_native_command(windows_path: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
@@ -125,8 +175,13 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
         raise SpecbenchError("--native takes one --profile (the placement to run in)")
     if options.target is None:
         raise SpecbenchError("--native needs --target PATH (the target model file)")
-    runs, warmup = repeat_counts(options)  # before any device is opened
-    devices = open_devices(device_names([options.device or "local"]), phone_settings())
+    load = sustained_load(options)  # before any device is opened
+    if load is not None and resume:
+        raise SpecbenchError("--resume is not for --sustained runs: a paced stream cannot continue where it stopped")
+    runs, warmup = repeat_counts(options)
+    settings = phone_settings()
+    settings.cooldown = load is None or load.cooldown
+    devices = open_devices(device_names([options.device or "local"]), settings)
     windows = load_split(windows_path, split)
     target = with_mmproj(target_file(options.target), options.target_mmproj, "--target-mmproj")
     drafter = parse_named(drafter_spec) if drafter_spec else None
@@ -138,4 +193,9 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
                            lambda: common_methods(devices))
     plans = native_plans(devices, windows, windows_path, target, drafter, configs, traces_dir,
                          profile_paths[0] if profile_paths else None, options.placement, runs, warmup)
+    if load is not None:
+        from specbench.world.sustained import arrival_gaps_us
+
+        arrival_gaps_us(windows, load)  # a text window without --rate, before any stream runs
+        plans = [replace(plan, sustained=load) for plan in plans]
     run_plans(plans, out, resume)

@@ -17,6 +17,9 @@ Format (``format_version: 1``; see tests/data/phones/pixel-emu.yaml for a full e
       status: 0                      # dumpsys thermalservice "Thermal Status" (0..6)
       zones:                         # /sys/class/thermal/thermal_zoneN, in this order
         - {type: cpu-big, temp_c: 38.5, hal_type: CPU}
+      # optional, synthetic heating that follows the phone's CPU load (see emuphone.thermal):
+      #   model: {heat_per_busy_cpu_c_per_s: 2.0, cool_rate_per_s: 0.05, ambient_c: 30,
+      #           throttle_at_c: [40, 45], throttled_max_freq_khz: 1200000, interval_s: 0.1}
     battery: {level_percent: 85, temp_c: 29.5, charging: usb, voltage_uv: 3900000, current_ua: -350000}
       # optional, a synthetic current that follows the phone's CPU load (see emuphone.power):
       #   power_model: {idle_ua: 200000, per_busy_cpu_ua: 400000, interval_s: 0.1,
@@ -66,6 +69,8 @@ class CpuCluster:
     """cpuinfo_min_freq, in kHz."""
     cur_freq_khz: int
     """scaling_cur_freq, in kHz."""
+    scaling_max_freq_khz: int | None = None
+    """scaling_max_freq, in kHz: the cap thermal throttling lowers (None: max_freq_khz)."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,24 @@ class PowerModel:
     """One of CURRENT_SIGNS."""
     unit: str
     """One of CURRENT_UNITS: the unit current_now is written in."""
+
+
+@dataclass(frozen=True)
+class ThermalModel:
+    """A synthetic heating model driven by the phone's busy CPUs (emuphone.thermal has the formula)."""
+
+    heat_per_busy_cpu_c_per_s: float
+    """°C per second each busy CPU adds to every zone."""
+    cool_rate_per_s: float
+    """Newtonian cooling: each zone loses cool_rate_per_s × (temp - ambient_c) °C per second."""
+    ambient_c: float
+    """The temperature zones cool towards, °C."""
+    throttle_at_c: tuple[float, ...]
+    """Ascending thresholds: the thermal status is how many the hottest zone has reached (at most 6)."""
+    throttled_max_freq_khz: int
+    """scaling_max_freq (and the cap of scaling_cur_freq) of every policy while the status is above 0."""
+    interval_s: float
+    """Seconds between ticks; temperatures change only at ticks."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +161,8 @@ class PhoneDescription:
     """Free space on /data before anything is pushed; pushes beyond it fail."""
     extra_props: Mapping[str, str] = field(default_factory=dict)
     """getprop values beyond (or overriding) the derived ones."""
+    thermal_model: ThermalModel | None = None
+    """When set, zone temperatures, the thermal status and the frequency caps follow the CPU load."""
 
     @property
     def abi(self) -> str:
@@ -246,6 +271,7 @@ def parse_description(raw: Any, source: object = "<description>") -> PhoneDescri
         ),
         free_bytes=doc.get(storage, "free_bytes", int, "storage."),
         extra_props={str(k): str(v) for k, v in props.items()},
+        thermal_model=doc.thermal_model(thermal.get("model"), "thermal.model"),
     )
 
 
@@ -300,6 +326,29 @@ class _Doc:
         if unit not in CURRENT_UNITS:
             raise SchemaError(self.source, key + ".unit", f"one of {', '.join(CURRENT_UNITS)}", unit)
         return PowerModel(interval_s=interval_s, sign=sign, unit=unit, **values)
+
+    def thermal_model(self, raw: Any, key: str) -> ThermalModel | None:
+        if raw is None:
+            return None
+        item = self.mapping(raw, key)
+        rates = {}
+        for name in ("heat_per_busy_cpu_c_per_s", "cool_rate_per_s"):
+            rates[name] = float(self.get(item, name, (int, float), key + "."))
+            if not 0 <= rates[name] <= 100:
+                raise SchemaError(self.source, f"{key}.{name}", "a rate in 0..100 per second", rates[name])
+        thresholds = self.get(item, "throttle_at_c", list, key + ".")
+        if (not 1 <= len(thresholds) <= 6 or not all(isinstance(t, (int, float)) and not isinstance(t, bool)
+                                                     for t in thresholds) or thresholds != sorted(thresholds)):
+            raise SchemaError(self.source, key + ".throttle_at_c", "1 to 6 ascending temperatures in °C", thresholds)
+        cap = self.get(item, "throttled_max_freq_khz", int, key + ".")
+        if cap <= 0:
+            raise SchemaError(self.source, key + ".throttled_max_freq_khz", "a frequency in kHz > 0", cap)
+        interval_s = float(self.get(item, "interval_s", (int, float), key + ".", default=0.1))
+        if not 0.01 <= interval_s <= 10:
+            raise SchemaError(self.source, key + ".interval_s", "seconds in 0.01..10", interval_s)
+        return ThermalModel(ambient_c=float(self.get(item, "ambient_c", (int, float), key + ".")),
+                            throttle_at_c=tuple(float(t) for t in thresholds), throttled_max_freq_khz=cap,
+                            interval_s=interval_s, **rates)
 
     def zone(self, raw: Any, key: str) -> ThermalZone:
         item = self.mapping(raw, key)

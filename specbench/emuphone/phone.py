@@ -11,7 +11,8 @@ description (see `emuphone.description`; how paths are mapped: `emuphone.sandbox
 Faults can be switched on while it runs: `set_packet_delay`, `set_command_delay`,
 `drop_next_transfer`, `fail_next_commands`, `go_offline`/`go_online`, `set_free_space`,
 `set_abi`, plus `set_thermal`/`set_battery` for a phone that warms up. With
-`battery.power_model` in the description, current_now follows the CPU load (`emuphone.power`).
+`battery.power_model` in the description, current_now follows the CPU load (`emuphone.power`); with
+`thermal.model`, the zone temperatures, thermal status and frequency caps do (`emuphone.thermal`).
 
 Library use (what tests/devices/conftest.py does)::
 

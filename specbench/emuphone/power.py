@@ -1,21 +1,18 @@
 """The emulated phone's power supply: a synthetic battery current that follows its CPU load.
 
 Synthetic: no electrical model of any phone; it is a known function of the phone's load, so
-tests can integrate it exactly. A thread looks at every process running in the phone's
-sandbox (those with its ``EMUPHONE_ROOT`` in their environment, so a runner started in the
-background counts too) every ``interval_s``; at tick k, at ``time.monotonic()`` t_k (the clock
+tests can integrate it exactly. A thread counts the phone's busy CPUs (emuphone.load) every
+``interval_s``; at tick k, at ``time.monotonic()`` t_k (the clock
 the runner's decode timing uses: CLOCK_MONOTONIC, shared on one host)::
 
-    busy_k       = min(cpu_count, threads of those processes in state R at t_k)
+    busy_k       = min(cpu_count, threads of the sandbox's processes in state R at t_k)
     draw_ua(t)   = idle_ua + per_busy_cpu_ua * busy_k            for t_k <= t < t_{k+1}
     current_now  = -draw_ua (sign discharging_negative) or +draw_ua (discharging_positive),
                    divided by 1000 and rounded when unit is mA
     voltage_now  = battery.voltage_uv (µV; constant unless set_battery changes it)
     status       = Discharging when battery.charging is none (else Charging or Full)
 
-A running or runnable thread (state R in /proc/<pid>/task/<tid>/stat) counts as one busy CPU:
-unlike CPU time, this does not depend on how busy the host is with other work. current_now
-and voltage_now are rewritten atomically at each tick; `trace()` lists every tick
+current_now and voltage_now are rewritten atomically at each tick; `trace()` lists every tick
 (t_k, busy_k, draw_ua), so `draw_ua_at` and `energy_j` give the exact current at any time and
 the energy over any interval.
 """
@@ -29,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specbench.emuphone.description import PhoneDescription, PowerModel
+from specbench.emuphone.load import SandboxLoad
 
 SUPPLY_DIR = "sys/class/power_supply/battery"
 """Where the battery's files live, relative to the sandbox root."""
@@ -63,8 +61,7 @@ class PowerSupply:
         self.model = model
         self._description = description
         self._root = root
-        self._marker = f"EMUPHONE_ROOT={root}".encode()
-        self._members: dict[tuple[int, int], bool] = {}  # (pid, start time) -> runs in this sandbox
+        self._load = SandboxLoad(root)
         self._trace: list[PowerTick] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -117,7 +114,7 @@ class PowerSupply:
     # --- the thread ---
     def _run(self) -> None:
         while not self._stop.wait(self.model.interval_s):
-            self._publish(min(self._description.cpu_count, self._running_threads()))
+            self._publish(self._load.busy_cpus(self._description.cpu_count))
 
     def _publish(self, busy_cpus: int) -> None:
         with self._lock:
@@ -127,34 +124,6 @@ class PowerSupply:
             _write_atomic(folder / "voltage_now", f"{voltage_uv}\n")
             _write_atomic(folder / "current_now", f"{current_now_value(model, draw_ua)}\n")
             self._trace.append(PowerTick(time.monotonic(), busy_cpus, draw_ua, voltage_uv))
-
-    def _running_threads(self) -> int:
-        """Threads in state R (running or runnable) of the processes in the sandbox."""
-        running = 0
-        seen: dict[tuple[int, int], bool] = {}
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                key = (int(name), int(_stat_fields(f"/proc/{name}/stat")[19]))  # start time: pids are reused
-                member = self._members.get(key)
-                if member is None:
-                    with open(f"/proc/{name}/environ", "rb") as handle:
-                        member = self._marker in handle.read().split(b"\0")
-                seen[key] = member
-                if member:
-                    running += sum(_stat_fields(f"/proc/{name}/task/{tid}/stat")[0] == b"R"
-                                   for tid in os.listdir(f"/proc/{name}/task"))
-            except (OSError, IndexError, ValueError):
-                continue  # exited meanwhile, or not ours to read
-        self._members = seen  # forget processes that exited
-        return running
-
-
-def _stat_fields(path: str) -> list[bytes]:
-    """The fields of a /proc stat file after the command name (field 3, the state, is [0])."""
-    with open(path, "rb") as handle:
-        return handle.read().rsplit(b")", 1)[1].split()
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -124,11 +124,14 @@ class Sandbox:
         return total
 
     # --- generated content ---
-    def materialize(self, description: PhoneDescription) -> None:
-        """Create the directories and (re)write every file generated from the description."""
+    def materialize(self, description: PhoneDescription, only: tuple[str, ...] = ()) -> None:
+        """Create the directories and (re)write every file generated from the description (with
+        `only`: the files whose relative paths start with one of these, as the thermal model does)."""
         for folder in ("data/local/tmp", "sdcard", "system/bin"):
             (self.root / folder).mkdir(parents=True, exist_ok=True)
         for relative, content in _generated_files(description, self._root_text).items():
+            if only and not relative.startswith(only):
+                continue
             path = self.root / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(path.name + ".tmp")
@@ -217,7 +220,7 @@ def _generated_files(d: PhoneDescription, root: str) -> dict[str, str]:
         files.update({
             f"{policy}/cpuinfo_max_freq": f"{cluster.max_freq_khz}\n",
             f"{policy}/cpuinfo_min_freq": f"{cluster.min_freq_khz}\n",
-            f"{policy}/scaling_max_freq": f"{cluster.max_freq_khz}\n",
+            f"{policy}/scaling_max_freq": f"{cluster.scaling_max_freq_khz or cluster.max_freq_khz}\n",
             f"{policy}/scaling_min_freq": f"{cluster.min_freq_khz}\n",
             f"{policy}/scaling_cur_freq": f"{cluster.cur_freq_khz}\n",
             f"{policy}/scaling_governor": f"{d.cpu_governor}\n",

@@ -20,6 +20,7 @@ from specbench.emuphone.filesync import run_sync
 from specbench.emuphone.power import PowerSupply
 from specbench.emuphone.sandbox import Sandbox
 from specbench.emuphone.shell import parse_shell_service, run_shell
+from specbench.emuphone.thermal import PhoneThermal
 from specbench.emuphone.transport import Connection, ServiceRunner
 from specbench.errors import SpecbenchError
 
@@ -61,6 +62,8 @@ class EmulatedPhone:
         self._parked: set[asyncio.StreamWriter] = set()
         self.power: PowerSupply | None = None
         """The synthetic power supply while running, when the description has battery.power_model."""
+        self.thermal: PhoneThermal | None = None
+        """The synthetic thermal model while running, when the description has thermal.model."""
 
     # --- lifecycle ---
     def start(self) -> EmulatedPhone:
@@ -71,6 +74,9 @@ class EmulatedPhone:
         if self._description.battery.power_model is not None:
             self.power = PowerSupply(self._description, self.sandbox.root)
             self.power.start()
+        if self._description.thermal_model is not None:
+            self.thermal = PhoneThermal(self._description, self.sandbox)
+            self.thermal.start()
         self._loop = asyncio.new_event_loop()
         ready = threading.Event()
         self._thread = threading.Thread(target=self._run_loop, args=(ready,), name="emuphone", daemon=True)
@@ -92,6 +98,8 @@ class EmulatedPhone:
         """Close every connection, kill running commands and stop the loop thread."""
         if self.power is not None:
             self.power.stop()
+        if self.thermal is not None:
+            self.thermal.stop()
         if self._thread is None:
             return
         loop = self._event_loop()
@@ -183,6 +191,8 @@ class EmulatedPhone:
         self.sandbox.materialize(description)
         if self.power is not None:
             self.power.set_description(description)
+        if self.thermal is not None:
+            self.thermal.set_description(description)
 
     # --- what happened ---
     @property

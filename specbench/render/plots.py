@@ -174,6 +174,24 @@ def replay_vs_native(observations: pd.DataFrame, floors: pd.DataFrame, metric: s
     return fig, series
 
 
+def sustained_timeline(requests: pd.DataFrame):
+    """Sustained load (docs/METHODS.md §6.3 Sustained load): throughput (top) and the hottest zone (bottom) against the
+    end of each request (the temperature: when its snapshot was read), one curve per run x configuration;
+    `requests` has run, config, end_s, snapshot_s, tokens_per_s and hottest_c."""
+    plt = _pyplot()
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    series = {}
+    for i, ((run, config), rows) in enumerate(requests.groupby(["run", "config"], sort=False)):
+        label = f"{config} ({run})"
+        top.plot(rows["end_s"], rows["tokens_per_s"], label=label, **_style(i))
+        bottom.plot(rows["snapshot_s"], rows["hottest_c"], label=label, **_style(i))
+        series[label] = rows[["end_s", "tokens_per_s", "snapshot_s", "hottest_c"]].to_numpy()
+    _finish(top, None, None, "tokens/s", "Sustained load: throughput per request")
+    _finish(bottom, fig, "seconds into the stream (request end; snapshot read)", "hottest zone (°C)",
+            "Sustained load: hottest thermal zone")
+    return fig, series
+
+
 def save(fig, stem: Path) -> list[Path]:
     """Write `stem`.png and `stem`.svg; returns the paths."""
     stem = Path(stem)

@@ -34,7 +34,16 @@ from specbench.schemas.environment import (
     environment_to_dict,
     manifest_environment,
 )
-from specbench.schemas.fileio import Where, append_jsonl, check_header, load_json, need, reject_unknown, write_atomic
+from specbench.schemas.fileio import (
+    Where,
+    append_jsonl,
+    check_header,
+    iter_jsonl,
+    load_json,
+    need,
+    reject_unknown,
+    write_atomic,
+)
 from specbench.schemas.placement import Placement, placement_from_dict
 from specbench.schemas.profiles import ModelId, StabilityWarning, warnings_doc, warnings_from_doc
 
@@ -47,10 +56,14 @@ KIND = "specbench.results"
 #     `specbench_version`/`command`/`created`/`runner`/`device_info`; a profile entry names its
 #     runner build by `runner_sha256`; row columns named for what they count: `target_forwards`,
 #     `multi_token_forwards` and `cost_fit` (were `rounds`, `multi_token_rounds`, `ratio_fit`).
-VERSION = 3
+# 4 = a sustained native run (`run --native --sustained`) writes `timeline.jsonl`: one
+#     `TimelineRecord` per request (its times on the runner's clock and the phone's thermal state).
+VERSION = 4
 VERSIONS = (VERSION,)
 MANIFEST = "manifest.json"
 ROWS = "rows.jsonl"
+TIMELINE = "timeline.jsonl"
+"""A sustained run's requests, one `TimelineRecord` per line (docs/METHODS.md §6.3 Sustained load)."""
 
 
 @dataclass(frozen=True)
@@ -667,3 +680,116 @@ def profile_warnings(manifests: Sequence[ResultsManifest]) -> pd.DataFrame:
             out += [{"device": device, "profile": entry.path, **asdict(w)} for w in entry.warnings]
     columns = ["device", "profile", *(f.name for f in fields(StabilityWarning))]
     return pd.DataFrame(out, columns=columns).drop_duplicates(ignore_index=True)
+
+
+@dataclass(frozen=True)
+class TimelineRecord:
+    """One request of a sustained run (docs/METHODS.md §6.3 Sustained load): when it arrived, started
+    and ended on the runner's clock, what it decoded, and the phone's thermal state read from the
+    host as its record arrived."""
+
+    device: str
+    """device@placement, as the rows name it."""
+    config: str
+    """The configuration label of the stream the request belongs to (each method runs its own stream)."""
+    stream: int
+    """The stream's position in the run (0 = first): later streams inherit the earlier ones' heat
+    unless the phone cooled down between them (`cooldown`)."""
+    pace: str
+    """'realtime' (requests arrive as the audio would, or at --rate) or 'back-to-back'."""
+    cooldown: bool
+    """The run asked for cool-down between streams (a phone cools before each stream after the first;
+    this host never does); False: --no-cooldown, heat carries over from the earlier streams."""
+    request: int
+    """0-based index in the stream; it decodes window `request mod len(windows)`."""
+    window_id: str
+    window_sha256: str
+    arrival_s: float
+    """When the request arrived, seconds after the stream's zero on the runner's monotonic clock."""
+    start_s: float
+    """When its decode began (>= arrival_s; later when the previous request still ran)."""
+    end_s: float
+    """When its decode (prefills included) ended."""
+    tokens: int
+    """Tokens committed after the prefill (0 for a divergent output)."""
+    decode_s: float
+    """The decode clock of the request (docs/METHODS.md §1.3 Two clocks; 0 for a divergent output)."""
+    lossless: bool
+    """The output equals the reference (false: a divergence; no throughput is claimed)."""
+    thermal_status: int | None
+    """`dumpsys thermalservice` status 0..6 after the request (None: not readable on this device)."""
+    zones_c: Mapping[str, float]
+    """Readable thermal zone temperatures after the request, °C, by `thermal_zoneN:type`."""
+    cur_freq_khz: Mapping[str, int]
+    """scaling_cur_freq of each CPU policy after the request, kHz (readable ones)."""
+    max_freq_khz: Mapping[str, int]
+    """scaling_max_freq of each CPU policy after the request, kHz: the cap throttling lowers."""
+    snapshot_s: float
+    """When the host asked for the snapshot, seconds after the stream's zero on the host's clock (aligned
+    at the arrival of the runner's `paced` event): at or after end_s, later still when requests are
+    shorter than a snapshot's round trip and snapshots fall behind."""
+    snapshot_time: str
+    """The snapshot's UTC time (ISO 8601, seconds)."""
+
+    @property
+    def queue_s(self) -> float:
+        """Seconds the request waited for the previous one to finish."""
+        return self.start_s - self.arrival_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        """The request's throughput on the decode clock (NaN for a divergent output)."""
+        return self.tokens / self.decode_s if self.decode_s > 0 else float("nan")
+
+
+TIMELINE_FIELDS = tuple(f.name for f in fields(TimelineRecord))
+
+
+def _timeline_record(doc: object, where: Where) -> TimelineRecord:
+    if not isinstance(doc, dict):
+        raise where.fail("a mapping (one request)", doc)
+    reject_unknown(doc, set(TIMELINE_FIELDS), where)
+    number = (int, float)
+    values = {"device": need(doc, "device", str, where), "config": need(doc, "config", str, where),
+              "stream": need(doc, "stream", int, where), "pace": need(doc, "pace", str, where),
+              "cooldown": need(doc, "cooldown", bool, where), "request": need(doc, "request", int, where),
+              "window_id": need(doc, "window_id", str, where), "window_sha256": need(doc, "window_sha256", str, where),
+              "arrival_s": float(need(doc, "arrival_s", number, where)),
+              "start_s": float(need(doc, "start_s", number, where)),
+              "end_s": float(need(doc, "end_s", number, where)), "tokens": need(doc, "tokens", int, where),
+              "snapshot_s": float(need(doc, "snapshot_s", number, where)),
+              "decode_s": float(need(doc, "decode_s", number, where)), "lossless": need(doc, "lossless", bool, where),
+              "thermal_status": need(doc, "thermal_status", (int, type(None)), where),
+              "snapshot_time": need(doc, "snapshot_time", str, where)}
+    if values["pace"] not in PACES:
+        raise where.at("pace").fail(" or ".join(repr(p) for p in PACES), values["pace"])
+    for key in ("stream", "request", "tokens"):
+        if isinstance(values[key], bool) or values[key] < 0:
+            raise where.at(key).out_of_range(values[key], "an integer >= 0")
+    if not values["arrival_s"] <= values["start_s"] <= values["end_s"]:
+        raise where.at("start_s").out_of_range(values["start_s"], f"seconds in [arrival_s, end_s] = "
+                                                                  f"[{values['arrival_s']}, {values['end_s']}]")
+    maps = {}
+    for key, kind in (("zones_c", number), ("cur_freq_khz", int), ("max_freq_khz", int)):
+        value = need(doc, key, dict, where)
+        if not all(isinstance(k, str) and isinstance(v, kind) and not isinstance(v, bool) for k, v in value.items()):
+            raise where.at(key).fail("a mapping of names to numbers", value)
+        maps[key] = value
+    return TimelineRecord(**values, **maps)
+
+
+PACES = ("realtime", "back-to-back")
+"""How a sustained run's requests arrive (docs/METHODS.md §6.3 Sustained load)."""
+
+
+def append_timeline(directory: Path, records: Iterable[TimelineRecord]) -> None:
+    append_jsonl(Path(directory) / TIMELINE, (asdict(r) for r in records))
+
+
+def load_timeline(directory: Path) -> list[TimelineRecord]:
+    """A results directory's timeline.jsonl, validated ([] when the run was not sustained)."""
+    path = Path(directory) / TIMELINE
+    if not path.exists():
+        return []
+    read_manifest(Path(directory) / MANIFEST)  # a timeline of another format version is not read
+    return [_timeline_record(doc, Where(path, f"line {number}")) for number, doc in iter_jsonl(path)]

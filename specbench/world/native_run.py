@@ -238,6 +238,20 @@ def divergence_row(window: Window, device: str, config: MethodConfig, placement:
 
 
 @dataclass(frozen=True)
+class SustainedLoad:
+    """`run --native --sustained`: paced streams instead of one decode per window (world/sustained.py)."""
+
+    duration_s: float
+    """Seconds each configuration's stream runs (no request starts after it)."""
+    pace: str
+    """'realtime' (requests arrive as the audio would, or at `rate_per_s`) or 'back-to-back'."""
+    rate_per_s: float | None = None
+    """--rate: requests per second for windows without an audio duration (realtime pace)."""
+    cooldown: bool = True
+    """A phone cools down between streams (False: --no-cooldown, heat carries over)."""
+
+
+@dataclass(frozen=True)
 class NativePlan:
     device: Device
     windows: list[Window]
@@ -255,6 +269,8 @@ class NativePlan:
     """Timed decodes of every (window, configuration): `--runs`."""
     warmup: int = 0
     """Untimed decodes of every configuration before the first window: `--warmup`."""
+    sustained: SustainedLoad | None = None
+    """A sustained, paced run (world/sustained.py) instead of one decode per (window, configuration)."""
 
     def __post_init__(self) -> None:
         check_repeats(self.runs, self.warmup)
@@ -315,13 +331,16 @@ def profile_ref(profile: DeviceProfile | None) -> ProfileInput | None:
 
 
 def native_steps(plan: NativePlan) -> int:
-    """Progress units of `run_native`: one per timed sample of a window (all its configurations)."""
+    """Progress units of `run_native`: one per timed sample of a window (all its configurations);
+    of a sustained run: one per stream."""
+    if plan.sustained is not None:
+        return len(plan.configs) + (plan.references is None and not any(isinstance(c, TargetConfig)
+                                                                          for c in plan.configs))
     return len(plan.windows) * plan.runs
 
 
-def run_native(plan: NativePlan, out: Path, resume: bool,
-               progress: Progress | None = None) -> tuple[ResultsDir, int, int]:
-    """Decode every (window, configuration) not already in `out`; returns (results, rows added, divergences)."""
+def check_models(plan: NativePlan) -> None:
+    """The runner decodes the methods, and the drafter can serve them."""
     check_native(plan.configs, plan.device.runner().methods)
     needs_drafter = any(method_name(c) != "target" for c in plan.configs)
     if needs_drafter and plan.drafter is None:
@@ -332,6 +351,13 @@ def run_native(plan: NativePlan, out: Path, resume: bool,
             raise SpecbenchError(f"{modelled.label}: SpecASR's recycling asks a drafter model, and the drafter "
                                  f"{plan.drafter.name} (prompt lookup) has none",
                                  hint="run specasr with a drafter model")
+
+
+def run_native(plan: NativePlan, out: Path, resume: bool,
+               progress: Progress | None = None) -> tuple[ResultsDir, int, int]:
+    """Decode every (window, configuration) not already in `out`; returns (results, rows added, divergences)."""
+    check_models(plan)
+    needs_drafter = any(method_name(c) != "target" for c in plan.configs)
     # Prompts before the results directory: a model without a chat template leaves nothing behind.
     prompts = prompts_for(plan.device, plan.target, plan.drafter if needs_drafter else None, plan.windows)
     results = ResultsDir(out)

@@ -25,7 +25,8 @@ def test_unreadable_values_are_recorded_as_unavailable_not_zero():
             "/sys/class/thermal/thermal_zone0/type:cpu-big\n@@thermalservice\n@@battery\n@@end\n")
     snap = st.parse_snapshot(text)
     assert snap["clusters"] == [{"policy": "policy0", "cpus": [0, 1, 2, 3], "max_freq_khz": "unavailable",
-                                 "cur_freq_khz": "unavailable", "governor": "unavailable"}]
+                                 "cur_freq_khz": "unavailable", "scaling_max_freq_khz": "unavailable",
+                                 "governor": "unavailable"}]
     assert snap["thermal_c"] == {"thermal_zone0:cpu-big": "unavailable"}
     assert snap["thermal"] == {"status": "unavailable", "hal_c": {}}
     assert snap["battery"] == {"level_percent": "unavailable", "temp_c": "unavailable", "charging": "unavailable"}

@@ -71,6 +71,9 @@ def results_errors(directory: Path) -> list[str]:
     found = errors("results-manifest", manifest)
     for i, line in enumerate((directory / "rows.jsonl").read_text().splitlines()):
         found += [f"row {i + 1}: {e}" for e in errors("results-row", json.loads(line))]
+    timeline = directory / results.TIMELINE
+    for i, line in enumerate(timeline.read_text().splitlines() if timeline.exists() else []):
+        found += [f"timeline line {i + 1}: {e}" for e in errors("results-timeline", json.loads(line))]
     return found
 
 
@@ -101,6 +104,8 @@ def test_the_schemas_name_the_keys_the_loaders_know():
     manifest = schema("results-manifest")
     assert props(manifest) == {"kind", "schema_version", *(f.name for f in fields(results.ResultsManifest))}
     assert list(manifest["properties"]["schema_version"]["enum"]) == list(results.VERSIONS)
+    timeline = schema("results-timeline")
+    assert list(timeline["properties"]) == list(results.TIMELINE_FIELDS) == timeline["required"]
 
 
 # --- every shipped example and golden file, and what specbench writes, validates
@@ -118,9 +123,11 @@ def test_shipped_profiles_validate(path):
     assert errors("profile", yaml.safe_load(path.read_text())) == []
 
 
-def test_golden_results_validate():
-    load_results(GOLDEN / "results")
-    assert results_errors(GOLDEN / "results") == []
+@pytest.mark.parametrize("run", ["results", "sustained/cooldown", "sustained/no-cooldown"])
+def test_golden_results_validate(run):
+    load_results(GOLDEN / run)
+    results.load_timeline(GOLDEN / run)
+    assert results_errors(GOLDEN / run) == []
 
 
 def test_written_studies_imports_and_budgets_validate(tmp_path):
@@ -252,8 +259,8 @@ def test_bad_profiles_are_refused_by_loader_and_schema(tmp_path, case):
 
 BAD_RESULTS = {
     "manifest kind": ("manifest", ("kind",), "specbench.result"),
-    "manifest version 2": ("manifest", ("schema_version",), 2),
-    "manifest version 4": ("manifest", ("schema_version",), 4),
+    "manifest version 3": ("manifest", ("schema_version",), 3),
+    "manifest version 5": ("manifest", ("schema_version",), 5),
     "manifest without environment": ("manifest", ("environment",), _DROP),
     "row with negative tokens": ("row", ("tokens",), -1),
     "tokens as text": ("row", ("tokens",), "12"),

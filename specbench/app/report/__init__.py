@@ -1,7 +1,7 @@
 """What `specbench report` computes, in rooms: `inputs` (loading, comparability, references, the
 runs' manifests), `tables` (the one rule choosing the rows and every table), `replays` (the
 sensitivity variants and the horizon sweep replayed again), `summary` (the one-screen summary
-and its verdicts) and `outputs` (files, bundle, figures)."""
+and its verdicts), `sustained` (the sustained-load timeline) and `outputs` (files, bundle, figures)."""
 
 from specbench.app.report.inputs import (
     LoadedResults,

@@ -15,7 +15,7 @@ from specbench.core.methods.configs import As2dConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.budgets import load_budget
 from specbench.schemas.fileio import file_sha256
-from specbench.schemas.results import ROWS, ResultsManifest, load_results, profile_warnings
+from specbench.schemas.results import ROWS, TIMELINE, ResultsManifest, load_results, profile_warnings
 from specbench.schemas.windows import load_windows
 
 
@@ -85,6 +85,10 @@ def load_many(directories: Sequence[Path], allow_mixed: bool = False, windows: P
         raise SpecbenchError(f"refusing to compare unlike runs: window '{window}' has window_sha256 {values[0]} "
                              f"and {values[1]}", hint="the window changed between runs")
     keys = ["device", "config", "window_id", "cost_fit", "source"]
+    if frame.duplicated(keys).any() and all((Path(d) / TIMELINE).exists() for d in directories):
+        # sustained runs of one phone (with and without cool-down) are compared by their timelines
+        notes.append(f"sustained runs of the same windows: the per-window tables show {directories[0]}'s rows")
+        frame = frame[~frame.duplicated(keys)].reset_index(drop=True)
     if frame.duplicated(keys).any():
         dup = frame[frame.duplicated(keys)].iloc[0]
         raise SpecbenchError(f"window '{dup['window_id']}' of {dup['config']} on {dup['device']} appears in more "

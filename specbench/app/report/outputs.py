@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from specbench.app.report.inputs import LoadedResults, commands, declared_lines, input_rows, profile_paths
+from specbench.app.report.sustained import sustained_figures
 from specbench.app.report.tables import main_rows
 from specbench.core import metrics
 from specbench.render.tables import INDEX, Table, csv_files, render, to_markdown
@@ -96,6 +97,7 @@ def make_figures(loaded: LoadedResults, directory: Path, horizon: bool = False) 
     if profiles:
         fig, _ = plots.width_cost([load_profile(p) for p in profiles])
         figures["width-cost"] = save(fig, directory / "width-cost")
+    figures.update(sustained_figures(loaded.directories, directory, save))
     if horizon:
         from specbench.app.report.replays import horizon_tables
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from specbench.app.report.inputs import LoadedResults, declared_costs, unstable_timings
+from specbench.app.report.sustained import sustained_tables
 from specbench.core import metrics, samples, text_metrics
 from specbench.core.methods.configs import MEAN_WIDTHS, As2dConfig, MethodConfig, config_of
 from specbench.errors import SpecbenchError
@@ -170,6 +171,7 @@ def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: 
         scored, scored_suffix = (main, suffix) if text_metrics.has_text(main) else (native, NATIVE_SUFFIX)
         tables += text_tables(frame[frame["cost_fit"] == "median"], scored, loaded.references, scored_suffix)
     tables += stability_tables(loaded, native)
+    tables += sustained_tables(loaded.directories)
     return tables
 
 

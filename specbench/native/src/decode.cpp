@@ -9,6 +9,8 @@
 #include "vocabmap.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 const std::vector<std::string> & decode_methods() {
     static const std::vector<std::string> names = {"as2d", "sd", "specasr", "target"};
@@ -357,6 +359,9 @@ void report(const Window & w, const Method & m, const DecodeRun & r, const std::
             // Lossless contract: a diverging window reports where, never a throughput.
             rec["kind"] = "divergence";
             rec.update({{"position", pos}, {"expected", token_at(w.reference, pos)}, {"got", token_at(r.tokens, pos)}});
+            for (const char * key : {"request", "arrival_us", "start_us", "end_us"}) {
+                if (r.extra.contains(key)) rec[key] = r.extra[key];
+            }
             emit_result(rec);
             return;
         }
@@ -384,6 +389,56 @@ void warm(Model & m, int width) {
     m.clear();
 }
 
+// Sustained, paced load (docs/METHODS.md §6.3 Sustained load): requests k = 0, 1, ... decode window
+// k mod n, the first arriving at the stream's zero; the next arrives gaps_us[k mod n] later (as the
+// audio would), or when request k ends (no gaps_us: back to back). No request starts after
+// duration_s; a request that arrives while the previous one still runs waits (queueing).
+struct Pace {
+    bool on = false;
+    int64_t duration_us = 0;
+    std::vector<int> gaps_us;  // per window; empty: back to back
+};
+
+Pace parse_pace(JobObject & job, size_t n_windows) {
+    Pace p;
+    if (!job.has("pace")) return p;
+    JobObject po = job.object("pace");
+    p.on = true;
+    const double duration_s = po.need<double>("duration_s");
+    p.gaps_us = po.get<std::vector<int>>("gaps_us", {});
+    po.done();
+    if (!(duration_s > 0)) throw JobError("job key 'pace.duration_s' must be > 0 (seconds of the stream)");
+    p.duration_us = (int64_t) (duration_s * 1e6);
+    if (!p.gaps_us.empty() && p.gaps_us.size() != n_windows) {
+        throw JobError("job key 'pace.gaps_us' must have one gap per window (" + std::to_string(n_windows) + "), got " +
+                       std::to_string(p.gaps_us.size()));
+    }
+    for (int g : p.gaps_us) {
+        if (g < 0) throw JobError("job key 'pace.gaps_us' must hold gaps >= 0 (microseconds)");
+    }
+    return p;
+}
+
+void sleep_until_us(int64_t t_us) {
+    for (int64_t left = t_us - now_us(); left > 0; left = t_us - now_us()) {
+        std::this_thread::sleep_for(std::chrono::microseconds(left));
+    }
+}
+
+// The paced stream: `run(w)` decodes and reports one request, given its times on now_us()'s clock.
+template <class Request>
+void run_paced(const Pace & pace, const std::vector<Window> & windows, Request run) {
+    const int64_t zero = now_us();
+    emit_event("paced", {{"zero_us", zero}, {"duration_us", pace.duration_us}});
+    int64_t arrival = zero;
+    for (size_t k = 0; arrival - zero < pace.duration_us; k++) {
+        const size_t i = k % windows.size();
+        sleep_until_us(arrival);
+        const int64_t end = run(windows[i], json{{"request", k}, {"arrival_us", arrival}});
+        arrival = pace.gaps_us.empty() ? end : arrival + pace.gaps_us[i];
+    }
+}
+
 }  // namespace
 
 void run_decode(JobObject & job) {
@@ -399,7 +454,11 @@ void run_decode(JobObject & job) {
     // target-only decode beside it see the same moment of the host in either order.
     const bool alternate = job.get<bool>("alternate", false);
     const ProbeOptions probe = parse_probe(job);
+    const Pace pace = parse_pace(job, windows.size());
     job.done();
+    if (pace.on && (methods.size() != 1 || runs != 1)) {
+        throw JobError("job key 'pace' takes one method and runs 1 (each method runs its own paced stream)");
+    }
     if (runs < 1) throw JobError("job key 'runs' must be >= 1 (timed decodes of every window and method)");
     if (warmup_runs < 0) throw JobError("job key 'warmup_runs' must be >= 0 (untimed decodes before the first window)");
 
@@ -472,6 +531,17 @@ void run_decode(JobObject & job) {
         for (const Method & m : methods) decode(windows[0], m);
     }
     if (warmup_runs > 0) emit_event("warmed_up", {{"warmup_runs", warmup_runs}});
+    if (pace.on) {
+        run_paced(pace, windows, [&](const Window & w, json times) {
+            times["start_us"] = now_us();
+            DecodeRun r = decode(w, methods[0]);
+            times["end_us"] = now_us();
+            r.extra.update(times);
+            report(w, methods[0], r, target->detokenize(r.tokens, false), 0, 0);
+            return times["end_us"].get<int64_t>();
+        });
+        return;
+    }
     // Samples of a window interleave the methods (sample 0 of each, then sample 1, ...), so drift
     // within a window reaches every method alike. Probes: before the first window and after each.
     emit_probe(*target, drafter, choice.lookup, probe, "start");

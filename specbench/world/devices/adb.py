@@ -9,7 +9,8 @@ job running. Each job runs as
 through shell v2 (exit status, stderr apart); its JSON lines are parsed as they arrive.
 A timeout, cancel() or Ctrl-C kills the pid in job.pid (adbd does not kill it for us).
 Before each job after the first the phone cools down (thermal status and zone
-temperatures below thresholds, or a warning after `cooldown_max_s`); a snapshot is taken
+temperatures below thresholds, or a warning after `cooldown_max_s`; never with
+`cooldown=False`, a sustained run's --no-cooldown); a snapshot is taken
 before and after each job and reported with the next `snapshot()` under "jobs", together
 with the observed CPU pinning and, with `energy_interval_s`, raw current/voltage samples.
 """
@@ -71,6 +72,8 @@ class AdbSettings:
     target_processor: str = "cpu"
     """'cpu' or a ggml device name such as 'GPUOpenCL'."""
     drafter_processor: str = "cpu"
+    cooldown: bool = True
+    """Cool down before each job after the first (False: `run --sustained --no-cooldown`, heat carries over)."""
     cooldown_max_s: float = 300.0
     cooldown_poll_s: float = 5.0
     cooldown_status: int = 0
@@ -156,6 +159,10 @@ class AdbDevice:
 
     def _snapshot_raw(self) -> dict:
         return st.parse_snapshot(self.link.shell(st.SNAPSHOT_SCRIPT, "taking a snapshot", check=False).stdout)
+
+    def state_now(self) -> dict:
+        """The phone's state now (one round trip), leaving the per-job records for `snapshot`."""
+        return self._snapshot_raw()
 
     def snapshot(self) -> dict:
         """The phone's state now, plus the per-job records since the last snapshot."""
@@ -246,7 +253,7 @@ class AdbDevice:
             job["threads"] = len(self.cores())  # more threads than pinned cores stall llama.cpp
         if job.get("mode") in UNMEASURED_MODES:
             return self._run(job, on_line, None)
-        before = self._cool_down() if self._ran_before else self._fresh_snapshot()
+        before = self._cool_down() if self._ran_before and self.settings.cooldown else self._fresh_snapshot()
         self._ran_before = True
         return self._run(job, on_line, before)
 

@@ -22,7 +22,7 @@ _SUPPLY = "/sys/class/power_supply/battery/"
 # measured); files SELinux hides are skipped (-s) and end up "unavailable".
 SNAPSHOT_SCRIPT = (
     "grep -sH '' " + " ".join([_CPUFREQ + f for f in ("related_cpus", "cpuinfo_max_freq", "scaling_cur_freq",
-                                                     "scaling_governor")]
+                                                     "scaling_max_freq", "scaling_governor")]
                              + [_ZONES + "type", _ZONES + "temp", _SUPPLY + "current_now", _SUPPLY + "voltage_now"])
     + "; echo '@@thermalservice'; dumpsys thermalservice 2>/dev/null; "
     "echo '@@battery'; dumpsys battery 2>/dev/null; echo '@@end'"
@@ -99,6 +99,8 @@ def parse_snapshot(text: str) -> dict:
         clusters.append({"policy": policy, "cpus": cpus,
                          "max_freq_khz": _int_or_unavailable(values.get("cpuinfo_max_freq", "")),
                          "cur_freq_khz": _int_or_unavailable(values.get("scaling_cur_freq", "")),
+                         # the cap thermal throttling lowers (cpuinfo_max_freq never changes)
+                         "scaling_max_freq_khz": _int_or_unavailable(values.get("scaling_max_freq", "")),
                          "governor": values.get("scaling_governor") or UNAVAILABLE})
     zones = {}
     for zone, values in sorted(zones_raw.items(), key=lambda item: int(item[0][12:])):

@@ -35,6 +35,9 @@ class Device(Protocol):
     def snapshot(self) -> dict:
         """Current state (load, frequency governor, temperatures...) where readable."""
 
+    def state_now(self) -> dict:
+        """The state as `snapshot` reads it, with nothing else attached or reset: safe while a job runs."""
+
     def runner(self) -> RunnerInfo:
         """The runner binary this device runs (version, protocol, sha256, modes and methods)."""
 

@@ -97,6 +97,9 @@ class LocalDevice:
             snap["thermal_c"] = thermal
         return snap
 
+    def state_now(self) -> dict:
+        return self.snapshot()
+
     def _read(self, path: Path | str) -> str | None:
         try:
             return (self._root / path).read_text().strip()
