@@ -183,7 +183,7 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
     with timed(run, "profile", log):
         for name, profile_path in zip(PLACEMENTS, profile_paths, strict=False):  # one profile per placement
             plan = sweep_plan(configs, resolve_on(device, name))
-            with progress(f"profiling this host ({name})", plan.forwards(len(drafters))) as advance:
+            with progress(f"profiling this host ({name})", plan.forwards(drafters)) as advance:
                 profiled = profile_device(device, target, drafters, plan, advance)
             profile_path.parent.mkdir(parents=True, exist_ok=True)
             write_profile(profile_path, profiled)

@@ -81,8 +81,7 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
         if warnings:
             stderr.print(f"hint: {WARNING_HINT}", markup=False, soft_wrap=True)
 
-    on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(sum(not d.lookup for d in drafters),
-                                                                      sum(d.lookup for d in drafters)), one)
+    on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(drafters), one)
 
 
 def _out_path(out: Path | None, name: str, placement_spec: str, count: int) -> Path:
