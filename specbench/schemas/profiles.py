@@ -327,16 +327,15 @@ class StabilityWarning:
         return self.spread_pct > UNSTABLE_SPREAD_PCT
 
     def message(self) -> str:
-        cell = f"{self.table} of {self.model} w={self.width} d={self.depth}"
-        parts = []
-        if self.short_of_precision():
-            assert self.precision is not None and self.achieved_precision is not None
-            parts.append(f"{self.samples} repetitions, ±{100 * self.achieved_precision:.1f}% > "
-                         f"{100 * self.precision:g}%")
-        if self.unstable():
-            parts.append(f"unstable: spread {self.spread_pct:.1f}% of the median {self.median_s * 1e3:.3f} ms over "
-                         f"{self.samples} samples (> {UNSTABLE_SPREAD_PCT:g}%)")
-        return f"{cell}: {'; '.join(parts)}"
+        spread = (f"spread {self.spread_pct:.1f}% of the median {self.median_s * 1e3:.3f} ms over {self.samples} "
+                  f"samples (> {UNSTABLE_SPREAD_PCT:g}%)")
+        if not self.short_of_precision():
+            return f"unstable {self.table} of {self.model} at width {self.width}, depth {self.depth}: {spread}"
+        assert self.precision is not None and self.achieved_precision is not None
+        text = (f"{self.table} of {self.model} w={self.width} d={self.depth}: {self.samples} repetitions, "
+                f"±{100 * self.achieved_precision:.1f}% > {100 * self.precision:g}% (the maximum, short of the "
+                "precision)")
+        return f"{text}; {spread}" if self.unstable() else text
 
 
 WARNING_HINT = ("quiet the device (other processes, thermal state) and profile again, with more --max-repetitions "
@@ -392,7 +391,8 @@ def warnings_from_doc(doc: object, where: Where) -> tuple[StabilityWarning, ...]
         fields = {k: kind(need(entry, k, kind, w_where)) for k, kind in kinds.items()}
         precision, achieved = (need(entry, k, float, w_where, None) for k in optional)
         if (precision is None) != (achieved is None):
-            raise w_where.fail("both `precision` and `achieved_precision` or neither", entry)
+            raise w_where.fail("both `precision` and `achieved_precision` or neither",
+                               [k for k in optional if k in entry])
         for key, value in zip(optional, (precision, achieved), strict=True):
             if value is not None and not value >= 0:
                 raise w_where.at(key).fail("a fraction >= 0", value)
