@@ -35,6 +35,7 @@ from specbench.core.methods.configs import (
 )
 from specbench.core.metrics import oracle
 from specbench.core.replay.reference import decode_serial
+from specbench.core.samples import DEFAULT_MAX_REPETITIONS, DEFAULT_PRECISION
 from specbench.errors import SpecbenchError
 from specbench.schemas.budgets import load_budget
 from specbench.schemas.placement import NAMED as PLACEMENTS
@@ -45,7 +46,7 @@ from specbench.world.devices.local import LocalDevice
 from specbench.world.dirs import cache_dir
 from specbench.world.model_files import ModelFile
 from specbench.world.native_run import NativePlan, native_steps, profile_ref, run_native
-from specbench.world.profiling import SweepPlan, profile_device, write_profile
+from specbench.world.profiling import SweepPlan, measured, profile_device, write_profile
 from specbench.world.runner import find_runner
 from specbench.world.tracing import trace_windows
 
@@ -67,6 +68,13 @@ BUDGET_CATALOG = ("as2d:B=1..7,drafter=smollm2", "as2d:B=1..3,drafter=gemma3")
 measure (co-scheduled up to B + 1 = 8 with smollm2, 4 with gemma3)."""
 DEPTHS = (0, 128)
 REPETITIONS = 5
+"""Forwards every profile cell takes (the fewest with PRECISION)."""
+PRECISION = DEFAULT_PRECISION
+"""The demo's profiles time each cell until its median is known to +/-2% (docs/METHODS.md §4.2 Forward costs:
+CT, CD and the all-rows table), between REPETITIONS and MAX_REPETITIONS forwards."""
+MAX_REPETITIONS = 15
+"""A cell short of PRECISION after this many forwards stops there and is named in the profile's warnings
+(half of `profile`'s default: the demo's wall time is the point of the demo)."""
 QUICK_WINDOWS = {Split.DEV: 2, Split.TEST: 1}
 """--quick: the first windows of each split (budget selection needs dev, its deployment test ones)."""
 QUICK_NATIVE = tuple(c.label for c in parse_method_specs(["target", "sd:W=5,drafter=smollm2", "specasr:drafter=smollm2",
@@ -152,18 +160,28 @@ def timed(run: DemoRun, step: str, log: Log) -> Iterator[None]:
     log(f"{step}: {run.timings[step]:.1f} s")
 
 
-def sweep_plan(configs: list[MethodConfig], placement, depths: tuple[int, ...] = DEPTHS) -> SweepPlan:
-    """Only what the demo's methods need (widths, co-scheduled widths, the all-rows table for
-    SpecASR's drafter), 2 depths, 5 repetitions, in one placement."""
+def sweep_plan(configs: list[MethodConfig], placement, depths: tuple[int, ...] = DEPTHS,
+               precision: float | None = None, max_repetitions: int = DEFAULT_MAX_REPETITIONS) -> SweepPlan:
+    """Exactly the cells the configurations' replay prices (`study.check_costs` requires each): target
+    widths 1..the largest any configuration uses; per drafter, its own configurations' drafter widths;
+    the all-rows table only for SpecASR's drafters; co-scheduled widths 1..B + 1 per AS2D drafter;
+    at `depths`, in one placement. Each cell takes REPETITIONS forwards, or (with `precision`) as many
+    as its median needs, up to `max_repetitions`."""
     target_max = max(needed_widths(c)[0] for c in configs)
-    drafter_max = max(max(needed_widths(c)[1] for c in configs), 1)
+    drafter_max: dict[str, int] = {}
     as2d_max: dict[str, int] = {}
     for c in configs:
-        if isinstance(c, As2dConfig) and c.drafter:
-            as2d_max[c.drafter] = max(as2d_max.get(c.drafter, 1), needed_widths(c)[0])
+        name = getattr(c, "drafter", None)
+        if name:
+            drafter_max[name] = max(drafter_max.get(name, 1), needed_widths(c)[1])
+        if isinstance(c, As2dConfig) and name:
+            as2d_max[name] = max(as2d_max.get(name, 1), needed_widths(c)[0])
     specasr = frozenset(c.drafter for c in configs if isinstance(c, SpecAsrConfig) and c.drafter)
-    return SweepPlan(tuple(range(1, target_max + 1)), tuple(range(1, drafter_max + 1)), depths, placement, REPETITIONS,
-                     cosched_widths={name: tuple(range(1, w + 1)) for name, w in as2d_max.items()}, all_rows=specasr)
+    return SweepPlan(tuple(range(1, target_max + 1)), tuple(range(1, max(drafter_max.values(), default=1) + 1)),
+                     depths, placement, REPETITIONS, cosched_widths={name: tuple(range(1, w + 1))
+                                                                     for name, w in as2d_max.items()},
+                     all_rows=specasr, precision=precision, max_repetitions=max_repetitions,
+                     drafter_widths_of={name: tuple(range(1, w + 1)) for name, w in drafter_max.items()})
 
 
 def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> DemoRun:
@@ -182,11 +200,12 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
     profile_paths = [run.out / "device_profiles" / f"local-{name}.yaml" for name in PLACEMENTS]
     with timed(run, "profile", log):
         for name, profile_path in zip(PLACEMENTS, profile_paths, strict=False):  # one profile per placement
-            plan = sweep_plan(configs, resolve_on(device, name))
+            plan = sweep_plan(configs, resolve_on(device, name), precision=PRECISION, max_repetitions=MAX_REPETITIONS)
             with progress(f"profiling this host ({name})", plan.forwards(drafters)) as advance:
                 profiled = profile_device(device, target, drafters, plan, advance)
             profile_path.parent.mkdir(parents=True, exist_ok=True)
             write_profile(profile_path, profiled)
+            log(f"profile ({name}): {measured(profiled.profile)}")
     traces_dir = run.out / "traces"
     with timed(run, "trace", log):
         for drafter in drafters:

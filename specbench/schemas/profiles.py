@@ -99,7 +99,7 @@ class CostTable:
         costs = self.seconds.get(int(width))
         if costs is None:
             raise MissingCostError(f"{self.label}: no measured cost for width {width} "
-                                   f"(measured widths: {_ranges(self.widths())})",
+                                   f"(measured widths: {width_ranges(self.widths())})",
                                    hint="profile the device with a larger --max-width")
         return costs
 
@@ -484,7 +484,7 @@ class DeviceProfile:
         return replace(self, target_costs=replace(self.target_costs, depth_fit=fit), drafters=drafters)
 
 
-def _ranges(widths: list[int]) -> str:
+def width_ranges(widths: list[int]) -> str:
     """Sorted widths as runs, e.g. '1..7, 9..17' (the method spec's range notation)."""
     runs: list[list[int]] = []
     for w in widths:
@@ -526,7 +526,7 @@ def _per_width(doc: dict, key: str, widths: Sequence[int], n: int, where: Where,
     out = {_width_key(k, where.at(key)): _per_depth(v, n, where.at(key).at(str(k)), expected, least, strict)
            for k, v in block.items()}
     if sorted(out) != sorted(widths):
-        raise where.at(key).fail(f"the widths of `seconds` ({_ranges(sorted(widths))})", _ranges(sorted(out)))
+        raise where.at(key).fail(f"the widths of `seconds` ({width_ranges(sorted(widths))})", width_ranges(sorted(out)))
     return out
 
 

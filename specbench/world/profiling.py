@@ -54,6 +54,7 @@ from specbench.schemas.profiles import (
     profile_to_dict,
     save_profile,
     stability_warnings,
+    width_ranges,
 )
 from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session, state
@@ -330,6 +331,33 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
                f"all rows, drafter logits '{DRAFTER_LOGITS}'; {overheads_note}"),
         environment=environment)
     return judged(ProfileRun(profile, samples))
+
+
+def measured(profile: DeviceProfile) -> str:
+    """What a profile measured, in one line: its tables' widths and depths, the co-scheduled widths,
+    and how many cells reached the precision (or the fixed count they took)."""
+    tables = [("CT", profile.target_costs)]
+    for name, d in profile.drafters.items():
+        tables += [(f"{name} CD", d.costs)] + ([(f"{name} CD_all", d.all_rows_costs)] if d.all_rows_costs else [])
+    cells = sum(len(t.widths()) * len(t.depths) for _, t in tables)
+    depths = ", ".join(str(int(d)) for d in profile.target_costs.depths)
+    parts = [", ".join(f"{label} w={width_ranges(t.widths())}" for label, t in tables)
+             + f" at depths {depths} ({cells} cells)"]
+    cosched = [f"{name} w={width_ranges(sorted(d.cosched.rho_target))}" for name, d in profile.drafters.items()
+               if d.cosched is not None]
+    if cosched:
+        parts.append(f"co-scheduled {', '.join(cosched)}")
+    counts = [int(n) for _, t in tables if t.repetitions is not None for row in t.repetitions.values() for n in row]
+    rule = profile.target_costs
+    if rule.precision is not None and all(t.achieved_precision is not None for _, t in tables):
+        within = sum(int((row <= rule.precision).sum()) for _, t in tables
+                     for row in (t.achieved_precision or {}).values())
+        parts.append(f"{within} of {cells} cells within ±{100 * rule.precision:g}% of their median "
+                     f"({min(counts)}..{max(counts)} repetitions, {sum(counts)} timed forwards)")
+    elif counts:
+        parts.append(f"{min(counts)} repetitions each" if min(counts) == max(counts) else
+                     f"{min(counts)}..{max(counts)} repetitions")
+    return "; ".join(parts)
 
 
 def judged(run: ProfileRun) -> ProfileRun:

@@ -5,13 +5,14 @@ their bounds, and a cell that stops at the maximum short of the precision is nam
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
 from specbench.core.samples import RepetitionRule, achieved_precision
 from specbench.schemas.placement import resolve
 from specbench.schemas.profiles import load_profile, stability_warnings
-from specbench.world.profiling import SweepPlan, profile_device, write_profile
+from specbench.world.profiling import SweepPlan, drafter_widths, measured, profile_device, write_profile
 
 
 def sweep(tiny, **rule):
@@ -99,3 +100,28 @@ def test_a_precision_profile_records_counts_and_names_the_cells_short_of_it(devi
                 warning.message()
     assert list(profile.warnings) == stability_warnings(run.samples)
     assert "repetitions until the median's ~95% interval is within +/-0.0001% (5..7)" in profile.notes
+    within = 14 - len(short)
+    assert measured(profile).startswith(f"CT w=1..3, near CD w=1..2, near CD_all w=1..2 at depths 0, 32 (14 cells); "
+                                        f"{within} of 14 cells within ±0.0001% of their median (")
+
+
+def test_the_demos_profiles_measure_exactly_the_cells_its_replay_checks():
+    """docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table: target widths up to W, k_max + 1 or B + 1;
+    drafter widths up to 2 (SD), k_max (SpecASR, both tables) or 1 (AS2D); co-scheduled widths up to B + 1."""
+    from specbench.app.demo import DEMO_METHODS, MAX_REPETITIONS, PRECISION, sweep_plan
+    from specbench.core.methods.configs import parse_method_specs
+    from specbench.world.model_files import ModelFile
+
+    placement = resolve("shared", [0, 1])
+    plan = sweep_plan(parse_method_specs(list(DEMO_METHODS)), placement, precision=PRECISION,
+                      max_repetitions=MAX_REPETITIONS)
+    # sd:W=8 and as2d:B=7 need target width 8, specasr (k_max 8) 9
+    assert plan.widths == tuple(range(1, 10)) and plan.depths == (0, 128)
+    smollm2, gemma3 = ModelFile("smollm2", Path("s.gguf")), ModelFile("gemma3", Path("g.gguf"))
+    assert drafter_widths(plan, smollm2) == tuple(range(1, 9))  # specasr's k_max
+    assert drafter_widths(plan, gemma3) == (1, 2)  # sd:W=5 ingests up to 2; as2d steps 1
+    assert plan.all_rows == {"smollm2"}
+    assert plan.cosched_widths == {"smollm2": tuple(range(1, 9)), "gemma3": (1, 2, 3, 4)}
+    assert plan.rule == RepetitionRule(5, 15, 0.02)
+    # target 9 widths, smollm2 8 + 8 all-rows, gemma3 2, at 2 depths
+    assert plan.forwards([smollm2, gemma3]) == (9 + 16 + 2) * 2
