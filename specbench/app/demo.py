@@ -112,6 +112,8 @@ class DemoRun:
     divergences: int = 0
     deployments: list[Deployment] = field(default_factory=list)
     """Per profile: the budget chosen on the dev windows and its oracle gap on the test windows."""
+    measured: dict[str, str] = field(default_factory=dict)
+    """Placement name -> what its profile measured (`profiling.measured`)."""
 
 
 @dataclass(frozen=True)
@@ -205,7 +207,8 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
                 profiled = profile_device(device, target, drafters, plan, advance)
             profile_path.parent.mkdir(parents=True, exist_ok=True)
             write_profile(profile_path, profiled)
-            log(f"profile ({name}): {measured(profiled.profile)}")
+            run.measured[name] = measured(profiled.profile)
+            log(f"profile ({name}): {run.measured[name]}")
     traces_dir = run.out / "traces"
     with timed(run, "trace", log):
         for drafter in drafters:
