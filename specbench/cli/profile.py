@@ -32,7 +32,7 @@ from specbench.errors import SpecbenchError
               show_default=True,
               help="Time each cell until the half-width of its median's ~95% confidence interval is within this "
                    "fraction of the median (0.02 = 2%), between --min-repetitions and --max-repetitions "
-                   "(docs/METHODS.md §4.2).")
+                   "(docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table).")
 @click.option("--min-repetitions", type=click.IntRange(MIN_REPETITIONS), default=MIN_REPETITIONS, show_default=True,
               help="Timed forwards every cell takes (co-scheduling ratios take exactly this many).")
 @click.option("--max-repetitions", type=click.IntRange(MIN_REPETITIONS, MAX_PRECISION_REPETITIONS),
