@@ -25,9 +25,11 @@ from importlib import resources
 from pathlib import Path
 
 from specbench.app.study import load_inputs, needed_widths, run_replay, select_and_save_budget
+from specbench.core.methods.base import Model
 from specbench.core.methods.configs import (
     As2dConfig,
     MethodConfig,
+    SdConfig,
     SpecAsrConfig,
     TargetConfig,
     method_name,
@@ -41,6 +43,7 @@ from specbench.schemas.budgets import load_budget
 from specbench.schemas.placement import NAMED as PLACEMENTS
 from specbench.schemas.placement import resolve_on
 from specbench.schemas.results import load_results
+from specbench.schemas.traces import TraceFile, load_trace_file
 from specbench.schemas.windows import Split, Window, load_windows, save_windows
 from specbench.world.devices.local import LocalDevice
 from specbench.world.dirs import cache_dir
@@ -163,14 +166,15 @@ def timed(run: DemoRun, step: str, log: Log) -> Iterator[None]:
 
 
 def sweep_plan(configs: list[MethodConfig], placement, depths: tuple[int, ...] = DEPTHS,
-               precision: float | None = None, max_repetitions: int = DEFAULT_MAX_REPETITIONS) -> SweepPlan:
+               precision: float | None = None, max_repetitions: int = DEFAULT_MAX_REPETITIONS,
+               traced: dict[str, int] | None = None) -> SweepPlan:
     """Exactly the cells the configurations' replay prices (`study.check_costs` requires each): target
-    widths 1..the largest any configuration uses; per drafter, its own configurations' drafter widths;
-    the all-rows table only for SpecASR's drafters; co-scheduled widths 1..B + 1 per AS2D drafter;
-    at `depths`, in one placement. Each cell takes REPETITIONS forwards, or (with `precision`) as many
-    as its median needs, up to `max_repetitions`."""
+    widths 1..the largest any configuration uses; per drafter, its own configurations' drafter widths,
+    widened to `traced` (`traced_drafter_widths`); the all-rows table only for SpecASR's drafters;
+    co-scheduled widths 1..B + 1 per AS2D drafter; at `depths`, in one placement. Each cell takes
+    REPETITIONS forwards, or (with `precision`) as many as its median needs, up to `max_repetitions`."""
     target_max = max(needed_widths(c)[0] for c in configs)
-    drafter_max: dict[str, int] = {}
+    drafter_max: dict[str, int] = dict(traced or {})
     as2d_max: dict[str, int] = {}
     for c in configs:
         name = getattr(c, "drafter", None)
@@ -186,6 +190,32 @@ def sweep_plan(configs: list[MethodConfig], placement, depths: tuple[int, ...] =
                      drafter_widths_of={name: tuple(range(1, w + 1)) for name, w in drafter_max.items()})
 
 
+def traced_drafter_widths(traces_dir: Path, windows: Sequence[Window],
+                          configs: Sequence[MethodConfig]) -> dict[str, int]:
+    """Per drafter, the widest drafter forward the serial methods' replay prices on these traces: a
+    drafter with another vocabulary re-ingests the committed text retokenized, as wide as the text
+    needs, which `needed_widths` cannot bound. A window replay refuses is left to the replay to name."""
+    widest: dict[str, int] = {}
+    files: dict[str, TraceFile] = {}
+    for config in configs:
+        name = getattr(config, "drafter", None)
+        if not name or not isinstance(config, SdConfig | SpecAsrConfig):
+            continue
+        if name not in files:
+            files[name] = load_trace_file(traces_dir / f"{name}.jsonl")
+        for window in windows:
+            trace = files[name].windows.get(window.window_id)
+            if trace is None:
+                continue
+            try:
+                ops = decode_serial(replace(config, drafter=None), trace, window.cap, name).ops
+            except SpecbenchError:
+                continue
+            widths = [op.width for op in ops if op.model is Model.DRAFTER]
+            widest[name] = max([widest.get(name, 1), *widths])
+    return widest
+
+
 def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> DemoRun:
     run = DemoRun(Path(out))
     prepare_out(run.out)
@@ -199,16 +229,6 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
     windows = quick_windows(windows) if quick else windows
     windows_path = run.out / "windows.jsonl"
     save_windows(windows_path, windows)
-    profile_paths = [run.out / "device_profiles" / f"local-{name}.yaml" for name in PLACEMENTS]
-    with timed(run, "profile", log):
-        for name, profile_path in zip(PLACEMENTS, profile_paths, strict=False):  # one profile per placement
-            plan = sweep_plan(configs, resolve_on(device, name), precision=PRECISION, max_repetitions=MAX_REPETITIONS)
-            with progress(f"profiling this host ({name})", plan.forwards(drafters)) as advance:
-                profiled = profile_device(device, target, drafters, plan, advance)
-            profile_path.parent.mkdir(parents=True, exist_ok=True)
-            write_profile(profile_path, profiled)
-            run.measured[name] = measured(profiled.profile)
-            log(f"profile ({name}): {run.measured[name]}")
     traces_dir = run.out / "traces"
     with timed(run, "trace", log):
         for drafter in drafters:
@@ -216,6 +236,18 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
             with progress(f"tracing {drafter.name}", len(windows)) as advance:
                 trace_windows(device, windows, target, drafter, traces_dir, TRACE_K_MAX[drafter.name], False, None,
                               advance, None, specasr, cache_dir() / "traces", say=log)
+    profile_paths = [run.out / "device_profiles" / f"local-{name}.yaml" for name in PLACEMENTS]
+    with timed(run, "profile", log):
+        traced = traced_drafter_widths(traces_dir, windows, configs)
+        for name, profile_path in zip(PLACEMENTS, profile_paths, strict=False):  # one profile per placement
+            plan = sweep_plan(configs, resolve_on(device, name), precision=PRECISION, max_repetitions=MAX_REPETITIONS,
+                              traced=traced)
+            with progress(f"profiling this host ({name})", plan.forwards(drafters)) as advance:
+                profiled = profile_device(device, target, drafters, plan, advance)
+            profile_path.parent.mkdir(parents=True, exist_ok=True)
+            write_profile(profile_path, profiled)
+            run.measured[name] = measured(profiled.profile)
+            log(f"profile ({name}): {run.measured[name]}")
     with timed(run, "replay", log):
         inputs = load_inputs(windows_path, traces_dir, profile_paths, None)
         replayable = replayable_configs(inputs, configs, run, log)

@@ -125,3 +125,7 @@ def test_the_demos_profiles_measure_exactly_the_cells_its_replay_checks():
     assert plan.rule == RepetitionRule(5, 15, 0.02)
     # target 9 widths, smollm2 8 + 8 all-rows, gemma3 2, at 2 depths
     assert plan.forwards([smollm2, gemma3]) == (9 + 16 + 2) * 2
+    # gemma3's own vocabulary: its SD re-ingests retokenized text as wide as the traces say
+    widened = sweep_plan(parse_method_specs(list(DEMO_METHODS)), placement, traced={"gemma3": 3, "smollm2": 2})
+    assert drafter_widths(widened, gemma3) == (1, 2, 3) and drafter_widths(widened, smollm2) == tuple(range(1, 9))
+    assert widened.precision is None  # validate's cells: a fixed count
