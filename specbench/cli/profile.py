@@ -7,6 +7,12 @@ from pathlib import Path
 import click
 
 from specbench.cli.devices import device_names, phone_options, phone_settings
+from specbench.core.samples import (
+    DEFAULT_MAX_REPETITIONS,
+    DEFAULT_PRECISION,
+    MAX_PRECISION_REPETITIONS,
+    MIN_REPETITIONS,
+)
 from specbench.errors import SpecbenchError
 
 
@@ -22,7 +28,19 @@ from specbench.errors import SpecbenchError
 @click.option("--drafter-max-width", type=click.IntRange(1, 64), default=None,
               help="Drafter widths 1..n (default: --max-width; SpecASR's ingest needs up to k_max).")
 @click.option("--depths", default="0,128,256", show_default=True, help="KV depths to measure at (comma-separated).")
-@click.option("--repetitions", type=click.IntRange(5), default=5, show_default=True, help="Timed forwards per point.")
+@click.option("--precision", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_PRECISION,
+              show_default=True,
+              help="Time each cell until the half-width of its median's ~95% confidence interval is within this "
+                   "fraction of the median (0.02 = 2%), between --min-repetitions and --max-repetitions "
+                   "(docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table).")
+@click.option("--min-repetitions", type=click.IntRange(MIN_REPETITIONS), default=MIN_REPETITIONS, show_default=True,
+              help="Timed forwards every cell takes (co-scheduling ratios take exactly this many).")
+@click.option("--max-repetitions", type=click.IntRange(MIN_REPETITIONS, MAX_PRECISION_REPETITIONS),
+              default=DEFAULT_MAX_REPETITIONS, show_default=True,
+              help="Most timed forwards a cell takes chasing --precision; a cell that stops here short of it is "
+                   "warned about.")
+@click.option("--repetitions", type=click.IntRange(MIN_REPETITIONS), default=None,
+              help="A fixed count of timed forwards per cell instead of --precision.")
 @click.option("--placement", "placement_spec", default="shared", show_default=True, metavar="split|shared|SPEC",
               help="Where each lane runs while measuring (every table is measured there): split = target and "
                    "drafter on disjoint halves of the CPUs, shared = both on all of them, or "
@@ -35,16 +53,20 @@ from specbench.errors import SpecbenchError
                    "device_profiles/<device>-<placement>.yaml; with several devices, <stem>-<device>.yaml each.")
 @phone_options
 def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_specs: tuple[str, ...], max_width: int,
-            drafter_max_width: int | None, depths: str, repetitions: int, placement_spec: str, no_cosched: bool,
+            drafter_max_width: int | None, depths: str, precision: float, min_repetitions: int,
+            max_repetitions: int, repetitions: int | None, placement_spec: str, no_cosched: bool,
             out: Path | None) -> None:
     """Profile DEVICE (default: local, this host; or phone serials, in parallel): forward costs.
 
     The runner times target forwards of widths 1..--max-width (logits for every row) and
-    drafter forwards at each depth (median of >= 5 repetitions after warm-up), records
+    drafter forwards at each depth after warm-up, each cell (model, width, depth) until its
+    median is known to --precision (between --min-repetitions and --max-repetitions; the
+    cells not yet there go round in interleaved rounds), or --repetitions times; records
     the device state before and after, and co-scheduling ratios at each depth, all in one
     --placement, each lane's threads pinned to its CPUs (read back and recorded). A timing
-    whose samples spread more than 10% of their median is warned about on stderr and kept
-    in the profile's `warnings`, which `specbench report` shows. Phones
+    whose samples spread more than 10% of their median, and a cell that stopped at
+    --max-repetitions short of --precision, are warned about on stderr and kept in the
+    profile's `warnings`, which `specbench report` shows. Phones
     (serials from `specbench devices`) get the runner and models
     pushed to /data/local/tmp/specbench, jobs pinned to --cores and a cool-down between jobs.
 
@@ -59,9 +81,24 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
     from specbench.app.progress import stderr
     from specbench.schemas.placement import resolve_on
     from specbench.schemas.profiles import WARNING_HINT
-    from specbench.world.profiling import parse_depths, plan_for, profile_device, samples_path, write_profile
+    from specbench.world.profiling import (
+        parse_depths,
+        plan_for,
+        profile_device,
+        repetition_rule,
+        samples_path,
+        write_profile,
+    )
 
     parsed_depths = parse_depths(depths)
+    if repetitions is not None:
+        wanted = {"--min-repetitions": min_repetitions != MIN_REPETITIONS,
+                  "--max-repetitions": max_repetitions != DEFAULT_MAX_REPETITIONS,
+                  "--precision": precision != DEFAULT_PRECISION}
+        clash = next((flag for flag, given in wanted.items() if given), None)
+        if clash:
+            raise SpecbenchError(f"--repetitions {repetitions} (a fixed count) goes without {clash}")
+    rule = repetition_rule(precision, min_repetitions, max_repetitions) if repetitions is None else None
     names = device_names(device_specs)
     outs = {name: _out_path(out, name, placement_spec, len(names)) for name in names}
     target, drafters = _models(target_path, drafter_specs)
@@ -69,7 +106,8 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
         path.parent.mkdir(parents=True, exist_ok=True)  # the default device_profiles/ may not exist yet
     devices = open_devices(names, phone_settings())
     plans = {dev.name: plan_for(max_width, parsed_depths, resolve_on(dev, placement_spec),
-                                repetitions, drafter_max_width, not no_cosched) for dev in devices}
+                                repetitions or min_repetitions, drafter_max_width, not no_cosched,
+                                None if rule is None else rule.precision, max_repetitions) for dev in devices}
 
     def one(dev, advance):
         run = profile_device(dev, target, drafters, plans[dev.name], advance)
@@ -81,8 +119,7 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
         if warnings:
             stderr.print(f"hint: {WARNING_HINT}", markup=False, soft_wrap=True)
 
-    on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(sum(not d.lookup for d in drafters),
-                                                                      sum(d.lookup for d in drafters)), one)
+    on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(drafters), one)
 
 
 def _out_path(out: Path | None, name: str, placement_spec: str, count: int) -> Path:

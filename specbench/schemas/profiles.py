@@ -1,7 +1,7 @@
 """Device cost profiles (docs/METHODS.md §4 The device profile and its placement): measured forward costs and
 co-scheduling slowdowns.
 
-YAML layout (`kind: specbench.profile`, `schema_version: 2`), one `DeviceProfile`:
+YAML layout (`kind: specbench.profile`, `schema_version: 3`), one `DeviceProfile`:
 
     environment: {...}   # schemas/environment.py: specbench, command, times, runner build, models, device
     device: {name, serial, model, soc, abi, ...}   # what the device says about itself
@@ -10,13 +10,15 @@ YAML layout (`kind: specbench.profile`, `schema_version: 2`), one `DeviceProfile
     runner: {sha256, version, protocol, llama_cpp_commit, flags, path}   # a profile without `environment` (optional)
     snapshot: {before: {...}, after: {...}}   # device state before/after measuring (optional)
     target:  {model: {name, sha256}, processor, threads,
-              costs: {depths: [...], seconds: {width: [per depth]}, spread: {width: [per depth]}, repetitions}}
+              costs: {depths: [...], seconds: {width: [per depth]}, spread: {width: [per depth]},
+                      repetitions: {width: [per depth]}, achieved_precision: {width: [per depth]}, precision}}
     drafters:
       - {name, model: {...}, processor, threads, costs: {...}, costs_all_rows: {...},   # last row / every row
          cosched: {depths: [...], ratios: {width: {rho_target: [..], rho_drafter: [..]}}}}  # measured widths
     overheads: {producer_startup_s, publish_s, align_s}
     notes: how it was measured (free text, optional)
-    warnings: [{model, table, width, depth, median_s, spread_pct, samples}]   # unstable timings (optional)
+    warnings: [{model, table, width, depth, median_s, spread_pct, samples, precision?, achieved_precision?}]
+              # unstable timings and cells that stopped at the maximum short of the precision (optional)
 
 A drafter whose costs come from elsewhere (docs/METHODS.md §4.7 Declared drafter costs) carries `declared: {source,
 fraction_of_target}` instead of `costs` (each forward of n tokens costs that fraction of the
@@ -41,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from specbench.core.samples import UNSTABLE_SPREAD_PCT, spread_pct
+from specbench.core.samples import UNSTABLE_SPREAD_PCT, achieved_precision, reaches, spread_pct
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.environment import KEY as ENV_KEY
 from specbench.schemas.environment import Environment, RunnerBuild, environment_to_dict, manifest_environment
@@ -54,7 +56,10 @@ KIND = "specbench.profile"
 # 2 = `placement` (required) and `pinning`: every table is measured in that placement; the
 #     optional `environment` block holds the runner build (then no top-level `runner`), the
 #     optional `warnings` the timings spread > 10% of their median.
-VERSION = 2
+# 3 = a cost table's `repetitions` is a count per cell ({width: [per depth]}) beside
+#     `achieved_precision` per cell and the requested `precision` (absent: a fixed count); a warning
+#     may carry `precision` and `achieved_precision` (a cell that hit the maximum short of it).
+VERSION = 3
 VERSIONS = (VERSION,)
 DEPTH_POLICY = "linear-in-depth, flat outside the measured depths"
 RATIO_FITS = ("median", "min", "max")
@@ -79,8 +84,13 @@ class CostTable:
     """One of DEPTH_FITS: depth-flat (DEPTH_POLICY) or depth-linear (the sensitivity variant)."""
     spread: Mapping[int, np.ndarray] | None = None
     """width -> standard deviation (seconds) of the timed samples at each depth (None: not recorded)."""
-    repetitions: int | None = None
-    """Timed samples behind each median (None: not recorded)."""
+    repetitions: Mapping[int, np.ndarray] | None = None
+    """width -> timed samples behind each depth's median (None: not recorded)."""
+    achieved_precision: Mapping[int, np.ndarray] | None = None
+    """width -> half-width of each depth's median's ~95% interval / the median (None: not recorded;
+    docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table)."""
+    precision: float | None = None
+    """The relative half-width the cells were measured to (None: a fixed count of repetitions)."""
 
     def widths(self) -> list[int]:
         return sorted(self.seconds)
@@ -89,7 +99,7 @@ class CostTable:
         costs = self.seconds.get(int(width))
         if costs is None:
             raise MissingCostError(f"{self.label}: no measured cost for width {width} "
-                                   f"(measured widths: {_ranges(self.widths())})",
+                                   f"(measured widths: {width_ranges(self.widths())})",
                                    hint="profile the device with a larger --max-width")
         return costs
 
@@ -303,25 +313,53 @@ class StabilityWarning:
     spread_pct: float
     """100 x standard deviation / median of the samples."""
     samples: int
+    precision: float | None = None
+    """The precision the cell was measured to, when it stopped at the maximum count short of it
+    (None: a spread warning only)."""
+    achieved_precision: float | None = None
+    """What the cell reached instead (with `precision`)."""
+
+    def short_of_precision(self) -> bool:
+        """The cell hit the maximum count without reaching the precision."""
+        return self.precision is not None and self.achieved_precision is not None
+
+    def unstable(self) -> bool:
+        return self.spread_pct > UNSTABLE_SPREAD_PCT
 
     def message(self) -> str:
-        return (f"unstable {self.table} of {self.model} at width {self.width}, depth {self.depth}: spread "
-                f"{self.spread_pct:.1f}% of the median {self.median_s * 1e3:.3f} ms over {self.samples} samples "
-                f"(> {UNSTABLE_SPREAD_PCT:g}%)")
+        spread = (f"spread {self.spread_pct:.1f}% of the median {self.median_s * 1e3:.3f} ms over {self.samples} "
+                  f"samples (> {UNSTABLE_SPREAD_PCT:g}%)")
+        if not self.short_of_precision():
+            return f"unstable {self.table} of {self.model} at width {self.width}, depth {self.depth}: {spread}"
+        assert self.precision is not None and self.achieved_precision is not None
+        text = (f"{self.table} of {self.model} w={self.width} d={self.depth}: {self.samples} repetitions, "
+                f"±{100 * self.achieved_precision:.1f}% > {100 * self.precision:g}% (the maximum, short of the "
+                "precision)")
+        return f"{text}; {spread}" if self.unstable() else text
 
 
-WARNING_HINT = ("quiet the device (other processes, thermal state) and profile again, or with more --repetitions")
+WARNING_HINT = ("quiet the device (other processes, thermal state) and profile again, with more --max-repetitions "
+                "or a looser --precision")
 
 
 def stability_warnings(samples: Sequence[dict]) -> list[StabilityWarning]:
     """The unstable timings among a profile's raw runner records (the `*.samples.jsonl` lines:
-    `forward` records with `samples_us`, `cosched` records with `samples`), pure."""
+    `forward` records with `samples_us`, `cosched` records with `samples`), and the cells measured
+    to a precision that stopped at their maximum count short of it, pure."""
     out = []
 
     def check(model: str, table: str, record: dict, values: Sequence[float]) -> None:
-        if len(values) > 1 and spread_pct(values) > UNSTABLE_SPREAD_PCT:
+        spread = spread_pct(values) if len(values) > 1 else 0.0
+        wanted = record.get("precision") if table in ("CT", "CD", "CD_all") else None
+        achieved = achieved_precision(values) if wanted is not None and values else math.inf
+        # a cell stops short of its precision only at the maximum count (a zero median has no
+        # relative precision, and no profile takes it as a cost)
+        short = wanted is not None and math.isfinite(achieved) and not reaches(achieved, float(wanted))
+        if spread > UNSTABLE_SPREAD_PCT or short:
             out.append(StabilityWarning(model, table, int(record["width"]), int(record["depth"]),
-                                        float(np.median(values)) / 1e6, round(spread_pct(values), 3), len(values)))
+                                        float(np.median(values)) / 1e6, round(spread, 3), len(values),
+                                        float(wanted) if short and wanted is not None else None,
+                                        round(achieved, 6) if short else None))
 
     for record in samples:
         name = str(record.get("model_name", record.get("model", "?")))
@@ -335,8 +373,8 @@ def stability_warnings(samples: Sequence[dict]) -> list[StabilityWarning]:
 
 
 def warnings_doc(warnings: Sequence[StabilityWarning]) -> list[dict]:
-    """The profile's (and a results manifest's) `warnings` list."""
-    return [asdict(w) for w in warnings]
+    """The profile's (and a results manifest's) `warnings` list; a spread warning carries no precision keys."""
+    return [{k: v for k, v in asdict(w).items() if v is not None} for w in warnings]
 
 
 def warnings_from_doc(doc: object, where: Where) -> tuple[StabilityWarning, ...]:
@@ -346,10 +384,20 @@ def warnings_from_doc(doc: object, where: Where) -> tuple[StabilityWarning, ...]
     out = []
     kinds = {"model": str, "table": str, "width": int, "depth": int, "median_s": float, "spread_pct": float,
              "samples": int}
+    optional = ("precision", "achieved_precision")
     for i, entry in enumerate(doc):
         w_where = where.at(i)
-        reject_unknown(entry if isinstance(entry, dict) else {}, set(kinds), w_where)
-        out.append(StabilityWarning(**{k: kind(need(entry, k, kind, w_where)) for k, kind in kinds.items()}))
+        reject_unknown(entry if isinstance(entry, dict) else {}, set(kinds) | set(optional), w_where)
+        fields = {k: kind(need(entry, k, kind, w_where)) for k, kind in kinds.items()}
+        precision, achieved = (need(entry, k, float, w_where, None) for k in optional)
+        if (precision is None) != (achieved is None):
+            raise w_where.fail("both `precision` and `achieved_precision` or neither",
+                               [k for k in optional if k in entry])
+        for key, value in zip(optional, (precision, achieved), strict=True):
+            if value is not None and not value >= 0:
+                raise w_where.at(key).fail("a fraction >= 0", value)
+        out.append(StabilityWarning(**fields, precision=None if precision is None else float(precision),
+                                    achieved_precision=None if achieved is None else float(achieved)))
     return tuple(out)
 
 
@@ -436,7 +484,7 @@ class DeviceProfile:
         return replace(self, target_costs=replace(self.target_costs, depth_fit=fit), drafters=drafters)
 
 
-def _ranges(widths: list[int]) -> str:
+def width_ranges(widths: list[int]) -> str:
     """Sorted widths as runs, e.g. '1..7, 9..17' (the method spec's range notation)."""
     runs: list[list[int]] = []
     for w in widths:
@@ -469,8 +517,21 @@ def _per_depth(values: object, n: int, where: Where, expected: str, least: float
     return np.asarray(values, dtype=np.float64)
 
 
+def _per_width(doc: dict, key: str, widths: Sequence[int], n: int, where: Where, expected: str, least: float,
+               strict: bool) -> dict[int, np.ndarray] | None:
+    """An optional {width: [per depth]} block of a cost table, for exactly the table's widths."""
+    block = need(doc, key, dict, where, None)
+    if block is None:
+        return None
+    out = {_width_key(k, where.at(key)): _per_depth(v, n, where.at(key).at(str(k)), expected, least, strict)
+           for k, v in block.items()}
+    if sorted(out) != sorted(widths):
+        raise where.at(key).fail(f"the widths of `seconds` ({width_ranges(sorted(widths))})", width_ranges(sorted(out)))
+    return out
+
+
 def _cost_table(doc: dict, where: Where, label: str) -> CostTable:
-    reject_unknown(doc, {"depths", "seconds", "spread", "repetitions"}, where)
+    reject_unknown(doc, {"depths", "seconds", "spread", "repetitions", "achieved_precision", "precision"}, where)
     depths = _depths(doc, where)
     seconds_doc = need(doc, "seconds", dict, where)
     if not seconds_doc:
@@ -483,10 +544,17 @@ def _cost_table(doc: dict, where: Where, label: str) -> CostTable:
         _width_key(key, where.at("spread")): _per_depth(values, len(depths), where.at("spread").at(str(key)),
                                                        "standard deviations in seconds", strict=False)
         for key, values in spread_doc.items()}
-    repetitions = need(doc, "repetitions", int, where, None)
-    if repetitions is not None and repetitions < 1:
-        raise where.at("repetitions").fail("a count >= 1", repetitions)
-    return CostTable(np.asarray(depths, dtype=np.float64), seconds, label, spread=spread, repetitions=repetitions)
+    repetitions = _per_width(doc, "repetitions", list(seconds), len(depths), where, "counts of timed samples", 1,
+                             False)
+    if repetitions is not None and any((v != np.round(v)).any() for v in repetitions.values()):
+        raise where.at("repetitions").fail("whole counts of timed samples", doc["repetitions"])
+    achieved = _per_width(doc, "achieved_precision", list(seconds), len(depths), where,
+                          "relative half-widths of the median's interval", 0, False)
+    precision = need(doc, "precision", float, where, None)
+    if precision is not None and not 0 < precision < 1:
+        raise where.at("precision").fail("a fraction of the median in (0, 1)", precision)
+    return CostTable(np.asarray(depths, dtype=np.float64), seconds, label, spread=spread, repetitions=repetitions,
+                     achieved_precision=achieved, precision=None if precision is None else float(precision))
 
 
 def _width_key(key: Any, where: Where) -> int:  # any YAML or JSON key; int() says which are widths
@@ -681,7 +749,12 @@ def _table_doc(table: CostTable) -> dict:
     if table.spread is not None:
         doc["spread"] = {int(w): _numbers(table.spread[w]) for w in sorted(table.spread)}
     if table.repetitions is not None:
-        doc["repetitions"] = int(table.repetitions)
+        doc["repetitions"] = {int(w): [int(n) for n in table.repetitions[w]] for w in sorted(table.repetitions)}
+    if table.achieved_precision is not None:
+        doc["achieved_precision"] = {int(w): _numbers(table.achieved_precision[w])
+                                     for w in sorted(table.achieved_precision)}
+    if table.precision is not None:
+        doc["precision"] = float(table.precision)
     return doc
 
 

@@ -27,6 +27,14 @@ from pathlib import Path
 
 import numpy as np
 
+from specbench.core.samples import (
+    DEFAULT_MAX_REPETITIONS,
+    DEFAULT_PRECISION,
+    MAX_PRECISION_REPETITIONS,
+    MIN_REPETITIONS,
+    RepetitionRule,
+    achieved_precision,
+)
 from specbench.errors import SpecbenchError
 from specbench.schemas.environment import KEY as ENV_KEY
 from specbench.schemas.environment import environment_to_dict, manifest_environment
@@ -46,6 +54,7 @@ from specbench.schemas.profiles import (
     profile_to_dict,
     save_profile,
     stability_warnings,
+    width_ranges,
 )
 from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session, state
@@ -69,6 +78,7 @@ class SweepPlan:
     placement: Placement
     """Where each lane runs; every table is measured there."""
     repetitions: int = 5
+    """Timed forwards per cell: the fixed count, or the minimum with a `precision`."""
     warmup: int = 1
     cosched: bool = True
     """Measure co-scheduling ratios."""
@@ -79,29 +89,70 @@ class SweepPlan:
     """Drafters that get the all-rows table (None: every drafter; only SpecASR reads it)."""
     overheads: bool = True
     """Measure AS2D's overheads (a validation's refreshes time the cost tables only)."""
+    precision: float | None = None
+    """Forward-cost cells take samples until their median's ~95% interval is within this fraction
+    of it (None: `repetitions` each; docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table)."""
+    max_repetitions: int = DEFAULT_MAX_REPETITIONS
+    """Most timed forwards per cell with a `precision`."""
+    drafter_widths_of: Mapping[str, tuple[int, ...]] | None = None
+    """Per drafter name, the drafter widths swept (None, or a drafter not named: `drafter_widths`)."""
 
     def __post_init__(self) -> None:
         if not self.widths or min(self.widths) < 1 or (self.drafter_widths and min(self.drafter_widths) < 1):
             raise SpecbenchError("widths must be >= 1")
         if not self.depths or min(self.depths) < 0:
             raise SpecbenchError("depths must be >= 0 (e.g. --depths 0,128,256)")
-        if self.repetitions < 5:
-            raise SpecbenchError(f"--repetitions {self.repetitions}: at least 5 are needed for a median and spread")
+        if self.repetitions < MIN_REPETITIONS:
+            raise SpecbenchError(f"--repetitions {self.repetitions}: at least {MIN_REPETITIONS} are needed for a "
+                                 "median and spread")
+        if self.precision is not None:
+            repetition_rule(self.precision, self.repetitions, self.max_repetitions)
 
-    def forwards(self, drafters: int, lookups: int = 0) -> int:
-        """Timed (model, width, depth) records `profile_device` collects for that many drafter
-        models and lookup drafters (one record per depth: width 1)."""
-        with_all_rows = drafters if self.all_rows is None else min(len(self.all_rows), drafters)
-        # Every job after the first sweeps the target at width 1 only; so does each all-rows job.
-        target = len(self.widths) + max(drafters + lookups - 1, 0) + with_all_rows
-        drafter = (drafters + with_all_rows) * len(self.drafter_widths) + lookups
-        return (target + drafter) * len(self.depths)
+    @property
+    def rule(self) -> RepetitionRule:
+        """How many timed forwards each forward-cost cell takes."""
+        if self.precision is None:
+            return RepetitionRule.fixed(self.repetitions)
+        return repetition_rule(self.precision, self.repetitions, self.max_repetitions)
+
+    def forwards(self, drafters: Sequence[ModelFile]) -> int:
+        """Timed (model, width, depth) records `profile_device` collects for these drafters (a
+        lookup drafter: one record per depth, width 1)."""
+        cells = len(self.widths)
+        for drafter in drafters:
+            widths = len(drafter_widths(self, drafter))
+            all_rows = not drafter.lookup and (self.all_rows is None or drafter.name in self.all_rows)
+            cells += widths * (2 if all_rows else 1)
+        return cells * len(self.depths)
 
 
 def plan_for(max_width: int, depths: Sequence[int], placement: Placement, repetitions: int = 5,
-             drafter_max_width: int | None = None, cosched: bool = True) -> SweepPlan:
+             drafter_max_width: int | None = None, cosched: bool = True, precision: float | None = None,
+             max_repetitions: int = DEFAULT_MAX_REPETITIONS) -> SweepPlan:
     return SweepPlan(tuple(range(1, max_width + 1)), tuple(range(1, (drafter_max_width or max_width) + 1)),
-                     tuple(sorted(set(depths))), placement, repetitions, 1, cosched)
+                     tuple(sorted(set(depths))), placement, repetitions, 1, cosched, precision=precision,
+                     max_repetitions=max_repetitions)
+
+
+def repetition_rule(precision: float, min_repetitions: int, max_repetitions: int) -> RepetitionRule:
+    """The rule of `profile --precision`, or a one-line error naming the flag that is out of range."""
+    if not 0 < precision < 1:
+        raise SpecbenchError(f"--precision {precision:g}: expected a fraction of the median in (0, 1), e.g. "
+                             f"{DEFAULT_PRECISION:g} for 2%")
+    if min_repetitions < MIN_REPETITIONS:
+        raise SpecbenchError(f"--min-repetitions {min_repetitions}: expected >= {MIN_REPETITIONS}")
+    if not min_repetitions <= max_repetitions <= MAX_PRECISION_REPETITIONS:
+        raise SpecbenchError(f"--max-repetitions {max_repetitions}: expected between --min-repetitions "
+                             f"({min_repetitions}) and {MAX_PRECISION_REPETITIONS}")
+    return RepetitionRule(min_repetitions, max_repetitions, precision)
+
+
+def rule_job(rule: RepetitionRule) -> dict:
+    """A sweep job's keys for the rule (docs: specbench/native/README.md)."""
+    if rule.precision is None:
+        return {"repetitions": rule.min_repetitions}
+    return {"precision": rule.precision, "min_repetitions": rule.min_repetitions,
+            "max_repetitions": rule.max_repetitions}
 
 
 def parse_depths(text: str) -> tuple[int, ...]:
@@ -130,9 +181,10 @@ class ProfileRun:
 
 def sweep_job(device: Device, target: ModelFile, drafter: ModelFile | None, plan: SweepPlan,
               target_widths: Sequence[int] | None = None, drafter_logits: str = DRAFTER_LOGITS) -> dict:
+    """The runner's sweep job; `target_widths` () with a drafter: the drafter's tables only."""
+    widths = list(plan.widths if target_widths is None else target_widths)
     job = {"mode": "sweep", "target": model_job(device, target, plan.placement.target),
-           "widths": list(target_widths or plan.widths), "depths": list(plan.depths), "warmup": plan.warmup,
-           "repetitions": plan.repetitions, "seed": 42}
+           "widths": widths, "depths": list(plan.depths), "warmup": plan.warmup, **rule_job(plan.rule), "seed": 42}
     if drafter is not None:
         job |= {"drafter": model_job(device, drafter, plan.placement.drafter),
                 "drafter_widths": list(drafter_widths(plan, drafter)), "drafter_logits": drafter_logits}
@@ -141,20 +193,26 @@ def sweep_job(device: Device, target: ModelFile, drafter: ModelFile | None, plan
 
 def drafter_widths(plan: SweepPlan, drafter: ModelFile) -> tuple[int, ...]:
     """The drafter widths swept: a lookup is one op of width 1."""
-    return (1,) if drafter.lookup else plan.drafter_widths
+    return (1,) if drafter.lookup else (plan.drafter_widths_of or {}).get(drafter.name, plan.drafter_widths)
 
 
 def cost_table(results: Sequence[dict], model: str, widths: Sequence[int], depths: Sequence[int],
-               label: str) -> CostTable:
-    """A profile cost table (medians, spreads, repetitions) from sweep results of one model."""
+               label: str, rule: RepetitionRule) -> CostTable:
+    """A profile cost table (medians, spreads, counts and achieved precisions per cell) from sweep
+    results of one model; the precision each cell reached is recomputed from its samples."""
     got = {(r["width"], r["depth"]): r for r in results if r.get("kind") == "forward" and r.get("model") == model}
     missing = [(w, d) for w in widths for d in depths if (w, d) not in got]
     if missing:
         raise SpecbenchError(f"the runner's sweep lacks {model} width {missing[0][0]} at depth {missing[0][1]}")
-    return CostTable(np.asarray(depths, dtype=np.float64),
-                     {int(w): np.array([got[(w, d)]["median_us"] / 1e6 for d in depths]) for w in widths}, label,
-                     spread={int(w): np.array([got[(w, d)]["stdev_us"] / 1e6 for d in depths]) for w in widths},
-                     repetitions=int(next(iter(got.values()))["repetitions"]))
+
+    def per_cell(value: Callable[[dict], float]) -> dict[int, np.ndarray]:
+        return {int(w): np.array([value(got[(w, d)]) for d in depths], dtype=np.float64) for w in widths}
+
+    return CostTable(np.asarray(depths, dtype=np.float64), per_cell(lambda r: r["median_us"] / 1e6), label,
+                     spread=per_cell(lambda r: r["stdev_us"] / 1e6),
+                     repetitions=per_cell(lambda r: len(r["samples_us"])),
+                     achieved_precision=per_cell(lambda r: achieved_precision(r["samples_us"])),
+                     precision=rule.precision)
 
 
 def co_schedule(results: Sequence[dict], depths: Sequence[int]) -> CoSchedule | None:
@@ -196,7 +254,10 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         if progress and doc.get("result", {}).get("kind") == "forward":
             progress(1)
 
-    jobs = [(None, None)] if not drafters else [(d, None if i == 0 else [1]) for i, d in enumerate(drafters)]
+    # the target is swept once, with the first drafter; the later jobs time their drafter's tables only
+    jobs: list[tuple[ModelFile | None, list[int] | None]] = [(None, None)]
+    if drafters:
+        jobs = [(d, None if i == 0 else []) for i, d in enumerate(drafters)]
     target_costs: CostTable | None = None
     profiled: dict[str, DrafterProfile] = {}
     pinning: dict[str, LanePinning] = {}
@@ -219,23 +280,25 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         out = pinned(device.run_job(sweep_job(device, target, drafter, plan, widths), count), "sweep")
         samples += named(out.results, drafter)
         if target_costs is None:
-            target_costs = cost_table(out.results, "target", plan.widths, plan.depths, f"{label} target")
+            target_costs = cost_table(out.results, "target", plan.widths, plan.depths, f"{label} target",
+                                      plan.rule)
         if drafter is None:
             continue
         d_label = f"{label} drafter '{drafter.name}'"
         model = ModelId(drafter.name, drafter.sha256)
         if drafter.lookup:  # on the target's thread
             profiled[drafter.name] = DrafterProfile(drafter.name, model, "cpu",
-                                                    cost_table(out.results, "drafter", (1,), plan.depths, d_label),
+                                                    cost_table(out.results, "drafter", (1,), plan.depths, d_label,
+                                                               plan.rule),
                                                     None, threads=1)
             continue
         all_rows = None
         if plan.all_rows is None or drafter.name in plan.all_rows:
-            all_out = pinned(device.run_job(sweep_job(device, target, drafter, plan, [1], "all"), count),
+            all_out = pinned(device.run_job(sweep_job(device, target, drafter, plan, [], "all"), count),
                              "sweep with every logit row")
             samples += named(all_out.results, drafter)
-            all_rows = cost_table(all_out.results, "drafter", plan.drafter_widths, plan.depths,
-                                  f"{d_label} (all logit rows)")
+            all_rows = cost_table(all_out.results, "drafter", drafter_widths(plan, drafter), plan.depths,
+                                  f"{d_label} (all logit rows)", plan.rule)
         cosched = None
         if plan.cosched:
             cosched, raw = measure_cosched(device, target, drafter, plan, pinned)
@@ -243,7 +306,8 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         drafter_lane = plan.placement.lanes()[1]
         profiled[drafter.name] = DrafterProfile(
             drafter.name, model, drafter_lane.processor,
-            cost_table(out.results, "drafter", plan.drafter_widths, plan.depths, d_label), cosched, all_rows,
+            cost_table(out.results, "drafter", drafter_widths(plan, drafter), plan.depths, d_label, plan.rule),
+            cosched, all_rows,
             threads=drafter_lane.threads)
     assert target_costs is not None  # the first job always sweeps the target
     overheads, overheads_note = ZERO_OVERHEADS, "overheads not measured (no drafter model)"
@@ -263,10 +327,37 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         ModelId(target.name, target.sha256), target_lane.processor, target_costs, profiled,
         Overheads(**overheads), plan.placement, pinning, Snapshots(before, after),
         target_threads=target_lane.threads,
-        notes=(f"sweep: warmup {plan.warmup}, {plan.repetitions} repetitions, median seconds; target logits for "
+        notes=(f"sweep: warmup {plan.warmup}, {plan.rule.describe()}, median seconds; target logits for "
                f"all rows, drafter logits '{DRAFTER_LOGITS}'; {overheads_note}"),
         environment=environment)
     return judged(ProfileRun(profile, samples))
+
+
+def measured(profile: DeviceProfile) -> str:
+    """What a profile measured, in one line: its tables' widths and depths, the co-scheduled widths,
+    and how many cells reached the precision (or the fixed count they took)."""
+    tables = [("CT", profile.target_costs)]
+    for name, d in profile.drafters.items():
+        tables += [(f"{name} CD", d.costs)] + ([(f"{name} CD_all", d.all_rows_costs)] if d.all_rows_costs else [])
+    cells = sum(len(t.widths()) * len(t.depths) for _, t in tables)
+    depths = ", ".join(str(int(d)) for d in profile.target_costs.depths)
+    parts = [", ".join(f"{label} w={width_ranges(t.widths())}" for label, t in tables)
+             + f" at depths {depths} ({cells} cells)"]
+    cosched = [f"{name} w={width_ranges(sorted(d.cosched.rho_target))}" for name, d in profile.drafters.items()
+               if d.cosched is not None]
+    if cosched:
+        parts.append(f"co-scheduled {', '.join(cosched)}")
+    counts = [int(n) for _, t in tables if t.repetitions is not None for row in t.repetitions.values() for n in row]
+    rule = profile.target_costs
+    if rule.precision is not None and all(t.achieved_precision is not None for _, t in tables):
+        within = sum(int((row <= rule.precision).sum()) for _, t in tables
+                     for row in (t.achieved_precision or {}).values())
+        parts.append(f"{within} of {cells} cells within ±{100 * rule.precision:g}% of their median "
+                     f"({min(counts)}..{max(counts)} repetitions, {sum(counts)} timed forwards)")
+    elif counts:
+        parts.append(f"{min(counts)} repetitions each" if min(counts) == max(counts) else
+                     f"{min(counts)}..{max(counts)} repetitions")
+    return "; ".join(parts)
 
 
 def judged(run: ProfileRun) -> ProfileRun:

@@ -148,3 +148,19 @@ def test_neither_methods_nor_method_runs_the_default_set(study, tmp_path):
     _, rows = load_results(out)
     assert set(rows["method"]) == {"target", "sd", "specasr", "as2d"}
     assert {c for c in rows["config"] if c.startswith("sd[")} == {f"sd[W={w},drafter=small]" for w in (5, 6, 7, 8)}
+
+
+@pytest.mark.parametrize("flags,code,expected", [
+    (["--precision", "0"], 2, "Invalid value for '--precision': 0.0 is not in the range 0<x<1."),
+    (["--precision", "1.5"], 2, "Invalid value for '--precision': 1.5 is not in the range 0<x<1."),
+    (["--min-repetitions", "4"], 2, "Invalid value for '--min-repetitions': 4 is not in the range x>=5."),
+    (["--max-repetitions", "1001"], 2, "Invalid value for '--max-repetitions': 1001 is not in the range 5<=x<=1000."),
+    (["--min-repetitions", "12", "--max-repetitions", "10"], 1,
+     "--max-repetitions 10: expected between --min-repetitions (12) and 1000"),
+    (["--repetitions", "7", "--precision", "0.05"], 1, "--repetitions 7 (a fixed count) goes without --precision"),
+])
+def test_profile_refuses_out_of_range_repetition_flags(tmp_path, flags, code, expected):
+    out = tmp_path / "p.yaml"
+    status, output = invoke("profile", "local", "--target", tmp_path / "t.gguf", *flags, "--out", out)
+    assert status == code and error_line(output) == f"Error: {expected}"
+    assert not out.exists()

@@ -59,10 +59,10 @@ def test_a_lane_that_ran_elsewhere_is_reported():
 
 
 def _profile_doc(ct1: float, rho: float, startup: float) -> dict:
-    return {"kind": "specbench.profile", "schema_version": 2, "device": {"name": "local"},
+    return {"kind": "specbench.profile", "schema_version": 3, "device": {"name": "local"},
             "placement": resolve("split", [0, 1]).as_dict(),
             "snapshot": {"before": {"t": ct1}, "after": {"t": ct1}},
-            "target": {"model": {"name": "t"}, "costs": {"depths": [0], "seconds": {1: [ct1]}, "repetitions": 5}},
+            "target": {"model": {"name": "t"}, "costs": {"depths": [0], "seconds": {1: [ct1]}, "repetitions": {1: [5]}}},
             "drafters": [{"name": "d", "model": {"name": "d"}, "costs": {"depths": [0], "seconds": {1: [ct1 / 2]}},
                           "cosched": {"depths": [0], "ratios": {2: {"rho_target": [rho], "rho_drafter": [rho]}}}}],
             "overheads": {"producer_startup_s": startup, "publish_s": 0.0, "align_s": 0.0}}
@@ -74,7 +74,7 @@ def test_profiles_of_one_placement_combine_into_their_medians():
     assert combined["target"]["costs"]["seconds"] == {1: [0.012]}
     assert combined["drafters"][0]["costs"]["seconds"] == {1: [0.006]}
     assert combined["drafters"][0]["cosched"]["ratios"][2]["rho_target"] == [1.05]
-    assert combined["overheads"]["producer_startup_s"] == 0.003 and combined["target"]["costs"]["repetitions"] == 5
+    assert combined["overheads"]["producer_startup_s"] == 0.003 and combined["target"]["costs"]["repetitions"] == {1: [5]}
     assert combined["snapshot"] == {"before": {"t": 0.012}, "after": {"t": 0.013}}
     other = copy.deepcopy(docs[1])
     other["placement"] = resolve("shared", [0, 1]).as_dict()

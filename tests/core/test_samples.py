@@ -4,13 +4,21 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict
 
 import pandas as pd
 import pytest
 
 from specbench.core.methods.configs import TargetConfig, row_fields
-from specbench.core.samples import median_index, spread_pct, spread_table
+from specbench.core.samples import (
+    RepetitionRule,
+    achieved_precision,
+    median_interval_rank,
+    median_index,
+    spread_pct,
+    spread_table,
+)
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import dumps_line
 from specbench.schemas.placement import resolve
@@ -70,7 +78,7 @@ def test_cosched_samples_are_judged_per_measurement(tmp_path):
 
 
 PROFILE = """kind: specbench.profile
-schema_version: 2
+schema_version: 3
 device: {name: host}
 placement: {name: shared, target: {processor: cpu, cpus: [0], threads: 1},
             drafter: {processor: cpu, cpus: [0], threads: 1}}
@@ -101,7 +109,7 @@ def test_manifests_carry_the_warnings_to_the_report_once(tmp_path):
     table = profile_warnings([replay, native, quiet])
     assert table.to_dict("records") == [{"device": "host@shared", "profile": "p.yaml", "model": "t", "table": "CT",
                                          "width": 2, "depth": 32, "median_s": 0.001, "spread_pct": 13.4,
-                                         "samples": 5}]
+                                         "samples": 5, "precision": None, "achieved_precision": None}]
     assert profile_warnings([quiet]).empty
 
 
@@ -143,3 +151,56 @@ def test_rows_keep_their_samples_and_old_rows_load_without(tmp_path):
         handle.write(json.dumps(asdict(make_row("w2")) | {"samples_s": [0.5, -1]}) + "\n")
     with pytest.raises(SpecbenchError, match=r"row 3.*samples_s.*seconds >= 0"):
         results.frame()
+
+
+def test_the_median_interval_ranks_are_the_binomial_quantiles_of_the_sign_test_tables():
+    # n <= 5: no interval of order statistics covers 95%; the range (1, n) is the widest there is
+    assert [median_interval_rank(n) for n in (1, 2, 5, 6, 8)] == [1, 1, 1, 1, 1]
+    # P(B <= 1) = 10/512 < 0.025 <= P(B <= 2) = 46/512 for n = 9: [x(2), x(8)], covering 1 - 2 x 10/512
+    assert median_interval_rank(9) == 2
+    # the published 95% intervals: n = 10: [x(2), x(9)]; n = 20: [x(6), x(15)]; n = 30: [x(10), x(21)]
+    assert [median_interval_rank(n) for n in (10, 20, 30)] == [2, 6, 10]
+    with pytest.raises(ValueError):
+        median_interval_rank(0)
+
+
+def test_the_achieved_precision_is_the_intervals_half_width_over_the_median():
+    assert achieved_precision([100, 101, 99, 102, 98]) == pytest.approx(0.02)  # n = 5: (102 - 98) / 2 / 100
+    # n = 10, ranks 2 and 9: (90 - 20) / 2 over the median 55
+    assert achieved_precision([10 * i for i in range(10, 0, -1)]) == pytest.approx(35 / 55)
+    assert achieved_precision([7, 7, 7, 7, 7]) == 0.0
+    assert achieved_precision([0, 0, 0, 1, 2]) == math.inf  # no relative precision of a zero median
+
+
+def test_a_cell_stops_at_the_first_count_within_the_precision_between_its_bounds():
+    rule = RepetitionRule(5, 8, 0.02)
+    assert rule.stop_count([100, 101, 99, 102, 98, 500]) == 5  # +/-2% at the minimum: done
+    # one outlier keeps the range (n <= 8) at +/-10%: the maximum
+    assert rule.stop_count([100, 110, 90, 100, 100, 100, 100, 100, 100]) == 8
+    # from n = 9 on the interval drops the extremes: [x(2), x(8)] = [100, 100]
+    assert RepetitionRule(5, 20, 0.02).stop_count([100, 110, 90, 100, 100, 100, 100, 100, 100, 100]) == 9
+    fixed = RepetitionRule.fixed(5)
+    assert fixed.stop_count([1, 1, 1, 1, 1, 1, 1]) == 5 and not fixed.done([1, 1, 1, 1])
+    assert RepetitionRule(5, 8, 0.02).describe() == \
+        "repetitions until the median's ~95% interval is within +/-2% (5..8)"
+
+
+@pytest.mark.parametrize("args", [(4, 4, None), (5, 6, None), (5, 30, 0.0), (5, 30, 1.0), (10, 9, 0.02),
+                                  (5, 1001, 0.02)])
+def test_a_rule_out_of_range_is_refused(args):
+    with pytest.raises(ValueError):
+        RepetitionRule(*args)
+
+
+def test_a_cell_that_stopped_short_of_its_precision_is_named():
+    record = forward("drafter", 4, 256, [1000, 1062, 1000, 1000, 1000, 1000], "last", "gemma3")
+    record |= {"precision": 0.02, "converged": False}
+    quiet = forward("drafter", 2, 256, [1000, 1010, 1000, 1000, 1000], "last", "gemma3") | {"precision": 0.02}
+    [warning] = stability_warnings([record, quiet])
+    assert (warning.width, warning.depth, warning.samples, warning.precision) == (4, 256, 6, 0.02)
+    assert warning.achieved_precision == pytest.approx(0.031)
+    assert warning.message() == ("CD of gemma3 w=4 d=256: 6 repetitions, ±3.1% > 2% (the maximum, short of the "
+                                 "precision)")
+    assert warnings_doc([warning])[0]["achieved_precision"] == pytest.approx(0.031)
+    # a fixed count has no precision to fall short of
+    assert stability_warnings([record | {"precision": None}]) == []

@@ -134,7 +134,7 @@ def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     plan = SweepPlan(tuple(range(1, 10)), tuple(range(1, 9)), (0, 32), split_placement(device), 5)
     ticks = []
     run = profile_device(device, target, [near], plan, ticks.append)
-    assert sum(ticks) == plan.forwards(1)
+    assert sum(ticks) == plan.forwards([near])
     write_profile(tmp_path / "p.yaml", run)
     profile = load_profile(tmp_path / "p.yaml")
     assert profile.target_costs.widths() == list(range(1, 10)) and list(profile.target_costs.depths) == [0, 32]
@@ -145,10 +145,12 @@ def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     assert profile_to_dict(profile) == profile_to_dict(run.profile) == load_yaml(tmp_path / "p.yaml")
     assert profile.notes.startswith("sweep: warmup 1, 5 repetitions")
     assert (profile.target_threads, profile.drafter("near").threads) == (1, 1)
-    assert profile.target_costs.repetitions == 5 and set(profile.target_costs.spread) == set(range(1, 10))
+    assert set(profile.target_costs.spread) == set(profile.target_costs.repetitions) == set(range(1, 10))
+    assert all((n == 5).all() for n in profile.target_costs.repetitions.values())
+    assert profile.target_costs.precision is None  # a fixed count
     samples = [json.loads(line) for line in (tmp_path / "p.samples.jsonl").read_text().splitlines()]
     forwards = [s for s in samples if s["kind"] == "forward"]
-    assert len(forwards) == plan.forwards(1) and all(len(s["samples_us"]) == 5 for s in forwards)
+    assert len(forwards) == plan.forwards([near]) and all(len(s["samples_us"]) == 5 for s in forwards)
     # the co-scheduling records keep their samples too, per width and depth measured
     cosched = [s for s in samples if s["kind"] == "cosched"]
     assert {(s["width"], s["depth"]) for s in cosched} == {(w, d) for w in plan.widths for d in plan.depths}

@@ -136,7 +136,7 @@ def test_profile_trace_replay_and_native_rows_agree(runner, tiny, tmp_path):
     sweep = SweepPlan(tuple(range(1, 9)), (1, 2), (0, 64), placement, 5)
     ticks = []
     run = profile_device(device, target, [LOOKUP_DRAFTER], sweep, ticks.append)
-    assert sum(ticks) == sweep.forwards(0, 1) == len(run.samples)
+    assert sum(ticks) == sweep.forwards([LOOKUP_DRAFTER]) == len(run.samples)
     write_profile(tmp_path / "p.yaml", run)
     profile = load_profile(tmp_path / "p.yaml")
     pld = profile.drafter("pld")

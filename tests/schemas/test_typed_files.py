@@ -102,7 +102,19 @@ BAD = {
     "negative overhead": (("overheads", "publish_s"), -1e-6, "overheads.publish_s", "seconds: finite and >= 0",
                           "-1e-06"),
     "infinite overhead": (("overheads", "align_s"), float("inf"), "overheads.align_s", "a number", "inf"),
-    "no repetitions": (("target", "costs", "repetitions"), 0, "target.costs.repetitions", "a count >= 1", "0"),
+    "no repetitions": (("target", "costs", "repetitions", 1), [0, 5], "target.costs.repetitions.1[0]",
+                       "counts of timed samples: finite and >= 1", "0"),
+    "a count per cell": (("target", "costs", "repetitions"), 5, "target.costs.repetitions", "a mapping", "5"),
+    "negative achieved precision": (("target", "costs", "achieved_precision", 2), [0.01, -0.5],
+                                    "target.costs.achieved_precision.2[1]",
+                                    "relative half-widths of the median's interval: finite and >= 0", "-0.5"),
+    "precision of 1": (("target", "costs", "precision"), 1.0, "target.costs.precision",
+                       "a fraction of the median in (0, 1)", "1.0"),
+    "a warning's precision alone": (("warnings",), [{"model": "t", "table": "CT", "width": 1, "depth": 0,
+                                                     "median_s": 0.01, "spread_pct": 1.0, "samples": 30,
+                                                     "precision": 0.02}],
+                                    "warnings[0]", "both `precision` and `achieved_precision` or neither",
+                                    "['precision']"),
 }
 
 

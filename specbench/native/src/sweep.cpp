@@ -16,7 +16,7 @@ struct SweepPlan {
     bool drafter_all_logits = false;  // an SD ingest needs only the last row
     std::vector<int> depths;
     int warmup = 1;
-    int repetitions = 5;
+    RepetitionRule rule;  // samples per cell: a fixed count or to a precision
     int seed = 42;
 };
 
@@ -27,18 +27,22 @@ void check_sizes(const std::vector<int> & v, const char * key, int lo) {
     }
 }
 
-// A timing's keys in a sweep record: its summary and every sample, in the order taken.
-template <class T> json stats(const std::vector<T> & samples) {
+// A timing's keys in a sweep record: how many samples and the precision they reached, their
+// summary and every sample, in the order taken.
+template <class T> json stats(const RepetitionRule & rule, const std::vector<T> & samples) {
     const SampleSummary<T> s = summarize(samples);
-    return json{{"median_us", s.median}, {"mean_us", s.mean}, {"stdev_us", s.stdev},
-                {"min_us", s.min},       {"max_us", s.max},   {"samples_us", samples}};
+    json out = rule_fields(rule, samples);
+    out.update(json{{"median_us", s.median}, {"mean_us", s.mean}, {"stdev_us", s.stdev},
+                    {"min_us", s.min},       {"max_us", s.max},   {"samples_us", samples}});
+    return out;
 }
 
 // All widths of one model at one depth. The depth prefix is prefilled once, untimed; every
 // forward is rolled back, so each one sees exactly `depth` KV entries. Every width is warmed
 // up first (no cell is the first forward after the prefill), then the timed forwards go round
-// the widths, one of each per round and every other round in reverse, so that each cell's
-// samples are spread through the depth's sweep and drift reaches every width alike.
+// the widths not yet done (`repeat_cells`), one of each per round and every other round in
+// reverse, so that each cell's samples are spread through the depth's sweep and drift reaches
+// every width alike.
 void sweep_depth(Model & m, const SweepPlan & plan, const std::vector<int> & widths, bool all_logits, int depth,
                  std::mt19937 & rng) {
     m.clear();
@@ -51,19 +55,16 @@ void sweep_depth(Model & m, const SweepPlan & plan, const std::vector<int> & wid
             m.rollback(depth);
         }
     }
-    std::vector<std::vector<int64_t>> samples(widths.size());
-    for (int r = 0; r < plan.repetitions; r++) {
-        for (size_t j = 0; j < widths.size(); j++) {
-            const size_t i = r % 2 ? widths.size() - 1 - j : j;
-            samples[i].push_back(m.forward(tokens[i], all_logits));
-            m.rollback(depth);
-        }
-    }
+    const auto samples = repeat_cells<int64_t>(widths.size(), plan.rule, [&](size_t i) {
+        const int64_t us = m.forward(tokens[i], all_logits);
+        m.rollback(depth);
+        return us;
+    });
     for (size_t i = 0; i < widths.size(); i++) {
         json rec = {{"kind", "forward"}, {"model", m.role()},       {"width", widths[i]},
                     {"depth", depth},    {"logits", all_logits ? "all" : "last"},
-                    {"warmup", plan.warmup}, {"repetitions", plan.repetitions}, {"interleaved", true}};
-        rec.update(stats(samples[i]));
+                    {"warmup", plan.warmup}, {"interleaved", true}};
+        rec.update(stats(plan.rule, samples[i]));
         emit_result(rec);
     }
 }
@@ -78,11 +79,10 @@ void sweep_lookup(const SweepPlan & plan, int n_vocab) {
         emit_event("progress", {{"model", "drafter"}, {"depth", depth}});
         const std::vector<llama_token> ctx = random_tokens(rng, n_vocab, depth);
         for (int i = 0; i < plan.warmup; i++) lookup_sample_us(ctx);
-        std::vector<double> samples;
-        for (int i = 0; i < plan.repetitions; i++) samples.push_back(lookup_sample_us(ctx));
+        const auto samples = repeat_cells<double>(1, plan.rule, [&](size_t) { return lookup_sample_us(ctx); });
         json rec = {{"kind", "forward"}, {"model", "drafter"}, {"width", 1}, {"depth", depth}, {"logits", "none"},
-                    {"lookup", LOOKUP_NAME}, {"warmup", plan.warmup}, {"repetitions", plan.repetitions}};
-        rec.update(stats(samples));
+                    {"lookup", LOOKUP_NAME}, {"warmup", plan.warmup}};
+        rec.update(stats(plan.rule, samples[0]));
         emit_result(rec);
     }
 }
@@ -106,11 +106,12 @@ void run_sweep(JobObject & job) {
     std::string dl = job.get<std::string>("drafter_logits", "last");
     plan.depths = job.get<std::vector<int>>("depths", {0});
     plan.warmup = job.get<int>("warmup", 1);
-    plan.repetitions = job.get<int>("repetitions", 5);
+    plan.rule = parse_repetition_rule(job);
     plan.seed = job.get<int>("seed", 42);
     job.done();
 
-    check_sizes(plan.widths, "widths", 1);
+    // A drafter-only sweep ("widths": []) leaves the target untimed (a profile's later jobs).
+    if (!(choice.present && plan.widths.empty())) check_sizes(plan.widths, "widths", 1);
     check_sizes(plan.drafter_widths, "drafter_widths", 1);
     check_sizes(plan.depths, "depths", 0);
     if (dl != "last" && dl != "all") throw JobError("job key 'drafter_logits': expected \"last\" or \"all\", got \"" + dl + "\"");
@@ -120,23 +121,18 @@ void run_sweep(JobObject & job) {
                        "pass \"drafter_widths\": [1] and \"drafter_logits\": \"last\"");
     }
     if (plan.warmup < 0) throw JobError("job key 'warmup' must be >= 0");
-    if (plan.repetitions < 5) {
-        throw JobError("job key 'repetitions' must be >= 5 (got " + std::to_string(plan.repetitions) + ")",
-                       "medians of fewer than 5 samples are not reported; "
-                       "see docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table");
-    }
 
-    const int max_w = std::max(*std::max_element(plan.widths.begin(), plan.widths.end()),
-                               *std::max_element(plan.drafter_widths.begin(), plan.drafter_widths.end()));
+    int max_w = *std::max_element(plan.drafter_widths.begin(), plan.drafter_widths.end());
+    for (int w : plan.widths) max_w = std::max(max_w, w);
     const int max_depth = *std::max_element(plan.depths.begin(), plan.depths.end());
     const int n_ctx = models.common.n_ctx > 0 ? models.common.n_ctx : (max_depth + max_w + 255) / 256 * 256;
     const int n_batch = std::max(512, max_w);
 
     emit_event("start", {{"mode", "sweep"}});
     int n_vocab = 0;
-    {
+    if (!plan.widths.empty() || choice.lookup) {  // a lookup draws its contexts from the target's vocabulary
         auto target = load_model(models.target, n_ctx, n_batch, max_w);
-        sweep_model(*target, plan, plan.widths, true);
+        if (!plan.widths.empty()) sweep_model(*target, plan, plan.widths, true);
         n_vocab = target->n_vocab();
     }
     if (choice.lookup) {
