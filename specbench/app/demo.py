@@ -37,8 +37,8 @@ from specbench.core.methods.configs import (
     parse_method_specs,
 )
 from specbench.core.metrics import oracle
+from specbench.core.repetitions import DEFAULT_MAX_REPETITIONS, DEFAULT_PRECISION
 from specbench.core.replay.reference import decode_serial
-from specbench.core.samples import DEFAULT_MAX_REPETITIONS, DEFAULT_PRECISION
 from specbench.errors import SpecbenchError
 from specbench.schemas.budgets import load_budget
 from specbench.schemas.placement import NAMED as PLACEMENTS

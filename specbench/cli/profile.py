@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from specbench.cli.devices import device_names, phone_options, phone_settings
-from specbench.core.samples import (
+from specbench.core.repetitions import (
     DEFAULT_MAX_REPETITIONS,
     DEFAULT_PRECISION,
     MAX_PRECISION_REPETITIONS,

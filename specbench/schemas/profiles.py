@@ -43,7 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from specbench.core.samples import UNSTABLE_SPREAD_PCT, achieved_precision, reaches, spread_pct
+from specbench.core.repetitions import achieved_precision, reaches
+from specbench.core.samples import UNSTABLE_SPREAD_PCT, spread_pct
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.environment import KEY as ENV_KEY
 from specbench.schemas.environment import Environment, RunnerBuild, environment_to_dict, manifest_environment

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specbench.core.samples import (
+from specbench.core.repetitions import (
     DEFAULT_MAX_REPETITIONS,
     DEFAULT_PRECISION,
     MAX_PRECISION_REPETITIONS,

@@ -11,10 +11,8 @@ import pandas as pd
 import pytest
 
 from specbench.core.methods.configs import TargetConfig, row_fields
+from specbench.core.repetitions import RepetitionRule, achieved_precision, median_interval_rank
 from specbench.core.samples import (
-    RepetitionRule,
-    achieved_precision,
-    median_interval_rank,
     median_index,
     spread_pct,
     spread_table,

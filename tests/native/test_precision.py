@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specbench.core.samples import RepetitionRule, achieved_precision
+from specbench.core.repetitions import RepetitionRule, achieved_precision
 from specbench.schemas.placement import resolve
 from specbench.schemas.profiles import load_profile, stability_warnings
 from specbench.world.profiling import SweepPlan, drafter_widths, measured, profile_device, write_profile

@@ -52,7 +52,7 @@ double lookup_sample_us(const std::vector<llama_token> & ctx);
 // fixed count (precision 0: min_n == max_n), or samples until the half-width of a distribution-free ~95% confidence
 // interval of the median is at most `precision` x the median, between min_n and max_n. The interval is
 // [x(l), x(n + 1 - l)] of the sorted samples, l the 2.5% quantile of Binomial(n, 1/2) (at least 1); the
-// Python twin is specbench/core/samples.py, and tests check the two agree.
+// Python twin is specbench/core/repetitions.py, and tests check the two agree.
 struct RepetitionRule {
     double precision = 0.0;  // relative half-width to reach; 0: a fixed count
     int min_n = 5;
