@@ -5,12 +5,16 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from specbench.cli.common import TEMPLATE_HELP, configs_from
 from specbench.cli.devices import device_names, phone_options, phone_settings
 from specbench.errors import SpecbenchError
+
+if TYPE_CHECKING:
+    from specbench.world.native_energy import EnergySettings
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,14 @@ class NativeOptions:
     """--runs as typed (checked by `repeat_counts`, naming the flag)."""
     warmup: str | None
     """--warmup as typed."""
+    energy_interval_ms: int = 0
+    """--energy-interval: milliseconds between battery samples (0: off)."""
+    energy_idle_s: float = 5.0
+    """--energy-idle: seconds of idle draw measured before the first window."""
+    energy_convention: str | None = None
+    """--energy-convention as typed (None: detected)."""
+    energy_paths: str | None = None
+    """--energy-paths CURRENT,VOLTAGE,STATUS as typed (None: the battery's usual files)."""
 
     @property
     def asked(self) -> bool:
@@ -43,6 +55,20 @@ class NativeOptions:
 
 
 _NATIVE_OPTIONS = (  # in the order --help lists them
+    click.option("--energy-interval", "energy_interval_ms", type=click.IntRange(0, 60000), default=0, metavar="MS",
+                 help="--native: the runner samples the battery's current and voltage every MS milliseconds on its "
+                      "decode clock, and rows get energy_j (docs/METHODS.md §10 Energy); 0 (default): off, so a "
+                      "throughput run shares its CPUs with no sampler."),
+    click.option("--energy-idle", "energy_idle_s", type=click.FloatRange(0, 600), default=5.0, metavar="S",
+                 help="--native with --energy-interval: seconds of idle draw measured before the first window "
+                      "(default 5; 0: no idle baseline, energy_above_idle_j stays empty)."),
+    click.option("--energy-convention", default=None, metavar="I,V,SIGN",
+                 help="--native with --energy-interval: how current_now/voltage_now read, e.g. "
+                      "uA,uV,discharging_negative (units uA|mA, uV|mV; sign discharging_negative|positive); "
+                      "default: detected from the values and the battery's status."),
+    click.option("--energy-paths", default=None, metavar="CURRENT,VOLTAGE,STATUS",
+                 help="--native with --energy-interval: the device's current, voltage and status files "
+                      "(default /sys/class/power_supply/battery/{current_now,voltage_now,status})."),
     click.option("--runs", "runs_text", default=None, metavar="N",
                  help="--native: timed decodes of every (window, configuration) (default 1); every sample "
                       "is kept in the row (samples_s), the row is the median one."),
@@ -73,9 +99,10 @@ def native_options(func):
     """The --native options (and the phone options), given to `func` as one `native: NativeOptions`."""
     @functools.wraps(func)
     def wrapper(*args, native, device, target_path, placement_spec, target_mmproj, drafter_mmproj, template_specs,
-                runs_text, warmup_text, **kwargs):
+                runs_text, warmup_text, energy_interval_ms, energy_idle_s, energy_convention, energy_paths, **kwargs):
         options = NativeOptions(native, device, target_path, placement_spec, target_mmproj, drafter_mmproj,
-                                tuple(template_specs), runs_text, warmup_text)
+                                tuple(template_specs), runs_text, warmup_text, energy_interval_ms, energy_idle_s,
+                                energy_convention, energy_paths)
         return func(*args, native=options, **kwargs)
 
     for option in reversed(_NATIVE_OPTIONS):
@@ -97,6 +124,28 @@ def repeat_counts(options: NativeOptions) -> tuple[int, int]:
     return counts[0], counts[1]
 
 
+def energy_settings(options: NativeOptions) -> EnergySettings | None:
+    """The battery sampling asked (None: --energy-interval 0); a flag that needs it without it is an error."""
+    from specbench.core.energy import parse_convention
+    from specbench.world.native_energy import EnergySettings
+
+    if options.energy_interval_ms == 0:
+        for flag, given in (("--energy-convention", options.energy_convention),
+                            ("--energy-paths", options.energy_paths)):
+            if given is not None:
+                raise SpecbenchError(f"{flag} needs --energy-interval MS (battery sampling is off)")
+        return None
+    convention = None if options.energy_convention is None else parse_convention(options.energy_convention)
+    settings = EnergySettings(options.energy_interval_ms, options.energy_idle_s, convention)
+    if options.energy_paths is not None:
+        paths = [p.strip() for p in options.energy_paths.split(",")]
+        if len(paths) != 3 or not all(p.startswith("/") for p in paths):
+            raise SpecbenchError(f"--energy-paths {options.energy_paths!r}: expected three absolute paths "
+                                 "CURRENT,VOLTAGE,STATUS")
+        settings = EnergySettings(settings.interval_ms, settings.idle_s, convention, (paths[0], paths[1], paths[2]))
+    return settings
+
+
 def refuse_native_only(options: NativeOptions) -> None:
     """Replay uses what the traces recorded and prices each window once from the profile:
     --template, --runs and --warmup are for --native runs."""
@@ -105,6 +154,9 @@ def refuse_native_only(options: NativeOptions) -> None:
     for flag, given in (("--runs", options.runs), ("--warmup", options.warmup)):
         if given is not None:
             raise SpecbenchError(f"{flag} is for --native runs (replay prices each window once from the profile)")
+    if options.energy_interval_ms or options.energy_convention is not None or options.energy_paths is not None:
+        raise SpecbenchError("--energy-interval, --energy-convention and --energy-paths are for --native runs "
+                             "(replay has no battery)")
 
 
 def run_native_command(windows_path: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
@@ -126,6 +178,7 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
     if options.target is None:
         raise SpecbenchError("--native needs --target PATH (the target model file)")
     runs, warmup = repeat_counts(options)  # before any device is opened
+    energy = energy_settings(options)
     devices = open_devices(device_names([options.device or "local"]), phone_settings())
     windows = load_split(windows_path, split)
     target = with_mmproj(target_file(options.target), options.target_mmproj, "--target-mmproj")
@@ -137,5 +190,5 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
     configs = configs_from(method_names, method_specs, drafter.name if drafter else None,
                            lambda: common_methods(devices))
     plans = native_plans(devices, windows, windows_path, target, drafter, configs, traces_dir,
-                         profile_paths[0] if profile_paths else None, options.placement, runs, warmup)
+                         profile_paths[0] if profile_paths else None, options.placement, runs, warmup, energy)
     run_plans(plans, out, resume)

@@ -4,6 +4,7 @@
 // forward with logits for every row, and both KV caches roll back to the committed prefix.
 #include "modes.h"
 #include "audio.h"
+#include "energy.h"
 #include "lookup.h"
 #include "probe.h"
 #include "vocabmap.h"
@@ -399,6 +400,7 @@ void run_decode(JobObject & job) {
     // target-only decode beside it see the same moment of the host in either order.
     const bool alternate = job.get<bool>("alternate", false);
     const ProbeOptions probe = parse_probe(job);
+    const EnergyOptions energy = parse_energy(job);
     job.done();
     if (runs < 1) throw JobError("job key 'runs' must be >= 1 (timed decodes of every window and method)");
     if (warmup_runs < 0) throw JobError("job key 'warmup_runs' must be >= 0 (untimed decodes before the first window)");
@@ -472,6 +474,9 @@ void run_decode(JobObject & job) {
         for (const Method & m : methods) decode(windows[0], m);
     }
     if (warmup_runs > 0) emit_event("warmed_up", {{"warmup_runs", warmup_runs}});
+    // Battery samples from here on: the idle draw with the models loaded, then every window.
+    EnergySampler sampler(energy);
+    sampler.idle();
     // Samples of a window interleave the methods (sample 0 of each, then sample 1, ...), so drift
     // within a window reaches every method alike. Probes: before the first window and after each.
     emit_probe(*target, drafter, choice.lookup, probe, "start");
@@ -481,10 +486,14 @@ void run_decode(JobObject & job) {
             for (size_t i = 0; i < methods.size(); i++) {
                 const int slot = (int) (reversed ? methods.size() - 1 - i : i);
                 const Method & m = methods[slot];
+                // the request's span on the sampler's clock: its prefill and decode, not the report
+                const int64_t start_us = now_us();
                 DecodeRun r = decode(w, m);
+                r.extra.update({{"start_us", start_us}, {"end_us", now_us()}});
                 report(w, m, r, target->detokenize(r.tokens, false), s, slot);
             }
         }
         emit_probe(*target, drafter, choice.lookup, probe, "after", {{"window_id", w.id}});
+        sampler.flush();
     }
 }
