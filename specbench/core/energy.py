@@ -80,9 +80,7 @@ def detect_convention(current: Sequence[int], voltage: Sequence[int], status: st
     if not len(current):
         raise SpecbenchError("energy: no battery samples to detect the convention from",
                              hint=f"name it with {FLAG}")
-    median_i, median_v = float(np.median(current)), float(np.median(voltage))
-    current_unit = "uA" if abs(median_i) >= UA_FROM else "mA"
-    voltage_unit = "uV" if abs(median_v) >= UV_FROM else "mV"
+    current_unit, voltage_unit = _units(current, voltage)
     negative = float(np.mean(np.asarray(current) < 0))
     if status not in ("Discharging", "Charging") or 0.0 < negative < 1.0:
         raise SpecbenchError(f"energy: cannot detect the current's sign (battery status {status!r}, "
@@ -93,17 +91,31 @@ def detect_convention(current: Sequence[int], voltage: Sequence[int], status: st
     return Convention(current_unit, voltage_unit, SIGNS[0] if discharging_negative else SIGNS[1], detected=True)
 
 
+def _units(current: Sequence[int], voltage: Sequence[int]) -> tuple[str, str]:
+    """The units the readings' magnitudes suggest (UA_FROM, UV_FROM)."""
+    return ("uA" if abs(np.median(current)) >= UA_FROM else "mA", "uV" if abs(np.median(voltage)) >= UV_FROM else "mV")
+
+
 def check_plausible(convention: Convention, current: Sequence[int], voltage: Sequence[int]) -> float:
     """The median power (W) of the samples read with `convention`, or a one-line error naming
     the flag, the values and the range a phone draws (PLAUSIBLE_W): a wrong unit or sign."""
-    power = float(np.median(convention.watts(np.asarray(current), np.asarray(voltage))))
     low, high = PLAUSIBLE_W
+    power = _median_w(convention, current, voltage)
     if not low <= power <= high:
         how = "detected" if convention.detected else "declared"
+        # the units the magnitudes suggest, the sign that makes the draw positive
+        units = _units(current, voltage)
+        fits = [c for c in (Convention(*units, sign) for sign in SIGNS)
+                if low <= _median_w(c, current, voltage) <= high]
+        guess = f"; {fits[0].text} gives {_median_w(fits[0], current, voltage):.3g} W" if fits else ""
         raise SpecbenchError(f"{FLAG} {convention.text} ({how}): median battery power {power:.4g} W "
                              f"(current_now {int(np.median(current))}, voltage_now {int(np.median(voltage))} as read) "
-                             f"is not what a phone draws ({low}..{high} W): the unit or sign is probably wrong")
+                             f"is not what a phone draws ({low}..{high} W): the unit or sign is wrong{guess}")
     return power
+
+
+def _median_w(convention: Convention, current: Sequence[int], voltage: Sequence[int]) -> float:
+    return float(np.median(convention.watts(np.asarray(current), np.asarray(voltage))))
 
 
 @dataclass(frozen=True)

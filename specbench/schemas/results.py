@@ -372,9 +372,11 @@ class EnergyRecord:
     """Samples taken within the idle period."""
 
 
-ENERGY_ASKED = ("interval_ms", "idle_s", "declared_convention", "current_path", "voltage_path", "status_path")
+ENERGY_ASKED = ("interval_ms", "idle_s", "declared_convention", "current_path", "voltage_path",
+                "status_path")
 """The EnergyRecord fields a resumed run must match."""
-_ENERGY_TYPES: dict[str, type | tuple[type, ...]] = {"interval_ms": int, "idle_s": (int, float), "declared_convention": (str, type(None)),
+_ENERGY_TYPES: dict[str, type | tuple[type, ...]] = {
+    "interval_ms": int, "idle_s": (int, float), "declared_convention": (str, type(None)),
                  "current_path": str, "voltage_path": str, "status_path": str, "no_source": (str, type(None)),
                  "convention": (str, type(None)), "detected": bool, "status": (str, type(None)), "samples": int,
                  "idle_w": (int, float, type(None)), "idle_samples": (int, type(None))}

@@ -58,6 +58,7 @@ EnergySampler::EnergySampler(const EnergyOptions & opts) : opts_(opts) {
             return;
         }
     }
+    ok_ = true;
     status_ = read_word(opts_.status);
     emit_event("energy", {{"source", {{"current", opts_.current}, {"voltage", opts_.voltage},
                                       {"status", opts_.status}}},
@@ -69,18 +70,23 @@ EnergySampler::~EnergySampler() {
     if (!active()) return;
     stop_ = true;
     thread_.join();
+    sample();  // one reading at the end: the last decode's hold ends at a sample, not at a guess
     flush();
+}
+
+void EnergySampler::sample() {
+    int64_t current = 0, voltage = 0;
+    const int64_t t = now_us();
+    if (read_integer(opts_.current, current) && read_integer(opts_.voltage, voltage)) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        samples_.push_back({t, current, voltage});
+    }
 }
 
 void EnergySampler::loop() {
     auto next = std::chrono::steady_clock::now();
     while (!stop_) {
-        int64_t current = 0, voltage = 0;
-        const int64_t t = now_us();
-        if (read_integer(opts_.current, current) && read_integer(opts_.voltage, voltage)) {
-            std::lock_guard<std::mutex> lock(mutex_);
-            samples_.push_back({t, current, voltage});
-        }
+        sample();
         // a fixed schedule, so a slow read does not stretch every later interval
         next += std::chrono::milliseconds(opts_.interval_ms);
         std::this_thread::sleep_until(next);
@@ -95,7 +101,7 @@ void EnergySampler::idle() {
 }
 
 void EnergySampler::flush() {
-    if (!active() && samples_.empty()) return;
+    if (!opts_.on || !ok_) return;
     std::vector<std::vector<int64_t>> batch;
     {
         std::lock_guard<std::mutex> lock(mutex_);

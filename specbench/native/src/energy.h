@@ -42,11 +42,13 @@ class EnergySampler {
 
   private:
     void loop();
+    void sample();  // one reading of current and voltage, timestamped
 
     EnergyOptions opts_;
     std::atomic<bool> stop_{false};
     std::mutex mutex_;
     std::vector<std::vector<int64_t>> samples_;  // [t_us, current, voltage], raw as the files show them
     std::string status_;
+    bool ok_ = false;  // the files could be read at the start
     std::thread thread_;
 };
