@@ -370,16 +370,19 @@ class EnergyRecord:
     """Mean power over the idle period (None: no idle period measured)."""
     idle_samples: int | None = None
     """Samples taken within the idle period."""
+    idle_start_us: int | None = None
+    """The idle period on the runner's clock (CLOCK_MONOTONIC, microseconds)."""
+    idle_end_us: int | None = None
 
 
 ENERGY_ASKED = ("interval_ms", "idle_s", "declared_convention", "current_path", "voltage_path",
                 "status_path")
 """The EnergyRecord fields a resumed run must match."""
 _ENERGY_TYPES: dict[str, type | tuple[type, ...]] = {
-    "interval_ms": int, "idle_s": (int, float), "declared_convention": (str, type(None)),
-                 "current_path": str, "voltage_path": str, "status_path": str, "no_source": (str, type(None)),
-                 "convention": (str, type(None)), "detected": bool, "status": (str, type(None)), "samples": int,
-                 "idle_w": (int, float, type(None)), "idle_samples": (int, type(None))}
+    "interval_ms": int, "idle_s": (int, float), "declared_convention": (str, type(None)), "current_path": str,
+    "voltage_path": str, "status_path": str, "no_source": (str, type(None)), "convention": (str, type(None)),
+    "detected": bool, "status": (str, type(None)), "samples": int, "idle_w": (int, float, type(None)),
+    "idle_samples": (int, type(None)), "idle_start_us": (int, type(None)), "idle_end_us": (int, type(None))}
 
 
 def _energy_from(doc: object, where: Where) -> EnergyRecord:

@@ -11,6 +11,7 @@ checked for plausibility before any row is written.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from specbench.core.energy import (
     Convention,
@@ -21,12 +22,16 @@ from specbench.core.energy import (
     idle_power,
     request_energy,
 )
+from specbench.schemas.fileio import append_jsonl
 from specbench.schemas.results import EnergyRecord
 
 SUPPLY = "/sys/class/power_supply/battery"
 DEFAULT_PATHS = (f"{SUPPLY}/current_now", f"{SUPPLY}/voltage_now", f"{SUPPLY}/status")
 """current_now, voltage_now and status of the usual battery supply."""
 NO_SOURCE = "no energy source"
+SAMPLES_FILE = "energy_samples.jsonl"
+"""The raw batches as the runner sent them (t_us, current, voltage) and the idle period, kept so
+that a run can be attributed again (another convention) or audited."""
 
 
 @dataclass(frozen=True)
@@ -57,8 +62,9 @@ class EnergySettings:
 class EnergyLog:
     """One decode job's battery samples, idle period and convention, fed the runner's lines."""
 
-    def __init__(self, settings: EnergySettings):
+    def __init__(self, settings: EnergySettings, directory: Path):
         self.settings = settings
+        self._file = Path(directory) / SAMPLES_FILE
         self.record = settings.record()
         self._samples: list[list[int]] = []
         self._status = ""
@@ -78,6 +84,8 @@ class EnergyLog:
                 self._status = str(doc.get("status") or "")
             return True
         result = doc.get("result") or {}
+        if result.get("kind") in ("energy", "energy_idle"):
+            append_jsonl(self._file, [result])
         if result.get("kind") == "energy":
             self._samples += [list(map(int, s)) for s in result["samples"]]
             self._status = str(result.get("status") or self._status)
@@ -124,10 +132,13 @@ class EnergyLog:
         if self._idle_span is not None and self._idle is None:
             self._idle = idle_power(self._trace, *self._idle_span)
         idle = self._idle
+        span = self._idle_span if idle is not None else None
         self.record = replace(self.record, convention=self._convention.text, detected=self._convention.detected,
                               status=self._status or None, samples=len(self._samples),
                               idle_w=None if idle is None else idle.watts,
-                              idle_samples=None if idle is None else idle.samples)
+                              idle_samples=None if idle is None else idle.samples,
+                              idle_start_us=None if span is None else span[0],
+                              idle_end_us=None if span is None else span[1])
         return self._trace
 
     def finish(self) -> EnergyRecord:

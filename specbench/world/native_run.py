@@ -223,7 +223,7 @@ def request_clocks(result: dict, window: Window, device: str, config: MethodConf
            "window_sha256": window.window_sha256, "n_prompt": result.get("n_prompt"),
            "decode_us": round(float(result["decode_s"]) * 1e6)}
     for key in ("n_audio", "audio_prefill_us", "instruction_prefill_us", "first_token_us", "first_draft_us",
-                "request_latency_us"):
+                "request_latency_us", "start_us", "end_us"):
         if key in result:
             doc[key] = result[key]
     return doc
@@ -384,7 +384,7 @@ def _decode(plan: NativePlan, wanted: list[MethodConfig], todo: list[Window], pr
     per_window = len(run_configs) * plan.runs
     if plan.drafter is not None and any(method_name(c) != "target" for c in run_configs):
         job["drafter"] = model_job(plan.device, plan.drafter, plan.placement.drafter)
-    energy = None if plan.energy is None else EnergyLog(plan.energy)
+    energy = None if plan.energy is None else EnergyLog(plan.energy, results.directory)
     if plan.energy is not None:
         job["energy"] = plan.energy.job()
     held: list[list[dict]] = []  # finished windows waiting for the battery samples up to their end

@@ -63,6 +63,7 @@ EnergySampler::EnergySampler(const EnergyOptions & opts) : opts_(opts) {
     emit_event("energy", {{"source", {{"current", opts_.current}, {"voltage", opts_.voltage},
                                       {"status", opts_.status}}},
                           {"interval_ms", opts_.interval_ms}, {"status", status_}});
+    sample();  // before the idle period starts, so that it opens on a reading
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -85,11 +86,12 @@ void EnergySampler::sample() {
 
 void EnergySampler::loop() {
     auto next = std::chrono::steady_clock::now();
-    while (!stop_) {
-        sample();
+    while (true) {
         // a fixed schedule, so a slow read does not stretch every later interval
         next += std::chrono::milliseconds(opts_.interval_ms);
         std::this_thread::sleep_until(next);
+        if (stop_) break;
+        sample();
     }
 }
 
