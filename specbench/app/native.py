@@ -68,7 +68,7 @@ def run_plans(plans: Sequence[NativePlan], out: Path, resume: bool) -> None:
         stderr.print(f"{added} rows written to {results.rows_path}")
         energy = read_manifest(results.manifest_path).energy
         if energy is not None and energy.no_source is not None:
-            stderr.print(f"{plan.device.name}: {energy.no_source}; no energy columns written")
+            stderr.print(f"{plan.device.name}: {energy.no_source}; the rows carry no energy")
         if diverged:
             stderr.print(f"warning: {diverged} (window, method) outputs differ from the reference; "
                          f"see {results.directory / 'divergences.jsonl'}")

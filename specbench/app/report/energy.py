@@ -70,7 +70,7 @@ def energy_tables(loaded: LoadedResults, rows: MainRows) -> list[Table]:
         return []
     table = energy_rows(rows.native)
     if table.empty:
-        return [Table(f"Energy: {NO_SOURCE}", "", pd.DataFrame({"note": [no_source_line(loaded)]}))]
+        return [Table("Energy", "", pd.DataFrame({"note": [no_source_line(loaded)]}))]
     frame = table[["device", "config", *COLUMNS]].copy()
     frame["method"], frame["drafter"] = table["method"], table["drafter"]
     frame["W/B"] = [width_or_budget(method, _int(width), _int(budget))

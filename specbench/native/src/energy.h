@@ -1,6 +1,6 @@
 // The battery sampler of a decode job's "energy" key: a thread reads current and voltage every
 // interval on the decode timing's clock (now_us: CLOCK_MONOTONIC), so each sample falls in one
-// decode's [start_us, end_us] or in the idle period (docs/METHODS.md §11 Energy).
+// decode's [start_us, end_us] or in the idle period (docs/METHODS.md §10 Energy).
 #pragma once
 
 #include "protocol.h"
