@@ -641,6 +641,8 @@ class ResultsDir:
         if missing:  # optional columns a producer does not fill (e.g. text) get their defaults
             frame = frame.assign(**missing)
         frame = frame.assign(**{SAMPLES: _samples_column(frame[SAMPLES].tolist(), frame.index)})
+        # a producer's missing energy is NaN in a float column; the file holds null
+        frame = frame.assign(**{c: frame[c].astype(object).where(frame[c].notna(), None) for c in ENERGY_COLUMNS})
         append_jsonl(self.rows_path, frame[list(ROW_FIELDS)].to_dict("records"))
 
     def frame(self) -> pd.DataFrame:
