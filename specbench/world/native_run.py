@@ -19,6 +19,10 @@ the runner's `reference`) or else with target-only's output on the same window. 
 differing output (in any sample) is a divergence, not a throughput: its row has
 `lossless = false`, `tokens = 0` and no times, and the details (the sample, first differing
 position, both tokens) go to `divergences.jsonl` in the results directory.
+
+With `--energy-interval` the runner also samples the battery (world/native_energy.py): a
+window's rows then wait for the samples up to its last request's end, and carry the median
+sample's energy (docs/METHODS.md §10 Energy).
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ from specbench.emuphone.description import parse_description
 from specbench.emuphone.phone import EmulatedPhone, connected_phone
 from specbench.schemas.results import load_results
 from specbench.schemas.windows import make_text_window, save_windows
-
 from tests.devices.test_adb_cli import invoke, windows_file
 
 BATTERY_PHONE = Path(__file__).resolve().parents[1] / "data" / "phones" / "x86-battery-emu.yaml"
@@ -34,11 +33,12 @@ def jsonl(path):
 def hold_bound_j(power, sample_times_s, start_s, end_s):
     """How far a sample-and-hold integral over [start, end] can be from the exact one: every step
     of the model's power in the interval is seen at most one sampling gap late."""
-    around = [b - a for a, b in zip(sample_times_s, sample_times_s[1:]) if b >= start_s and a <= end_s]
+    around = [b - a for a, b in zip(sample_times_s, sample_times_s[1:], strict=False) if b >= start_s and a <= end_s]
     gap = max(around) + SLACK_S
     ticks = power.trace()
     watts = [t.draw_ua * t.voltage_uv * 1e-12 for t in ticks]
-    steps = [abs(w - v) for t, v, w in zip(ticks[1:], watts, watts[1:]) if start_s - gap < t.time_s <= end_s + SLACK_S]
+    steps = [abs(w - v) for t, v, w in zip(ticks[1:], watts, watts[1:], strict=False)
+             if start_s - gap < t.time_s <= end_s + SLACK_S]
     return gap * sum(steps)
 
 

@@ -37,7 +37,7 @@ def test_samples_are_on_the_decode_clock_idle_first_then_a_batch_per_window(run_
     assert before_us < idle["start_us"] and idle["end_us"] - idle["start_us"] >= 60_000
     decodes = [r for r in out.results if r["kind"] == "decode"]
     spans = [(r["start_us"], r["end_us"]) for r in decodes]
-    assert all(a < b for a, b in spans) and all(b1 <= a2 for (_, b1), (a2, _) in zip(spans, spans[1:]))
+    assert all(a < b for a, b in spans) and all(b1 <= a2 for (_, b1), (a2, _) in zip(spans, spans[1:], strict=False))
     assert idle["end_us"] <= spans[0][0] and spans[-1][1] < after_us
     samples = [s for r in out.results if r["kind"] == "energy" for s in r["samples"]]
     times = [s[0] for s in samples]

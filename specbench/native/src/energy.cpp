@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <utility>
 
 namespace {
 
