@@ -41,8 +41,8 @@ class NativeOptions:
     """--warmup as typed."""
     energy_interval_ms: int = 0
     """--energy-interval: milliseconds between battery samples (0: off)."""
-    energy_idle_s: float = 5.0
-    """--energy-idle: seconds of idle draw measured before the first window."""
+    energy_idle_s: float | None = None
+    """--energy-idle: seconds of idle draw measured before the first window (None: not given, 5)."""
     energy_convention: str | None = None
     """--energy-convention as typed (None: detected)."""
     energy_paths: str | None = None
@@ -54,12 +54,15 @@ class NativeOptions:
         return self.native or self.device is not None or self.target is not None
 
 
+DEFAULT_IDLE_S = 5.0
+"""--energy-idle when not given: long enough for a few fuel-gauge updates of most phones."""
+
 _NATIVE_OPTIONS = (  # in the order --help lists them
     click.option("--energy-interval", "energy_interval_ms", type=click.IntRange(0, 60000), default=0, metavar="MS",
                  help="--native: the runner samples the battery's current and voltage every MS milliseconds on its "
                       "decode clock, and rows get energy_j (docs/METHODS.md §10 Energy); 0 (default): off, so a "
                       "throughput run shares its CPUs with no sampler."),
-    click.option("--energy-idle", "energy_idle_s", type=click.FloatRange(0, 600), default=5.0, metavar="S",
+    click.option("--energy-idle", "energy_idle_s", type=click.FloatRange(0, 600), default=None, metavar="S",
                  help="--native with --energy-interval: seconds of idle draw measured before the first window "
                       "(default 5; 0: no idle baseline, energy_above_idle_j stays empty)."),
     click.option("--energy-convention", default=None, metavar="I,V,SIGN",
@@ -130,13 +133,15 @@ def energy_settings(options: NativeOptions) -> EnergySettings | None:
     from specbench.world.native_energy import EnergySettings
 
     if options.energy_interval_ms == 0:
-        for flag, given in (("--energy-convention", options.energy_convention),
+        for flag, value in (("--energy-idle", options.energy_idle_s),
+                            ("--energy-convention", options.energy_convention),
                             ("--energy-paths", options.energy_paths)):
-            if given is not None:
+            if value is not None:
                 raise SpecbenchError(f"{flag} needs --energy-interval MS (battery sampling is off)")
         return None
     convention = None if options.energy_convention is None else parse_convention(options.energy_convention)
-    settings = EnergySettings(options.energy_interval_ms, options.energy_idle_s, convention)
+    idle_s = DEFAULT_IDLE_S if options.energy_idle_s is None else options.energy_idle_s
+    settings = EnergySettings(options.energy_interval_ms, idle_s, convention)
     if options.energy_paths is not None:
         paths = [p.strip() for p in options.energy_paths.split(",")]
         if len(paths) != 3 or not all(p.startswith("/") for p in paths):
@@ -154,9 +159,10 @@ def refuse_native_only(options: NativeOptions) -> None:
     for flag, given in (("--runs", options.runs), ("--warmup", options.warmup)):
         if given is not None:
             raise SpecbenchError(f"{flag} is for --native runs (replay prices each window once from the profile)")
-    if options.energy_interval_ms or options.energy_convention is not None or options.energy_paths is not None:
-        raise SpecbenchError("--energy-interval, --energy-convention and --energy-paths are for --native runs "
-                             "(replay has no battery)")
+    energy = (options.energy_idle_s, options.energy_convention, options.energy_paths)
+    if options.energy_interval_ms or any(v is not None for v in energy):
+        raise SpecbenchError("--energy-interval, --energy-idle, --energy-convention and --energy-paths are for "
+                             "--native runs (replay has no battery)")
 
 
 def run_native_command(windows_path: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],

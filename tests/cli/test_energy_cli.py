@@ -62,6 +62,7 @@ def test_without_energy_interval_nothing_is_sampled(tiny, runner, tmp_path):  # 
     (["--energy-interval", "70000"], "Invalid value for '--energy-interval'"),
     (["--energy-interval", "10", "--energy-idle", "700"], "Invalid value for '--energy-idle'"),
     (["--energy-convention", "uA,uV,discharging_negative"], "--energy-convention needs --energy-interval MS"),
+    (["--energy-idle", "2"], "--energy-idle needs --energy-interval MS"),
     (["--energy-interval", "10", "--energy-convention", "A,V"], "--energy-convention 'A,V': expected CURRENT,"),
     (["--energy-interval", "10", "--energy-paths", "a,b"], "--energy-paths 'a,b': expected three absolute paths"),
 ])
@@ -78,4 +79,4 @@ def test_replay_refuses_the_energy_flags(tmp_path):
         (tmp_path / name).write_text("")
     code, output = invoke("run", tmp_path / "windows.jsonl", "--traces", tmp_path, "--profile", tmp_path / "p.yaml",
                           "--energy-interval", 10, "--out", tmp_path / "run")
-    assert code == 1 and "--energy-convention and --energy-paths are for --native runs" in output, output
+    assert code == 1 and "--energy-paths are for --native runs (replay has no battery)" in output, output
