@@ -17,10 +17,12 @@ from specbench.core.methods.configs import MethodConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import safe_name
 from specbench.schemas.profiles import load_profile
+from specbench.schemas.results import read_manifest
 from specbench.schemas.traces import check_against_windows, load_trace_dir
 from specbench.schemas.windows import Window
 from specbench.world.devices.base import Device
 from specbench.world.model_files import ModelFile
+from specbench.world.native_energy import EnergySettings
 from specbench.world.native_run import NativePlan, native_placement, native_steps, profile_ref, run_native
 from specbench.world.sustained import run_sustained
 from specbench.world.tracing import check_trace_templates
@@ -48,14 +50,14 @@ def trace_references(traces_dir: Path, windows: Sequence[Window], target: ModelF
 def native_plans(devices: Sequence[Device], windows: list[Window], windows_path: Path, target: ModelFile,
                  drafter: ModelFile | None, configs: list[MethodConfig], traces_dir: Path | None,
                  profile_path: Path | None, placement_spec: str | None, runs: int = 1,
-                 warmup: int = 0) -> list[NativePlan]:
+                 warmup: int = 0, energy: EnergySettings | None = None) -> list[NativePlan]:
     """One plan per device, in the placement of `profile_path` (else `placement_spec`, else shared);
     outputs are checked against the traces when `traces_dir` is given, else against target-only's.
     Every (window, configuration) is decoded `runs` times after `warmup` untimed decodes."""
     references = None if traces_dir is None else trace_references(traces_dir, windows, target, drafter)
     profile = load_profile(profile_path) if profile_path is not None else None
     return [NativePlan(dev, windows, target, drafter, configs, native_placement(dev, placement_spec, profile),
-                       references, str(windows_path), profile_ref(profile), runs, warmup) for dev in devices]
+                       references, str(windows_path), profile_ref(profile), runs, warmup, energy=energy) for dev in devices]
 
 
 def run_plans(plans: Sequence[NativePlan], out: Path, resume: bool) -> None:
@@ -66,6 +68,9 @@ def run_plans(plans: Sequence[NativePlan], out: Path, resume: bool) -> None:
         run = run_native if plan.sustained is None else run_sustained
         results, added, diverged = run(plan, where, resume, advance)
         stderr.print(f"{added} rows written to {results.rows_path}")
+        energy = read_manifest(results.manifest_path).energy
+        if energy is not None and energy.no_source is not None:
+            stderr.print(f"{plan.device.name}: {energy.no_source}; the rows carry no energy")
         if diverged:
             stderr.print(f"warning: {diverged} (window, method) outputs differ from the reference; "
                          f"see {results.directory / 'divergences.jsonl'}")

@@ -70,8 +70,6 @@ def phone_options(func):
                      expose_value=False, help="Phones: longest cool-down wait between jobs, seconds (default 300)."),
         click.option("--cooldown-temp", type=float, callback=_setting("cooldown_temp_c"), expose_value=False,
                      help="Phones: wait between jobs until every thermal zone is below this, °C (default 45)."),
-        click.option("--energy-interval", type=click.FloatRange(0), callback=_setting("energy_interval_s"),
-                     expose_value=False, help="Phones: sample current_now/voltage_now every this many seconds."),
         click.option("--job-timeout", type=click.FloatRange(1), callback=_setting("job_timeout_s"),
                      expose_value=False, help="Phones: kill a runner job after this many seconds (default 3600)."),
     ]

@@ -14,6 +14,7 @@ from specbench.cli.devices import device_names, phone_options, phone_settings
 from specbench.errors import SpecbenchError
 
 if TYPE_CHECKING:
+    from specbench.world.native_energy import EnergySettings
     from specbench.world.native_run import SustainedLoad
 
 
@@ -47,6 +48,14 @@ class NativeOptions:
     """--rate: requests per second for windows without an audio duration."""
     no_cooldown: bool = False
     """--no-cooldown: no cool-down between a sustained run's streams."""
+    energy_interval_ms: int = 0
+    """--energy-interval: milliseconds between battery samples (0: off)."""
+    energy_idle_s: float | None = None
+    """--energy-idle: seconds of idle draw measured before the first window (None: not given, 5)."""
+    energy_convention: str | None = None
+    """--energy-convention as typed (None: detected)."""
+    energy_paths: str | None = None
+    """--energy-paths CURRENT,VOLTAGE,STATUS as typed (None: the battery's usual files)."""
 
     @property
     def asked(self) -> bool:
@@ -54,7 +63,24 @@ class NativeOptions:
         return self.native or self.device is not None or self.target is not None
 
 
+DEFAULT_IDLE_S = 5.0
+"""--energy-idle when not given: long enough for a few fuel-gauge updates of most phones."""
+
 _NATIVE_OPTIONS = (  # in the order --help lists them
+    click.option("--energy-interval", "energy_interval_ms", type=click.IntRange(0, 60000), default=0, metavar="MS",
+                 help="--native: the runner samples the battery's current and voltage every MS milliseconds on its "
+                      "decode clock, and rows get energy_j (docs/METHODS.md §10 Energy); 0 (default): off, so a "
+                      "throughput run shares its CPUs with no sampler."),
+    click.option("--energy-idle", "energy_idle_s", type=click.FloatRange(0, 600), default=None, metavar="S",
+                 help="--native with --energy-interval: seconds of idle draw measured before the first window "
+                      "(default 5; 0: no idle baseline, energy_above_idle_j stays empty)."),
+    click.option("--energy-convention", default=None, metavar="I,V,SIGN",
+                 help="--native with --energy-interval: how current_now/voltage_now read, e.g. "
+                      "uA,uV,discharging_negative (units uA|mA, uV|mV; sign discharging_negative|positive); "
+                      "default: detected from the values and the battery's status."),
+    click.option("--energy-paths", default=None, metavar="CURRENT,VOLTAGE,STATUS",
+                 help="--native with --energy-interval: the device's current, voltage and status files "
+                      "(default /sys/class/power_supply/battery/{current_now,voltage_now,status})."),
     click.option("--runs", "runs_text", default=None, metavar="N",
                  help="--native: timed decodes of every (window, configuration) (default 1); every sample "
                       "is kept in the row (samples_s), the row is the median one."),
@@ -98,10 +124,11 @@ def native_options(func):
     """The --native options (and the phone options), given to `func` as one `native: NativeOptions`."""
     @functools.wraps(func)
     def wrapper(*args, native, device, target_path, placement_spec, target_mmproj, drafter_mmproj, template_specs,
-                runs_text, warmup_text, sustained_text, pace, rate, no_cooldown, **kwargs):
+                runs_text, warmup_text, sustained_text, pace, rate, no_cooldown, energy_interval_ms, energy_idle_s,
+                energy_convention, energy_paths, **kwargs):
         options = NativeOptions(native, device, target_path, placement_spec, target_mmproj, drafter_mmproj,
                                 tuple(template_specs), runs_text, warmup_text, sustained_text, pace, rate,
-                                no_cooldown)
+                                no_cooldown, energy_interval_ms, energy_idle_s, energy_convention, energy_paths)
         return func(*args, native=options, **kwargs)
 
     for option in reversed(_NATIVE_OPTIONS):
@@ -123,6 +150,30 @@ def repeat_counts(options: NativeOptions) -> tuple[int, int]:
     return counts[0], counts[1]
 
 
+def energy_settings(options: NativeOptions) -> EnergySettings | None:
+    """The battery sampling asked (None: --energy-interval 0); a flag that needs it without it is an error."""
+    from specbench.core.energy import parse_convention
+    from specbench.world.native_energy import EnergySettings
+
+    if options.energy_interval_ms == 0:
+        for flag, value in (("--energy-idle", options.energy_idle_s),
+                            ("--energy-convention", options.energy_convention),
+                            ("--energy-paths", options.energy_paths)):
+            if value is not None:
+                raise SpecbenchError(f"{flag} needs --energy-interval MS (battery sampling is off)")
+        return None
+    convention = None if options.energy_convention is None else parse_convention(options.energy_convention)
+    idle_s = DEFAULT_IDLE_S if options.energy_idle_s is None else options.energy_idle_s
+    settings = EnergySettings(options.energy_interval_ms, idle_s, convention)
+    if options.energy_paths is not None:
+        paths = [p.strip() for p in options.energy_paths.split(",")]
+        if len(paths) != 3 or not all(p.startswith("/") for p in paths):
+            raise SpecbenchError(f"--energy-paths {options.energy_paths!r}: expected three absolute paths "
+                                 "CURRENT,VOLTAGE,STATUS")
+        settings = EnergySettings(settings.interval_ms, settings.idle_s, convention, (paths[0], paths[1], paths[2]))
+    return settings
+
+
 def refuse_native_only(options: NativeOptions) -> None:
     """Replay uses what the traces recorded and prices each window once from the profile:
     --template, --runs and --warmup are for --native runs."""
@@ -135,6 +186,10 @@ def refuse_native_only(options: NativeOptions) -> None:
                         ("--rate", options.rate is not None), ("--no-cooldown", options.no_cooldown)):
         if asked:
             raise SpecbenchError(f"{flag} is for --native --sustained runs (it paces requests on a device)")
+    energy = (options.energy_idle_s, options.energy_convention, options.energy_paths)
+    if options.energy_interval_ms or any(v is not None for v in energy):
+        raise SpecbenchError("--energy-interval, --energy-idle, --energy-convention and --energy-paths are for "
+                             "--native runs (replay has no battery)")
 
 
 def sustained_load(options: NativeOptions) -> SustainedLoad | None:
@@ -179,6 +234,10 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
     if load is not None and resume:
         raise SpecbenchError("--resume is not for --sustained runs: a paced stream cannot continue where it stopped")
     runs, warmup = repeat_counts(options)
+    energy = energy_settings(options)
+    if load is not None and energy is not None:
+        raise SpecbenchError("--energy-interval is not for --sustained runs: a paced stream's energy is not attributed "
+                             "(measure energy in a run without --sustained)")
     settings = phone_settings()
     settings.cooldown = load is None or load.cooldown
     devices = open_devices(device_names([options.device or "local"]), settings)
@@ -192,7 +251,7 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
     configs = configs_from(method_names, method_specs, drafter.name if drafter else None,
                            lambda: common_methods(devices))
     plans = native_plans(devices, windows, windows_path, target, drafter, configs, traces_dir,
-                         profile_paths[0] if profile_paths else None, options.placement, runs, warmup)
+                         profile_paths[0] if profile_paths else None, options.placement, runs, warmup, energy)
     if load is not None:
         from specbench.world.sustained import arrival_gaps_us
 

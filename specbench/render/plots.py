@@ -192,6 +192,26 @@ def sustained_timeline(requests: pd.DataFrame):
     return fig, series
 
 
+def energy_bars(energy: pd.DataFrame, device: str):
+    """Joules per request per configuration on one device: the whole bar is what the battery gave,
+    its hatched part what the request drew above the idle draw; each bar names its ratio to target-only."""
+    plt = _pyplot()
+    rows = energy[energy["device"] == device]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    x = np.arange(len(rows))
+    total = rows["j_per_request"].astype(float).to_numpy()
+    above = rows["j_per_request_above_idle"].astype(float).to_numpy()
+    ax.bar(x, total, color="white", edgecolor="black", label="total")
+    if not np.isnan(above).all():
+        ax.bar(x, np.nan_to_num(above), color="white", edgecolor="black", hatch="///", label="above idle")
+    for i, ratio in enumerate(rows["vs_target"]):
+        if ratio is not None and not pd.isna(ratio):
+            ax.annotate(f"{float(ratio):.2f}x", (x[i], total[i]), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(x, list(rows["config"]), rotation=20, ha="right", fontsize=7)
+    _finish(ax, fig, None, "energy per request (J)", f"Energy per request — {device} (ratio: vs target-only)")
+    return fig, {"config": list(rows["config"]), "total": total, "above_idle": above}
+
+
 def save(fig, stem: Path) -> list[Path]:
     """Write `stem`.png and `stem`.svg; returns the paths."""
     stem = Path(stem)

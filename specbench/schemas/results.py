@@ -56,7 +56,9 @@ KIND = "specbench.results"
 #     `specbench_version`/`command`/`created`/`runner`/`device_info`; a profile entry names its
 #     runner build by `runner_sha256`; row columns named for what they count: `target_forwards`,
 #     `multi_token_forwards` and `cost_fit` (were `rounds`, `multi_token_rounds`, `ratio_fit`).
-# 4 = a sustained native run (`run --native --sustained`) writes `timeline.jsonl`: one
+# 4 = rows gain `energy_j`, `energy_above_idle_j`, `energy_samples` (null without an energy source);
+#     a native manifest gains `energy` (the battery sampling asked for and what it found); a
+#     sustained native run (`run --native --sustained`) writes `timeline.jsonl`: one
 #     `TimelineRecord` per request (its times on the runner's clock and the phone's thermal state).
 VERSION = 4
 VERSIONS = (VERSION,)
@@ -142,6 +144,13 @@ class WindowResult:
     decomposition; () = none reached any, or not recorded)."""
     accepted_at: tuple[int, ...] = ()
     """Verifications that accepted the candidate at draft position k, at index k - 1."""
+    energy_j: float | None = None
+    """Native rows: joules the battery gave over the median sample's request (its prefill and decode,
+    docs/METHODS.md §10 Energy). None: no energy source (replay rows, hosts without a battery)."""
+    energy_above_idle_j: float | None = None
+    """energy_j less the idle power over the same time (None: no energy source or no idle period)."""
+    energy_samples: int | None = None
+    """Battery samples taken within that request (None: no energy source)."""
     samples_s: list[float] | None = None
     """Native rows: decode_s of every timed decode of the window (`run --native --runs N`), in
     the order they ran; the row is the median one (docs/METHODS.md §6.1 Repeated runs). None: replay rows and
@@ -164,6 +173,9 @@ SAMPLES = "samples_s"
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool, "tuple[int, ...]": tuple}
 _KINDS = {f.name: _TYPES[f.type.removesuffix(" | None")] for f in fields(WindowResult) if f.name != SAMPLES}
 """Column -> Python type of the other columns; the CONFIG_COLUMNS also take None."""
+ENERGY_COLUMNS = ("energy_j", "energy_above_idle_j", "energy_samples")
+NULLABLE = (*CONFIG_COLUMNS, *ENERGY_COLUMNS)
+"""Columns that hold None: a method's absent parameter, a row without an energy source."""
 _INFERRED = {int: {"integer"}, float: {"integer", "floating", "mixed-integer-float"}, str: {"string"},
              bool: {"boolean"}}
 
@@ -173,7 +185,7 @@ def _is(value: object, column: str) -> bool:
     if kind is tuple:
         return isinstance(value, (list, tuple)) and all(_is_count(v) for v in value)
     if value is None:
-        return column in CONFIG_COLUMNS
+        return column in NULLABLE
     if kind is float and isinstance(value, float) and not np.isfinite(value):
         return False
     return isinstance(value, (int, float) if kind is float else kind) and (kind is bool or not isinstance(value, bool))
@@ -201,7 +213,7 @@ def row_from_dict(doc: dict, where: Where) -> WindowResult:
                 raise where.at(f.name).fail("null or a non-empty list of decode times in seconds >= 0",
                                             values[f.name])
             continue
-        kind = (_KINDS[f.name], type(None)) if f.name in CONFIG_COLUMNS else _KINDS[f.name]
+        kind = (_KINDS[f.name], type(None)) if f.name in NULLABLE else _KINDS[f.name]
         if kind is tuple:
             value = need(doc, f.name, list, where)
             if not _is(value, f.name):
@@ -239,8 +251,12 @@ def _check_ranges(frame: pd.DataFrame, path: Path, lines: Sequence[int]) -> None
     checks = [(c, "a count >= 0", lambda v: v >= 0) for c in COUNTS]
     checks += [(c, "seconds >= 0 (finite)", lambda v: np.isfinite(v) & (v >= 0)) for c in SECONDS]
     checks += [(c, "a probability in [0, 1]", lambda v: v.isna() | ((v >= 0) & (v <= 1))) for c in PROBABILITIES]
+    checks += [(c, "null or a value >= 0 (finite)", lambda v: v.isna() | (np.isfinite(v) & (v >= 0)))
+               for c in ("energy_j", "energy_samples")]
+    checks += [("energy_above_idle_j", "null or a finite number", lambda v: v.isna() | np.isfinite(v))]
     for column, expected, ok in checks:
-        values = frame[column] if column not in PROBABILITIES else pd.to_numeric(frame[column], errors="coerce")
+        numeric = column in PROBABILITIES or column in ENERGY_COLUMNS
+        values = pd.to_numeric(frame[column], errors="coerce") if numeric else frame[column]
         bad = ~ok(values.astype(np.float64)).to_numpy(dtype=bool)
         if bad.any():
             at = int(np.argmax(bad))
@@ -271,7 +287,7 @@ def rows_frame(docs: Sequence[Mapping]) -> pd.DataFrame:
     configuration columns hold the values as given, None where a method lacks the parameter
     (pandas would turn a column of integers and nulls into floats and NaN)."""
     frame = pd.DataFrame(docs, columns=list(ROW_FIELDS))
-    for name in CONFIG_COLUMNS:
+    for name in NULLABLE:
         frame[name] = pd.Series([doc.get(name) for doc in docs], index=frame.index, dtype=object)
     frame[SAMPLES] = _samples_column([doc.get(SAMPLES) for doc in docs], frame.index)
     return frame
@@ -339,6 +355,60 @@ class Repeats:
 
 
 @dataclass(frozen=True)
+class EnergyRecord:
+    """A native run's battery sampling (docs/METHODS.md §10 Energy): what `run --native` asked
+    (compared on resume) and what the last session found (filled in when it finishes)."""
+
+    interval_ms: int
+    """--energy-interval: milliseconds between samples."""
+    idle_s: float
+    """--energy-idle: seconds of idle draw measured before the first window."""
+    declared_convention: str | None
+    """--energy-convention as given (None: detected)."""
+    current_path: str
+    """The current file on the device (current_now)."""
+    voltage_path: str
+    status_path: str
+    no_source: str | None = None
+    """Why there is no energy ("no energy source: ..."); None: the battery was sampled."""
+    convention: str | None = None
+    """The convention the samples were read with, e.g. uA,uV,discharging_negative."""
+    detected: bool = False
+    """The convention was detected from the values and status (not declared)."""
+    status: str | None = None
+    """The battery's status as the runner read it (Discharging, Charging, ...)."""
+    samples: int = 0
+    """Samples the last session's job took."""
+    idle_w: float | None = None
+    """Mean power over the idle period (None: no idle period measured)."""
+    idle_samples: int | None = None
+    """Samples taken within the idle period."""
+    idle_start_us: int | None = None
+    """The idle period on the runner's clock (CLOCK_MONOTONIC, microseconds)."""
+    idle_end_us: int | None = None
+
+
+ENERGY_ASKED = ("interval_ms", "idle_s", "declared_convention", "current_path", "voltage_path",
+                "status_path")
+"""The EnergyRecord fields a resumed run must match."""
+_ENERGY_TYPES: dict[str, type | tuple[type, ...]] = {
+    "interval_ms": int, "idle_s": (int, float), "declared_convention": (str, type(None)), "current_path": str,
+    "voltage_path": str, "status_path": str, "no_source": (str, type(None)), "convention": (str, type(None)),
+    "detected": bool, "status": (str, type(None)), "samples": int, "idle_w": (int, float, type(None)),
+    "idle_samples": (int, type(None)), "idle_start_us": (int, type(None)), "idle_end_us": (int, type(None))}
+
+
+def _energy_from(doc: object, where: Where) -> EnergyRecord:
+    if not isinstance(doc, dict):
+        raise where.fail("a mapping (the battery sampling)", doc)
+    reject_unknown(doc, set(_ENERGY_TYPES), where)
+    values = {name: need(doc, name, kind, where) for name, kind in _ENERGY_TYPES.items()}
+    if values["interval_ms"] < 1:
+        raise where.at("interval_ms").fail("milliseconds >= 1", values["interval_ms"])
+    return EnergyRecord(**values)
+
+
+@dataclass(frozen=True)
 class ResultsManifest:
     """`manifest.json` of a results directory: the run's inputs and their hashes. Replay runs fill
     the replay fields, native runs the native ones; the others keep their defaults."""
@@ -374,6 +444,8 @@ class ResultsManifest:
     """Native: what outputs were checked against: 'trace' or 'target-only output'."""
     repeats: Repeats | None = None
     """Native: --runs/--warmup when not 1/0."""
+    energy: EnergyRecord | None = None
+    """Native: the battery sampling (`--energy-interval`); None: not asked."""
 
     @property
     def command(self) -> str:
@@ -444,7 +516,7 @@ def manifest_from_dict(doc: object, path: Path) -> ResultsManifest:
     mode = need(doc, "mode", str, where)
     if mode not in MODES:
         raise where.at("mode").fail(" or ".join(repr(m) for m in MODES), mode)
-    own = _REPLAY_KEYS if mode == "replay" else _NATIVE_KEYS + ("repeats",)
+    own = _REPLAY_KEYS if mode == "replay" else _NATIVE_KEYS + ("repeats", "energy")
     reject_unknown(doc, {"kind", "schema_version", "mode", ENV_KEY, "windows", "methods", *own}, where)
     environment = manifest_environment(doc, where)
     if environment is None:
@@ -492,7 +564,8 @@ def manifest_from_dict(doc: object, path: Path) -> ResultsManifest:
         placement=placement_from_dict(need(doc, "placement", dict, where), where.at("placement")),
         placement_profile=None if placement_profile is None else
         _profile_input(placement_profile, where.at("placement_profile"), False),
-        reference=need(doc, "reference", str, where), repeats=repeats)
+        reference=need(doc, "reference", str, where), repeats=repeats,
+        energy=None if doc.get("energy") is None else _energy_from(doc["energy"], where.at("energy")))
 
 
 def manifest_to_dict(manifest: ResultsManifest) -> dict:
@@ -517,6 +590,8 @@ def manifest_to_dict(manifest: ResultsManifest) -> dict:
             "reference": manifest.reference}
     if manifest.repeats is not None:
         doc["repeats"] = vars(manifest.repeats)
+    if manifest.energy is not None:
+        doc["energy"] = asdict(manifest.energy)
     return doc
 
 
@@ -544,7 +619,7 @@ class ResultsDir:
             old = read_manifest(self.manifest_path)
             old_doc, new_doc = manifest_to_dict(old), manifest_to_dict(manifest)
             for key in sorted(set(new_doc) | set(old_doc)):
-                if key != ENV_KEY and old_doc.get(key) != new_doc.get(key):
+                if key != ENV_KEY and _asked(key, old_doc.get(key)) != _asked(key, new_doc.get(key)):
                     raise SpecbenchError(f"{self.directory}: cannot resume: manifest field '{key}' differs "
                                          f"({_brief(old_doc.get(key))} before, {_brief(new_doc.get(key))} now)")
             env = resumed_environment(old.environment, manifest.environment, Where(self.manifest_path))
@@ -562,6 +637,11 @@ class ResultsDir:
         write_atomic(self.manifest_path,
                      _manifest_text(replace(manifest, environment=manifest.environment.finish(at, models, after))))
 
+    def set_energy(self, energy: EnergyRecord) -> None:
+        """Record what this session's battery sampling found (no source, convention, idle draw)."""
+        manifest = read_manifest(self.manifest_path)
+        write_atomic(self.manifest_path, _manifest_text(replace(manifest, energy=energy)))
+
     def append(self, rows: Iterable[WindowResult]) -> None:
         append_jsonl(self.rows_path, (asdict(r) for r in rows))
 
@@ -574,6 +654,8 @@ class ResultsDir:
         if missing:  # optional columns a producer does not fill (e.g. text) get their defaults
             frame = frame.assign(**missing)
         frame = frame.assign(**{SAMPLES: _samples_column(frame[SAMPLES].tolist(), frame.index)})
+        # a producer's missing energy is NaN in a float column; the file holds null
+        frame = frame.assign(**{c: frame[c].astype(object).where(frame[c].notna(), None) for c in ENERGY_COLUMNS})
         append_jsonl(self.rows_path, frame[list(ROW_FIELDS)].to_dict("records"))
 
     def frame(self) -> pd.DataFrame:
@@ -613,8 +695,8 @@ class ResultsDir:
         for name, kind in _KINDS.items() if docs else ():  # no rows (a run stopped before its first): no types
             if kind is tuple:
                 continue
-            inferred = pd.api.types.infer_dtype(frame[name], skipna=name in CONFIG_COLUMNS)
-            if inferred not in _INFERRED[kind] and not (name in CONFIG_COLUMNS and inferred == "empty"):
+            inferred = pd.api.types.infer_dtype(frame[name], skipna=name in NULLABLE)
+            if inferred not in _INFERRED[kind] and not (name in NULLABLE and inferred == "empty"):
                 bad = ~frame[name].map(lambda v, k=name: _is(v, k))  # the slow path only finds the line
                 bad_row = int(np.argmax(bad.to_numpy()))
                 row_from_dict(docs[bad_row], Where(self.rows_path, f"row {bad_row + 1}"))
@@ -629,6 +711,13 @@ class ResultsDir:
 
     def rows(self) -> list[WindowResult]:
         return [WindowResult(**doc) for doc in self.frame().to_dict("records")]
+
+
+def _asked(key: str, value: object) -> object:
+    """What a resume compares of a manifest field: of `energy`, only what was asked."""
+    if key == "energy" and isinstance(value, dict):
+        return {name: value.get(name) for name in ENERGY_ASKED}
+    return value
 
 
 def _brief(value: object) -> str:

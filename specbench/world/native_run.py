@@ -19,6 +19,10 @@ the runner's `reference`) or else with target-only's output on the same window. 
 differing output (in any sample) is a divergence, not a throughput: its row has
 `lossless = false`, `tokens = 0` and no times, and the details (the sample, first differing
 position, both tokens) go to `divergences.jsonl` in the results directory.
+
+With `--energy-interval` the runner also samples the battery (world/native_energy.py): a
+window's rows then wait for the samples up to its last request's end, and carry the median
+sample's energy (docs/METHODS.md §10 Energy).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from specbench.schemas.windows import Window, windows_digest
 from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session, state
 from specbench.world.model_files import ModelFile, model_job
+from specbench.world.native_energy import EnergyLog, EnergySettings, row_energy
 from specbench.world.tracing import Prompts, model_templates, prompts_for
 
 PINNING = "pinning.jsonl"
@@ -204,7 +209,7 @@ def decode_row(result: dict, window: Window, device: str, config: MethodConfig, 
                         multi_token_forwards=multi, drafter_forwards=drafter_forwards, d_s=d_s, v_s=v_s, o_s=o_s,
                         h_s=h_s, extrapolated=False, lossless=True, source="native",
                         text=str(result.get("text", "")), placement=placement, samples_s=[decode_s],
-                        reached_at=reached_at, accepted_at=accepted_at)
+                        reached_at=reached_at, accepted_at=accepted_at, **row_energy(result))
 
 
 def median_row(rows: Sequence[WindowResult]) -> WindowResult:
@@ -222,7 +227,7 @@ def request_clocks(result: dict, window: Window, device: str, config: MethodConf
            "window_sha256": window.window_sha256, "n_prompt": result.get("n_prompt"),
            "decode_us": round(float(result["decode_s"]) * 1e6)}
     for key in ("n_audio", "audio_prefill_us", "instruction_prefill_us", "first_token_us", "first_draft_us",
-                "request_latency_us"):
+                "request_latency_us", "start_us", "end_us"):
         if key in result:
             doc[key] = result[key]
     return doc
@@ -271,6 +276,8 @@ class NativePlan:
     """Untimed decodes of every configuration before the first window: `--warmup`."""
     sustained: SustainedLoad | None = None
     """A sustained, paced run (world/sustained.py) instead of one decode per (window, configuration)."""
+    energy: EnergySettings | None = None
+    """Battery sampling by the runner (`--energy-interval`); None: off."""
 
     def __post_init__(self) -> None:
         check_repeats(self.runs, self.warmup)
@@ -295,7 +302,8 @@ def manifest_for(plan: NativePlan, environment: Environment) -> ResultsManifest:
         drafter=None if plan.drafter is None else ModelId(plan.drafter.name, plan.drafter.sha256),
         templates=model_templates(plan.target, plan.drafter, plan.windows), placement=plan.placement,
         placement_profile=plan.profile,
-        reference="trace" if plan.references is not None else "target-only output", repeats=repeats)
+        reference="trace" if plan.references is not None else "target-only output", repeats=repeats,
+        energy=None if plan.energy is None else plan.energy.record())
 
 
 def plan_models(plan: NativePlan) -> list[tuple[str, ModelFile]]:
@@ -406,8 +414,15 @@ def _decode(plan: NativePlan, wanted: list[MethodConfig], todo: list[Window], pr
     per_window = len(run_configs) * plan.runs
     if plan.drafter is not None and any(method_name(c) != "target" for c in run_configs):
         job["drafter"] = model_job(plan.device, plan.drafter, plan.placement.drafter)
+    energy = None if plan.energy is None else EnergyLog(plan.energy, results.directory)
+    if plan.energy is not None:
+        job["energy"] = plan.energy.job()
+    held: list[list[dict]] = []  # finished windows waiting for the battery samples up to their end
 
     def on_line(doc: dict) -> None:
+        if energy is not None and energy.take(doc):
+            release(final=False)
+            return
         result = doc.get("result")
         if not result or result.get("kind") not in ("decode", "divergence"):
             return
@@ -417,7 +432,20 @@ def _decode(plan: NativePlan, wanted: list[MethodConfig], todo: list[Window], pr
             progress(1)
         if len(records) < per_window:
             return
-        window = by_id[result["window_id"]]
+        del pending[result["window_id"]]
+        held.append(records)
+        release(final=energy is None)
+
+    def release(final: bool) -> None:
+        """Write the held windows whose energy is known (all of them at the job's end)."""
+        while held and (final or energy is None or energy.covers(held[0])):
+            records = held.pop(0)
+            if energy is not None:
+                energy.attach(records)
+            complete(records)
+
+    def complete(records: list[dict]) -> None:
+        window = by_id[records[0]["window_id"]]
         # sample s of configuration c is record s * len(run_configs) + c (the runner's order)
         samples = [(config, records[c::len(run_configs)]) for c, config in enumerate(run_configs)]
         reference = records[0].get("tokens") if plan.references is None else None
@@ -431,9 +459,11 @@ def _decode(plan: NativePlan, wanted: list[MethodConfig], todo: list[Window], pr
                                                   if config in wanted and all(r["kind"] == "decode" for r in runs)])
         counts[0] += len(rows)
         counts[1] += len(divergences)
-        del pending[result["window_id"]]
 
     out = plan.device.run_job(job, on_line)
+    release(final=True)
+    if energy is not None:
+        results.set_energy(energy.finish())
     if pending:
         raise SpecbenchError(f"the runner stopped before finishing window '{next(iter(pending))}'")
     pinning = next((e for e in out.events if e.get("event") == "pinning"), {})

@@ -58,6 +58,13 @@ def x86_phone(adb_server, runner, tmp_path, monkeypatch):  # noqa: F811
 
 
 @pytest.fixture
+def x86_battery_phone(adb_server, runner, tmp_path, monkeypatch):  # noqa: F811
+    """The x86_64 phone on battery: current_now follows its CPU load (emuphone/power.py)."""
+    with _connected(adb_server, "x86-battery-emu.yaml", tmp_path / "phone", monkeypatch) as handle:
+        yield handle
+
+
+@pytest.fixture
 def x86_phones(adb_server, runner, tmp_path, monkeypatch):  # noqa: F811
     """Two such phones at once."""
     with _connected(adb_server, "x86-emu.yaml", tmp_path / "phone1", monkeypatch) as one, \

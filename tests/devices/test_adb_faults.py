@@ -153,11 +153,11 @@ def test_cancel_kills_the_remote_runner(x86_phone, tiny):
         pytest.fail(f"runner pid {seen[0]} still alive")
 
 
-def test_hot_phone_waits_then_warns_and_energy_is_sampled(x86_phone, tiny):
+def test_hot_phone_waits_then_warns(x86_phone, tiny):
     serial, phone, _ = x86_phone
     warnings = []
     device = open_adb_device(serial)
-    device.settings = AdbSettings(cooldown_max_s=0.2, cooldown_poll_s=0.05, energy_interval_s=0.05)
+    device.settings = AdbSettings(cooldown_max_s=0.2, cooldown_poll_s=0.05)
     device.warn = warnings.append
     # the phone heats up during the first job; the second waits for it, then warns
     device.run_job(sweep(device, tiny.target), lambda doc: phone.set_thermal(status=3, temps_c={"BIG": 52.0}))
@@ -168,9 +168,6 @@ def test_hot_phone_waits_then_warns_and_energy_is_sampled(x86_phone, tiny):
     assert "thermal status 3, hottest zone 52.0" in cooldown[0]["warning"]
     runs = [j for j in jobs if "mode" in j]
     assert runs[0]["after"]["thermal"]["status"] == 3 and runs[1]["before"]["thermal"]["status"] == 3
-    energy = runs[0]["energy"]
-    assert "current_now" in energy["convention"] and energy["samples"]
-    assert energy["samples"][0][1:] == [-410000, 3950000]  # raw, as the phone prints them
 
 
 def test_job_timeout_kills_the_runner_and_says_so(x86_phone, tiny):

@@ -130,6 +130,13 @@ def test_golden_results_validate(run):
     assert results_errors(GOLDEN / run) == []
 
 
+def test_golden_energy_results_validate():
+    """A native run on the emulated phone with battery sampling: rows with energy, a manifest with `energy`."""
+    manifest, rows = load_results(GOLDEN / "energy" / "results")
+    assert manifest.energy is not None and rows["energy_j"].notna().all()
+    assert results_errors(GOLDEN / "energy" / "results") == []
+
+
 def test_written_studies_imports_and_budgets_validate(tmp_path):
     _, windows_path, traces_dir, profile_paths = write_study(tmp_path / "study", n_windows=4, n_devices=1)
     assert jsonl_errors("windows", windows_path) == []
@@ -259,8 +266,12 @@ def test_bad_profiles_are_refused_by_loader_and_schema(tmp_path, case):
 
 BAD_RESULTS = {
     "manifest kind": ("manifest", ("kind",), "specbench.result"),
+    "manifest version 2": ("manifest", ("schema_version",), 2),
     "manifest version 3": ("manifest", ("schema_version",), 3),
     "manifest version 5": ("manifest", ("schema_version",), 5),
+    "negative energy": ("row", ("energy_j",), -0.5),
+    "energy samples as text": ("row", ("energy_samples",), "3"),
+    "no energy_above_idle_j": ("row", ("energy_above_idle_j",), _DROP),
     "manifest without environment": ("manifest", ("environment",), _DROP),
     "row with negative tokens": ("row", ("tokens",), -1),
     "tokens as text": ("row", ("tokens",), "12"),

@@ -93,6 +93,12 @@ def make_figures(loaded: LoadedResults, directory: Path, horizon: bool = False) 
         if len(positions):
             fig, _ = plots.position_acceptance(positions, device)
             figures[f"positions-{device}"] = save(fig, directory / f"positions-{device}")
+    from specbench.app.report.energy import energy_rows
+
+    energy = energy_rows(main_rows(loaded.frame).native)
+    for device in energy["device"].unique():
+        fig, _ = plots.energy_bars(energy, device)
+        figures[f"energy-{device}"] = save(fig, directory / f"energy-{device}")
     profiles = list(profile_paths(loaded).values())
     if profiles:
         fig, _ = plots.width_cost([load_profile(p) for p in profiles])

@@ -58,7 +58,7 @@ def build_summary(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame) -
         baseline = profile.target_costs.cost(1, depth) * MS if profile is not None else math.nan
         records.append(_record(target, fidelity, depth, baseline, math.nan, "the baseline"))
         lines = []
-        for _, best in _best(mine).iterrows():
+        for _, best in best_configs(mine).iterrows():
             found = None
             if profile is not None:
                 found, reason = _verdict(profile, best, counts.loc[(device, best["config"])], depth)
@@ -90,7 +90,7 @@ def _fastest_targets(pooled: pd.DataFrame) -> dict[str, str]:
     return {d: targets.loc[best[p], "device"] for d, p in zip(targets["device"], phones, strict=False)}
 
 
-def _best(mine: pd.DataFrame) -> pd.DataFrame:
+def best_configs(mine: pd.DataFrame) -> pd.DataFrame:
     """Per method x drafter, the configuration of highest speedup (SD's mean over W is no configuration)."""
     candidates = mine[(mine["method"] != "target") & ~((mine["method"] == "sd") & mine["width"].isna())]
     key = candidates["drafter"].fillna("")

@@ -170,6 +170,9 @@ def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: 
         # WER/CER from the same rows as the other tables, or the native rows when only those have text
         scored, scored_suffix = (main, suffix) if text_metrics.has_text(main) else (native, NATIVE_SUFFIX)
         tables += text_tables(frame[frame["cost_fit"] == "median"], scored, loaded.references, scored_suffix)
+    from specbench.app.report.energy import energy_tables
+
+    tables += energy_tables(loaded, rows)
     tables += stability_tables(loaded, native)
     tables += sustained_tables(loaded.directories)
     return tables

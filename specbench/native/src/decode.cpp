@@ -4,6 +4,7 @@
 // forward with logits for every row, and both KV caches roll back to the committed prefix.
 #include "modes.h"
 #include "audio.h"
+#include "energy.h"
 #include "lookup.h"
 #include "probe.h"
 #include "vocabmap.h"
@@ -455,9 +456,14 @@ void run_decode(JobObject & job) {
     const bool alternate = job.get<bool>("alternate", false);
     const ProbeOptions probe = parse_probe(job);
     const Pace pace = parse_pace(job, windows.size());
+    const EnergyOptions energy = parse_energy(job);
     job.done();
     if (pace.on && (methods.size() != 1 || runs != 1)) {
         throw JobError("job key 'pace' takes one method and runs 1 (each method runs its own paced stream)");
+    }
+    if (pace.on && energy.on) {
+        throw JobError("job keys 'pace' and 'energy' together: a paced stream's energy is not attributed",
+                       "measure energy in an unpaced decode job");
     }
     if (runs < 1) throw JobError("job key 'runs' must be >= 1 (timed decodes of every window and method)");
     if (warmup_runs < 0) throw JobError("job key 'warmup_runs' must be >= 0 (untimed decodes before the first window)");
@@ -526,6 +532,14 @@ void run_decode(JobObject & job) {
         if (choice.lookup) return run_as2d_input(*target, w, m.as2d);
         return run_as2d(*target, *drafter, w, m.as2d, cross);
     };
+    // A request's span on the decode clock (the energy sampler's and the pacing's): its prefill
+    // and decode, not the report.
+    auto timed_decode = [&](const Window & w, const Method & m) -> DecodeRun {
+        const int64_t start_us = now_us();
+        DecodeRun r = decode(w, m);
+        r.extra.update({{"start_us", start_us}, {"end_us", now_us()}});
+        return r;
+    };
     // Warm-up decodes: each method on the first window, once per job, discarded.
     for (int i = 0; i < warmup_runs; i++) {
         for (const Method & m : methods) decode(windows[0], m);
@@ -533,15 +547,16 @@ void run_decode(JobObject & job) {
     if (warmup_runs > 0) emit_event("warmed_up", {{"warmup_runs", warmup_runs}});
     if (pace.on) {
         run_paced(pace, windows, [&](const Window & w, json times) {
-            times["start_us"] = now_us();
-            DecodeRun r = decode(w, methods[0]);
-            times["end_us"] = now_us();
+            DecodeRun r = timed_decode(w, methods[0]);
             r.extra.update(times);
             report(w, methods[0], r, target->detokenize(r.tokens, false), 0, 0);
-            return times["end_us"].get<int64_t>();
+            return r.extra["end_us"].get<int64_t>();
         });
         return;
     }
+    // Battery samples from here on: the idle draw with the models loaded, then every window.
+    EnergySampler sampler(energy);
+    sampler.idle();
     // Samples of a window interleave the methods (sample 0 of each, then sample 1, ...), so drift
     // within a window reaches every method alike. Probes: before the first window and after each.
     emit_probe(*target, drafter, choice.lookup, probe, "start");
@@ -551,10 +566,11 @@ void run_decode(JobObject & job) {
             for (size_t i = 0; i < methods.size(); i++) {
                 const int slot = (int) (reversed ? methods.size() - 1 - i : i);
                 const Method & m = methods[slot];
-                DecodeRun r = decode(w, m);
+                DecodeRun r = timed_decode(w, m);
                 report(w, m, r, target->detokenize(r.tokens, false), s, slot);
             }
         }
         emit_probe(*target, drafter, choice.lookup, probe, "after", {{"window_id", w.id}});
+        sampler.flush();
     }
 }

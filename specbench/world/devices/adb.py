@@ -12,12 +12,14 @@ Before each job after the first the phone cools down (thermal status and zone
 temperatures below thresholds, or a warning after `cooldown_max_s`; never with
 `cooldown=False`, a sustained run's --no-cooldown); a snapshot is taken
 before and after each job and reported with the next `snapshot()` under "jobs", together
-with the observed CPU pinning and, with `energy_interval_s`, raw current/voltage samples.
+with the observed CPU pinning. A job's battery files (its "energy" key) are linked into the work
+directory by the job's own shell command, so that the phone's shell resolves them.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import threading
 import time
 from collections import deque
@@ -80,8 +82,6 @@ class AdbSettings:
     """Wait while `dumpsys thermalservice` status is above this."""
     cooldown_temp_c: float = 45.0
     """Wait while any thermal zone is at or above this (°C)."""
-    energy_interval_s: float = 0.0
-    """Sample current_now/voltage_now this often during jobs (0: off)."""
     job_timeout_s: float = 3600.0
 
 
@@ -273,7 +273,6 @@ class AdbDevice:
         out, buffer = RunOutput(), [b""]
         error: list[dict | None] = [None]
         threads: list[threading.Thread] = []
-        stop = threading.Event()
 
         def on_stdout(data: bytes) -> None:
             buffer[0] += data
@@ -283,8 +282,6 @@ class AdbDevice:
                     continue
                 if record and not threads:
                     threads.append(_start(self._check_pinning, state, cpus))
-                    if self.settings.energy_interval_s > 0:
-                        threads.append(_start(self._sample_energy, state, stop))
                 error[0] = take_line(out, raw, on_line, f"phone {self.serial}: ") or error[0]
 
         def on_stderr(data: bytes) -> None:
@@ -294,7 +291,8 @@ class AdbDevice:
             state.conn = conn
 
         # the job arrives on stdin (one round trip less than a push) and stays on the phone as job.json
-        command = f"cd {WORKDIR} && cat > job.json && echo $$ > job.pid && {self._exec(cpus)} job.json"
+        links, job = energy_links(job)
+        command = f"cd {WORKDIR} && {links}cat > job.json && echo $$ > job.pid && {self._exec(cpus)} job.json"
         timer = threading.Timer(self.settings.job_timeout_s, self._abort, (state, "timed out"))
         timer.daemon = True
         timer.start()
@@ -313,7 +311,6 @@ class AdbDevice:
             raise SpecbenchError(f"{exc}{stderr_tail(chr(10).join(state.stderr))}", hint=exc.hint) from None
         finally:
             timer.cancel()
-            stop.set()
             self._job = None
             if not finished:
                 self._kill_remote()  # Ctrl-C, a timeout or a lost stream: adbd leaves the runner running
@@ -369,9 +366,6 @@ class AdbDevice:
     def _check_pinning(self, state: _Job, cpus: list[int]) -> None:
         state.record["pinning"] = watch.pinning(self.link, f"{WORKDIR}/job.pid", cpus)
 
-    def _sample_energy(self, state: _Job, stop: threading.Event) -> None:
-        state.record["energy"] = watch.energy_samples(self.link, self.settings.energy_interval_s, stop)
-
     def _cool_down(self) -> dict:
         """Wait until the phone is cool enough; returns the last snapshot, the next job's "before"."""
         snap, record = watch.cool_down(self._fresh_snapshot, self.settings, self.serial)
@@ -380,6 +374,17 @@ class AdbDevice:
             if not record["ok"]:
                 self.warn(record["warning"])
         return snap
+
+
+def energy_links(job: dict) -> tuple[str, dict]:
+    """(shell text linking the job's battery files into the work directory, the job reading the
+    links): paths in a job file are not the shell's to resolve, paths in its command line are."""
+    energy = job.get("energy")
+    if not energy:
+        return "", job
+    keys = ("current", "voltage", "status")
+    text = "".join(f"ln -sf {shlex.quote(energy[k])} energy-{k} && " for k in keys)
+    return text, {**job, "energy": {**energy, **{k: f"energy-{k}" for k in keys}}}
 
 
 def _start(target, *args) -> threading.Thread:

@@ -1,18 +1,14 @@
-"""Around a job on a phone: cool-down before it, CPU pinning and energy read while it runs."""
+"""Around a job on a phone: cool-down before it, CPU pinning read while it runs (energy is the
+runner's own sampling: world/native_energy.py)."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 
 from specbench.errors import SpecbenchError
 from specbench.world.devices import adb_state as st
 from specbench.world.devices.adb_link import AdbLink
-
-ENERGY_CONVENTION = ("raw /sys/class/power_supply/battery/current_now and voltage_now as the phone prints them; "
-                     "usually microamperes and microvolts, the current's sign and unit vary by vendor "
-                     "(Pixels: negative while discharging)")
 
 
 def pinning(link: AdbLink, pid_file: str, cpus: list[int]) -> dict:
@@ -33,22 +29,6 @@ def pinning(link: AdbLink, pid_file: str, cpus: list[int]) -> dict:
                 "note": "the runner exited before its threads could be read"}
     return {"requested": cpus, "observed": [list(o) for o in sorted(set(observed))], "threads": len(observed),
             "ok": all(set(o) <= set(cpus) for o in observed)}
-
-
-def energy_samples(link: AdbLink, interval_s: float, stop: threading.Event) -> dict:
-    """Raw current_now/voltage_now every `interval_s` until `stop` is set."""
-    samples, start = [], time.monotonic()
-    command = "cat /sys/class/power_supply/battery/current_now /sys/class/power_supply/battery/voltage_now"
-    while not stop.is_set():
-        try:
-            values = link.shell(command, "sampling current/voltage", check=False).stdout.split()
-        except SpecbenchError:
-            break
-        if len(values) == 2 and all(v.lstrip("-").isdigit() for v in values):
-            samples.append([round(time.monotonic() - start, 3), int(values[0]), int(values[1])])
-        stop.wait(interval_s)
-    return {"convention": ENERGY_CONVENTION, "columns": ["t_s", "current_now", "voltage_now"],
-            "interval_s": interval_s, "samples": samples}
 
 
 def cool_down(snapshot: Callable[[], dict], settings, serial: str) -> tuple[dict, dict | None]:
