@@ -10,7 +10,7 @@ sweep-vs-decode comparison per forward. The host must be idle: the cores other p
 keep busy are sampled before and during the run and printed.
 
     python bench/fidelity.py [--windows 24] [--cap 32] [--block-windows 4] [--max-blocks 6] [--out DIR]
-                             [--placement split --placement shared] [--resume]
+                             [--placement split --placement shared] [--precision 0.02 --max-repetitions 15] [--resume]
 
 Builds the runner and derives the models on first use (cached). Exit status 0 whatever the
 figures (a benchmark, not a test).
@@ -88,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--probe-threshold", type=float, default=5.0)
     parser.add_argument("--max-voids", type=int, default=2)
     parser.add_argument("--cooldown", type=float, default=30.0)
+    parser.add_argument("--precision", type=float, default=None,
+                        help="profile cells to this precision, as `profile --precision` (default: a fixed 5 forwards)")
+    parser.add_argument("--max-repetitions", type=int, default=15, help="with --precision: most forwards per cell")
     parser.add_argument("--out", type=Path, default=None, help="keep everything here (default: a temp dir)")
     parser.add_argument("--resume", action="store_true", help="continue the validation in --out")
     args = parser.parse_args(argv)
@@ -118,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
                           {name: drafters[name] for name in sorted(used)}, resolve_configs(configs, traces),
                           placements, block_windows=args.block_windows, min_blocks=args.min_blocks,
                           max_blocks=args.max_blocks, probe_threshold_pct=args.probe_threshold,
-                          max_voids=args.max_voids, cooldown_s=args.cooldown)
+                          max_voids=args.max_voids, cooldown_s=args.cooldown, precision=args.precision,
+                          max_repetitions=args.max_repetitions)
     validation = out / "validation"
     Validation(plan, validation, note).run()
     tables = validation_tables(validation)

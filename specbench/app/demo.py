@@ -241,8 +241,9 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
     with timed(run, "profile", log):
         traced = traced_drafter_widths(traces_dir, windows, configs)
         for name, profile_path in zip(PLACEMENTS, profile_paths, strict=False):  # one profile per placement
-            plan = sweep_plan(configs, resolve_on(device, name), precision=PRECISION, max_repetitions=MAX_REPETITIONS,
-                              traced=traced)
+            # --quick is a smoke run: a fixed REPETITIONS per cell, not the precision's up to MAX_REPETITIONS
+            plan = sweep_plan(configs, resolve_on(device, name), precision=None if quick else PRECISION,
+                              max_repetitions=MAX_REPETITIONS, traced=traced)
             with progress(f"profiling this host ({name})", plan.forwards(drafters)) as advance:
                 profiled = profile_device(device, target, drafters, plan, advance)
             profile_path.parent.mkdir(parents=True, exist_ok=True)

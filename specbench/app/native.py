@@ -57,7 +57,8 @@ def native_plans(devices: Sequence[Device], windows: list[Window], windows_path:
     references = None if traces_dir is None else trace_references(traces_dir, windows, target, drafter)
     profile = load_profile(profile_path) if profile_path is not None else None
     return [NativePlan(dev, windows, target, drafter, configs, native_placement(dev, placement_spec, profile),
-                       references, str(windows_path), profile_ref(profile), runs, warmup, energy=energy) for dev in devices]
+                       references, str(windows_path), profile_ref(profile), runs, warmup, energy=energy)
+            for dev in devices]
 
 
 def run_plans(plans: Sequence[NativePlan], out: Path, resume: bool) -> None:

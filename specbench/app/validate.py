@@ -23,6 +23,7 @@ from pathlib import Path
 
 from specbench.core import fidelity
 from specbench.core.methods.configs import As2dConfig, MethodConfig, SpecAsrConfig, TargetConfig, config_of, row_fields
+from specbench.core.repetitions import DEFAULT_MAX_REPETITIONS, MAX_PRECISION_REPETITIONS
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import load_yaml
 from specbench.schemas.placement import Placement, device_label
@@ -87,6 +88,10 @@ class ValidationPlan:
     probe_repetitions: int = 5
     speedup: Bounds = Bounds(3.0, 5.0)
     throughput: Bounds = Bounds(5.0, 5.0)
+    precision: float | None = None
+    """Profile cells to this precision (`profile --precision`), `repetitions` the minimum; None: a fixed count."""
+    max_repetitions: int = DEFAULT_MAX_REPETITIONS
+    """With `precision`: most timed forwards a cell takes."""
 
     def __post_init__(self) -> None:
         checks = (("--block-windows", self.block_windows, 1), ("--min-blocks", self.min_blocks, 1),
@@ -95,6 +100,11 @@ class ValidationPlan:
         for flag, value, least in checks:
             if value < least:
                 raise SpecbenchError(f"{flag} {value}: expected an integer >= {least}")
+        if self.precision is not None and not 0 < self.precision < 1:
+            raise SpecbenchError(f"--precision {self.precision:g}: expected a fraction of the median in (0, 1)")
+        if self.precision is not None and not self.repetitions <= self.max_repetitions <= MAX_PRECISION_REPETITIONS:
+            raise SpecbenchError(f"--max-repetitions {self.max_repetitions}: expected between --repetitions "
+                                 f"({self.repetitions}) and {MAX_PRECISION_REPETITIONS}")
         if self.max_blocks < self.min_blocks:
             raise SpecbenchError(f"--max-blocks {self.max_blocks}: expected >= --min-blocks ({self.min_blocks})")
         for flag, pct in (("--halfwidth", self.halfwidth_pct), ("--probe-threshold", self.probe_threshold_pct),
@@ -143,14 +153,14 @@ def resolve_configs(configs: Sequence[MethodConfig], traces: dict[str, TraceFile
     return out
 
 
-def cell_plan(configs: Sequence[MethodConfig], placement: Placement, depths: tuple[int, ...], repetitions: int,
-              cosched: bool) -> SweepPlan:
-    """The cells the configurations use: the demo's rule (`app.demo.sweep_plan`) in this placement."""
+def cell_plan(plan: ValidationPlan, placement: Placement, cosched: bool) -> SweepPlan:
+    """The cells the configurations use: the demo's rule (`app.demo.sweep_plan`) in this placement,
+    each cell measured as the validation asks (a fixed count, or to a precision)."""
     from specbench.app.demo import sweep_plan
 
-    plan = sweep_plan(list(configs), placement, depths)
-    return replace(plan, repetitions=repetitions, cosched=cosched and any(isinstance(c, As2dConfig) for c in configs),
-                   overheads=cosched)
+    cells = sweep_plan(list(plan.configs), placement, plan.depths, plan.precision, plan.max_repetitions)
+    as2d = any(isinstance(c, As2dConfig) for c in plan.configs)
+    return replace(cells, repetitions=plan.repetitions, cosched=cosched and as2d, overheads=cosched)
 
 
 def manifest(plan: ValidationPlan) -> dict:
@@ -195,7 +205,7 @@ class Validation:
         if not path.exists():
             self.log(f"profiling every cell once ({placement.label})")
             path.parent.mkdir(parents=True, exist_ok=True)
-            plan = cell_plan(self.plan.configs, placement, self.plan.depths, self.plan.repetitions, True)
+            plan = cell_plan(self.plan, placement, True)
             write_profile(path, profile_device(self.plan.device, self.plan.target, self._models(), plan))
         return path
 
@@ -203,7 +213,7 @@ class Validation:
         return [self.plan.drafters[name] for name in sorted(self.plan.drafters)]
 
     def refresh(self, placement: Placement, path: Path) -> dict:
-        plan = cell_plan(self.plan.configs, placement, self.plan.depths, self.plan.repetitions, False)
+        plan = cell_plan(self.plan, placement, False)
         run = profile_device(self.plan.device, self.plan.target, self._models(), plan)
         write_profile(path, run)
         return run.doc

@@ -8,6 +8,7 @@ import click
 
 from specbench.cli.common import TEMPLATE_HELP, configs_from, existing_dir, existing_file, method_options
 from specbench.cli.devices import device_names, phone_options, phone_settings
+from specbench.core.repetitions import DEFAULT_MAX_REPETITIONS, MAX_PRECISION_REPETITIONS
 from specbench.errors import SpecbenchError
 
 
@@ -50,6 +51,12 @@ def _percent(ctx, param, value: float) -> float:
                    "zones to come back within 3 °C of the block's start).")
 @click.option("--repetitions", type=click.IntRange(5), default=5, show_default=True,
               help="Timed forwards per profile cell, in the full profile and in each refresh.")
+@click.option("--precision", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+              help="Profile cells to this precision as `profile --precision` does (--repetitions the minimum); "
+                   "default: a fixed --repetitions per cell.")
+@click.option("--max-repetitions", type=click.IntRange(5, MAX_PRECISION_REPETITIONS),
+              default=DEFAULT_MAX_REPETITIONS, show_default=True,
+              help="With --precision: most timed forwards a cell takes.")
 @click.option("--probe-repetitions", type=click.IntRange(3), default=5, show_default=True,
               help="Width-1 forwards per model in one probe (its median).")
 @click.option("--speedup-bound", type=float, default=3.0, show_default=True, callback=_percent,
@@ -67,7 +74,8 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
              method_names: str | None, method_specs: tuple[str, ...], template_specs: tuple[str, ...], device: str,
              placement_specs: tuple[str, ...], depths: str, block_windows: int, min_blocks: int, max_blocks: int,
              halfwidth_pct: float, probe_threshold_pct: float, max_voids: int, cooldown_s: float, repetitions: int,
-             probe_repetitions: int, speedup_bound: float, throughput_bound: float, error_bound: float, seed: int,
+             precision: float | None, max_repetitions: int, probe_repetitions: int, speedup_bound: float,
+             throughput_bound: float, error_bound: float, seed: int,
              out: Path | None, resume: bool) -> None:
     """Does replay predict what DEVICE measures? Replay against native runs, in blocks.
 
@@ -129,7 +137,8 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
     plan = ValidationPlan(dev, load_windows(windows), windows, traces_dir, target, {d.name: d for d in drafters},
                           configs, placements, parsed_depths, seed, block_windows, min_blocks, max_blocks,
                           halfwidth_pct, probe_threshold_pct, max_voids, cooldown_s, repetitions, probe_repetitions,
-                          Bounds(speedup_bound, error_bound), Bounds(throughput_bound, error_bound))
+                          Bounds(speedup_bound, error_bound), Bounds(throughput_bound, error_bound), precision,
+                          max_repetitions)
     total = max_blocks * len(placements) * len(plan.groups()) * min(block_windows, len(plan.windows))
     with progress_bar("validating (windows decoded)", total) as advance:
         Validation(plan, out, lambda line: stderr.print(line, markup=False), advance).run()

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from specbench.cli import main
 from specbench.emuphone.faults import SlowFault
+from specbench.schemas.profiles import load_profile
 from specbench.schemas.validation import BlockRecord, DecodeRecord, ProbeRecord, SummaryRecord, load_records
 from specbench.schemas.windows import make_text_window, save_windows
 
@@ -39,9 +40,14 @@ def test_validate_end_to_end_on_the_arm_phone(arm_phone, aarch64_runner, tiny, t
     windows = study(tmp_path, tiny, arm_phone.serial)
     code, output = invoke(*validate_args(tmp_path, tiny, arm_phone.serial, windows, "--block-windows", 1,
                                          "--min-blocks", 2, "--max-blocks", 2, "--probe-threshold", 100000,
-                                         "--cooldown", 0, "--seed", 7))
+                                         "--cooldown", 0, "--seed", 7, "--precision", 0.5, "--max-repetitions", 7))
     assert code == 0, output
     out = tmp_path / "val"
+    # the profile cells are measured as `profile --precision` measures them, within the bounds asked
+    full = load_profile(out / "profiles" / "full-shared.yaml")
+    assert full.target_costs.precision == 0.5
+    counts = [n for per_depth in full.target_costs.repetitions.values() for n in per_depth]
+    assert counts and all(5 <= n <= 7 for n in counts)
     device = f"{arm_phone.serial}@shared"
     blocks = load_records(out, BlockRecord)
     assert [(b.device, b.block, b.attempt, b.voided, b.windows) for b in blocks] == \
@@ -100,6 +106,8 @@ def test_a_block_slowed_mid_block_is_voided_and_redone(x86_phone, demo_model_pat
     ("--block-windows", "0", "Invalid value for '--block-windows'"),
     ("--probe-threshold", "-1", "Invalid value for '--probe-threshold'"),
     ("--max-blocks", "0", "Invalid value for '--max-blocks'"),
+    ("--precision", "0", "Invalid value for '--precision'"),
+    ("--max-repetitions", "4", "Invalid value for '--max-repetitions'"),
 ])
 def test_bad_validate_flags_are_refused_before_any_work(tmp_path, tiny, flag, value, expected):
     windows = tmp_path / "w.jsonl"
