@@ -378,7 +378,7 @@ def _demo_models_cached() -> bool:
 
 @pytest.mark.skipif(not _demo_models_cached(), reason="demo models or runner not cached (run `specbench demo` once)")
 def test_demo_quick_on_the_real_demo_models(tmp_path, runner):  # noqa: F811
-    """The one test with real models: `demo --quick` (3 windows; about 30 s on an idle 2-core host)."""
+    """The one test with real models: `demo --quick` (3 windows, profile cells at a fixed 5 forwards)."""
     code, output = invoke("demo", "--quick", "--out", tmp_path / "demo", env={"SPECBENCH_RUNNER": str(runner)})
     assert code == 0, output
     assert "Pooled decode throughput" in output and "Replay fidelity" in output
