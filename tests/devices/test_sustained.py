@@ -90,7 +90,12 @@ def test_back_to_back_requests_arrive_when_the_previous_ends_and_throttling_is_n
         ticks = model_statuses(trace, record.zones_c["thermal_zone0:BIG"])
         assert ticks and set(ticks) == {0} and status_at(model, max(record.zones_c.values())) == 0
         assert record.thermal_status == 0 and record.max_freq_khz == {"policy0": 1800000, "policy1": 2800000}
-    assert named.thermal_status >= 1 and set(named.max_freq_khz.values()) == {model.throttled_max_freq_khz}
+    assert named.thermal_status >= 1
+    # a snapshot reads the status and the cpufreq files one after the other, so a tick between the reads
+    # can show the new status beside the old caps; the caps follow by the next request's snapshot
+    capped = [set(t.max_freq_khz.values()) == {model.throttled_max_freq_khz}
+              for t in streams["target"] if t.request >= named.request]
+    assert len(capped) >= 2 and any(capped[:2])
     # heat carries over: with no cool-down, the second stream starts hotter than the first did
     second = streams["sd[W=3,drafter=near]"]
     assert max(second[0].zones_c.values()) > max(streams["target"][0].zones_c.values()) + 3
