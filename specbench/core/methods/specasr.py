@@ -34,6 +34,7 @@ from specbench.core.methods.base import (
 from specbench.core.methods.configs import SpecAsrConfig
 from specbench.core.methods.sd import draft_ops
 from specbench.errors import SpecbenchError
+from specbench.schemas.traces import RecycleAnswer
 
 
 def kept_tail(tail: Sequence[int], top1: Sequence[int], conf: Sequence[float], tau: float, limit: int) -> int:
@@ -42,6 +43,20 @@ def kept_tail(tail: Sequence[int], top1: Sequence[int], conf: Sequence[float], t
     while m < len(tail) and m < limit and top1[m] == tail[m] and conf[m] >= tau:
         m += 1
     return m
+
+
+def recycled_round(config: SpecAsrConfig, t: int, tail: Sequence[int], answer: RecycleAnswer,
+                   limit: int) -> tuple[int, int, bool]:
+    """A recycling round's decisions from the drafter's recorded answer: (tail tokens kept, new
+    drafts after them, whether drafting stopped on confidence). Refuses an answer recorded for
+    another configuration (it kept a different number of tail tokens)."""
+    kept = kept_tail(tail, answer.top1, answer.conf, config.tau, limit)
+    if kept != answer.kept:
+        raise SpecbenchError(f"recorded recycling answer at t={t} kept {answer.kept} tail tokens, "
+                             f"{config.trace_label} keeps {kept}: recorded for another configuration")
+    cont, cont_conf = np.asarray(answer.cont), np.asarray(answer.cont_conf)
+    n_new = usable_drafts(cont, cont_conf, limit - kept, config.tau)
+    return kept, n_new, stopped_on_confidence(cont, cont_conf, n_new, limit - kept, config.tau)
 
 
 def decode_specasr(oracle: TargetOracle, drafts: DraftSource, cap: int, n_prompt: int, n_prompt_drafter: int,
@@ -56,13 +71,7 @@ def decode_specasr(oracle: TargetOracle, drafts: DraftSource, cap: int, n_prompt
         in_kv = 0  # candidates the drafter's KV holds after drafting
         if limit > 0 and tail:
             answer = drafts.recycle(config, t, tail, limit)
-            kept = kept_tail(tail, answer.top1, answer.conf, config.tau, limit)
-            if kept != answer.kept:
-                raise SpecbenchError(f"recorded recycling answer at t={t} kept {answer.kept} tail tokens, "
-                                     f"{config.trace_label} keeps {kept}: recorded for another configuration")
-            cont, cont_conf = np.asarray(answer.cont), np.asarray(answer.cont_conf)
-            n_new = usable_drafts(cont, cont_conf, limit - kept, config.tau)
-            probe = stopped_on_confidence(cont, cont_conf, n_new, limit - kept, config.tau)
+            kept, n_new, probe = recycled_round(config, t, tail, answer, limit)
             ops.append(Op(Model.DRAFTER, (t - valid) + len(tail), n_prompt_drafter + valid, all_rows=True))
             ops += [Op(Model.DRAFTER, 1, n_prompt_drafter + t + kept + i - 1) for i in range(1, n_new + probe)]
             candidates = tuple(tail[:kept]) + tuple(int(c) for c in answer.cont[:n_new])

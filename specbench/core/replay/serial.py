@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specbench.core.methods.base import Model, TraceDrafts, stopped_on_confidence, usable_drafts
+from specbench.core.methods.base import Model, TraceDrafts
 from specbench.core.methods.configs import MethodConfig, SdConfig, SpecAsrConfig, TargetConfig
 from specbench.core.methods.sd import check_draft_rows
-from specbench.core.methods.specasr import kept_tail
+from specbench.core.methods.specasr import recycled_round
 from specbench.core.replay.reference import decode_serial
 from specbench.errors import SpecbenchError
 from specbench.schemas.traces import PAD, WindowTrace
@@ -217,13 +217,7 @@ def specasr_ops(trace: WindowTrace, cap: int, config: SpecAsrConfig, drafter: st
         in_kv = 0
         if limit > 0 and tail:
             answer = drafts.recycle(config, t, tuple(tail), limit)
-            kept = kept_tail(tail, answer.top1, answer.conf, config.tau, limit)
-            if kept != answer.kept:
-                raise SpecbenchError(f"recorded recycling answer at t={t} kept {answer.kept} tail tokens, "
-                                     f"{config.trace_label} keeps {kept}: recorded for another configuration")
-            cont, cont_conf = np.asarray(answer.cont), np.asarray(answer.cont_conf)
-            n_new = usable_drafts(cont, cont_conf, limit - kept, config.tau)
-            probe = stopped_on_confidence(cont, cont_conf, n_new, limit - kept, config.tau)
+            kept, n_new, probe = recycled_round(config, t, tail, answer, limit)
             d_width.append(t - valid + len(tail))
             d_depth.append(dp + valid)
             d_all.append(True)
