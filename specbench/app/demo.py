@@ -81,10 +81,13 @@ MAX_REPETITIONS = 15
 (half of `profile`'s default: the demo's wall time is the point of the demo)."""
 QUICK_WINDOWS = {Split.DEV: 2, Split.TEST: 1}
 """--quick: the first windows of each split (budget selection needs dev, its deployment test ones)."""
-QUICK_NATIVE = tuple(c.label for c in parse_method_specs(["target", "sd:W=5,drafter=smollm2", "specasr:drafter=smollm2",
-                                                          "as2d:B=3,drafter=smollm2", "sd:W=5,drafter=gemma3",
-                                                          "as2d:B=3,drafter=gemma3"]))
-"""--quick runs one configuration per method natively (all are still replayed)."""
+QUICK_METHODS = ("target", "sd:W=5,drafter=smollm2", "specasr:drafter=smollm2", "as2d:B=3,drafter=smollm2",
+                 "sd:W=5,drafter=gemma3", "as2d:B=3,drafter=gemma3")
+"""--quick replays and runs natively one configuration per method and drafter, so its profiles time
+target widths up to 6 and co-scheduled widths up to 4 instead of 9 and 8."""
+QUICK_BUDGET_CATALOG = ("as2d:B=1..3,drafter=smollm2", "as2d:B=1..3,drafter=gemma3")
+"""--quick chooses the budget among the AS2D configurations its profiles price."""
+QUICK_NATIVE = tuple(c.label for c in parse_method_specs(list(QUICK_METHODS)))
 NATIVE = QUICK_NATIVE + (As2dConfig(budget=7, drafter="smollm2").label,)
 """Run natively in both placements (SD W=6..8 are replayed only, so that the cached demo stays within 3 minutes)."""
 MARKER = ".specbench-demo"
@@ -220,7 +223,7 @@ def traced_drafter_widths(traces_dir: Path, windows: Sequence[Window],
 def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> DemoRun:
     run = DemoRun(Path(out))
     prepare_out(run.out)
-    configs = parse_method_specs(list(DEMO_METHODS))
+    configs = parse_method_specs(list(QUICK_METHODS if quick else DEMO_METHODS))
     with timed(run, "models", log):
         target, drafters = demo_models()
     with timed(run, "runner", log):
@@ -256,7 +259,8 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
         with progress("replaying", len(windows) * len(replayable) * len(profile_paths)) as advance:
             run_replay(inputs, replayable, profile_paths, run.out / "results" / "replay", False, False, advance)
     with timed(run, "budget", log):
-        catalog = [c for c in parse_method_specs(list(BUDGET_CATALOG)) if isinstance(c, As2dConfig)]
+        specs = QUICK_BUDGET_CATALOG if quick else BUDGET_CATALOG
+        catalog = [c for c in parse_method_specs(list(specs)) if isinstance(c, As2dConfig)]
         run.deployments = [deploy_budget(run.out, windows_path, traces_dir, path, catalog, log)
                            for path in profile_paths]
         for deployment in run.deployments:

@@ -155,12 +155,13 @@ def resolve_configs(configs: Sequence[MethodConfig], traces: dict[str, TraceFile
 
 def cell_plan(plan: ValidationPlan, placement: Placement, cosched: bool) -> SweepPlan:
     """The cells the configurations use: the demo's rule (`app.demo.sweep_plan`) in this placement,
-    each cell measured as the validation asks (a fixed count, or to a precision)."""
+    each cell measured as the validation asks (a fixed count, or to a precision); AS2D's overheads only
+    where an AS2D configuration is validated (no other method is charged them)."""
     from specbench.app.demo import sweep_plan
 
     cells = sweep_plan(list(plan.configs), placement, plan.depths, plan.precision, plan.max_repetitions)
     as2d = any(isinstance(c, As2dConfig) for c in plan.configs)
-    return replace(cells, repetitions=plan.repetitions, cosched=cosched and as2d, overheads=cosched)
+    return replace(cells, repetitions=plan.repetitions, cosched=cosched and as2d, overheads=cosched and as2d)
 
 
 def manifest(plan: ValidationPlan) -> dict:

@@ -18,8 +18,8 @@ BUDGET_PROTOCOL = ("The paper's protocol: an AS2D budget chosen on the dev windo
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=RESULTS / "demo",
               show_default=True, help="Directory for windows, profile, traces, results and report.md.")
 @click.option("--quick", is_flag=True,
-              help="Only the first 2 dev and 1 test bundled windows, one configuration per method natively, and "
-                   "profile cells at a fixed 5 forwards (no precision).")
+              help="A smoke run: the first 2 dev and 1 test bundled windows, one configuration per method and "
+                   "drafter (replayed and native), budgets B=1..3, profile cells at a fixed 5 forwards (no precision).")
 @runner_option
 def demo(out: Path, quick: bool) -> None:
     """Profile this host, trace the bundled windows with small real models, replay and run

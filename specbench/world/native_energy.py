@@ -142,7 +142,10 @@ class EnergyLog:
         return self._trace
 
     def finish(self) -> EnergyRecord:
-        """The manifest's energy entry after the job: what was found and measured."""
+        """The manifest's energy entry after the job: what was found and measured (its sample count
+        includes the batches flushed after the last window's records were attributed)."""
+        if self.sampling:
+            self._power()
         if self.record.no_source is None and not self._samples:
             self.record = replace(self.record, no_source=f"{NO_SOURCE}: the runner took no samples")
         return self.record

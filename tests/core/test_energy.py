@@ -85,3 +85,21 @@ def test_wrong_sign_is_implausible():
 def test_bad_convention_names_the_flag(text):
     with pytest.raises(SpecbenchError, match=r"^--energy-convention .*expected CURRENT,VOLTAGE,SIGN"):
         parse_convention(text)
+
+
+def test_the_manifest_counts_the_samples_flushed_after_the_last_attribution(tmp_path):
+    """The runner's last batch can arrive after the last window's records were attributed (a busy
+    host delays it): the manifest still counts every sample the samples file holds."""
+    from specbench.world.native_energy import EnergyLog, EnergySettings
+
+    log = EnergyLog(EnergySettings(interval_ms=20, idle_s=0.0), tmp_path)
+    status = {"event": "energy", "source": "battery", "status": "Discharging"}
+    batch = [[t, -500_000, 3_900_000] for t in range(0, 200_000, 20_000)]
+    late = [[t, -500_000, 3_900_000] for t in range(200_000, 260_000, 20_000)]
+    assert log.take(status)
+    assert log.take({"result": {"kind": "energy", "samples": batch, "status": "Discharging"}})
+    records = [{"start_us": 10_000, "end_us": 150_000}]
+    assert log.covers(records)
+    log.attach(records)
+    assert log.take({"result": {"kind": "energy", "samples": late, "status": "Discharging"}})
+    assert log.finish().samples == len(batch) + len(late) == 13
