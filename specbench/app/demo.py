@@ -11,6 +11,7 @@ cross-vocabulary SD (W=5) and AS2D (B=3) with Gemma, in both placements -> the p
 protocol per placement: an AS2D budget chosen over a catalog on the dev windows
 (`select-budget`), deployed with `run --budget` on the test windows, and its gap to the
 per-window oracle over the catalog there -> native runs in both placements -> the report.
+`--placement` keeps one of the two placements (each step then runs in it alone).
 Everything lands in one directory the user can open: windows.jsonl, device_profiles/,
 traces/, results/replay, results/budgets, results/deployed-*, results/native-* and report.md.
 """
@@ -220,7 +221,8 @@ def traced_drafter_widths(traces_dir: Path, windows: Sequence[Window],
     return widest
 
 
-def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> DemoRun:
+def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
+             placements: Sequence[str] = PLACEMENTS) -> DemoRun:
     run = DemoRun(Path(out))
     prepare_out(run.out)
     configs = parse_method_specs(list(QUICK_METHODS if quick else DEMO_METHODS))
@@ -240,10 +242,10 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log) -> Dem
             with progress(f"tracing {drafter.name}", len(windows)) as advance:
                 trace_windows(device, windows, target, drafter, traces_dir, TRACE_K_MAX[drafter.name], False, None,
                               advance, None, specasr, cache_dir() / "traces", say=log)
-    profile_paths = [run.out / "device_profiles" / f"local-{name}.yaml" for name in PLACEMENTS]
+    profile_paths = [run.out / "device_profiles" / f"local-{name}.yaml" for name in placements]
     with timed(run, "profile", log):
         traced = traced_drafter_widths(traces_dir, windows, configs)
-        for name, profile_path in zip(PLACEMENTS, profile_paths, strict=False):  # one profile per placement
+        for name, profile_path in zip(placements, profile_paths, strict=True):  # one profile per placement
             # --quick is a smoke run: a fixed REPETITIONS per cell, not the precision's up to MAX_REPETITIONS
             plan = sweep_plan(configs, resolve_on(device, name), precision=None if quick else PRECISION,
                               max_repetitions=MAX_REPETITIONS, traced=traced)

@@ -9,6 +9,7 @@ import click
 
 from specbench.cli.common import RESULTS
 from specbench.cli.devices import runner_option
+from specbench.schemas.placement import NAMED as PLACEMENTS
 
 BUDGET_PROTOCOL = ("The paper's protocol: an AS2D budget chosen on the dev windows, deployed on the test windows "
                    "(docs/METHODS.md §8 Budget selection)")
@@ -20,14 +21,18 @@ BUDGET_PROTOCOL = ("The paper's protocol: an AS2D budget chosen on the dev windo
 @click.option("--quick", is_flag=True,
               help="A smoke run: the first 2 dev and 1 test bundled windows, one configuration per method and "
                    "drafter (replayed and native), budgets B=1..3, profile cells at a fixed 5 forwards (no precision).")
+@click.option("--placement", "placements", multiple=True, type=click.Choice(PLACEMENTS),
+              help="Profile, replay and run natively in this placement only (repeatable; default: split and shared).")
 @runner_option
-def demo(out: Path, quick: bool) -> None:
+def demo(out: Path, quick: bool, placements: tuple[str, ...]) -> None:
     """Profile this host, trace the bundled windows with small real models, replay and run
     the methods, and print the report: a one-screen summary with each method's verdict on
     this host first, then the detail tables.
 
     The profiles time only the cells the demo's methods use, each until its median is known
-    to +/-2% (5 to 15 forwards); the demo says which cells and how many got there.
+    to +/-2% (5 to 15 forwards); the demo says which cells and how many got there. Every step
+    runs in both placements (split: target and drafter on their own cores; shared: both on all
+    cores) unless --placement names one.
 
     The first run downloads the demo models (SmolLM2 98 MB, Gemma 3 253 MB), derives the
     F16 target from SmolLM2 (271 MB) and builds the native runner (about 5 minutes on 2
@@ -47,7 +52,8 @@ def demo(out: Path, quick: bool) -> None:
     from specbench.render.tables import print_rich, render
 
     start = time.perf_counter()
-    run = run_demo(out, quick, progress_bar, lambda message: stderr.print(message, highlight=False, markup=False))
+    run = run_demo(out, quick, progress_bar, lambda message: stderr.print(message, highlight=False, markup=False),
+                   tuple(dict.fromkeys(placements)) or PLACEMENTS)
     built = build_report(load_demo_results(run.out))
     console = Console()
     print_summary(built.summary, console)  # one screen first, then the detail tables

@@ -378,14 +378,15 @@ def _demo_models_cached() -> bool:
 
 @pytest.mark.skipif(not _demo_models_cached(), reason="demo models or runner not cached (run `specbench demo` once)")
 def test_demo_quick_on_the_real_demo_models(tmp_path, runner):  # noqa: F811
-    """The one test with real models: `demo --quick` (3 windows, one configuration per method and drafter,
-    profile cells at a fixed 5 forwards)."""
-    code, output = invoke("demo", "--quick", "--out", tmp_path / "demo", env={"SPECBENCH_RUNNER": str(runner)})
+    """The one test with real models: `demo --quick --placement split` (3 windows, one configuration per
+    method and drafter, profile cells at a fixed 5 forwards, one placement: the other is the same code)."""
+    code, output = invoke("demo", "--quick", "--placement", "split", "--out", tmp_path / "demo",
+                          env={"SPECBENCH_RUNNER": str(runner)})
     assert code == 0, output
     assert "Pooled decode throughput" in output and "Replay fidelity" in output
-    for sub in ("windows.jsonl", "device_profiles/local-split.yaml", "device_profiles/local-shared.yaml",
-                "traces/smollm2.jsonl", "report.md"):
+    for sub in ("windows.jsonl", "device_profiles/local-split.yaml", "traces/smollm2.jsonl", "report.md"):
         assert (tmp_path / "demo" / sub).exists(), sub
+    assert not (tmp_path / "demo" / "device_profiles" / "local-shared.yaml").exists()  # --placement split only
     # Gemma's GGUF stores no chat template: the demo names Gemma's own turn format for it
     traces = load_trace_dir(tmp_path / "demo" / "traces")
     assert traces["gemma3"].templates == {"target": "model", "drafter": "gemma"}
@@ -394,15 +395,14 @@ def test_demo_quick_on_the_real_demo_models(tmp_path, runner):  # noqa: F811
     # --quick: one configuration per method and drafter, replayed and native
     assert set(replay["config"]) == {"target", "sd[W=5,drafter=smollm2]", "specasr[k_max=8,tau=0.5,drafter=smollm2]",
                                      "as2d[B=3,drafter=smollm2]", "sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]"}
-    assert set(replay["device"]) == {"local@split", "local@shared"}
-    for placement in ("split", "shared"):
-        _, native = load_results(tmp_path / "demo" / "results" / f"native-gemma3-{placement}")
-        assert set(native["config"]) == {"sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]"}
-        assert set(native["device"]) == {f"local@{placement}"}
+    assert set(replay["device"]) == {"local@split"}
+    _, native = load_results(tmp_path / "demo" / "results" / "native-gemma3-split")
+    assert set(native["config"]) == {"sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]"}
+    assert set(native["device"]) == {"local@split"}
+    assert not list((tmp_path / "demo" / "results").glob("native-*-shared"))
     assert "speedup_vs_best_target" in output
     # the paper's protocol: a budget chosen on the dev windows, deployed on the test ones, the gap to the oracle
     assert "The paper's protocol: an AS2D budget chosen on the dev windows" in output
-    for placement in ("split", "shared"):
-        assert f"local@{placement}: budget as2d[B=" in output and "chosen on 2 dev windows; on 1 test windows" in output
-        assert (tmp_path / "demo" / "results" / "budgets" / f"local-{placement}.yaml").exists()
+    assert "local@split: budget as2d[B=" in output and "chosen on 2 dev windows; on 1 test windows" in output
+    assert (tmp_path / "demo" / "results" / "budgets" / "local-split.yaml").exists()
     assert "gap " in (tmp_path / "demo" / "report.md").read_text().split("### Summary")[0]
