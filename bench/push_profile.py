@@ -20,7 +20,7 @@ The overhead is a fixed cost per session (about 2-3 s here), so its share shrink
 profiled models grow; the runner's time is what a shared machine makes it (compare the
 rows of one run, not runs).
 
-    python bench/push_profile.py [--max-width 16] [--depths 0,128,256] [--repetitions 5] [--threads 1]
+    python bench/push_profile.py [--max-width 16] [--depths 0,128,256] [--repetitions 5] [--placement split]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from specbench.emuphone.phone import EmulatedPhone, connected_phone, load_description, private_adb_server  # noqa: E402
+from specbench.schemas.placement import resolve_on  # noqa: E402
 from specbench.world.devices.adb import AdbDevice, AdbSettings  # noqa: E402
 from specbench.world.devices.local import LocalDevice  # noqa: E402
 from specbench.world.model_files import ModelFile, parse_named, target_file  # noqa: E402
@@ -77,10 +78,14 @@ def main() -> None:
     parser.add_argument("--target-layers", type=int, default=32,
                         help="blocks of the tiny target (2 = the test fixture; more = seconds of runner work, "
                              "as a real model gives)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="threads per model (1: steadier on a shared machine than spinning OpenMP threads)")
+    parser.add_argument("--placement", default="split",
+                        help="split|shared|SPEC, resolved on each device (split: one thread per model, steadier "
+                             "on a shared machine than two spinning threads each)")
     args = parser.parse_args()
-    plan = plan_for(args.max_width, parse_depths(args.depths), args.repetitions, args.threads)
+    depths = parse_depths(args.depths)
+
+    def plan(device):
+        return plan_for(args.max_width, depths, resolve_on(device, args.placement), args.repetitions)
 
     work = Path(tempfile.mkdtemp(prefix="specbench-bench-"))
     weights = tiny_gguf.random_weights(seed=1, n_vocab=tiny_gguf.n_vocab())
@@ -89,17 +94,18 @@ def main() -> None:
     tiny_gguf.write_tiny_qwen3(work / "near.gguf", tiny_gguf.perturbed(weights, seed=2, noise=0.05))
     target, drafters = target_file(work / "target.gguf"), [parse_named(f"near={work / 'near.gguf'}")]
 
-    rows = {"local (baseline)": timed_profile(LocalDevice(), target, drafters, plan)}
+    local = LocalDevice()
+    rows = {"local (baseline)": timed_profile(local, target, drafters, plan(local))}
     with private_adb_server() as server:
         os.environ["ANDROID_ADB_SERVER_PORT"] = str(server.port)
         phone = EmulatedPhone(load_description(REPO / "tests/data/phones/x86-emu.yaml"), work / "phone")
         with connected_phone(server, phone) as handle:
             for label in ("phone, cold (pushes)", "phone, warm (sha256 match)"):
                 device = AdbDevice(handle.serial, AdbSettings(cores="all"), client=handle.client)
-                rows[label] = timed_profile(device, target, drafters, plan)
+                rows[label] = timed_profile(device, target, drafters, plan(device))
 
     print(f"profile: widths 1..{args.max_width}, depths {args.depths}, {args.repetitions} repetitions, "
-          f"{args.threads} thread(s) per model, "
+          f"placement {args.placement}, "
           f"target + 1 drafter with co-scheduling; tiny models: target {args.target_layers} blocks "
           f"({(work / 'target.gguf').stat().st_size} bytes), drafter 2 blocks ({(work / 'near.gguf').stat().st_size} bytes)")
     # overhead = everything but the runner's own time; of it, "push s" moves and checks files
