@@ -36,8 +36,9 @@ def demo(out: Path, quick: bool, placements: tuple[str, ...]) -> None:
 
     The first run downloads the demo models (SmolLM2 98 MB, Gemma 3 253 MB), derives the
     F16 target from SmolLM2 (271 MB) and builds the native runner (about 5 minutes on 2
-    cores); later runs take a couple of minutes. Everything is left in OUT for `specbench
-    report` and friends.
+    cores); later runs take about 6 minutes on a 2-core host (profiles and native runs about
+    3 each), --quick about 2, --quick --placement split about 1.5. Everything is left in OUT
+    for `specbench report` and friends.
 
     Example:
 
