@@ -90,7 +90,8 @@ QUICK_BUDGET_CATALOG = ("as2d:B=1..3,drafter=smollm2", "as2d:B=1..3,drafter=gemm
 """--quick chooses the budget among the AS2D configurations its profiles price."""
 QUICK_NATIVE = tuple(c.label for c in parse_method_specs(list(QUICK_METHODS)))
 NATIVE = QUICK_NATIVE + (As2dConfig(budget=7, drafter="smollm2").label,)
-"""Run natively in both placements (SD W=6..8 are replayed only, so that the cached demo stays within 3 minutes)."""
+"""Run natively in both placements (SD W=6..8 are replayed only: the native step is already the demo's longest
+with the profiles, docs/MEASUREMENTS.md)."""
 MARKER = ".specbench-demo"
 
 ProgressFactory = Callable[[str, int], contextlib.AbstractContextManager[Callable[[int], None]]]
