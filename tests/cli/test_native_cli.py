@@ -406,3 +406,10 @@ def test_demo_quick_on_the_real_demo_models(tmp_path, runner):  # noqa: F811
     assert "local@split: budget as2d[B=" in output and "chosen on 2 dev windows; on 1 test windows" in output
     assert (tmp_path / "demo" / "results" / "budgets" / "local-split.yaml").exists()
     assert "gap " in (tmp_path / "demo" / "report.md").read_text().split("### Summary")[0]
+
+
+def test_demo_refuses_an_unknown_placement_before_any_work(tmp_path):
+    code, output = invoke("demo", "--placement", "both", "--out", tmp_path / "demo")
+    assert code == 2
+    assert "Invalid value for '--placement': 'both' is not one of 'split', 'shared'." in output
+    assert not (tmp_path / "demo").exists()
