@@ -380,10 +380,19 @@ def _demo_models_cached() -> bool:
 def test_demo_quick_on_the_real_demo_models(tmp_path, runner):  # noqa: F811
     """The one test with real models: `demo --quick --placement split` (3 windows, one configuration per
     method and drafter, profile cells at a fixed 5 forwards, one placement: the other is the same code)."""
-    code, output = invoke("demo", "--quick", "--placement", "split", "--out", tmp_path / "demo",
-                          env={"SPECBENCH_RUNNER": str(runner)})
+    result = CliRunner().invoke(main, ["demo", "--quick", "--placement", "split", "--out", str(tmp_path / "demo")],
+                                env={"SPECBENCH_RUNNER": str(runner), "COLUMNS": "80"})
+    code, output = result.exit_code, result.output
     assert code == 0, output
-    assert "Pooled decode throughput" in output and "Replay fidelity" in output
+    # a terminal gets one screen: the summary, the budget protocol, a line per kind of warning, where the
+    # tables are; every line fits 80 columns, so no row wraps
+    screen = result.stdout.splitlines()
+    assert len(screen) <= 80 and max(map(len, screen)) <= 80, result.stdout
+    assert "Pooled decode throughput" not in result.stdout
+    assert "detail tables (pooled decode throughput, " in " ".join(result.stdout.split())
+    assert f"{tmp_path / 'demo' / 'report.md'}" in "".join(result.stdout.split())
+    report = (tmp_path / "demo" / "report.md").read_text()
+    assert "Pooled decode throughput" in report and "Replay fidelity" in report
     for sub in ("windows.jsonl", "device_profiles/local-split.yaml", "traces/smollm2.jsonl", "report.md"):
         assert (tmp_path / "demo" / sub).exists(), sub
     assert not (tmp_path / "demo" / "device_profiles" / "local-shared.yaml").exists()  # --placement split only
@@ -400,10 +409,11 @@ def test_demo_quick_on_the_real_demo_models(tmp_path, runner):  # noqa: F811
     assert set(native["config"]) == {"sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]"}
     assert set(native["device"]) == {"local@split"}
     assert not list((tmp_path / "demo" / "results").glob("native-*-shared"))
-    assert "speedup_vs_best_target" in output
+    assert "speedup_vs_best_target" in report
     # the paper's protocol: a budget chosen on the dev windows, deployed on the test ones, the gap to the oracle
-    assert "The paper's protocol: an AS2D budget chosen on the dev windows" in output
-    assert "local@split: budget as2d[B=" in output and "chosen on 2 dev windows; on 1 test windows" in output
+    words = " ".join(output.split())  # the protocol's lines wrap at 80 columns
+    assert "The paper's protocol: an AS2D budget chosen on the dev windows" in words
+    assert "local@split: budget as2d[B=" in words and "chosen on 2 dev windows; on 1 test windows" in words
     assert (tmp_path / "demo" / "results" / "budgets" / "local-split.yaml").exists()
     assert "gap " in (tmp_path / "demo" / "report.md").read_text().split("### Summary")[0]
 
