@@ -7,7 +7,8 @@ its path, so no decoder of the `datasets` library is needed), a mapping with `ar
 dataset's directory). A window names an audio file, so bytes and arrays are first written to
 files under `audio_dir`: bytes as they are, arrays as 32-bit float WAV at their own rate (every
 sample kept); `datasets.build_windows` then converts, cuts and hashes them like any other layout.
-Ids come from an `id` column when there is one, else `SPLIT-N` (N the row number from 0).
+Ids come from an `id` column when there is one, else `SPLIT-N` (`row-N` without splits; N the row
+number from 0).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ ID_COLUMN = "id"
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def open_split(root: Path, split: str | None) -> tuple[Any, str]:
-    """(the dataset of `split`, the split's name) of the dataset saved at `root`."""
+def open_split(root: Path, split: str | None) -> tuple[Any, str | None]:
+    """(the dataset of `split`, the split's name: None for a dataset without splits) of the dataset saved
+    at `root`."""
     datasets = require("datasets", "hf", "--layout hf (a Hugging Face dataset saved to disk)")
     datasets.disable_progress_bars()
     try:
@@ -46,7 +48,7 @@ def open_split(root: Path, split: str | None) -> tuple[Any, str]:
     if split is not None:
         raise SpecbenchError(f"{root}: --split {split}, but the dataset saved there has no splits",
                              hint="leave out --split")
-    return loaded, "row"
+    return loaded, None
 
 
 def check_columns(dataset: Any, root: Path, audio_column: str, text_column: str) -> None:
@@ -67,8 +69,8 @@ def read_hf(root: Path, split: str | None, audio_column: str, text_column: str,
         dataset = dataset.cast_column(audio_column, datasets.Audio(decode=False))
     ids = dataset[ID_COLUMN] if ID_COLUMN in dataset.column_names else None
     for index, row in enumerate(dataset):
-        where = f"{root}: {name} row {index}"
-        utterance_id = str(ids[index]) if ids is not None else f"{name}-{index}"
+        where = f"{root}: {name + ' ' if name else ''}row {index}"
+        utterance_id = str(ids[index]) if ids is not None else f"{name or 'row'}-{index}"
         text = row[text_column]
         if not isinstance(text, str):
             raise SpecbenchError(f"{where}: column '{text_column}' = {str(text)[:40]!r}, expected a string "
