@@ -14,7 +14,8 @@ import pytest
 
 from specbench.cli import COMMANDS
 
-HEAVY = ("numpy", "pandas", "scipy", "jiwer", "rich", "matplotlib", "yaml", "adbutils", "soundfile", "tabulate")
+HEAVY = ("numpy", "pandas", "scipy", "jiwer", "rich", "matplotlib", "yaml", "adbutils", "soundfile", "tabulate",
+         "datasets", "pyarrow")
 
 
 def imported_by(*args: str) -> tuple[str, set[str]]:

@@ -48,7 +48,8 @@ def study(tmp_path_factory, tiny, runner):  # noqa: F811
     """Profile, traces and windows made with the CLI once for the module."""
     root = tmp_path_factory.mktemp("native-cli")
     windows = root / "windows.jsonl"
-    save_windows(windows, [make_text_window(f"w{i}", t, "Repeat this.", 16, "tiny", "dev" if i < 2 else "test")
+    save_windows(windows, [make_text_window(f"w{i}", t, "Repeat this.", 16, "tiny", "dev" if i < 2 else "test",
+                                            category="even" if i % 2 == 0 else "odd")
                            for i, t in enumerate(TEXTS)])
     profile = root / "profiles" / "local.yaml"
     code, profile_output = invoke("profile", "local", "--target", tiny.target, "--drafter", f"near={tiny.near}",
@@ -102,6 +103,9 @@ def test_native_rows_have_the_replay_columns(study, tmp_path):
     _, replay = load_results(tmp_path / "replay")
     assert list(replay.columns) == list(native.columns)
     assert sorted(replay["config"].unique()) == sorted(native["config"].unique())
+    # every row, native or replayed, carries its window's category
+    for rows in (native, replay):
+        assert (rows["category"] == rows["window_id"].map(lambda w: "even" if int(w[1:]) % 2 == 0 else "odd")).all()
     ok = native[native["lossless"]].merge(replay, on=["config", "window_id"], suffixes=("_n", "_r"))
     assert (ok["tokens_n"] == ok["tokens_r"]).all() and (ok["target_forwards_n"] == ok["target_forwards_r"]).all()
     # per-position acceptance: the runner's op log and replay count the same verifications
@@ -389,7 +393,8 @@ def test_demo_quick_on_the_real_demo_models(tmp_path, runner):  # noqa: F811
     screen = result.stdout.splitlines()
     assert len(screen) <= 80 and max(map(len, screen)) <= 80, result.stdout
     assert "Pooled decode throughput" not in result.stdout
-    assert "detail tables (pooled decode throughput, " in " ".join(result.stdout.split())
+    words = " ".join(result.stdout.split())
+    assert " detail tables (" in words and "pooled decode throughput, " in words
     assert f"{tmp_path / 'demo' / 'report.md'}" in "".join(result.stdout.split())
     report = (tmp_path / "demo" / "report.md").read_text()
     assert "Pooled decode throughput" in report and "Replay fidelity" in report
