@@ -55,8 +55,8 @@ def windows(ctx: click.Context, source: Path, layout: str, task: str | None, lan
 
     Audio is read with soundfile, downmixed and resampled (polyphase) to 16 kHz mono, and
     each window is hashed over that PCM and its prompt; conversions are recorded in the
-    window. An hf dataset's audio held as bytes or arrays is first written as files into
-    OUT's directory, OUT-audio/ (arrays as 32-bit float WAV). A prompt file is JSON lines or
+    window. An hf dataset's audio held as bytes or arrays is first written as files into a
+    directory beside OUT (--out w.jsonl: w-audio/; arrays as 32-bit float WAV). A prompt file is JSON lines or
     CSV: `text` or `turns` (Spec-Bench's question.jsonl), optional `id`/`question_id`,
     `category` (kept in every window and result row; `report` adds a per-category table),
     `instruction` and `reference`. Splits come from a seeded hash of the id, so they are
