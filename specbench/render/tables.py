@@ -148,9 +148,9 @@ def screen_lines(tables: list[Table], where: str) -> list[str]:
 
 
 def _short_title(title: str) -> str:
-    """A table's title without what it adds in parentheses or after a colon, lower-cased: 'pooled decode
-    throughput', 'warning'."""
-    short = re.split(r" \(|: ", title, maxsplit=1)[0]
+    """A table's title without a leading 'WARNING: ' and what it adds in parentheses or after a colon,
+    its first letter lower-cased: 'Pooled decode throughput (native runs)' -> 'pooled decode throughput'."""
+    short = re.split(r" \(|: ", title.removeprefix("WARNING: "), maxsplit=1)[0]
     return short[:1].lower() + short[1:]
 
 
