@@ -2,7 +2,9 @@
 
 pyproject.toml declares them: `adb` (adbutils: phones, the emulated phone), `audio`
 (soundfile: reading audio files for windows), `plots` (matplotlib: report figures), and
-`all`; and `ray` (`trace --ray`; not in `all`: a cluster engine few users need). Every
+`all`; `ray` (`trace --ray`; not in `all`: a cluster engine few users need) and `hf`
+(`datasets`: `windows --layout hf`, Hugging Face datasets saved to disk; not in `all`: a large
+library only users who keep their corpora that way need). Every
 import of those libraries goes through `require`, so a missing one is a SpecbenchError the
 CLI prints as one line.
 """
@@ -14,7 +16,8 @@ from types import ModuleType
 
 from specbench.errors import SpecbenchError
 
-EXTRAS = {"adb": ("adbutils",), "audio": ("soundfile",), "plots": ("matplotlib",), "ray": ("ray",)}
+EXTRAS = {"adb": ("adbutils",), "audio": ("soundfile",), "plots": ("matplotlib",), "ray": ("ray",),
+          "hf": ("datasets",)}
 """Extra name -> the modules it provides (pyproject.toml's [project.optional-dependencies])."""
 
 

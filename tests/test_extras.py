@@ -110,6 +110,14 @@ def _names(requirements: list[str]) -> set[str]:
     return {re.split(r"[<>=!~\[;\s]", r, maxsplit=1)[0].lower() for r in requirements}
 
 
+def test_hf_windows_without_datasets(tmp_path):
+    (tmp_path / "corpus").mkdir()
+    done = without("datasets", "windows", "corpus", "--layout", "hf", "--out", "w.jsonl", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == message("hf", "--layout hf (a Hugging Face dataset saved to disk)")
+    assert not (tmp_path / "w.jsonl").exists() and not (tmp_path / "w-audio").exists()
+
+
 def test_tracing_on_ray_without_ray(tmp_path):
     _, windows, _, _ = write_study(tmp_path, n_windows=2, n_devices=1)
     (tmp_path / "t.gguf").write_bytes(b"GGUF")
@@ -127,7 +135,8 @@ def test_pyproject_declares_each_extra_and_all():
     for extra, modules in EXTRAS.items():
         assert _names(optional[extra]) == set(modules), extra  # these libraries' module and package names agree
         assert not core & set(modules), f"{extra}: {sorted(core & set(modules))} is also a core dependency"
-    # ray (`trace --ray`) is a cluster engine installed on purpose, not one of every study's parts
-    assert optional["all"] == [f"specbench[{','.join(sorted(set(EXTRAS) - {'ray'}))}]"]
-    assert "specbench[all]" in optional["test"]  # the tests use every part
+    # ray (`trace --ray`) is a cluster engine and datasets (`--layout hf`) a large library, installed on
+    # purpose, not one of every study's parts
+    assert optional["all"] == [f"specbench[{','.join(sorted(set(EXTRAS) - {'ray', 'hf'}))}]"]
+    assert "specbench[all,hf]" in optional["test"]  # the tests use every part but ray
     assert "jiwer" in core  # WER/CER: every report with answer texts

@@ -14,7 +14,8 @@ import pytest
 
 from specbench.cli import COMMANDS
 
-HEAVY = ("numpy", "pandas", "scipy", "jiwer", "rich", "matplotlib", "yaml", "adbutils", "soundfile", "tabulate")
+HEAVY = ("numpy", "pandas", "scipy", "jiwer", "rich", "matplotlib", "yaml", "adbutils", "soundfile", "tabulate",
+         "datasets", "pyarrow")
 
 
 def imported_by(*args: str) -> tuple[str, set[str]]:
@@ -56,12 +57,13 @@ def test_the_light_tables_are_the_librarys():
     from specbench.core.methods.configs import REGISTRY
     from specbench.render.formats import OUTPUT_FORMATS
     from specbench.render.tables import TEXT_FORMATS, render
-    from specbench.world.datasets import LAYOUTS, READERS
+    from specbench.world.datasets import AUDIO_LAYOUTS, LAYOUTS, READERS
 
     assert DEFAULT_METHODS == tuple(REGISTRY)
     assert OUTPUT_FORMATS[0] == "table" and set(OUTPUT_FORMATS[1:]) == {*TEXT_FORMATS, "csv"}
     assert all(isinstance(render([], fmt), str) for fmt in TEXT_FORMATS)
-    assert LAYOUTS == tuple(READERS)
+    # the file and directory readers, then the layouts with a module and options of their own
+    assert LAYOUTS == (*READERS, "hf", "prompts") and AUDIO_LAYOUTS == (*READERS, "hf")
 
 
 def test_the_command_table_names_each_command_as_it_is_invoked():

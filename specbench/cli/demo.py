@@ -23,11 +23,13 @@ BUDGET_PROTOCOL = ("The paper's protocol: an AS2D budget chosen on the dev windo
                    "drafter (replayed and native), budgets B=1..3, profile cells at a fixed 5 forwards (no precision).")
 @click.option("--placement", "placements", multiple=True, type=click.Choice(PLACEMENTS),
               help="Profile, replay and run natively in this placement only (repeatable; default: split and shared).")
+@click.option("--detail", is_flag=True, help="Print every table of the report after the summary (report.md has them).")
 @runner_option
-def demo(out: Path, quick: bool, placements: tuple[str, ...]) -> None:
+def demo(out: Path, quick: bool, placements: tuple[str, ...], detail: bool) -> None:
     """Profile this host, trace the bundled windows with small real models, replay and run
     the methods, and print the report: a one-screen summary with each method's verdict on
-    this host first, then the detail tables.
+    this host, the budget protocol, and one line per kind of warning; every table is in
+    OUT/report.md (--detail prints them too).
 
     The profiles time only the cells the demo's methods use, each until its median is known
     to +/-2% (5 to 15 forwards); the demo says which cells and how many got there. Every step
@@ -50,7 +52,7 @@ def demo(out: Path, quick: bool, placements: tuple[str, ...]) -> None:
     from specbench.app.progress import progress_bar, stderr
     from specbench.app.report import build_report
     from specbench.render.summary import print_summary
-    from specbench.render.tables import print_rich, render
+    from specbench.render.tables import print_rich, render, screen_lines
 
     start = time.perf_counter()
     run = run_demo(out, quick, progress_bar, lambda message: stderr.print(message, highlight=False, markup=False),
@@ -60,8 +62,12 @@ def demo(out: Path, quick: bool, placements: tuple[str, ...]) -> None:
     print_summary(built.summary, console)  # one screen first, then the detail tables
     protocol = [BUDGET_PROTOCOL, *(f"  {d.summary()}" for d in run.deployments)] if run.deployments else []
     for line in protocol:
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
-    print_rich(built.tables, console)
+        console.print(line, highlight=False, markup=False)
+    if detail:
+        print_rich(built.tables, console)
+    else:
+        for line in screen_lines(built.tables, str(run.out / "report.md")):
+            console.print(line, highlight=False, markup=False)
     report = render(built.all_tables(), "md")
     if protocol:
         report = "\n".join([f"### {protocol[0]}", "", *(f"* {line.strip()}" for line in protocol[1:]), "", report])

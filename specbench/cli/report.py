@@ -43,16 +43,24 @@ from specbench.render.formats import OUTPUT_FORMATS
                    "tables as tables.json, tables.jsonl and csv/ (one CSV per table).")
 @click.option("--windows", "windows_path", type=existing_file, default=None,
               help="Windows file with the reference texts for WER/CER (default: the one each run's manifest names).")
+@click.option("--detail", is_flag=True,
+              help="--format table: print every table after the summary (default: the summary, one line per "
+                   "kind of warning, and where the tables are).")
 def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: Path | None,
            export_json: Path | None, export_jsonl: Path | None, export_csv: Path | None, allow_mixed: bool,
            macro: bool, sensitivity: bool, budgets: tuple[Path, ...], horizon: bool, plots_dir: Path | None,
-           bundle_dir: Path | None, windows_path: Path | None) -> None:
+           bundle_dir: Path | None, windows_path: Path | None, detail: bool) -> None:
     """Compare methods: pooled throughput and speedup, slower windows, acceptance, D/V/O/H, oracle gap.
 
-    First, on one screen: per device@placement each method's best configuration, its speedup
-    against its own and the best target-only, the interval, replay's fidelity where native rows
-    exist, and a verdict priced with the profile's own costs (why it pays, or does not). Every
-    other format has the same summary as its first table.
+    On a terminal (--format table), one screen: per device@placement each method's best
+    configuration, its speedup against its own and the best target-only, the interval, replay's
+    fidelity where native rows exist, and a verdict priced with the profile's own costs (why it
+    pays, or does not); then one line per kind of warning with its count. --detail prints every
+    table after it, each row on one line of the terminal (long cells become footnotes under the
+    table). Every other format has every table, the summary first.
+
+    When the windows carry categories (`windows --layout prompts`): the pooled speedup and its
+    interval per category and overall, and the summary names where each method pays and loses.
 
     When rows carry answer texts: WER/CER against the windows' references and a check
     that every method answered the same text (differences are listed and warned about).
@@ -103,8 +111,9 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
         stderr.print("\n".join(loaded.notes))
     for note in loaded.text_notes:
         click.echo(note, err=True)
-    for warning in dict.fromkeys(t.warning for t in tables if t.warning):
-        click.echo(f"warning: {warning}; see that table", err=True)
+    compact = fmt == "table" and output is None and not detail
+    for warning in dict.fromkeys(t.warning for t in tables if t.warning) if not compact else ():
+        click.echo(f"warning: {warning}; see that table", err=True)  # the one screen lists them itself
     if bundle_dir is not None:
         figures = make_figures(loaded, bundle_dir / "figures", horizon)
         path = bundle(bundle_dir, loaded, tables, figures)
@@ -112,7 +121,7 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
     elif plots_dir is not None:
         figures = make_figures(loaded, plots_dir, horizon)
         stderr.print(f"{len(figures)} figures (PNG + SVG) written to {plots_dir}")
-    _emit(tables, fmt, output, outputs, (built.summary, built.tables + horizons))
+    _emit(tables, fmt, output, outputs, (built.summary, built.tables + horizons), detail)
 
 
 def _report_validations(results: tuple[Path, ...], validations: list[Path], fmt: str, output: Path | None,
@@ -132,13 +141,15 @@ def _report_validations(results: tuple[Path, ...], validations: list[Path], fmt:
     _emit(tables, fmt, output, outputs)
 
 
-def _emit(tables: list, fmt: str, output: Path | None, outputs: list[tuple[str, Path]], screen=None) -> None:
+def _emit(tables: list, fmt: str, output: Path | None, outputs: list[tuple[str, Path]], screen=None,
+          detail: bool = True) -> None:
     """Every --output/--export-* file, then stdout unless --output took it; a terminal prints
-    `screen`, when given: (the one-screen summary, the tables after it), in place of `tables`."""
+    `screen`, when given: (the one-screen summary, the tables after it), in place of `tables`,
+    the tables themselves only with `detail` (else a line per warning and where they are)."""
     from specbench.app.progress import stderr
     from specbench.app.report import write_output
     from specbench.render.summary import print_summary
-    from specbench.render.tables import print_rich, render
+    from specbench.render.tables import print_rich, render, screen_lines
 
     for out_fmt, path in outputs:
         write_output(out_fmt, path, tables)
@@ -152,6 +163,10 @@ def _emit(tables: list, fmt: str, output: Path | None, outputs: list[tuple[str, 
         if screen is not None:
             print_summary(screen[0], console)
             tables = screen[1]
+            if not detail:
+                for line in screen_lines(tables, "--detail"):
+                    console.print(line, highlight=False, markup=False)
+                return
         print_rich(tables, console)
         return
     click.echo(render(tables, fmt), nl=False)

@@ -61,6 +61,11 @@ ORDER = {
                  "candidate at k)",
     "silent": "per dataset x device x configuration with a drafter: sums over windows of candidates proposed "
               "and accepted; flagged when either is 0",
+    "categories": "per device x configuration x category (the windows' `category`): pooled speedup = sum(tokens) "
+                  "/ sum(decode_s) over the category's windows / target-only's on the same windows, "
+                  f"{SD_MEAN} the mean over W of pooled throughputs; CATEGORY_low..CATEGORY_high: "
+                  f"{stats.describe()}, each window paired with target-only's; overall = every window "
+                  "(Spec-Bench's per-category table)",
 }
 KEYS = ["device", "method", "config"]
 DIVERGENT_COLUMNS = ["device", "window_id", "dataset", "config", "source"]
@@ -122,10 +127,11 @@ def _with_sd_means(frame: pd.DataFrame, group: list[str], value: str, first: lis
     return pd.concat([frame, mean.reindex(columns=frame.columns)], ignore_index=True)
 
 
-def pooled(df: pd.DataFrame, intervals: bool = True) -> pd.DataFrame:
+def pooled(df: pd.DataFrame, intervals: bool = True, best_target: bool = True) -> pd.DataFrame:
     """Pooled throughput and speedup per device x configuration (plus the SD mean rows); with
     `intervals`, the speedup's paired bootstrap interval (speedup_low, speedup_high) and the
-    mean of per-window speedups (mean_window_speedup)."""
+    mean of per-window speedups (mean_window_speedup); with `best_target` and device@placement
+    names, the speedup against the device's fastest target-only (and its interval)."""
     df = _comparable(df)
     _require_target(df)
     sums = df.groupby(KEYS, sort=False).agg(windows=("window_id", "size"), tokens=("tokens", "sum"),
@@ -140,7 +146,7 @@ def pooled(df: pd.DataFrame, intervals: bool = True) -> pd.DataFrame:
         _add_intervals(sums, "speedup", [_speedup_interval(df, r, r["device"]) for r in sums.to_dict("records")])
         ratios = window_ratios(df).groupby(["device", "config"], sort=False)["ratio"].mean()
         sums["mean_window_speedup"] = ratios.reindex(pd.MultiIndex.from_frame(sums[["device", "config"]])).values
-    if sums["device"].str.contains("@", regex=False).any():
+    if best_target and sums["device"].str.contains("@", regex=False).any():
         # The honest baseline (docs/METHODS.md §7.1 Pooled throughput and speedups): the fastest target-only of the
         # device in any placement, so a method cannot look good by crippling its own placement's baseline.
         phone = sums["device"].map(device_of)
@@ -302,6 +308,34 @@ def sensitivity(df: pd.DataFrame, fits: Sequence[str] = ("median", "min", "max")
 
 MACRO_MEAN = "mean over datasets"
 """The `dataset` of a macro-average's mean rows."""
+OVERALL = "overall"
+"""The `category` of a per-category table's rows over every window."""
+UNCATEGORIZED = "(none)"
+"""The `category` of the windows without one, beside categorized windows."""
+
+
+def has_categories(df: pd.DataFrame) -> bool:
+    """Whether any row names its window's category."""
+    return "category" in df and bool(df["category"].notna().any())
+
+
+def per_category(df: pd.DataFrame) -> pd.DataFrame:
+    """Per device x configuration x category: windows, pooled speedup and its paired bootstrap
+    interval (`pooled` on the category's windows), categories in name order, then category OVERALL
+    over every window; windows without a category form UNCATEGORIZED."""
+    df = _comparable(df)
+    _require_target(df)
+    names = df["category"].astype(object).where(df["category"].notna(), UNCATEGORIZED)
+    if (names == OVERALL).any():
+        raise SpecbenchError(f"a window's category is '{OVERALL}', the name the per-category table gives every "
+                             "window together", hint="rename the category in the windows file")
+    columns = KEYS + ["category", "windows", "speedup", "speedup_low", "speedup_high"]
+    parts = [pooled(group, best_target=False).assign(category=name) for name, group in df.groupby(names, sort=True)]
+    parts.append(pooled(df, best_target=False).assign(category=OVERALL))
+    table = pd.concat([part[columns + list(CONFIG_COLUMNS)] for part in parts], ignore_index=True)
+    rank = {key: i for i, key in enumerate(parts[-1][KEYS].itertuples(index=False, name=None))}
+    table["_rank"] = [rank.get(key, len(rank)) for key in table[KEYS].itertuples(index=False, name=None)]
+    return table.sort_values("_rank", kind="stable").drop(columns="_rank").reset_index(drop=True)
 
 
 def macro_average(df: pd.DataFrame) -> pd.DataFrame:

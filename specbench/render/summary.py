@@ -24,6 +24,8 @@ class SummaryLine:
     """Its numbers, formatted, one per `Summary.columns`."""
     verdict: str
     """Why it pays or not (core.verdict), or why there is no verdict."""
+    categories: str = ""
+    """Where it pays and where it loses, by the windows' categories ("" when they have none)."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ def summary_lines(summary: Summary, width: int) -> list[str]:
             out.append(row(line.name, line.cells))
             if line.verdict:
                 out += wrapped(line.verdict, INDENT)
+            if line.categories:
+                out += wrapped(line.categories, INDENT)
     for note in summary.notes:
         out += wrapped(note, 0)
     return out

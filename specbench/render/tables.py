@@ -46,6 +46,9 @@ class Table:
     warning: str = ""
     """Non-empty for a table the reader must not miss: the one-line message a command prints on
     stderr ("answer text differs between methods (1 window)"); a terminal prints its title in red."""
+    alert: str = ""
+    """Non-empty for a table worth a look that is no warning: the one line, with its count, that a
+    terminal's one-screen view prints in its place ("12 unstable profile timings ...")."""
 
 
 def _cell(value: object, spec: str | None) -> str:
@@ -132,6 +135,25 @@ def print_rich(tables: list[Table], console: Console) -> None:
         console.print(_rich_table(table, console.width))
 
 
+def screen_lines(tables: list[Table], where: str) -> list[str]:
+    """What a one-screen view prints in place of `tables`: one line per kind of warning or alert,
+    with its count, then how many tables there are and `where` they are printed in full."""
+    lines = [f"warning: {t.warning}; see {where}" if t.warning else f"{t.alert}; see {where}"
+             for t in tables if t.warning or t.alert]
+    lines = list(dict.fromkeys(lines))
+    if tables:
+        lines.append(f"{len(tables)} detail table{'' if len(tables) == 1 else 's'} "
+                     f"({', '.join(dict.fromkeys(_short_title(t.title) for t in tables))}): {where}")
+    return lines
+
+
+def _short_title(title: str) -> str:
+    """A table's title without a leading 'WARNING: ' and what it adds in parentheses or after a colon,
+    its first letter lower-cased: 'Pooled decode throughput (native runs)' -> 'pooled decode throughput'."""
+    short = re.split(r" \(|: ", title.removeprefix("WARNING: "), maxsplit=1)[0]
+    return short[:1].lower() + short[1:]
+
+
 def _rich_table(table: Table, width: int) -> RichTable:
     """`table` for a terminal `width` columns wide: key columns equal on every row, and measures
     empty on every row (an interval that had no spread to resample), are named under it;
@@ -157,6 +179,9 @@ def _rich_table(table: Table, width: int) -> RichTable:
         shown = Table(shown.title, shown.order, shown.frame.drop(columns=group), shown.formats)
     if dropped:
         caption += f"\nleft out at this width (--format md or jsonl has them): {', '.join(dropped)}"
+    shown, notes = _footnoted(shown, width)
+    if notes:
+        caption += "".join(f"\n[{i}] {value}" for i, value in enumerate(notes, start=1))
     rows = _text_rows(shown)
     columns = [str(c) for c in shown.frame.columns]
     widest = [max([len(row[i]) for row in rows], default=1) for i in range(len(columns))]
@@ -192,6 +217,59 @@ def _keys_name_the_label(table: Table) -> bool:
 
 LABEL_WIDTH = 12
 """The narrowest a text column folds to (a configuration label over a few lines)."""
+FOOTNOTE_MIN = 6
+"""A text column whose cells are all this short or shorter is never footnoted (a marker is up to 5 wide)."""
+
+
+def _footnoted(table: Table, width: int) -> tuple[Table, list[str]]:
+    """`table` with the longest text cells replaced by footnote markers ([1], [2], ...: one per
+    distinct value, the values returned in order) until its rows fit `width` columns on one line
+    each (numbers whole, number names wrapped at their words); as it was when they already fit,
+    or when only numbers are left too wide."""
+    frame = _short_paths(table.frame) if _natural_width(table) > width else table.frame
+    notes: dict[str, int] = {}
+    while True:
+        shown = Table(table.title, table.order, frame, table.formats)
+        excess = _natural_width(shown) - width
+        rows = _text_rows(shown)
+        text = [(max([len(row[i]) for row in rows], default=0), column) for i, column in enumerate(frame.columns)
+                if not pd.api.types.is_numeric_dtype(frame[column])]
+        text = [(most, column) for most, column in text if most > FOOTNOTE_MIN]
+        if excess <= 0 or not text:
+            return shown, list(notes)
+        most, column = max(text, key=lambda pair: pair[0])
+        cutoff = max(FOOTNOTE_MIN, most - excess)
+        cells = [_cell(v, table.formats.get(column)) for v in frame[column]]
+
+        def marker(cell: str) -> str:
+            return f"[{notes.setdefault(cell, len(notes) + 1)}]"
+
+        frame = frame.assign(**{column: [marker(c) if len(c) > cutoff else v
+                                         for c, v in zip(cells, frame[column], strict=True)]})
+
+
+def _short_paths(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with each text column of paths shown by their file names, where the names tell the
+    paths apart."""
+    changed = {}
+    for column in frame.columns:
+        values = frame[column]
+        if pd.api.types.is_numeric_dtype(values) or not values.map(lambda v: isinstance(v, str) and "/" in v).all():
+            continue
+        names = {v: v.rstrip("/").rpartition("/")[2] for v in values.unique()}
+        if len(set(names.values())) == len(names):
+            changed[column] = values.map(names)
+    return frame.assign(**changed) if changed else frame
+
+
+def _natural_width(table: Table) -> int:
+    """The terminal columns `table` takes with every cell on one line and number names wrapped at their words."""
+    rows = _text_rows(table)
+    total = len(table.frame.columns) - 1
+    for i, column in enumerate(table.frame.columns):
+        most = max([len(row[i]) for row in rows], default=1)
+        total += max(most, max(len(w) for w in str(column).replace("_", " ").split() or [""]))
+    return total
 
 
 def _least_width(table: Table) -> int:

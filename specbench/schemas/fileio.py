@@ -1,7 +1,8 @@
 """Reading and writing the versioned files every stage exchanges.
 
 Every file kind carries `kind` and `schema_version`; each kind is read at one version
-(its module's format-history comment says what each version changed), loaders reject other
+(windows also at version 1: a version 2 file without categories; its module's format-history
+comment says what each version changed), loaders reject other
 kinds and versions in one line naming both versions, and every complaint names the file,
 the key and what was expected. Writers go through a temporary file and a rename, so an interrupted write never
 leaves half a file behind.

@@ -60,7 +60,8 @@ KIND = "specbench.results"
 #     a native manifest gains `energy` (the battery sampling asked for and what it found); a
 #     sustained native run (`run --native --sustained`) writes `timeline.jsonl`: one
 #     `TimelineRecord` per request (its times on the runner's clock and the phone's thermal state).
-VERSION = 4
+# 5 = rows gain `category` (the window's category, null when it has none).
+VERSION = 5
 VERSIONS = (VERSION,)
 MANIFEST = "manifest.json"
 ROWS = "rows.jsonl"
@@ -155,6 +156,8 @@ class WindowResult:
     """Native rows: decode_s of every timed decode of the window (`run --native --runs N`), in
     the order they ran; the row is the median one (docs/METHODS.md §6.1 Repeated runs). None: replay rows and
     divergent rows."""
+    category: str | None = None
+    """The window's category (`Window.category`, e.g. "coding"); None: the window has none."""
 
     @property
     def tau(self) -> float:
@@ -174,8 +177,9 @@ _TYPES = {"int": int, "float": float, "str": str, "bool": bool, "tuple[int, ...]
 _KINDS = {f.name: _TYPES[f.type.removesuffix(" | None")] for f in fields(WindowResult) if f.name != SAMPLES}
 """Column -> Python type of the other columns; the CONFIG_COLUMNS also take None."""
 ENERGY_COLUMNS = ("energy_j", "energy_above_idle_j", "energy_samples")
-NULLABLE = (*CONFIG_COLUMNS, *ENERGY_COLUMNS)
-"""Columns that hold None: a method's absent parameter, a row without an energy source."""
+NULLABLE = (*CONFIG_COLUMNS, *ENERGY_COLUMNS, "category")
+"""Columns that hold None: a method's absent parameter, a row without an energy source, a window without a
+category."""
 _INFERRED = {int: {"integer"}, float: {"integer", "floating", "mixed-integer-float"}, str: {"string"},
              bool: {"boolean"}}
 
@@ -655,7 +659,8 @@ class ResultsDir:
             frame = frame.assign(**missing)
         frame = frame.assign(**{SAMPLES: _samples_column(frame[SAMPLES].tolist(), frame.index)})
         # a producer's missing energy is NaN in a float column; the file holds null
-        frame = frame.assign(**{c: frame[c].astype(object).where(frame[c].notna(), None) for c in ENERGY_COLUMNS})
+        frame = frame.assign(**{c: frame[c].astype(object).where(frame[c].notna(), None)
+                                 for c in (*ENERGY_COLUMNS, "category")})
         append_jsonl(self.rows_path, frame[list(ROW_FIELDS)].to_dict("records"))
 
     def frame(self) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """Windows: the fixed requests every method of a study decodes.
 
 File format (`windows.jsonl`): a header line `{"kind": "specbench.windows",
-"schema_version": 1}` then one window per line. A window's identity is its sha256 over
+"schema_version": 2}` then one window per line. A window's identity is its sha256 over
 the input (source text, or the 16 kHz mono PCM for audio), the instruction, the prompt
 template and the cap; results and traces carry it so unlike requests are never compared.
 
@@ -32,7 +32,10 @@ from specbench.schemas.fileio import Where, check_header, dumps_line, iter_jsonl
 
 KIND = "specbench.windows"
 # Format history: 1 = first version.
-VERSIONS = (1,)
+# 2 = a window may carry `category` (a prompt file's category, e.g. Spec-Bench's "coding"; not hashed:
+#     it groups requests, it does not change them). A version 1 file is read as version 2 without categories.
+VERSION = 2
+VERSIONS = (1, VERSION)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 MODEL_TEMPLATE = "model"
 """Window template meaning: each model renders the request with its own chat template."""
@@ -78,6 +81,9 @@ class Window:
     split: Split
     reference: str | None = None
     """The reference answer (e.g. the transcript), for WER/CER; never shown to the models."""
+    category: str | None = None
+    """The request's category in its source (e.g. "coding"), for per-category tables; None: none given.
+    Not part of the hash: the same request in another category is the same request."""
 
 
 def text_window_sha256(text: str, instruction: str, template: str, cap: int) -> str:
@@ -93,18 +99,20 @@ def windows_digest(windows: Sequence[Window]) -> str:
 
 
 def make_text_window(window_id: str, text: str, instruction: str, cap: int, dataset: str, split: str,
-                     template: str = MODEL_TEMPLATE, reference: str | None = None) -> Window:
+                     template: str = MODEL_TEMPLATE, reference: str | None = None,
+                     category: str | None = None) -> Window:
     return Window(window_id, text_window_sha256(text, instruction, template, cap), InputView("text", text=text),
-                  instruction, template, cap, dataset, Split(split), reference)
+                  instruction, template, cap, dataset, Split(split), reference, category)
 
 
 _WINDOW_KEYS = frozenset({"window_id", "window_sha256", "input", "instruction", "template", "cap", "dataset", "split",
-                          "reference"})
+                          "reference", "category"})
+_WINDOW_KEYS_V1 = _WINDOW_KEYS - {"category"}
 _INPUT_KEYS = frozenset({"kind", "text", "audio_path", "offset_s", "duration_s", "conversion"})
 
 
-def window_from_dict(doc: dict, where: Where) -> Window:
-    reject_unknown(doc, _WINDOW_KEYS, where)
+def window_from_dict(doc: dict, where: Where, version: int = VERSION) -> Window:
+    reject_unknown(doc, _WINDOW_KEYS if version >= 2 else _WINDOW_KEYS_V1, where)
     view_doc = need(doc, "input", dict, where)
     view_where = where.at("input")
     reject_unknown(view_doc, _INPUT_KEYS, view_where)
@@ -134,7 +142,10 @@ def window_from_dict(doc: dict, where: Where) -> Window:
         raise where.at("split").fail("'dev' or 'test'", split)
     window = Window(need(doc, "window_id", str, where), sha, view, need(doc, "instruction", str, where),
                     need(doc, "template", str, where), cap, need(doc, "dataset", str, where), Split(split),
-                    need(doc, "reference", (str, type(None)), where, None))
+                    need(doc, "reference", (str, type(None)), where, None),
+                    need(doc, "category", (str, type(None)), where, None))
+    if window.category is not None and not window.category.strip():
+        raise where.at("category").fail("a non-empty category name, or no key", window.category)
     if kind == "text":
         expected = text_window_sha256(view.text or "", window.instruction, window.template, cap)
         if expected != sha:
@@ -156,6 +167,8 @@ def window_to_dict(window: Window) -> dict:
            "dataset": window.dataset, "split": window.split.value}
     if window.reference is not None:
         doc["reference"] = window.reference
+    if window.category is not None:
+        doc["category"] = window.category
     return doc
 
 
@@ -165,11 +178,11 @@ def load_windows(path: Path) -> list[Window]:
     first = next(rows, None)
     if first is None:
         raise SpecbenchError(f"{path}: empty file; expected a {KIND} header line")
-    check_header(first[1], KIND, VERSIONS, Where(path, "line 1"))
+    version = check_header(first[1], KIND, VERSIONS, Where(path, "line 1"))
     windows: list[Window] = []
     seen: set[str] = set()
     for number, doc in rows:
-        window = window_from_dict(doc, Where(path, f"line {number}"))
+        window = window_from_dict(doc, Where(path, f"line {number}"), version)
         if window.window_id in seen:
             raise Where(path, f"line {number}").at("window_id").fail("a unique id", window.window_id)
         seen.add(window.window_id)
@@ -190,6 +203,6 @@ def load_split(path: Path, split: str | None) -> list[Window]:
 
 
 def save_windows(path: Path, windows: Sequence[Window]) -> None:
-    lines = [dumps_line({"kind": KIND, "schema_version": VERSIONS[-1]})]
+    lines = [dumps_line({"kind": KIND, "schema_version": VERSION})]
     lines += [dumps_line(window_to_dict(w)) for w in windows]
     write_atomic(Path(path), "".join(lines))

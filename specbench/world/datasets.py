@@ -1,4 +1,6 @@
-"""Speech datasets into windows: NeMo-style manifests, LibriSpeech trees, Kaldi directories.
+"""Speech datasets into windows: NeMo-style manifests, LibriSpeech trees, Kaldi directories (and,
+in their own modules, Hugging Face datasets saved to disk, `hf_dataset.py`, and text prompt files,
+`prompts.py`).
 
 Each reader yields utterances (audio span + reference text) and names the file and line
 of anything wrong; a bad entry is an error, never a silently dropped window. `build_windows`
@@ -23,7 +25,8 @@ TASKS = {
     "translate": "Translate the speech into {language}.",
     "answer": "Listen to the audio and answer: {question}",
 }
-LAYOUTS = ("nemo", "librispeech", "kaldi")
+LAYOUTS = ("nemo", "librispeech", "kaldi", "hf", "prompts")
+AUDIO_LAYOUTS = ("nemo", "librispeech", "kaldi", "hf")
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,7 @@ class Utterance:
     """File and line it came from, for error messages."""
 
 
-def _nonempty(text: str, where: str) -> str:
+def nonempty(text: str, where: str) -> str:
     if not text.strip():
         raise SpecbenchError(f"{where}: empty transcript", hint="fix or remove the entry; windows are never dropped")
     return text.strip()
@@ -65,7 +68,7 @@ def read_nemo(manifest: Path) -> Iterator[Utterance]:
         path = Path(doc["audio_filepath"])
         yield Utterance(Path(doc["audio_filepath"]).stem if "id" not in doc else str(doc["id"]),
                         path if path.is_absolute() else base / path, float(doc.get("offset", 0.0)),
-                        float(doc["duration"]), _nonempty(doc["text"], where), where)
+                        float(doc["duration"]), nonempty(doc["text"], where), where)
 
 
 def read_librispeech(root: Path) -> Iterator[Utterance]:
@@ -80,7 +83,7 @@ def read_librispeech(root: Path) -> Iterator[Utterance]:
             where = f"{trans}: line {number}"
             utt, _, text = line.strip().partition(" ")
             audio = trans.parent / f"{utt}.flac"
-            yield Utterance(utt, audio, 0.0, None, _nonempty(text, where), where)
+            yield Utterance(utt, audio, 0.0, None, nonempty(text, where), where)
 
 
 def _kaldi_table(path: Path) -> dict[str, tuple[str, str]]:
@@ -117,12 +120,12 @@ def read_kaldi(root: Path) -> Iterator[Utterance]:
             if utt not in texts:
                 raise SpecbenchError(f"{where}: utterance '{utt}' has no line in {root / 'text'}")
             yield Utterance(utt, _kaldi_path(root, wavs[recording][0]), start, end - start,
-                            _nonempty(texts[utt][0], texts[utt][1]), where)
+                            nonempty(texts[utt][0], texts[utt][1]), where)
         return
     for utt, (value, where) in wavs.items():
         if utt not in texts:
             raise SpecbenchError(f"{where}: utterance '{utt}' has no line in {root / 'text'}")
-        yield Utterance(utt, _kaldi_path(root, value), 0.0, None, _nonempty(texts[utt][0], texts[utt][1]), where)
+        yield Utterance(utt, _kaldi_path(root, value), 0.0, None, nonempty(texts[utt][0], texts[utt][1]), where)
 
 
 def _kaldi_path(root: Path, value: str) -> Path:
@@ -136,13 +139,18 @@ READERS: dict[str, Callable[[Path], Iterator[Utterance]]] = {
 
 def detect_layout(source: Path) -> str:
     if source.is_file():
-        return "nemo"
+        from specbench.world.prompts import is_prompt_file
+
+        return "prompts" if is_prompt_file(source) else "nemo"
     if (source / "wav.scp").exists():
         return "kaldi"
+    if any((source / name).exists() for name in ("dataset_info.json", "dataset_dict.json")):
+        return "hf"
     if any(source.rglob("*.trans.txt")):
         return "librispeech"
-    raise SpecbenchError(f"{source}: cannot tell the layout (a NeMo manifest file, a LibriSpeech tree with "
-                         "*.trans.txt, or a Kaldi directory with wav.scp)", hint="pass --layout")
+    raise SpecbenchError(f"{source}: cannot tell the layout (a NeMo manifest or a prompt file, a LibriSpeech tree "
+                         "with *.trans.txt, a Kaldi directory with wav.scp, or a Hugging Face dataset saved to disk)",
+                         hint="pass --layout")
 
 
 def split_of(window_id: str, seed: int, dev_fraction: float) -> Split:

@@ -209,7 +209,8 @@ def decode_row(result: dict, window: Window, device: str, config: MethodConfig, 
                         multi_token_forwards=multi, drafter_forwards=drafter_forwards, d_s=d_s, v_s=v_s, o_s=o_s,
                         h_s=h_s, extrapolated=False, lossless=True, source="native",
                         text=str(result.get("text", "")), placement=placement, samples_s=[decode_s],
-                        reached_at=reached_at, accepted_at=accepted_at, **row_energy(result))
+                        reached_at=reached_at, accepted_at=accepted_at, category=window.category,
+                        **row_energy(result))
 
 
 def median_row(rows: Sequence[WindowResult]) -> WindowResult:
@@ -239,7 +240,7 @@ def divergence_row(window: Window, device: str, config: MethodConfig, placement:
                         window_sha256=window.window_sha256, dataset=window.dataset, split=window.split.value,
                         tokens=0, decode_s=0.0, target_forwards=0, proposed=0, accepted=0, multi_token_forwards=0,
                         drafter_forwards=0, d_s=0.0, v_s=0.0, o_s=0.0, h_s=0.0, extrapolated=False, lossless=False,
-                        source="native", placement=placement)
+                        source="native", placement=placement, category=window.category)
 
 
 @dataclass(frozen=True)

@@ -53,11 +53,14 @@ MEDIA_MARKER = "<__media__>"
 
 def user_message(window: Window) -> str:
     """The one user turn a window sends: for text, the instruction, a blank line, the source
-    text; for audio, the media marker alone (the instruction goes in the system turn:
+    text (the source text alone when the instruction is empty: a prompt file's request is its
+    text); for audio, the media marker alone (the instruction goes in the system turn:
     Qwen3-ASR's ChatML prompt `<|im_start|>system\n{context}<|im_end|>\n<|im_start|>user\n
     <__media__><|im_end|>\n<|im_start|>assistant\n`, context = the instruction)."""
     if window.input.kind == "audio":
         return MEDIA_MARKER
+    if not window.instruction:
+        return window.input.text or ""
     return f"{window.instruction}\n\n{window.input.text}"
 
 

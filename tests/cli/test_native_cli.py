@@ -48,7 +48,8 @@ def study(tmp_path_factory, tiny, runner):  # noqa: F811
     """Profile, traces and windows made with the CLI once for the module."""
     root = tmp_path_factory.mktemp("native-cli")
     windows = root / "windows.jsonl"
-    save_windows(windows, [make_text_window(f"w{i}", t, "Repeat this.", 16, "tiny", "dev" if i < 2 else "test")
+    save_windows(windows, [make_text_window(f"w{i}", t, "Repeat this.", 16, "tiny", "dev" if i < 2 else "test",
+                                            category="even" if i % 2 == 0 else "odd")
                            for i, t in enumerate(TEXTS)])
     profile = root / "profiles" / "local.yaml"
     code, profile_output = invoke("profile", "local", "--target", tiny.target, "--drafter", f"near={tiny.near}",
@@ -102,6 +103,9 @@ def test_native_rows_have_the_replay_columns(study, tmp_path):
     _, replay = load_results(tmp_path / "replay")
     assert list(replay.columns) == list(native.columns)
     assert sorted(replay["config"].unique()) == sorted(native["config"].unique())
+    # every row, native or replayed, carries its window's category
+    for rows in (native, replay):
+        assert (rows["category"] == rows["window_id"].map(lambda w: "even" if int(w[1:]) % 2 == 0 else "odd")).all()
     ok = native[native["lossless"]].merge(replay, on=["config", "window_id"], suffixes=("_n", "_r"))
     assert (ok["tokens_n"] == ok["tokens_r"]).all() and (ok["target_forwards_n"] == ok["target_forwards_r"]).all()
     # per-position acceptance: the runner's op log and replay count the same verifications
@@ -380,10 +384,20 @@ def _demo_models_cached() -> bool:
 def test_demo_quick_on_the_real_demo_models(tmp_path, runner):  # noqa: F811
     """The one test with real models: `demo --quick --placement split` (3 windows, one configuration per
     method and drafter, profile cells at a fixed 5 forwards, one placement: the other is the same code)."""
-    code, output = invoke("demo", "--quick", "--placement", "split", "--out", tmp_path / "demo",
-                          env={"SPECBENCH_RUNNER": str(runner)})
+    result = CliRunner().invoke(main, ["demo", "--quick", "--placement", "split", "--out", str(tmp_path / "demo")],
+                                env={"SPECBENCH_RUNNER": str(runner), "COLUMNS": "80"})
+    code, output = result.exit_code, result.output
     assert code == 0, output
-    assert "Pooled decode throughput" in output and "Replay fidelity" in output
+    # a terminal gets one screen: the summary, the budget protocol, a line per kind of warning, where the
+    # tables are; every line fits 80 columns, so no row wraps
+    screen = result.stdout.splitlines()
+    assert len(screen) <= 80 and max(map(len, screen)) <= 80, result.stdout
+    assert "Pooled decode throughput" not in result.stdout
+    words = " ".join(result.stdout.split())
+    assert " detail tables (" in words and "pooled decode throughput, " in words
+    assert f"{tmp_path / 'demo' / 'report.md'}" in "".join(result.stdout.split())
+    report = (tmp_path / "demo" / "report.md").read_text()
+    assert "Pooled decode throughput" in report and "Replay fidelity" in report
     for sub in ("windows.jsonl", "device_profiles/local-split.yaml", "traces/smollm2.jsonl", "report.md"):
         assert (tmp_path / "demo" / sub).exists(), sub
     assert not (tmp_path / "demo" / "device_profiles" / "local-shared.yaml").exists()  # --placement split only
@@ -400,10 +414,11 @@ def test_demo_quick_on_the_real_demo_models(tmp_path, runner):  # noqa: F811
     assert set(native["config"]) == {"sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]"}
     assert set(native["device"]) == {"local@split"}
     assert not list((tmp_path / "demo" / "results").glob("native-*-shared"))
-    assert "speedup_vs_best_target" in output
+    assert "speedup_vs_best_target" in report
     # the paper's protocol: a budget chosen on the dev windows, deployed on the test ones, the gap to the oracle
-    assert "The paper's protocol: an AS2D budget chosen on the dev windows" in output
-    assert "local@split: budget as2d[B=" in output and "chosen on 2 dev windows; on 1 test windows" in output
+    words = " ".join(output.split())  # the protocol's lines wrap at 80 columns
+    assert "The paper's protocol: an AS2D budget chosen on the dev windows" in words
+    assert "local@split: budget as2d[B=" in words and "chosen on 2 dev windows; on 1 test windows" in words
     assert (tmp_path / "demo" / "results" / "budgets" / "local-split.yaml").exists()
     assert "gap " in (tmp_path / "demo" / "report.md").read_text().split("### Summary")[0]
 

@@ -283,12 +283,20 @@ def test_malformed_windows_json(study, tmp_path):
 
 def test_unknown_windows_version_and_missing_key(study, tmp_path):
     lines = study["windows"].read_text().splitlines()
-    bad = tmp_path / "v2.jsonl"
-    bad.write_text("\n".join(['{"kind": "specbench.windows", "schema_version": 2}'] + lines[1:]) + "\n")
+    bad = tmp_path / "v3.jsonl"
+    bad.write_text("\n".join(['{"kind": "specbench.windows", "schema_version": 3}'] + lines[1:]) + "\n")
     code, output = invoke("run", bad, "--traces", study["traces"], "--profile", study["profiles"][0],
                           "--out", tmp_path / "r")
-    assert code == 1 and error_line(output) == (f"Error: {bad}: line 1: schema_version 2, this specbench reads 1 "
-                                                "(hint: write the file again with this specbench)")
+    assert code == 1 and error_line(output) == (f"Error: {bad}: line 1: schema_version 3, this specbench reads 1 "
+                                                "or 2 (hint: write the file again with this specbench)")
+    # a category is a version 2 key: a version 1 file with one is refused, naming it
+    v1 = tmp_path / "v1.jsonl"
+    v1.write_text("\n".join(['{"kind": "specbench.windows", "schema_version": 1}',
+                             json.dumps({**json.loads(lines[1]), "category": "math"})]) + "\n")
+    code, output = invoke("run", v1, "--traces", study["traces"], "--profile", study["profiles"][0],
+                          "--out", tmp_path / "r")
+    assert code == 1 and error_line(output).startswith(f"Error: {v1}: key 'line 2.category': expected one of the "
+                                                        "known keys")
     row = json.loads(lines[1])
     del row["cap"]
     missing = tmp_path / "nocap.jsonl"

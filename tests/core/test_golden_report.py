@@ -281,7 +281,7 @@ def test_transcripts_and_lossless_text_in_every_format(tmp_path):
     titles = [t["title"] for t in json.loads(text)]
     assert "Transcripts: WER / CER against the reference (%)" in titles
     assert "Lossless in text (answer texts identical across methods)" in titles
-    code, rich = report(results, "--windows", windows)
+    code, rich = report(results, "--windows", windows, "--detail")
     assert code == 0 and "Lossless in text" in rich and "Transcripts" in rich
 
 
@@ -347,7 +347,7 @@ def test_macro_prints_each_dataset_and_their_mean(tmp_path):
 
 
 def _pooled_on(columns):
-    result = CliRunner().invoke(main, ["report", str(GOLDEN / "results")], env={"COLUMNS": str(columns)})
+    result = CliRunner().invoke(main, ["report", str(GOLDEN / "results"), "--detail"], env={"COLUMNS": str(columns)})
     assert result.exit_code == 0, result.output
     return result.output.split("Pooled decode throughput")[1].split("Windows faster / slower")[0]
 

@@ -124,7 +124,8 @@ def test_an_80_column_pooled_table_tells_configurations_apart(tmp_path):
     configs = [TargetConfig(), SdConfig(width=5, drafter="smollm2"), SdConfig(width=5, drafter="gemma3"),
                SdConfig(width=6, drafter="smollm2")]
     rows = [_row(c, w, decode_s=1.0 + i / 10) for i, c in enumerate(configs) for w in ("w1", "w2")]
-    result = CliRunner().invoke(main, ["report", str(_results(tmp_path / "r", rows).directory)], env={"COLUMNS": "80"})
+    result = CliRunner().invoke(main, ["report", str(_results(tmp_path / "r", rows).directory), "--detail"],
+                                env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     pooled = result.output.split("Pooled decode throughput")[1].split("Windows faster / slower")[0].splitlines()
     assert max(map(len, pooled)) <= 80 and "…" not in result.output

@@ -58,6 +58,39 @@ def test_the_summary_fits_one_screen_and_is_the_golden(demo):
     assert sum(bool(re.search(r": (pays \d+%|does not pay: \d+%)", line)) for line in lines) == len(configurations)
 
 
+def test_a_terminal_gets_one_screen_and_detail_rows_one_line_each(demo):
+    """At 80 columns: the summary, a line per kind of warning with its count, where the tables are; with
+    --detail every table, each of its rows on one line (the 282 unstable timings of the demo's profiles
+    once took nine lines each, their profile paths folded)."""
+    screen = report(*demo).splitlines()
+    assert len(screen) <= 80 and max(map(len, screen)) <= 80, "\n".join(screen)
+    words = " ".join(" ".join(screen).split())
+    assert "warning: divergent windows, excluded from every table (1 window); see --detail" in words
+    assert "282 unstable profile timings (spread > 10% of the median); see --detail" in words
+    assert "Unstable profile timings" not in words and "12 detail tables (" in words
+    detail = report(*demo, "--detail").splitlines()
+    assert max(map(len, detail)) <= 80
+    records = [json.loads(line) for line in report(*demo, "--format", "jsonl").splitlines()]
+    titles = list(dict.fromkeys(r["title"] for r in records if not r["title"].startswith("Summary")))
+    rows = [sum(r["title"] == title for r in records) for title in titles]
+    assert _table_bodies(detail) == rows  # one printed line per row, table after table: no row wraps
+    assert 282 in rows
+    unstable = next(i for i, line in enumerate(detail) if line.strip().startswith("Unstable profile timings"))
+    assert "local-split.yaml" in "\n".join(detail[unstable:])  # a profile path in a footnote or a column
+
+
+def _table_bodies(lines: list[str]) -> list[int]:
+    """Per printed table, in order, the lines between its header rule and its caption."""
+    bodies, i = [], 0
+    while i < len(lines):
+        if lines[i].strip() and set(lines[i].strip()) == {"─"}:
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("aggregation:"))
+            bodies.append(end - i - 1)
+            i = end
+        i += 1
+    return bodies
+
+
 def _summary(demo: list[Path]) -> list[dict]:
     """The summary table's rows, from the JSON-lines report."""
     records = [json.loads(line) for line in report(*demo, "--format", "jsonl").splitlines()]

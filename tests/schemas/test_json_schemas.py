@@ -162,7 +162,10 @@ def test_written_studies_imports_and_budgets_validate(tmp_path):
 
 
 def _windows_lines():
-    return [json.loads(line) for line in (ROOT / "specbench" / "data" / "demo_windows.jsonl").read_text().splitlines()]
+    """The bundled windows (a version 1 file) as the current version, where a window may carry a category."""
+    lines = [json.loads(line) for line in (ROOT / "specbench" / "data" / "demo_windows.jsonl").read_text().splitlines()]
+    lines[0]["schema_version"] = windows.VERSION
+    return lines
 
 
 def _trace_lines(tmp_path):
@@ -189,6 +192,9 @@ BAD_WINDOWS = {
     "unknown key": (1, ("speaker",), "alice"),
     "input kind video": (1, ("input", "kind"), "video"),
     "text input without text": (1, ("input", "text"), _DROP),
+    "header version 3": (0, ("schema_version",), 3),
+    "empty category": (1, ("category",), ""),
+    "category as a number": (1, ("category",), 3),
 }
 BAD_TRACES = {
     "header version 6": (0, ("schema_version",), 6),
@@ -268,7 +274,10 @@ BAD_RESULTS = {
     "manifest kind": ("manifest", ("kind",), "specbench.result"),
     "manifest version 2": ("manifest", ("schema_version",), 2),
     "manifest version 3": ("manifest", ("schema_version",), 3),
-    "manifest version 5": ("manifest", ("schema_version",), 5),
+    "manifest version 4": ("manifest", ("schema_version",), 4),
+    "manifest version 6": ("manifest", ("schema_version",), 6),
+    "category as a number": ("row", ("category",), 3),
+    "no category": ("row", ("category",), _DROP),
     "negative energy": ("row", ("energy_j",), -0.5),
     "energy samples as text": ("row", ("energy_samples",), "3"),
     "no energy_above_idle_j": ("row", ("energy_above_idle_j",), _DROP),

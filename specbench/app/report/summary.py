@@ -26,15 +26,19 @@ ORDER = ("per device@placement x method x drafter: the configuration of highest 
          "profile's costs at KV depth `depth` (docs/METHODS.md §7.10 The one-screen summary): "
          "serial (f x CD(1) + CT(w)) / tau, "
          "as2d rhoT(w) x CT(w) / tau, against CT(1); f, w, tau the run's own means")
+CATEGORY_ORDER = ("; pays_in, loses_in, unclear_in: the windows' categories where the configuration's pooled "
+                  "speedup interval (the per-category table's) lies above 1, below 1, or spans 1 (or has none)")
 COLUMNS = ("speedup", "95% interval", "vs best", "fidelity")
 COLUMN_FORMATS = {"tokens_per_s": ".2f", "speedup": ".3f", "speedup_low": ".3f", "speedup_high": ".3f",
                   "speedup_vs_best_target": ".3f", "fidelity_pct": ".1f", "depth": ".0f", "ms_per_token": ".2f",
                   "pays_pct": ".1f"}
 
 
-def build_summary(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame) -> tuple[Summary, Table]:
+def build_summary(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame,
+                  categories: pd.DataFrame | None = None) -> tuple[Summary, Table]:
     """The summary of `rows.main` for a terminal, and the same as a table for every other format
-    (`pooled`: metrics.pooled of them, as the pooled table has it)."""
+    (`pooled`: metrics.pooled of them, as the pooled table has it; `categories`: metrics.per_category
+    of them, when their windows have categories)."""
     from specbench.schemas.profiles import load_profile
 
     counts = metrics.counts(rows.main).set_index(["device", "config"])
@@ -65,7 +69,10 @@ def build_summary(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame) -
             text = found.text if found is not None else (reason if profile is not None else "")
             records.append(_record(best, fidelity, depth, found.per_token_s * MS if found else math.nan,
                                    found.pays_pct if found else math.nan, text or _no_verdict(device, rows, missing)))
-            lines.append(SummaryLine(_name(best), _cells(best, fidelity), text))
+            by_category = _by_category(categories, device, best["config"]) if categories is not None else {}
+            if by_category:
+                records[-1].update({f"{k}_in": ", ".join(v) for k, v in by_category.items()})
+            lines.append(SummaryLine(_name(best), _cells(best, fidelity), text, _category_text(by_category)))
         sections.append(SummarySection(heading, tuple(lines)))
     if depths:
         at = (f"{next(iter(depths.values())):g}" if len(set(depths.values())) == 1 else
@@ -77,7 +84,31 @@ def build_summary(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame) -
     if "speedup_vs_best_target" not in pooled:  # one placement per device: the column says nothing
         frame = frame.drop(columns=["speedup_vs_best_target"])
     return (Summary(TITLE + rows.suffix, COLUMNS, tuple(sections), tuple(notes)),
-            Table(TITLE + rows.suffix, ORDER, frame, COLUMN_FORMATS))
+            Table(TITLE + rows.suffix, ORDER + (CATEGORY_ORDER if categories is not None else ""), frame,
+                  COLUMN_FORMATS))
+
+
+def _by_category(categories: pd.DataFrame, device: str, config: str) -> dict[str, list[str]]:
+    """{'pays': [...], 'loses': [...], 'unclear': [...]}: the categories where the configuration's
+    speedup interval lies above 1, below 1, or spans 1 (or has none: one window), each with its speedup."""
+    mine = categories[(categories["device"] == device) & (categories["config"] == config)
+                      & (categories["category"] != metrics.OVERALL)]
+    out: dict[str, list[str]] = {"pays": [], "loses": [], "unclear": []}
+    for row in mine.itertuples(index=False):
+        kind = ("pays" if row.speedup_low > 1 else "loses" if row.speedup_high < 1 else "unclear") \
+            if not (pd.isna(row.speedup_low) or pd.isna(row.speedup_high)) else "unclear"
+        out[kind].append(f"{row.category} {row.speedup:.2f}")
+    return out if len(mine) else {}
+
+
+def _category_text(by_category: dict[str, list[str]]) -> str:
+    """'by category: pays in coding 1.42; loses in writing 0.91; unclear in math 1.02 (interval spans 1)'."""
+    if not by_category:
+        return ""
+    parts = [f"{kind} in {', '.join(names)}" for kind, names in by_category.items() if names]
+    if by_category["unclear"]:
+        parts[-1] += " (interval spans 1, or one window)"
+    return "by category: " + "; ".join(parts)
 
 
 def _fastest_targets(pooled: pd.DataFrame) -> dict[str, str]:

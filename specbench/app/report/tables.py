@@ -10,7 +10,7 @@ import pandas as pd
 from specbench.app.report.inputs import LoadedResults, declared_costs, unstable_timings
 from specbench.app.report.sustained import sustained_tables
 from specbench.core import metrics, samples, text_metrics
-from specbench.core.methods.configs import MEAN_WIDTHS, As2dConfig, MethodConfig, config_of
+from specbench.core.methods.configs import CONFIG_COLUMNS, MEAN_WIDTHS, As2dConfig, MethodConfig, config_of
 from specbench.errors import SpecbenchError
 from specbench.render.summary import Summary
 from specbench.render.tables import Table
@@ -84,20 +84,25 @@ def build_report(loaded: LoadedResults, macro: bool = False,
 
     rows = main_rows(loaded.frame)
     pooled = metrics.pooled(rows.main)
-    return Report(*build_summary(loaded, rows, pooled), _tables(loaded, rows, pooled, macro, selected))
+    categories = metrics.per_category(rows.main) if metrics.has_categories(rows.main) else None
+    return Report(*build_summary(loaded, rows, pooled, categories),
+                  _tables(loaded, rows, pooled, macro, selected, categories))
 
 
 def build_tables(loaded: LoadedResults, macro: bool = False,
                  selected: Mapping[str, As2dConfig] | None = None) -> list[Table]:
     """Every table of a report; `selected`: device -> the AS2D configuration its budget file names."""
     rows = main_rows(loaded.frame)
-    return _tables(loaded, rows, metrics.pooled(rows.main), macro, selected)
+    categories = metrics.per_category(rows.main) if metrics.has_categories(rows.main) else None
+    return _tables(loaded, rows, metrics.pooled(rows.main), macro, selected, categories)
 
 
 def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: bool,
-            selected: Mapping[str, As2dConfig] | None) -> list[Table]:
+            selected: Mapping[str, As2dConfig] | None, categories: pd.DataFrame | None = None) -> list[Table]:
     frame, main, native, suffix = rows.frame, rows.main, rows.native, rows.suffix
     tables = [pooled_table(main, suffix, pooled)]
+    if categories is not None:
+        tables.append(category_table(categories, suffix))
     if len(rows.replayed) and len(native):
         tables.append(pooled_table(native, NATIVE_SUFFIX))
     tables += [
@@ -146,7 +151,9 @@ def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: 
     declared = declared_costs(loaded)
     if len(declared):
         tables.insert(0, Table(DECLARED, "drafter costs from the profile's `declared` block (docs/METHODS.md "
-                               "§4.7 Declared drafter costs), priced like measured ones in every table", declared))
+                               "§4.7 Declared drafter costs), priced like measured ones in every table", declared,
+                               alert=f"{len(declared)} declared drafter cost{'' if len(declared) == 1 else 's'} "
+                                     "(not measured on the device) priced these results"))
     if frame["cost_fit"].isin(["min", "max"]).any():
         tables.append(Table("Sensitivity to extrapolated co-scheduling ratios (tokens/s)",
                             "pooled throughput replayed with the median, minimum and maximum measured ratio "
@@ -163,9 +170,13 @@ def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: 
                             depth.rename(columns={"median": DEPTH_FLAT}),
                             {c: ".2f" for c in (DEPTH_FLAT, DEPTH_LINEAR, "low", "high", "range_pct")}))
     if len(native) and len(rows.replayed):
+        fidelity = metrics.replay_fidelity(frame)
+        flagged = int(fidelity["flagged"].sum())
         tables.append(Table("Replay fidelity (replay vs native throughput)", "per window |replay - native| / "
                             "native, then mean and max per device x configuration; flagged above 10%",
-                            metrics.replay_fidelity(frame), {"mean_abs_error_pct": ".2f", "max_abs_error_pct": ".2f"}))
+                            fidelity, {"mean_abs_error_pct": ".2f", "max_abs_error_pct": ".2f"},
+                            alert=f"replay fidelity: {flagged} of {len(fidelity)} configurations off native by more "
+                                  "than 10% (mean over windows)" if flagged else ""))
     if text_metrics.has_text(frame):
         # WER/CER from the same rows as the other tables, or the native rows when only those have text
         scored, scored_suffix = (main, suffix) if text_metrics.has_text(main) else (native, NATIVE_SUFFIX)
@@ -178,6 +189,30 @@ def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: 
     return tables
 
 
+CATEGORIES = "Speedup per category"
+
+
+def category_table(categories: pd.DataFrame, suffix: str) -> Table:
+    """`metrics.per_category` as Spec-Bench prints it: a row per device x configuration, a column per
+    category and `overall`, each with its interval (CATEGORY_low, CATEGORY_high; a narrow terminal
+    leaves the intervals out first)."""
+    names = list(dict.fromkeys(categories["category"]))
+    keys = ["device", "config"]
+    wide = categories.drop_duplicates(keys)[keys + ["method", *CONFIG_COLUMNS]].reset_index(drop=True)
+    measures: dict[str, str | None] = {}
+    for name in names:
+        mine = categories[categories["category"] == name].set_index(keys)
+        at = pd.MultiIndex.from_frame(wide[keys])
+        for column, suffix_ in (("speedup", ""), ("speedup_low", "_low"), ("speedup_high", "_high")):
+            wide[f"{name}{suffix_}"] = mine[column].reindex(at).to_numpy()
+            measures[f"{name}{suffix_}"] = ".3f"
+    windows = categories[categories["config"] == "target"].drop_duplicates("category").set_index("category")["windows"]
+    order = metrics.ORDER["categories"] + "; windows: " + ", ".join(
+        f"{name} {int(windows[name])}" for name in names if name in windows)
+    optional = tuple((f"{name}_low", f"{name}_high") for name in reversed(names))
+    return _per_configuration(CATEGORIES + suffix, order, wide, measures, optional)
+
+
 def stability_tables(loaded: LoadedResults, native: pd.DataFrame) -> list[Table]:
     """The spread of native rows decoded several times (`run --native --runs N`), and the
     unstable timings of the profiles the runs used (docs/METHODS.md §4.6 Stability warnings,
@@ -185,16 +220,22 @@ def stability_tables(loaded: LoadedResults, native: pd.DataFrame) -> list[Table]
     tables = []
     spread = samples.spread_table(native)
     if len(spread):
-        tables.append(_per_configuration(
+        table = _per_configuration(
             "Native decode spread over repeated runs", samples.ORDER, spread,
             {"windows": None, "runs": None, "median_spread_pct": ".2f", "max_spread_pct": ".2f",
-             "unstable_windows": None}))
+             "unstable_windows": None})
+        unstable_windows = int(spread["unstable_windows"].sum())
+        if unstable_windows:
+            table = replace(table, alert=f"{unstable_windows} unstable native decodes over repeated runs (window x "
+                                         "configuration)")
+        tables.append(table)
     unstable = unstable_timings(loaded)
     if len(unstable):
         unstable = unstable.assign(median_s=unstable["median_s"] * 1e3).rename(columns={"median_s": "median_ms"})
-        tables.append(Table(f"Unstable profile timings (spread > {samples.UNSTABLE_SPREAD_PCT:g}% of the median)",
-                            samples.ORDER_PROFILE, unstable, {"median_ms": ".4f", "spread_pct": ".1f"},
-                            ("device", "profile")))
+        what = f"unstable profile timings (spread > {samples.UNSTABLE_SPREAD_PCT:g}% of the median)"
+        tables.append(Table(what[:1].upper() + what[1:], samples.ORDER_PROFILE, unstable,
+                            {"median_ms": ".4f", "spread_pct": ".1f"}, ("device", "profile"),
+                            alert=f"{len(unstable)} {what}"))
     return tables
 
 

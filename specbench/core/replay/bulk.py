@@ -71,6 +71,7 @@ def _window_columns(windows: Sequence[Window], window_traces: Sequence[WindowTra
     """The columns that depend only on the window and its trace."""
     return {"window_id": [w.window_id for w in windows], "window_sha256": [w.window_sha256 for w in windows],
             "dataset": [w.dataset for w in windows], "split": [w.split.value for w in windows],
+            "category": pd.Series([w.category for w in windows], dtype=object),
             "tokens": np.array([t.n_tokens - 1 for t in window_traces], dtype=np.int64),
             # every method commits the trace's y, so it answers the trace's text
             "text": [t.text for t in window_traces]}

@@ -313,4 +313,4 @@ def replay_window(window: Window, trace: WindowTrace, profile: DeviceProfile, co
         tokens=trace.n_tokens - 1, decode_s=timing.decode_s, drafter_forwards=timing.drafter_forwards,
         d_s=timing.d_s, v_s=timing.v_s, o_s=timing.o_s, h_s=timing.h_s, extrapolated=timing.extrapolated,
         lossless=lossless, text=trace.text, depth_extrapolated=timing.depth_extrapolated,
-        placement=profile.placement.key, **counts)
+        placement=profile.placement.key, category=window.category, **counts)
