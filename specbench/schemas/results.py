@@ -60,7 +60,11 @@ KIND = "specbench.results"
 #     a native manifest gains `energy` (the battery sampling asked for and what it found); a
 #     sustained native run (`run --native --sustained`) writes `timeline.jsonl`: one
 #     `TimelineRecord` per request (its times on the runner's clock and the phone's thermal state).
-VERSION = 4
+# 5 = rows gain `drafter_sha256` (the model file that drafted a native row; null for target-only, the
+#     prompt-lookup drafter and replay rows) and `decisions_match` (a native row's decisions against the
+#     trace's; null when not checked); a native manifest names every drafter it ran (`drafters`, a list,
+#     was `drafter`) and keys `templates` by 'target' and each drafter's name (was 'target'/'drafter').
+VERSION = 5
 VERSIONS = (VERSION,)
 MANIFEST = "manifest.json"
 ROWS = "rows.jsonl"
@@ -155,6 +159,15 @@ class WindowResult:
     """Native rows: decode_s of every timed decode of the window (`run --native --runs N`), in
     the order they ran; the row is the median one (docs/METHODS.md §6.1 Repeated runs). None: replay rows and
     divergent rows."""
+    drafter_sha256: str | None = None
+    """Native rows: sha256 of the model file that drafted the row (None: target-only, the prompt-lookup
+    drafter, which has no file, and replay rows, whose drafter is their trace's)."""
+    decisions_match: bool | None = None
+    """Native rows checked against a trace (docs/METHODS.md §6.4 Drafters and decisions checked against the trace): True
+    when every sample decided as replay decides on the trace (SD, SpecASR: accepted and proposed counts of
+    every verification; AS2D: the producer's stream), False when one did not (the row is then left out of
+    every aggregate, like a divergence). None: not checked (replay rows, target-only, divergent rows, runs
+    without --traces, a drafter with no trace)."""
 
     @property
     def tau(self) -> float:
@@ -174,8 +187,9 @@ _TYPES = {"int": int, "float": float, "str": str, "bool": bool, "tuple[int, ...]
 _KINDS = {f.name: _TYPES[f.type.removesuffix(" | None")] for f in fields(WindowResult) if f.name != SAMPLES}
 """Column -> Python type of the other columns; the CONFIG_COLUMNS also take None."""
 ENERGY_COLUMNS = ("energy_j", "energy_above_idle_j", "energy_samples")
-NULLABLE = (*CONFIG_COLUMNS, *ENERGY_COLUMNS)
-"""Columns that hold None: a method's absent parameter, a row without an energy source."""
+NULLABLE = (*CONFIG_COLUMNS, *ENERGY_COLUMNS, "drafter_sha256", "decisions_match")
+"""Columns that hold None: a method's absent parameter, a row without an energy source, a row no drafter
+model drafted, a row whose decisions were not checked."""
 _INFERRED = {int: {"integer"}, float: {"integer", "floating", "mixed-integer-float"}, str: {"string"},
              bool: {"boolean"}}
 
@@ -432,10 +446,11 @@ class ResultsManifest:
     """Native: the device@placement the rows are named by."""
     target: ModelId | None = None
     """Native: the target model file."""
-    drafter: ModelId | None = None
-    """Native: the drafter model file (None: target-only, or no drafter named)."""
+    drafters: tuple[ModelId, ...] = ()
+    """Native: every drafter given (`--drafter`, in order; the prompt-lookup drafter's sha256 is its
+    fixed identity); each row names its own by `drafter` and `drafter_sha256`."""
     templates: Mapping[str, str] = field(default_factory=dict)
-    """Native: 'target'/'drafter' -> the chat template each model's prompts were rendered with."""
+    """Native: 'target' and each drafter's name -> the chat template its prompts were rendered with."""
     placement: Placement | None = None
     """Native: where each lane ran."""
     placement_profile: ProfileInput | None = None
@@ -504,7 +519,7 @@ def _profile_input_doc(profile: ProfileInput) -> dict:
 
 
 _REPLAY_KEYS = ("traces", "profiles", "depth_policy", "sensitivity")
-_NATIVE_KEYS = ("device", "target", "drafter", "templates", "placement", "placement_profile", "reference")
+_NATIVE_KEYS = ("device", "target", "drafters", "templates", "placement", "placement_profile", "reference")
 
 
 def manifest_from_dict(doc: object, path: Path) -> ResultsManifest:
@@ -544,10 +559,11 @@ def manifest_from_dict(doc: object, path: Path) -> ResultsManifest:
         return ResultsManifest(**common, traces=traces, profiles=profiles,
                                depth_policy=need(doc, "depth_policy", str, where),
                                sensitivity=need(doc, "sensitivity", bool, where))
+    drafters = tuple(_model_id(d, where.at("drafters").at(i)) for i, d in enumerate(need(doc, "drafters", list, where)))
     templates = need(doc, "templates", dict, where)
-    if not all(k in ("target", "drafter") and isinstance(v, str) for k, v in templates.items()):
-        raise where.at("templates").fail("'target'/'drafter' -> a template name (strings)", templates)
-    drafter = need(doc, "drafter", (dict, type(None)), where)
+    models = {"target", *(d.name for d in drafters)}
+    if not all(k in models and isinstance(v, str) for k, v in templates.items()):
+        raise where.at("templates").fail("'target' or a drafter's name -> a template name (strings)", templates)
     placement_profile = need(doc, "placement_profile", (dict, type(None)), where)
     repeats_doc = need(doc, "repeats", dict, where, None)
     repeats = None
@@ -560,7 +576,7 @@ def manifest_from_dict(doc: object, path: Path) -> ResultsManifest:
     return ResultsManifest(
         **common, device=need(doc, "device", str, where),
         target=_model_id(need(doc, "target", dict, where), where.at("target")),
-        drafter=None if drafter is None else _model_id(drafter, where.at("drafter")), templates=templates,
+        drafters=drafters, templates=templates,
         placement=placement_from_dict(need(doc, "placement", dict, where), where.at("placement")),
         placement_profile=None if placement_profile is None else
         _profile_input(placement_profile, where.at("placement_profile"), False),
@@ -583,7 +599,7 @@ def manifest_to_dict(manifest: ResultsManifest) -> dict:
     placement = manifest.placement.as_dict() if manifest.placement is not None else None
     doc |= {"device": manifest.device, "windows": windows,
             "target": None if manifest.target is None else vars(manifest.target),
-            "drafter": None if manifest.drafter is None else vars(manifest.drafter),
+            "drafters": [vars(d) for d in manifest.drafters],
             "templates": dict(manifest.templates), "methods": list(manifest.methods), "placement": placement,
             "placement_profile": None if manifest.placement_profile is None else
             _profile_input_doc(manifest.placement_profile),
