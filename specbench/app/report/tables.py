@@ -54,6 +54,12 @@ def main_rows(frame: pd.DataFrame) -> MainRows:
     native = kept[kept["source"] == "native"]
     main = replayed if len(replayed) else native
     if main.empty:
+        mismatched = frame[metrics.decisions_differ(frame)]
+        if len(diverged) or len(mismatched):
+            raise SpecbenchError(f"no result rows to report: every window is left out, {len(diverged)} rows "
+                                 f"diverged and {len(mismatched)} rows' decisions differ from the trace",
+                                 hint="see the runs' divergences.jsonl and decisions.jsonl "
+                                      "(docs/METHODS.md §6.4 Drafters and decisions checked against the trace)")
         raise SpecbenchError("no result rows to report")
     return MainRows(kept, diverged, replayed, native, main, "" if len(replayed) else NATIVE_SUFFIX,
                     frame[metrics.decisions_differ(frame)])
