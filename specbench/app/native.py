@@ -103,7 +103,7 @@ def report_outcome(outcome: NativeOutcome, say: Callable[[str], None]) -> None:
     if outcome.diverged:
         say(f"warning: {outcome.diverged} (window, method) outputs differ from the reference; "
             f"see {directory / DIVERGENCES}")
-    for line in outcome.unchecked:
+    for line in outcome.unchecked.values():
         say(f"warning: {line}")
     if outcome.mismatched:
         say(f"error: {outcome.mismatched} native rows: decisions differ from the trace; see {directory / DECISIONS}")

@@ -190,6 +190,8 @@ ENERGY_COLUMNS = ("energy_j", "energy_above_idle_j", "energy_samples")
 NULLABLE = (*CONFIG_COLUMNS, *ENERGY_COLUMNS, "drafter_sha256", "decisions_match")
 """Columns that hold None: a method's absent parameter, a row without an energy source, a row no drafter
 model drafted, a row whose decisions were not checked."""
+_NULL_FILLED = (*ENERGY_COLUMNS, "drafter_sha256", "decisions_match")
+"""The nullable columns a producer's frame may leave NaN (the configuration columns it fills itself)."""
 _INFERRED = {int: {"integer"}, float: {"integer", "floating", "mixed-integer-float"}, str: {"string"},
              bool: {"boolean"}}
 
@@ -670,8 +672,8 @@ class ResultsDir:
         if missing:  # optional columns a producer does not fill (e.g. text) get their defaults
             frame = frame.assign(**missing)
         frame = frame.assign(**{SAMPLES: _samples_column(frame[SAMPLES].tolist(), frame.index)})
-        # a producer's missing energy is NaN in a float column; the file holds null
-        frame = frame.assign(**{c: frame[c].astype(object).where(frame[c].notna(), None) for c in ENERGY_COLUMNS})
+        # a producer's missing value (energy, drafter sha256, decisions) is NaN in a column; the file holds null
+        frame = frame.assign(**{c: frame[c].astype(object).where(frame[c].notna(), None) for c in _NULL_FILLED})
         append_jsonl(self.rows_path, frame[list(ROW_FIELDS)].to_dict("records"))
 
     def frame(self) -> pd.DataFrame:

@@ -441,8 +441,8 @@ class NativeOutcome:
     """(window, configuration) outputs that differ from the reference (divergences.jsonl)."""
     mismatches: list[DecisionMismatch] = field(default_factory=list)
     """Rows whose decisions differ from the trace's (also in decisions.jsonl)."""
-    unchecked: list[str] = field(default_factory=list)
-    """Why some configurations' decisions could not be checked (one line each, each once)."""
+    unchecked: dict[str, str] = field(default_factory=dict)
+    """Configuration label -> why its decisions could not be checked (the first window's reason)."""
 
     @property
     def mismatched(self) -> int:
@@ -452,7 +452,7 @@ class NativeOutcome:
         self.added += len(window.rows)
         self.diverged += len(window.divergences)
         self.mismatches += window.mismatches
-        self.unchecked += [u for u in window.unchecked if u not in self.unchecked]
+        self.unchecked = window.unchecked | self.unchecked
 
 
 def job_prompts(plan: NativePlan) -> list[Prompts]:
@@ -606,8 +606,8 @@ class WindowRows:
     rows: list[WindowResult]
     divergences: list[Divergence]
     mismatches: list[DecisionMismatch] = field(default_factory=list)
-    unchecked: list[str] = field(default_factory=list)
-    """Why a configuration's decisions could not be checked against its trace (one line each)."""
+    unchecked: dict[str, str] = field(default_factory=dict)
+    """Configuration label -> why its decisions could not be checked against its trace."""
 
 
 def native_decisions(record: dict) -> NativeDecisions:
@@ -646,7 +646,7 @@ def window_rows(window: Window, device: str, records: Sequence[tuple[MethodConfi
                                                                            native_decisions(r)))
                                                   for s, r in enumerate(samples)) if d is not None), None)
             except SpecbenchError as exc:
-                out.unchecked.append(f"{config.label}: decisions not checked against the trace ({exc})")
+                out.unchecked[config.label] = f"{config.label}: decisions not checked against the trace ({exc})"
             else:
                 row = replace(row, decisions_match=found is None)
                 if found is not None:

@@ -112,3 +112,14 @@ def test_a_drafter_file_swapped_under_a_traced_name_is_caught(demo, tmp_path):
         assert code == 1 and f"{len(drafted)} rows' decisions differ from the trace" in error_line(report)
     else:
         assert code == 0 and "Native decisions differ from the trace" in report, report
+
+
+def test_a_configuration_the_trace_cannot_replay_is_named_and_left_unchecked(demo, tmp_path):
+    """The traces hold 4 drafts per row, SD at W=8 verifies 7: its decisions cannot be checked, which the run says."""
+    out = tmp_path / "wide"
+    code, output = invoke(*native(demo, out, "--drafter", f"smollm2={demo['models']['smollm2']}",
+                                  "--method", "sd:W=8,drafter=smollm2"))
+    assert code == 0, output
+    assert "warning: sd[W=8,drafter=smollm2]: decisions not checked against the trace (" in " ".join(output.split())
+    _, rows = load_results(out)
+    assert rows["decisions_match"].isna().all() and set(rows["drafter_sha256"]) == {demo["sha"]["smollm2"]}
