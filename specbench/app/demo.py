@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
+from specbench.app.native import report_outcome
 from specbench.app.study import load_inputs, needed_widths, run_replay, select_and_save_budget
 from specbench.core.methods.base import Model
 from specbench.core.methods.configs import (
@@ -50,7 +51,7 @@ from specbench.schemas.windows import Split, Window, load_windows, save_windows
 from specbench.world.devices.local import LocalDevice
 from specbench.world.dirs import cache_dir
 from specbench.world.model_files import ModelFile
-from specbench.world.native_run import NativePlan, native_steps, profile_ref, run_native
+from specbench.world.native_run import NativeOutcome, NativePlan, native_steps, profile_ref, run_native
 from specbench.world.profiling import SweepPlan, measured, profile_device, write_profile
 from specbench.world.runner import find_runner
 from specbench.world.tracing import trace_windows
@@ -123,6 +124,8 @@ class DemoRun:
     """Per profile: the budget chosen on the dev windows and its oracle gap on the test windows."""
     measured: dict[str, str] = field(default_factory=dict)
     """Placement name -> what its profile measured (`profiling.measured`)."""
+    native: list[NativeOutcome] = field(default_factory=list)
+    """Per placement: what its native run found (`refuse_mismatches` fails the demo after its report)."""
 
 
 @dataclass(frozen=True)
@@ -272,20 +275,16 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
         available = device.runner().methods
         wanted = QUICK_NATIVE if quick else NATIVE
         native = [c for c in configs if method_name(c) in available and c.label in wanted]
-        # one native run per placement and drafter (a runner job loads one pair), each in its profile's placement
+        # one native run per placement, as `run --native` runs it: a job per drafter, in the profile's placement,
+        # outputs and decisions checked against the traces (a mismatch fails the demo once its report is written)
         for profile in inputs.profiles:
-            for drafter in drafters:
-                mine = [c for c in native if getattr(c, "drafter", None) == drafter.name or
-                        (drafter is drafters[0] and isinstance(c, TargetConfig))]
-                references = {w.window_id: inputs.traces[drafter.name].windows[w.window_id].y.tolist()
-                              for w in windows}
-                plan_native = NativePlan(device, windows, target, drafter, mine, profile.placement, references,
-                                         str(windows_path), profile_ref(profile))
-                label = f"{drafter.name}, {profile.placement.label}"
-                with progress(f"running natively ({label})", native_steps(plan_native)) as advance:
-                    out_dir = native_dir(run.out, drafter.name, profile.placement.label)
-                    _, _, divergences = run_native(plan_native, out_dir, False, advance)
-                run.divergences += divergences
+            plan_native = NativePlan(device, windows, target, tuple(drafters), native, profile.placement,
+                                     inputs.traces, str(windows_path), profile_ref(profile))
+            with progress(f"running natively ({profile.placement.label})", native_steps(plan_native)) as advance:
+                outcome = run_native(plan_native, native_dir(run.out, profile.placement.label), False, advance)
+            report_outcome(outcome, log)
+            run.divergences += outcome.diverged
+            run.native.append(outcome)
     return run
 
 
@@ -348,5 +347,5 @@ def load_demo_results(out: Path):
     return load_many([out / "results" / "replay"] + sorted((out / "results").glob("native*")))
 
 
-def native_dir(out: Path, drafter: str, placement: str) -> Path:
-    return out / "results" / f"native-{drafter}-{placement}"
+def native_dir(out: Path, placement: str) -> Path:
+    return out / "results" / f"native-{placement}"

@@ -8,7 +8,7 @@ offer the CPUs of the placement asked (the profile's, when one is given).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from specbench.app.devices import on_devices
@@ -18,12 +18,21 @@ from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import safe_name
 from specbench.schemas.profiles import load_profile
 from specbench.schemas.results import read_manifest
-from specbench.schemas.traces import check_against_windows, load_trace_dir
+from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.windows import Window
 from specbench.world.devices.base import Device
 from specbench.world.model_files import ModelFile
 from specbench.world.native_energy import EnergySettings
-from specbench.world.native_run import NativePlan, native_placement, native_steps, profile_ref, run_native
+from specbench.world.native_run import (
+    DECISIONS,
+    DIVERGENCES,
+    NativeOutcome,
+    NativePlan,
+    native_placement,
+    native_steps,
+    profile_ref,
+    run_native,
+)
 from specbench.world.sustained import run_sustained
 from specbench.world.tracing import check_trace_templates
 
@@ -34,48 +43,79 @@ def common_methods(devices: Sequence[Device]) -> list[str]:
     return [m for m in listed[0] if all(m in methods for methods in listed)]
 
 
-def trace_references(traces_dir: Path, windows: Sequence[Window], target: ModelFile,
-                     drafter: ModelFile | None) -> dict[str, list[int]]:
-    """The traced target output y of every window: what each native output must equal."""
+def native_traces(traces_dir: Path, windows: Sequence[Window], target: ModelFile,
+                  drafters: Sequence[ModelFile]) -> dict[str, TraceFile]:
+    """The traces a native run is checked against: their y is what each output must equal, and a
+    drafter's trace holds the decisions its configurations must take (docs/METHODS.md §6.4 Drafters and
+    decisions checked against the trace)."""
     traces = load_trace_dir(traces_dir)
     check_against_windows(traces, windows)
-    check_trace_templates(traces, target, drafter, windows)
+    check_trace_templates(traces, target, drafters, windows)
     first = next(iter(traces.values()))
     if first.target.sha256 != target.sha256:
         raise SpecbenchError(f"{first.path}: traced with target {first.target.name} ({first.target.sha256[:12]}), "
                              f"not {target.path} ({target.sha256[:12]})")
-    return {w.window_id: first.windows[w.window_id].y.tolist() for w in windows}
+    return traces
 
 
 def native_plans(devices: Sequence[Device], windows: list[Window], windows_path: Path, target: ModelFile,
-                 drafter: ModelFile | None, configs: list[MethodConfig], traces_dir: Path | None,
+                 drafters: Sequence[ModelFile], configs: list[MethodConfig], traces_dir: Path | None,
                  profile_path: Path | None, placement_spec: str | None, runs: int = 1,
                  warmup: int = 0, energy: EnergySettings | None = None) -> list[NativePlan]:
     """One plan per device, in the placement of `profile_path` (else `placement_spec`, else shared);
-    outputs are checked against the traces when `traces_dir` is given, else against target-only's.
-    Every (window, configuration) is decoded `runs` times after `warmup` untimed decodes."""
-    references = None if traces_dir is None else trace_references(traces_dir, windows, target, drafter)
+    outputs and decisions are checked against the traces when `traces_dir` is given, outputs else
+    against target-only's. Every (window, configuration) is decoded `runs` times after `warmup`
+    untimed decodes, with the drafter it names (one that is not among `drafters` is refused here)."""
+    traces = None if traces_dir is None else native_traces(traces_dir, windows, target, drafters)
     profile = load_profile(profile_path) if profile_path is not None else None
-    return [NativePlan(dev, windows, target, drafter, configs, native_placement(dev, placement_spec, profile),
-                       references, str(windows_path), profile_ref(profile), runs, warmup, energy=energy)
+    return [NativePlan(dev, windows, target, tuple(drafters), configs, native_placement(dev, placement_spec, profile),
+                       traces, str(windows_path), profile_ref(profile), runs, warmup, energy=energy)
             for dev in devices]
 
 
 def run_plans(plans: Sequence[NativePlan], out: Path, resume: bool) -> None:
     """Every plan on its device, in parallel; one device's results go to `out`, several to out/<device>/."""
 
+    outcomes: list[NativeOutcome] = []
+
     def one(plan: NativePlan, advance) -> None:
         where = out if len(plans) == 1 else out / safe_name(plan.device.name)
         run = run_native if plan.sustained is None else run_sustained
-        results, added, diverged = run(plan, where, resume, advance)
-        stderr.print(f"{added} rows written to {results.rows_path}")
+        outcome = run(plan, where, resume, advance)
+        outcomes.append(outcome)
+        results = outcome.results
+        stderr.print(f"{outcome.added} rows written to {results.rows_path}")
         energy = read_manifest(results.manifest_path).energy
         if energy is not None and energy.no_source is not None:
             stderr.print(f"{plan.device.name}: {energy.no_source}; the rows carry no energy")
-        if diverged:
-            stderr.print(f"warning: {diverged} (window, method) outputs differ from the reference; "
-                         f"see {results.directory / 'divergences.jsonl'}")
+        report_outcome(outcome, stderr.print)
 
     by_device = {plan.device.name: plan for plan in plans}
     on_devices([plan.device for plan in plans], "running on", lambda dev: native_steps(by_device[dev.name]),
                lambda dev, advance: one(by_device[dev.name], advance))
+    refuse_mismatches(outcomes)
+
+
+def report_outcome(outcome: NativeOutcome, say: Callable[[str], None]) -> None:
+    """What a native run's checks found, on stderr: divergences, decisions differing from the trace's,
+    configurations whose decisions could not be checked."""
+    directory = outcome.results.directory
+    if outcome.diverged:
+        say(f"warning: {outcome.diverged} (window, method) outputs differ from the reference; "
+            f"see {directory / DIVERGENCES}")
+    for line in outcome.unchecked.values():
+        say(f"warning: {line}")
+    if outcome.mismatched:
+        say(f"error: {outcome.mismatched} native rows: decisions differ from the trace; see {directory / DECISIONS}")
+
+
+def refuse_mismatches(outcomes: Sequence[NativeOutcome]) -> None:
+    """A run whose decisions differ from the trace's fails (its rows and decisions.jsonl are kept)."""
+    bad = [o for o in outcomes if o.mismatched]
+    if bad:
+        first = bad[0].mismatches[0]
+        raise SpecbenchError(f"decisions differ from the trace: {sum(o.mismatched for o in bad)} native rows, "
+                             f"first {first.config} on window '{first.window_id}': {first.difference} "
+                             f"(drafter sha256 {str(first.drafter_sha256)[:12]}, the trace's "
+                             f"{first.trace_drafter_sha256[:12]}); see {bad[0].results.directory / DECISIONS}",
+                             hint="run with the drafter file the traces were recorded with, or trace again")

@@ -49,6 +49,7 @@ def demo(out: Path, quick: bool, placements: tuple[str, ...], detail: bool) -> N
     from rich.console import Console
 
     from specbench.app.demo import load_demo_results, run_demo
+    from specbench.app.native import refuse_mismatches
     from specbench.app.progress import progress_bar, stderr
     from specbench.app.report import build_report
     from specbench.render.summary import print_summary
@@ -82,3 +83,4 @@ def demo(out: Path, quick: bool, placements: tuple[str, ...], detail: bool) -> N
     steps = ", ".join(f"{step} {seconds:.1f} s" for step, seconds in run.timings.items())
     stderr.print(f"demo finished in {time.perf_counter() - start:.1f} s ({steps}); results in {run.out}/ "
                  f"(report.md, results/replay, results/native-*)", highlight=False)
+    refuse_mismatches(run.native)  # decisions that differ from the traces fail the demo, its report written

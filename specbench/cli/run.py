@@ -18,8 +18,10 @@ from specbench.errors import SpecbenchError
 @click.option("--profile", "profile_paths", type=existing_file, multiple=True,
               help="Device profile YAML; repeat for several devices (replay).")
 @method_options
-@click.option("--drafter", default=None,
-              help="Drafter for methods that do not name one (default: the only one traced).")
+@click.option("--drafter", "drafter_specs", multiple=True, metavar="NAME|NAME=PATH",
+              help="Replay: the drafter of methods that do not name one (default: the only one traced). "
+                   "--native: NAME=PATH (or pld), repeatable: each method runs with the drafter it names "
+                   "(drafter=NAME; one naming none takes the only --drafter).")
 @click.option("--budget", "budget_path", type=existing_file, default=None,
               help="Budget YAML from select-budget: replaces the default as2d configuration.")
 @click.option("--split", type=click.Choice(["dev", "test"]), default=None, help="Only windows of this split.")
@@ -32,7 +34,7 @@ from specbench.errors import SpecbenchError
 @click.option("--workers", type=click.IntRange(1), default=None, help="Processes for replay (default: one per CPU).")
 @native_options
 def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...], method_names: str | None,
-        method_specs: tuple[str, ...], drafter: str | None, budget_path: Path | None, split: str | None,
+        method_specs: tuple[str, ...], drafter_specs: tuple[str, ...], budget_path: Path | None, split: str | None,
         out: Path | None,
         resume: bool, sensitivity: bool, workers: int | None, native: NativeOptions) -> None:
     """Replay decoding methods on WINDOWS with device profiles, or run them with --native.
@@ -49,6 +51,10 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
 
         specbench run windows.jsonl --device local --native --target models/target.gguf
         --drafter small=models/draft.gguf --methods target,sd --runs 5 --warmup 1 --out results/local-native
+
+        specbench run windows.jsonl --device local --native --target models/target.gguf --traces traces/
+        --drafter small=models/draft.gguf --drafter other=models/other.gguf --template other=gemma
+        --method 'sd:W=5,drafter=small' --method 'as2d:B=3,drafter=other' --out results/two-drafters
     """
     from specbench.app.progress import progress_bar, stderr
     from specbench.app.study import load_inputs, run_replay, study_size
@@ -57,10 +63,15 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
     if out is None:
         out = default_results_dir(native.native, native.device, profile_paths)
     if native.asked:
-        run_native_command(windows, traces_dir, profile_paths, method_names, method_specs, drafter, budget_path,
-                           split, out, resume, sensitivity, native)
+        run_native_command(windows, traces_dir, profile_paths, method_names, method_specs, drafter_specs,
+                           budget_path, split, out, resume, sensitivity, native)
         return
     refuse_native_only(native)
+    if len(drafter_specs) > 1:
+        raise SpecbenchError(f"--drafter given {len(drafter_specs)} times ({', '.join(drafter_specs)}): replay takes "
+                             "one, the drafter of methods that name none",
+                             hint="name each method's drafter in its spec, e.g. --method 'sd:W=5,drafter=small'")
+    drafter = drafter_specs[0] if drafter_specs else None
     if traces_dir is None or not profile_paths:
         raise SpecbenchError("replay needs --traces and --profile (or pass --native to run on a device)")
     default = DEFAULT_METHODS

@@ -32,8 +32,8 @@ class NativeOptions:
     """--placement: split, shared or an explicit placement (None: the profile's, else shared)."""
     target_mmproj: Path | None
     """--target-mmproj: the target's audio projector."""
-    drafter_mmproj: Path | None
-    """--drafter-mmproj: the drafter's audio projector."""
+    drafter_mmproj: tuple[str, ...]
+    """--drafter-mmproj [NAME=]PATH, as given: a drafter's audio projector."""
     templates: tuple[str, ...]
     """--template NAME=TEMPLATE, as given."""
     runs: str | None
@@ -104,11 +104,15 @@ _NATIVE_OPTIONS = (  # in the order --help lists them
                  help="--native: " + TEMPLATE_HELP),
     click.option("--target-mmproj", type=click.Path(path_type=Path), default=None,
                  help="--native: the target's audio projector (.gguf), for audio windows."),
-    click.option("--drafter-mmproj", type=click.Path(path_type=Path), default=None,
-                 help="--native: the drafter's audio projector (.gguf), for audio windows."),
+    click.option("--drafter-mmproj", multiple=True, metavar="[NAME=]PATH",
+                 help="--native: a drafter's audio projector (.gguf), for audio windows (NAME=PATH per drafter, "
+                      "or PATH for one)."),
     click.option("--native", is_flag=True,
                  help="Run the methods for real on --device instead of replaying them "
-                      "(--drafter then takes NAME=PATH, or pld: prompt lookup, no model)."),
+                      "(--drafter then takes NAME=PATH, or pld: prompt lookup, no model; repeat it for several "
+                      "drafters, one job each). With --traces, outputs and decisions are checked against them: "
+                      "decisions that differ from the trace's fail the run "
+                      "(docs/METHODS.md §6.4 Drafters and decisions checked against the trace)."),
     click.option("--device", default=None,
                  help="--native: where to run: local (this host) or phone serials, comma-separated "
                       "(several: in parallel, results in OUT/<serial>/)."),
@@ -126,7 +130,7 @@ def native_options(func):
     def wrapper(*args, native, device, target_path, placement_spec, target_mmproj, drafter_mmproj, template_specs,
                 runs_text, warmup_text, sustained_text, pace, rate, no_cooldown, energy_interval_ms, energy_idle_s,
                 energy_convention, energy_paths, **kwargs):
-        options = NativeOptions(native, device, target_path, placement_spec, target_mmproj, drafter_mmproj,
+        options = NativeOptions(native, device, target_path, placement_spec, target_mmproj, tuple(drafter_mmproj),
                                 tuple(template_specs), runs_text, warmup_text, sustained_text, pace, rate,
                                 no_cooldown, energy_interval_ms, energy_idle_s, energy_convention, energy_paths)
         return func(*args, native=options, **kwargs)
@@ -213,13 +217,20 @@ def sustained_load(options: NativeOptions) -> SustainedLoad | None:
 
 
 def run_native_command(windows_path: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
-                       method_names: str | None, method_specs: tuple[str, ...], drafter_spec: str | None,
+                       method_names: str | None, method_specs: tuple[str, ...], drafter_specs: tuple[str, ...],
                        budget_path: Path | None, split: str | None, out: Path, resume: bool, sensitivity: bool,
                        options: NativeOptions) -> None:
     from specbench.app.devices import open_devices
     from specbench.app.native import common_methods, native_plans, run_plans
     from specbench.schemas.windows import load_split
-    from specbench.world.model_files import parse_named, target_file, with_mmproj, with_templates
+    from specbench.world.model_files import (
+        drafter_mmproj,
+        parse_named,
+        target_file,
+        unique_names,
+        with_mmproj,
+        with_templates,
+    )
 
     if not options.native:
         raise SpecbenchError("--device and --target are for native runs: add --native")
@@ -243,14 +254,11 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
     devices = open_devices(device_names([options.device or "local"]), settings)
     windows = load_split(windows_path, split)
     target = with_mmproj(target_file(options.target), options.target_mmproj, "--target-mmproj")
-    drafter = parse_named(drafter_spec) if drafter_spec else None
-    if drafter is not None:
-        drafter = with_mmproj(drafter, options.drafter_mmproj, "--drafter-mmproj")
-    target, drafters = with_templates(target, [drafter] if drafter else [], options.templates)
-    drafter = drafters[0] if drafters else None
-    configs = configs_from(method_names, method_specs, drafter.name if drafter else None,
+    drafters = drafter_mmproj(unique_names([parse_named(s) for s in drafter_specs]), options.drafter_mmproj)
+    target, drafters = with_templates(target, drafters, options.templates)
+    configs = configs_from(method_names, method_specs, drafters[0].name if len(drafters) == 1 else None,
                            lambda: common_methods(devices))
-    plans = native_plans(devices, windows, windows_path, target, drafter, configs, traces_dir,
+    plans = native_plans(devices, windows, windows_path, target, drafters, configs, traces_dir,
                          profile_paths[0] if profile_paths else None, options.placement, runs, warmup, energy)
     if load is not None:
         from specbench.world.sustained import arrival_gaps_us

@@ -53,6 +53,12 @@ ORDER = {
     "decomposition": "per device x configuration: sums over windows of D, V, O, H (seconds); T = D + V - O + H",
     "counts": "per device x configuration: ratios of sums over windows (tau = tokens / target forwards, "
               "acceptance = accepted / proposed, coverage = accepted / tokens)",
+    "decisions": "native rows whose decisions differ from replay's on their drafter's trace (SD, SpecASR: accepted "
+                 "and proposed counts per verification; AS2D: the producer's stream; "
+                 "docs/METHODS.md §6.4 Drafters and decisions checked against the trace): not decoded as their "
+                 "configuration says, so their "
+                 "(device, window) is left out of every other table like a divergent one; details in the run's "
+                 "decisions.jsonl",
     "divergent": "a (device, window) where a configuration did not commit the reference output (its native "
                  "row has no tokens and no time): every row of it, all configurations, replay and native, is "
                  "left out of every other table; positions and tokens in the run's divergences.jsonl",
@@ -77,12 +83,21 @@ def split_divergent(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     A 0-token 0-second divergence row would otherwise count as a window, win the oracle and
     leave the other methods measured on windows it lacks, so the whole (device, window) goes."""
     bad = ~df["lossless"].astype(bool)
-    if not bad.any():
+    mismatched = decisions_differ(df)
+    if not bad.any() and not mismatched.any():
         return df, pd.DataFrame(columns=DIVERGENT_COLUMNS)
     diverged = df.loc[bad, DIVERGENT_COLUMNS].drop_duplicates().reset_index(drop=True)
-    pairs = pd.MultiIndex.from_frame(diverged[["device", "window_id"]])
+    # a row decided otherwise than its trace was not decoded as its configuration says: its window goes too
+    pairs = pd.MultiIndex.from_frame(df.loc[bad | mismatched, ["device", "window_id"]])
     keep = ~pd.MultiIndex.from_frame(df[["device", "window_id"]]).isin(pairs)
     return df[keep], diverged
+
+
+def decisions_differ(df: pd.DataFrame) -> pd.Series:
+    """Rows whose native decisions differ from their trace's (`decisions_match` False; None: not checked)."""
+    if "decisions_match" not in df:
+        return pd.Series(False, index=df.index)
+    return df["decisions_match"].map(lambda v: isinstance(v, bool | np.bool_) and not v).astype(bool)
 
 
 def _comparable(df: pd.DataFrame) -> pd.DataFrame:

@@ -60,7 +60,10 @@ KIND = "specbench.results"
 #     a native manifest gains `energy` (the battery sampling asked for and what it found); a
 #     sustained native run (`run --native --sustained`) writes `timeline.jsonl`: one
 #     `TimelineRecord` per request (its times on the runner's clock and the phone's thermal state).
-# 5 = rows gain `category` (the window's category, null when it has none).
+# 5 = rows gain `category` (the window's category, null when it has none), `drafter_sha256` (the model file that drafted a native row; null for target-only, the
+#     prompt-lookup drafter and replay rows) and `decisions_match` (a native row's decisions against the
+#     trace's; null when not checked); a native manifest names every drafter it ran (`drafters`, a list,
+#     was `drafter`) and keys `templates` by 'target' and each drafter's name (was 'target'/'drafter').
 VERSION = 5
 VERSIONS = (VERSION,)
 MANIFEST = "manifest.json"
@@ -158,6 +161,15 @@ class WindowResult:
     divergent rows."""
     category: str | None = None
     """The window's category (`Window.category`, e.g. "coding"); None: the window has none."""
+    drafter_sha256: str | None = None
+    """Native rows: sha256 of the model file that drafted the row (None: target-only, the prompt-lookup
+    drafter, which has no file, and replay rows, whose drafter is their trace's)."""
+    decisions_match: bool | None = None
+    """Native rows checked against a trace (docs/METHODS.md §6.4 Drafters and decisions checked against the trace): True
+    when every sample decided as replay decides on the trace (SD, SpecASR: accepted and proposed counts of
+    every verification; AS2D: the producer's stream), False when one did not (the row is then left out of
+    every aggregate, like a divergence). None: not checked (replay rows, target-only, divergent rows, runs
+    without --traces, a drafter with no trace)."""
 
     @property
     def tau(self) -> float:
@@ -177,9 +189,11 @@ _TYPES = {"int": int, "float": float, "str": str, "bool": bool, "tuple[int, ...]
 _KINDS = {f.name: _TYPES[f.type.removesuffix(" | None")] for f in fields(WindowResult) if f.name != SAMPLES}
 """Column -> Python type of the other columns; the CONFIG_COLUMNS also take None."""
 ENERGY_COLUMNS = ("energy_j", "energy_above_idle_j", "energy_samples")
-NULLABLE = (*CONFIG_COLUMNS, *ENERGY_COLUMNS, "category")
+NULLABLE = (*CONFIG_COLUMNS, *ENERGY_COLUMNS, "category", "drafter_sha256", "decisions_match")
 """Columns that hold None: a method's absent parameter, a row without an energy source, a window without a
-category."""
+category, a row no drafter model drafted, a row whose decisions were not checked."""
+_NULL_FILLED = (*ENERGY_COLUMNS, "category", "drafter_sha256", "decisions_match")
+"""The nullable columns a producer's frame may leave NaN (the configuration columns it fills itself)."""
 _INFERRED = {int: {"integer"}, float: {"integer", "floating", "mixed-integer-float"}, str: {"string"},
              bool: {"boolean"}}
 
@@ -436,10 +450,11 @@ class ResultsManifest:
     """Native: the device@placement the rows are named by."""
     target: ModelId | None = None
     """Native: the target model file."""
-    drafter: ModelId | None = None
-    """Native: the drafter model file (None: target-only, or no drafter named)."""
+    drafters: tuple[ModelId, ...] = ()
+    """Native: every drafter given (`--drafter`, in order; the prompt-lookup drafter's sha256 is its
+    fixed identity); each row names its own by `drafter` and `drafter_sha256`."""
     templates: Mapping[str, str] = field(default_factory=dict)
-    """Native: 'target'/'drafter' -> the chat template each model's prompts were rendered with."""
+    """Native: 'target' and each drafter's name -> the chat template its prompts were rendered with."""
     placement: Placement | None = None
     """Native: where each lane ran."""
     placement_profile: ProfileInput | None = None
@@ -508,7 +523,7 @@ def _profile_input_doc(profile: ProfileInput) -> dict:
 
 
 _REPLAY_KEYS = ("traces", "profiles", "depth_policy", "sensitivity")
-_NATIVE_KEYS = ("device", "target", "drafter", "templates", "placement", "placement_profile", "reference")
+_NATIVE_KEYS = ("device", "target", "drafters", "templates", "placement", "placement_profile", "reference")
 
 
 def manifest_from_dict(doc: object, path: Path) -> ResultsManifest:
@@ -548,10 +563,11 @@ def manifest_from_dict(doc: object, path: Path) -> ResultsManifest:
         return ResultsManifest(**common, traces=traces, profiles=profiles,
                                depth_policy=need(doc, "depth_policy", str, where),
                                sensitivity=need(doc, "sensitivity", bool, where))
+    drafters = tuple(_model_id(d, where.at("drafters").at(i)) for i, d in enumerate(need(doc, "drafters", list, where)))
     templates = need(doc, "templates", dict, where)
-    if not all(k in ("target", "drafter") and isinstance(v, str) for k, v in templates.items()):
-        raise where.at("templates").fail("'target'/'drafter' -> a template name (strings)", templates)
-    drafter = need(doc, "drafter", (dict, type(None)), where)
+    models = {"target", *(d.name for d in drafters)}
+    if not all(k in models and isinstance(v, str) for k, v in templates.items()):
+        raise where.at("templates").fail("'target' or a drafter's name -> a template name (strings)", templates)
     placement_profile = need(doc, "placement_profile", (dict, type(None)), where)
     repeats_doc = need(doc, "repeats", dict, where, None)
     repeats = None
@@ -564,7 +580,7 @@ def manifest_from_dict(doc: object, path: Path) -> ResultsManifest:
     return ResultsManifest(
         **common, device=need(doc, "device", str, where),
         target=_model_id(need(doc, "target", dict, where), where.at("target")),
-        drafter=None if drafter is None else _model_id(drafter, where.at("drafter")), templates=templates,
+        drafters=drafters, templates=templates,
         placement=placement_from_dict(need(doc, "placement", dict, where), where.at("placement")),
         placement_profile=None if placement_profile is None else
         _profile_input(placement_profile, where.at("placement_profile"), False),
@@ -587,7 +603,7 @@ def manifest_to_dict(manifest: ResultsManifest) -> dict:
     placement = manifest.placement.as_dict() if manifest.placement is not None else None
     doc |= {"device": manifest.device, "windows": windows,
             "target": None if manifest.target is None else vars(manifest.target),
-            "drafter": None if manifest.drafter is None else vars(manifest.drafter),
+            "drafters": [vars(d) for d in manifest.drafters],
             "templates": dict(manifest.templates), "methods": list(manifest.methods), "placement": placement,
             "placement_profile": None if manifest.placement_profile is None else
             _profile_input_doc(manifest.placement_profile),
@@ -658,9 +674,9 @@ class ResultsDir:
         if missing:  # optional columns a producer does not fill (e.g. text) get their defaults
             frame = frame.assign(**missing)
         frame = frame.assign(**{SAMPLES: _samples_column(frame[SAMPLES].tolist(), frame.index)})
-        # a producer's missing energy is NaN in a float column; the file holds null
-        frame = frame.assign(**{c: frame[c].astype(object).where(frame[c].notna(), None)
-                                 for c in (*ENERGY_COLUMNS, "category")})
+        # a producer's missing value (energy, category, drafter sha256, decisions) is NaN in a column; the file
+        # holds null
+        frame = frame.assign(**{c: frame[c].astype(object).where(frame[c].notna(), None) for c in _NULL_FILLED})
         append_jsonl(self.rows_path, frame[list(ROW_FIELDS)].to_dict("records"))
 
     def frame(self) -> pd.DataFrame:

@@ -14,11 +14,19 @@ the rest of the decode clock. AS2D's two lanes report
 when each forward ran on the decode clock: O is the time both lanes were busy and H the
 time neither was, so T = D + V - O + H is a check there, not a definition.
 
+One job per drafter: a run given several drafters (`--drafter` repeated) decodes each
+configuration with the drafter it names, in a job that loads the target and that drafter alone;
+target-only runs in the first job. Every row records the sha256 of the model file that drafted it.
+
 Lossless check: each output is compared with the trace's y (when traces are given, via
 the runner's `reference`) or else with target-only's output on the same window. A
 differing output (in any sample) is a divergence, not a throughput: its row has
 `lossless = false`, `tokens = 0` and no times, and the details (the sample, first differing
 position, both tokens) go to `divergences.jsonl` in the results directory.
+
+Decisions check (with traces): a lossless row's decisions are compared with replay's on its
+drafter's trace (`core/decisions.py`); a difference sets `decisions_match = false` and goes to
+`decisions.jsonl` (docs/METHODS.md §6.4 Drafters and decisions checked against the trace).
 
 With `--energy-interval` the runner also samples the battery (world/native_energy.py): a
 window's rows then wait for the samples up to its last request's end, and carry the median
@@ -27,10 +35,11 @@ sample's energy (docs/METHODS.md §10 Energy).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from specbench.core.decisions import NativeDecisions, checked, decision_difference
 from specbench.core.methods.configs import (
     As2dConfig,
     MethodConfig,
@@ -48,6 +57,7 @@ from specbench.schemas.fileio import append_jsonl, file_sha256
 from specbench.schemas.placement import Placement, device_label, pinning_problems, resolve_on
 from specbench.schemas.profiles import DeviceProfile, ModelId
 from specbench.schemas.results import ProfileInput, Repeats, ResultsDir, ResultsManifest, WindowResult, WindowsInput
+from specbench.schemas.traces import TraceFile, WindowTrace
 from specbench.schemas.windows import Window, windows_digest
 from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session, state
@@ -58,6 +68,8 @@ from specbench.world.tracing import Prompts, model_templates, prompts_for
 PINNING = "pinning.jsonl"
 """The CPU set of every lane and thread, read back by the runner after each job."""
 DIVERGENCES = "divergences.jsonl"
+DECISIONS = "decisions.jsonl"
+"""Per (window, configuration) whose decisions differ from the trace's: the first difference."""
 CLOCKS = "request_clocks.jsonl"
 """Per (window, configuration): the request-latency clock beside the rows' decode clock."""
 SNAPSHOTS = "snapshots.jsonl"
@@ -173,8 +185,9 @@ def two_lane_terms(result: dict, decode_s: float) -> tuple[float, float]:
     return _overlap(target, producer) / 1e6, (clock_us - _measure(target + producer)) / 1e6
 
 
-def decode_row(result: dict, window: Window, device: str, config: MethodConfig, placement: str = "") -> WindowResult:
-    """A WindowResult from one runner decode record (pure)."""
+def decode_row(result: dict, window: Window, device: str, config: MethodConfig, placement: str = "",
+               drafter_sha256: str | None = None) -> WindowResult:
+    """A WindowResult from one runner decode record (pure); `drafter_sha256`: the model file that drafted it."""
     ops = result["ops"]
     target_ops = [op for op in ops if op["model"] == "target"]
     n = len(result["tokens"])
@@ -210,6 +223,7 @@ def decode_row(result: dict, window: Window, device: str, config: MethodConfig, 
                         h_s=h_s, extrapolated=False, lossless=True, source="native",
                         text=str(result.get("text", "")), placement=placement, samples_s=[decode_s],
                         reached_at=reached_at, accepted_at=accepted_at, category=window.category,
+                        drafter_sha256=drafter_sha256,
                         **row_energy(result))
 
 
@@ -234,13 +248,15 @@ def request_clocks(result: dict, window: Window, device: str, config: MethodConf
     return doc
 
 
-def divergence_row(window: Window, device: str, config: MethodConfig, placement: str = "") -> WindowResult:
+def divergence_row(window: Window, device: str, config: MethodConfig, placement: str = "",
+                   drafter_sha256: str | None = None) -> WindowResult:
     """A diverging window: no tokens and no times are claimed for it."""
     return WindowResult(device=device, **row_fields(config), window_id=window.window_id,
                         window_sha256=window.window_sha256, dataset=window.dataset, split=window.split.value,
                         tokens=0, decode_s=0.0, target_forwards=0, proposed=0, accepted=0, multi_token_forwards=0,
                         drafter_forwards=0, d_s=0.0, v_s=0.0, o_s=0.0, h_s=0.0, extrapolated=False, lossless=False,
-                        source="native", placement=placement, category=window.category)
+                        source="native", placement=placement, category=window.category,
+                        drafter_sha256=drafter_sha256)
 
 
 @dataclass(frozen=True)
@@ -262,12 +278,15 @@ class NativePlan:
     device: Device
     windows: list[Window]
     target: ModelFile
-    drafter: ModelFile | None
+    drafters: Sequence[ModelFile]
+    """Every drafter given (`--drafter`, in order); each configuration drafts with the one it names, a
+    configuration naming none with the only one (`drafter_of`)."""
     configs: list[MethodConfig]
     placement: Placement
     """Where each lane runs (the placement of the profile the run is compared with)."""
-    references: dict[str, list[int]] | None = None
-    """Expected y per window id (the traces'); None: target-only's output is the reference."""
+    traces: Mapping[str, TraceFile] | None = None
+    """Drafter name -> its trace file: outputs are checked against the traces' y, and each configuration's
+    decisions against its drafter's trace; None: target-only's output is the reference."""
     windows_path: str = ""
     profile: ProfileInput | None = None
     """The profile the placement came from, if any (path, sha256 and its stability warnings)."""
@@ -282,6 +301,52 @@ class NativePlan:
 
     def __post_init__(self) -> None:
         check_repeats(self.runs, self.warmup)
+        unique = {d.name for d in self.drafters}
+        if len(unique) != len(self.drafters):
+            raise SpecbenchError("a drafter name is given twice; name each --drafter differently")
+        for config in self.configs:
+            self.drafter_of(config)  # a configuration naming a drafter the run lacks is refused here
+
+    @property
+    def references(self) -> dict[str, list[int]] | None:
+        """Expected y per window id (the traces'); None: target-only's output is the reference."""
+        if self.traces is None:
+            return None
+        first = next(iter(self.traces.values()))
+        return {w.window_id: first.windows[w.window_id].y.tolist() for w in self.windows}
+
+    def drafter_of(self, config: MethodConfig) -> ModelFile | None:
+        """The drafter `config` decodes with (None: target-only); one the run was not given is an error."""
+        if isinstance(config, TargetConfig):
+            return None
+        given = ", ".join(d.name for d in self.drafters) or "none"
+        if config.drafter is None:
+            if len(self.drafters) == 1:
+                return self.drafters[0]
+            if not self.drafters:
+                raise SpecbenchError(f"{config.label}: the methods other than target need a drafter: pass "
+                                     "--drafter NAME=PATH")
+            raise SpecbenchError(f"{config.label}: name its drafter (drafter=NAME); this run has several "
+                                 f"(--drafter: {given})")
+        found = next((d for d in self.drafters if d.name == config.drafter), None)
+        if found is None:
+            raise SpecbenchError(f"{config.label}: names drafter '{config.drafter}', which this run was not "
+                                 f"given (--drafter: {given})", hint=f"add --drafter {config.drafter}=PATH")
+        return found
+
+    def jobs(self) -> list[tuple[ModelFile | None, list[MethodConfig]]]:
+        """One decode job per drafter the configurations use (in --drafter order), each loading the
+        target and that drafter alone, with the configurations that draft with it; target-only runs in
+        the first (alone when nothing drafts)."""
+        out: list[tuple[ModelFile | None, list[MethodConfig]]] = []
+        for drafter in self.drafters:
+            mine = [c for c in self.configs
+                    if self.drafter_of(c) is drafter or (not out and self.drafter_of(c) is None)]
+            if any(not isinstance(c, TargetConfig) for c in mine):
+                out.append((drafter, mine))
+        if not out and self.configs:
+            out.append((None, list(self.configs)))
+        return out
 
 
 def check_repeats(runs: object, warmup: object) -> None:
@@ -300,16 +365,24 @@ def manifest_for(plan: NativePlan, environment: Environment) -> ResultsManifest:
         WindowsInput(plan.windows_path, windows_digest(plan.windows), len(plan.windows)),
         tuple(c.label for c in plan.configs), device=device_label(plan.device.name, plan.placement),
         target=ModelId(plan.target.name, plan.target.sha256),
-        drafter=None if plan.drafter is None else ModelId(plan.drafter.name, plan.drafter.sha256),
-        templates=model_templates(plan.target, plan.drafter, plan.windows), placement=plan.placement,
+        drafters=tuple(ModelId(d.name, d.sha256) for d in plan.drafters),
+        templates=run_templates(plan), placement=plan.placement,
         placement_profile=plan.profile,
         reference="trace" if plan.references is not None else "target-only output", repeats=repeats,
         energy=None if plan.energy is None else plan.energy.record())
 
 
+def run_templates(plan: NativePlan) -> dict[str, str]:
+    """'target' and each drafter's name -> the chat template its prompts are rendered with."""
+    templates = model_templates(plan.target, None, plan.windows)
+    for drafter in plan.drafters:
+        templates[drafter.name] = model_templates(plan.target, drafter, plan.windows)["drafter"]
+    return templates
+
+
 def plan_models(plan: NativePlan) -> list[tuple[str, ModelFile]]:
     """(role, model file) of the models a run's jobs load."""
-    return [("target", plan.target)] + ([("drafter", plan.drafter)] if plan.drafter is not None else [])
+    return [("target", plan.target)] + [("drafter", d) for d in plan.drafters]
 
 
 def native_placement(device: Device, spec: str | None, profile: DeviceProfile | None) -> Placement:
@@ -345,30 +418,55 @@ def native_steps(plan: NativePlan) -> int:
     if plan.sustained is not None:
         return len(plan.configs) + (plan.references is None and not any(isinstance(c, TargetConfig)
                                                                           for c in plan.configs))
-    return len(plan.windows) * plan.runs
+    return len(plan.windows) * plan.runs * len(plan.jobs())
 
 
 def check_models(plan: NativePlan) -> None:
     """The runner decodes the methods, and the drafter can serve them."""
     check_native(plan.configs, plan.device.runner().methods)
-    needs_drafter = any(method_name(c) != "target" for c in plan.configs)
-    if needs_drafter and plan.drafter is None:
-        raise SpecbenchError("the methods other than target need a drafter: pass --drafter NAME=PATH")
-    if plan.drafter is not None and plan.drafter.lookup:
-        modelled = next((c for c in plan.configs if isinstance(c, SpecAsrConfig)), None)
-        if modelled is not None:
-            raise SpecbenchError(f"{modelled.label}: SpecASR's recycling asks a drafter model, and the drafter "
-                                 f"{plan.drafter.name} (prompt lookup) has none",
+    for config in plan.configs:
+        drafter = plan.drafter_of(config)
+        if drafter is not None and drafter.lookup and isinstance(config, SpecAsrConfig):
+            raise SpecbenchError(f"{config.label}: SpecASR's recycling asks a drafter model, and the drafter "
+                                 f"{drafter.name} (prompt lookup) has none",
                                  hint="run specasr with a drafter model")
 
 
-def run_native(plan: NativePlan, out: Path, resume: bool,
-               progress: Progress | None = None) -> tuple[ResultsDir, int, int]:
-    """Decode every (window, configuration) not already in `out`; returns (results, rows added, divergences)."""
+@dataclass
+class NativeOutcome:
+    """What a native run did: its results, the rows it added and what its checks found."""
+
+    results: ResultsDir
+    added: int = 0
+    """Rows appended."""
+    diverged: int = 0
+    """(window, configuration) outputs that differ from the reference (divergences.jsonl)."""
+    mismatches: list[DecisionMismatch] = field(default_factory=list)
+    """Rows whose decisions differ from the trace's (also in decisions.jsonl)."""
+    unchecked: dict[str, str] = field(default_factory=dict)
+    """Configuration label -> why its decisions could not be checked (the first window's reason)."""
+
+    @property
+    def mismatched(self) -> int:
+        return len(self.mismatches)
+
+    def add(self, window: WindowRows) -> None:
+        self.added += len(window.rows)
+        self.diverged += len(window.divergences)
+        self.mismatches += window.mismatches
+        self.unchecked = window.unchecked | self.unchecked
+
+
+def job_prompts(plan: NativePlan) -> list[Prompts]:
+    """Each job's prompts, rendered before anything is written: a model without a chat template
+    leaves nothing behind."""
+    return [prompts_for(plan.device, plan.target, drafter, plan.windows) for drafter, _ in plan.jobs()]
+
+
+def run_native(plan: NativePlan, out: Path, resume: bool, progress: Progress | None = None) -> NativeOutcome:
+    """Decode every (window, configuration) not already in `out`, one job per drafter (`NativePlan.jobs`)."""
     check_models(plan)
-    needs_drafter = any(method_name(c) != "target" for c in plan.configs)
-    # Prompts before the results directory: a model without a chat template leaves nothing behind.
-    prompts = prompts_for(plan.device, plan.target, plan.drafter if needs_drafter else None, plan.windows)
+    prompts = job_prompts(plan)
     results = ResultsDir(out)
     before = plan.device.snapshot()
     done = results.open(manifest_for(plan, session(plan.device, before)), resume)
@@ -377,34 +475,38 @@ def run_native(plan: NativePlan, out: Path, resume: bool,
     def missing(configs: list[MethodConfig]) -> list[Window]:
         return [w for w in plan.windows if not all((name, c.label, w.window_id, "median") in done for c in configs)]
 
-    todo = missing(plan.configs)
-    if not todo:
+    outcome = NativeOutcome(results)
+    if not missing(plan.configs):
         if progress:
             progress(native_steps(plan))
         results.finish(now(), loaded_models(plan.device, plan_models(plan)))
-        return results, 0, 0
+        return outcome
     append_jsonl(results.directory / SNAPSHOTS, [{"before": before}])
-    if progress and len(todo) < len(plan.windows):
-        progress((len(plan.windows) - len(todo)) * plan.runs)
-    added, diverged = _decode(plan, plan.configs, todo, prompts, results, progress)
+    for (drafter, configs), job_prompt in zip(plan.jobs(), prompts, strict=True):
+        todo = missing(configs)
+        if progress and len(todo) < len(plan.windows):
+            progress((len(plan.windows) - len(todo)) * plan.runs)
+        if todo:
+            _decode(plan, drafter, configs, todo, job_prompt, results, progress, outcome)
     after = plan.device.snapshot()
     append_jsonl(results.directory / SNAPSHOTS, [{"after": after}])
     results.finish(now(), loaded_models(plan.device, plan_models(plan)), state(after))
-    return results, added, diverged
+    return outcome
 
 
-def _decode(plan: NativePlan, wanted: list[MethodConfig], todo: list[Window], prompts: Prompts,
-            results: ResultsDir, progress: Progress | None) -> tuple[int, int]:
-    """One decode job over the windows still to do; a window's rows are appended when the last
-    sample of its last method finishes (the runner runs every sample of a window, each sample every
-    method in order, before the next window), so a window in the rows has all its samples."""
+def _decode(plan: NativePlan, drafter: ModelFile | None, wanted: list[MethodConfig], todo: list[Window],
+            prompts: Prompts, results: ResultsDir, progress: Progress | None, outcome: NativeOutcome) -> None:
+    """One decode job (the target and `drafter`) over the windows still to do; a window's rows are
+    appended when the last sample of its last method finishes (the runner runs every sample of a
+    window, each sample every method in order, before the next window), so a window in the rows has
+    all its samples."""
     # Without traces, target-only's output (run first) is the reference for the others.
     run_configs = wanted if plan.references is not None else \
         [TargetConfig()] + [c for c in wanted if not isinstance(c, TargetConfig)]
     by_id = {w.window_id: w for w in todo}
     pending: dict[str, list[dict]] = {}
-    counts = [0, 0]
     refs = plan.references or {}
+    trace_file = None if drafter is None or plan.traces is None else plan.traces.get(drafter.name)
     placement_key = plan.placement.key
     row_device = device_label(plan.device.name, plan.placement)
     job = {"mode": "decode", "target": model_job(plan.device, plan.target, plan.placement.target),
@@ -413,8 +515,8 @@ def _decode(plan: NativePlan, wanted: list[MethodConfig], todo: list[Window], pr
     if plan.runs != 1 or plan.warmup != 0:  # a runner without these keys still serves single decodes
         job |= {"runs": plan.runs, "warmup_runs": plan.warmup}
     per_window = len(run_configs) * plan.runs
-    if plan.drafter is not None and any(method_name(c) != "target" for c in run_configs):
-        job["drafter"] = model_job(plan.device, plan.drafter, plan.placement.drafter)
+    if drafter is not None:
+        job["drafter"] = model_job(plan.device, drafter, plan.placement.drafter)
     energy = None if plan.energy is None else EnergyLog(plan.energy, results.directory)
     if plan.energy is not None:
         job["energy"] = plan.energy.job()
@@ -450,16 +552,16 @@ def _decode(plan: NativePlan, wanted: list[MethodConfig], todo: list[Window], pr
         # sample s of configuration c is record s * len(run_configs) + c (the runner's order)
         samples = [(config, records[c::len(run_configs)]) for c, config in enumerate(run_configs)]
         reference = records[0].get("tokens") if plan.references is None else None
-        rows, divergences = window_rows(window, row_device, samples, wanted, reference, placement_key)
-        results.append(rows)
-        append_jsonl(results.directory / DIVERGENCES, [vars(d) | {"device": row_device} for d in divergences])
+        trace = None if trace_file is None else trace_file.windows.get(window.window_id)
+        found = window_rows(window, row_device, samples, wanted, reference, placement_key, drafter, trace,
+                            "" if trace_file is None else trace_file.drafter.sha256)
+        write_window(results, row_device, found)
         # the request clock of the decode each row is: its median sample
         append_jsonl(results.directory / CLOCKS, [request_clocks(runs[median_index([r["decode_s"] for r in runs])],
                                                                  window, row_device, config)
                                                   for config, runs in samples
                                                   if config in wanted and all(r["kind"] == "decode" for r in runs)])
-        counts[0] += len(rows)
-        counts[1] += len(divergences)
+        outcome.add(found)
 
     out = plan.device.run_job(job, on_line)
     release(final=True)
@@ -473,30 +575,96 @@ def _decode(plan: NativePlan, wanted: list[MethodConfig], todo: list[Window], pr
     if problems:
         raise SpecbenchError(f"{plan.device.name}: {problems[0]}; the rows in {results.directory} were not measured "
                              f"in placement {plan.placement.key}", hint="delete them and choose usable CPUs")
-    return counts[0], counts[1]
+
+
+def write_window(results: ResultsDir, device: str, found: WindowRows) -> None:
+    """A window's rows, and its divergences and decision mismatches to their files."""
+    results.append(found.rows)
+    append_jsonl(results.directory / DIVERGENCES, [vars(d) | {"device": device} for d in found.divergences])
+    append_jsonl(results.directory / DECISIONS, [vars(m) | {"device": device} for m in found.mismatches])
+
+
+@dataclass(frozen=True)
+class DecisionMismatch:
+    """A (window, configuration) whose native decisions differ from replay's on the trace."""
+
+    window_id: str
+    config: str
+    drafter: str | None
+    """The drafter name the configuration names."""
+    drafter_sha256: str | None
+    """The model file that drafted it (the trace records the one it was traced with)."""
+    trace_drafter_sha256: str
+    sample: int
+    """The first timed decode (0-based, of --runs) whose decisions differed."""
+    difference: str
+    """The first difference, in words (`core.decisions.decision_difference`)."""
+
+
+@dataclass(frozen=True)
+class WindowRows:
+    """What one window's records give: its rows and what the checks found."""
+
+    rows: list[WindowResult]
+    divergences: list[Divergence]
+    mismatches: list[DecisionMismatch] = field(default_factory=list)
+    unchecked: dict[str, str] = field(default_factory=dict)
+    """Configuration label -> why its decisions could not be checked against its trace."""
+
+
+def native_decisions(record: dict) -> NativeDecisions:
+    """A runner decode record's decisions: (proposed, accepted) per verification, AS2D's producer stream."""
+    verifications = tuple((op["width"] - 1, op.get("accepted", 0)) for op in record["ops"] if op["model"] == "target")
+    producer = record.get("producer")
+    return NativeDecisions(verifications, None if producer is None else tuple(producer["tokens"]))
 
 
 def window_rows(window: Window, device: str, records: Sequence[tuple[MethodConfig, Sequence[dict]]],
                 wanted: Sequence[MethodConfig], reference: Sequence[int] | None,
-                placement: str = "") -> tuple[list[WindowResult], list[Divergence]]:
+                placement: str = "", drafter: ModelFile | None = None,
+                trace: WindowTrace | None = None, trace_drafter_sha256: str = "") -> WindowRows:
     """Rows of the `wanted` configurations for one window (pure), from each configuration's
-    samples (runner decode records, in the order they ran). With `reference`, every sample's
-    output is checked against it (the runner checked it already when given a reference). A
-    configuration any of whose samples differs is a divergence (the first such sample is
-    recorded); otherwise every sample committed the same tokens and the row is the median one."""
+    samples (runner decode records, in the order they ran), drafted by `drafter`. With `reference`,
+    every sample's output is checked against it (the runner checked it already when given a
+    reference). A configuration any of whose samples differs is a divergence (the first such sample is
+    recorded); otherwise every sample committed the same tokens and the row is the median one. With
+    `trace` (the drafter's trace of this window), every sample's decisions are checked against it."""
     labels = [c.label for c in wanted]
-    rows, divergences = [], []
+    out = WindowRows([], [])
     for config, samples in records:
         if config.label not in labels:
             continue
+        sha = drafter_sha(drafter, config)
         diff = next((d for d in (_sample_difference(window, config, s, r, reference) for s, r in enumerate(samples))
                      if d is not None), None)
-        if diff is None:
-            rows.append(median_row([decode_row(r, window, device, config, placement) for r in samples]))
-        else:
-            rows.append(divergence_row(window, device, config, placement))
-            divergences.append(diff)
-    return sorted(rows, key=lambda r: labels.index(r.config)), divergences
+        if diff is not None:
+            out.rows.append(divergence_row(window, device, config, placement, sha))
+            out.divergences.append(diff)
+            continue
+        row = median_row([decode_row(r, window, device, config, placement, sha) for r in samples])
+        if trace is not None and checked(config):
+            try:
+                found = next(((s, d) for s, d in ((s, decision_difference(config, trace, window.cap,
+                                                                           native_decisions(r)))
+                                                  for s, r in enumerate(samples)) if d is not None), None)
+            except SpecbenchError as exc:
+                out.unchecked[config.label] = f"{config.label}: decisions not checked against the trace ({exc})"
+            else:
+                row = replace(row, decisions_match=found is None)
+                if found is not None:
+                    out.mismatches.append(DecisionMismatch(window.window_id, config.label,
+                                                           getattr(config, "drafter", None), sha,
+                                                           trace_drafter_sha256, found[0], found[1]))
+        out.rows.append(row)
+    out.rows.sort(key=lambda r: labels.index(r.config))
+    return out
+
+
+def drafter_sha(drafter: ModelFile | None, config: MethodConfig) -> str | None:
+    """The sha256 a row records: its drafter's model file (None: target-only, or the lookup drafter)."""
+    if drafter is None or drafter.lookup or isinstance(config, TargetConfig):
+        return None
+    return drafter.sha256
 
 
 def _sample_difference(window: Window, config: MethodConfig, sample: int, record: dict,

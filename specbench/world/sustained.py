@@ -30,11 +30,11 @@ from specbench.schemas.placement import device_label
 from specbench.schemas.results import PACES, ResultsDir, TimelineRecord, append_timeline
 from specbench.schemas.windows import Window
 from specbench.world.environment import loaded_models, now, session, state
-from specbench.world.model_files import model_job
+from specbench.world.model_files import ModelFile, model_job
 from specbench.world.native_run import (
     CLOCKS,
-    DIVERGENCES,
     SNAPSHOTS,
+    NativeOutcome,
     NativePlan,
     Progress,
     SustainedLoad,
@@ -44,6 +44,7 @@ from specbench.world.native_run import (
     plan_models,
     request_clocks,
     window_rows,
+    write_window,
 )
 from specbench.world.tracing import Prompts, prompts_for
 
@@ -130,9 +131,8 @@ def stream_configs(plan: NativePlan) -> list[MethodConfig]:
     return [TargetConfig()] + [c for c in plan.configs if not isinstance(c, TargetConfig)]
 
 
-def run_sustained(plan: NativePlan, out: Path, resume: bool,
-                  progress: Progress | None = None) -> tuple[ResultsDir, int, int]:
-    """One paced stream per configuration (see the module); returns (results, rows added, divergences)."""
+def run_sustained(plan: NativePlan, out: Path, resume: bool, progress: Progress | None = None) -> NativeOutcome:
+    """One paced stream per configuration (see the module), each with the drafter it names."""
     load = plan.sustained
     if load is None:
         raise SpecbenchError("run_sustained needs a plan with a sustained load")
@@ -142,17 +142,19 @@ def run_sustained(plan: NativePlan, out: Path, resume: bool,
     check_load(load)
     gaps = arrival_gaps_us(plan.windows, load)
     check_models(plan)
-    drafting = any(not isinstance(c, TargetConfig) for c in plan.configs)
-    prompts = prompts_for(plan.device, plan.target, plan.drafter if drafting else None, plan.windows)
+    drafters = {c.label: plan.drafter_of(c) for c in stream_configs(plan)}
+    prompts = {d.name if d else None: prompts_for(plan.device, plan.target, d, plan.windows)
+               for d in dict.fromkeys(drafters.values())}
     results = ResultsDir(out)
     before = plan.device.snapshot()
     results.open(manifest_for(plan, session(plan.device, before)), resume=False)
     append_jsonl(results.directory / SNAPSHOTS, [{"before": before}])
     references = dict(plan.references) if plan.references is not None else None
-    added = diverged = 0
+    outcome = NativeOutcome(results)
     for stream, config in enumerate(stream_configs(plan)):
-        a, d, tokens = _stream(plan, load, gaps, prompts, results, stream, config, references)
-        added, diverged = added + a, diverged + d
+        drafter = drafters[config.label]
+        tokens = _stream(plan, load, gaps, prompts[drafter.name if drafter else None], results, stream, config,
+                         drafter, references, outcome)
         if references is None:  # target-only's first output of each window is the others' reference
             references = tokens
         if progress:
@@ -160,14 +162,14 @@ def run_sustained(plan: NativePlan, out: Path, resume: bool,
     after = plan.device.snapshot()
     append_jsonl(results.directory / SNAPSHOTS, [{"after": after}])
     results.finish(now(), loaded_models(plan.device, plan_models(plan)), state(after))
-    return results, added, diverged
+    return outcome
 
 
 def _stream(plan: NativePlan, load: SustainedLoad, gaps: list[int] | None, prompts: Prompts, results: ResultsDir,
-            stream: int, config: MethodConfig,
-            references: dict[str, list[int]] | None) -> tuple[int, int, dict[str, list[int]]]:
-    """One configuration's paced stream: the timeline as requests finish, then the rows; returns
-    (rows, divergences, each window's first output)."""
+            stream: int, config: MethodConfig, drafter: ModelFile | None,
+            references: dict[str, list[int]] | None, outcome: NativeOutcome) -> dict[str, list[int]]:
+    """One configuration's paced stream: the timeline as requests finish, then the rows (counted in
+    `outcome`); returns each window's first output."""
     device = device_label(plan.device.name, plan.placement)
     by_id = {w.window_id: w for w in plan.windows}
     refs = references or {}
@@ -175,8 +177,8 @@ def _stream(plan: NativePlan, load: SustainedLoad, gaps: list[int] | None, promp
            "methods": [method_job(config)], "warmup": True,
            "windows": [prompts.runner_window(w, refs.get(w.window_id)) for w in plan.windows],
            "pace": {"duration_s": load.duration_s} | ({} if gaps is None else {"gaps_us": gaps})}
-    if plan.drafter is not None and not isinstance(config, TargetConfig):
-        job["drafter"] = model_job(plan.device, plan.drafter, plan.placement.drafter)
+    if drafter is not None:
+        job["drafter"] = model_job(plan.device, drafter, plan.placement.drafter)
     zero: list[int] = []
     zero_host: list[float] = []  # the host's clock when the stream's zero was announced
     records: dict[str, list[dict]] = {}
@@ -204,22 +206,22 @@ def _stream(plan: NativePlan, load: SustainedLoad, gaps: list[int] | None, promp
     if not zero:
         raise SpecbenchError(f"{plan.device.name}: the runner ran no paced stream (it predates the job key 'pace')",
                              hint="rebuild it with `specbench build-runner`")
-    added = diverged = 0
+    trace_file = None if drafter is None or plan.traces is None else plan.traces.get(drafter.name)
     firsts: dict[str, list[int]] = {}
     for window in plan.windows:
         runs = records.get(window.window_id)
         if not runs:
             continue  # the stream ended before this window's first request
         reference = references.get(window.window_id) if references is not None else runs[0].get("tokens")
-        rows, divergences = window_rows(window, device, [(config, runs)], [config], reference, plan.placement.key)
-        results.append(rows)
-        append_jsonl(results.directory / DIVERGENCES, [vars(d) | {"device": device} for d in divergences])
+        found = window_rows(window, device, [(config, runs)], [config], reference, plan.placement.key, drafter,
+                            None if trace_file is None else trace_file.windows.get(window.window_id),
+                            "" if trace_file is None else trace_file.drafter.sha256)
+        write_window(results, device, found)
         decoded = [r for r in runs if r["kind"] == "decode"]
         if len(decoded) == len(runs):
             append_jsonl(results.directory / CLOCKS, [request_clocks(
                 runs[median_index([r["decode_s"] for r in runs])], window, device, config)])
         if decoded:
             firsts[window.window_id] = decoded[0]["tokens"]
-        added += len(rows)
-        diverged += len(divergences)
-    return added, diverged, firsts
+        outcome.add(found)
+    return firsts

@@ -252,14 +252,16 @@ def prompts_for(device: Device, target: ModelFile, drafter: ModelFile | None, wi
     return Prompts(target_prompts, drafter_prompts, audio, templates, inputs)
 
 
-def check_trace_templates(trace_files: dict[str, TraceFile], target: ModelFile, drafter: ModelFile | None,
+def check_trace_templates(trace_files: dict[str, TraceFile], target: ModelFile, drafters: Sequence[ModelFile],
                           windows: Sequence[Window]) -> None:
     """A native run checked against traces must render the prompts as they were traced, or
-    the greedy outputs (and drafts) differ; a trace whose header records no templates is not checked."""
-    now = model_templates(target, drafter, windows)
+    the greedy outputs (and drafts) differ: the target's as every trace recorded it, each drafter's
+    as its own trace did; a trace whose header records no templates is not checked."""
+    by_name = {d.name: d for d in drafters}
     for name, trace_file in trace_files.items():
         recorded = trace_file.templates or {}
-        roles = ["target"] + (["drafter"] if drafter is not None and name == drafter.name else [])
+        now = model_templates(target, by_name.get(name), windows)
+        roles = ["target"] + (["drafter"] if name in by_name else [])
         for role in roles:
             if role in recorded and recorded[role] != now[role]:
                 model_name = target.name if role == "target" else name  # the drafter role is `name`'s

@@ -149,9 +149,10 @@ def test_native_run_of_audio_windows_records_rows_text_and_clocks(device, tiny_a
     target, drafter = models(tiny_asr)
     configs = [TargetConfig(), SdConfig(width=5, drafter="small"), SpecAsrConfig(k_max=4, tau=0.3, drafter="small"),
                As2dConfig(budget=3, batch=4, drafter="small")]
-    plan = NativePlan(device, windows, target, drafter, configs, resolve("shared", device.cpus(), device.processors()),
+    plan = NativePlan(device, windows, target, (drafter,), configs, resolve("shared", device.cpus(), device.processors()),
                       None, "windows.jsonl")
-    results, added, diverged = run_native(plan, tmp_path / "run", resume=False)
+    outcome = run_native(plan, tmp_path / "run", resume=False)
+    results, added, diverged = outcome.results, outcome.added, outcome.diverged
     assert (added, diverged) == (len(configs) * len(windows), 0)
     rows = [json.loads(line) for line in (tmp_path / "run" / "rows.jsonl").read_text().splitlines()]
     assert all(r["lossless"] and r["source"] == "native" for r in rows)

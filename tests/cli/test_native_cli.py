@@ -410,10 +410,17 @@ def test_demo_quick_on_the_real_demo_models(tmp_path, runner):  # noqa: F811
     assert set(replay["config"]) == {"target", "sd[W=5,drafter=smollm2]", "specasr[k_max=8,tau=0.5,drafter=smollm2]",
                                      "as2d[B=3,drafter=smollm2]", "sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]"}
     assert set(replay["device"]) == {"local@split"}
-    _, native = load_results(tmp_path / "demo" / "results" / "native-gemma3-split")
-    assert set(native["config"]) == {"sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]"}
+    manifest, native = load_results(tmp_path / "demo" / "results" / "native-split")
+    # one native run per placement, each configuration drafted by the drafter it names, checked against its trace
+    assert set(native["config"]) == {"target", "sd[W=5,drafter=smollm2]", "specasr[k_max=8,tau=0.5,drafter=smollm2]",
+                                     "as2d[B=3,drafter=smollm2]", "sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]"}
+    sha = {d.name: d.sha256 for d in manifest.drafters}
+    assert list(sha) == ["smollm2", "gemma3"]
+    drafted = native[native["method"] != "target"]
+    assert (drafted["drafter_sha256"] == drafted["drafter"].map(sha)).all()
+    assert drafted.loc[drafted["lossless"], "decisions_match"].map(lambda v: v is True).all()
     assert set(native["device"]) == {"local@split"}
-    assert not list((tmp_path / "demo" / "results").glob("native-*-shared"))
+    assert not (tmp_path / "demo" / "results" / "native-shared").exists()
     assert "speedup_vs_best_target" in report
     # the paper's protocol: a budget chosen on the dev windows, deployed on the test ones, the gap to the oracle
     words = " ".join(output.split())  # the protocol's lines wrap at 80 columns

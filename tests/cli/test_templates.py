@@ -80,7 +80,7 @@ def test_the_named_template_renders_that_model_and_native_runs_render_the_same(t
                                        "--traces", traces, "--template", "bare=gemma"))
     assert code == 0, output
     manifest, rows = load_results(tmp_path / "native")
-    assert manifest.templates == {"target": "model", "drafter": "gemma"} and rows["lossless"].all()
+    assert manifest.templates == {"target": "model", "bare": "gemma"} and rows["lossless"].all()
 
     code, output = invoke(*native_args(windows, tiny.target, tiny_no_template, tmp_path / "other",
                                        "--traces", traces, "--template", "bare=chatml"))

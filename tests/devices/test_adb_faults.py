@@ -37,7 +37,7 @@ def test_offline_mid_run_keeps_rows_and_resume_finishes(x86_phone, tiny, tmp_pat
     windows = [make_text_window(f"w{i}", t, "Repeat this.", 8, "tiny", "test")
                for i, t in enumerate(["hello the world", "in the heat", "a tale of the tin", "the end"])]
     device = open_adb_device(serial)
-    plan = NativePlan(device, windows, target_file(tiny.target), parse_named(f"near={tiny.near}"),
+    plan = NativePlan(device, windows, target_file(tiny.target), (parse_named(f"near={tiny.near}"),),
                       configs_from("target,sd", ("sd:W=3",), "near"), resolve("shared", device.cpus(), device.processors()))
     out = tmp_path / "results"
     done = []
@@ -55,7 +55,7 @@ def test_offline_mid_run_keeps_rows_and_resume_finishes(x86_phone, tiny, tmp_pat
     assert 2 <= len(kept) <= 8 and len(kept) % 2 == 0
     phone.go_online()
     assert wait_for_state(client, serial, "device", timeout_s=20)
-    _, added, _ = run_native(plan, out, resume=True)
+    added = run_native(plan, out, resume=True).added
     rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
     assert added == 8 - len(kept) and len(rows) == 8
     assert sorted((r["window_id"], r["config"]) for r in rows) == sorted(

@@ -69,7 +69,7 @@ def check_host(env: Environment, runner, started_after: datetime) -> None:
 def test_native_manifest_records_build_models_host_and_times(device, models, runner, tmp_path):
     target, near = models
     placement = resolve("split", device.cpus(), device.processors())
-    plan = NativePlan(device, windows(2), target, near, [TargetConfig(), SdConfig(3)], placement,
+    plan = NativePlan(device, windows(2), target, (near,), [TargetConfig(), SdConfig(3)], placement,
                       windows_path="w.jsonl")
     started = clock()
     run_native(plan, tmp_path / "r", resume=False)

@@ -188,8 +188,9 @@ def test_native_rows_have_the_replay_columns_and_resume(device, models, tmp_path
     target, near = models
     items = windows(4)
     configs = [TargetConfig(), SdConfig(3), SdConfig(5)]
-    plan = NativePlan(device, items[:2], target, near, configs, split_placement(device), windows_path="w.jsonl")
-    _, added, diverged = run_native(plan, tmp_path / "r", resume=False)
+    plan = NativePlan(device, items[:2], target, (near,), configs, split_placement(device), windows_path="w.jsonl")
+    outcome = run_native(plan, tmp_path / "r", resume=False)
+    added, diverged = outcome.added, outcome.diverged
     assert added == 6
     manifest, rows = load_results(tmp_path / "r")
     assert list(rows.columns) == list(ROW_FIELDS) and manifest.mode == "native"
@@ -203,7 +204,7 @@ def test_native_rows_have_the_replay_columns_and_resume(device, models, tmp_path
     target_rows = ok[ok["method"] == "target"]
     assert (target_rows["target_forwards"] == target_rows["tokens"]).all()
     # resume over all four windows: only the two new ones run
-    full = NativePlan(device, items, target, near, configs, split_placement(device), windows_path="w.jsonl")
+    full = NativePlan(device, items, target, (near,), configs, split_placement(device), windows_path="w.jsonl")
     with pytest.raises(SpecbenchError, match="differs"):
         run_native(full, tmp_path / "r", resume=True)  # another windows file is another run
 
@@ -212,13 +213,13 @@ def test_native_resume_skips_finished_windows(device, models, tmp_path):
     target, near = models
     items = windows(3)
     configs = [TargetConfig(), SdConfig(4)]
-    plan = NativePlan(device, items, target, near, configs, split_placement(device), windows_path="w.jsonl")
-    _, added, _ = run_native(plan, tmp_path / "r", resume=False)
+    plan = NativePlan(device, items, target, (near,), configs, split_placement(device), windows_path="w.jsonl")
+    added = run_native(plan, tmp_path / "r", resume=False).added
     assert added == 6
     rows_path = tmp_path / "r" / "rows.jsonl"
     lines = rows_path.read_text().splitlines()
     rows_path.write_text("\n".join(lines[:2]) + "\n" + lines[2][:30])  # "killed" during window 2
-    _, added, _ = run_native(plan, tmp_path / "r", resume=True)
+    added = run_native(plan, tmp_path / "r", resume=True).added
     assert added == 4
     _, rows = load_results(tmp_path / "r")
     assert len(rows) == 6 and sorted(rows["window_id"].unique()) == ["w0", "w1", "w2"]
@@ -229,10 +230,10 @@ def test_repeated_native_runs_count_samples_and_resume_whole_windows(device, mod
     target, near = models
     items = windows(3)
     configs = [TargetConfig(), SdConfig(4)]
-    plan = NativePlan(device, items, target, near, configs, split_placement(device), windows_path="w.jsonl",
+    plan = NativePlan(device, items, target, (near,), configs, split_placement(device), windows_path="w.jsonl",
                       runs=2, warmup=1)
     ticks = []
-    _, added, _ = run_native(plan, tmp_path / "r", resume=False, progress=ticks.append)
+    added = run_native(plan, tmp_path / "r", resume=False, progress=ticks.append).added
     assert added == 6 and ticks == [1] * (3 * 2) and sum(ticks) == native_steps(plan)  # one per sample of a window
     _, rows = load_results(tmp_path / "r")
     assert all(len(s) == 2 for s in rows.loc[rows["lossless"], "samples_s"])
@@ -240,7 +241,7 @@ def test_repeated_native_runs_count_samples_and_resume_whole_windows(device, mod
     lines = rows_path.read_text().splitlines()
     rows_path.write_text("\n".join(lines[:2]) + "\n")  # killed during window 1: its samples are not rows yet
     ticks.clear()
-    _, added, _ = run_native(plan, tmp_path / "r", resume=True, progress=ticks.append)
+    added = run_native(plan, tmp_path / "r", resume=True, progress=ticks.append).added
     assert added == 4 and sum(ticks) == native_steps(plan)
     _, rows = load_results(tmp_path / "r")
     assert len(rows) == 6 and all(len(s) == 2 for s in rows.loc[rows["lossless"], "samples_s"])
@@ -250,5 +251,5 @@ def test_repeated_native_runs_count_samples_and_resume_whole_windows(device, mod
 def test_repeat_counts_out_of_range_are_refused_naming_the_flag(device, models, runs, warmup, flag):
     target, near = models
     with pytest.raises(SpecbenchError, match=f"^{flag}: expected an integer >= "):
-        NativePlan(device, windows(1), target, near, [TargetConfig()], split_placement(device), runs=runs,
+        NativePlan(device, windows(1), target, (near,), [TargetConfig()], split_placement(device), runs=runs,
                    warmup=warmup)

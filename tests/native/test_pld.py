@@ -147,8 +147,9 @@ def test_profile_trace_replay_and_native_rows_agree(runner, tiny, tmp_path):
     assert traces.drafter.sha256 == IDENTITY and traces.templates["drafter"] == traces.templates["target"]
     configs = [TargetConfig(), SdConfig(3, drafter="pld"), SdConfig(5, drafter="pld"), As2dConfig(3, drafter="pld"),
                As2dConfig(7, drafter="pld")]
-    plan = NativePlan(device, windows, target, LOOKUP_DRAFTER, configs, placement, windows_path="w.jsonl")
-    _, added, diverged = run_native(plan, tmp_path / "native", resume=False)
+    plan = NativePlan(device, windows, target, (LOOKUP_DRAFTER,), configs, placement, windows_path="w.jsonl")
+    outcome = run_native(plan, tmp_path / "native", resume=False)
+    added, diverged = outcome.added, outcome.diverged
     assert added == 15 and diverged == 0
     assert traces.windows["w0"].producer.tokens.size > 0  # the input view, in target tokens
     native = load_results(tmp_path / "native")[1].set_index(["config", "window_id"])

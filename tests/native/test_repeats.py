@@ -53,7 +53,8 @@ def rows_of(results, windows, configs, reference=None):
     samples = [(config, records[c::len(configs)]) for c, config in enumerate(configs)]
     if reference is None:
         reference = samples[0][1][0]["tokens"]
-    return window_rows(window, "local", samples, configs, reference)
+    found = window_rows(window, "local", samples, configs, reference)
+    return found.rows, found.divergences
 
 
 def test_a_row_is_its_median_sample_and_keeps_every_sample(run_job, tiny):

@@ -19,6 +19,7 @@ from specbench.schemas.profiles import DEPTH_FLAT, DEPTH_LINEAR
 TEXT_DIFFERS = "WARNING: answer text differs between methods"
 SILENT = "WARNING: drafter contributed nothing"
 DIVERGENT = "Divergent windows, excluded from every table"
+DECISIONS = "Native decisions differ from the trace, windows excluded from every table"
 DECLARED = "Declared drafter costs (not measured on the device)"
 IDENTITY = ("device", "method", "drafter", "W/B")
 """What names a configuration's row besides its label, which a narrow terminal cuts short."""
@@ -41,6 +42,8 @@ class MainRows:
     """What every table but the fidelity and sensitivity ones reports: `replayed`, or `native` when there is none."""
     suffix: str
     """Added to the titles of the tables of `main`: '' for replay rows, NATIVE_SUFFIX for native ones."""
+    mismatched: pd.DataFrame
+    """Native rows whose decisions differ from their trace's (their windows are not in `frame`)."""
 
 
 def main_rows(frame: pd.DataFrame) -> MainRows:
@@ -51,8 +54,15 @@ def main_rows(frame: pd.DataFrame) -> MainRows:
     native = kept[kept["source"] == "native"]
     main = replayed if len(replayed) else native
     if main.empty:
+        mismatched = frame[metrics.decisions_differ(frame)]
+        if len(diverged) or len(mismatched):
+            raise SpecbenchError(f"no result rows to report: every window is left out, {len(diverged)} rows "
+                                 f"diverged and {len(mismatched)} rows' decisions differ from the trace",
+                                 hint="see the runs' divergences.jsonl and decisions.jsonl "
+                                      "(docs/METHODS.md §6.4 Drafters and decisions checked against the trace)")
         raise SpecbenchError("no result rows to report")
-    return MainRows(kept, diverged, replayed, native, main, "" if len(replayed) else NATIVE_SUFFIX)
+    return MainRows(kept, diverged, replayed, native, main, "" if len(replayed) else NATIVE_SUFFIX,
+                    frame[metrics.decisions_differ(frame)])
 
 
 def configs_of(rows: pd.DataFrame, labels: Sequence[str] | None = None) -> dict[str, MethodConfig]:
@@ -140,6 +150,13 @@ def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: 
                                 "arm, with the selected drafter; serial = specasr with k_max = budget, decoupled = "
                                 "the selected as2d configuration with B = budget",
                                 table, {"tokens_per_s": ".2f", "speedup": ".3f"}))
+    mismatched = rows.mismatched
+    if len(mismatched):
+        shown = mismatched[["device", "window_id", "config", "drafter", "drafter_sha256"]].assign(
+            drafter_sha256=mismatched["drafter_sha256"].map(lambda v: v[:12] if isinstance(v, str) else v))
+        title = f"{DECISIONS} ({len(shown)} row{'' if len(shown) == 1 else 's'})"
+        tables.insert(0, Table(title, metrics.ORDER["decisions"], shown.reset_index(drop=True),
+                               warning=f"{title[0].lower()}{title[1:]}"))
     if len(rows.diverged):
         windows = len(rows.diverged[["device", "window_id"]].drop_duplicates())
         title = f"{DIVERGENT} ({windows} window{'' if windows == 1 else 's'})"
