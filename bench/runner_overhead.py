@@ -105,7 +105,7 @@ def build_tools(jobs: int = 2) -> dict:
         raise BenchError("cmake not found on PATH (needed to build llama-bench and llama-speculative-simple)")
     cache = br.cache_dir()
     try:
-        llama_dir, commit = br.extract_llama(br.fetch_sdist(cache), cache)
+        llama_dir, commit = br.extract_source(br.fetch_sdist(cache), cache)
     except br.BuildError as exc:
         raise BenchError(f"llama.cpp source: {exc}") from None
     flags = runner_llama_flags() + TOOL_FLAGS

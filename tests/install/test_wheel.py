@@ -70,6 +70,7 @@ def test_the_wheel_ships_the_native_sources_and_the_build_logic(installed):
     out = sh([bin_dir / "python", "-c", "from specbench.world import build; print(build.NATIVE)"], work, env).strip()
     native = Path(out)
     assert (native / "CMakeLists.txt").is_file() and (native / "src" / "main.cpp").is_file()
+    assert (native / "whisper" / "CMakeLists.txt").is_file() and (native / "whisper" / "check.cpp").is_file()
     assert "site-packages" in native.parts
 
 

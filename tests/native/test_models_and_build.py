@@ -49,6 +49,15 @@ def test_default_build_uses_the_avx2_baseline_not_native():
     assert "-DBUILD_SHARED_LIBS=OFF" in out and "-DCMAKE_BUILD_TYPE=Release" in out and "-j2" in out
 
 
+def test_the_whisper_build_uses_the_runners_ggml_flags_and_its_own_project():
+    out = build_runner("--whisper", "--dry-run").stdout
+    if "x86_64" not in subprocess.run(["uname", "-m"], capture_output=True, text=True).stdout:
+        pytest.skip("x86_64 flags only")
+    assert "-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" in out and "-DSPECBENCH_" not in out
+    assert f"cmake -S {build.WHISPER_NATIVE} " in out and "-DWHISPER_CPP_DIR=" in out
+    assert "--target whisper-cli whisper-quantize specbench-whisper-check -j2" in out
+
+
 def test_android_recipe_has_the_ndk_flags():
     out = build_runner("--android", "--opencl", "--dry-run").stdout
     for flag in ["android.toolchain.cmake", "-DANDROID_ABI=arm64-v8a", "-DANDROID_PLATFORM=android-28",
