@@ -28,6 +28,12 @@ class MissingCostError(SpecbenchError):
     """The profile lacks a cost the replay needs; costs are never guessed."""
 
 
+def os_error_line(exc: OSError) -> str:
+    """An OSError as one line naming the file: `results/r/rows.jsonl: No space left on device (errno 28)`."""
+    name = exc.filename if exc.filename is not None else "?"
+    return f"{name}: {exc.strerror or exc} (errno {exc.errno})"
+
+
 def stderr_tail(text: str, limit: int = 400) -> str:
     """The last lines of a process's stderr as a suffix for an error message ("" when empty)."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]

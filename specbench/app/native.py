@@ -8,7 +8,7 @@ offer the CPUs of the placement asked (the profile's, when one is given).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from specbench.app.devices import on_devices
@@ -18,7 +18,7 @@ from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import safe_name
 from specbench.schemas.profiles import load_profile
 from specbench.schemas.results import read_manifest
-from specbench.schemas.traces import check_against_windows, load_trace_dir
+from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.windows import Window
 from specbench.world.devices.base import Device
 from specbench.world.model_files import ModelFile
@@ -40,11 +40,19 @@ def trace_references(traces_dir: Path, windows: Sequence[Window], target: ModelF
     traces = load_trace_dir(traces_dir)
     check_against_windows(traces, windows)
     check_trace_templates(traces, target, drafter, windows)
+    first = check_traced_target(traces, target)
+    return {w.window_id: first.windows[w.window_id].y.tolist() for w in windows}
+
+
+def check_traced_target(traces: Mapping[str, TraceFile], target: ModelFile) -> TraceFile:
+    """Refuse a target that is not the one the traces were made with (its outputs are what native
+    outputs are checked against); returns the first trace file."""
     first = next(iter(traces.values()))
     if first.target.sha256 != target.sha256:
         raise SpecbenchError(f"{first.path}: traced with target {first.target.name} ({first.target.sha256[:12]}), "
-                             f"not {target.path} ({target.sha256[:12]})")
-    return {w.window_id: first.windows[w.window_id].y.tolist() for w in windows}
+                             f"not {target.path} ({target.sha256[:12]})",
+                             hint="pass the target the traces were made with")
+    return first
 
 
 def native_plans(devices: Sequence[Device], windows: list[Window], windows_path: Path, target: ModelFile,

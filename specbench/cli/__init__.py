@@ -14,7 +14,7 @@ import sys
 import click
 
 from specbench import __version__
-from specbench.errors import SpecbenchError
+from specbench.errors import SpecbenchError, os_error_line
 
 COMMANDS = {
     "windows": "specbench.cli.windows:windows",
@@ -53,6 +53,9 @@ class SpecbenchGroup(click.Group):
             return super().invoke(ctx)
         except SpecbenchError as exc:
             click.echo(f"Error: {exc}", err=True)
+            sys.exit(1)
+        except OSError as exc:  # a full or read-only disk, a vanished file: one line naming the file
+            click.echo(f"Error: {os_error_line(exc)}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
             click.echo("Interrupted; finished windows are saved (rerun with --resume).", err=True)

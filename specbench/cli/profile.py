@@ -77,18 +77,9 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
 
         specbench profile 0A1B2C3D R5CT20XYZ --target models/target.gguf --cores big
     """
-    from specbench.app.devices import on_devices, open_devices
-    from specbench.app.progress import stderr
-    from specbench.schemas.placement import resolve_on
-    from specbench.schemas.profiles import WARNING_HINT
-    from specbench.world.profiling import (
-        parse_depths,
-        plan_for,
-        profile_device,
-        repetition_rule,
-        samples_path,
-        write_profile,
-    )
+    from specbench.errors import os_error_line
+    from specbench.schemas.fileio import WriterLock, check_writable
+    from specbench.world.profiling import parse_depths, repetition_rule
 
     parsed_depths = parse_depths(depths)
     if repetitions is not None:
@@ -103,11 +94,32 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
     outs = {name: _out_path(out, name, placement_spec, len(names)) for name in names}
     target, drafters = _models(target_path, drafter_specs)
     for path in outs.values():
-        path.parent.mkdir(parents=True, exist_ok=True)  # the default device_profiles/ may not exist yet
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)  # the default device_profiles/ may not exist yet
+        except OSError as exc:
+            raise SpecbenchError(f"--out {path}: {os_error_line(exc)}") from None
+        check_writable(path.parent, "profile")  # before measuring: a profile that cannot be written is lost
+    locks = [WriterLock(path, "profile") for path in outs.values()]
+    try:
+        _measure(names, outs, placement_spec, max_width, parsed_depths, repetitions or min_repetitions,
+                 drafter_max_width, not no_cosched, rule, max_repetitions, target, drafters)
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def _measure(names, outs, placement_spec, max_width, parsed_depths, repetitions, drafter_max_width, cosched, rule,
+             max_repetitions, target, drafters) -> None:
+    from specbench.app.devices import on_devices, open_devices
+    from specbench.app.progress import stderr
+    from specbench.schemas.placement import resolve_on
+    from specbench.schemas.profiles import WARNING_HINT
+    from specbench.world.profiling import plan_for, profile_device, samples_path, write_profile
+
     devices = open_devices(names, phone_settings())
-    plans = {dev.name: plan_for(max_width, parsed_depths, resolve_on(dev, placement_spec),
-                                repetitions or min_repetitions, drafter_max_width, not no_cosched,
-                                None if rule is None else rule.precision, max_repetitions) for dev in devices}
+    plans = {dev.name: plan_for(max_width, parsed_depths, resolve_on(dev, placement_spec), repetitions,
+                                drafter_max_width, cosched, None if rule is None else rule.precision, max_repetitions)
+             for dev in devices}
 
     def one(dev, advance):
         run = profile_device(dev, target, drafters, plans[dev.name], advance)

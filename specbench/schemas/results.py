@@ -36,6 +36,7 @@ from specbench.schemas.environment import (
 )
 from specbench.schemas.fileio import (
     Where,
+    WriterLock,
     append_jsonl,
     check_header,
     iter_jsonl,
@@ -242,14 +243,19 @@ def _check_positions(frame: pd.DataFrame, path: Path) -> None:
 COUNTS = ("tokens", "target_forwards", "proposed", "accepted", "multi_token_forwards", "drafter_forwards")
 SECONDS = ("decode_s", "d_s", "v_s", "o_s", "h_s")
 PROBABILITIES = ("p_min", "tau_threshold", "conf_stop")
-"""Row columns range-checked on load: counts >= 0, seconds finite and >= 0, probabilities in [0, 1]."""
+"""Row columns range-checked on load: counts >= 0, seconds in [0, MAX_ROW_S], probabilities in [0, 1]."""
+MAX_ROW_S = 86_400.0
+"""The most seconds a row's times may hold: a day for one window is no measurement but a broken clock or file."""
 
 
 def _check_ranges(frame: pd.DataFrame, path: Path, lines: Sequence[int]) -> None:
     """Every count, time and probability of the rows within its range, or an error naming the
     file, the line, the column, the value and the range."""
     checks = [(c, "a count >= 0", lambda v: v >= 0) for c in COUNTS]
-    checks += [(c, "seconds >= 0 (finite)", lambda v: np.isfinite(v) & (v >= 0)) for c in SECONDS]
+    checks += [(c, f"seconds in [0, {MAX_ROW_S:g}]", lambda v: np.isfinite(v) & (v >= 0) & (v <= MAX_ROW_S))
+               for c in SECONDS]
+    checks += [("decode_s", "seconds > 0 (the row committed tokens)",
+                lambda v, t=frame["tokens"].to_numpy(dtype=np.float64): (v > 0) | (t == 0))]
     checks += [(c, "a probability in [0, 1]", lambda v: v.isna() | ((v >= 0) & (v <= 1))) for c in PROBABILITIES]
     checks += [(c, "null or a value >= 0 (finite)", lambda v: v.isna() | (np.isfinite(v) & (v >= 0)))
                for c in ("energy_j", "energy_samples")]
@@ -263,6 +269,22 @@ def _check_ranges(frame: pd.DataFrame, path: Path, lines: Sequence[int]) -> None
             value = frame[column].iloc[at]
             shown = value.item() if hasattr(value, "item") else value  # numpy scalar -> Python for the message
             raise Where(path, f"line {lines[at]}").at(column).fail(expected, shown)
+
+
+ROW_KEY = ["device", "config", "window_id", "cost_fit"]
+"""What identifies a row in its results directory: one row per key (a resumed run skips the keys it has)."""
+
+
+def _check_unique(frame: pd.DataFrame, path: Path, lines: Sequence[int]) -> None:
+    """Refuse a row whose key an earlier row of the file holds (two writers, or a file edited by hand)."""
+    duplicated = frame.duplicated(ROW_KEY).to_numpy()
+    if duplicated.any():
+        at = int(np.argmax(duplicated))
+        row = frame.iloc[at]
+        first = int(np.argmax((frame[ROW_KEY] == row[ROW_KEY]).all(axis=1).to_numpy()))
+        raise SpecbenchError(f"{path}:{lines[at]}: a duplicated row: window '{row['window_id']}' of {row['config']} "
+                             f"on {row['device']} (cost_fit {row['cost_fit']}) is also on line {lines[first]}",
+                             hint="the directory had two writers; rerun into a fresh --out")
 
 
 def _check_configs(frame: pd.DataFrame, path: Path) -> None:
@@ -611,7 +633,24 @@ class ResultsDir:
 
     def open(self, manifest: ResultsManifest, resume: bool) -> set[tuple[str, str, str, str]]:
         """Start or resume a run; returns the keys of rows already done. A resumed manifest keeps
-        its environment's first session and lists this one in `resumes` (schemas/environment.py)."""
+        its environment's first session and lists this one in `resumes` (schemas/environment.py).
+        The directory's writer lock is taken first and held until `finish` or `close`: a second
+        process writing it is refused with the holder's pid."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock = WriterLock(self.directory, "results directory")
+        try:
+            return self._open(manifest, resume)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Give back the writer lock (the process's end gives it back too)."""
+        lock = getattr(self, "_lock", None)
+        if lock is not None:
+            lock.release()
+
+    def _open(self, manifest: ResultsManifest, resume: bool) -> set[tuple[str, str, str, str]]:
         if self.manifest_path.exists():
             if not resume:
                 raise SpecbenchError(f"{self.directory}: results already exist",
@@ -626,7 +665,6 @@ class ResultsDir:
             write_atomic(self.manifest_path, _manifest_text(replace(old, environment=env)))
             frame = self.frame()
             return set(zip(frame["device"], frame["config"], frame["window_id"], frame["cost_fit"], strict=False))
-        self.directory.mkdir(parents=True, exist_ok=True)
         write_atomic(self.manifest_path, _manifest_text(manifest))
         self.rows_path.touch()
         return set()
@@ -636,6 +674,7 @@ class ResultsDir:
         manifest = read_manifest(self.manifest_path)
         write_atomic(self.manifest_path,
                      _manifest_text(replace(manifest, environment=manifest.environment.finish(at, models, after))))
+        self.close()
 
     def set_energy(self, energy: EnergyRecord) -> None:
         """Record what this session's battery sampling found (no source, convention, idle draw)."""
@@ -665,6 +704,7 @@ class ResultsDir:
         read_manifest(self.manifest_path)  # rows of another format version are not read
         data = self.rows_path.read_bytes()
         complete = data if data.endswith(b"\n") else data[: data.rfind(b"\n") + 1]
+        self.cut_line = complete.count(b"\n") + 1 if len(complete) < len(data) else None
         docs = []
         required = set(ROW_FIELDS)  # every key: a file of this version writes them all
         numbers = []
@@ -677,6 +717,8 @@ class ResultsDir:
                 raise SpecbenchError(f"{self.rows_path}: line {number} is not valid JSON ({exc.msg})") from None
             if not isinstance(doc, dict) or not required <= doc.keys():
                 row_from_dict(doc, Where(self.rows_path, f"line {number}"))  # raises, naming the key
+            if not doc.keys() <= required:
+                reject_unknown(doc, required, Where(self.rows_path, f"line {number}"))
             docs.append(doc)
             numbers.append(number)
         frame = rows_frame(docs)
@@ -707,7 +749,11 @@ class ResultsDir:
         _check_ranges(frame, self.rows_path, numbers)
         _check_configs(frame, self.rows_path)
         _check_positions(frame, self.rows_path)
+        _check_unique(frame, self.rows_path, numbers)
         return frame
+
+    cut_line: int | None = None
+    """After `frame`: the number of a last line an interrupted write cut short (left out), or None."""
 
     def rows(self) -> list[WindowResult]:
         return [WindowResult(**doc) for doc in self.frame().to_dict("records")]
@@ -747,13 +793,43 @@ def read_manifest(path: Path) -> ResultsManifest:
     return manifest_from_dict(load_json(path), Path(path))
 
 
-def load_results(directory: Path) -> tuple[ResultsManifest, pd.DataFrame]:
+def load_results(directory: Path, notes: list[str] | None = None) -> tuple[ResultsManifest, pd.DataFrame]:
+    """A results directory's manifest and rows. Every configuration of a device is kept to the
+    windows they all have (a run that did not finish, or a row cut short by an interruption, would
+    pool methods over different windows); what was left out is said in `notes`."""
     directory = Path(directory)
     if not (directory / MANIFEST).exists():
         raise SpecbenchError(f"{directory}: not a results directory (no {MANIFEST})",
                              hint="pass the --out directory of `specbench run`")
     results = ResultsDir(directory)
-    return read_manifest(results.manifest_path), results.frame()
+    manifest, frame = read_manifest(results.manifest_path), results.frame()
+    said = []
+    if results.cut_line is not None:
+        said.append(f"warning: {results.rows_path}:{results.cut_line}: a row cut short by an interrupted write "
+                    "is left out")
+    frame, dropped = same_windows(frame)
+    if dropped:
+        unfinished = " (the run did not finish)" if manifest.environment.finished is None else ""
+        said.append(f"warning: {results.rows_path}: {dropped} window(s) lack a row of some configuration{unfinished}; "
+                    "every configuration is pooled over the windows they all have")
+    if notes is not None:
+        notes += said
+    return manifest, frame
+
+
+def same_windows(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The rows of the windows every configuration of a (device, cost_fit) has, and how many
+    (device, cost_fit, window) were left out."""
+    if frame.empty:
+        return frame, 0
+    groups = frame.groupby(["device", "cost_fit"], sort=False)
+    configs = groups["config"].transform("nunique")
+    per_window = frame.groupby(["device", "cost_fit", "window_id"], sort=False)["config"].transform("nunique")
+    keep = (per_window == configs).to_numpy()
+    if keep.all():
+        return frame, 0
+    dropped = frame.loc[~keep, ["device", "cost_fit", "window_id"]].drop_duplicates()
+    return frame[keep].reset_index(drop=True), len(dropped)
 
 
 def profile_warnings(manifests: Sequence[ResultsManifest]) -> pd.DataFrame:

@@ -21,6 +21,8 @@ co-scheduling ratios: a lookup runs between the target's forwards, never beside 
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,7 +37,7 @@ from specbench.core.repetitions import (
     RepetitionRule,
     achieved_precision,
 )
-from specbench.errors import SpecbenchError
+from specbench.errors import SpecbenchError, os_error_line
 from specbench.schemas.environment import KEY as ENV_KEY
 from specbench.schemas.environment import environment_to_dict, manifest_environment
 from specbench.schemas.fileio import Where, dumps_line, write_atomic
@@ -385,6 +387,20 @@ def write_profile(path: Path, run: ProfileRun) -> None:
     the document is read back through the loader first, so a profile it would refuse is never written."""
     path = Path(path)
     profile_from_dict(run.doc, path)
+    try:
+        _save(path, run)
+    except OSError as exc:  # a full or read-only disk: the measurement is kept where it can be
+        kept = Path(tempfile.gettempdir()) / f"specbench-kept-{os.getpid()}-{path.name}"
+        try:
+            _save(kept, run)
+        except OSError:
+            raise SpecbenchError(f"{os_error_line(exc)}: the profile was not written, and the measurement could "
+                                 f"not be kept in {kept.parent} either") from None
+        raise SpecbenchError(f"{os_error_line(exc)}: the profile was not written; the measurement is kept in {kept}",
+                             hint=f"copy it (and {samples_path(kept).name}) where it belongs") from None
+
+
+def _save(path: Path, run: ProfileRun) -> None:
     save_profile(path, run.profile)
     write_atomic(samples_path(path), "".join(dumps_line(r) for r in run.samples))
 
