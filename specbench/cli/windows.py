@@ -43,9 +43,10 @@ def windows(source: Path, layout: str, task: str, language: str | None, question
         --dev-fraction 0.2 --out windows/librispeech.jsonl
     """
     from specbench.app.progress import progress_bar, stderr
-    from specbench.schemas.windows import save_windows
+    from specbench.schemas.windows import check_template, save_windows
     from specbench.world.datasets import READERS, build_windows, detect_layout, instruction_for
 
+    check_template(template, "--template")
     check_output_path(out)
     layout = detect_layout(source) if layout == "auto" else layout
     prompt = instruction or instruction_for(task, language, question)
