@@ -24,6 +24,10 @@ class SchemaError(SpecbenchError):
         self.path, self.key, self.expected = path, key, expected
 
 
+class WriteError(SpecbenchError):
+    """A file could not be written (a full or read-only disk): names the file and the system's reason."""
+
+
 class MissingCostError(SpecbenchError):
     """The profile lacks a cost the replay needs; costs are never guessed."""
 

@@ -77,7 +77,6 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
 
         specbench profile 0A1B2C3D R5CT20XYZ --target models/target.gguf --cores big
     """
-    from specbench.errors import os_error_line
     from specbench.schemas.fileio import WriterLock, check_writable
     from specbench.world.profiling import parse_depths, repetition_rule
 
@@ -97,7 +96,7 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
         try:
             path.parent.mkdir(parents=True, exist_ok=True)  # the default device_profiles/ may not exist yet
         except OSError as exc:
-            raise SpecbenchError(f"--out {path}: {os_error_line(exc)}") from None
+            raise SpecbenchError(f"--out {path}: cannot make {path.parent} ({exc.strerror or exc})") from None
         check_writable(path.parent, "profile")  # before measuring: a profile that cannot be written is lost
     locks = [WriterLock(path, "profile") for path in outs.values()]
     try:

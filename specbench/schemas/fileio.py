@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specbench.errors import SchemaError, SpecbenchError
+from specbench.errors import SchemaError, SpecbenchError, WriteError
 
 
 @dataclass(frozen=True)
@@ -195,26 +195,34 @@ def append_jsonl(path: Path, docs: Iterable[Any]) -> None:
     if not text:
         return
     path = Path(path)
-    if path.exists():
-        drop_cut_line(path)
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
+    try:
+        if path.exists():
+            drop_cut_line(path)
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:  # the lines written before are kept; a line cut short here is dropped on the next append
+        raise WriteError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file and a rename: all or nothing."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise WriteError(f"{path}: cannot write ({exc.strerror or exc})") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual mode
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # a full or read-only disk: the file keeps its old content
+            raise WriteError(f"{path}: cannot write ({exc.strerror or exc})") from None
         raise
 
 
@@ -269,7 +277,10 @@ class WriterLock:
         self.target, self.path = Path(target), str(lock_path(target))
         fd, count = self._held.get(self.path, (-1, 0))
         if count == 0:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+            except OSError as exc:
+                raise WriteError(f"{target}: cannot write this {what} ({exc.strerror or exc})") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:

@@ -37,7 +37,7 @@ from specbench.core.repetitions import (
     RepetitionRule,
     achieved_precision,
 )
-from specbench.errors import SpecbenchError, os_error_line
+from specbench.errors import SpecbenchError, WriteError
 from specbench.schemas.environment import KEY as ENV_KEY
 from specbench.schemas.environment import environment_to_dict, manifest_environment
 from specbench.schemas.fileio import Where, dumps_line, write_atomic
@@ -389,15 +389,14 @@ def write_profile(path: Path, run: ProfileRun) -> None:
     profile_from_dict(run.doc, path)
     try:
         _save(path, run)
-    except OSError as exc:  # a full or read-only disk: the measurement is kept where it can be
+    except WriteError as exc:  # a full or read-only disk: the measurement is kept where it can be
         kept = Path(tempfile.gettempdir()) / f"specbench-kept-{os.getpid()}-{path.name}"
         try:
             _save(kept, run)
-        except OSError:
-            raise SpecbenchError(f"{os_error_line(exc)}: the profile was not written, and the measurement could "
-                                 f"not be kept in {kept.parent} either") from None
-        raise SpecbenchError(f"{os_error_line(exc)}: the profile was not written; the measurement is kept in {kept}",
-                             hint=f"copy it (and {samples_path(kept).name}) where it belongs") from None
+        except WriteError:
+            raise WriteError(f"{exc}; the measurement could not be kept in {kept.parent} either") from None
+        raise WriteError(f"{exc}; the measurement is kept in {kept}",
+                         hint=f"copy it (and {samples_path(kept).name}) where it belongs") from None
 
 
 def _save(path: Path, run: ProfileRun) -> None:

@@ -203,3 +203,183 @@ def test_report_of_a_directory_without_rows_names_it(study, tmp_path, empty):
     assert code == 1
     assert error_line(output) == (f"Error: {out / ROWS}: no result rows to report (the run wrote none) "
                                   "(hint: run it again with --resume, or report another directory)")
+
+
+# --- inputs refused where they enter -----------------------------------------------------------------
+
+def replay(study, out, *extra, traces=None, windows=None, profile=None):
+    return invoke("run", windows or study["windows"], "--traces", traces or study["traces"], "--profile",
+                  profile or study["profile"], "--drafter", "small", "--methods", "target,sd", "--out", out, *extra)
+
+
+@pytest.mark.parametrize("shorter", [False, True])
+def test_a_trace_whose_window_line_appears_twice_is_refused(study, tmp_path, shorter):
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    for path in study["traces"].glob("*.jsonl"):
+        lines = path.read_text().splitlines(keepends=True)
+        again = json.loads(lines[3])
+        if shorter:
+            again["y"] = again["y"][:3]
+            again.pop("drafts", None), again.pop("producer", None), again.pop("recycle", None)
+        (traces / path.name).write_text("".join(lines) + json.dumps(again) + "\n")
+    out = tmp_path / "r"
+    code, output = replay(study, out, traces=traces)
+    assert code == 1
+    first = sorted(traces.glob("*.jsonl"))[0]
+    n = len(first.read_text().splitlines())
+    window = json.loads(first.read_text().splitlines()[3])["window_id"]
+    assert error_line(output) == (f"Error: {first}:{n}: window_id = '{window}', expected a window not yet in the "
+                                  "file (line 4 holds it) (hint: keep one line per window)")
+    assert not out.exists()
+
+
+def test_windows_refuses_an_unknown_template(tmp_path):
+    source = tmp_path / "manifest.jsonl"
+    source.write_text("")
+    out = tmp_path / "windows.jsonl"
+    code, output = invoke("windows", source, "--template", "nosuchtemplate", "--out", out)
+    assert code == 1
+    assert error_line(output).startswith("Error: --template = 'nosuchtemplate', expected 'model' or a llama.cpp "
+                                         "built-in chat template (bailing, bailing-think, ")
+    assert not out.exists()
+
+
+def test_a_windows_file_naming_an_unknown_template_is_refused(study, tmp_path):
+    lines = study["windows"].read_text().splitlines()
+    doc = json.loads(lines[1])
+    doc["template"] = "nosuchtemplate"
+    windows = tmp_path / "windows.jsonl"
+    windows.write_text("\n".join([lines[0], json.dumps(doc), *lines[2:]]) + "\n")
+    code, output = replay(study, tmp_path / "r", windows=windows)
+    assert code == 1
+    assert error_line(output) == (f"Error: {windows}:2: template = 'nosuchtemplate', expected 'model' or a llama.cpp "
+                                  "built-in chat template (chatml, gemma, llama3, ...)")
+
+
+def test_a_budget_selected_for_another_device_is_refused(study, tmp_path):
+    budget = tmp_path / "budget.yaml"
+    budget.write_text(yaml.safe_dump({"kind": "specbench.budget", "schema_version": 1, "device": "pixel8@shared",
+                                      "as2d": {"B": 3, "drafter": "small"}}))
+    out = tmp_path / "r"
+    code, output = replay(study, out, "--budget", budget)
+    assert code == 1
+    assert error_line(output) == (f"Error: {budget}: device = 'pixel8@shared', expected one of the profiled devices "
+                                  "(synthetic-A) (hint: select a budget for that device with `specbench "
+                                  "select-budget --profile` of its profile)")
+    assert not out.exists()
+
+
+def test_select_budget_refuses_a_profile_of_another_target(study, tmp_path):
+    doc = yaml.safe_load(study["profile"].read_text())
+    doc["target"]["model"]["sha256"] = "f" * 64
+    profile = tmp_path / "other.yaml"
+    profile.write_text(yaml.safe_dump(doc, sort_keys=False))
+    out = tmp_path / "budget.yaml"
+    code, output = invoke("select-budget", study["windows"], "--traces", study["traces"], "--profile", profile,
+                          "--out", out)
+    assert code == 1
+    target = json.loads(next(study["traces"].glob("*.jsonl")).read_text().splitlines()[0])["target"]["sha256"]
+    assert error_line(output) == (f"Error: profile {profile}: measured for target model sha256 {'f' * 64}, but the "
+                                  f"traces are of {target}")
+    assert not out.exists()
+
+
+def test_validate_refuses_a_target_that_is_not_the_traced_one_before_any_profiling(study, tmp_path):
+    from specbench.schemas.fileio import file_sha256
+    from specbench.schemas.traces import load_trace_dir
+
+    model = tmp_path / "other.gguf"
+    model.write_bytes(b"GGUF not the traced target")
+    out = tmp_path / "validation"
+    code, output = invoke("validate", study["windows"], "--traces", study["traces"], "--target", model,
+                          "--drafter", f"small={model}", "--out", out)
+    assert code == 1
+    first = next(iter(load_trace_dir(study["traces"]).values()))
+    assert error_line(output) == (f"Error: {first.path}: traced with target {first.target.name} "
+                                  f"({first.target.sha256[:12]}), not {model} ({file_sha256(model)[:12]}) "
+                                  "(hint: pass the target the traces were made with)")
+    assert not out.exists()
+
+
+# --- file systems that refuse writes -----------------------------------------------------------------
+
+@pytest.fixture
+def unwritable(tmp_path):
+    """A directory this process cannot create files in: a read-only one for other users, /sys for root
+    (chmod does not stop root)."""
+    if os.geteuid() != 0:
+        directory = tmp_path / "read-only"
+        directory.mkdir()
+        directory.chmod(0o555)
+        yield directory
+        directory.chmod(0o755)
+        return
+    probe = Path("/sys") / f"specbench-probe-{os.getpid()}"
+    try:
+        probe.write_text("x")
+    except OSError:
+        yield Path("/sys")
+        return
+    probe.unlink()
+    pytest.skip("no directory refuses root's writes here (/sys is writable)")
+
+
+@pytest.fixture
+def full(tmp_path):
+    """A file system with no room left: a small tmpfs filled to the brim (root and mount needed)."""
+    directory = tmp_path / "full"
+    directory.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(directory)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs to fill ({mounted.stderr.decode().strip()})")
+    try:
+        fill(directory / "filler", None)
+        yield directory
+    finally:
+        subprocess.run(["umount", str(directory)], check=True)
+
+
+def fill(path: Path, size: int | None) -> None:
+    """Write `size` bytes to `path` (None: until the file system is full)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        while size is None or size > 0:
+            written = os.write(fd, b"\0" * min(4096, 4096 if size is None else size))
+            size = None if size is None else size - written
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("where", ["unwritable", "full"])
+def test_every_output_on_a_file_system_that_refuses_writes_is_one_line_before_any_work(study, tmp_path, request,
+                                                                                       where):
+    directory = request.getfixturevalue(where)
+    reason = "Permission denied" if where == "unwritable" else "No space left on device"
+    before = sorted(p.name for p in directory.iterdir())
+    cases = [
+        (["run", study["windows"], "--traces", study["traces"], "--profile", study["profile"], "--drafter", "small",
+          "--out", directory / "r"], f"{directory}: cannot write the output r there ({reason})"),
+        (["report", study["results"], "--output", directory / "report.md"],
+         f"--output {directory}: cannot write the output report.md there ({reason})"),
+        (["select-budget", study["windows"], "--traces", study["traces"], "--profile", study["profile"],
+          "--out", directory / "budget.yaml"], f"{directory}: cannot write the output budget.yaml there ({reason})"),
+        (["profile", "local", "--target", study["profile"], "--out", directory / "p.yaml"],
+         f"{directory}: cannot write the profile there ({reason})"),
+    ]
+    for args, expected in cases:
+        code, output = invoke(*args)
+        assert code == 1, (args, output)
+        assert error_line(output) == f"Error: {expected}", args
+    assert sorted(p.name for p in directory.iterdir()) == before
+
+
+def test_a_write_that_fails_midway_is_one_line_and_leaves_the_old_file(study, tmp_path, full):
+    """The output check passed (a small file fits), the report does not: one line naming the file."""
+    fill(full / "filler", 64 * 1024 - 8 * 1024)  # about 8 KB left: the check's 4 KB probe fits, a report does not
+    code, output = invoke("report", study["results"], "--format", "md", "--output", full / "report.md")
+    assert code == 1
+    assert error_line(output) == f"Error: {full / 'report.md'}: cannot write (No space left on device)"
+    assert sorted(p.name for p in full.iterdir()) == ["filler"]
