@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from specbench.cli import main
 from specbench.schemas.results import ROWS, load_results
 from tests.helpers import write_study
+from tests.native.conftest import runner, tiny  # noqa: F401  (fixtures)
 
 
 @pytest.fixture(scope="module")
@@ -383,3 +384,26 @@ def test_a_write_that_fails_midway_is_one_line_and_leaves_the_old_file(study, tm
     assert code == 1
     assert error_line(output) == f"Error: {full / 'report.md'}: cannot write (No space left on device)"
     assert sorted(p.name for p in full.iterdir()) == ["filler"]
+
+
+def test_a_profile_that_cannot_be_written_after_measuring_is_kept(tmp_path, full, tiny, runner):  # noqa: F811
+    import tempfile
+
+    from specbench.schemas.profiles import load_profile
+
+    fill(full / "filler", 64 * 1024 - 6 * 1024)  # the check's 4 KB probe fits, the profile and its samples do not
+    out = full / "p.yaml"
+    code, output = invoke("profile", "local", "--target", tiny.target, "--depths", "0", "--max-width", 2,
+                          "--repetitions", 5, "--no-cosched", "--out", out)
+    assert code == 1
+    kept = Path(tempfile.gettempdir()) / f"specbench-kept-{os.getpid()}-p.yaml"
+    try:
+        line = error_line(output)
+        assert line.startswith(f"Error: {full}/") and "cannot write (No space left on device)" in line
+        assert line.endswith(f"; the measurement is kept in {kept} (hint: copy it (and "
+                             f"{kept.stem}.samples.jsonl) where it belongs)")
+        assert load_profile(kept).target_costs.widths() == [1, 2]
+        assert not out.exists()
+    finally:
+        kept.unlink(missing_ok=True)
+        kept.with_name(f"{kept.stem}.samples.jsonl").unlink(missing_ok=True)
