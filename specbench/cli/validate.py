@@ -101,12 +101,12 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
         --placement split --placement shared --out results/validate-local
     """
     from specbench.app.devices import open_devices
+    from specbench.app.native import check_traced_target
     from specbench.app.progress import progress_bar, stderr
     from specbench.app.validate import Bounds, Validation, ValidationPlan, resolve_configs
     from specbench.app.validation_report import validation_figures, validation_tables
     from specbench.core.methods.configs import TargetConfig
     from specbench.render.tables import print_rich, render
-    from specbench.app.native import check_traced_target
     from specbench.schemas.fileio import WriterLock, write_atomic
     from specbench.schemas.placement import resolve_on
     from specbench.schemas.traces import load_trace_dir

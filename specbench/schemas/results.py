@@ -254,8 +254,8 @@ def _check_ranges(frame: pd.DataFrame, path: Path, lines: Sequence[int]) -> None
     checks = [(c, "a count >= 0", lambda v: v >= 0) for c in COUNTS]
     checks += [(c, f"seconds in [0, {MAX_ROW_S:g}]", lambda v: np.isfinite(v) & (v >= 0) & (v <= MAX_ROW_S))
                for c in SECONDS]
-    checks += [("decode_s", "seconds > 0 (the row committed tokens)",
-                lambda v, t=frame["tokens"].to_numpy(dtype=np.float64): (v > 0) | (t == 0))]
+    tokens = frame["tokens"].to_numpy(dtype=np.float64)
+    checks += [("decode_s", "seconds > 0 (the row committed tokens)", lambda v: (v > 0) | (tokens == 0))]
     checks += [(c, "a probability in [0, 1]", lambda v: v.isna() | ((v >= 0) & (v <= 1))) for c in PROBABILITIES]
     checks += [(c, "null or a value >= 0 (finite)", lambda v: v.isna() | (np.isfinite(v) & (v >= 0)))
                for c in ("energy_j", "energy_samples")]

@@ -179,7 +179,8 @@ def test_an_absurd_time_in_a_row_is_refused(study, tmp_path):
     out = copy_results(study, tmp_path, edit_row(2, decode_s=1e308))
     code, output = invoke("report", out)
     assert code == 1
-    assert error_line(output) == f"Error: {out / ROWS}: key 'line 2.decode_s': expected seconds in [0, 86400], got 1e+308"
+    assert error_line(output) == (f"Error: {out / ROWS}: key 'line 2.decode_s': expected seconds in [0, 86400], "
+                                  "got 1e+308")
 
 
 def test_windows_with_no_token_after_the_prefill_are_one_line(study, tmp_path):
