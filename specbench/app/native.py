@@ -17,7 +17,7 @@ from specbench.core.methods.configs import MethodConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import safe_name
 from specbench.schemas.profiles import load_profile
-from specbench.schemas.results import read_manifest
+from specbench.schemas.results import read_manifest, removed_if_refused
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.windows import Window
 from specbench.world.devices.base import Device
@@ -75,7 +75,8 @@ def run_plans(plans: Sequence[NativePlan], out: Path, resume: bool) -> None:
     def one(plan: NativePlan, advance) -> None:
         where = out if len(plans) == 1 else out / safe_name(plan.device.name)
         run = run_native if plan.sustained is None else run_sustained
-        results, added, diverged = run(plan, where, resume, advance)
+        with removed_if_refused(where):  # a refused run leaves nothing that would refuse its corrected rerun
+            results, added, diverged = run(plan, where, resume, advance)
         stderr.print(f"{added} rows written to {results.rows_path}")
         energy = read_manifest(results.manifest_path).energy
         if energy is not None and energy.no_source is not None:

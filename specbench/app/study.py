@@ -21,7 +21,14 @@ from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.budgets import save_budget
 from specbench.schemas.fileio import file_sha256
 from specbench.schemas.profiles import DEPTH_POLICY, DeviceProfile, ModelId, load_profile
-from specbench.schemas.results import ProfileInput, ResultsDir, ResultsManifest, TraceInput, WindowsInput
+from specbench.schemas.results import (
+    ProfileInput,
+    ResultsDir,
+    ResultsManifest,
+    TraceInput,
+    WindowsInput,
+    removed_if_refused,
+)
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.windows import Split, Window, load_split, load_windows, windows_digest
 from specbench.world.environment import now, session
@@ -173,11 +180,12 @@ def run_replay(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths: S
     """Replay every (device, configuration, window) not already in `out`; returns rows added."""
     check_costs(inputs, configs)
     results = ResultsDir(out)
-    done = results.open(manifest_for(inputs, configs, profile_paths, sensitivity), resume)
-    try:
-        added = _replay_into(results, done, inputs, configs, sensitivity, progress, workers)
-    finally:
-        results.close()
+    with removed_if_refused(out):
+        done = results.open(manifest_for(inputs, configs, profile_paths, sensitivity), resume)
+        try:
+            added = _replay_into(results, done, inputs, configs, sensitivity, progress, workers)
+        finally:
+            results.close()
     return results, added
 
 

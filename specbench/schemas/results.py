@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+import shutil
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 
@@ -773,6 +775,30 @@ def _brief(value: object) -> str:
 
 def _manifest_text(manifest: ResultsManifest) -> str:
     return json.dumps(manifest_to_dict(manifest), indent=2, sort_keys=False) + "\n"
+
+
+@contextmanager
+def removed_if_refused(directory: Path) -> Iterator[None]:
+    """Around a run into `directory`: when the run is refused (a SpecbenchError) before it wrote a
+    row, what it created there is removed, so that the corrected rerun is not refused as a resume
+    of it; a run that wrote rows, or was interrupted, keeps everything for `--resume`."""
+    directory = Path(directory)
+    before = set(directory.iterdir()) if directory.is_dir() else None
+    try:
+        yield
+    except SpecbenchError:
+        rows = directory / ROWS
+        if directory.is_dir() and (before is None or MANIFEST not in {p.name for p in before}) \
+                and (not rows.exists() or rows.stat().st_size == 0):
+            if before is None:
+                shutil.rmtree(directory, ignore_errors=True)
+            else:
+                for path in set(directory.iterdir()) - before:
+                    if path.is_dir():
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        path.unlink(missing_ok=True)
+        raise
 
 
 def resumed_environment(before: Environment, new: Environment, where: Where) -> Environment:

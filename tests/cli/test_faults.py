@@ -408,3 +408,70 @@ def test_a_profile_that_cannot_be_written_after_measuring_is_kept(tmp_path, full
     finally:
         kept.unlink(missing_ok=True)
         kept.with_name(f"{kept.stem}.samples.jsonl").unlink(missing_ok=True)
+
+
+# --- interruptions ------------------------------------------------------------------------------------
+
+def test_sigterm_stops_a_job_and_removes_its_folder(tmp_path, tiny, runner):  # noqa: F811
+    import signal
+    import time
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "specbench", "profile", "local", "--target", str(tiny.target),
+                             "--drafter", f"near={tiny.near}", "--depths", "0,64", "--max-width", "8", "--repetitions",
+                             "20", "--out", str(tmp_path / "p.yaml")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(temp)})
+    try:
+        for _ in range(6000):  # until a job is in flight (its folder exists), at most a minute
+            if list(temp.glob(f"specbench-job-{proc.pid}-*")) or proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        assert proc.poll() is None, "the profile ended before a job was seen"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Interrupted; profile keeps only the files it finished (run it again for the rest)." in err
+    assert "Traceback" not in err and "--resume" not in err
+    assert not list(temp.glob("specbench-job-*"))
+    assert not (tmp_path / "p.yaml").exists()
+
+
+def test_a_killed_process_job_folder_is_swept_at_the_next_job(tmp_path, monkeypatch, tiny, runner):  # noqa: F811
+    import tempfile
+
+    from specbench.world import runner as runner_module
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = tmp_path / f"specbench-job-{gone.pid}-abc"
+    stale.mkdir()
+    (stale / "job.json").write_text("{}")
+    alive = tmp_path / f"specbench-job-{os.getppid()}-def"  # a process that still runs keeps its folder
+    alive.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(runner_module, "_swept", False)
+    out = runner_module.run_job(runner, {"mode": "tokenize", "model": {"path": str(tiny.target)}, "texts": ["hi"]})
+    assert out.results and not stale.exists() and alive.exists()
+
+
+def test_a_refused_run_removes_only_what_it_created(tmp_path):
+    from specbench.errors import SpecbenchError
+    from specbench.schemas.results import MANIFEST, removed_if_refused
+
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(SpecbenchError), removed_if_refused(out):
+        (out / MANIFEST).write_text("{}")
+        (out / ROWS).touch()
+        raise SpecbenchError("refused")
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    with pytest.raises(SpecbenchError), removed_if_refused(out):  # rows written: kept for --resume
+        (out / ROWS).write_text("{}\n")
+        raise SpecbenchError("refused")
+    assert (out / ROWS).exists()
