@@ -180,12 +180,9 @@ def run_replay(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths: S
     """Replay every (device, configuration, window) not already in `out`; returns rows added."""
     check_costs(inputs, configs)
     results = ResultsDir(out)
-    with removed_if_refused(out):
+    with removed_if_refused(out):  # also gives the writer lock back, whatever the end
         done = results.open(manifest_for(inputs, configs, profile_paths, sensitivity), resume)
-        try:
-            added = _replay_into(results, done, inputs, configs, sensitivity, progress, workers)
-        finally:
-            results.close()
+        added = _replay_into(results, done, inputs, configs, sensitivity, progress, workers)
     return results, added
 
 

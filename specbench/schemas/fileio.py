@@ -299,10 +299,17 @@ class WriterLock:
         if self._released:
             return
         self._released = True
-        fd, count = self._held.pop(self.path)
+        fd, count = self._held.pop(self.path, (-1, 0))
         if count > 1:
             self._held[self.path] = (fd, count - 1)
-        else:
+        elif count == 1:
+            os.close(fd)
+
+    @classmethod
+    def drop(cls, target: Path) -> None:
+        """Give back this process's lock on `target` whoever holds it here (a run that ended in an error)."""
+        fd, count = cls._held.pop(str(lock_path(target)), (-1, 0))
+        if count:
             os.close(fd)
 
     def __enter__(self) -> WriterLock:

@@ -638,13 +638,17 @@ class ResultsDir:
         its environment's first session and lists this one in `resumes` (schemas/environment.py).
         The directory's writer lock is taken first and held until `finish` or `close`: a second
         process writing it is refused with the holder's pid."""
+        existed = set(self.directory.resolve().iterdir()) if self.directory.is_dir() else None
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock = WriterLock(self.directory, "results directory")
         try:
-            return self._open(manifest, resume)
+            done = self._open(manifest, resume)
         except BaseException:
             self.close()
             raise
+        if self.fresh:
+            _CREATED[self.directory.resolve()] = existed
+        return done
 
     def close(self) -> None:
         """Give back the writer lock (the process's end gives it back too)."""
@@ -669,6 +673,7 @@ class ResultsDir:
             return set(zip(frame["device"], frame["config"], frame["window_id"], frame["cost_fit"], strict=False))
         write_atomic(self.manifest_path, _manifest_text(manifest))
         self.rows_path.touch()
+        self.fresh = True
         return set()
 
     def finish(self, at: str, models: Sequence[LoadedModel] = (), after: Mapping | None = None) -> None:
@@ -756,6 +761,8 @@ class ResultsDir:
 
     cut_line: int | None = None
     """After `frame`: the number of a last line an interrupted write cut short (left out), or None."""
+    fresh: bool = False
+    """After `open`: this run wrote the manifest (the directory held no run)."""
 
     def rows(self) -> list[WindowResult]:
         return [WindowResult(**doc) for doc in self.frame().to_dict("records")]
@@ -777,28 +784,36 @@ def _manifest_text(manifest: ResultsManifest) -> str:
     return json.dumps(manifest_to_dict(manifest), indent=2, sort_keys=False) + "\n"
 
 
+_CREATED: dict[Path, set[Path] | None] = {}
+"""Results directories whose manifest this process wrote fresh -> what the directory held before
+(None: it did not exist): what `removed_if_refused` may remove."""
+
+
 @contextmanager
 def removed_if_refused(directory: Path) -> Iterator[None]:
     """Around a run into `directory`: when the run is refused (a SpecbenchError) before it wrote a
     row, what it created there is removed, so that the corrected rerun is not refused as a resume
-    of it; a run that wrote rows, or was interrupted, keeps everything for `--resume`."""
-    directory = Path(directory)
-    before = set(directory.iterdir()) if directory.is_dir() else None
+    of it; a run that wrote rows, a resumed one, or an interrupted one keeps everything. Whatever
+    the end, the directory's writer lock is given back."""
+    key = Path(directory).resolve()
     try:
         yield
     except SpecbenchError:
-        rows = directory / ROWS
-        if directory.is_dir() and (before is None or MANIFEST not in {p.name for p in before}) \
-                and (not rows.exists() or rows.stat().st_size == 0):
+        before = _CREATED.get(key, ...)
+        rows = key / ROWS
+        if before is not ... and key.is_dir() and (not rows.exists() or rows.stat().st_size == 0):
             if before is None:
-                shutil.rmtree(directory, ignore_errors=True)
+                shutil.rmtree(key, ignore_errors=True)
             else:
-                for path in set(directory.iterdir()) - before:
+                for path in set(key.iterdir()) - before:
                     if path.is_dir():
                         shutil.rmtree(path, ignore_errors=True)
                     else:
                         path.unlink(missing_ok=True)
         raise
+    finally:
+        _CREATED.pop(key, None)
+        WriterLock.drop(key)
 
 
 def resumed_environment(before: Environment, new: Environment, where: Where) -> Environment:

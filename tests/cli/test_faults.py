@@ -461,17 +461,22 @@ def test_a_killed_process_job_folder_is_swept_at_the_next_job(tmp_path, monkeypa
 
 def test_a_refused_run_removes_only_what_it_created(tmp_path):
     from specbench.errors import SpecbenchError
-    from specbench.schemas.results import MANIFEST, removed_if_refused
+    from specbench.schemas.results import ResultsDir, removed_if_refused
+    from tests.helpers import results_manifest
 
     out = tmp_path / "r"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
     with pytest.raises(SpecbenchError), removed_if_refused(out):
-        (out / MANIFEST).write_text("{}")
-        (out / ROWS).touch()
+        ResultsDir(out).open(results_manifest(), resume=False)
+        (out / "snapshots.jsonl").write_text("{}\n")
         raise SpecbenchError("refused")
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
     with pytest.raises(SpecbenchError), removed_if_refused(out):  # rows written: kept for --resume
+        ResultsDir(out).open(results_manifest(), resume=False)
         (out / ROWS).write_text("{}\n")
         raise SpecbenchError("refused")
     assert (out / ROWS).exists()
+    with pytest.raises(SpecbenchError, match="results already exist"), removed_if_refused(out):
+        ResultsDir(out).open(results_manifest(), resume=False)  # another run's directory: left as it is
+    assert (out / ROWS).read_text() == "{}\n"
