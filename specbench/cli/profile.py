@@ -77,8 +77,22 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
 
         specbench profile 0A1B2C3D R5CT20XYZ --target models/target.gguf --cores big
     """
+    from contextlib import ExitStack
+
+    from specbench.app.devices import on_devices, open_devices
+    from specbench.app.progress import stderr
     from specbench.schemas.fileio import WriterLock, check_writable
-    from specbench.world.profiling import parse_depths, repetition_rule
+    from specbench.schemas.placement import resolve_on
+    from specbench.schemas.profiles import WARNING_HINT
+    from specbench.world.profiling import (
+        SweepPlan,
+        parse_depths,
+        plan_for,
+        profile_device,
+        repetition_rule,
+        samples_path,
+        write_profile,
+    )
 
     parsed_depths = parse_depths(depths)
     if repetitions is not None:
@@ -98,27 +112,10 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
         except OSError as exc:
             raise SpecbenchError(f"--out {path}: cannot make {path.parent} ({exc.strerror or exc})") from None
         check_writable(path.parent, "profile")  # before measuring: a profile that cannot be written is lost
-    locks = [WriterLock(path, "profile") for path in outs.values()]
-    try:
-        _measure(names, outs, placement_spec, max_width, parsed_depths, repetitions or min_repetitions,
-                 drafter_max_width, not no_cosched, rule, max_repetitions, target, drafters)
-    finally:
-        for lock in locks:
-            lock.release()
-
-
-def _measure(names, outs, placement_spec, max_width, parsed_depths, repetitions, drafter_max_width, cosched, rule,
-             max_repetitions, target, drafters) -> None:
-    from specbench.app.devices import on_devices, open_devices
-    from specbench.app.progress import stderr
-    from specbench.schemas.placement import resolve_on
-    from specbench.schemas.profiles import WARNING_HINT
-    from specbench.world.profiling import plan_for, profile_device, samples_path, write_profile
-
-    devices = open_devices(names, phone_settings())
-    plans = {dev.name: plan_for(max_width, parsed_depths, resolve_on(dev, placement_spec), repetitions,
-                                drafter_max_width, cosched, None if rule is None else rule.precision, max_repetitions)
-             for dev in devices}
+    held = ExitStack()  # one writer per profile, for the whole measurement
+    for path in outs.values():
+        held.enter_context(WriterLock(path, "profile"))
+    plans: dict[str, SweepPlan] = {}  # per device, once the devices are open
 
     def one(dev, advance):
         run = profile_device(dev, target, drafters, plans[dev.name], advance)
@@ -130,7 +127,13 @@ def _measure(names, outs, placement_spec, max_width, parsed_depths, repetitions,
         if warnings:
             stderr.print(f"hint: {WARNING_HINT}", markup=False, soft_wrap=True)
 
-    on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(drafters), one)
+    with held:
+        devices = open_devices(names, phone_settings())
+        plans.update({dev.name: plan_for(max_width, parsed_depths, resolve_on(dev, placement_spec),
+                                         repetitions or min_repetitions, drafter_max_width, not no_cosched,
+                                         None if rule is None else rule.precision, max_repetitions)
+                      for dev in devices})
+        on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(drafters), one)
 
 
 def _out_path(out: Path | None, name: str, placement_spec: str, count: int) -> Path:

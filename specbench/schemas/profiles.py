@@ -597,26 +597,29 @@ def _cosched(doc: dict, where: Where) -> CoSchedule:
 RHO_SLACK = 0.25
 """How far below 1 a co-scheduling ratio may fall at least (a ratio of two medians on a busy host is noisier
 than either timing; measured split profiles hold ratios near 0.92)."""
+RHO_SPREADS = 2.0
+"""How many of the lanes' measured spreads a ratio may fall below 1 (two: about 95% of the noise)."""
 
 
 def _check_ratio_floor(cosched: CoSchedule, target: CostTable, drafter: CostTable, where: Where) -> None:
     """A lane runs no faster beside the other than alone: a ratio below 1 is noise. Both lanes ran
-    while it was measured, so its noise is bounded by the two solo timings' measured spreads
-    (standard deviation / median, the largest over depths: the target's at the width, the
-    drafter's step), or RHO_SLACK, whichever is larger. A ratio below 1 minus that is refused."""
+    while it was measured, so its noise is bounded by RHO_SPREADS times the two solo timings'
+    measured spreads (standard deviation / median, the largest over depths: the target's at the
+    width, the drafter's step), or RHO_SLACK, whichever is larger. A ratio below 1 minus that is
+    refused."""
     def spread(table: CostTable, width: int) -> float:
         if table.spread is None or width not in table.spread or width not in table.seconds:
             return 0.0
         return float(np.max(table.spread[width] / table.seconds[width]))
 
     for width in cosched.rho_target:
-        least = 1 - max(RHO_SLACK, spread(target, width) + spread(drafter, 1))
+        least = 1 - max(RHO_SLACK, RHO_SPREADS * (spread(target, width) + spread(drafter, 1)))
         for name, values in (("rho_target", cosched.rho_target[width]), ("rho_drafter", cosched.rho_drafter[width])):
             if (values < least).any():
                 i = int(np.argmax(values < least))
                 raise where.at("ratios").at(str(width)).at(name).at(i).fail(
-                    f"a slowdown ratio >= {least:.3g} (1 minus the lanes' measured spread, at least {RHO_SLACK:g})",
-                    float(values[i]))
+                    f"a slowdown ratio >= {least:.3g} (1 minus twice the lanes' measured spread, "
+                    f"at least {RHO_SLACK:g})", float(values[i]))
 
 
 def _declared(entry: dict, where: Where) -> DeclaredCost | None:

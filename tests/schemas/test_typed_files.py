@@ -106,7 +106,7 @@ BAD = {
                                  RATIO, "1e+300"),
     "co-scheduling ratio below its noise": (("drafters", 0, "cosched", "ratios", 1, "rho_target"), [0.2, 1.1],
                                             "drafters[0].cosched.ratios.1.rho_target[0]",
-                                            "a slowdown ratio >= 0.75 (1 minus the lanes' measured spread, "
+                                            "a slowdown ratio >= 0.706 (1 minus twice the lanes' measured spread, "
                                             "at least 0.25)", "0.2"),
     "negative spread": (("target", "costs", "spread", 1), [-1e-4, 1e-4], "target.costs.spread.1[0]",
                         "standard deviations in seconds: finite and >= 0", "-0.0001"),
