@@ -273,7 +273,7 @@ def _check_ranges(frame: pd.DataFrame, path: Path, lines: Sequence[int]) -> None
             raise Where(path, f"line {lines[at]}").at(column).fail(expected, shown)
 
 
-ROW_KEY = ["device", "config", "window_id", "cost_fit"]
+ROW_KEY = ["device", "config", "window_id", "cost_fit", "source"]
 """What identifies a row in its results directory: one row per key (a resumed run skips the keys it has)."""
 
 
@@ -285,7 +285,8 @@ def _check_unique(frame: pd.DataFrame, path: Path, lines: Sequence[int]) -> None
         row = frame.iloc[at]
         first = int(np.argmax((frame[ROW_KEY] == row[ROW_KEY]).all(axis=1).to_numpy()))
         raise SpecbenchError(f"{path}:{lines[at]}: a duplicated row: window '{row['window_id']}' of {row['config']} "
-                             f"on {row['device']} (cost_fit {row['cost_fit']}) is also on line {lines[first]}",
+                             f"on {row['device']} ({row['source']}, cost_fit {row['cost_fit']}) is also on line "
+                             f"{lines[first]}",
                              hint="the directory had two writers; rerun into a fresh --out")
 
 
@@ -859,17 +860,17 @@ def load_results(directory: Path, notes: list[str] | None = None) -> tuple[Resul
 
 
 def same_windows(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """The rows of the windows every configuration of a (device, cost_fit) has, and how many
-    (device, cost_fit, window) were left out."""
+    """The rows of the windows every configuration of a (device, cost_fit, source) has, and how
+    many (device, cost_fit, source, window) were left out."""
     if frame.empty:
         return frame, 0
-    groups = frame.groupby(["device", "cost_fit"], sort=False)
-    configs = groups["config"].transform("nunique")
-    per_window = frame.groupby(["device", "cost_fit", "window_id"], sort=False)["config"].transform("nunique")
+    group = ["device", "cost_fit", "source"]
+    configs = frame.groupby(group, sort=False)["config"].transform("nunique")
+    per_window = frame.groupby([*group, "window_id"], sort=False)["config"].transform("nunique")
     keep = (per_window == configs).to_numpy()
     if keep.all():
         return frame, 0
-    dropped = frame.loc[~keep, ["device", "cost_fit", "window_id"]].drop_duplicates()
+    dropped = frame.loc[~keep, [*group, "window_id"]].drop_duplicates()
     return frame[keep].reset_index(drop=True), len(dropped)
 
 

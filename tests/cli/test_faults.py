@@ -125,7 +125,7 @@ def test_report_names_a_duplicated_row_as_one(study, tmp_path):
     row = json.loads((study["results"] / ROWS).read_text().splitlines()[2])
     n = len((study["results"] / ROWS).read_text().splitlines())
     assert error_line(output) == (f"Error: {out / ROWS}:{n + 1}: a duplicated row: window '{row['window_id']}' of "
-                                  f"{row['config']} on {row['device']} (cost_fit median) is also on line 3 "
+                                  f"{row['config']} on {row['device']} (replay, cost_fit median) is also on line 3 "
                                   "(hint: the directory had two writers; rerun into a fresh --out)")
 
 
