@@ -98,7 +98,7 @@ def test_a_trace_count_token_or_probability_out_of_range_is_refused(tmp_path_fac
     lines = path.read_text().splitlines()
     doc = json.loads(lines[1])
     if key == "y":
-        doc["y"][1] = int(value) if value < 0 else 100 + int(min(value, 10**9))  # below 0 or beyond the vocabulary
+        doc["y"][1] = min(int(value), -1) if value < 0 else 100 + int(min(value, 10**9))  # < 0 or >= n_vocab
     elif key == "conf":
         doc["drafts"]["conf"][0][0] = float(value) if value < 0 else 1 + float(value)
     else:
