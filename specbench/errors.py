@@ -24,8 +24,18 @@ class SchemaError(SpecbenchError):
         self.path, self.key, self.expected = path, key, expected
 
 
+class WriteError(SpecbenchError):
+    """A file could not be written (a full or read-only disk): names the file and the system's reason."""
+
+
 class MissingCostError(SpecbenchError):
     """The profile lacks a cost the replay needs; costs are never guessed."""
+
+
+def os_error_line(exc: OSError) -> str:
+    """An OSError as one line naming the file: `results/r/rows.jsonl: No space left on device (errno 28)`."""
+    name = exc.filename if exc.filename is not None else "?"
+    return f"{name}: {exc.strerror or exc} (errno {exc.errno})"
 
 
 def stderr_tail(text: str, limit: int = 400) -> str:

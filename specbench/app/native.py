@@ -8,7 +8,7 @@ offer the CPUs of the placement asked (the profile's, when one is given).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from specbench.app.devices import on_devices
@@ -17,7 +17,7 @@ from specbench.core.methods.configs import MethodConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import safe_name
 from specbench.schemas.profiles import load_profile
-from specbench.schemas.results import read_manifest
+from specbench.schemas.results import read_manifest, removed_if_refused
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.windows import Window
 from specbench.world.devices.base import Device
@@ -51,11 +51,19 @@ def native_traces(traces_dir: Path, windows: Sequence[Window], target: ModelFile
     traces = load_trace_dir(traces_dir)
     check_against_windows(traces, windows)
     check_trace_templates(traces, target, drafters, windows)
+    check_traced_target(traces, target)
+    return traces
+
+
+def check_traced_target(traces: Mapping[str, TraceFile], target: ModelFile) -> TraceFile:
+    """Refuse a target that is not the one the traces were made with (its outputs are what native
+    outputs are checked against); returns the first trace file."""
     first = next(iter(traces.values()))
     if first.target.sha256 != target.sha256:
         raise SpecbenchError(f"{first.path}: traced with target {first.target.name} ({first.target.sha256[:12]}), "
-                             f"not {target.path} ({target.sha256[:12]})")
-    return traces
+                             f"not {target.path} ({target.sha256[:12]})",
+                             hint="pass the target the traces were made with")
+    return first
 
 
 def native_plans(devices: Sequence[Device], windows: list[Window], windows_path: Path, target: ModelFile,
@@ -81,7 +89,8 @@ def run_plans(plans: Sequence[NativePlan], out: Path, resume: bool) -> None:
     def one(plan: NativePlan, advance) -> None:
         where = out if len(plans) == 1 else out / safe_name(plan.device.name)
         run = run_native if plan.sustained is None else run_sustained
-        outcome = run(plan, where, resume, advance)
+        with removed_if_refused(where):  # a refused run leaves nothing that would refuse its corrected rerun
+            outcome = run(plan, where, resume, advance)
         outcomes.append(outcome)
         results = outcome.results
         stderr.print(f"{outcome.added} rows written to {results.rows_path}")

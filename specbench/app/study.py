@@ -21,7 +21,14 @@ from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.budgets import save_budget
 from specbench.schemas.fileio import file_sha256
 from specbench.schemas.profiles import DEPTH_POLICY, DeviceProfile, ModelId, load_profile
-from specbench.schemas.results import ProfileInput, ResultsDir, ResultsManifest, TraceInput, WindowsInput
+from specbench.schemas.results import (
+    ProfileInput,
+    ResultsDir,
+    ResultsManifest,
+    TraceInput,
+    WindowsInput,
+    removed_if_refused,
+)
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.windows import Split, Window, load_split, load_windows, windows_digest
 from specbench.world.environment import now, session
@@ -46,13 +53,28 @@ def load_inputs(windows_path: Path, traces_dir: Path, profile_paths: Sequence[Pa
     if duplicated:
         raise SpecbenchError(f"two profiles describe device '{duplicated[0]}' in the same placement; pass one "
                              "profile per device and placement")
-    target_sha = next(iter(traces.values())).target.sha256
     for profile in profiles:
-        profiled = profile.target_model.sha256
-        if profiled and profiled != target_sha:
-            raise SpecbenchError(f"profile {profile.path}: measured for target model sha256 {profiled}, but the "
-                                 f"traces are of {target_sha}")
+        check_profile_target(profile, traces)
     return Inputs(windows, traces, profiles, Path(windows_path), Path(traces_dir))
+
+
+def check_profile_target(profile: DeviceProfile, traces: dict[str, TraceFile]) -> None:
+    """A profile measured for another target prices forwards the traces never made: refused."""
+    target_sha = next(iter(traces.values())).target.sha256
+    profiled = profile.target_model.sha256
+    if profiled and profiled != target_sha:
+        raise SpecbenchError(f"profile {profile.path}: measured for target model sha256 {profiled}, but the "
+                             f"traces are of {target_sha}")
+
+
+def check_budget_device(budget_path: Path, device: str, profiles: Sequence[DeviceProfile]) -> None:
+    """A budget is chosen for one device@placement (its costs decide it): deployed on another, its
+    rows would carry a choice nobody made for that device. Refused, naming both."""
+    names = [p.name for p in profiles]
+    if device not in names:
+        raise SpecbenchError(f"{budget_path}: device = {device!r}, expected one of the profiled devices "
+                             f"({', '.join(names)})", hint="select a budget for that device with "
+                                                           "`specbench select-budget --profile` of its profile")
 
 
 def dev_inputs(windows_path: Path, traces_dir: Path, profile_path: Path) -> tuple[Inputs, int]:
@@ -68,7 +90,9 @@ def dev_inputs(windows_path: Path, traces_dir: Path, profile_path: Path) -> tupl
         raise SpecbenchError(f"{traces_dir}: traces only test windows of {windows_path}; budget selection uses "
                              "development windows only", hint="trace the dev windows too")
     check_against_windows(traces, dev)
-    inputs = Inputs(dev, traces, [load_profile(profile_path)], Path(windows_path), Path(traces_dir))
+    profile = load_profile(profile_path)
+    check_profile_target(profile, traces)
+    inputs = Inputs(dev, traces, [profile], Path(windows_path), Path(traces_dir))
     return inputs, len(windows) - len(dev)
 
 
@@ -156,7 +180,14 @@ def run_replay(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths: S
     """Replay every (device, configuration, window) not already in `out`; returns rows added."""
     check_costs(inputs, configs)
     results = ResultsDir(out)
-    done = results.open(manifest_for(inputs, configs, profile_paths, sensitivity), resume)
+    with removed_if_refused(out):  # also gives the writer lock back, whatever the end
+        done = results.open(manifest_for(inputs, configs, profile_paths, sensitivity), resume)
+        added = _replay_into(results, done, inputs, configs, sensitivity, progress, workers)
+    return results, added
+
+
+def _replay_into(results: ResultsDir, done: set, inputs: Inputs, configs: Sequence[MethodConfig], sensitivity: bool,
+                 progress: Callable[[int], None] | None, workers: int | None) -> int:
     fits = ("median",) + (SENSITIVITY_FITS if sensitivity else ())
     added = 0
     for fit in fits:
@@ -169,7 +200,7 @@ def run_replay(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths: S
         results.append_frame(fresh)
         added += len(fresh)
     results.finish(now())
-    return results, added
+    return added
 
 
 def _all_done(done: set, inputs: Inputs, config: MethodConfig, fit: str) -> bool:

@@ -9,12 +9,13 @@ pandas or rich (tests/test_startup.py checks it, bench/startup.py times it).
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 
 import click
 
 from specbench import __version__
-from specbench.errors import SpecbenchError
+from specbench.errors import SpecbenchError, os_error_line
 
 COMMANDS = {
     "windows": "specbench.cli.windows:windows",
@@ -49,14 +50,38 @@ class SpecbenchGroup(click.Group):
         return command
 
     def invoke(self, ctx: click.Context):
+        previous = _terminate_as_interrupt()
         try:
             return super().invoke(ctx)
         except SpecbenchError as exc:
             click.echo(f"Error: {exc}", err=True)
             sys.exit(1)
+        except OSError as exc:  # a full or read-only disk, a vanished file: one line naming the file
+            click.echo(f"Error: {os_error_line(exc)}", err=True)
+            sys.exit(1)
         except KeyboardInterrupt:
-            click.echo("Interrupted; finished windows are saved (rerun with --resume).", err=True)
+            command = self.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
+            if command is not None and any(p.name == "resume" for p in command.params):
+                click.echo("Interrupted; finished windows are saved (rerun with --resume).", err=True)
+            else:
+                click.echo(f"Interrupted; {ctx.invoked_subcommand or 'specbench'} keeps only the files it finished "
+                           "(run it again for the rest).", err=True)
             sys.exit(130)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate_as_interrupt():
+    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does, so that runner jobs are stopped and their
+    temporary folders removed; returns the handler it replaced (None off the main thread)."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        return signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: signals stay as they are
+        return None
 
 
 @click.group(cls=SpecbenchGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -57,16 +57,36 @@ def configs_from(method_names: str | None, method_specs: Sequence[str], default_
 
 
 def check_output_path(path: Path | None) -> None:
-    """Refuse an output file whose directory does not exist, or that is a directory, before any work starts."""
+    """Refuse an output file whose directory does not exist or cannot be written, or that is a
+    directory, before any work starts."""
+    from specbench.schemas.fileio import check_writable
+
     if path is not None and not path.parent.exists():
         raise SpecbenchError(f"{path}: directory {path.parent} does not exist")
     if path is not None and path.is_dir():
         raise SpecbenchError(f"{path}: is a directory, expected a file path")
+    if path is not None:
+        check_writable(path.parent, f"output {path.name}")
 
 
 def check_output_dir(path: Path | None) -> None:
-    """Refuse an output directory whose parent does not exist, or that is a file, before any work starts."""
+    """Refuse an output directory whose parent does not exist, or that is a file, or that cannot
+    be written, before any work starts."""
     if path is not None and not path.parent.exists():
         raise SpecbenchError(f"{path}: directory {path.parent} does not exist")
-    if path is not None and path.exists() and not path.is_dir():
+    check_results_dir(path)
+
+
+def check_results_dir(path: Path | None) -> None:
+    """Refuse an output directory that is a file, or whose nearest existing directory (itself, or
+    the one it will be made in) cannot be written, before any work starts."""
+    from specbench.schemas.fileio import check_writable
+
+    if path is None:
+        return
+    if path.exists() and not path.is_dir():
         raise SpecbenchError(f"{path}: is a file, expected a directory")
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        raise SpecbenchError(f"{path}: {existing} is a file, expected a directory")
+    check_writable(existing, f"output {path.name}")

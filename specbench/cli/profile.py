@@ -77,11 +77,15 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
 
         specbench profile 0A1B2C3D R5CT20XYZ --target models/target.gguf --cores big
     """
+    from contextlib import ExitStack
+
     from specbench.app.devices import on_devices, open_devices
     from specbench.app.progress import stderr
+    from specbench.schemas.fileio import WriterLock, check_writable
     from specbench.schemas.placement import resolve_on
     from specbench.schemas.profiles import WARNING_HINT
     from specbench.world.profiling import (
+        SweepPlan,
         parse_depths,
         plan_for,
         profile_device,
@@ -103,11 +107,15 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
     outs = {name: _out_path(out, name, placement_spec, len(names)) for name in names}
     target, drafters = _models(target_path, drafter_specs)
     for path in outs.values():
-        path.parent.mkdir(parents=True, exist_ok=True)  # the default device_profiles/ may not exist yet
-    devices = open_devices(names, phone_settings())
-    plans = {dev.name: plan_for(max_width, parsed_depths, resolve_on(dev, placement_spec),
-                                repetitions or min_repetitions, drafter_max_width, not no_cosched,
-                                None if rule is None else rule.precision, max_repetitions) for dev in devices}
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)  # the default device_profiles/ may not exist yet
+        except OSError as exc:
+            raise SpecbenchError(f"--out {path}: cannot make {path.parent} ({exc.strerror or exc})") from None
+        check_writable(path.parent, "profile")  # before measuring: a profile that cannot be written is lost
+    held = ExitStack()  # one writer per profile, for the whole measurement
+    for path in outs.values():
+        held.enter_context(WriterLock(path, "profile"))
+    plans: dict[str, SweepPlan] = {}  # per device, once the devices are open
 
     def one(dev, advance):
         run = profile_device(dev, target, drafters, plans[dev.name], advance)
@@ -119,7 +127,13 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
         if warnings:
             stderr.print(f"hint: {WARNING_HINT}", markup=False, soft_wrap=True)
 
-    on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(drafters), one)
+    with held:
+        devices = open_devices(names, phone_settings())
+        plans.update({dev.name: plan_for(max_width, parsed_depths, resolve_on(dev, placement_spec),
+                                         repetitions or min_repetitions, drafter_max_width, not no_cosched,
+                                         None if rule is None else rule.precision, max_repetitions)
+                      for dev in devices})
+        on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(drafters), one)
 
 
 def _out_path(out: Path | None, name: str, placement_spec: str, count: int) -> Path:

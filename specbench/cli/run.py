@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from specbench.cli.common import DEFAULT_METHODS, RESULTS, configs_from, existing_dir, existing_file, method_options
+from specbench.cli.common import (
+    DEFAULT_METHODS,
+    RESULTS,
+    check_results_dir,
+    configs_from,
+    existing_dir,
+    existing_file,
+    method_options,
+)
 from specbench.cli.run_native import NativeOptions, native_options, refuse_native_only, run_native_command
 from specbench.errors import SpecbenchError
 
@@ -57,11 +65,12 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
         --method 'sd:W=5,drafter=small' --method 'as2d:B=3,drafter=other' --out results/two-drafters
     """
     from specbench.app.progress import progress_bar, stderr
-    from specbench.app.study import load_inputs, run_replay, study_size
+    from specbench.app.study import check_budget_device, load_inputs, run_replay, study_size
     from specbench.schemas.budgets import load_budget
 
     if out is None:
         out = default_results_dir(native.native, native.device, profile_paths)
+    check_results_dir(out)
     if native.asked:
         run_native_command(windows, traces_dir, profile_paths, method_names, method_specs, drafter_specs,
                            budget_path, split, out, resume, sensitivity, native)
@@ -85,6 +94,8 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
     if budget_path is not None and budget_config not in configs:
         configs.append(budget_config)
     inputs = load_inputs(windows, traces_dir, profile_paths, split)
+    if budget_path is not None:
+        check_budget_device(budget_path, device, inputs.profiles)
     total = study_size(inputs, configs, sensitivity)
     with progress_bar("replaying", total) as advance:
         results, added = run_replay(inputs, configs, list(profile_paths), out, resume, sensitivity, advance, workers)

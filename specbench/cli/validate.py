@@ -101,12 +101,13 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
         --placement split --placement shared --out results/validate-local
     """
     from specbench.app.devices import open_devices
+    from specbench.app.native import check_traced_target
     from specbench.app.progress import progress_bar, stderr
     from specbench.app.validate import Bounds, Validation, ValidationPlan, resolve_configs
     from specbench.app.validation_report import validation_figures, validation_tables
     from specbench.core.methods.configs import TargetConfig
     from specbench.render.tables import print_rich, render
-    from specbench.schemas.fileio import write_atomic
+    from specbench.schemas.fileio import WriterLock, write_atomic
     from specbench.schemas.placement import resolve_on
     from specbench.schemas.traces import load_trace_dir
     from specbench.schemas.validation import MANIFEST
@@ -121,6 +122,7 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
     parsed_depths = parse_depths(depths)
     traces = load_trace_dir(traces_dir)
     target = target_file(target_path)
+    check_traced_target(traces, target)  # before any profiling: its outputs are what decodes are checked against
     drafters = [parse_named(spec) for spec in drafter_specs]
     target, drafters = with_templates(target, drafters, template_specs)
     unknown = [d.name for d in drafters if d.name not in traces]
@@ -140,11 +142,12 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
                           Bounds(speedup_bound, error_bound), Bounds(throughput_bound, error_bound), precision,
                           max_repetitions)
     total = max_blocks * len(placements) * len(plan.groups()) * min(block_windows, len(plan.windows))
-    with progress_bar("validating (windows decoded)", total) as advance:
+    out.mkdir(parents=True, exist_ok=True)
+    with WriterLock(out, "validation directory"), progress_bar("validating (windows decoded)", total) as advance:
         Validation(plan, out, lambda line: stderr.print(line, markup=False), advance).run()
-    tables = validation_tables(out)
-    write_atomic(out / "validation.md", render(tables, "md"))
-    figures = validation_figures(out, out / "figures")
+        tables = validation_tables(out)
+        write_atomic(out / "validation.md", render(tables, "md"))
+        figures = validation_figures(out, out / "figures")
     stderr.print(f"validation written to {out} (validation.md, summary.jsonl, {len(figures)} figure files)")
     from rich.console import Console
 

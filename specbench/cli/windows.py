@@ -70,9 +70,10 @@ def windows(ctx: click.Context, source: Path, layout: str, task: str | None, lan
         specbench windows question.jsonl --layout prompts --turns all --cap 256 --out windows/spec-bench.jsonl
     """
     from specbench.app.progress import progress_bar, stderr
-    from specbench.schemas.windows import save_windows
+    from specbench.schemas.windows import check_template, save_windows
     from specbench.world.datasets import READERS, build_windows, detect_layout, instruction_for
 
+    check_template(template, "--template")
     check_output_path(out)
     layout = detect_layout(source) if layout == "auto" else layout
     _check_options(ctx, layout)

@@ -5,22 +5,25 @@ Every file kind carries `kind` and `schema_version`; each kind is read at one ve
 comment says what each version changed), loaders reject other
 kinds and versions in one line naming both versions, and every complaint names the file,
 the key and what was expected. Writers go through a temporary file and a rename, so an interrupted write never
-leaves half a file behind.
+leaves half a file behind. One writer at a time: every writer of a results directory, trace,
+profile or validation holds `WriterLock` on it for as long as it writes.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
 import os
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specbench.errors import SchemaError, SpecbenchError
+from specbench.errors import SchemaError, SpecbenchError, WriteError
 
 
 @dataclass(frozen=True)
@@ -193,26 +196,34 @@ def append_jsonl(path: Path, docs: Iterable[Any]) -> None:
     if not text:
         return
     path = Path(path)
-    if path.exists():
-        drop_cut_line(path)
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
+    try:
+        if path.exists():
+            drop_cut_line(path)
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:  # the lines written before are kept; a line cut short here is dropped on the next append
+        raise WriteError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file and a rename: all or nothing."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise WriteError(f"{path}: cannot write ({exc.strerror or exc})") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual mode
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # a full or read-only disk: the file keeps its old content
+            raise WriteError(f"{path}: cannot write ({exc.strerror or exc})") from None
         raise
 
 
@@ -239,3 +250,102 @@ def file_sha256(path: Path) -> str:
 def safe_name(name: str) -> str:
     """`name` usable as a file name: '127.0.0.1:5555' -> '127.0.0.1-5555'."""
     return "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in name)
+
+
+LOCK_SUFFIX = ".specbench-lock"
+"""A lock file's name ends so: `<dir>/.specbench-lock` for a directory, `.<name>.specbench-lock` beside a file."""
+
+
+def lock_path(target: Path) -> Path:
+    """The lock file of `target`: inside a directory, beside a file (a file is replaced by rename,
+    which a lock on the file itself would not survive)."""
+    target = Path(target)
+    return target / LOCK_SUFFIX if target.is_dir() else target.with_name(f".{target.name}{LOCK_SUFFIX}")
+
+
+class WriterLock:
+    """An advisory lock (fcntl.flock) on a file or directory that this process writes: a second
+    process asking for it is refused with the holder's pid. Held until `release` or the process
+    ends (the system drops it then, even after SIGKILL); asked again by the process that holds it,
+    it is shared (counted), so one process's writers of one directory never refuse each other."""
+
+    _held: dict[str, tuple[int, int]] = {}
+    """Lock file -> (descriptor, holders in this process)."""
+
+    def __init__(self, target: Path, what: str):
+        import fcntl  # here: POSIX only, and only writers need it
+
+        self.target, self.path = Path(target), str(lock_path(target))
+        fd, count = self._held.get(self.path, (-1, 0))
+        if count == 0:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+            except OSError as exc:
+                raise WriteError(f"{target}: cannot write this {what} ({exc.strerror or exc})") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES):
+                    raise
+                raise SpecbenchError(f"{target}: another specbench process (pid {_holder(self.path)}) is writing "
+                                     f"this {what}", hint="wait for it to finish, or write to another path") from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._held[self.path] = (fd, count + 1)
+        self._released = False
+
+    def release(self) -> None:
+        """Give the lock back (the last holder in this process closes it); twice is once."""
+        if self._released:
+            return
+        self._released = True
+        fd, count = self._held.pop(self.path, (-1, 0))
+        if count > 1:
+            self._held[self.path] = (fd, count - 1)
+        elif count == 1:
+            os.close(fd)
+
+    @classmethod
+    def drop(cls, target: Path) -> None:
+        """Give back this process's lock on `target` whoever holds it here (a run that ended in an error)."""
+        fd, count = cls._held.pop(str(lock_path(target)), (-1, 0))
+        if count:
+            os.close(fd)
+
+    def __enter__(self) -> WriterLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _holder(path: str) -> str:
+    """The pid the holder wrote into the lock file ('unknown' if it has not written it yet)."""
+    for _ in range(20):  # the holder writes its pid just after it takes the lock
+        try:
+            text = Path(path).read_text(encoding="utf-8").strip()
+        except OSError:
+            text = ""
+        if text.isdigit():
+            return text
+        time.sleep(0.01)
+    return "unknown"
+
+
+def check_writable(directory: Path, what: str) -> None:
+    """Refuse, in one line, a directory this process cannot create files in or that has no room
+    for a small one (checked before work whose result would be lost)."""
+    directory = Path(directory)
+    probe = None
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".specbench-probe-", dir=directory)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(b"\0" * 4096)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:
+        raise SpecbenchError(f"{directory}: cannot write the {what} there ({exc.strerror or exc})") from None
+    finally:
+        if probe is not None:
+            Path(probe).unlink(missing_ok=True)

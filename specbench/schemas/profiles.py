@@ -504,16 +504,23 @@ def _depths(doc: dict, where: Where) -> list[int]:
     return depths
 
 
+MAX_FORWARD_S = 3600.0
+"""The most seconds a profile's forward may cost: an hour for one forward is a broken clock or file."""
+MAX_RHO = 100.0
+"""The largest co-scheduling ratio a profile may hold: a lane slowed a hundredfold is no sharing but a stall."""
+
+
 def _per_depth(values: object, n: int, where: Where, expected: str, least: float = 0.0,
-               strict: bool = True) -> np.ndarray:
-    """`n` finite numbers, each > `least` (or >= with strict=False), or an error naming the first
-    value out of range."""
+               strict: bool = True, most: float = math.inf) -> np.ndarray:
+    """`n` finite numbers, each > `least` (or >= with strict=False) and <= `most`, or an error
+    naming the first value out of range."""
     if not isinstance(values, list) or len(values) != n:
         raise where.fail(f"{n} {expected} (one per depth)", values)
     for i, v in enumerate(values):
         number = isinstance(v, (int, float)) and not isinstance(v, bool)
-        if not number or not math.isfinite(v) or (v <= least if strict else v < least):
+        if not number or not math.isfinite(v) or (v <= least if strict else v < least) or v > most:
             bound = f"> {least:g}" if strict else f">= {least:g}"
+            bound += f" and <= {most:g}" if math.isfinite(most) else ""
             raise where.at(i).fail(f"{expected}: finite and {bound}", v)
     return np.asarray(values, dtype=np.float64)
 
@@ -538,7 +545,7 @@ def _cost_table(doc: dict, where: Where, label: str) -> CostTable:
     if not seconds_doc:
         raise where.at("seconds").fail("at least one width")
     seconds = {_width_key(key, where.at("seconds")): _per_depth(values, len(depths), where.at("seconds").at(str(key)),
-                                                               "costs in seconds")
+                                                               "costs in seconds", most=MAX_FORWARD_S)
                for key, values in seconds_doc.items()}
     spread_doc = need(doc, "spread", dict, where, None)
     spread = None if spread_doc is None else {
@@ -581,10 +588,38 @@ def _cosched(doc: dict, where: Where) -> CoSchedule:
         reject_unknown(entry if isinstance(entry, dict) else {}, {"rho_target", "rho_drafter"}, e_where)
         for name, out in (("rho_target", rho_t), ("rho_drafter", rho_d)):
             out[width] = _per_depth(need(entry, name, list, e_where), len(depths), e_where.at(name),
-                                    "slowdown ratios")
+                                    "slowdown ratios", most=MAX_RHO)
     if not rho_t:
         raise where.fail("at least one measured width")
     return CoSchedule(np.asarray(depths, dtype=np.float64), rho_t, rho_d)
+
+
+RHO_SLACK = 0.25
+"""How far below 1 a co-scheduling ratio may fall at least (a ratio of two medians on a busy host is noisier
+than either timing; measured split profiles hold ratios near 0.92)."""
+RHO_SPREADS = 2.0
+"""How many of the lanes' measured spreads a ratio may fall below 1 (two: about 95% of the noise)."""
+
+
+def _check_ratio_floor(cosched: CoSchedule, target: CostTable, drafter: CostTable, where: Where) -> None:
+    """A lane runs no faster beside the other than alone: a ratio below 1 is noise. Both lanes ran
+    while it was measured, so its noise is bounded by RHO_SPREADS times the two solo timings'
+    measured spreads (standard deviation / median, the largest over depths: the target's at the
+    width, the drafter's step), or RHO_SLACK, whichever is larger. A ratio below 1 minus that is
+    refused."""
+    def spread(table: CostTable, width: int) -> float:
+        if table.spread is None or width not in table.spread or width not in table.seconds:
+            return 0.0
+        return float(np.max(table.spread[width] / table.seconds[width]))
+
+    for width in cosched.rho_target:
+        least = 1 - max(RHO_SLACK, RHO_SPREADS * (spread(target, width) + spread(drafter, 1)))
+        for name, values in (("rho_target", cosched.rho_target[width]), ("rho_drafter", cosched.rho_drafter[width])):
+            if (values < least).any():
+                i = int(np.argmax(values < least))
+                raise where.at("ratios").at(str(width)).at(name).at(i).fail(
+                    f"a slowdown ratio >= {least:.3g} (1 minus twice the lanes' measured spread, "
+                    f"at least {RHO_SLACK:g})", float(values[i]))
 
 
 def _declared(entry: dict, where: Where) -> DeclaredCost | None:
@@ -707,11 +742,12 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
             costs = _cost_table(need(entry, "costs", dict, d_where), d_where.at("costs"), label)
             all_rows = None if all_rows_doc is None else _cost_table(all_rows_doc, d_where.at("costs_all_rows"),
                                                                      f"{label} (all logit rows)")
+        cosched = None if cosched_doc is None else _cosched(cosched_doc, d_where.at("cosched"))
+        if cosched is not None:
+            _check_ratio_floor(cosched, target_costs, costs, d_where.at("cosched"))
         drafters[name] = DrafterProfile(
             name, _model_id(need(entry, "model", dict, d_where), d_where.at("model")),
-            need(entry, "processor", str, d_where), costs,
-            None if cosched_doc is None else _cosched(cosched_doc, d_where.at("cosched")), all_rows, declared,
-            _threads(entry, d_where))
+            need(entry, "processor", str, d_where), costs, cosched, all_rows, declared, _threads(entry, d_where))
     environment = manifest_environment(doc, where)
     runner_doc = need(doc, "runner", dict, where, None)
     if runner_doc is not None and environment is not None and environment.runner is not None:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+import shutil
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 
@@ -36,6 +38,7 @@ from specbench.schemas.environment import (
 )
 from specbench.schemas.fileio import (
     Where,
+    WriterLock,
     append_jsonl,
     check_header,
     iter_jsonl,
@@ -260,14 +263,19 @@ def _check_positions(frame: pd.DataFrame, path: Path) -> None:
 COUNTS = ("tokens", "target_forwards", "proposed", "accepted", "multi_token_forwards", "drafter_forwards")
 SECONDS = ("decode_s", "d_s", "v_s", "o_s", "h_s")
 PROBABILITIES = ("p_min", "tau_threshold", "conf_stop")
-"""Row columns range-checked on load: counts >= 0, seconds finite and >= 0, probabilities in [0, 1]."""
+"""Row columns range-checked on load: counts >= 0, seconds in [0, MAX_ROW_S], probabilities in [0, 1]."""
+MAX_ROW_S = 86_400.0
+"""The most seconds a row's times may hold: a day for one window is no measurement but a broken clock or file."""
 
 
 def _check_ranges(frame: pd.DataFrame, path: Path, lines: Sequence[int]) -> None:
     """Every count, time and probability of the rows within its range, or an error naming the
     file, the line, the column, the value and the range."""
     checks = [(c, "a count >= 0", lambda v: v >= 0) for c in COUNTS]
-    checks += [(c, "seconds >= 0 (finite)", lambda v: np.isfinite(v) & (v >= 0)) for c in SECONDS]
+    checks += [(c, f"seconds in [0, {MAX_ROW_S:g}]", lambda v: np.isfinite(v) & (v >= 0) & (v <= MAX_ROW_S))
+               for c in SECONDS]
+    tokens = frame["tokens"].to_numpy(dtype=np.float64)
+    checks += [("decode_s", "seconds > 0 (the row committed tokens)", lambda v: (v > 0) | (tokens == 0))]
     checks += [(c, "a probability in [0, 1]", lambda v: v.isna() | ((v >= 0) & (v <= 1))) for c in PROBABILITIES]
     checks += [(c, "null or a value >= 0 (finite)", lambda v: v.isna() | (np.isfinite(v) & (v >= 0)))
                for c in ("energy_j", "energy_samples")]
@@ -281,6 +289,23 @@ def _check_ranges(frame: pd.DataFrame, path: Path, lines: Sequence[int]) -> None
             value = frame[column].iloc[at]
             shown = value.item() if hasattr(value, "item") else value  # numpy scalar -> Python for the message
             raise Where(path, f"line {lines[at]}").at(column).fail(expected, shown)
+
+
+ROW_KEY = ["device", "config", "window_id", "cost_fit", "source"]
+"""What identifies a row in its results directory: one row per key (a resumed run skips the keys it has)."""
+
+
+def _check_unique(frame: pd.DataFrame, path: Path, lines: Sequence[int]) -> None:
+    """Refuse a row whose key an earlier row of the file holds (two writers, or a file edited by hand)."""
+    duplicated = frame.duplicated(ROW_KEY).to_numpy()
+    if duplicated.any():
+        at = int(np.argmax(duplicated))
+        row = frame.iloc[at]
+        first = int(np.argmax((frame[ROW_KEY] == row[ROW_KEY]).all(axis=1).to_numpy()))
+        raise SpecbenchError(f"{path}:{lines[at]}: a duplicated row: window '{row['window_id']}' of {row['config']} "
+                             f"on {row['device']} ({row['source']}, cost_fit {row['cost_fit']}) is also on line "
+                             f"{lines[first]}",
+                             hint="the directory had two writers; rerun into a fresh --out")
 
 
 def _check_configs(frame: pd.DataFrame, path: Path) -> None:
@@ -631,7 +656,28 @@ class ResultsDir:
 
     def open(self, manifest: ResultsManifest, resume: bool) -> set[tuple[str, str, str, str]]:
         """Start or resume a run; returns the keys of rows already done. A resumed manifest keeps
-        its environment's first session and lists this one in `resumes` (schemas/environment.py)."""
+        its environment's first session and lists this one in `resumes` (schemas/environment.py).
+        The directory's writer lock is taken first and held until `finish` or `close`: a second
+        process writing it is refused with the holder's pid."""
+        existed = set(self.directory.resolve().iterdir()) if self.directory.is_dir() else None
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock = WriterLock(self.directory, "results directory")
+        try:
+            done = self._open(manifest, resume)
+        except BaseException:
+            self.close()
+            raise
+        if self.fresh:
+            _CREATED[self.directory.resolve()] = existed
+        return done
+
+    def close(self) -> None:
+        """Give back the writer lock (the process's end gives it back too)."""
+        lock = getattr(self, "_lock", None)
+        if lock is not None:
+            lock.release()
+
+    def _open(self, manifest: ResultsManifest, resume: bool) -> set[tuple[str, str, str, str]]:
         if self.manifest_path.exists():
             if not resume:
                 raise SpecbenchError(f"{self.directory}: results already exist",
@@ -646,9 +692,9 @@ class ResultsDir:
             write_atomic(self.manifest_path, _manifest_text(replace(old, environment=env)))
             frame = self.frame()
             return set(zip(frame["device"], frame["config"], frame["window_id"], frame["cost_fit"], strict=False))
-        self.directory.mkdir(parents=True, exist_ok=True)
         write_atomic(self.manifest_path, _manifest_text(manifest))
         self.rows_path.touch()
+        self.fresh = True
         return set()
 
     def finish(self, at: str, models: Sequence[LoadedModel] = (), after: Mapping | None = None) -> None:
@@ -656,6 +702,7 @@ class ResultsDir:
         manifest = read_manifest(self.manifest_path)
         write_atomic(self.manifest_path,
                      _manifest_text(replace(manifest, environment=manifest.environment.finish(at, models, after))))
+        self.close()
 
     def set_energy(self, energy: EnergyRecord) -> None:
         """Record what this session's battery sampling found (no source, convention, idle draw)."""
@@ -686,6 +733,7 @@ class ResultsDir:
         read_manifest(self.manifest_path)  # rows of another format version are not read
         data = self.rows_path.read_bytes()
         complete = data if data.endswith(b"\n") else data[: data.rfind(b"\n") + 1]
+        self.cut_line = complete.count(b"\n") + 1 if len(complete) < len(data) else None
         docs = []
         required = set(ROW_FIELDS)  # every key: a file of this version writes them all
         numbers = []
@@ -698,6 +746,8 @@ class ResultsDir:
                 raise SpecbenchError(f"{self.rows_path}: line {number} is not valid JSON ({exc.msg})") from None
             if not isinstance(doc, dict) or not required <= doc.keys():
                 row_from_dict(doc, Where(self.rows_path, f"line {number}"))  # raises, naming the key
+            if not doc.keys() <= required:
+                reject_unknown(doc, required, Where(self.rows_path, f"line {number}"))
             docs.append(doc)
             numbers.append(number)
         frame = rows_frame(docs)
@@ -728,7 +778,13 @@ class ResultsDir:
         _check_ranges(frame, self.rows_path, numbers)
         _check_configs(frame, self.rows_path)
         _check_positions(frame, self.rows_path)
+        _check_unique(frame, self.rows_path, numbers)
         return frame
+
+    cut_line: int | None = None
+    """After `frame`: the number of a last line an interrupted write cut short (left out), or None."""
+    fresh: bool = False
+    """After `open`: this run wrote the manifest (the directory held no run)."""
 
     def rows(self) -> list[WindowResult]:
         return [WindowResult(**doc) for doc in self.frame().to_dict("records")]
@@ -750,6 +806,38 @@ def _manifest_text(manifest: ResultsManifest) -> str:
     return json.dumps(manifest_to_dict(manifest), indent=2, sort_keys=False) + "\n"
 
 
+_CREATED: dict[Path, set[Path] | None] = {}
+"""Results directories whose manifest this process wrote fresh -> what the directory held before
+(None: it did not exist): what `removed_if_refused` may remove."""
+
+
+@contextmanager
+def removed_if_refused(directory: Path) -> Iterator[None]:
+    """Around a run into `directory`: when the run is refused (a SpecbenchError) before it wrote a
+    row, what it created there is removed, so that the corrected rerun is not refused as a resume
+    of it; a run that wrote rows, a resumed one, or an interrupted one keeps everything. Whatever
+    the end, the directory's writer lock is given back."""
+    key = Path(directory).resolve()
+    try:
+        yield
+    except SpecbenchError:
+        before = _CREATED.get(key, ...)
+        rows = key / ROWS
+        if before is not ... and key.is_dir() and (not rows.exists() or rows.stat().st_size == 0):
+            if before is None:
+                shutil.rmtree(key, ignore_errors=True)
+            else:
+                for path in set(key.iterdir()) - before:
+                    if path.is_dir():
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        path.unlink(missing_ok=True)
+        raise
+    finally:
+        _CREATED.pop(key, None)
+        WriterLock.drop(key)
+
+
 def resumed_environment(before: Environment, new: Environment, where: Where) -> Environment:
     """The environment of a resumed run: the old one continued by this session's; the runner
     build and the device must be the ones the run began with (their rows would not compare)."""
@@ -768,13 +856,43 @@ def read_manifest(path: Path) -> ResultsManifest:
     return manifest_from_dict(load_json(path), Path(path))
 
 
-def load_results(directory: Path) -> tuple[ResultsManifest, pd.DataFrame]:
+def load_results(directory: Path, notes: list[str] | None = None) -> tuple[ResultsManifest, pd.DataFrame]:
+    """A results directory's manifest and rows. Every configuration of a device is kept to the
+    windows they all have (a run that did not finish, or a row cut short by an interruption, would
+    pool methods over different windows); what was left out is said in `notes`."""
     directory = Path(directory)
     if not (directory / MANIFEST).exists():
         raise SpecbenchError(f"{directory}: not a results directory (no {MANIFEST})",
                              hint="pass the --out directory of `specbench run`")
     results = ResultsDir(directory)
-    return read_manifest(results.manifest_path), results.frame()
+    manifest, frame = read_manifest(results.manifest_path), results.frame()
+    said = []
+    if results.cut_line is not None:
+        said.append(f"warning: {results.rows_path}:{results.cut_line}: a row cut short by an interrupted write "
+                    "is left out")
+    frame, dropped = same_windows(frame)
+    if dropped:
+        unfinished = " (the run did not finish)" if manifest.environment.finished is None else ""
+        said.append(f"warning: {results.rows_path}: {dropped} window(s) lack a row of some configuration{unfinished}; "
+                    "every configuration is pooled over the windows they all have")
+    if notes is not None:
+        notes += said
+    return manifest, frame
+
+
+def same_windows(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The rows of the windows every configuration of a (device, cost_fit, source) has, and how
+    many (device, cost_fit, source, window) were left out."""
+    if frame.empty:
+        return frame, 0
+    group = ["device", "cost_fit", "source"]
+    configs = frame.groupby(group, sort=False)["config"].transform("nunique")
+    per_window = frame.groupby([*group, "window_id"], sort=False)["config"].transform("nunique")
+    keep = (per_window == configs).to_numpy()
+    if keep.all():
+        return frame, 0
+    dropped = frame.loc[~keep, [*group, "window_id"]].drop_duplicates()
+    return frame[keep].reset_index(drop=True), len(dropped)
 
 
 def profile_warnings(manifests: Sequence[ResultsManifest]) -> pd.DataFrame:

@@ -37,6 +37,7 @@ from specbench.schemas.environment import KEY as ENV_KEY
 from specbench.schemas.environment import Environment, LoadedModel, continued, environment_to_dict, manifest_environment
 from specbench.schemas.fileio import (
     Where,
+    WriterLock,
     append_jsonl,
     check_header,
     drop_cut_line,
@@ -625,8 +626,14 @@ def load_trace_file(path: Path) -> TraceFile:
     key, shard = _key(first[1], where), _shard(first[1], where)
     vocab = Vocab.of(target, drafter)
     windows: dict[str, WindowTrace] = {}
+    lines: dict[str, int] = {}
     for number, doc in rows:
         trace = window_trace_from_dict(doc, Where(path, f"line {number}"), vocab)
+        if trace.window_id in lines:
+            raise SpecbenchError(f"{path}:{number}: window_id = '{trace.window_id}', expected a window not yet in "
+                                 f"the file (line {lines[trace.window_id]} holds it)",
+                                 hint="keep one line per window")
+        lines[trace.window_id] = number
         windows[trace.window_id] = trace
     return TraceFile(target, drafter, windows, path, templates, environment, key, shard)
 
@@ -721,6 +728,16 @@ class TraceWriter:
         """window_id -> window_sha256 of the windows already in the file."""
         if templates is not None:
             templates = _templates({"templates": dict(templates)}, Where(self.path))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = WriterLock(self.path, "trace file")  # held until `finish` (or the process ends)
+        try:
+            self._open(target, drafter, templates, resume, environment, key, shard)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _open(self, target: ModelRef, drafter: ModelRef, templates: dict[str, str] | None, resume: bool,
+              environment: Environment | None, key: TraceKey | None, shard: Shard | None) -> None:
         if self.path.exists() and self.path.stat().st_size > 0:
             if not resume:
                 raise SpecbenchError(f"{self.path}: trace file already exists",
@@ -770,6 +787,7 @@ class TraceWriter:
         if self.environment is not None:
             self.environment = self.environment.finish(at, models)
             self._write_header()
+        self._lock.release()
 
     def todo(self, windows: Sequence[Window]) -> list[Window]:
         """The windows not yet in the file; one written with other content is an error."""

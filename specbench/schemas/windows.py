@@ -39,6 +39,24 @@ VERSIONS = (1, VERSION)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 MODEL_TEMPLATE = "model"
 """Window template meaning: each model renders the request with its own chat template."""
+BUILTIN_TEMPLATES = (
+    "bailing", "bailing-think", "bailing2", "chatglm3", "chatglm4", "chatml", "command-r", "deepseek",
+    "deepseek-ocr", "deepseek2", "deepseek3", "exaone-moe", "exaone3", "exaone4", "falcon3", "gemma", "gigachat",
+    "glmedge", "gpt-oss", "granite", "granite-4.0", "granite-4.1", "grok-2", "hunyuan-dense", "hunyuan-moe",
+    "hunyuan-vl", "kimi-k2", "llama2", "llama2-sys", "llama2-sys-bos", "llama2-sys-strip", "llama3", "llama4",
+    "megrez", "minicpm", "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7", "mistral-v7-tekken",
+    "monarch", "openchat", "orion", "pangu-embedded", "phi3", "phi4", "rwkv-world", "seed_oss", "smolvlm",
+    "solar-open", "vicuna", "vicuna-orca", "yandex", "zephyr")
+"""llama.cpp's built-in chat templates at the runner's llama.cpp commit, sorted (the runner's
+`--info` lists them as `chat_templates`; tests/native/test_native_runner.py keeps the two equal)."""
+
+
+def check_template(template: str, where: str) -> str:
+    """`template` if it is 'model' or a llama.cpp built-in name, else one line naming `where` and the names."""
+    if template != MODEL_TEMPLATE and template not in BUILTIN_TEMPLATES:
+        raise SpecbenchError(f"{where} = {template!r}, expected 'model' or a llama.cpp built-in chat template "
+                             f"({', '.join(BUILTIN_TEMPLATES)})")
+    return template
 
 
 class Split(str, Enum):
@@ -140,8 +158,12 @@ def window_from_dict(doc: dict, where: Where, version: int = VERSION) -> Window:
     split = need(doc, "split", str, where)
     if split not in (s.value for s in Split):
         raise where.at("split").fail("'dev' or 'test'", split)
+    template = need(doc, "template", str, where)
+    if template != MODEL_TEMPLATE and template not in BUILTIN_TEMPLATES:
+        raise where.at("template").out_of_range(repr(template), "'model' or a llama.cpp built-in chat template "
+                                                                 "(chatml, gemma, llama3, ...)")
     window = Window(need(doc, "window_id", str, where), sha, view, need(doc, "instruction", str, where),
-                    need(doc, "template", str, where), cap, need(doc, "dataset", str, where), Split(split),
+                    template, cap, need(doc, "dataset", str, where), Split(split),
                     need(doc, "reference", (str, type(None)), where, None),
                     need(doc, "category", (str, type(None)), where, None))
     if window.category is not None and not window.category.strip():

@@ -22,6 +22,7 @@ from specbench.core.energy import (
     idle_power,
     request_energy,
 )
+from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import append_jsonl
 from specbench.schemas.results import EnergyRecord
 
@@ -79,6 +80,10 @@ class EnergyLog:
             if doc.get("source") is None:
                 named = dict(zip(("current", "voltage", "status"), self.settings.paths, strict=True))
                 missing = named.get(str(doc.get("key")), doc.get("missing"))
+                if doc.get("value") is not None:  # read, but no number: a wrong path, not a missing battery
+                    raise SpecbenchError(f"--energy-paths: {doc.get('key')} file {missing} holds "
+                                         f"{str(doc['value'])[:40]!r}, expected an integer reading",
+                                         hint="name the battery's current_now and voltage_now files")
                 self.record = replace(self.record, no_source=f"{NO_SOURCE}: {missing} cannot be read")
             else:
                 self._status = str(doc.get("status") or "")

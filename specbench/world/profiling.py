@@ -21,6 +21,8 @@ co-scheduling ratios: a lookup runs between the target's forwards, never beside 
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,10 +37,10 @@ from specbench.core.repetitions import (
     RepetitionRule,
     achieved_precision,
 )
-from specbench.errors import SpecbenchError
+from specbench.errors import SpecbenchError, WriteError
 from specbench.schemas.environment import KEY as ENV_KEY
 from specbench.schemas.environment import environment_to_dict, manifest_environment
-from specbench.schemas.fileio import Where, dumps_line, write_atomic
+from specbench.schemas.fileio import Where, dump_yaml, dumps_line, write_atomic
 from specbench.schemas.placement import Placement, pinning_problems
 from specbench.schemas.profiles import (
     CoSchedule,
@@ -384,7 +386,31 @@ def write_profile(path: Path, run: ProfileRun) -> None:
     """Write the profile (through the one profile writer, `save_profile`) and its raw samples;
     the document is read back through the loader first, so a profile it would refuse is never written."""
     path = Path(path)
-    profile_from_dict(run.doc, path)
+    kept = Path(tempfile.gettempdir()) / f"specbench-kept-{os.getpid()}-{path.name}"
+    try:
+        profile_from_dict(run.doc, path)
+    except SpecbenchError as exc:  # a measurement the loader refuses (a host too busy): kept to look at, not used
+        _keep(kept, run, lambda: write_atomic(kept, dump_yaml(run.doc)), str(exc),
+              "profile again on an idle device")
+    try:
+        _save(path, run)
+    except WriteError as exc:  # a full or read-only disk: the measurement is kept where it can be
+        _keep(kept, run, lambda: save_profile(kept, run.profile), str(exc),
+              f"copy it (and {samples_path(kept).name}) where it belongs")
+
+
+def _keep(kept: Path, run: ProfileRun, save: Callable[[], None], why: str, hint: str) -> None:
+    """Keep a measurement that could not be written where asked in `kept` (its samples beside it),
+    then raise `why` saying where it is."""
+    try:
+        save()
+        write_atomic(samples_path(kept), "".join(dumps_line(r) for r in run.samples))
+    except WriteError:
+        raise SpecbenchError(f"{why}; the measurement could not be kept in {kept.parent} either") from None
+    raise SpecbenchError(f"{why}; the measurement is kept in {kept}", hint=hint)
+
+
+def _save(path: Path, run: ProfileRun) -> None:
     save_profile(path, run.profile)
     write_atomic(samples_path(path), "".join(dumps_line(r) for r in run.samples))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -208,6 +209,34 @@ def version_info(stdout: str, path: Path, shown: str, sha256: str,
                       str(doc.get("system_info", "")), sha256, listed["modes"], listed["methods"], tuple(flags))
 
 
+JOB_PREFIX = "specbench-job-"
+"""A job folder's name in the temporary directory: the prefix, the pid of the process that made it, a suffix."""
+_swept = False
+
+
+def sweep_job_folders() -> None:
+    """Remove the job folders of processes that are gone (a SIGKILL leaves its folder behind);
+    once per process."""
+    global _swept
+    if _swept:
+        return
+    _swept = True
+    for folder in Path(tempfile.gettempdir()).glob(f"{JOB_PREFIX}*-*"):
+        pid = folder.name.removeprefix(JOB_PREFIX).partition("-")[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: alive
+    return True
+
+
 def run_job(path: Path, job: dict, on_line: LineHandler | None = None, timeout_s: float | None = None,
             argv_prefix: tuple[str, ...] = ()) -> RunOutput:
     """Run one job (written to a temporary JSON file), streaming parsed lines to `on_line`.
@@ -217,7 +246,8 @@ def run_job(path: Path, job: dict, on_line: LineHandler | None = None, timeout_s
     stderr is appended on one line.
     """
     out = RunOutput()
-    with tempfile.TemporaryDirectory(prefix="specbench-job-") as tmp:
+    sweep_job_folders()
+    with tempfile.TemporaryDirectory(prefix=f"{JOB_PREFIX}{os.getpid()}-") as tmp:
         job_path = Path(tmp) / "job.json"
         job_path.write_text(json.dumps(job), encoding="utf-8")
         try:

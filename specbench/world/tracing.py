@@ -100,7 +100,19 @@ def tokenize_windows(device: Device, model: ModelFile, windows: Sequence[Window]
         for window, result in zip(group, results, strict=False):
             prompts[window.window_id] = str(result["text"]) if window.input.kind == "audio" else \
                 [int(t) for t in result["tokens"]]
+            if window.input.kind != "audio":
+                check_context(model, window, len(result["tokens"]), int(result["n_ctx_train"]))
     return prompts
+
+
+def check_context(model: ModelFile, window: Window, prompt_tokens: int, context: int) -> None:
+    """Refuse a window whose prompt and cap do not fit the context `model` was trained with, before
+    any model work (the runner would size a context for it, far slower and larger than the model's);
+    `context` 0: the model's GGUF records none, nothing to check against."""
+    if context and prompt_tokens + window.cap > context:
+        raise SpecbenchError(f"window '{window.window_id}': its prompt is {prompt_tokens} tokens for {model.name} "
+                             f"and its cap {window.cap}, {prompt_tokens + window.cap} in all, beyond the model's "
+                             f"context of {context} tokens", hint="shorten the window's text or lower its cap")
 
 
 def tokenize_inputs(device: Device, model: ModelFile, windows: Sequence[Window]) -> dict[str, list[int]]:

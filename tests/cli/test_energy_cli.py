@@ -50,6 +50,20 @@ def test_this_host_has_no_energy_source_in_run_and_report(tiny, runner, tmp_path
     assert f"no energy source: {DEFAULT_PATHS[0]} cannot be read" in output
 
 
+def test_an_energy_file_that_holds_no_number_is_a_bad_input_not_a_missing_battery(tiny, runner, tmp_path):  # noqa: F811
+    current, voltage = tmp_path / "current_now", tmp_path / "voltage_now"
+    current.write_text("abc\n")
+    voltage.write_text("3900000\n")
+    code, output = native(tiny, tmp_path, "--energy-interval", 50, "--energy-idle", 0,
+                          "--energy-paths", f"{current},{voltage},{tmp_path / 'status'}")
+    assert code == 1
+    lines = [line for line in output.splitlines() if line.startswith("Error: ")]
+    assert lines == [f"Error: --energy-paths: current file {current} holds 'abc', expected an integer reading "
+                     "(hint: name the battery's current_now and voltage_now files)"], output
+    assert "no energy source" not in output and "Traceback" not in output
+    assert not (tmp_path / "run").exists()  # a refused run leaves nothing: the corrected rerun is no resume
+
+
 def test_without_energy_interval_nothing_is_sampled(tiny, runner, tmp_path):  # noqa: F811
     code, output = native(tiny, tmp_path)
     assert code == 0 and "energy source" not in output

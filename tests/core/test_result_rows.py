@@ -82,8 +82,10 @@ def test_results_of_the_previous_version_are_refused_naming_both_versions(tmp_pa
 @pytest.mark.parametrize("key, value, expected", [
     ("tokens", -1, "a count >= 0"),
     ("target_forwards", -3, "a count >= 0"),
-    ("decode_s", -0.5, "seconds >= 0 (finite)"),
-    ("v_s", float("inf"), "seconds >= 0 (finite)"),
+    ("decode_s", -0.5, "seconds in [0, 86400]"),
+    ("v_s", float("inf"), "seconds in [0, 86400]"),
+    ("decode_s", 1e308, "seconds in [0, 86400]"),
+    ("decode_s", 0.0, "seconds > 0 (the row committed tokens)"),
     ("p_min", 1.5, "a probability in [0, 1]"),
 ])
 def test_a_count_time_or_probability_out_of_range_is_named_with_its_line(tmp_path, key, value, expected):

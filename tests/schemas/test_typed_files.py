@@ -86,17 +86,28 @@ def _set(doc: dict, keys: tuple, value) -> dict:
     return doc
 
 
+COST = "costs in seconds: finite and > 0 and <= 3600"
+RATIO = "slowdown ratios: finite and > 0 and <= 100"
 BAD = {
     "target cost 0": (("target", "costs", "seconds", 1), [0.0, 0.0096], "target.costs.seconds.1[0]",
-                      "costs in seconds: finite and > 0", "0.0"),
+                      COST, "0.0"),
     "target cost negative": (("target", "costs", "seconds", 2), [0.018, -0.5], "target.costs.seconds.2[1]",
-                             "costs in seconds: finite and > 0", "-0.5"),
+                             COST, "-0.5"),
     "drafter cost infinite": (("drafters", 0, "costs", "seconds", 1), [float("inf"), 0.01],
-                              "drafters[0].costs.seconds.1[0]", "costs in seconds: finite and > 0", "inf"),
+                              "drafters[0].costs.seconds.1[0]", COST, "inf"),
     "all-rows cost nan": (("drafters", 0, "costs_all_rows", "seconds", 1), [float("nan"), 0.01],
-                          "drafters[0].costs_all_rows.seconds.1[0]", "costs in seconds: finite and > 0", "nan"),
+                          "drafters[0].costs_all_rows.seconds.1[0]", COST, "nan"),
     "co-scheduling ratio 0": (("drafters", 0, "cosched", "ratios", 1, "rho_target"), [0, 1.1],
-                              "drafters[0].cosched.ratios.1.rho_target[0]", "slowdown ratios: finite and > 0", "0"),
+                              "drafters[0].cosched.ratios.1.rho_target[0]", RATIO, "0"),
+    "target cost an age": (("target", "costs", "seconds", 2), [0.018, 1e300], "target.costs.seconds.2[1]",
+                           COST, "1e+300"),
+    "co-scheduling ratio huge": (("drafters", 0, "cosched", "ratios", 1, "rho_drafter"), [1.1, 1e300],
+                                 "drafters[0].cosched.ratios.1.rho_drafter[1]",
+                                 RATIO, "1e+300"),
+    "co-scheduling ratio below its noise": (("drafters", 0, "cosched", "ratios", 1, "rho_target"), [0.2, 1.1],
+                                            "drafters[0].cosched.ratios.1.rho_target[0]",
+                                            "a slowdown ratio >= 0.706 (1 minus twice the lanes' measured spread, "
+                                            "at least 0.25)", "0.2"),
     "negative spread": (("target", "costs", "spread", 1), [-1e-4, 1e-4], "target.costs.spread.1[0]",
                         "standard deviations in seconds: finite and >= 0", "-0.0001"),
     "negative overhead": (("overheads", "publish_s"), -1e-6, "overheads.publish_s", "seconds: finite and >= 0",

@@ -58,11 +58,19 @@ def load_many(directories: Sequence[Path], allow_mixed: bool = False, windows: P
     When rows carry answer texts, the windows' reference texts are read from `windows`, or
     else from the windows file each manifest names (when it is still there)."""
     manifests, frames = [], []
+    notes: list[str] = []
     for directory in directories:
-        manifest, frame = load_results(directory)
+        manifest, frame = load_results(directory, notes)
+        if frame.empty:
+            raise SpecbenchError(f"{Path(directory) / ROWS}: no result rows to report (the run wrote none)",
+                                 hint="run it again with --resume, or report another directory")
+        lossless = frame[frame["lossless"].astype(bool)]
+        silent = [d for d, tokens in lossless.groupby("device", sort=False)["tokens"].sum().items() if tokens == 0]
+        if silent:
+            raise SpecbenchError(f"{Path(directory) / ROWS}: every window of {silent[0]} committed no token after "
+                                 "the prefill; there is no throughput to report")
         manifests.append(manifest)
         frames.append(frame)
-    notes = []
     seen: dict[str, tuple[str, Path]] = {}
     for directory, manifest in zip(directories, manifests, strict=False):
         for name, value in _identity(manifest).items():
@@ -89,10 +97,14 @@ def load_many(directories: Sequence[Path], allow_mixed: bool = False, windows: P
         # sustained runs of one phone (with and without cool-down) are compared by their timelines
         notes.append(f"sustained runs of the same windows: the per-window tables show {directories[0]}'s rows")
         frame = frame[~frame.duplicated(keys)].reset_index(drop=True)
-    if frame.duplicated(keys).any():
+    if frame.duplicated(keys).any():  # each directory's own rows are unique (ResultsDir.frame)
         dup = frame[frame.duplicated(keys)].iloc[0]
+        holders = [str(d) for d, f in zip(directories, frames, strict=False)
+                   if ((f["device"] == dup["device"]) & (f["config"] == dup["config"])
+                       & (f["window_id"] == dup["window_id"])).any()]
         raise SpecbenchError(f"window '{dup['window_id']}' of {dup['config']} on {dup['device']} appears in more "
-                             "than one results directory")
+                             f"than one results directory ({', '.join(holders)})",
+                             hint="report each run of a device once")
     loaded = LoadedResults(manifests, frame, list(directories), notes)
     if text_metrics.has_text(frame):
         loaded.references, loaded.text_notes = _references(manifests, windows)

@@ -55,7 +55,11 @@ EnergySampler::EnergySampler(const EnergyOptions & opts) : opts_(opts) {
     for (const auto & [key, path] : {std::pair<std::string, std::string>{"current", opts_.current},
                                      std::pair<std::string, std::string>{"voltage", opts_.voltage}}) {
         if (!read_integer(path, value)) {
-            emit_event("energy", {{"source", nullptr}, {"key", key}, {"missing", path}});
+            // a file that holds something other than an integer is a bad path, not a missing battery
+            const std::string word = read_word(path);
+            json event = {{"source", nullptr}, {"key", key}, {"missing", path}};
+            if (!word.empty()) event["value"] = word;
+            emit_event("energy", event);
             return;
         }
     }

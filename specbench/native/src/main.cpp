@@ -39,8 +39,16 @@ std::vector<std::string> mode_names() {
 
 // Callers read what the runner can do from here, not by trying jobs (each a process start:
 // costly over adb).
+// llama.cpp's built-in chat template names (what a job's "template" may name)
+std::vector<std::string> chat_templates() {
+    std::vector<const char *> names(llama_chat_builtin_templates(nullptr, 0));
+    llama_chat_builtin_templates(names.data(), names.size());
+    return std::vector<std::string>(names.begin(), names.end());
+}
+
 json runner_info() {
     return json{{"runner", "specbench-runner"},
+                {"chat_templates", chat_templates()},
                 {"version", RUNNER_VERSION},
                 {"protocol", PROTOCOL_VERSION},
                 {"llama_cpp_commit", SPECBENCH_LLAMA_COMMIT},

@@ -4,6 +4,8 @@
 
 #include <sys/stat.h>
 
+#include <cstdlib>
+
 namespace {
 
 struct VocabModel {
@@ -47,6 +49,15 @@ std::string apply_template(const llama_model * model, const std::string & name, 
     return std::string(buf.data(), n);
 }
 
+// `<arch>.context_length` of the GGUF metadata (a vocabulary-only load reads no hparams); 0: not recorded
+int context_length(const llama_model * model) {
+    char buf[128];
+    if (llama_model_meta_val_str(model, "general.architecture", buf, sizeof buf) < 0) return 0;
+    const std::string key = std::string(buf) + ".context_length";
+    if (llama_model_meta_val_str(model, key.c_str(), buf, sizeof buf) < 0) return 0;
+    return std::atoi(buf);
+}
+
 std::vector<llama_token> tokenize(const llama_vocab * vocab, const std::string & text, bool add_special, bool parse_special) {
     std::vector<llama_token> out(text.size() + 8);
     int n = llama_tokenize(vocab, text.c_str(), (int32_t) text.size(), out.data(), (int32_t) out.size(), add_special, parse_special);
@@ -72,10 +83,12 @@ void run_tokenize(JobObject & job) {
     job.done();
 
     VocabModel vm(path);
+    // the context the model was trained with: a prompt and its cap beyond it are refused before any decode
+    const int n_ctx_train = context_length(vm.model);
     for (size_t i = 0; i < texts.size(); i++) {
         std::string text = chat ? apply_template(vm.model, tmpl, system, texts[i]) : texts[i];
         emit_result({{"kind", "tokens"}, {"index", i}, {"text", text},
-                     {"tokens", tokenize(vm.vocab(), text, add_special, parse_special)}});
+                     {"tokens", tokenize(vm.vocab(), text, add_special, parse_special)}, {"n_ctx_train", n_ctx_train}});
     }
 }
 
