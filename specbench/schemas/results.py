@@ -63,10 +63,11 @@ KIND = "specbench.results"
 #     a native manifest gains `energy` (the battery sampling asked for and what it found); a
 #     sustained native run (`run --native --sustained`) writes `timeline.jsonl`: one
 #     `TimelineRecord` per request (its times on the runner's clock and the phone's thermal state).
-# 5 = rows gain `category` (the window's category, null when it has none), `drafter_sha256` (the model file that drafted a native row; null for target-only, the
-#     prompt-lookup drafter and replay rows) and `decisions_match` (a native row's decisions against the
-#     trace's; null when not checked); a native manifest names every drafter it ran (`drafters`, a list,
-#     was `drafter`) and keys `templates` by 'target' and each drafter's name (was 'target'/'drafter').
+# 5 = rows gain `category` (the window's category, null when it has none), `drafter_sha256` (the model
+#     file that drafted a native row; null for target-only, the prompt-lookup drafter and replay rows)
+#     and `decisions_match` (a native row's decisions against the trace's; null when not checked); a
+#     native manifest names every drafter it ran (`drafters`, a list, was `drafter`) and keys
+#     `templates` by 'target' and each drafter's name (was 'target'/'drafter').
 VERSION = 5
 VERSIONS = (VERSION,)
 MANIFEST = "manifest.json"
