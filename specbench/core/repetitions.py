@@ -13,7 +13,7 @@ No numpy: `profile --help` reads the defaults from here.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 DEFAULT_PRECISION = 0.02
@@ -60,12 +60,18 @@ class RepetitionRule:
 
     def done(self, samples: Sequence[float]) -> bool:
         """True once a cell with these samples (in the order taken) stops."""
-        n = len(samples)
+        return self.stops(len(samples), lambda: achieved_precision(samples))
+
+    def stops(self, n: int, achieved: Callable[[], float | None]) -> bool:
+        """True once a cell of n samples stops: at the maximum, or from the minimum on once
+        `achieved()` (its precision, asked only then; None: none exists) reaches the precision.
+        Cost cells judge their median's interval, co-scheduling cells their ratio's
+        (core/cosched.py): one rule."""
         if n >= self.max_repetitions:
             return True
         if n < self.min_repetitions or self.precision is None:
             return False
-        return reaches(achieved_precision(samples), self.precision)
+        return reaches(achieved(), self.precision)
 
     def stop_count(self, samples: Sequence[float]) -> int:
         """How many of `samples` (in the order taken) the rule takes before it stops; len(samples)

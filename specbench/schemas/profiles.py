@@ -1,7 +1,7 @@
 """Device cost profiles (docs/METHODS.md §4 The device profile and its placement): measured forward costs and
 co-scheduling slowdowns.
 
-YAML layout (`kind: specbench.profile`, `schema_version: 3`), one `DeviceProfile`:
+YAML layout (`kind: specbench.profile`, `schema_version: 4`), one `DeviceProfile`:
 
     environment: {...}   # schemas/environment.py: specbench, command, times, runner build, models, device
     device: {name, serial, model, soc, abi, ...}   # what the device says about itself
@@ -14,11 +14,15 @@ YAML layout (`kind: specbench.profile`, `schema_version: 3`), one `DeviceProfile
                       repetitions: {width: [per depth]}, achieved_precision: {width: [per depth]}, precision}}
     drafters:
       - {name, model: {...}, processor, threads, costs: {...}, costs_all_rows: {...},   # last row / every row
-         cosched: {depths: [...], ratios: {width: {rho_target: [..], rho_drafter: [..]}}}}  # measured widths
+         cosched: {depths: [...], precision?,   # measured widths; precision: what the cells were measured to
+                   ratios: {width: {rho_target: [..], rho_drafter: [..], repetitions?: [..],
+                                    achieved_precision?: [..]}}}}   # per depth
     overheads: {producer_startup_s, publish_s, align_s}
     notes: how it was measured (free text, optional)
-    warnings: [{model, table, width, depth, median_s, spread_pct, samples, precision?, achieved_precision?}]
-              # unstable timings and cells that stopped at the maximum short of the precision (optional)
+    warnings: [{model, table, width, depth, median_s, spread_pct, samples, precision?, achieved_precision?,
+                ratio?, ratio_low?, ratio_high?}]
+              # unstable timings, cells that stopped at the maximum short of the precision, and
+              # co-scheduling ratios below 1 beyond their interval after a re-measurement (optional)
 
 A drafter whose costs come from elsewhere (docs/METHODS.md §4.7 Declared drafter costs) carries `declared: {source,
 fraction_of_target}` instead of `costs` (each forward of n tokens costs that fraction of the
@@ -60,7 +64,10 @@ KIND = "specbench.profile"
 # 3 = a cost table's `repetitions` is a count per cell ({width: [per depth]}) beside
 #     `achieved_precision` per cell and the requested `precision` (absent: a fixed count); a warning
 #     may carry `precision` and `achieved_precision` (a cell that hit the maximum short of it).
-VERSION = 3
+# 4 = co-scheduling ratios measured to the profile's precision: `cosched.precision`, and per width
+#     `repetitions` and `achieved_precision` per depth; a warning may carry `ratio`, `ratio_low` and
+#     `ratio_high` (a ratio below 1 beyond its interval after a re-measurement of its cell).
+VERSION = 4
 VERSIONS = (VERSION,)
 DEPTH_POLICY = "linear-in-depth, flat outside the measured depths"
 RATIO_FITS = ("median", "min", "max")
@@ -164,6 +171,13 @@ class CoSchedule:
     """Measured drafter (AR step) slowdown while the target runs that width, one per depth."""
     fit: str = "median"
     """How unmeasured widths are filled: median (default), min or max of the measured ratios."""
+    repetitions: Mapping[int, np.ndarray] | None = None
+    """Per measured width, the target forwards per side behind each depth's ratios (None: not recorded)."""
+    achieved_precision: Mapping[int, np.ndarray] | None = None
+    """Per measured width, the larger relative half-width of the two ratios' ~95% intervals at each
+    depth (core/cosched.py; None: not recorded)."""
+    precision: float | None = None
+    """The relative half-width the cells were measured to (None: a fixed count of repetitions)."""
 
     def _fill(self, measured: Mapping[int, np.ndarray]) -> np.ndarray:
         values = np.stack(list(measured.values()))
@@ -319,6 +333,14 @@ class StabilityWarning:
     (None: a spread warning only)."""
     achieved_precision: float | None = None
     """What the cell reached instead (with `precision`)."""
+    ratio: float | None = None
+    """A co-scheduling ratio below 1 beyond its interval after its cell was measured again (table
+    `cosched rho_target` or `cosched rho_drafter`; median_s, spread_pct and samples are of the lane's
+    together samples); None: not such a warning."""
+    ratio_low: float | None = None
+    """Lower end of the ratio's ~95% interval (with `ratio`)."""
+    ratio_high: float | None = None
+    """Upper end of the ratio's ~95% interval, below 1 (with `ratio`)."""
 
     def short_of_precision(self) -> bool:
         """The cell hit the maximum count without reaching the precision."""
@@ -328,6 +350,11 @@ class StabilityWarning:
         return self.spread_pct > UNSTABLE_SPREAD_PCT
 
     def message(self) -> str:
+        if self.ratio is not None:
+            return (f"{self.table} of {self.model} w={self.width} d={self.depth} is {self.ratio:.3f} "
+                    f"[{self.ratio_low:.3f}, {self.ratio_high:.3f}], below 1 beyond its interval after a "
+                    f"re-measurement (a lane faster beside the other; priced as measured, over {self.samples} "
+                    "samples)")
         spread = (f"spread {self.spread_pct:.1f}% of the median {self.median_s * 1e3:.3f} ms over {self.samples} "
                   f"samples (> {UNSTABLE_SPREAD_PCT:g}%)")
         if not self.short_of_precision():
@@ -345,8 +372,9 @@ WARNING_HINT = ("quiet the device (other processes, thermal state) and profile a
 
 def stability_warnings(samples: Sequence[dict]) -> list[StabilityWarning]:
     """The unstable timings among a profile's raw runner records (the `*.samples.jsonl` lines:
-    `forward` records with `samples_us`, `cosched` records with `samples`), and the cells measured
-    to a precision that stopped at their maximum count short of it, pure."""
+    `forward` records with `samples_us`, `cosched` records with `samples`), the cells measured
+    to a precision that stopped at their maximum count short of it, and the co-scheduling ratios
+    below 1 beyond their interval after a re-measurement (a cosched record's `below_one`), pure."""
     out = []
 
     def check(model: str, table: str, record: dict, values: Sequence[float]) -> None:
@@ -370,6 +398,14 @@ def stability_warnings(samples: Sequence[dict]) -> list[StabilityWarning]:
         elif record.get("kind") == "cosched":
             for measure, values in (record.get("samples") or {}).items():
                 check(name, f"cosched {measure.removesuffix('_us')}", record, values or [])
+            for low in record.get("below_one") or []:  # core/cosched.py: after a re-measurement
+                lane = "target" if low["ratio"] == "rho_target" else "drafter"
+                values = (record.get("samples") or {}).get(f"{lane}_together_us") or []
+                out.append(StabilityWarning(name, f"cosched {low['ratio']}", int(record["width"]),
+                                            int(record["depth"]), float(np.median(values)) / 1e6,
+                                            round(spread_pct(values) if len(values) > 1 else 0.0, 3), len(values),
+                                            ratio=float(low["value"]), ratio_low=float(low["low"]),
+                                            ratio_high=float(low["high"])))
     return out
 
 
@@ -386,9 +422,11 @@ def warnings_from_doc(doc: object, where: Where) -> tuple[StabilityWarning, ...]
     kinds = {"model": str, "table": str, "width": int, "depth": int, "median_s": float, "spread_pct": float,
              "samples": int}
     optional = ("precision", "achieved_precision")
+    ratio_keys = ("ratio", "ratio_low", "ratio_high")
     for i, entry in enumerate(doc):
         w_where = where.at(i)
-        reject_unknown(entry if isinstance(entry, dict) else {}, set(kinds) | set(optional), w_where)
+        reject_unknown(entry if isinstance(entry, dict) else {}, set(kinds) | set(optional) | set(ratio_keys),
+                       w_where)
         fields = {k: kind(need(entry, k, kind, w_where)) for k, kind in kinds.items()}
         precision, achieved = (need(entry, k, float, w_where, None) for k in optional)
         if (precision is None) != (achieved is None):
@@ -397,8 +435,17 @@ def warnings_from_doc(doc: object, where: Where) -> tuple[StabilityWarning, ...]
         for key, value in zip(optional, (precision, achieved), strict=True):
             if value is not None and not value >= 0:
                 raise w_where.at(key).fail("a fraction >= 0", value)
+        ratio = [need(entry, k, float, w_where, None) for k in ratio_keys]
+        if any(v is None for v in ratio) and any(v is not None for v in ratio):
+            raise w_where.fail("all of `ratio`, `ratio_low`, `ratio_high` or none",
+                               [k for k in ratio_keys if k in entry])
+        if ratio[0] is not None and not 0 < ratio[1] <= ratio[2] < 1:
+            raise w_where.at("ratio_high").fail("0 < ratio_low <= ratio_high < 1 (a ratio below 1 beyond its "
+                                                "interval)", ratio[1:])
         out.append(StabilityWarning(**fields, precision=None if precision is None else float(precision),
-                                    achieved_precision=None if achieved is None else float(achieved)))
+                                    achieved_precision=None if achieved is None else float(achieved),
+                                    **{k: None if v is None else float(v)
+                                       for k, v in zip(ratio_keys, ratio, strict=True)}))
     return tuple(out)
 
 
@@ -576,22 +623,46 @@ def _width_key(key: Any, where: Where) -> int:  # any YAML or JSON key; int() sa
 
 
 def _cosched(doc: dict, where: Where) -> CoSchedule:
-    """`{depths: [...], ratios: {width: {rho_target: [per depth], rho_drafter: [...]}}}`."""
-    reject_unknown(doc, {"depths", "ratios"}, where)
+    """`{depths: [...], precision?, ratios: {width: {rho_target: [per depth], rho_drafter: [...],
+    repetitions?: [...], achieved_precision?: [...]}}}`."""
+    reject_unknown(doc, {"depths", "ratios", "precision"}, where)
     depths = _depths(doc, where)
+    precision = need(doc, "precision", float, where, None)
+    if precision is not None and not 0 < precision < 1:
+        raise where.at("precision").fail("a fraction in (0, 1)", precision)
     entries, r_where = need(doc, "ratios", dict, where), where.at("ratios")
     rho_t: dict[int, np.ndarray] = {}
     rho_d: dict[int, np.ndarray] = {}
+    reps: dict[int, np.ndarray] = {}
+    achieved: dict[int, np.ndarray] = {}
     for key, entry in entries.items():
         width = _width_key(key, r_where)
         e_where = r_where.at(str(key))
-        reject_unknown(entry if isinstance(entry, dict) else {}, {"rho_target", "rho_drafter"}, e_where)
+        reject_unknown(entry if isinstance(entry, dict) else {},
+                       {"rho_target", "rho_drafter", "repetitions", "achieved_precision"}, e_where)
         for name, out in (("rho_target", rho_t), ("rho_drafter", rho_d)):
             out[width] = _per_depth(need(entry, name, list, e_where), len(depths), e_where.at(name),
                                     "slowdown ratios", most=MAX_RHO)
+        if "repetitions" in entry:
+            counts = need(entry, "repetitions", list, e_where)
+            if len(counts) != len(depths) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1
+                                                     for n in counts):
+                raise e_where.at("repetitions").fail(f"{len(depths)} counts >= 1 (one per depth)", counts)
+            reps[width] = np.asarray(counts, dtype=np.int64)
+        if "achieved_precision" in entry:
+            values = need(entry, "achieved_precision", list, e_where)
+            if len(values) != len(depths) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                     and v >= 0 for v in values):
+                raise e_where.at("achieved_precision").fail(f"{len(depths)} fractions >= 0 (one per depth; "
+                                                            ".inf: no interval)", values)
+            achieved[width] = np.asarray(values, dtype=np.float64)
     if not rho_t:
         raise where.fail("at least one measured width")
-    return CoSchedule(np.asarray(depths, dtype=np.float64), rho_t, rho_d)
+    for name, got in (("repetitions", reps), ("achieved_precision", achieved)):
+        if got and set(got) != set(rho_t):
+            raise r_where.fail(f"`{name}` at every measured width or none", sorted(got))
+    return CoSchedule(np.asarray(depths, dtype=np.float64), rho_t, rho_d, repetitions=reps or None,
+                      achieved_precision=achieved or None, precision=None if precision is None else float(precision))
 
 
 RHO_SLACK = 0.25
@@ -795,6 +866,21 @@ def _table_doc(table: CostTable) -> dict:
     return doc
 
 
+def _cosched_doc(cosched: CoSchedule) -> dict:
+    ratios = {}
+    for w in sorted(cosched.rho_target):
+        ratios[int(w)] = {"rho_target": _numbers(cosched.rho_target[w]),
+                          "rho_drafter": _numbers(cosched.rho_drafter[w])}
+        if cosched.repetitions is not None:
+            ratios[int(w)]["repetitions"] = [int(n) for n in cosched.repetitions[w]]
+        if cosched.achieved_precision is not None:
+            ratios[int(w)]["achieved_precision"] = _numbers(cosched.achieved_precision[w])
+    doc: dict = {"depths": [int(x) for x in cosched.depths], "ratios": ratios}
+    if cosched.precision is not None:
+        doc["precision"] = float(cosched.precision)
+    return doc
+
+
 def _with_threads(doc: dict, threads: int | None) -> dict:
     return doc if threads is None else doc | {"threads": threads}
 
@@ -813,10 +899,7 @@ def profile_to_dict(profile: DeviceProfile) -> dict:
             if d.declared.fraction_of_target is not None:
                 entry["declared"]["fraction_of_target"] = d.declared.fraction_of_target
         if d.cosched is not None:
-            entry["cosched"] = {"depths": [int(x) for x in d.cosched.depths],
-                                "ratios": {int(w): {"rho_target": _numbers(d.cosched.rho_target[w]),
-                                                    "rho_drafter": _numbers(d.cosched.rho_drafter[w])}
-                                           for w in sorted(d.cosched.rho_target)}}
+            entry["cosched"] = _cosched_doc(d.cosched)
         drafters.append(_with_threads(entry, d.threads))
     doc: dict = {"kind": KIND, "schema_version": VERSION}
     if profile.environment is not None:

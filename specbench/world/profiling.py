@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specbench.core.cosched import CellSamples, Measured, measure_to_rule
 from specbench.core.repetitions import (
     DEFAULT_MAX_REPETITIONS,
     DEFAULT_PRECISION,
@@ -217,11 +218,12 @@ def cost_table(results: Sequence[dict], model: str, widths: Sequence[int], depth
                      precision=rule.precision)
 
 
-def co_schedule(results: Sequence[dict], depths: Sequence[int]) -> CoSchedule | None:
-    """Ratios per target width and depth from the runner's cosched records (None: none measured);
-    a width needs a drafter ratio at every depth."""
+def co_schedule(results: Sequence[dict], depths: Sequence[int], precision: float | None = None) -> CoSchedule | None:
+    """Ratios per target width and depth from the cells' cosched records (`cosched_record`; None:
+    none measured), with each cell's count and achieved precision; a width needs a drafter ratio
+    at every depth."""
     got = {(int(r["width"]), int(r["depth"])): r for r in results if r.get("kind") == "cosched"}
-    rho_t, rho_d = {}, {}
+    rho_t, rho_d, reps, achieved = {}, {}, {}, {}
     for w in sorted({w for w, _ in got}):
         found = [got.get((w, d)) for d in depths]
         rows = [r for r in found if r is not None]
@@ -229,7 +231,38 @@ def co_schedule(results: Sequence[dict], depths: Sequence[int]) -> CoSchedule | 
             continue  # no drafter step fell inside the target's span: not measured at this width
         rho_t[w] = np.array([float(r["rho_target"]) for r in rows])
         rho_d[w] = np.array([float(r["rho_drafter"]) for r in rows])
-    return CoSchedule(np.asarray(depths, dtype=np.float64), rho_t, rho_d) if rho_t else None
+        reps[w] = np.array([int(r["repetitions"]) for r in rows], dtype=np.int64)
+        achieved[w] = np.array([float(r["achieved_precision"]) for r in rows])
+    if not rho_t:
+        return None
+    return CoSchedule(np.asarray(depths, dtype=np.float64), rho_t, rho_d, repetitions=reps,
+                      achieved_precision=achieved, precision=precision)
+
+
+def cosched_record(cell: CellSamples, measured: Measured) -> dict:
+    """One cell's record for the samples file and `co_schedule`: its ratios from every sample of
+    its (last) measurement, their intervals and precision, the runner jobs' order metadata, and
+    a ratio below 1 beyond its interval after the re-measurement (`below_one`, a warning)."""
+    rho_t, rho_d = cell.rho_target(), cell.rho_drafter()
+    cell_key = (cell.width, cell.depth)
+    record: dict = {
+        "kind": "cosched", "width": cell.width, "depth": cell.depth, "rho_target": rho_t.ratio,
+        "rho_target_interval": [rho_t.low, rho_t.high],
+        "rho_drafter": None if rho_d is None else rho_d.ratio,
+        "rho_drafter_interval": None if rho_d is None else [rho_d.low, rho_d.high],
+        "repetitions": cell.count, "achieved_precision": cell.achieved_precision(),
+        "jobs": [{k: r[k] for k in ("seed", "order", "width_order", "bursts", "repetitions", "warmup") if k in r}
+                 for r in cell.records],
+        "samples": {m: list(v) for m, v in cell.samples_us.items()},
+        "remeasured": cell_key in measured.remeasured}
+    first = next((c for c in measured.discarded if (c.width, c.depth) == cell_key), None)
+    if first is not None:
+        record["first_measurement"] = {m: list(v) for m, v in first.samples_us.items()}
+    below = [b for b in measured.below_one if (b.width, b.depth) == cell_key]
+    if below:
+        record["below_one"] = [{"ratio": b.ratio, "value": b.estimate.ratio, "low": b.estimate.low,
+                                "high": b.estimate.high} for b in below]
+    return record
 
 
 def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFile], plan: SweepPlan,
@@ -345,8 +378,8 @@ def measured(profile: DeviceProfile) -> str:
     depths = ", ".join(str(int(d)) for d in profile.target_costs.depths)
     parts = [", ".join(f"{label} w={width_ranges(t.widths())}" for label, t in tables)
              + f" at depths {depths} ({cells} cells)"]
-    cosched = [f"{name} w={width_ranges(sorted(d.cosched.rho_target))}" for name, d in profile.drafters.items()
-               if d.cosched is not None]
+    cosched = [f"{name} w={width_ranges(sorted(d.cosched.rho_target))}{cosched_precision(d.cosched)}"
+               for name, d in profile.drafters.items() if d.cosched is not None]
     if cosched:
         parts.append(f"co-scheduled {', '.join(cosched)}")
     counts = [int(n) for _, t in tables if t.repetitions is not None for row in t.repetitions.values() for n in row]
@@ -362,6 +395,19 @@ def measured(profile: DeviceProfile) -> str:
     return "; ".join(parts)
 
 
+def cosched_precision(cosched: CoSchedule) -> str:
+    """How many co-scheduling cells reached the precision, in words ('' when not recorded)."""
+    if cosched.repetitions is None or cosched.achieved_precision is None:
+        return ""
+    counts = [int(n) for row in cosched.repetitions.values() for n in row]
+    span = f"{min(counts)}..{max(counts)} repetitions" if min(counts) != max(counts) else f"{counts[0]} repetitions"
+    if cosched.precision is None:
+        return f" ({span} each side)"
+    achieved = [float(a) for row in cosched.achieved_precision.values() for a in row]
+    within = sum(a <= cosched.precision for a in achieved)
+    return f" ({within} of {len(achieved)} cells' ratios within ±{100 * cosched.precision:g}%, {span} each side)"
+
+
 def judged(run: ProfileRun) -> ProfileRun:
     """The run with its profile's `warnings` set to the unstable timings of its samples."""
     return replace(run, profile=replace(run.profile, warnings=tuple(stability_warnings(run.samples))))
@@ -370,16 +416,26 @@ def judged(run: ProfileRun) -> ProfileRun:
 def measure_cosched(device: Device, target: ModelFile, drafter: ModelFile, plan: SweepPlan,
                     pinned) -> tuple[CoSchedule, list[dict]]:
     """Co-scheduling ratios per target width and depth, both lanes pinned as native AS2D runs
-    them, and the runner's raw records (their samples go to the samples file)."""
-    job = {"mode": "cosched", "target": model_job(device, target, plan.placement.target),
-           "drafter": model_job(device, drafter, plan.placement.drafter),
-           "widths": list((plan.cosched_widths or {}).get(drafter.name) or plan.widths),
-           "depths": list(plan.depths), "warmup": plan.warmup, "repetitions": plan.repetitions}
-    results = pinned(device.run_job(job), "co-scheduling").results
-    ratios = co_schedule(results, plan.depths)
+    them, each cell measured until the profile's repetition rule stops it (core/cosched.py), and
+    one record per cell (its samples go to the samples file)."""
+    base = {"mode": "cosched", "target": model_job(device, target, plan.placement.target),
+            "drafter": model_job(device, drafter, plan.placement.drafter), "warmup": plan.warmup}
+    widths = (plan.cosched_widths or {}).get(drafter.name) or plan.widths
+
+    def measure(cells: Sequence[tuple[int, int]], repetitions: int, job: int) -> list[dict]:
+        # a new seed per job: another width order and other random tokens
+        doc = base | {"cells": [list(c) for c in cells], "repetitions": repetitions, "seed": 42 + job}
+        return [r for r in pinned(device.run_job(doc), "co-scheduling").results if r.get("kind") == "cosched"]
+
+    try:
+        measured = measure_to_rule(measure, [(w, d) for d in plan.depths for w in widths], plan.rule)
+    except ValueError as error:
+        raise SpecbenchError(f"drafter '{drafter.name}': {error}") from None
+    records = [cosched_record(cell, measured) for cell in measured.cells.values()]
+    ratios = co_schedule(records, plan.depths, plan.rule.precision)
     if ratios is None:
         raise SpecbenchError(f"the runner's cosched job returned no ratios for drafter '{drafter.name}'")
-    return ratios, [r for r in results if r.get("kind") == "cosched"]
+    return ratios, records
 
 
 def write_profile(path: Path, run: ProfileRun) -> None:

@@ -8,6 +8,7 @@ import copy
 import pytest
 
 from specbench.errors import SpecbenchError
+from specbench.schemas import profiles
 from specbench.schemas.fileio import Where
 from specbench.schemas.placement import Lane, device_label, device_of, pinning_problems, placement_from_dict, resolve
 from specbench.world.profiling import median_profile
@@ -59,7 +60,7 @@ def test_a_lane_that_ran_elsewhere_is_reported():
 
 
 def _profile_doc(ct1: float, rho: float, startup: float) -> dict:
-    return {"kind": "specbench.profile", "schema_version": 3, "device": {"name": "local"},
+    return {"kind": "specbench.profile", "schema_version": profiles.VERSION, "device": {"name": "local"},
             "placement": resolve("split", [0, 1]).as_dict(),
             "snapshot": {"before": {"t": ct1}, "after": {"t": ct1}},
             "target": {"model": {"name": "t"}, "costs": {"depths": [0], "seconds": {1: [ct1]}, "repetitions": {1: [5]}}},

@@ -76,7 +76,7 @@ def test_cosched_samples_are_judged_per_measurement(tmp_path):
 
 
 PROFILE = """kind: specbench.profile
-schema_version: 3
+schema_version: 4
 device: {name: host}
 placement: {name: shared, target: {processor: cpu, cpus: [0], threads: 1},
             drafter: {processor: cpu, cpus: [0], threads: 1}}
@@ -107,7 +107,8 @@ def test_manifests_carry_the_warnings_to_the_report_once(tmp_path):
     table = profile_warnings([replay, native, quiet])
     assert table.to_dict("records") == [{"device": "host@shared", "profile": "p.yaml", "model": "t", "table": "CT",
                                          "width": 2, "depth": 32, "median_s": 0.001, "spread_pct": 13.4,
-                                         "samples": 5, "precision": None, "achieved_precision": None}]
+                                         "samples": 5, "precision": None, "achieved_precision": None,
+                                         "ratio": None, "ratio_low": None, "ratio_high": None}]
     assert profile_warnings([quiet]).empty
 
 

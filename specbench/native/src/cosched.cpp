@@ -2,13 +2,19 @@
 // decodes) runs on its own thread and llama_context while the target runs width-w
 // forwards with logits for every row on the calling thread; each is also timed alone.
 // rho_target(w) = together / alone target forward time, rho_drafter(w) = together / alone
-// drafter step time (medians). Together, the target runs at least `repetitions` forwards,
-// and more until at least `repetitions` drafter steps ran entirely inside its timed span.
+// drafter step time (medians).
+//
+// Per depth every width is warmed up first, then the cells run in a seeded random width order
+// (recorded), each as ABBA rounds: one target forward alone (and drafter steps alone), two
+// together, one alone, so that drift over a cell hits both sides alike. The job takes a given
+// count; how many a cell needs (its ratio's interval against the profile's precision) is
+// decided by the caller from the raw samples (specbench/core/repetitions.py).
 #include "modes.h"
 #include "timing.h"
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -38,30 +44,43 @@ void run_cosched(JobObject & job) {
     const ModelSpec & drafter_spec = models.drafter.spec;
     std::vector<int> widths = job.get<std::vector<int>>("widths", {1, 2, 3, 4, 5, 6, 7, 8});
     std::vector<int> depths = job.get<std::vector<int>>("depths", {0});
+    const std::vector<std::vector<int>> cells_key = job.get<std::vector<std::vector<int>>>("cells", {});
     const int warmup = job.get<int>("warmup", 1);
     const int reps = job.get<int>("repetitions", 5);
-    const int drafter_alone_steps = job.get<int>("drafter_steps", 20);
+    const int steps_per_burst = job.get<int>("drafter_steps", 4);
     const int seed = job.get<int>("seed", 42);
     job.done();
-    if (reps < 5) throw JobError("job key 'repetitions' must be >= 5 (median and spread need them)");
-    if (warmup < 0 || drafter_alone_steps < 5) throw JobError("job keys 'warmup' >= 0 and 'drafter_steps' >= 5");
-    if (widths.empty() || depths.empty()) throw JobError("job keys 'widths' and 'depths' must not be empty");
-    int max_w = 1, max_d = 0;
-    for (int w : widths) {
-        if (w < 1) throw JobError("job key 'widths': every width must be >= 1");
-        max_w = std::max(max_w, w);
+    if (reps < 1) throw JobError("job key 'repetitions' must be >= 1 (target forwards per side and cell)");
+    if (warmup < 0 || steps_per_burst < 1) throw JobError("job keys 'warmup' >= 0 and 'drafter_steps' >= 1");
+    // depth -> its widths, in the order given (the grid, or `cells`)
+    std::map<int, std::vector<int>> plan;
+    if (!cells_key.empty()) {
+        for (const auto & c : cells_key) {
+            if (c.size() != 2) throw JobError("job key 'cells': every cell is [width, depth]");
+            plan[c[1]].push_back(c[0]);
+        }
+    } else {
+        if (widths.empty() || depths.empty()) throw JobError("job keys 'widths' and 'depths' must not be empty");
+        for (int d : depths) plan[d] = widths;
     }
-    for (int d : depths) {
+    int max_w = 1, max_d = 0;
+    for (const auto & [d, ws] : plan) {
         if (d < 0) throw JobError("job key 'depths': every depth must be >= 0");
         max_d = std::max(max_d, d);
+        for (int w : ws) {
+            if (w < 1) throw JobError("job key 'widths': every width must be >= 1");
+            max_w = std::max(max_w, w);
+        }
     }
     const int n_ctx = common.n_ctx > 0 ? common.n_ctx : (max_d + max_w + 8 + 255) / 256 * 256;
-    emit_event("start", {{"mode", "cosched"}, {"widths", widths}, {"depths", depths}});
+    std::vector<int> all_depths;
+    for (const auto & entry : plan) all_depths.push_back(entry.first);
+    emit_event("start", {{"mode", "cosched"}, {"depths", all_depths}, {"seed", seed}});
     auto target = load_model(target_spec, n_ctx, std::max(512, max_w), max_w);
     auto drafter = load_model(drafter_spec, n_ctx, 512, 1);
     std::mt19937 rng(seed);
 
-    for (int depth : depths) {
+    for (const auto & [depth, depth_widths] : plan) {
         target->clear();
         drafter->clear();
         if (depth > 0) {
@@ -69,54 +88,73 @@ void run_cosched(JobObject & job) {
             drafter->forward(random_tokens(rng, drafter->n_vocab(), depth), false);
         }
         const llama_token dtok = random_tokens(rng, drafter->n_vocab(), 1)[0];
-        for (int w : widths) {
-            const std::vector<llama_token> tokens = random_tokens(rng, target->n_vocab(), w);
-            auto target_forward = [&]() {
-                const int64_t us = target->forward(tokens, true);
-                target->rollback(depth);
-                return us;
-            };
-            // Alone.
-            std::vector<int64_t> t_alone, d_alone, t_together, d_together;
-            for (int i = 0; i < warmup; i++) target_forward();
-            for (int i = 0; i < reps; i++) t_alone.push_back(target_forward());
-            for (int i = 0; i < warmup; i++) drafter_step(*drafter, dtok, depth);
-            for (int i = 0; i < drafter_alone_steps; i++) d_alone.push_back(drafter_step(*drafter, dtok, depth));
+        std::map<int, std::vector<llama_token>> tokens;
+        for (int w : depth_widths) tokens[w] = random_tokens(rng, target->n_vocab(), w);
+        std::vector<int> order = depth_widths;
+        std::shuffle(order.begin(), order.end(), rng);
+        auto target_forward = [&](int w) {
+            const int64_t us = target->forward(tokens[w], true);
+            target->rollback(depth);
+            return us;
+        };
+        // Every width warmed up before any is timed: no cell is the first after the prefill.
+        for (int w : order) {
+            for (int i = 0; i < warmup; i++) target_forward(w);
+        }
+        for (int i = 0; i < warmup; i++) drafter_step(*drafter, dtok, depth);
 
-            // Together: the drafter loops until the target's timed forwards are done; only its
-            // steps that end inside the target's timed span count.
-            std::atomic<bool> running{false}, stop{false};
-            std::atomic<int64_t> span_start{INT64_MAX}, span_end{0};
-            std::atomic<int> in_span{0};
-            std::vector<std::pair<int64_t, int64_t>> steps;  // (end time, us)
-            std::exception_ptr error;
-            std::thread lane([&]() {
-                try {
-                    while (!stop.load()) {
-                        const int64_t us = drafter_step(*drafter, dtok, depth);
-                        const int64_t end = now_us();
-                        steps.emplace_back(end, us);
-                        if (end - us >= span_start.load()) in_span.fetch_add(1);
+        for (size_t position = 0; position < order.size(); position++) {
+            const int w = order[position];
+            std::vector<int64_t> t_alone, d_alone, t_together, d_together;
+            std::string bursts;
+
+            auto alone = [&]() {
+                t_alone.push_back(target_forward(w));
+                for (int i = 0; i < steps_per_burst; i++) d_alone.push_back(drafter_step(*drafter, dtok, depth));
+                bursts += 'A';
+            };
+            // Together: the drafter loops until the target's `n` timed forwards are done (and more
+            // until at least `n` drafter steps ran inside them); only steps inside the span count.
+            auto together = [&](int n, int untimed) {
+                std::atomic<bool> running{false}, stop{false};
+                std::atomic<int64_t> span_start{INT64_MAX};
+                std::atomic<int> in_span{0};
+                std::vector<std::pair<int64_t, int64_t>> steps;  // (end time, us)
+                std::exception_ptr error;
+                std::thread lane([&]() {
+                    try {
+                        while (!stop.load()) {
+                            const int64_t us = drafter_step(*drafter, dtok, depth);
+                            const int64_t end = now_us();
+                            steps.emplace_back(end, us);
+                            if (end - us >= span_start.load()) in_span.fetch_add(1);
+                            running.store(true);
+                        }
+                    } catch (...) {
+                        error = std::current_exception();
                         running.store(true);
                     }
-                } catch (...) {
-                    error = std::current_exception();
-                    running.store(true);
+                });
+                while (!running.load()) std::this_thread::yield();
+                for (int i = 0; i < untimed; i++) target_forward(w);
+                span_start.store(now_us());
+                for (int i = 0; i < n || (in_span.load() < n && i < 200 * n); i++) {
+                    t_together.push_back(target_forward(w));
+                    bursts += 'B';
                 }
-            });
-            while (!running.load()) std::this_thread::yield();
-            for (int i = 0; i < warmup; i++) target_forward();
-            span_start.store(now_us());
-            // At least `reps` target forwards, and more until `reps` drafter steps ran inside them.
-            for (int i = 0; i < reps || (in_span.load() < reps + 1 && i < 200 * reps); i++) {
-                t_together.push_back(target_forward());
-            }
-            span_end.store(now_us());
-            stop.store(true);
-            lane.join();
-            if (error) std::rethrow_exception(error);
-            for (const auto & s : steps) {
-                if (s.first - s.second >= span_start.load() && s.first <= span_end.load()) d_together.push_back(s.second);
+                const int64_t span_end = now_us();
+                stop.store(true);
+                lane.join();
+                if (error) std::rethrow_exception(error);
+                for (const auto & s : steps) {
+                    if (s.first - s.second >= span_start.load() && s.first <= span_end) d_together.push_back(s.second);
+                }
+            };
+            // ABBA rounds until `reps` alone; the last round of an odd count is AB.
+            for (int done = 0; done < reps; done += 2) {
+                alone();
+                together(reps - done >= 2 ? 2 : 1, done == 0 ? warmup : 0);
+                if (reps - done >= 2) alone();
             }
 
             const double ta = summarize(t_alone).median, tt = summarize(t_together).median;
@@ -134,6 +172,10 @@ void run_cosched(JobObject & job) {
                          {"drafter_threads", drafter_spec.threads},
                          {"warmup", warmup},
                          {"repetitions", reps},
+                         {"seed", seed},
+                         {"order", position},
+                         {"width_order", order},
+                         {"bursts", bursts},
                          {"spread", {{"target_alone", spread(t_alone)},
                                      {"target_together", spread(t_together)},
                                      {"drafter_alone", spread(d_alone)},
