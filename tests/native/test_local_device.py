@@ -154,7 +154,10 @@ def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     # the co-scheduling records keep their samples too, per width and depth measured
     cosched = [s for s in samples if s["kind"] == "cosched"]
     assert {(s["width"], s["depth"]) for s in cosched} == {(w, d) for w in plan.widths for d in plan.depths}
-    assert all(s["model_name"] == "near" and len(s["samples"]["target_alone_us"]) >= 5 for s in cosched)
+    assert all(s["model_name"] == "near" and len(s["samples"]["target_alone_us"]) == 5 for s in cosched)
+    # one runner job of the fixed count, its seeded width order recorded with the cell
+    assert all(len(s["jobs"]) == 1 and s["jobs"][0]["width_order"][s["jobs"][0]["order"]] == s["width"]
+               for s in cosched)
     # every stored warning is one of these samples' timings, judged by the same rule
     assert [w for w in profile.warnings] == stability_warnings(samples)
     # the placement is recorded, with each lane's CPU set as the kernel reported it back
@@ -163,6 +166,8 @@ def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     assert lanes["target"].read_back == (device.cpus()[0],) and lanes["drafter"].read_back == (device.cpus()[1],)
     cosched = profile.drafter("near").cosched  # measured at every profiled depth
     assert list(cosched.depths) == [0, 32] and all(len(v) == 2 for v in cosched.rho_target.values())
+    assert cosched.precision is None and all((n == 5).all() for n in cosched.repetitions.values())
+    assert set(cosched.achieved_precision) == set(cosched.rho_target)
 
 
 def test_trace_appends_per_window_and_resumes(device, models, tmp_path):

@@ -105,6 +105,28 @@ def test_a_precision_profile_records_counts_and_names_the_cells_short_of_it(devi
                                         f"{within} of 14 cells within ±0.0001% of their median (")
 
 
+def test_co_scheduling_ratios_take_the_profiles_rule_and_record_their_precision(device, models, tmp_path):
+    """docs/METHODS.md §4.3 Co-scheduling ratios: each cell's ratios measured until their bootstrap interval reaches
+    the precision or the maximum (here unreachable: every cell stops at the maximum, in two jobs)."""
+    target, near = models
+    placement = resolve("shared", device.cpus(), device.processors())
+    plan = SweepPlan((1, 2), (1,), (0,), placement, 5, cosched=True, all_rows=frozenset(), overheads=False,
+                     precision=1e-6, max_repetitions=7)
+    run = profile_device(device, target, [near], plan)
+    write_profile(tmp_path / "p.yaml", run)
+    cosched = load_profile(tmp_path / "p.yaml").drafter("near").cosched
+    assert cosched.precision == 1e-6 and set(cosched.rho_target) == {1, 2}
+    assert all((n == 7).all() for n in cosched.repetitions.values())
+    assert all((a > 1e-6).all() for a in cosched.achieved_precision.values())
+    records = [s for s in run.samples if s["kind"] == "cosched"]
+    for record in records:  # the minimum first, then the rest up to the maximum: every sample kept
+        assert [job["repetitions"] for job in record["jobs"]] == [5, 2]
+        assert len(record["samples"]["target_alone_us"]) == 7 and record["repetitions"] == 7
+        assert record["rho_target"] == cosched.rho_target[record["width"]][0]
+    assert "co-scheduled near w=1..2 (0 of 2 cells' ratios within ±0.0001%, 7 repetitions each side)" in \
+        measured(load_profile(tmp_path / "p.yaml"))
+
+
 def test_the_demos_profiles_measure_exactly_the_cells_its_replay_checks():
     """docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table: target widths up to W, k_max + 1 or B + 1;
     drafter widths up to 2 (SD), k_max (SpecASR, both tables) or 1 (AS2D); co-scheduled widths up to B + 1."""
