@@ -30,6 +30,8 @@ from specbench.schemas.placement import Placement, device_label
 from specbench.schemas.profiles import load_profile, profile_from_dict, save_profile
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.validation import (
+    OP_KEYS,
+    PRODUCER_KEYS,
     Attempted,
     BlockRecord,
     DecodeRecord,
@@ -153,15 +155,17 @@ def resolve_configs(configs: Sequence[MethodConfig], traces: dict[str, TraceFile
     return out
 
 
-def cell_plan(plan: ValidationPlan, placement: Placement, cosched: bool) -> SweepPlan:
+def cell_plan(plan: ValidationPlan, placement: Placement, full: bool) -> SweepPlan:
     """The cells the configurations use: the demo's rule (`app.demo.sweep_plan`) in this placement,
-    each cell measured as the validation asks (a fixed count, or to a precision); AS2D's overheads only
-    where an AS2D configuration is validated (no other method is charged them)."""
+    each cell measured as the validation asks (a fixed count, or to a precision), the co-scheduling
+    ratios of the AS2D configurations' drafters and widths included (a block's refreshes too: each
+    block replays with its own ratios); AS2D's overheads only in the `full` profile and only where an
+    AS2D configuration is validated (no other method is charged them)."""
     from specbench.app.demo import sweep_plan
 
     cells = sweep_plan(list(plan.configs), placement, plan.depths, plan.precision, plan.max_repetitions)
     as2d = any(isinstance(c, As2dConfig) for c in plan.configs)
-    return replace(cells, repetitions=plan.repetitions, cosched=cosched and as2d, overheads=cosched and as2d)
+    return replace(cells, repetitions=plan.repetitions, cosched=as2d, overheads=full and as2d)
 
 
 def manifest(plan: ValidationPlan) -> dict:
@@ -358,10 +362,12 @@ def probe_record(r: dict, base: dict) -> ProbeRecord:
 def decode_record(r: dict, slots: Sequence[str], base: dict) -> DecodeRecord:
     ok = r["kind"] == "decode"
     tokens = len(r["tokens"]) - 1 if ok else 0  # y[0] comes from the prefill, before the clock
-    ops = [{k: op[k] for k in ("model", "width", "depth", "us") if k in op} for op in r.get("ops", [])] if ok else []
+    ops = [{k: op[k] for k in OP_KEYS if k in op} for op in r.get("ops", [])] if ok else []
+    producer = r.get("producer") if ok else None
     return DecodeRecord(base["block"], base["attempt"], base["device"], base["group"], "ab"[int(r["sample"]) % 2],
                         int(r["slot"]), slots[int(r["slot"])], r["window_id"], tokens,
-                        float(r["decode_s"]) if ok else 0.0, ok, ops)
+                        float(r["decode_s"]) if ok else 0.0, ok, ops,
+                        None if producer is None else {k: producer[k] for k in PRODUCER_KEYS if k in producer})
 
 
 def block_drift(probes: Sequence[ProbeRecord]) -> tuple[float, str]:
@@ -383,7 +389,9 @@ def block_drift(probes: Sequence[ProbeRecord]) -> tuple[float, str]:
 
 
 def merged_profile(full: dict, refreshes: Sequence[dict]) -> dict:
-    """The full profile with every refreshed cost cell replaced by the mean of the refreshes."""
+    """The full profile with every refreshed cost cell and co-scheduling ratio replaced by the mean
+    of the refreshes (a ratio cell's count: the refreshes' together, its achieved precision: the
+    worse of theirs), and the refreshes' warnings beside the full profile's."""
     out = dict(full)
 
     def mean_table(table: dict, fresh: Sequence[dict]) -> dict:
@@ -403,10 +411,37 @@ def merged_profile(full: dict, refreshes: Sequence[dict]) -> dict:
         entry = entry | {"costs": mean_table(entry["costs"], [f["costs"] for f in fresh])}
         if "costs_all_rows" in entry and all("costs_all_rows" in f for f in fresh):
             entry["costs_all_rows"] = mean_table(entry["costs_all_rows"], [f["costs_all_rows"] for f in fresh])
+        if "cosched" in entry and all("cosched" in f for f in fresh):
+            entry["cosched"] = mean_ratios(entry["cosched"], [f["cosched"] for f in fresh])
         drafters.append(entry)
     out["drafters"] = drafters
-    out["notes"] = f"{full.get('notes', '')}; cost tables: the mean of a block's two refreshes"
+    warnings = [w for doc in (full, *refreshes) for w in doc.get("warnings", [])]
+    if warnings:
+        out["warnings"] = [w for i, w in enumerate(warnings) if w not in warnings[:i]]
+    fresh_ratios = any("cosched" in d for r in refreshes for d in r["drafters"])
+    out["notes"] = (f"{full.get('notes', '')}; cost tables{' and co-scheduling ratios' if fresh_ratios else ''}: "
+                    "the mean of a block's two refreshes")
     return out
+
+
+def mean_ratios(cosched: dict, fresh: Sequence[dict]) -> dict:
+    """A profile's `cosched` block with every width the refreshes measured replaced by their mean."""
+    if any(f["depths"] != cosched["depths"] for f in fresh):
+        raise SpecbenchError("a refresh measured co-scheduling ratios at other depths than the full profile")
+    ratios = dict(cosched["ratios"])
+    for width in fresh[0]["ratios"]:
+        cells = [f["ratios"][width] for f in fresh if width in f["ratios"]]
+        if len(cells) < len(fresh):
+            continue  # a width one refresh could not measure keeps the full profile's ratios
+        merged = {key: [sum(v) / len(v) for v in zip(*(c[key] for c in cells), strict=True)]
+                  for key in ("rho_target", "rho_drafter")}
+        if all("repetitions" in c for c in cells) and "repetitions" in next(iter(ratios.values())):
+            merged["repetitions"] = [sum(v) for v in zip(*(c["repetitions"] for c in cells), strict=True)]
+        if all("achieved_precision" in c for c in cells) and "achieved_precision" in next(iter(ratios.values())):
+            merged["achieved_precision"] = [max(v) for v in zip(*(c["achieved_precision"] for c in cells),
+                                                                 strict=True)]
+        ratios[width] = merged
+    return cosched | {"ratios": ratios}
 
 
 def cool_down(device: Device, start: dict, seconds: float) -> None:

@@ -36,7 +36,9 @@ from specbench.schemas.fileio import (
 KIND = "specbench.validation"
 # Format history (every change of shape bumps VERSION and adds a line; other versions are refused):
 # 1 = first version.
-VERSION = 1
+# 2 = a DecodeRecord's ops keep the runner's lane timestamps and AS2D's per-op fields (t_us,
+#     published, start, accepted, plan_us), and an AS2D decode keeps its `producer` timing record.
+VERSION = 2
 VERSIONS = (VERSION,)
 MANIFEST = "validation.json"
 
@@ -65,6 +67,14 @@ class BlockRecord:
     wall_s: float
 
 
+OP_KEYS = ("model", "width", "depth", "us", "t_us", "published", "start", "accepted", "plan_us")
+"""The keys of a runner op a DecodeRecord keeps (specbench/native/README.md, `decode`)."""
+PRODUCER_KEYS = ("step", "steps", "stop", "published", "publish_us", "publish_count", "publish_step",
+                 "step_start_us", "step_us", "started_us", "publish_cost_us")
+"""The keys of an AS2D decode's `producer` record a DecodeRecord keeps: its timing and the step that
+made each token (the tokens themselves are the trace's)."""
+
+
 @dataclass(frozen=True)
 class DecodeRecord:
     block: int
@@ -80,7 +90,12 @@ class DecodeRecord:
     decode_s: float
     lossless: bool
     ops: list[dict]
-    """The runner's op log: model, width, depth, us (and the rest it reports)."""
+    """The runner's op log, each op's OP_KEYS it reports: model, width, depth, us; for AS2D also
+    t_us (the forward's start on the decode clock), published, start, accepted, plan_us."""
+    producer: dict | None = None
+    """AS2D: the producer's timing record, its PRODUCER_KEYS (publication times, counts and steps,
+    each drafter step's start and end on the decode clock), so that the lanes' overlap and the
+    publication times can be recovered; None for the serial methods."""
 
 
 @dataclass(frozen=True)

@@ -86,8 +86,8 @@ class SweepPlan:
     cosched: bool = True
     """Measure co-scheduling ratios."""
     cosched_widths: Mapping[str, tuple[int, ...]] | None = None
-    """Per drafter name, the target widths co-scheduled with it (None, or a drafter not named:
-    every width of `widths`)."""
+    """Per drafter name, the target widths co-scheduled with it (None: every drafter at every width
+    of `widths`; a drafter not named is not co-scheduled: no AS2D configuration drafts with it)."""
     all_rows: frozenset[str] | None = None
     """Drafters that get the all-rows table (None: every drafter; only SpecASR reads it)."""
     overheads: bool = True
@@ -335,7 +335,7 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
             all_rows = cost_table(all_out.results, "drafter", drafter_widths(plan, drafter), plan.depths,
                                   f"{d_label} (all logit rows)", plan.rule)
         cosched = None
-        if plan.cosched:
+        if plan.cosched and (plan.cosched_widths is None or drafter.name in plan.cosched_widths):
             cosched, raw = measure_cosched(device, target, drafter, plan, pinned)
             samples += [r | {"model_name": drafter.name} for r in raw]
         drafter_lane = plan.placement.lanes()[1]
@@ -420,7 +420,7 @@ def measure_cosched(device: Device, target: ModelFile, drafter: ModelFile, plan:
     one record per cell (its samples go to the samples file)."""
     base = {"mode": "cosched", "target": model_job(device, target, plan.placement.target),
             "drafter": model_job(device, drafter, plan.placement.drafter), "warmup": plan.warmup}
-    widths = (plan.cosched_widths or {}).get(drafter.name) or plan.widths
+    widths = plan.widths if plan.cosched_widths is None else plan.cosched_widths[drafter.name]
 
     def measure(cells: Sequence[tuple[int, int]], repetitions: int, job: int) -> list[dict]:
         # a new seed per job: another width order and other random tokens

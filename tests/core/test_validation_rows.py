@@ -51,6 +51,28 @@ def test_block_profile_is_the_mean_of_its_refreshes():
     assert merged["drafters"][0]["cosched"] == {"kept": True}  # ratios come from the full profile
 
 
+def test_block_ratios_are_the_mean_of_its_refreshes():
+    def cosched(widths, reps=5, achieved=0.01):
+        return {"depths": [0, 64], "ratios": {w: {"rho_target": [1.0 + w, 1.2 + w], "rho_drafter": [1.5, 1.5],
+                                                  "repetitions": [reps, reps], "achieved_precision": [achieved] * 2}
+                                              for w in widths}}
+
+    def doc(ratios, warnings=()):
+        costs = {"depths": [0, 64], "seconds": {1: [1.0, 1.0]}}
+        return {"target": {"costs": costs}, "drafters": [{"name": "small", "costs": costs, "cosched": ratios}],
+                "notes": "n", "warnings": list(warnings)}
+
+    low = {"model": "small", "table": "cosched rho_target", "ratio": 0.9}
+    one, two = cosched([1, 2], 5, 0.01), cosched([1, 2], 7, 0.03)
+    two["ratios"][1]["rho_target"] = [4.0, 4.2]
+    merged = merged_profile(doc(cosched([1, 2, 3])), [doc(one, [low]), doc(two, [low])])
+    ratios = merged["drafters"][0]["cosched"]["ratios"]
+    assert ratios[1] == {"rho_target": [3.0, 3.2], "rho_drafter": [1.5, 1.5], "repetitions": [12, 12],
+                         "achieved_precision": [0.03, 0.03]}
+    assert ratios[3] == cosched([3])["ratios"][3]  # not refreshed: the full profile's
+    assert merged["warnings"] == [low] and "co-scheduling ratios: the mean" in merged["notes"]
+
+
 def test_block_drift_compares_every_probe_with_the_first_across_jobs():
     def probe(series, target, drafter):
         return ProbeRecord(0, 0, "d", series, "w", None, "small", target, drafter, -1, -1, [], 0)

@@ -1,0 +1,57 @@
+"""`specbench validate` of AS2D on this host (the tiny models, small caps): each block replays with the
+co-scheduling ratios its own refreshes measured, and the decode records keep what explains AS2D's error
+(the lanes' timestamps and the producer's publication record). No timing is asserted."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from specbench.cli import main
+from specbench.schemas.fileio import load_yaml
+from specbench.schemas.profiles import load_profile
+from specbench.schemas.validation import PRODUCER_KEYS, BlockRecord, DecodeRecord, load_records
+from specbench.schemas.windows import make_text_window, save_windows
+
+AS2D = "as2d[B=2,drafter=near]"
+
+
+def invoke(*args):
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    return result.exit_code, result.output
+
+
+def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_timestamps(runner, tiny, tmp_path):
+    windows = tmp_path / "windows.jsonl"
+    save_windows(windows, [make_text_window("w0", "hello the world", "Repeat this.", 6, "tiny", "dev")])
+    code, output = invoke("trace", windows, "--target", tiny.target, "--drafter", f"near={tiny.near}", "--k-max", 4,
+                          "--device", "local", "--out", tmp_path / "traces")
+    assert code == 0, output
+    code, output = invoke("validate", windows, "--traces", tmp_path / "traces", "--target", tiny.target,
+                          "--drafter", f"near={tiny.near}", "--method", "as2d:B=2", "--device", "local",
+                          "--placement", "shared", "--depths", "0,16", "--block-windows", 1, "--min-blocks", 1,
+                          "--max-blocks", 1, "--probe-threshold", 100000, "--max-voids", 0, "--cooldown", 0,
+                          "--out", tmp_path / "val")
+    assert code == 0, output
+    out = tmp_path / "val"
+    where = out / "profiles" / "shared-b000"
+    kept = [b.attempt for b in load_records(out, BlockRecord) if not b.voided]  # a busy host may void one
+    refreshes = [load_profile(where / f"refresh-{i}-a{kept[0]}.yaml").drafter("near").cosched for i in (1, 2)]
+    block = load_yaml(where / "profile.yaml")
+    ratios = block["drafters"][0]["cosched"]["ratios"]
+    assert sorted(ratios) == [1, 2, 3]  # AS2D B=2 verifies up to B + 1 tokens: the cells it prices
+    for width, cell in ratios.items():  # the block's own ratios: the mean of its two refreshes
+        for key in ("rho_target", "rho_drafter"):
+            mine = [getattr(r, key)[width] for r in refreshes]
+            assert cell[key] == [(a + b) / 2 for a, b in zip(*mine, strict=True)]
+        assert cell["repetitions"] == [10, 10]  # 5 per refresh and depth, both refreshes
+    assert "co-scheduling ratios: the mean of a block's two refreshes" in block["notes"]
+    decodes = [d for d in load_records(out, DecodeRecord) if d.config == AS2D and d.lossless and d.attempt == kept[0]]
+    assert decodes
+    for d in decodes:
+        targets = [op for op in d.ops if op["model"] == "target"]
+        assert targets and all({"t_us", "us", "published", "width", "depth"} <= set(op) for op in targets)
+        assert d.producer is not None and set(PRODUCER_KEYS) - {"step"} <= set(d.producer)
+        assert len(d.producer["publish_us"]) == len(d.producer["publish_count"]) == len(d.producer["publish_step"])
+        assert len(d.producer["step_start_us"]) == len(d.producer["step_us"])
+    serial = [d for d in load_records(out, DecodeRecord) if d.config == "target"]
+    assert serial and all(d.producer is None for d in serial)
