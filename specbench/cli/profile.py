@@ -34,7 +34,7 @@ from specbench.errors import SpecbenchError
                    "fraction of the median (0.02 = 2%), between --min-repetitions and --max-repetitions "
                    "(docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table).")
 @click.option("--min-repetitions", type=click.IntRange(MIN_REPETITIONS), default=MIN_REPETITIONS, show_default=True,
-              help="Timed forwards every cell takes (co-scheduling ratios take exactly this many).")
+              help="Timed forwards every cell takes (a co-scheduling cell: target forwards alone and together).")
 @click.option("--max-repetitions", type=click.IntRange(MIN_REPETITIONS, MAX_PRECISION_REPETITIONS),
               default=DEFAULT_MAX_REPETITIONS, show_default=True,
               help="Most timed forwards a cell takes chasing --precision; a cell that stops here short of it is "
@@ -63,9 +63,12 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
     median is known to --precision (between --min-repetitions and --max-repetitions; the
     cells not yet there go round in interleaved rounds), or --repetitions times; records
     the device state before and after, and co-scheduling ratios at each depth, all in one
-    --placement, each lane's threads pinned to its CPUs (read back and recorded). A timing
-    whose samples spread more than 10% of their median, and a cell that stopped at
-    --max-repetitions short of --precision, are warned about on stderr and kept in the
+    --placement, each lane's threads pinned to its CPUs (read back and recorded). A
+    co-scheduling cell alternates the lanes alone and together (ABBA) and takes the same rule:
+    until the bootstrap interval of each ratio is within --precision, or --max-repetitions. A
+    timing whose samples spread more than 10% of their median, a cell that stopped at
+    --max-repetitions short of --precision, and a co-scheduling ratio below 1 beyond its
+    interval after a second measurement are warned about on stderr and kept in the
     profile's `warnings`, which `specbench report` shows. Phones
     (serials from `specbench devices`) get the runner and models
     pushed to /data/local/tmp/specbench, jobs pinned to --cores and a cool-down between jobs.
