@@ -442,10 +442,10 @@ def warnings_from_doc(doc: object, where: Where) -> tuple[StabilityWarning, ...]
         if ratio[0] is not None and not 0 < ratio[1] <= ratio[2] < 1:
             raise w_where.at("ratio_high").fail("0 < ratio_low <= ratio_high < 1 (a ratio below 1 beyond its "
                                                 "interval)", ratio[1:])
+        value, low, high = (None if v is None else float(v) for v in ratio)
         out.append(StabilityWarning(**fields, precision=None if precision is None else float(precision),
                                     achieved_precision=None if achieved is None else float(achieved),
-                                    **{k: None if v is None else float(v)
-                                       for k, v in zip(ratio_keys, ratio, strict=True)}))
+                                    ratio=value, ratio_low=low, ratio_high=high))
     return tuple(out)
 
 

@@ -239,8 +239,8 @@ def test_profile_prints_the_warnings_it_stores(study):
 
 
 def noisy_profile(study, path, noisy):
-    """The study's profile judged again on its own samples made quiet (every sample the median),
-    but for target width 3 at depth 32 when `noisy` (one sample 1.5 x the median)."""
+    """The study's profile judged again on its own samples made quiet (every sample the median, no
+    co-scheduling ratio below 1), but for target width 3 at depth 32 when `noisy` (one sample 1.5 x the median)."""
     samples = [json.loads(line) for line in samples_path(study["profile"]).read_text().splitlines()]
     for record in samples:
         if record["kind"] == "forward":
@@ -249,6 +249,7 @@ def noisy_profile(study, path, noisy):
             record["samples_us"] = [median] * 4 + [median * (1.5 if loud else 1)]
         else:
             record["samples"] = {k: [float(np.median(v))] * len(v) for k, v in record["samples"].items() if v}
+            record.pop("below_one", None)
     write_profile(path, judged(ProfileRun(load_profile(study["profile"]), samples)))
     return path
 

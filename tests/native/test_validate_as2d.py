@@ -1,6 +1,8 @@
-"""`specbench validate` of AS2D on this host (the tiny models, small caps): each block replays with the
-co-scheduling ratios its own refreshes measured, and the decode records keep what explains AS2D's error
-(the lanes' timestamps and the producer's publication record). No timing is asserted."""
+"""`specbench validate` of AS2D on this host (SmolLM2-135M Q4_1 drafting for itself, small caps: a forward
+lasts milliseconds, so its co-scheduling ratios are ratios of real work, where a tiny model's 50 µs forward
+fits between preemptions): each block replays with the co-scheduling ratios its own refreshes measured, and
+the decode records keep what explains AS2D's error (the lanes' timestamps and the producer's publication
+record). No timing is asserted."""
 
 from __future__ import annotations
 
@@ -20,14 +22,16 @@ def invoke(*args):
     return result.exit_code, result.output
 
 
-def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_timestamps(runner, tiny, tmp_path):
+def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_timestamps(runner, demo_model_path,
+                                                                                          tmp_path):
+    model = demo_model_path("smollm2-135m")
     windows = tmp_path / "windows.jsonl"
-    save_windows(windows, [make_text_window("w0", "hello the world", "Repeat this.", 6, "tiny", "dev")])
-    code, output = invoke("trace", windows, "--target", tiny.target, "--drafter", f"near={tiny.near}", "--k-max", 4,
+    save_windows(windows, [make_text_window("w0", "hello the world", "Repeat this.", 6, "demo", "dev")])
+    code, output = invoke("trace", windows, "--target", model, "--drafter", f"near={model}", "--k-max", 4,
                           "--device", "local", "--out", tmp_path / "traces")
     assert code == 0, output
-    code, output = invoke("validate", windows, "--traces", tmp_path / "traces", "--target", tiny.target,
-                          "--drafter", f"near={tiny.near}", "--method", "as2d:B=2", "--device", "local",
+    code, output = invoke("validate", windows, "--traces", tmp_path / "traces", "--target", model,
+                          "--drafter", f"near={model}", "--method", "as2d:B=2", "--device", "local",
                           "--placement", "shared", "--depths", "0,16", "--block-windows", 1, "--min-blocks", 1,
                           "--max-blocks", 1, "--probe-threshold", 100000, "--max-voids", 0, "--cooldown", 0,
                           "--out", tmp_path / "val")
