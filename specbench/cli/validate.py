@@ -80,10 +80,10 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
     """Does replay predict what DEVICE measures? Replay against native runs, in blocks.
 
     Each block (one shard of WINDOWS, one placement): a refresh of the profile's cost
-    cells (and of AS2D's co-scheduling ratios), two native runs Na and Nb of every configuration (a random order, Nb reversed,
-    each configuration beside a target-only decode of its own), another refresh. Replay
-    prices the block from the mean of its refreshes. Reference probes run before and
-    after every window and refresh; a block whose probes moved more than
+    cells (and of AS2D's co-scheduling ratios), two native runs Na and Nb of every
+    configuration (a random order, Nb reversed, each configuration beside a target-only
+    decode of its own), another refresh. Replay prices the block from the mean of its
+    refreshes. Reference probes run before and after every window and refresh; a block whose probes moved more than
     --probe-threshold is voided and redone. Blocks repeat until every bias interval is
     within --halfwidth or --max-blocks is spent.
 
