@@ -21,6 +21,7 @@ co-scheduling ratios: a lookup runs between the target's forwards, never beside 
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -232,7 +233,8 @@ def co_schedule(results: Sequence[dict], depths: Sequence[int], precision: float
         rho_t[w] = np.array([float(r["rho_target"]) for r in rows])
         rho_d[w] = np.array([float(r["rho_drafter"]) for r in rows])
         reps[w] = np.array([int(r["repetitions"]) for r in rows], dtype=np.int64)
-        achieved[w] = np.array([float(r["achieved_precision"]) for r in rows])
+        achieved[w] = np.array([math.inf if r["achieved_precision"] is None else float(r["achieved_precision"])
+                                for r in rows])
     if not rho_t:
         return None
     return CoSchedule(np.asarray(depths, dtype=np.float64), rho_t, rho_d, repetitions=reps,
@@ -243,14 +245,15 @@ def cosched_record(cell: CellSamples, measured: Measured) -> dict:
     """One cell's record for the samples file and `co_schedule`: its ratios from every sample of
     its (last) measurement, their intervals and precision, the runner jobs' order metadata, and
     a ratio below 1 beyond its interval after the re-measurement (`below_one`, a warning)."""
-    rho_t, rho_d = cell.rho_target(), cell.rho_drafter()
+    rho_t, rho_d, achieved = cell.rho_target(), cell.rho_drafter(), cell.achieved_precision()
     cell_key = (cell.width, cell.depth)
     record: dict = {
         "kind": "cosched", "width": cell.width, "depth": cell.depth, "rho_target": rho_t.ratio,
         "rho_target_interval": [rho_t.low, rho_t.high],
         "rho_drafter": None if rho_d is None else rho_d.ratio,
         "rho_drafter_interval": None if rho_d is None else [rho_d.low, rho_d.high],
-        "repetitions": cell.count, "achieved_precision": cell.achieved_precision(),
+        # None: no interval (no drafter step inside a together span); JSON has no infinity
+        "repetitions": cell.count, "achieved_precision": achieved if math.isfinite(achieved) else None,
         "jobs": [{k: r[k] for k in ("seed", "order", "width_order", "bursts", "repetitions", "warmup") if k in r}
                  for r in cell.records],
         "samples": {m: list(v) for m, v in cell.samples_us.items()},

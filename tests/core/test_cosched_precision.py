@@ -11,6 +11,7 @@ import numpy as np
 
 from specbench.core.cosched import CellSamples, measure_to_rule, ratio_of_medians
 from specbench.core.repetitions import RepetitionRule
+from specbench.schemas.fileio import dumps_line
 from specbench.schemas.profiles import load_profile, profile_to_dict, save_profile, stability_warnings
 from specbench.world.profiling import co_schedule, cosched_record
 from tests.helpers import make_profile
@@ -100,6 +101,21 @@ def test_a_ratio_below_one_is_measured_again_then_warned_about_and_kept_in_the_p
     assert profile_to_dict(loaded) == profile_to_dict(profile)
     assert [w for w in loaded.warnings if w.ratio is not None] == [low]
     assert loaded.drafters["drafter"].cosched.precision == 0.02
+
+
+def test_a_cell_without_a_drafter_ratio_runs_to_the_maximum_and_is_written_without_an_interval(tmp_path):
+    class NoDrafterInside(Samples):
+        def __call__(self, cells, repetitions, job):
+            return [r | {"samples": r["samples"] | {"drafter_together_us": []}}
+                    for r in super().__call__(cells, repetitions, job)]
+
+    measured = measure_to_rule(NoDrafterInside({(1, 0): 1.2}, 0.0), [(1, 0)], RepetitionRule(5, 9, 0.02))
+    cell = measured.cells[(1, 0)]
+    assert cell.count == 9 and cell.rho_drafter() is None and cell.achieved_precision() == float("inf")
+    record = cosched_record(cell, measured)
+    assert record["achieved_precision"] is None and record["rho_drafter"] is None
+    assert dumps_line(record)  # the samples file takes it (JSON has no infinity)
+    assert co_schedule([record], (0,)) is None  # a width without a drafter ratio is not measured
 
 
 def test_cell_samples_accumulate_over_jobs():
