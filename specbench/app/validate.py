@@ -3,14 +3,15 @@ replay predict the device?)
 
 Once per placement a full profile of the cells the configurations use; then blocks. A
 block, on one window shard and one placement: a probe, a refresh of the cost tables (and of
-the AS2D configurations' co-scheduling ratios), a probe; per drafter group (in a random order) one decode job running every window twice,
-`Na` in a random order of the group's configurations and `Nb` reversed, each configuration
-beside a target-only decode of its own, probes before the first window and after each;
-a probe, a second refresh, a probe. Replay prices the block with the full profile whose
-cost tables and ratios are the mean of the two refreshes (linear drift between them cancels). A block
-whose probes moved more than the threshold is voided, and redone after a cool-down, at
-most `max_voids` times. Blocks cycle through the shards until every bias interval is as
-narrow as asked, or the block budget is spent.
+the AS2D configurations' co-scheduling ratios), a probe; per drafter group (in a random
+order) one decode job running every window twice, `Na` in a random order of the group's
+configurations and `Nb` reversed, each configuration beside a target-only decode of its
+own, probes before the first window and after each; a probe, a second refresh, a probe.
+Replay prices the block with the full profile whose cost tables and ratios are the mean of
+the two refreshes (linear drift between them cancels). A block whose probes moved more
+than the threshold is voided, and redone after a cool-down, at most `max_voids` times.
+Blocks cycle through the shards until every bias interval is as narrow as asked, or the
+block budget is spent.
 """
 
 from __future__ import annotations
