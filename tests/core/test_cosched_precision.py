@@ -13,8 +13,9 @@ from specbench.core.cosched import CellSamples, measure_to_rule, ratio_of_median
 from specbench.core.repetitions import RepetitionRule
 from specbench.schemas.fileio import dumps_line
 from specbench.schemas.profiles import load_profile, profile_to_dict, save_profile, stability_warnings
+from specbench.schemas.results import ProfileInput, profile_warnings
 from specbench.world.profiling import co_schedule, cosched_record
-from tests.helpers import make_profile
+from tests.helpers import make_profile, results_manifest
 
 
 class Samples:
@@ -101,6 +102,11 @@ def test_a_ratio_below_one_is_measured_again_then_warned_about_and_kept_in_the_p
     assert profile_to_dict(loaded) == profile_to_dict(profile)
     assert [w for w in loaded.warnings if w.ratio is not None] == [low]
     assert loaded.drafters["drafter"].cosched.precision == 0.02
+    # a run carries it into its manifest, and the report's profile warnings show it with its interval
+    manifest = results_manifest(device="host@shared", placement_profile=ProfileInput("p.yaml", "a", warnings=(low,)))
+    row = profile_warnings([manifest]).to_dict("records")[0]
+    assert (row["table"], row["ratio"], row["ratio_low"], row["ratio_high"]) == \
+        ("cosched rho_target", low.ratio, low.ratio_low, low.ratio_high)
 
 
 def test_a_cell_without_a_drafter_ratio_runs_to_the_maximum_and_is_written_without_an_interval(tmp_path):
