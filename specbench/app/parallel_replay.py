@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 from collections.abc import Iterator, Mapping, Sequence
 
 import pandas as pd
@@ -38,13 +39,20 @@ def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], pro
             done = ((i, _run(task)) for i, (task, _) in enumerate(tasks))
             _collect(done, frames, tasks, len(windows), progress)
         else:
-            with mp.get_context("fork").Pool(workers) as pool:
+            with mp.get_context("fork").Pool(workers, initializer=_default_terminate) as pool:
                 order = sorted(range(len(tasks)), key=lambda i: -_weight(*tasks[i]))
                 done = pool.imap_unordered(_indexed, [(i, tasks[i][0]) for i in order])
                 _collect(done, frames, tasks, len(windows), progress)
     finally:
         _STUDY = None
     return study_rows(frames, cost_fit)
+
+
+def _default_terminate() -> None:
+    """A worker dies at SIGTERM, as `Pool.terminate` expects: the CLI's handler (SIGTERM raises
+    KeyboardInterrupt) is inherited through fork, and a worker interrupted while it holds the task
+    queue's lock leaves the others waiting for it forever."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _weight(task: Task, size: int) -> int:
