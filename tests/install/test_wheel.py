@@ -80,9 +80,9 @@ def test_the_wheel_declares_the_optional_extras_and_runs_as_a_module(installed):
     with zipfile.ZipFile(wheel) as archive:
         metadata = archive.read(next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))).decode()
     extras = {line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Provides-Extra:")}
-    assert extras == {"adb", "audio", "plots", "ray", "all", "test"}
+    assert extras == {"adb", "audio", "plots", "ray", "hf", "all", "test"}
     requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
-    for library, extra in (("adbutils", "adb"), ("soundfile", "audio"), ("matplotlib", "plots")):
+    for library, extra in (("adbutils", "adb"), ("soundfile", "audio"), ("matplotlib", "plots"), ("datasets", "hf")):
         (line,) = [r for r in requires if r.startswith(library)]  # one requirement, only under its extra
         assert line.endswith(f'extra == "{extra}"'), line
     help_text = sh([bin_dir / "python", "-m", "specbench", "--help"], work, env)
