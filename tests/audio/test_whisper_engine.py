@@ -124,3 +124,17 @@ def test_sweep_times_the_encoder_per_window_and_the_decoder_per_width_and_depth(
     assert cells == {(1, 0), (4, 0), (1, 32), (4, 32)}
     out = audio_run_job({**job, "depths": [445]})  # past Whisper's 448 text positions
     assert out.returncode != 0 and "448" in out.error["error"]
+
+
+def test_cosched_and_probe_run_whisper_decoders(audio_run_job):
+    tiny = cached("whisper-tiny.en")
+    lane = {"path": tiny, "threads": 1}
+    out = audio_run_job({"mode": "cosched", "target": lane, "drafter": lane,
+                         "widths": [1, 4], "depths": [0], "warmup": 0, "repetitions": 5, "drafter_steps": 5})
+    assert out.returncode == 0, out.error or out.stderr[-2000:]
+    assert [(r["width"], r["depth"]) for r in out.results] == [(1, 0), (4, 0)]
+    out = audio_run_job({"mode": "probe", "target": {"path": tiny}, "drafter": {"path": tiny},
+                         "probe": {"repetitions": 5}})
+    assert out.returncode == 0, out.error or out.stderr[-2000:]
+    [probe] = out.results
+    assert len(probe["target_samples_us"]) == 5 and len(probe["drafter_samples_us"]) == 5
