@@ -55,7 +55,10 @@ def test_every_method_decodes_jfk_losslessly(audio_run_job, jfk, drafter):
         methods.append({"name": "specasr", "k_max": 8, "tau": 0.5})
     out = decode(audio_run_job, cached("whisper-base"), cached(drafter), methods, jfk)
     assert out.returncode == 0, out.error or out.stderr[-2000:]
-    assert {e["engine"] for e in out.events if e.get("event") == "loaded"} == {"whisper.cpp"}
+    loaded = {e["model"]: e for e in out.events if e.get("event") == "loaded"}
+    assert {e["engine"] for e in loaded.values()} == {"whisper.cpp"}
+    assert 72_500_000 < loaded["target"]["n_params"] < 72_700_000  # Whisper base: 72.6 M parameters
+    assert 0 < loaded["target"]["size_bytes"] < Path(loaded["target"]["path"]).stat().st_size
     by_method = {r["method"]["name"]: r for r in out.results if r["kind"] == "decode"}
     assert set(by_method) == {m["name"] for m in methods}
     target = by_method["target"]

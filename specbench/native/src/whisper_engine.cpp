@@ -5,9 +5,42 @@
 #include "engine.h"
 #include "whisper.h"
 
+#include "ggml.h"
+
 #include <algorithm>
+#include <cstdio>
+#include <tuple>
+#include <utility>
 
 namespace {
+
+// Parameters and weight bytes of a whisper.cpp ggml file (what llama_model_n_params / llama_model_size report
+// for a GGUF): the tensors after the header, the mel filters and the vocabulary, in whisper.cpp's loader's
+// order. {-1, -1} when the file does not parse.
+std::pair<int64_t, int64_t> count_weights(const std::string & path) {
+    FILE * f = std::fopen(path.c_str(), "rb");
+    if (!f) return {-1, -1};
+    auto i32 = [&](int32_t & v) { return std::fread(&v, 4, 1, f) == 1; };
+    int64_t n_params = 0, bytes = 0;
+    int32_t v = 0, n_mel = 0, n_fft = 0, n_vocab = 0;
+    bool ok = std::fseek(f, 4 + 11 * 4, SEEK_SET) == 0 && i32(n_mel) && i32(n_fft) &&
+              std::fseek(f, (long) n_mel * n_fft * 4, SEEK_CUR) == 0 && i32(n_vocab);
+    for (int32_t i = 0; ok && i < n_vocab; i++) ok = i32(v) && std::fseek(f, v, SEEK_CUR) == 0;
+    while (ok) {
+        int32_t n_dims = 0, name_len = 0, ttype = 0;
+        if (!i32(n_dims)) break;  // end of file: every tensor read
+        ok = i32(name_len) && i32(ttype) && n_dims >= 1 && n_dims <= 4 && ttype >= 0 && ttype < GGML_TYPE_COUNT;
+        int64_t ne[4] = {1, 1, 1, 1};
+        for (int d = 0; ok && d < n_dims; d++) ok = i32(v) && (ne[d] = v) > 0;
+        if (!ok) break;
+        const int64_t size = (int64_t) ggml_row_size((ggml_type) ttype, ne[0]) * ne[1] * ne[2] * ne[3];
+        n_params += ne[0] * ne[1] * ne[2] * ne[3];
+        bytes += size;
+        ok = std::fseek(f, name_len + size, SEEK_CUR) == 0;
+    }
+    std::fclose(f);
+    return ok ? std::make_pair(n_params, bytes) : std::make_pair<int64_t, int64_t>(-1, -1);
+}
 
 class WhisperModel : public Model {
   public:
@@ -41,6 +74,7 @@ class WhisperModel : public Model {
         n_ctx_ = whisper_n_text_ctx(ctx_);
         n_batch_ = n_ctx_;
         max_outputs_ = std::min(max_outputs, n_ctx_);
+        std::tie(n_params_, size_bytes_) = count_weights(spec.path);
     }
     ~WhisperModel() override {
         whisper_free_state(state_);
@@ -57,6 +91,8 @@ class WhisperModel : public Model {
                                  (whisper_is_multilingual(ctx_) ? "" : ".en")},
                     {"n_vocab", n_vocab_},
                     {"n_vocab_model", stride_},
+                    {"n_params", n_params_},
+                    {"size_bytes", size_bytes_},
                     {"n_audio_ctx", whisper_n_audio_ctx(ctx_)},
                     {"n_ctx", n_ctx_},
                     {"threads", spec_.threads},
@@ -165,6 +201,8 @@ class WhisperModel : public Model {
     whisper_token eot_ = 0;
     int stride_ = 0;  // the model's vocabulary: the logits buffer's row length
     int last_n_ = 0;  // rows of the last forward
+    int64_t n_params_ = -1;    // tensors' elements in the file (-1: it did not parse)
+    int64_t size_bytes_ = -1;  // their bytes
 };
 
 }  // namespace
