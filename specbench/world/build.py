@@ -334,7 +334,8 @@ def dry_run(req: BuildRequest, whisper: bool = False) -> str:
         return (f"cmake -S {WHISPER_NATIVE} -B build " + " ".join(flags)
                 + f"\ncmake --build build --target {' '.join(WHISPER_TOOLS)} -j{req.jobs}")
     _, flags = flag_set(req)
-    return (f"cmake -S {NATIVE} -B build " + " ".join(flags + ["-DLLAMA_CPP_DIR=<cache>/src/llama.cpp-…"])
+    return (f"cmake -S {NATIVE} -B build " + " ".join(flags + ["-DLLAMA_CPP_DIR=<cache>/src/llama.cpp-…",
+                                                               "-DWHISPER_CPP_DIR=<cache>/src/whisper.cpp-…"])
             + f"\ncmake --build build --target {TARGET} -j{req.jobs}")
 
 
@@ -401,13 +402,18 @@ def build(req: BuildRequest, dest: Path | None = None, cache: Path | None = None
     abi, flags = flag_set(req)
     check_tools(req)
     llama_dir, commit = extract_source(fetch_sdist(cache, log), cache, log)
+    whisper_dir, edits = whisper_source(cache, log), whisper_edits_sha256()
+    sources = [f"-DLLAMA_CPP_DIR={llama_dir}", f"-DSPECBENCH_LLAMA_COMMIT={commit}",
+               f"-DWHISPER_CPP_DIR={whisper_dir}", f"-DSPECBENCH_WHISPER_VERSION={WHISPER_VERSION}",
+               f"-DSPECBENCH_WHISPER_EDITS={edits}"]
+    # The key stays (commit, flags): whisper.cpp is one source file of the runner, rebuilt by the build tool
+    # when its edits change; the sources' identity is configured into the binary and its manifest.
     bdir = cache / "build" / f"{abi}-{commit[:10]}-{build_key(commit, flags)}"
     with locked(cache / "build" / f"{bdir.name}.lock"):
         sync_tree(NATIVE, bdir / "native")
-        if not (bdir / "obj" / "CMakeCache.txt").exists():
+        if not configured(bdir / "obj" / "CMakeCache.txt", sources):
             gen = ["-G", "Ninja"] if shutil.which("ninja") else []
-            run(["cmake", "-S", str(bdir / "native"), "-B", str(bdir / "obj"), *gen, *flags,
-                 f"-DLLAMA_CPP_DIR={llama_dir}", f"-DSPECBENCH_LLAMA_COMMIT={commit}"], log)
+            run(["cmake", "-S", str(bdir / "native"), "-B", str(bdir / "obj"), *gen, *flags, *sources], log)
         t0 = time.time()
         run(["cmake", "--build", str(bdir / "obj"), "--target", TARGET, f"-j{req.jobs}"], log)
         log(f"build step took {time.time() - t0:.1f} s")
@@ -415,14 +421,29 @@ def build(req: BuildRequest, dest: Path | None = None, cache: Path | None = None
     return install(built, (dest or default_dest()) / abi, commit, flags, log)
 
 
+def configured(cache_file: Path, sources: list[str]) -> bool:
+    """Whether a build dir's CMakeCache.txt holds every `-DNAME=VALUE` of `sources` (else configure again)."""
+    if not cache_file.exists():
+        return False
+    lines = set(cache_file.read_text().splitlines())
+    for d in sources:
+        name, value = d[2:].split("=", 1)
+        if not any(line.startswith(name + ":") and line.split("=", 1)[1] == value for line in lines):
+            return False
+    return True
+
+
 def install(built: Path, out_dir: Path, commit: str, flags: list[str], log: Log = stderr_log) -> Path:
     """Copy the runner to out_dir with its manifest.json; untouched when nothing changed."""
     manifest = {
         "sha256": file_sha256(built),
         "llama_cpp_commit": commit,
+        "whisper_cpp_version": WHISPER_VERSION,
+        "whisper_cpp_edits_sha256": whisper_edits_sha256(),
         "flags": flags,
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(built.stat().st_mtime)),
-        "source": f"{LLAMA_SDIST.name}=={LLAMA_SDIST.version} sdist sha256 {LLAMA_SDIST.sha256}",
+        "source": f"{LLAMA_SDIST.name}=={LLAMA_SDIST.version} sdist sha256 {LLAMA_SDIST.sha256}; "
+                  f"{WHISPER_SDIST.name}=={WHISPER_SDIST.version} sdist sha256 {WHISPER_SDIST.sha256}",
     }
     return install_files([built], out_dir, "manifest.json", manifest, log)[0]
 

@@ -49,6 +49,19 @@ def test_default_build_uses_the_avx2_baseline_not_native():
     assert "-DBUILD_SHARED_LIBS=OFF" in out and "-DCMAKE_BUILD_TYPE=Release" in out and "-j2" in out
 
 
+def test_the_runner_build_compiles_the_edited_whisper_source(tmp_path):
+    out = build_runner("--dry-run").stdout
+    assert "-DLLAMA_CPP_DIR=" in out and "-DWHISPER_CPP_DIR=" in out
+    cache = tmp_path / "CMakeCache.txt"
+    sources = ["-DWHISPER_CPP_DIR=/c/src/whisper.cpp-1", f"-DSPECBENCH_WHISPER_EDITS={build.whisper_edits_sha256()}"]
+    assert not build.configured(cache, sources)  # no build dir yet
+    cache.write_text(f"WHISPER_CPP_DIR:PATH=/c/src/whisper.cpp-1\nSPECBENCH_WHISPER_EDITS:STRING={'0' * 64}\n")
+    assert not build.configured(cache, sources)  # other edits: configure again
+    cache.write_text(f"WHISPER_CPP_DIR:PATH=/c/src/whisper.cpp-1\n"
+                     f"SPECBENCH_WHISPER_EDITS:STRING={build.whisper_edits_sha256()}\n")
+    assert build.configured(cache, sources)
+
+
 def test_the_whisper_build_uses_the_runners_ggml_flags_and_its_own_project():
     out = build_runner("--whisper", "--dry-run").stdout
     if "x86_64" not in subprocess.run(["uname", "-m"], capture_output=True, text=True).stdout:

@@ -14,27 +14,9 @@
 #include "mtmd.h"
 #endif
 
-#ifdef SPECBENCH_WITH_MTMD
-
 namespace {
 
-std::string g_mtmd_error;  // the last error line libmtmd logged (it reports failures only there)
-ggml_log_level g_mtmd_level = GGML_LOG_LEVEL_INFO;
-
-void mtmd_log(ggml_log_level level, const char * text, void *) {
-    if (level != GGML_LOG_LEVEL_CONT) g_mtmd_level = level;
-    if (g_mtmd_level >= GGML_LOG_LEVEL_WARN) std::fputs(text, stderr);
-    if (g_mtmd_level == GGML_LOG_LEVEL_ERROR) {
-        // One line: the first line of the message, without the "function: error: " prefix.
-        std::string line = text;
-        line = line.substr(0, line.find('\n'));
-        const size_t at = line.find("error: ");
-        if (at != std::string::npos) line = line.substr(at + 7);
-        while (!line.empty() && line.back() == ' ') line.pop_back();
-        if (!line.empty() && line.rfind("hint:", 0) != 0) g_mtmd_error = line;
-    }
-}
-
+// A window's samples: 16 kHz mono, raw little-endian f32 or s16.
 std::vector<float> read_samples(const Window & w) {
     std::ifstream f(w.audio_path, std::ios::binary);
     if (!f) {
@@ -62,11 +44,62 @@ std::vector<float> read_samples(const Window & w) {
     return pcm;
 }
 
+
+// Whisper's encoder hears one 30 s window (whisper.cpp pads shorter audio and would drop the rest).
+constexpr int kWhisperWindowSamples = 30 * 16000;
+
+// A whisper.cpp model hears each window through its own encoder: the samples go with the window,
+// the decoder prompt is the model's task prompt (the window's prompt text is not used).
+void attach_whisper(Model & m, std::vector<Window> & windows, bool drafter) {
+    for (Window & w : windows) {
+        if (!w.is_audio()) {
+            throw JobError("window '" + w.id + "' has no audio, but the " + m.role() + " " + m.path() +
+                               " is a whisper.cpp model, which transcribes audio windows only",
+                           "give the window an \"audio\" object, or pass a GGUF model for text windows");
+        }
+        if (!w.pcm) {  // read once per window: the target's and the drafter's encoders hear the same samples
+            auto samples = std::make_shared<std::vector<float>>(read_samples(w));
+            if ((int64_t) samples->size() > kWhisperWindowSamples) {
+                char secs[32];
+                std::snprintf(secs, sizeof secs, "%.2f", samples->size() / 16000.0);
+                throw JobError("window '" + w.id + "': audio " + w.audio_path + " lasts " + secs +
+                                   " s, longer than Whisper's 30 s window",
+                               "split the audio into windows of at most 30 s");
+            }
+            w.pcm = std::move(samples);
+        }
+        (drafter ? w.drafter_prompt : w.prompt) = m.audio_prompt();
+    }
+}
+
+}  // namespace
+
+#ifdef SPECBENCH_WITH_MTMD
+
+namespace {
+
+std::string g_mtmd_error;  // the last error line libmtmd logged (it reports failures only there)
+ggml_log_level g_mtmd_level = GGML_LOG_LEVEL_INFO;
+
+void mtmd_log(ggml_log_level level, const char * text, void *) {
+    if (level != GGML_LOG_LEVEL_CONT) g_mtmd_level = level;
+    if (g_mtmd_level >= GGML_LOG_LEVEL_WARN) std::fputs(text, stderr);
+    if (g_mtmd_level == GGML_LOG_LEVEL_ERROR) {
+        // One line: the first line of the message, without the "function: error: " prefix.
+        std::string line = text;
+        line = line.substr(0, line.find('\n'));
+        const size_t at = line.find("error: ");
+        if (at != std::string::npos) line = line.substr(at + 7);
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        if (!line.empty() && line.rfind("hint:", 0) != 0) g_mtmd_error = line;
+    }
+}
+
 }  // namespace
 
 class MediaFrontEnd {
   public:
-    MediaFrontEnd(const Model & m, const std::string & mmproj) {
+    MediaFrontEnd(const LlamaModel & m, const std::string & mmproj) {
         std::ifstream probe(mmproj, std::ios::binary);
         if (!probe) {
             throw JobError("the " + m.role() + "'s mmproj file " + mmproj + " cannot be read (" +
@@ -122,7 +155,7 @@ struct MediaPrompt {
 
 namespace {
 
-std::shared_ptr<MediaPrompt> tokenize_audio(const Model & m, const Window & w, const std::vector<float> & pcm,
+std::shared_ptr<MediaPrompt> tokenize_audio(const LlamaModel & m, const Window & w, const std::vector<float> & pcm,
                                             const std::string & text) {
     const std::string marker = mtmd_default_marker();
     const size_t at = text.find(marker);
@@ -157,7 +190,7 @@ std::shared_ptr<MediaPrompt> tokenize_audio(const Model & m, const Window & w, c
 
 // Text chunks go through Model::forward (the same positions as every other forward);
 // audio chunks through the helper (encode, then decode the embeddings, 1-D M-RoPE positions).
-void eval_chunks(Model & m, const MediaPrompt & p, size_t from, size_t to) {
+void eval_chunks(LlamaModel & m, const MediaPrompt & p, size_t from, size_t to) {
     const size_t n = mtmd_input_chunks_size(p.chunks);
     for (size_t i = from; i < to; i++) {
         const mtmd_input_chunk * c = mtmd_input_chunks_get(p.chunks, i);
@@ -196,7 +229,8 @@ const MediaPrompt & prompt_of(const Window & w, bool drafter) {
 
 }  // namespace
 
-void attach_audio(Model & m, std::vector<Window> & windows, bool drafter, int extra, bool resize) {
+void media_attach(Model & model, std::vector<Window> & windows, bool drafter, int extra, bool resize) {
+    LlamaModel & m = static_cast<LlamaModel &>(model);  // format() is gguf: hears_audio() is false
     bool any = false;
     for (const Window & w : windows) any |= w.is_audio();
     if (!any) return;
@@ -228,7 +262,8 @@ void attach_audio(Model & m, std::vector<Window> & windows, bool drafter, int ex
     }
 }
 
-PrefillPart prefill_background(Model & m, const Window & w, bool drafter) {
+PrefillPart media_prefill_background(Model & model, const Window & w, bool drafter) {
+    LlamaModel & m = static_cast<LlamaModel &>(model);
     m.clear();
     PrefillPart part;
     if (!w.is_audio()) return part;
@@ -239,7 +274,8 @@ PrefillPart prefill_background(Model & m, const Window & w, bool drafter) {
     return part;
 }
 
-int64_t prefill_instruction(Model & m, const Window & w, bool drafter) {
+int64_t media_prefill_instruction(Model & model, const Window & w, bool drafter) {
+    LlamaModel & m = static_cast<LlamaModel &>(model);
     if (!w.is_audio()) return m.forward(drafter ? w.drafter_prompt : w.prompt, false);
     const MediaPrompt & p = prompt_of(w, drafter);
     const int64_t t0 = now_us();
@@ -257,7 +293,7 @@ int media_tokens(const Window & w, bool drafter) {
 class MediaFrontEnd {};
 struct MediaPrompt {};
 
-void attach_audio(Model &, std::vector<Window> & windows, bool, int, bool) {
+void media_attach(Model &, std::vector<Window> & windows, bool, int, bool) {
     for (const Window & w : windows) {
         if (w.is_audio()) {
             throw JobError("window '" + w.id + "' has audio, but this runner was built without libmtmd",
@@ -266,15 +302,36 @@ void attach_audio(Model &, std::vector<Window> & windows, bool, int, bool) {
     }
 }
 
-PrefillPart prefill_background(Model & m, const Window &, bool) {
+PrefillPart media_prefill_background(Model & m, const Window &, bool) {
     m.clear();
     return PrefillPart{};
 }
 
-int64_t prefill_instruction(Model & m, const Window & w, bool drafter) {
+int64_t media_prefill_instruction(Model & m, const Window & w, bool drafter) {
     return m.forward(drafter ? w.drafter_prompt : w.prompt, false);
 }
 
 int media_tokens(const Window &, bool) { return 0; }
 
 #endif
+
+void attach_audio(Model & m, std::vector<Window> & windows, bool drafter, int extra, bool resize) {
+    if (m.hears_audio()) {
+        attach_whisper(m, windows, drafter);
+    } else {
+        media_attach(m, windows, drafter, extra, resize);
+    }
+}
+
+PrefillPart prefill_background(Model & m, const Window & w, bool drafter) {
+    if (!m.hears_audio()) return media_prefill_background(m, w, drafter);
+    m.clear();
+    PrefillPart part;
+    part.audio_us = m.encode_audio(*w.pcm);  // mel spectrogram + encoder: the window's audio prefill
+    return part;
+}
+
+int64_t prefill_instruction(Model & m, const Window & w, bool drafter) {
+    if (!m.hears_audio()) return media_prefill_instruction(m, w, drafter);
+    return m.forward(drafter ? w.drafter_prompt : w.prompt, false);  // the task prompt after the audio
+}

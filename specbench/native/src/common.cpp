@@ -119,7 +119,7 @@ int verify_round(Model & target, std::vector<llama_token> & y, const std::vector
 }
 
 std::unique_ptr<Model> load_model(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs) {
-    auto m = std::make_unique<Model>(spec, n_ctx, n_batch, max_outputs);
+    auto m = open_model(spec, n_ctx, n_batch, max_outputs);
     emit_event("loaded", m->describe());
     return m;
 }
@@ -127,6 +127,7 @@ std::unique_ptr<Model> load_model(const ModelSpec & spec, int n_ctx, int n_batch
 LoadedModels load_models(const JobModels & job, std::vector<Window> & windows, const ModelLoad & load,
                          bool with_drafter) {
     const bool sized = job.common.n_ctx == 0;  // contexts sized from the windows
+    if (with_drafter) require_same_format(job.target, job.drafter.spec);  // told by magic, before loading
     LoadedModels m;
     m.target = load_model(job.target, sized ? size_context(windows, load.target_extra, false) : job.common.n_ctx, 512,
                           load.target_outputs);

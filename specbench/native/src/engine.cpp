@@ -2,6 +2,7 @@
 
 #include "ggml-backend.h"
 #include "ggml.h"
+#include "whisper.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -108,6 +109,7 @@ json pinning_report() {
 void install_log_filter(bool verbose) {
     g_verbose = verbose;
     llama_log_set(log_filter, nullptr);
+    whisper_log_set(log_filter, nullptr);
 }
 
 int64_t now_us() { return ggml_time_us(); }
@@ -125,11 +127,47 @@ ModelSpec parse_model_spec(JobObject obj, const std::string & role, int default_
     return spec;
 }
 
-Model::Model(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs)
-    : spec_(spec), n_batch_(n_batch), max_outputs_(std::min(max_outputs, n_batch)), n_ctx_(n_ctx) {
-    if (!file_exists(spec.path)) {
-        throw JobError(spec.role + " model file not found: " + spec.path,
+ModelFormat model_format(const std::string & path, const std::string & role) {
+    if (!file_exists(path)) {
+        throw JobError(role + " model file not found: " + path,
                        "check the path; demo models come from specbench.world.models.demo_model()");
+    }
+    char magic[4] = {0, 0, 0, 0};
+    FILE * f = std::fopen(path.c_str(), "rb");
+    const size_t n = f ? std::fread(magic, 1, 4, f) : 0;
+    if (f) std::fclose(f);
+    if (n == 4 && std::memcmp(magic, "GGUF", 4) == 0) return ModelFormat::gguf;
+    if (n == 4 && std::memcmp(magic, "lmgg", 4) == 0) return ModelFormat::whisper;  // 0x67676d6c little-endian
+    throw JobError("the " + role + " model " + path + " is neither a GGUF file nor a whisper.cpp ggml file (magic '" +
+                       std::string(magic, n) + "')",
+                   "pass a llama.cpp GGUF or a whisper.cpp model (specbench.world.models.demo_model)");
+}
+
+const char * format_name(ModelFormat f) { return f == ModelFormat::gguf ? "GGUF (llama.cpp)" : "whisper.cpp ggml"; }
+
+void require_same_format(const ModelSpec & target, const ModelSpec & drafter) {
+    const ModelFormat t = model_format(target.path, target.role), d = model_format(drafter.path, drafter.role);
+    if (t != d) {
+        throw JobError(std::string("the drafter ") + drafter.path + " is a " + format_name(d) + " model but the target " +
+                           target.path + " is a " + format_name(t) + " model",
+                       "pair a whisper.cpp drafter with a whisper.cpp target and a GGUF drafter with a GGUF target");
+    }
+}
+
+std::unique_ptr<Model> open_model(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs) {
+    if (model_format(spec.path, spec.role) == ModelFormat::whisper) return open_whisper_model(spec, n_ctx, max_outputs);
+    return std::make_unique<LlamaModel>(spec, n_ctx, n_batch, max_outputs);
+}
+
+int64_t Model::encode_audio(const std::vector<float> &) {
+    throw JobError("internal: the " + spec_.role + " (" + spec_.path + ") does not encode audio itself");
+}
+
+LlamaModel::LlamaModel(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs)
+    : Model(spec, n_ctx, n_batch, max_outputs) {
+    if (model_format(spec.path, spec.role) != ModelFormat::gguf) {
+        throw JobError("the " + spec.role + " model " + spec.path + " is a whisper.cpp ggml file where a GGUF (llama.cpp) "
+                       "model is expected", "this job runs llama.cpp models only");
     }
     // Pinning needs an explicit device list: n_gpu_layers = 0 alone still uses a GPU in the list.
     std::vector<ggml_backend_dev_t> devices;
@@ -166,7 +204,7 @@ Model::Model(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs)
     batch_ = llama_batch_init(n_batch, 0, 1);
 }
 
-void Model::create_context(int n_ctx) {
+void LlamaModel::create_context(int n_ctx) {
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t) n_ctx;
     cp.n_batch = (uint32_t) n_batch_;
@@ -185,21 +223,21 @@ void Model::create_context(int n_ctx) {
     n_ctx_ = (int) llama_n_ctx(ctx_);
 }
 
-void Model::resize_context(int n_ctx) {
+void LlamaModel::resize_context(int n_ctx) {
     if (ctx_) llama_free(ctx_);
     ctx_ = nullptr;
     kv_len_ = 0;
     create_context(n_ctx);
 }
 
-Model::~Model() {
+LlamaModel::~LlamaModel() {
     media_.reset();  // the mtmd context refers to the model
     llama_batch_free(batch_);
     if (ctx_) llama_free(ctx_);
     if (model_) llama_model_free(model_);
 }
 
-json Model::describe() const {
+json LlamaModel::describe() const {
     char desc[256];
     llama_model_desc(model_, desc, sizeof desc);
     json j = json{{"model", spec_.role},   {"path", spec_.path},        {"desc", desc},
@@ -211,7 +249,7 @@ json Model::describe() const {
 }
 
 // Rows i >= first_out get logits (0: all rows, n - 1: the last only).
-void Model::decode_chunk(const llama_token * tokens, int n, int first_out) {
+void LlamaModel::decode_chunk(const llama_token * tokens, int n, int first_out) {
     batch_.n_tokens = n;
     for (int i = 0; i < n; i++) {
         batch_.token[i] = tokens[i];
@@ -229,7 +267,7 @@ void Model::decode_chunk(const llama_token * tokens, int n, int first_out) {
     kv_len_ += n;
 }
 
-int Model::check_fits(int n, bool one_batch) const {
+int LlamaModel::check_fits(int n, bool one_batch) const {
     if (kv_len_ + n > n_ctx_) {
         throw JobError(spec_.role + " context full: " + std::to_string(kv_len_) + " + " + std::to_string(n) +
                            " tokens > n_ctx " + std::to_string(n_ctx_),
@@ -244,7 +282,7 @@ int Model::check_fits(int n, bool one_batch) const {
     return batch;
 }
 
-int64_t Model::forward(const llama_token * tokens, int n, bool all_logits) {
+int64_t LlamaModel::forward(const llama_token * tokens, int n, bool all_logits) {
     if (n <= 0) throw JobError("internal: empty forward for the " + spec_.role);
     const int batch = check_fits(n, all_logits);
     if (all_logits && n > max_outputs_) {
@@ -261,7 +299,7 @@ int64_t Model::forward(const llama_token * tokens, int n, bool all_logits) {
     return now_us() - t0;
 }
 
-int64_t Model::forward_last(const llama_token * tokens, int n, int n_out) {
+int64_t LlamaModel::forward_last(const llama_token * tokens, int n, int n_out) {
     if (n <= 0 || n_out < 1 || n_out > n) throw JobError("internal: bad forward_last for the " + spec_.role);
     if (n_out > max_outputs_) {
         throw JobError("internal: " + std::to_string(n_out) + " logit rows exceed max_outputs " +
@@ -275,36 +313,40 @@ int64_t Model::forward_last(const llama_token * tokens, int n, int n_out) {
     return now_us() - t0;
 }
 
+const float * LlamaModel::logits(int row) const {
+    const float * l = llama_get_logits_ith(ctx_, row);
+    if (l == nullptr) throw JobError("internal: no logits for row " + std::to_string(row));
+    return l;
+}
+
 llama_token Model::argmax(int row) const {
     // No softmax here: this runs inside timed decode loops (262k logits for Gemma).
-    const float * logits = llama_get_logits_ith(ctx_, row);
-    if (logits == nullptr) throw JobError("internal: no logits for row " + std::to_string(row));
+    const float * l = logits(row);
     int best = 0;
     for (int i = 1; i < n_vocab_; i++) {
-        if (logits[i] > logits[best]) best = i;  // strict: ties keep the lowest id
+        if (l[i] > l[best]) best = i;  // strict: ties keep the lowest id
     }
     return best;
 }
 
 Top1 Model::top1(int row) const {
-    const float * logits = llama_get_logits_ith(ctx_, row);
-    if (logits == nullptr) throw JobError("internal: no logits for row " + std::to_string(row));
+    const float * l = logits(row);
     int best = 0;
     float second = -INFINITY;
     for (int i = 1; i < n_vocab_; i++) {
-        if (logits[i] > logits[best]) {  // strict: ties keep the lowest id
-            second = logits[best];
+        if (l[i] > l[best]) {  // strict: ties keep the lowest id
+            second = l[best];
             best = i;
-        } else if (logits[i] > second) {
-            second = logits[i];
+        } else if (l[i] > second) {
+            second = l[i];
         }
     }
     double sum = 0.0;
-    for (int i = 0; i < n_vocab_; i++) sum += std::exp((double) logits[i] - logits[best]);
-    return Top1{best, 1.0 / sum, logits[best] - second};
+    for (int i = 0; i < n_vocab_; i++) sum += std::exp((double) l[i] - l[best]);
+    return Top1{best, 1.0 / sum, l[best] - second};
 }
 
-void Model::rollback(int keep) {
+void LlamaModel::rollback(int keep) {
     if (keep >= kv_len_) return;
     if (!llama_memory_seq_rm(llama_get_memory(ctx_), 0, keep, -1)) {
         throw JobError("internal: the " + spec_.role + " KV cache refused a rollback to " + std::to_string(keep));
@@ -312,12 +354,12 @@ void Model::rollback(int keep) {
     kv_len_ = keep;
 }
 
-void Model::clear() {
+void LlamaModel::clear() {
     llama_memory_clear(llama_get_memory(ctx_), true);
     kv_len_ = 0;
 }
 
-std::string Model::piece(llama_token t, bool special) const {
+std::string LlamaModel::piece(llama_token t, bool special) const {
     char buf[256];
     int n = llama_token_to_piece(vocab_, t, buf, sizeof buf, 0, special);
     if (n >= 0) return std::string(buf, n);
@@ -332,7 +374,7 @@ std::string Model::detokenize(const std::vector<llama_token> & tokens, bool spec
     return out;
 }
 
-std::vector<llama_token> Model::tokenize(const std::string & text, bool parse_special) const {
+std::vector<llama_token> LlamaModel::tokenize(const std::string & text, bool parse_special) const {
     std::vector<llama_token> out(text.size() + 8);
     int n = llama_tokenize(vocab_, text.data(), (int32_t) text.size(), out.data(), (int32_t) out.size(), false,
                            parse_special);
@@ -355,21 +397,21 @@ void Model::build_byte_tokens() const {
     }
 }
 
-llama_token Model::end_token() const {
+llama_token LlamaModel::end_token() const {
     const llama_token eot = llama_vocab_eot(vocab_);
     return eot >= 0 ? eot : llama_vocab_eos(vocab_);
 }
 
 std::string vocab_difference(const Model & target, const Model & drafter) {
-    const int nt = target.n_vocab(), nd = drafter.n_vocab();
+    const int nt = target.vocab_size(), nd = drafter.vocab_size();
     std::string why;
     if (std::abs(nt - nd) > 128) {
         why = "vocabulary sizes " + std::to_string(nt) + " and " + std::to_string(nd);
-    } else if (llama_vocab_type(target.vocab()) != llama_vocab_type(drafter.vocab())) {
+    } else if (target.vocab_kind() != drafter.vocab_kind()) {
         why = "vocabulary types differ";
     } else {
         for (int id = 5; id < std::min(nt, nd); id++) {
-            if (std::string(llama_vocab_get_text(target.vocab(), id)) != llama_vocab_get_text(drafter.vocab(), id)) {
+            if (target.token_text(id) != drafter.token_text(id)) {
                 why = "token " + std::to_string(id) + " differs";
                 break;
             }

@@ -1,10 +1,11 @@
-// One model + one context, and the few operations the modes need: timed forwards with
-// logits for every row, greedy top-1 with its softmax probability, KV rollback.
+// The engine interface: one model + one context, and the few operations the modes need: timed
+// forwards with logits for every row, greedy top-1 with its softmax probability, KV rollback.
 #pragma once
 
 #include "llama.h"
 #include "protocol.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -13,7 +14,7 @@
 // Which model a job names, and how to run it.
 struct ModelSpec {
     std::string role;    // "target" | "drafter": the name used in errors and op logs
-    std::string path;    // GGUF file
+    std::string path;    // GGUF file (llama.cpp) or whisper.cpp ggml file
     int threads = 0;     // 0: the job's "threads"
     std::string device;  // "cpu" or a ggml device name such as "GPUOpenCL"
     std::string mmproj;  // audio projector GGUF (libmtmd), for audio windows; "" if none
@@ -39,12 +40,21 @@ struct Top1 {
     float margin;  // logit of `token` minus the runner-up's: near-tie diagnostics
 };
 
+// Which engine runs a model file, told by its magic before anything loads.
+enum class ModelFormat {
+    gguf,     // "GGUF": llama.cpp
+    whisper,  // "ggml" (0x67676d6c little-endian): whisper.cpp
+};
+// The format of `path` (JobError naming the role and file when it is missing or neither).
+ModelFormat model_format(const std::string & path, const std::string & role);
+const char * format_name(ModelFormat f);  // "GGUF (llama.cpp)" | "whisper.cpp ggml"
+
+// One model + its context behind the few operations the modes need: timed forwards with logits
+// for every row or the last, greedy top-1, KV rollback, the vocabulary. Two engines implement it
+// (LlamaModel in engine.cpp, WhisperModel in whisper_engine.cpp); the modes see only this.
 class Model {
   public:
-    // n_batch: widest single graph (prefill is chunked to it); max_outputs: most rows with
-    // logits in one forward (the logits buffer is max_outputs x n_vocab floats).
-    Model(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs);
-    ~Model();
+    virtual ~Model() = default;
     Model(const Model &) = delete;
     Model & operator=(const Model &) = delete;
 
@@ -53,19 +63,21 @@ class Model {
     const std::string & mmproj() const { return spec_.mmproj; }
     int threads() const { return spec_.threads; }
     const std::string & device() const { return spec_.device; }
+    // Tokens argmax/top1 choose among: the whole vocabulary (llama.cpp), the text tokens and
+    // <|endoftext|> (whisper.cpp, as its greedy decoding does).
     int n_vocab() const { return n_vocab_; }
     int kv_len() const { return kv_len_; }
     int n_ctx() const { return n_ctx_; }
     int n_batch() const { return n_batch_; }
     int max_outputs() const { return max_outputs_; }
-    bool is_eog(llama_token t) const { return llama_vocab_is_eog(vocab_, t); }
-    const llama_vocab * vocab() const { return vocab_; }
-    json describe() const;
+    virtual ModelFormat format() const = 0;
+    virtual bool is_eog(llama_token t) const = 0;
+    virtual json describe() const = 0;
 
     // Appends `n` tokens at positions kv_len().. and returns the synchronized wall time in
     // microseconds. all_logits: keep the logits of every row (a verification); otherwise
     // only the last row. Wider than n_batch is allowed only without all_logits (prefill).
-    int64_t forward(const llama_token * tokens, int n, bool all_logits);
+    virtual int64_t forward(const llama_token * tokens, int n, bool all_logits) = 0;
     // Pins the calling thread to this model's lane (forward() and forward_last() do it).
     void pin() const { pin_lane(spec_.role, spec_.cpus, spec_.threads); }
     int64_t forward(const std::vector<llama_token> & tokens, bool all_logits) {
@@ -73,7 +85,7 @@ class Model {
     }
     // Logits for the last `n_out` rows only (a recycling ingest needs the tail's rows).
     // Rows keep their batch index: top1(n - n_out) .. top1(n - 1).
-    int64_t forward_last(const llama_token * tokens, int n, int n_out);
+    virtual int64_t forward_last(const llama_token * tokens, int n, int n_out) = 0;
     int64_t forward_last(const std::vector<llama_token> & tokens, int n_out) {
         return forward_last(tokens.data(), (int) tokens.size(), n_out);
     }
@@ -86,27 +98,82 @@ class Model {
     Top1 top1(int row) const;
 
     // A new, empty context of n_ctx positions (same threads and batch sizes).
-    void resize_context(int n_ctx);
+    virtual void resize_context(int n_ctx) = 0;
+    virtual void rollback(int keep) = 0;  // drop KV positions >= keep
+    virtual void clear() = 0;             // empty KV
 
-    void rollback(int keep);  // drop KV positions >= keep
+    // Audio the model hears itself (whisper.cpp: its encoder), not through libmtmd.
+    virtual bool hears_audio() const { return false; }
+    // The decoder prompt after the audio (whisper.cpp's task tokens); empty for llama.cpp.
+    virtual std::vector<llama_token> audio_prompt() const { return {}; }
+    // Encodes 16 kHz mono samples (at most 30 s) as the window's audio prefill; the synchronized time in µs.
+    virtual int64_t encode_audio(const std::vector<float> & pcm);
+
+    // Text of one token (special tokens rendered only when `special`), and the tokenizer.
+    virtual std::string piece(llama_token t, bool special) const = 0;
+    std::string detokenize(const std::vector<llama_token> & tokens, bool special) const;
+    virtual std::vector<llama_token> tokenize(const std::string & text, bool parse_special) const = 0;
+    // The token that ends a turn (EOT when the vocabulary has one, else EOS).
+    virtual llama_token end_token() const = 0;
+    // The vocabulary's identity for vocab_difference(): its kind, its size, and each token's text.
+    virtual std::string vocab_kind() const = 0;
+    virtual int vocab_size() const = 0;
+    virtual std::string token_text(llama_token t) const = 0;
+    // A token whose text is exactly byte b, or -1 (build_byte_tokens() first, once, before
+    // any thread reads it).
+    void build_byte_tokens() const;
+    llama_token byte_token(unsigned char b) const { return byte_tokens_.empty() ? -1 : byte_tokens_[b]; }
+
+  protected:
+    Model(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs)
+        : spec_(spec), n_batch_(n_batch), max_outputs_(std::min(max_outputs, n_batch)), n_ctx_(n_ctx) {}
+    // Logits of output row `row` of the last forward (-1: the last row); never null.
+    virtual const float * logits(int row) const = 0;
+
+    ModelSpec spec_;
+    int n_vocab_ = 0;
+    int n_batch_ = 0;
+    int max_outputs_ = 0;
+    int n_ctx_ = 0;
+    int kv_len_ = 0;
+    int64_t last_forward_start_us_ = 0;
+    mutable std::vector<llama_token> byte_tokens_;
+};
+
+// A llama.cpp model (GGUF) and its context.
+class LlamaModel : public Model {
+  public:
+    // n_batch: widest single graph (prefill is chunked to it); max_outputs: most rows with
+    // logits in one forward (the logits buffer is max_outputs x n_vocab floats).
+    LlamaModel(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs);
+    ~LlamaModel() override;
+
+    ModelFormat format() const override { return ModelFormat::gguf; }
+    bool is_eog(llama_token t) const override { return llama_vocab_is_eog(vocab_, t); }
+    json describe() const override;
+    int64_t forward(const llama_token * tokens, int n, bool all_logits) override;
+    using Model::forward;
+    int64_t forward_last(const llama_token * tokens, int n, int n_out) override;
+    using Model::forward_last;
+    void resize_context(int n_ctx) override;
+    void rollback(int keep) override;
+    void clear() override;
+    std::string piece(llama_token t, bool special) const override;
+    std::vector<llama_token> tokenize(const std::string & text, bool parse_special) const override;
+    llama_token end_token() const override;
+    std::string vocab_kind() const override { return "llama.cpp type " + std::to_string(llama_vocab_type(vocab_)); }
+    int vocab_size() const override { return n_vocab_; }
+    std::string token_text(llama_token t) const override { return llama_vocab_get_text(vocab_, t); }
+
     // For the audio prefill (audio.cpp), which decodes embeddings through libmtmd.
     llama_model * raw_model() const { return model_; }
     llama_context * raw_context() const { return ctx_; }
     void set_kv_len(int n) { kv_len_ = n; }
     MediaFrontEnd * media() const { return media_.get(); }
     void set_media(std::shared_ptr<MediaFrontEnd> media) { media_ = std::move(media); }
-    void clear();             // empty KV
 
-    // Text of one token (special tokens rendered only when `special`), and the tokenizer.
-    std::string piece(llama_token t, bool special) const;
-    std::string detokenize(const std::vector<llama_token> & tokens, bool special) const;
-    std::vector<llama_token> tokenize(const std::string & text, bool parse_special) const;
-    // The token that ends a turn (EOT when the vocabulary has one, else EOS).
-    llama_token end_token() const;
-    // A token whose text is exactly byte b, or -1 (build_byte_tokens() first, once, before
-    // any thread reads it).
-    void build_byte_tokens() const;
-    llama_token byte_token(unsigned char b) const { return byte_tokens_.empty() ? -1 : byte_tokens_[b]; }
+  protected:
+    const float * logits(int row) const override;
 
   private:
     void decode_chunk(const llama_token * tokens, int n, int first_out);
@@ -115,20 +182,19 @@ class Model {
     // (all or several logit rows), one batch: llama.cpp caps the batch at n_ctx.
     int check_fits(int n, bool one_batch) const;
 
-    ModelSpec spec_;
     llama_model * model_ = nullptr;
     llama_context * ctx_ = nullptr;
     const llama_vocab * vocab_ = nullptr;
     llama_batch batch_{};
-    int n_vocab_ = 0;
-    int n_batch_ = 0;
-    int max_outputs_ = 0;
-    int n_ctx_ = 0;
-    int kv_len_ = 0;
-    int64_t last_forward_start_us_ = 0;
-    mutable std::vector<llama_token> byte_tokens_;
     std::shared_ptr<MediaFrontEnd> media_;  // freed before the model (declared last)
 };
+
+// A whisper.cpp model (whisper_engine.cpp): its decoder's context is the model's 448 text positions.
+std::unique_ptr<Model> open_whisper_model(const ModelSpec & spec, int n_ctx, int max_outputs);
+// The engine for `spec`'s file (told by its magic): LlamaModel or the whisper.cpp one.
+std::unique_ptr<Model> open_model(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs);
+// JobError unless the two models run on the same engine (a Whisper drafter for a GGUF target, or the reverse).
+void require_same_format(const ModelSpec & target, const ModelSpec & drafter);
 
 // Same-vocabulary check (the rule llama.cpp's speculative example applies): same vocab
 // type, token counts within 128 and identical token text from id 5 up. Returns "" when

@@ -12,6 +12,10 @@
 #include <iterator>
 #include <map>
 
+#ifndef SPECBENCH_WHISPER_VERSION
+#define SPECBENCH_WHISPER_VERSION "unknown"
+#define SPECBENCH_WHISPER_EDITS "unknown"
+#endif
 #ifndef SPECBENCH_LLAMA_COMMIT
 #define SPECBENCH_LLAMA_COMMIT "unknown"
 #endif
@@ -52,6 +56,8 @@ json runner_info() {
                 {"version", RUNNER_VERSION},
                 {"protocol", PROTOCOL_VERSION},
                 {"llama_cpp_commit", SPECBENCH_LLAMA_COMMIT},
+                {"whisper_cpp_version", SPECBENCH_WHISPER_VERSION},
+                {"whisper_cpp_edits_sha256", SPECBENCH_WHISPER_EDITS},
                 {"modes", mode_names()},
                 {"methods", decode_methods()},
                 {"lookup_drafters", {LOOKUP_NAME}},

@@ -59,6 +59,8 @@ struct Window {
     // `prompt` / `drafter_prompt` with placeholders of the prompt's KV length.
     std::string audio_path, audio_format, prompt_text, drafter_prompt_text;
     std::shared_ptr<const MediaPrompt> media, drafter_media;
+    // whisper.cpp models: the window's samples, which each model's encoder hears (attach_audio).
+    std::shared_ptr<const std::vector<float>> pcm;
     bool is_audio() const { return !audio_path.empty(); }
 };
 std::vector<Window> parse_windows(JobObject & job, bool allow_reference);

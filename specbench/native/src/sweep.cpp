@@ -87,8 +87,32 @@ void sweep_lookup(const SweepPlan & plan, int n_vocab) {
     }
 }
 
+// A model that hears audio itself (whisper.cpp): the encoder's cost per window, the window's audio prefill.
+// whisper.cpp pads every window to 30 s, so one 30 s window of silence costs what any window's encoder
+// forward costs (its log-mel spectrogram over 30 s included: a shorter window's takes less). The decoder's
+// forwards after it cross-attend to this encoder output.
+void sweep_encoder(Model & m, const SweepPlan & plan) {
+    const std::vector<float> silence(30 * 16000, 0.0f);
+    emit_event("progress", {{"model", m.role()}, {"encoder", true}});
+    for (int i = 0; i < plan.warmup; i++) m.encode_audio(silence);
+    const auto samples = repeat_cells<int64_t>(1, plan.rule, [&](size_t) { return m.encode_audio(silence); });
+    json rec = {{"kind", "encoder"}, {"model", m.role()}, {"audio_s", 30}, {"warmup", plan.warmup}};
+    rec.update(stats(plan.rule, samples[0]));
+    emit_result(rec);
+}
+
 void sweep_model(Model & m, const SweepPlan & plan, const std::vector<int> & widths, bool all_logits) {
+    const int deepest = *std::max_element(plan.depths.begin(), plan.depths.end());
+    const int widest = *std::max_element(widths.begin(), widths.end());
+    // Whisper's decoder has its own 448 text positions whatever n_ctx says: refused before the encoder's record
+    // (a llama.cpp context is sized from the job, and its forwards say what does not fit).
+    if (m.hears_audio() && deepest + widest > m.n_ctx()) {
+        throw JobError("the " + m.role() + "'s context holds " + std::to_string(m.n_ctx()) + " positions; depth " +
+                           std::to_string(deepest) + " + width " + std::to_string(widest) + " do not fit (" + m.path() + ")",
+                       "lower the job's depths or widths (or raise n_ctx)");
+    }
     std::mt19937 rng(plan.seed);
+    if (m.hears_audio()) sweep_encoder(m, plan);
     for (int depth : plan.depths) {
         emit_event("progress", {{"model", m.role()}, {"depth", depth}});
         sweep_depth(m, plan, widths, all_logits, depth, rng);

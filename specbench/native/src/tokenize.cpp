@@ -15,6 +15,10 @@ struct VocabModel {
         if (stat(path.c_str(), &st) != 0) {
             throw JobError("model file not found: " + path, "check the path");
         }
+        if (model_format(path, "model") != ModelFormat::gguf) {
+            throw JobError("the model " + path + " is a whisper.cpp ggml file where a GGUF (llama.cpp) model is expected",
+                           "tokenize and detokenize read GGUF vocabularies; a Whisper window's prompt is the model's own");
+        }
         llama_model_params mp = llama_model_default_params();
         mp.vocab_only = true;
         model = llama_model_load_from_file(path.c_str(), mp);
