@@ -32,7 +32,7 @@ def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_t
     assert code == 0, output
     code, output = invoke("validate", windows, "--traces", tmp_path / "traces", "--target", model,
                           "--drafter", f"near={model}", "--method", "as2d:B=2", "--device", "local",
-                          "--placement", "shared", "--depths", "0,16", "--block-windows", 1, "--min-blocks", 1,
+                          "--placement", "shared", "--depths", "0", "--block-windows", 1, "--min-blocks", 1,
                           "--max-blocks", 1, "--probe-threshold", 100000, "--max-voids", 0, "--cooldown", 0,
                           "--out", tmp_path / "val")
     assert code == 0, output
@@ -47,7 +47,7 @@ def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_t
         for key in ("rho_target", "rho_drafter"):
             mine = [getattr(r, key)[width] for r in refreshes]
             assert cell[key] == [(a + b) / 2 for a, b in zip(*mine, strict=True)]
-        assert cell["repetitions"] == [10, 10]  # 5 per refresh and depth, both refreshes
+        assert cell["repetitions"] == [10]  # 5 per refresh at the one depth, both refreshes
     assert "co-scheduling ratios: the mean of a block's two refreshes" in block["notes"]
     decodes = [d for d in load_records(out, DecodeRecord) if d.config == AS2D and d.lossless and d.attempt == kept[0]]
     assert decodes
