@@ -110,8 +110,9 @@ def report_outcome(outcome: NativeOutcome, say: Callable[[str], None]) -> None:
     configurations whose decisions could not be checked."""
     directory = outcome.results.directory
     if outcome.diverged:
-        say(f"warning: {outcome.diverged} (window, method) outputs differ from the reference; "
-            f"see {directory / DIVERGENCES}")
+        near = outcome.diverged - len(outcome.unexplained)
+        say(f"warning: {outcome.diverged} (window, method) outputs differ from the reference, {near} explained as "
+            f"near-ties of the target's batched forward; see {directory / DIVERGENCES}")
     for line in outcome.unchecked.values():
         say(f"warning: {line}")
     if outcome.mismatched:
@@ -119,7 +120,21 @@ def report_outcome(outcome: NativeOutcome, say: Callable[[str], None]) -> None:
 
 
 def refuse_mismatches(outcomes: Sequence[NativeOutcome]) -> None:
-    """A run whose decisions differ from the trace's fails (its rows and decisions.jsonl are kept)."""
+    """A run whose decisions differ from the trace's, or whose output differs from the reference other than
+    at a near-tie (docs/METHODS.md §6.5 Divergences explained), fails (its rows, decisions.jsonl and
+    divergences.jsonl are kept)."""
+    odd = [o for o in outcomes if o.unexplained]
+    if odd:
+        first = odd[0].unexplained[0]
+        where = "no target forward committed it" if first.margins is None else (
+            f"width-1 gap {first.margins.single_gap:.4f} > 2 x the largest logit difference "
+            f"{first.margins.max_logit_diff:.4f} between width 1 and width {first.width}")
+        raise SpecbenchError(f"outputs differ from the reference, not at a near-tie: "
+                             f"{sum(len(o.unexplained) for o in odd)} (window, method) outputs, first {first.config} "
+                             f"on window '{first.window_id}' at position {first.position} ({where}); see "
+                             f"{odd[0].results.directory / DIVERGENCES}",
+                             hint="a decoding bug or a nondeterministic build: the method did not commit the "
+                                  "target's greedy output")
     bad = [o for o in outcomes if o.mismatched]
     if bad:
         first = bad[0].mismatches[0]
