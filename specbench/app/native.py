@@ -125,13 +125,16 @@ def refuse_mismatches(outcomes: Sequence[NativeOutcome]) -> None:
     divergences.jsonl are kept)."""
     odd = [o for o in outcomes if o.unexplained]
     if odd:
-        first = odd[0].unexplained[0]
-        where = "no target forward committed it" if first.margins is None else (
-            f"width-1 gap {first.margins.single_gap:.4f} > 2 x the largest logit difference "
-            f"{first.margins.max_logit_diff:.4f} between width 1 and width {first.width}")
+        div = odd[0].unexplained[0]
+        m = div.margins
+        where = ("no target forward committed it" if m is None else
+                 f"width 1 ranks token {m.single_top2[0]} first, not the reference's {div.expected}"
+                 if m.single_top2[0] != div.expected else
+                 f"width-1 gap {m.single_gap:.4f} > 2 x the largest logit difference {m.max_logit_diff:.4f} "
+                 f"between width 1 and width {div.width}")
         raise SpecbenchError(f"outputs differ from the reference, not at a near-tie: "
-                             f"{sum(len(o.unexplained) for o in odd)} (window, method) outputs, first {first.config} "
-                             f"on window '{first.window_id}' at position {first.position} ({where}); see "
+                             f"{sum(len(o.unexplained) for o in odd)} (window, method) outputs, first {div.config} "
+                             f"on window '{div.window_id}' at position {div.position} ({where}); see "
                              f"{odd[0].results.directory / DIVERGENCES}",
                              hint="a decoding bug or a nondeterministic build: the method did not commit the "
                                   "target's greedy output")

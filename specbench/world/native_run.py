@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from specbench.core.decisions import NativeDecisions, checked, decision_difference
+from specbench.core.divergence import Explanation, committing_forward
 from specbench.core.methods.configs import (
     As2dConfig,
     MethodConfig,
@@ -49,7 +50,6 @@ from specbench.core.methods.configs import (
     method_name,
     row_fields,
 )
-from specbench.core.divergence import Explanation, committing_forward
 from specbench.core.positions import position_counts
 from specbench.core.samples import median_index
 from specbench.errors import SpecbenchError
@@ -700,7 +700,8 @@ def explain_divergences(plan: NativePlan, prompts: Prompts, windows: Sequence[tu
                   for d in found.divergences if d.width is not None and d.got is not None]
     measured: dict[tuple[str, int], Margins] = {}
     if cases:
-        job = {"mode": "divergence", "target": model_job(plan.device, plan.target, plan.placement.target),
+        job: dict[str, object] = {"mode": "divergence",
+                                  "target": model_job(plan.device, plan.target, plan.placement.target),
                "windows": docs, "cases": cases}
         if n_ctx:
             job["n_ctx"] = n_ctx
