@@ -1,5 +1,5 @@
-"""Divergences explained (docs/METHODS.md §6.5): which target forward committed a differing position,
-and whether the width of that forward explains it as a near-tie.
+"""Which target forward committed a differing position, and whether the width of that forward explains
+it as a near-tie (docs/METHODS.md §6.5 Divergences explained).
 
 A native output differs from the reference (the target's width-1 greedy output) at position p when
 the forward that committed p — a verification of width W, read at row r — ranked another token first.

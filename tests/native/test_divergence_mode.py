@@ -58,6 +58,7 @@ def test_width_1_is_the_trace_and_the_batched_row_is_the_decode(run_job, decoded
         positions += [p for p in range(t + 1, t + accepted + 1) if width > 1 and p < first]
         t += accepted + 1
     assert positions, "the drafter had no accepted candidate: nothing verified at a row past the root"
+    positions = sorted({positions[0], positions[len(positions) // 2], positions[-1]})  # each case replays its prefix
     results = explain(run_job, decoded, [case(decoded, p, y[p]) for p in positions])
     for p, r in zip(positions, results, strict=True):
         assert (r["position"], r["expected"], r["got"]) == (p, y[p], y[p])
