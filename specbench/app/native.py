@@ -110,8 +110,9 @@ def report_outcome(outcome: NativeOutcome, say: Callable[[str], None]) -> None:
     configurations whose decisions could not be checked."""
     directory = outcome.results.directory
     if outcome.diverged:
-        say(f"warning: {outcome.diverged} (window, method) outputs differ from the reference; "
-            f"see {directory / DIVERGENCES}")
+        near = outcome.diverged - len(outcome.unexplained)
+        say(f"warning: {outcome.diverged} (window, method) outputs differ from the reference, {near} explained as "
+            f"near-ties of the target's batched forward; see {directory / DIVERGENCES}")
     for line in outcome.unchecked.values():
         say(f"warning: {line}")
     if outcome.mismatched:
@@ -119,7 +120,24 @@ def report_outcome(outcome: NativeOutcome, say: Callable[[str], None]) -> None:
 
 
 def refuse_mismatches(outcomes: Sequence[NativeOutcome]) -> None:
-    """A run whose decisions differ from the trace's fails (its rows and decisions.jsonl are kept)."""
+    """A run whose decisions differ from the trace's, or whose output differs from the reference other than
+    at a near-tie (docs/METHODS.md §6.5 Divergences explained), fails (its rows, decisions.jsonl and
+    divergences.jsonl are kept)."""
+    odd = [o for o in outcomes if o.unexplained]
+    if odd:
+        div = odd[0].unexplained[0]
+        m = div.margins
+        where = ("no target forward committed it" if m is None else
+                 f"width 1 ranks token {m.single_top2[0]} first, not the reference's {div.expected}"
+                 if m.single_top2[0] != div.expected else
+                 f"width-1 gap {m.single_gap:.4f} > 2 x the largest logit difference {m.max_logit_diff:.4f} "
+                 f"between width 1 and width {div.width}")
+        raise SpecbenchError(f"outputs differ from the reference, not at a near-tie: "
+                             f"{sum(len(o.unexplained) for o in odd)} (window, method) outputs, first {div.config} "
+                             f"on window '{div.window_id}' at position {div.position} ({where}); see "
+                             f"{odd[0].results.directory / DIVERGENCES}",
+                             hint="a decoding bug or a nondeterministic build: the method did not commit the "
+                                  "target's greedy output")
     bad = [o for o in outcomes if o.mismatched]
     if bad:
         first = bad[0].mismatches[0]

@@ -61,7 +61,10 @@ ORDER = {
                  "decisions.jsonl",
     "divergent": "a (device, window) where a configuration did not commit the reference output (its native "
                  "row has no tokens and no time): every row of it, all configurations, replay and native, is "
-                 "left out of every other table; positions and tokens in the run's divergences.jsonl",
+                 "left out of every other table; explanation: near-tie (the target's forward of the verification "
+                 "width ranked the committed token first where width 1 ranked it within twice the two rows' largest "
+                 "logit difference) or unexplained (the run failed); positions, tokens and margins in the run's "
+                 "divergences.jsonl",
     "positions": "per device x configuration: at draft position k, sum over windows of verifications that "
                  "accepted the candidate at k / sum of those that reached k (all of 1..k-1 accepted and a "
                  "candidate at k)",

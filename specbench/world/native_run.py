@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from specbench.core.decisions import NativeDecisions, checked, decision_difference
+from specbench.core.divergence import Explanation, committing_forward
 from specbench.core.methods.configs import (
     As2dConfig,
     MethodConfig,
@@ -52,6 +53,7 @@ from specbench.core.methods.configs import (
 from specbench.core.positions import position_counts
 from specbench.core.samples import median_index
 from specbench.errors import SpecbenchError
+from specbench.schemas.divergences import DIVERGENCES, Divergence, Margins
 from specbench.schemas.environment import Environment
 from specbench.schemas.fileio import append_jsonl, file_sha256
 from specbench.schemas.placement import Placement, device_label, pinning_problems, resolve_on
@@ -67,7 +69,6 @@ from specbench.world.tracing import Prompts, model_templates, prompts_for
 
 PINNING = "pinning.jsonl"
 """The CPU set of every lane and thread, read back by the runner after each job."""
-DIVERGENCES = "divergences.jsonl"
 DECISIONS = "decisions.jsonl"
 """Per (window, configuration) whose decisions differ from the trace's: the first difference."""
 CLOCKS = "request_clocks.jsonl"
@@ -95,17 +96,6 @@ def method_job(config: MethodConfig) -> dict:
         return {"name": "as2d", "budget": config.budget, "batch": config.batch, "conf_stop": config.conf_stop,
                 "align": config.align, "horizon": config.horizon}
     return {"name": "target"}
-
-
-@dataclass(frozen=True)
-class Divergence:
-    window_id: str
-    config: str
-    position: int
-    expected: int | None
-    got: int | None
-    sample: int = 0
-    """The first timed decode (0-based, of --runs) whose output differed."""
 
 
 def first_difference(expected: Sequence[int], got: Sequence[int]) -> Divergence | None:
@@ -441,6 +431,8 @@ class NativeOutcome:
     """Rows appended."""
     diverged: int = 0
     """(window, configuration) outputs that differ from the reference (divergences.jsonl)."""
+    unexplained: list[Divergence] = field(default_factory=list)
+    """Those not explained as near-ties (docs/METHODS.md §6.5 Divergences explained): they fail the run."""
     mismatches: list[DecisionMismatch] = field(default_factory=list)
     """Rows whose decisions differ from the trace's (also in decisions.jsonl)."""
     unchecked: dict[str, str] = field(default_factory=dict)
@@ -453,6 +445,7 @@ class NativeOutcome:
     def add(self, window: WindowRows) -> None:
         self.added += len(window.rows)
         self.diverged += len(window.divergences)
+        self.unexplained += [d for d in window.divergences if d.explanation is not Explanation.NEAR_TIE]
         self.mismatches += window.mismatches
         self.unchecked = window.unchecked | self.unchecked
 
@@ -521,6 +514,7 @@ def _decode(plan: NativePlan, drafter: ModelFile | None, wanted: list[MethodConf
     if plan.energy is not None:
         job["energy"] = plan.energy.job()
     held: list[list[dict]] = []  # finished windows waiting for the battery samples up to their end
+    divergent: list[tuple[Window, list[int], WindowRows]] = []  # divergent windows, with their reference
 
     def on_line(doc: dict) -> None:
         if energy is not None and energy.take(doc):
@@ -555,13 +549,16 @@ def _decode(plan: NativePlan, drafter: ModelFile | None, wanted: list[MethodConf
         trace = None if trace_file is None else trace_file.windows.get(window.window_id)
         found = window_rows(window, row_device, samples, wanted, reference, placement_key, drafter, trace,
                             "" if trace_file is None else trace_file.drafter.sha256)
-        write_window(results, row_device, found)
+        if found.divergences:  # written once explained, after the job (a window is written whole or not at all)
+            divergent.append((window, list(reference or refs[window.window_id]), found))
+        else:
+            write_window(results, row_device, found)
+            outcome.add(found)
         # the request clock of the decode each row is: its median sample
         append_jsonl(results.directory / CLOCKS, [request_clocks(runs[median_index([r["decode_s"] for r in runs])],
                                                                  window, row_device, config)
                                                   for config, runs in samples
                                                   if config in wanted and all(r["kind"] == "decode" for r in runs)])
-        outcome.add(found)
 
     out = plan.device.run_job(job, on_line)
     release(final=True)
@@ -569,6 +566,11 @@ def _decode(plan: NativePlan, drafter: ModelFile | None, wanted: list[MethodConf
         results.set_energy(energy.finish())
     if pending:
         raise SpecbenchError(f"the runner stopped before finishing window '{next(iter(pending))}'")
+    if divergent:
+        loaded = next((e for e in out.events if e.get("event") == "loaded"), {})
+        for _, found in explain_divergences(plan, prompts, divergent, loaded.get("n_ctx")):
+            write_window(results, row_device, found)
+            outcome.add(found)
     pinning = next((e for e in out.events if e.get("event") == "pinning"), {})
     append_jsonl(results.directory / PINNING, [{"placement": plan.placement.as_dict(), "read_back": pinning}])
     problems = pinning_problems(plan.placement, pinning)
@@ -580,7 +582,7 @@ def _decode(plan: NativePlan, drafter: ModelFile | None, wanted: list[MethodConf
 def write_window(results: ResultsDir, device: str, found: WindowRows) -> None:
     """A window's rows, and its divergences and decision mismatches to their files."""
     results.append(found.rows)
-    append_jsonl(results.directory / DIVERGENCES, [vars(d) | {"device": device} for d in found.divergences])
+    append_jsonl(results.directory / DIVERGENCES, [replace(d, device=device).as_dict() for d in found.divergences])
     append_jsonl(results.directory / DECISIONS, [vars(m) | {"device": device} for m in found.mismatches])
 
 
@@ -670,8 +672,44 @@ def drafter_sha(drafter: ModelFile | None, config: MethodConfig) -> str | None:
 def _sample_difference(window: Window, config: MethodConfig, sample: int, record: dict,
                        reference: Sequence[int] | None) -> Divergence | None:
     if record["kind"] == "divergence":
-        return Divergence(window.window_id, config.label, int(record["position"]), record.get("expected"),
-                          record.get("got"), sample)
-    found = first_difference(reference, record["tokens"]) if reference is not None else None
-    return None if found is None else Divergence(window.window_id, config.label, found.position, found.expected,
-                                                 found.got, sample)
+        found = Divergence(window.window_id, config.label, int(record["position"]), record.get("expected"),
+                           record.get("got"), sample)
+        forwards = tuple((int(w), int(a)) for w, a in record.get("forwards", ()))
+    else:
+        diff = first_difference(reference, record["tokens"]) if reference is not None else None
+        if diff is None:
+            return None
+        found = replace(diff, window_id=window.window_id, config=config.label, sample=sample)
+        forwards = tuple((op["width"], op.get("accepted", 0)) for op in record["ops"] if op["model"] == "target")
+    k = committing_forward(forwards, found.position)
+    if k is None:
+        return replace(found, forwards=forwards)
+    return replace(found, forwards=forwards[:k + 1], width=forwards[k][0], row=found.position - 1 -
+                   sum(a + 1 for _, a in forwards[:k]))
+
+
+def explain_divergences(plan: NativePlan, prompts: Prompts, windows: Sequence[tuple[Window, list[int], WindowRows]],
+                        n_ctx: int | None) -> list[tuple[Window, WindowRows]]:
+    """Each divergence of these windows explained (docs/METHODS.md §6.5 Divergences explained): one runner
+    `divergence` job, the target alone in its lane and the decode's context size, measures the margins at
+    each differing position that a target forward committed; the rule is core/divergence.py's."""
+    cases, docs = [], []
+    for window, reference, found in windows:
+        docs.append(prompts.runner_window(window, reference))
+        cases += [{"window_id": window.window_id, "position": d.position, "got": d.got, "forwards": d.forwards}
+                  for d in found.divergences if d.width is not None and d.got is not None]
+    measured: dict[tuple[str, int], Margins] = {}
+    if cases:
+        job: dict[str, object] = {"mode": "divergence",
+                                  "target": model_job(plan.device, plan.target, plan.placement.target),
+               "windows": docs, "cases": cases}
+        if n_ctx:
+            job["n_ctx"] = n_ctx
+        for result in plan.device.run_job(job).results:
+            measured[(result["window_id"], int(result["position"]))] = Margins.from_runner(result)
+    out = []
+    for window, _, found in windows:
+        divergences = [d.explained(measured.get((d.window_id, d.position)) if d.width is not None else None)
+                       for d in found.divergences]
+        out.append((window, replace(found, divergences=divergences)))
+    return out

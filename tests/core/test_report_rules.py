@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -78,7 +79,12 @@ def test_a_divergent_window_leaves_every_aggregate_of_its_device(tmp_path):
                 rows.append(divergence_row(WINDOWS[window], "A", As2dConfig(budget=7)))
             else:
                 rows.append(row("A", config, window, 1.25 * seconds, source="native"))
-    result, tables = report_json(write_results(tmp_path / "r", rows), "--macro")
+    directory = write_results(tmp_path / "r", rows)
+    # its record in the run's divergences.jsonl: the report's table shows its explanation
+    (Path(directory) / "divergences.jsonl").write_text(json.dumps(
+        {"device": "A", "window_id": "w2", "config": "as2d[B=7]", "position": 4, "expected": 7, "got": 9,
+         "explanation": "near-tie"}) + "\n")
+    result, tables = report_json(directory, "--macro")
     assert result.exit_code == 0, result.output
 
     # by hand, device A without w2: tokens 10 + 30 over the seconds of w1 and w3
@@ -109,7 +115,8 @@ def test_a_divergent_window_leaves_every_aggregate_of_its_device(tmp_path):
     assert all(r["mean_abs_error_pct"] == pytest.approx(25.0) for r in fidelity)
 
     listed = tables["Divergent windows, excluded from every table (1 window)"]
-    assert listed == [{"device": "A", "window_id": "w2", "dataset": "d", "config": "as2d[B=7]", "source": "native"}]
+    assert listed == [{"device": "A", "window_id": "w2", "dataset": "d", "config": "as2d[B=7]", "source": "native",
+                       "explanation": "near-tie"}]
     assert "warning: divergent windows, excluded from every table (1 window); see that table" in result.stderr
 
 

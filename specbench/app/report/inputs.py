@@ -14,6 +14,7 @@ from specbench.core import text_metrics
 from specbench.core.methods.configs import As2dConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.budgets import load_budget
+from specbench.schemas.divergences import load_explanations
 from specbench.schemas.fileio import file_sha256
 from specbench.schemas.results import ROWS, TIMELINE, ResultsManifest, load_results, profile_warnings
 from specbench.schemas.windows import load_windows
@@ -35,6 +36,8 @@ class LoadedResults:
     """window_id -> (window_sha256, reference text or None), for WER/CER; loaded only when rows have text."""
     text_notes: list[str] = field(default_factory=list)
     """Why reference texts are missing, if they are (for stderr)."""
+    explanations: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    """(device, window_id, config) -> the explanation of its divergence (the directories' divergences.jsonl)."""
 
 
 def _identity(manifest: ResultsManifest) -> dict[str, str]:
@@ -106,6 +109,8 @@ def load_many(directories: Sequence[Path], allow_mixed: bool = False, windows: P
                              f"than one results directory ({', '.join(holders)})",
                              hint="report each run of a device once")
     loaded = LoadedResults(manifests, frame, list(directories), notes)
+    for directory in directories:
+        loaded.explanations |= load_explanations(directory)
     if text_metrics.has_text(frame):
         loaded.references, loaded.text_notes = _references(manifests, windows)
     return loaded

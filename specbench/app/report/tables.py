@@ -160,7 +160,9 @@ def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: 
     if len(rows.diverged):
         windows = len(rows.diverged[["device", "window_id"]].drop_duplicates())
         title = f"{DIVERGENT} ({windows} window{'' if windows == 1 else 's'})"
-        tables.insert(0, Table(title, metrics.ORDER["divergent"], rows.diverged,
+        explained = rows.diverged.assign(explanation=[
+            loaded.explanations.get((r.device, r.window_id, r.config), "") for r in rows.diverged.itertuples()])
+        tables.insert(0, Table(title, metrics.ORDER["divergent"], explained,
                                warning=f"{title[0].lower()}{title[1:]}"))
     if loaded.notes:
         tables.insert(0, Table("Overrides", "recorded as given on the command line",

@@ -360,6 +360,12 @@ void report(const Window & w, const Method & m, const DecodeRun & r, const std::
             // Lossless contract: a diverging window reports where, never a throughput.
             rec["kind"] = "divergence";
             rec.update({{"position", pos}, {"expected", token_at(w.reference, pos)}, {"got", token_at(r.tokens, pos)}});
+            // [width, accepted] of every target forward: what the divergence mode replays.
+            json forwards = json::array();
+            for (const Op & op : r.ops) {
+                if (std::string(op.model) == "target") forwards.push_back({op.width, op.accepted});
+            }
+            rec["forwards"] = forwards;
             for (const char * key : {"request", "arrival_us", "start_us", "end_us"}) {
                 if (r.extra.contains(key)) rec[key] = r.extra[key];
             }

@@ -20,6 +20,8 @@
 #define SPECBENCH_LLAMA_COMMIT "unknown"
 #endif
 
+void run_divergence(JobObject & job);  // divergence.cpp
+
 namespace {
 
 const char * RUNNER_VERSION = "0.1.0";
@@ -30,7 +32,7 @@ const std::map<std::string, void (*)(JobObject &)> & job_modes() {
     static const std::map<std::string, void (*)(JobObject &)> modes = {
         {"sweep", run_sweep},       {"decode", run_decode},         {"trace", run_trace},
         {"tokenize", run_tokenize}, {"detokenize", run_detokenize}, {"cosched", run_cosched},
-        {"probe", run_probe},
+        {"probe", run_probe},       {"divergence", run_divergence},
     };
     return modes;
 }
