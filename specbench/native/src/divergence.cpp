@@ -22,7 +22,7 @@ struct Case {
 
 // The logits of one output row of the model's last forward, copied (the next forward overwrites them).
 std::vector<float> row_logits(const Model & m, int row) {
-    const float * logits = llama_get_logits_ith(m.raw_context(), row);
+    const float * logits = m.output_logits(row);
     if (logits == nullptr) throw JobError("internal: no logits for row " + std::to_string(row));
     return std::vector<float>(logits, logits + m.n_vocab());
 }

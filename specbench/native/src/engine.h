@@ -96,6 +96,9 @@ class Model {
     // Ties go to the lowest token id, the same rule on every path.
     llama_token argmax(int row) const;
     Top1 top1(int row) const;
+    // The logits of output row `row` of the last forward, n_vocab() of them (valid until the next
+    // forward): what the divergence mode compares between a width-1 and a batched row.
+    const float * output_logits(int row) const { return logits(row); }
 
     // A new, empty context of n_ctx positions (same threads and batch sizes).
     virtual void resize_context(int n_ctx) = 0;
