@@ -163,6 +163,14 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
             raise SpecbenchError(f"{path}: line {number} {why}") from None
 
 
+def iter_json_objects(path: Path, what: str = "") -> Iterator[tuple[int, dict]]:
+    """`iter_jsonl` where every line must be a JSON object (`what` names it in the error)."""
+    for number, doc in iter_jsonl(path):
+        if not isinstance(doc, dict):
+            raise SpecbenchError(f"{path}: line {number}: expected a JSON object" + (f" ({what})" if what else ""))
+        yield number, doc
+
+
 def dumps_line(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n"
 

@@ -12,12 +12,12 @@ over its 16 kHz mono PCM and prompt.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from specbench.errors import SpecbenchError
+from specbench.schemas.fileio import iter_json_objects
 from specbench.schemas.windows import InputView, Split, Window
 
 TASKS = {
@@ -50,16 +50,8 @@ def nonempty(text: str, where: str) -> str:
 def read_nemo(manifest: Path) -> Iterator[Utterance]:
     """One JSON object per line: audio_filepath, duration, text, optional offset."""
     base = manifest.parent
-    for number, line in enumerate(manifest.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, doc in iter_json_objects(manifest):
         where = f"{manifest}: line {number}"
-        try:
-            doc = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SpecbenchError(f"{where} is not valid JSON ({exc.msg})") from None
-        if not isinstance(doc, dict):
-            raise SpecbenchError(f"{where}: expected a JSON object")
         for field, kinds in (("audio_filepath", str), ("duration", (int, float)), ("text", str)):
             if field not in doc:
                 raise SpecbenchError(f"{where}: missing field '{field}'")

@@ -21,6 +21,7 @@ from enum import Enum
 from pathlib import Path
 
 from specbench.errors import SpecbenchError
+from specbench.schemas.fileio import iter_json_objects
 from specbench.schemas.windows import Window, make_text_window
 from specbench.world.datasets import split_of
 
@@ -94,19 +95,8 @@ def _record(doc: dict, where: str, number: int) -> PromptRecord:
 
 def read_jsonl(path: Path) -> Iterator[PromptRecord]:
     """Records of a JSON-lines prompt file (blank lines skipped)."""
-    number = 0
-    for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}: line {line_number}"
-        try:
-            doc = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SpecbenchError(f"{where} is not valid JSON ({exc.msg})") from None
-        if not isinstance(doc, dict):
-            raise SpecbenchError(f"{where}: expected a JSON object (a prompt record)")
-        number += 1
-        yield _record(doc, where, number)
+    for number, (line_number, doc) in enumerate(iter_json_objects(path, "a prompt record"), start=1):
+        yield _record(doc, f"{path}: line {line_number}", number)
 
 
 def read_csv(path: Path) -> Iterator[PromptRecord]:
