@@ -439,8 +439,9 @@ def mean_ratios(cosched: dict, fresh: Sequence[dict]) -> dict:
         if all("repetitions" in c for c in cells) and "repetitions" in next(iter(ratios.values())):
             merged["repetitions"] = [sum(v) for v in zip(*(c["repetitions"] for c in cells), strict=True)]
         if all("achieved_precision" in c for c in cells) and "achieved_precision" in next(iter(ratios.values())):
-            merged["achieved_precision"] = [max(v) for v in zip(*(c["achieved_precision"] for c in cells),
-                                                                 strict=True)]
+            # null: a cell with no interval, worse than any precision
+            merged["achieved_precision"] = [None if None in v else max(v)
+                                            for v in zip(*(c["achieved_precision"] for c in cells), strict=True)]
         ratios[width] = merged
     return cosched | {"ratios": ratios}
 

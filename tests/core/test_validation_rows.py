@@ -71,6 +71,10 @@ def test_block_ratios_are_the_mean_of_its_refreshes():
                          "achieved_precision": [0.03, 0.03]}
     assert ratios[3] == cosched([3])["ratios"][3]  # not refreshed: the full profile's
     assert merged["warnings"] == [low] and "co-scheduling ratios: the mean" in merged["notes"]
+    # a refresh cell with no interval (achieved_precision null) leaves the merged cell without one
+    three = cosched([1, 2], 5, None)
+    merged = merged_profile(doc(cosched([1, 2, 3])), [doc(one), doc(three)])
+    assert merged["drafters"][0]["cosched"]["ratios"][1]["achieved_precision"] == [None, None]
 
 
 def test_block_drift_compares_every_probe_with_the_first_across_jobs():
