@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 from specbench.core.decisions import NativeDecisions, checked, decision_difference
@@ -297,7 +298,7 @@ class NativePlan:
         for config in self.configs:
             self.drafter_of(config)  # a configuration naming a drafter the run lacks is refused here
 
-    @property
+    @cached_property  # read per window while decoding: built once
     def references(self) -> dict[str, list[int]] | None:
         """Expected y per window id (the traces'); None: target-only's output is the reference."""
         if self.traces is None:
