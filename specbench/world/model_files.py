@@ -9,6 +9,7 @@ the chat template named for it (`--template NAME=TEMPLATE`; see `tracing.chat_te
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +23,40 @@ if TYPE_CHECKING:
     from specbench.world.devices.base import Device
 
 _SHA_CACHE: dict[tuple[str, int, int], str] = {}
+GGUF = "gguf"
+WHISPER = "whisper"
+_MAGICS = {b"GGUF": GGUF, b"lmgg": WHISPER}
+"""A model file's first four bytes: GGUF's magic, or whisper.cpp's `ggml` (0x67676d6c little-endian)."""
+
+
+def model_format(path: Path) -> str:
+    """`gguf` or `whisper`: which engine runs the model file, told by its magic as the runner tells it."""
+    try:
+        with open(path, "rb") as handle:
+            magic = handle.read(4)
+    except FileNotFoundError:
+        raise SpecbenchError(f"model file not found: {path}", hint="pass the path of a .gguf or whisper.cpp .bin file") from None
+    except OSError as exc:
+        raise SpecbenchError(f"{path}: cannot read the model file ({exc.strerror})") from None
+    if magic not in _MAGICS:
+        raise SpecbenchError(f"{path}: neither a GGUF file nor a whisper.cpp ggml model (magic {magic!r})",
+                             hint="pass a .gguf model, or a Whisper model in whisper.cpp's format")
+    return _MAGICS[magic]
+
+
+def whisper_n_vocab(path: Path) -> int:
+    """The tokens a whisper.cpp model's greedy decoding chooses among, as the runner's `loaded` event reports
+    them: the text tokens and <|endoftext|>, 50,256 + 1, plus one for a multilingual vocabulary (51,865 ids
+    or more in the header), whose <|endoftext|> is one id later (whisper.cpp's loader)."""
+    with open(path, "rb") as handle:
+        header = handle.read(8)
+    if len(header) < 8:
+        raise SpecbenchError(f"{path}: the whisper.cpp header is cut short")
+    n_vocab = struct.unpack("<i", header[4:8])[0]
+    if n_vocab < 51864:
+        raise SpecbenchError(f"{path}: a whisper.cpp header with {n_vocab} vocabulary entries, expected Whisper's "
+                             "51,864 (English) or 51,865 and more (multilingual)")
+    return 50257 + (n_vocab >= 51865)
 
 
 @dataclass(frozen=True)
@@ -37,6 +72,16 @@ class ModelFile:
     None: the windows' template decides."""
     lookup: bool = False
     """The prompt-lookup drafter (no file: `path` is unused; it reads the target's prompt)."""
+
+    @property
+    def engine(self) -> str:
+        """`gguf` (llama.cpp) or `whisper` (whisper.cpp), told by the file's magic; the lookup drafter: gguf."""
+        return GGUF if self.lookup else model_format(Path(self.path))
+
+    @property
+    def hears_audio(self) -> bool:
+        """A whisper.cpp model hears a window's audio through its own encoder (no mmproj, no chat template)."""
+        return self.engine == WHISPER
 
     @property
     def sha256(self) -> str:

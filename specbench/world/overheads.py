@@ -10,22 +10,46 @@ at 0 and says so in its notes.
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
 
 from specbench.errors import SpecbenchError
 from specbench.world.devices.base import Device
+from specbench.world.dirs import cache_dir
 
 PROMPT = list(range(100, 132))
 """32 token ids valid in any real vocabulary: what the models say does not matter here."""
 CAP = 48
 RUNS = 3
 ZERO = {"producer_startup_s": 0.0, "publish_s": 0.0, "align_s": 0.0}
+AUDIO_SECONDS = 10
+AUDIO_SEED = 7
+"""Whisper models hear a window instead of reading a prompt: 10 s of seeded noise (what they transcribe
+does not matter here, only that the producer publishes and the verifier plans)."""
 
 
-def overheads_job(target: dict, drafter: dict) -> dict:
-    """`target`/`drafter`: the runner's model objects, with their lanes (the profile's placement)."""
+def overheads_audio() -> Path:
+    """The Whisper overheads window's samples (raw float32, 16 kHz mono), made once in the specbench cache."""
+    path = cache_dir() / "audio" / f"overheads-noise-{AUDIO_SEED}-{AUDIO_SECONDS}s.f32"
+    if not path.is_file():
+        samples = np.random.default_rng(AUDIO_SEED).standard_normal(16000 * AUDIO_SECONDS) * 0.05
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.part")
+        samples.astype("<f4").tofile(partial)
+        os.replace(partial, path)
+    return path
+
+
+def overheads_job(target: dict, drafter: dict, audio: str | None = None) -> dict:
+    """`target`/`drafter`: the runner's model objects, with their lanes (the profile's placement);
+    `audio`: the device path of overheads_audio() for models that hear audio (Whisper), else None."""
     window = {"prompt": PROMPT, "drafter_prompt": PROMPT, "cap": CAP}
+    if audio is not None:
+        window = {"audio": {"path": audio, "format": "f32"}, "prompt_text": "", "cap": CAP}
     return {"mode": "decode", "target": target, "drafter": drafter,
             "methods": [{"name": "as2d", "budget": 7, "batch": 8}],
             "windows": [window | {"id": f"overheads-{i}"} for i in range(RUNS)]}
@@ -45,8 +69,11 @@ def overheads_from_results(results: Sequence[dict]) -> dict:
             "align_s": statistics.median(searched) / 1e6}
 
 
-def measure_overheads(device: Device, target: dict, drafter: dict) -> tuple[dict, str]:
-    """(overheads, note for the profile). `target`/`drafter`: the runner's model specs."""
-    out = device.run_job(overheads_job(target, drafter))
+def measure_overheads(device: Device, target: dict, drafter: dict, hears_audio: bool = False) -> tuple[dict, str]:
+    """(overheads, note for the profile). `target`/`drafter`: the runner's model specs; `hears_audio`:
+    the models are Whisper's (an audio window of seeded noise instead of a token prompt)."""
+    audio = device.model_path(overheads_audio()) if hears_audio else None
+    out = device.run_job(overheads_job(target, drafter, audio))
+    window = f"{AUDIO_SECONDS} s noise window (cap {CAP})" if hears_audio else f"{CAP}-token window"
     return (overheads_from_results(out.results),
-            f"overheads: native as2d[B=7], {RUNS} runs of a {CAP}-token window, medians")
+            f"overheads: native as2d[B=7], {RUNS} runs of a {window}, medians")

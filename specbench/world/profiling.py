@@ -355,7 +355,7 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
     elif models:
         overheads, overheads_note = measure_overheads(
             device, model_job(device, target, plan.placement.target),
-            model_job(device, models[0], plan.placement.drafter))
+            model_job(device, models[0], plan.placement.drafter), target.hears_audio)
     after = device.snapshot()
     environment = environment.finish(now(), loaded_models(device, [("target", target)]
                                                           + [("drafter", d) for d in drafters]), state(after))

@@ -43,10 +43,12 @@ from specbench.schemas.traces import (
 from specbench.schemas.windows import MODEL_TEMPLATE, Window
 from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session
-from specbench.world.model_files import ModelFile, model_job
+from specbench.world.model_files import WHISPER, ModelFile, model_job, whisper_n_vocab
 from specbench.world.trace_cache import REUSED, reusable, shard_windows, store, trace_key
 
 Progress = Callable[[int], None]
+WHISPER_PROMPT = "whisper-task"
+"""The 'template' a trace records for a whisper.cpp model: its fixed task prompt after the audio."""
 MEDIA_MARKER = "<__media__>"
 """Where libmtmd puts the audio in an audio window's prompt text."""
 
@@ -66,7 +68,10 @@ def user_message(window: Window) -> str:
 
 def chat_template(model: ModelFile, windows: Sequence[Window]) -> str:
     """The template `model` renders `windows` with: the one named for it, else the windows'
-    (a built-in name, or "model" for its GGUF's own). One per model, as a trace header records."""
+    (a built-in name, or "model" for its GGUF's own). One per model, as a trace header records. A
+    whisper.cpp model has none: it decodes after its own task tokens (WHISPER_PROMPT)."""
+    if model.hears_audio:
+        return WHISPER_PROMPT
     if model.template:
         return model.template
     named = sorted({w.template for w in windows})
@@ -81,6 +86,8 @@ def tokenize_windows(device: Device, model: ModelFile, windows: Sequence[Window]
     """Per window id, the model's chat template applied: the prompt token ids of a text
     window, or the prompt text (with the media marker) of an audio window, which the runner
     tokenizes itself through the model's mmproj."""
+    if model.hears_audio:
+        return whisper_prompts(model, windows)
     template = chat_template(model, windows)
     prompts: dict[str, list[int] | str] = {}
     groups: dict[str, list[Window]] = {}
@@ -103,6 +110,17 @@ def tokenize_windows(device: Device, model: ModelFile, windows: Sequence[Window]
             if window.input.kind != "audio":
                 check_context(model, window, len(result["tokens"]), int(result["n_ctx_train"]))
     return prompts
+
+
+def whisper_prompts(model: ModelFile, windows: Sequence[Window]) -> dict[str, list[int] | str]:
+    """A whisper.cpp model hears each window through its own encoder and decodes after its fixed task prompt
+    (<|startoftranscript|> <|en|> <|transcribe|> <|notimestamps|>, the runner's): no prompt text, no template.
+    Text windows are refused: Whisper transcribes audio."""
+    text = next((w for w in windows if w.input.kind != "audio"), None)
+    if text is not None:
+        raise SpecbenchError(f"window '{text.window_id}' is text, but {model.path} is a Whisper model (whisper.cpp), "
+                             "which transcribes audio windows only", hint="pass audio windows, or a GGUF model")
+    return {w.window_id: "" for w in windows}
 
 
 def check_context(model: ModelFile, window: Window, prompt_tokens: int, context: int) -> None:
@@ -179,7 +197,7 @@ def check_mmproj(models: Sequence[ModelFile | None], windows: Sequence[Window]) 
     if audio is None:
         return
     for model in models:
-        if model is not None and model.mmproj is None:
+        if model is not None and not model.hears_audio and model.mmproj is None:
             raise SpecbenchError(f"window '{audio.window_id}' is audio, but the model {model.path} has no mmproj",
                                  hint="pass --target-mmproj / --drafter-mmproj (the model's audio projector .gguf)")
 
@@ -333,11 +351,17 @@ def gguf_n_vocab(path: Path) -> int:
     raise SpecbenchError(f"{path}: no tokenizer.ggml.tokens in the GGUF metadata (a model without a vocabulary)")
 
 
+def model_n_vocab(model: ModelFile) -> int:
+    """The vocabulary size the runner reports on loading `model` (GGUF or whisper.cpp)."""
+    path = Path(model.path)
+    return whisper_n_vocab(path) if model.engine == WHISPER else gguf_n_vocab(path)
+
+
 def model_refs(target: ModelFile, drafter: ModelFile) -> tuple[ModelRef, ModelRef]:
     """How a trace header names the two models: identity and vocabulary size (the prompt-lookup
     drafter drafts target tokens: the target's vocabulary)."""
-    target_ref = ModelRef(**target.ref(), n_vocab=gguf_n_vocab(Path(target.path)))
-    n_vocab = target_ref.n_vocab if drafter.lookup else gguf_n_vocab(Path(drafter.path))
+    target_ref = ModelRef(**target.ref(), n_vocab=model_n_vocab(target))
+    n_vocab = target_ref.n_vocab if drafter.lookup else model_n_vocab(drafter)
     return target_ref, ModelRef(**drafter.ref(), n_vocab=n_vocab)
 
 
