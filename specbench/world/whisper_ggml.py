@@ -321,6 +321,11 @@ def write_whisper(hparams: dict[str, int], tensors: Iterable[tuple[str, np.ndarr
     want = [k for k in HPARAMS if k != "ftype"]
     if sorted(hparams) != sorted(want):
         raise SpecbenchError(f"{out}: Whisper hyperparameters {sorted(hparams)}, expected {sorted(want)}")
+    if hparams["n_text_state"] != hparams["n_audio_state"]:  # whisper.cpp's loader asserts it
+        raise SpecbenchError(f"{out}: n_text_state {hparams['n_text_state']} != n_audio_state "
+                             f"{hparams['n_audio_state']}, expected equal widths (whisper.cpp needs them)")
+    if len(vocab) > hparams["n_vocab"]:
+        raise SpecbenchError(f"{out}: {len(vocab)} vocabulary tokens, expected at most n_vocab {hparams['n_vocab']}")
     model = WhisperGgml({**hparams, "ftype": FTYPE_F16}, mel_filters(hparams["n_mels"]), vocab,
                         [_tensor(name, a) for name, a in tensors])
     write_ggml(model, out)

@@ -1,8 +1,9 @@
 """The runner's whisper.cpp engine on tiny random-weight Whisper-shaped models (tests/audio/tiny_whisper.py,
 written by specbench.world.whisper_ggml.write_whisper): whisper.cpp loads them, and target-only, SD, SpecASR
 and AS2D commit the same tokens with the target's early exit as drafter (some drafts accepted, some rejected)
-and with the target drafting for itself (every draft accepted). Seconds, without the demo models; the real
-Whisper pair's run is tests/audio/test_whisper_engine.py. Needs `make runners`.
+and with the target drafting for itself (every draft accepted); write_whisper refuses what whisper.cpp could
+not load. Seconds, without the demo models; the real Whisper pair's run is tests/audio/test_whisper_engine.py.
+Needs `make runners`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.audio.tiny_whisper import N_AUDIO_CTX, N_TEXT_CTX, N_VOCAB
+from specbench.errors import SpecbenchError
+from specbench.world.whisper_ggml import write_whisper
+from tests.audio.tiny_whisper import N_AUDIO_CTX, N_TEXT_CTX, N_VOCAB, TARGET, hparams, tensors, vocabulary
 
 CAP = 16
 METHODS = [{"name": "target"}, {"name": "sd", "width": 4}, {"name": "as2d"},
@@ -61,3 +64,17 @@ def test_the_tiny_target_hears_its_audio(audio_run_job, tiny_whisper, tmp_path):
         [result] = out.results
         tokens.append(result["tokens"])
     assert tokens[0] != tokens[1]
+
+
+def test_write_whisper_refuses_what_whisper_cpp_cannot_load(tmp_path):
+    """Unequal encoder and decoder widths (whisper.cpp asserts them equal) or a missing hyperparameter:
+    one error line naming the file, and nothing written."""
+    out = tmp_path / "bad.bin"
+    wide = {**hparams(TARGET), "n_text_state": 2 * TARGET.width}
+    with pytest.raises(SpecbenchError, match="n_text_state 128 != n_audio_state 64") as err:
+        write_whisper(wide, tensors(TARGET, seed=1), vocabulary(), out)
+    assert str(out) in str(err.value) and "\n" not in str(err.value)
+    short = {k: v for k, v in hparams(TARGET).items() if k != "n_mels"}
+    with pytest.raises(SpecbenchError, match="hyperparameters .* expected .*'n_mels'"):
+        write_whisper(short, tensors(TARGET, seed=1), vocabulary(), out)
+    assert list(tmp_path.iterdir()) == []
