@@ -9,7 +9,8 @@ name, data`. Tensor names, shapes and types are the ones whisper.cpp's loader cr
 (`src/whisper.cpp`, `whisper_model_load`): positional embeddings, conv biases (shape [1, n]) and
 every 1-D tensor in F32, the rest in F16. CTranslate2 stacks q, k and v in one linear
 (`linear_0`; the cross attention stacks k and v); Whisper's key projections have no bias, and
-the zero key bias CTranslate2 stores is checked and dropped.
+the zero key bias CTranslate2 stores is checked and dropped. `write_whisper` writes whisper.cpp-named
+tensors and hyperparameters (what `convert` makes of CTranslate2's) with its vocabulary and mel filterbank.
 
 `quantize_q8_0` is whisper.cpp's `whisper-quantize ... q8_0` in numpy: every 2-D tensor except
 the positional embeddings becomes Q8_0 (blocks of 32: an F16 scale amax/127, then 32 int8 values
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -282,15 +283,15 @@ def whisper_tensors(v: dict[str, np.ndarray]) -> Iterator[tuple[str, np.ndarray]
     yield "decoder.ln.bias", v["decoder/layer_norm/beta"]
 
 
-def whisper_hparams(v: dict[str, np.ndarray], ftype: int) -> dict[str, int]:
-    """The 11 hyperparameters of a CTranslate2 Whisper model's variables."""
+def whisper_hparams(v: dict[str, np.ndarray]) -> dict[str, int]:
+    """The hyperparameters (HPARAMS but ftype) of a CTranslate2 Whisper model's variables."""
     emb, enc_pos = v["decoder/embeddings/weight"], v["encoder/position_encodings/encodings"]
     dec_pos, conv1 = v["decoder/position_encodings/encodings"], v["encoder/conv1/weight"]
     return {"n_vocab": emb.shape[0], "n_audio_ctx": enc_pos.shape[0], "n_audio_state": enc_pos.shape[1],
             "n_audio_head": int(v["encoder/num_heads"]), "n_audio_layer": _layers(v, "encoder"),
             "n_text_ctx": dec_pos.shape[0], "n_text_state": dec_pos.shape[1],
             "n_text_head": int(v["decoder/num_heads"]), "n_text_layer": _layers(v, "decoder"),
-            "n_mels": conv1.shape[1], "ftype": ftype}
+            "n_mels": conv1.shape[1]}
 
 
 def _tensor(name: str, a: np.ndarray) -> GgmlTensor:
@@ -305,11 +306,28 @@ def convert(model_bin: Path, vocabulary: Path, out: Path) -> None:
     if spec != "WhisperSpec":
         raise SpecbenchError(f"{model_bin}: CTranslate2 spec {spec!r}, expected 'WhisperSpec'")
     try:
-        hparams = whisper_hparams(v, FTYPE_F16)
-        tensors = [_tensor(name, a) for name, a in whisper_tensors(v)]
+        hparams = whisper_hparams(v)
+        tensors = list(whisper_tensors(v))
     except KeyError as e:
         raise SpecbenchError(f"{model_bin}: CTranslate2 Whisper model has no variable {e.args[0]}") from None
-    model = WhisperGgml(hparams, mel_filters(hparams["n_mels"]), read_vocabulary(vocabulary), tensors)
+    write_whisper(hparams, tensors, read_vocabulary(vocabulary), out)
+
+
+def write_whisper(hparams: dict[str, int], tensors: Iterable[tuple[str, np.ndarray]], vocab: list[bytes],
+                  out: Path) -> None:
+    """Write a whisper.cpp F16 ggml file: `hparams` (HPARAMS but ftype), `tensors` as (whisper.cpp name, array
+    in PyTorch's layout) in file order, `vocab` the token bytes of the ids below `<|endoftext|>`; the mel
+    filterbank is librosa's for hparams' n_mels."""
+    want = [k for k in HPARAMS if k != "ftype"]
+    if sorted(hparams) != sorted(want):
+        raise SpecbenchError(f"{out}: Whisper hyperparameters {sorted(hparams)}, expected {sorted(want)}")
+    if hparams["n_text_state"] != hparams["n_audio_state"]:  # whisper.cpp's loader asserts it
+        raise SpecbenchError(f"{out}: n_text_state {hparams['n_text_state']} != n_audio_state "
+                             f"{hparams['n_audio_state']}, expected equal widths (whisper.cpp needs them)")
+    if len(vocab) > hparams["n_vocab"]:
+        raise SpecbenchError(f"{out}: {len(vocab)} vocabulary tokens, expected at most n_vocab {hparams['n_vocab']}")
+    model = WhisperGgml({**hparams, "ftype": FTYPE_F16}, mel_filters(hparams["n_mels"]), vocab,
+                        [_tensor(name, a) for name, a in tensors])
     write_ggml(model, out)
 
 

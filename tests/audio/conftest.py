@@ -61,3 +61,12 @@ def tiny_asr(tmp_path_factory):
     from .tiny_audio_gguf import write_tiny_asr
 
     return write_tiny_asr(tmp_path_factory.mktemp("tiny-asr"))
+
+
+@pytest.fixture(scope="session")
+def tiny_whisper(tmp_path_factory):
+    """Tiny random-weight Whisper-shaped models in whisper.cpp's format (target, its one-layer early exit as
+    drafter) and one second of audio: tests/audio/tiny_whisper.py."""
+    from .tiny_whisper import write_tiny_whisper
+
+    return write_tiny_whisper(tmp_path_factory.mktemp("tiny-whisper"))

@@ -40,6 +40,7 @@ def emulated_phone(adb_server, phone_description, tmp_path):
 
 
 # --- phones that run the real runner (tests of AdbDevice and the CLI on phones) ---
+from tests.audio.conftest import tiny_whisper  # noqa: E402,F401  (fixture reused)
 from tests.native.conftest import demo_model_path, runner, tiny  # noqa: E402,F401  (fixtures reused)
 
 
