@@ -183,6 +183,8 @@ class Decoded:
     """The forwards alone."""
     encoder_s: float
     """Log-mel spectrogram + encoder."""
+    prompt_tokens: int
+    """The decoder's task prompt (the runner's n_prompt; whisper-cli's batchd runs, which count tokens)."""
 
 
 def jfk_clip(tmp: Path) -> Clip:
@@ -233,7 +235,7 @@ def runner_side(s: Setup, clips: list[Clip]) -> dict[str, Decoded]:
                              "<|endoftext|>")
         out[res["window_id"]] = Decoded(text=res["text"].strip(), tokens=len(res["tokens"]) - 1,
                                         decode_s=res["decode_s"], forward_s=sum(op["us"] for op in res["ops"]) * 1e-6,
-                                        encoder_s=res["audio_prefill_us"] * 1e-6)
+                                        encoder_s=res["audio_prefill_us"] * 1e-6, prompt_tokens=res["n_prompt"])
     return out
 
 
@@ -251,17 +253,22 @@ def cli_side(s: Setup, clips: list[Clip]) -> dict[str, Decoded]:
         # -nt: stdout holds the transcript alone, one line per segment.
         text = " ".join(line.strip() for line in stdout.splitlines() if line.strip())
         out[clip.id] = Decoded(text=text, tokens=t.decode_runs, decode_s=(t.decode_ms + t.sample_ms) * 1e-3,
-                               forward_s=t.decode_ms * 1e-3, encoder_s=(t.mel_ms + t.encode_ms) * 1e-3)
+                               forward_s=t.decode_ms * 1e-3, encoder_s=(t.mel_ms + t.encode_ms) * 1e-3,
+                               prompt_tokens=t.batchd_tokens)
     return out
 
 
 def mismatches(runner: dict[str, Decoded], cli: dict[str, Decoded]) -> dict[str, str]:
-    """{clip: why} for each clip the two sides did not decode alike: the same text and N - 1 = decode runs."""
+    """{clip: why} for each clip the two sides did not decode alike: the same task prompt length, the same text,
+    and the runner's N - 1 = whisper-cli's decode runs."""
     why = {}
     for clip in sorted(set(runner) | set(cli)):
         r, c = runner.get(clip), cli.get(clip)
         if r is None or c is None:
             why[clip] = f"decoded by {'whisper-cli' if r is None else 'the runner'} only"
+        elif r.prompt_tokens != c.prompt_tokens:
+            why[clip] = (f"the runner's task prompt has {r.prompt_tokens} tokens, whisper-cli's {c.prompt_tokens} "
+                         f"(its batchd runs)")
         elif r.text != c.text:
             why[clip] = f"the runner decoded {r.text!r}, whisper-cli {c.text!r}"
         elif r.tokens != c.tokens:
