@@ -10,12 +10,12 @@ timestamps, flash attention on as in both defaults), the same threads, the same 
 What each side's clock covers (N = the transcript's tokens including <|endoftext|>; both sides
 run N - 1 single-token decoder forwards and choose N tokens):
 
-* runner, `decode_s` (the decode clock, docs/METHODS.md §1.3): from the end of the prefill (the
-  log-mel spectrogram + encoder, then the task prompt <|startoftranscript|> <|en|> <|transcribe|>
-  <|notimestamps|> in one decoder forward) to the last token's commit: the argmax of y[0] from the
-  prefill's logits, then N - 1 times one forward (whisper_decode_with_state) and a host argmax
-  over the text tokens and <|endoftext|>. Rate = (N - 1) / decode_s. Its forwards alone: the sum
-  of the result's per-forward `ops` times.
+* runner, `decode_s` (the decode clock, docs/METHODS.md §1.3 Two clocks): from the end of the
+  prefill (the log-mel spectrogram + encoder, then the task prompt <|startoftranscript|> <|en|>
+  <|transcribe|> <|notimestamps|> in one decoder forward) to the last token's commit: the argmax
+  of y[0] from the prefill's logits, then N - 1 times one forward (whisper_decode_with_state)
+  and a host argmax over the logits of the text tokens and <|endoftext|>. Rate = (N - 1) /
+  decode_s. Its forwards alone: the sum of the result's per-forward `ops` times.
 * whisper-cli, parsed from its whisper_print_timings lines on stderr: `decode time` is the time
   inside whisper_decode_internal of its calls with one token (N - 1 "runs": the forwards, with the
   copy of the logits out); `sample time` is its greedy sampler: whisper_process_logits on the
@@ -28,8 +28,9 @@ run N - 1 single-token decoder forwards and choose N tokens):
 whisper.cpp's sampler does more than the runner's argmax: it copies the logits, applies
 Whisper's logit filters (at the first step <|endoftext|> and the blank are suppressed; the
 timestamp tokens, <|notimestamps|>, <|startoftranscript|>, <|nospeech|>, <|startoflm|>, the task
-and language tokens and <|startofprev|> always), then a log-softmax and a softmax over the whole
-vocabulary and, in whisper_sample_token, the timestamp probability sums beside the argmax. So
+and language tokens and <|startofprev|> always), a log-softmax over the whole vocabulary, the
+timestamps' logsumexp against the best text token, a softmax, and in whisper_sample_token the
+timestamp probability sums beside the argmax (over the probabilities: the same token). So
 the first row ("forwards + sampling") charges whisper-cli for that extra work, and the second
 row ("forwards alone") is the like-for-like forward; both carry the 0.97 target, so the verdict
 does not rest on the heavier sampler. Oddities of the printout: greedy decoding never counts a
@@ -39,9 +40,11 @@ added; and the no-speech probability after the prompt (a softmax over the vocabu
 timer. whisper.cpp runs no warm-up forward; the runner warms each model with one untimed forward.
 
 The two sides must do the same work: an untimed first round decodes every clip on both sides
-and keeps only the clips where both print the same text and the runner's N - 1 equals
-whisper-cli's decode runs (a clip that differs is named and left out). Every timed round checks
-the same counts again.
+and keeps only the clips where both prompt the decoder with as many task tokens, print the same
+text, and the runner's N - 1 equals whisper-cli's decode runs (a clip that differs is named and
+left out; none left is an error). Every timed round checks the same again. English-only models
+(tiny.en) differ in the prompt itself: whisper.cpp sends <|startoftranscript|> <|notimestamps|>,
+the runner <|startoftranscript|> <|transcribe|> <|notimestamps|>, so no tiny.en clip is timed.
 
 Informational: the encoder, as the runner's `audio_prefill_us` (whisper_pcm_to_mel +
 whisper_encode) against whisper-cli's `mel time` + `encode time` (the same two calls).
