@@ -376,7 +376,9 @@ def prepare(args: argparse.Namespace, tmp: Path) -> tuple[Setup, dict[str, str]]
     for clip, why in differ.items():
         note(f"left out clip '{clip}': {why}")
     if not kept:
-        raise BenchError("no clip decoded to the same text and token count on both sides")
+        clip, why = next(iter(differ.items()))
+        raise BenchError(f"no clip decoded alike on both sides (task prompt, text, token count): "
+                         f"'{clip}': {why}" + (f"; and {len(differ) - 1} more" if len(differ) > 1 else ""))
     return Setup(runner, cli, model, args.threads, kept), {c.id: differ.get(c.id, "") for c in clips}
 
 
