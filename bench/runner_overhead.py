@@ -206,7 +206,7 @@ def runner_sweep(s: Setup) -> dict:
     job = {"mode": "sweep", "threads": s.threads, "target": {"path": s.model}, "drafter": {"path": s.model},
            "widths": s.widths, "drafter_widths": s.widths, "drafter_logits": "last", "depths": [0],
            "warmup": 1, "repetitions": s.pp_repetitions}
-    out = {"all": {}, "last": {}}
+    out: dict[str, dict[int, list[float]]] = {"all": {}, "last": {}}
     for rec in run_job(s.runner, job, timeout_s=TOOL_TIMEOUT_S).results:
         if rec.get("kind") == "forward":
             out["all" if rec["model"] == "target" else "last"][rec["width"]] = list(rec["samples_us"])
