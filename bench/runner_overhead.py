@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import re
 import shutil
@@ -154,8 +155,8 @@ class Setup:
     when the budget is spent, so it overshoots); the runner's SD cap is set to match."""
 
 
-def run_tool(argv: list[str]) -> str:
-    """stdout + stderr of a llama.cpp tool; a failure is one line with its stderr tail."""
+def run_tool_streams(argv: list[str]) -> tuple[str, str]:
+    """(stdout, stderr) of a tool run; a failure is one line with its stderr tail."""
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -163,7 +164,13 @@ def run_tool(argv: list[str]) -> str:
     if done.returncode != 0:
         tail = " | ".join(done.stderr.strip().splitlines()[-3:])
         raise BenchError(f"{Path(argv[0]).name} exited with status {done.returncode}: {tail}")
-    return done.stdout + "\n" + done.stderr
+    return done.stdout, done.stderr
+
+
+def run_tool(argv: list[str]) -> str:
+    """stdout + stderr of a llama.cpp tool; a failure is one line with its stderr tail."""
+    stdout, stderr = run_tool_streams(argv)
+    return stdout + "\n" + stderr
 
 
 def bench_json(argv: list[str]) -> list[dict]:
@@ -199,7 +206,7 @@ def runner_sweep(s: Setup) -> dict:
     job = {"mode": "sweep", "threads": s.threads, "target": {"path": s.model}, "drafter": {"path": s.model},
            "widths": s.widths, "drafter_widths": s.widths, "drafter_logits": "last", "depths": [0],
            "warmup": 1, "repetitions": s.pp_repetitions}
-    out = {"all": {}, "last": {}}
+    out: dict[str, dict[int, list[float]]] = {"all": {}, "last": {}}
     for rec in run_job(s.runner, job, timeout_s=TOOL_TIMEOUT_S).results:
         if rec.get("kind") == "forward":
             out["all" if rec["model"] == "target" else "last"][rec["width"]] = list(rec["samples_us"])
@@ -263,7 +270,7 @@ def _runner_ctx(s: Setup) -> int:
 class Row:
     measurement: str
     baseline: str
-    """The llama.cpp tool and its arguments that measured the baseline."""
+    """The tool and its arguments that measured the baseline."""
     runner_tokens_per_s: float
     """Median over rounds."""
     tool_tokens_per_s: float
@@ -335,13 +342,12 @@ def detokenize(s: Setup, tokens: list[int]) -> str:
     return run_job(s.runner, job).results[0]["text"]
 
 
-def print_table(rows: list[Row], header: dict, details: dict) -> None:
-    print(f"runner vs llama.cpp tools on {header['model']} — {header['threads']} threads, "
-          f"{header['rounds']} interleaved rounds; rates: medians over rounds (tokens/s); "
-          f"ratio: median over rounds of runner / tool")
-    print(f"llama.cpp {header['llama_cpp_commit'][:12]}, flags {' '.join(header['flags'])}")
-    cols = ["measurement", "runner t/s", "llama tool t/s", "ratio", "target", "result", "baseline"]
-    cells = [[r.measurement, f"{r.runner_tokens_per_s:.1f}", f"{r.tool_tokens_per_s:.1f}", f"{r.ratio:.3f}",
+def print_rows(rows: list[Row], tool_column: str) -> None:
+    """The rows as an aligned table; `tool_column` heads the baseline's rates."""
+    cols = ["measurement", "runner t/s", tool_column, "ratio", "target", "result", "baseline"]
+    # Ratios are cut, not rounded, to 3 decimals: 0.9696 shows as 0.969 beside its FAIL, not as 0.970.
+    cells = [[r.measurement, f"{r.runner_tokens_per_s:.1f}", f"{r.tool_tokens_per_s:.1f}",
+              f"{math.floor(r.ratio * 1000 + 1e-9) / 1000:.3f}",
               "-" if r.target is None else f">= {r.target:.2f}", r.verdict, r.baseline] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     right = {1, 2, 3}
@@ -350,6 +356,34 @@ def print_table(rows: list[Row], header: dict, details: dict) -> None:
     print("  ".join("-" * w for w in widths))
     for row in cells:
         print(fmt(row))
+
+
+def print_load(load: dict, threads: int) -> None:
+    """The load average at start and end and other processes' cores; a warning above BUSY_LOAD."""
+    print(f"load average (1 min): {load['start']:.2f} at start, {load['end']:.2f} at end (the end includes this "
+          f"benchmark's own threads); other processes kept {load['others_cores']:.2f} cores busy on average during "
+          f"the measurements")
+    why = [f"load average {load['start']:.2f} at start" if load["start"] > BUSY_LOAD else "",
+           f"load average {load['end']:.2f} at end, {load['end'] - threads:.2f} beyond this benchmark's "
+           f"threads" if load["end"] - threads > BUSY_LOAD else "",
+           f"other processes used {load['others_cores']:.2f} cores" if load["others_cores"] > BUSY_LOAD else ""]
+    if any(why):
+        print(f"WARNING: busy machine ({'; '.join(w for w in why if w)} > {BUSY_LOAD}; a start figure can be the "
+              "tail of earlier work, the load average lags by minutes): interleaving spreads other work over both "
+              "sides, but treat the ratios with care")
+
+
+def print_verdict(rows: list[Row]) -> None:
+    failed = [r.measurement for r in rows if r.verdict == "FAIL"]
+    print("verdict: " + ("all targets met" if not failed else "MISSED: " + "; ".join(failed)))
+
+
+def print_table(rows: list[Row], header: dict, details: dict) -> None:
+    print(f"runner vs llama.cpp tools on {header['model']} — {header['threads']} threads, "
+          f"{header['rounds']} interleaved rounds; rates: medians over rounds (tokens/s); "
+          f"ratio: median over rounds of runner / tool")
+    print(f"llama.cpp {header['llama_cpp_commit'][:12]}, flags {' '.join(header['flags'])}")
+    print_rows(rows, "llama tool t/s")
     acc = details["sd_acceptance"]
     ra, ta = acc["runner"], acc["llama-speculative-simple"]
     print(f"SD work: runner accepted {ra['accepted']}/{ra['drafted']} drafts in {ra['rounds']} rounds, "
@@ -357,20 +391,8 @@ def print_table(rows: list[Row], header: dict, details: dict) -> None:
           f"{'yes' if details['sd_same_output'] else 'NO'}")
     print("sweep: pp computes logits for the last row only; the 'every row' lines pay for W logit rows "
           "(a verification needs them), the 'last row' lines are like for like")
-    load = header["load"]
-    print(f"load average (1 min): {load['start']:.2f} at start, {load['end']:.2f} at end (the end includes this "
-          f"benchmark's own threads); other processes kept {load['others_cores']:.2f} cores busy on average during "
-          f"the measurements")
-    why = [f"load average {load['start']:.2f} at start" if load["start"] > BUSY_LOAD else "",
-           f"load average {load['end']:.2f} at end, {load['end'] - header['threads']:.2f} beyond this benchmark's "
-           f"threads" if load["end"] - header["threads"] > BUSY_LOAD else "",
-           f"other processes used {load['others_cores']:.2f} cores" if load["others_cores"] > BUSY_LOAD else ""]
-    if any(why):
-        print(f"WARNING: busy machine ({'; '.join(w for w in why if w)} > {BUSY_LOAD}; a start figure can be the "
-              "tail of earlier work, the load average lags by minutes): interleaving spreads other work over both "
-              "sides, but treat the ratios with care")
-    failed = [r.measurement for r in rows if r.verdict == "FAIL"]
-    print("verdict: " + ("all targets met" if not failed else "MISSED: " + "; ".join(failed)))
+    print_load(header["load"], header["threads"])
+    print_verdict(rows)
 
 
 def prepare(args: argparse.Namespace, load_start: float) -> Setup:
