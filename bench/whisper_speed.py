@@ -42,9 +42,8 @@ timer. whisper.cpp runs no warm-up forward; the runner warms each model with one
 The two sides must do the same work: an untimed first round decodes every clip on both sides
 and keeps only the clips where both prompt the decoder with as many task tokens, print the same
 text, and the runner's N - 1 equals whisper-cli's decode runs (a clip that differs is named and
-left out; none left is an error). Every timed round checks the same again. English-only models
-(tiny.en) differ in the prompt itself: whisper.cpp sends <|startoftranscript|> <|notimestamps|>,
-the runner <|startoftranscript|> <|transcribe|> <|notimestamps|>, so no tiny.en clip is timed.
+left out; none left is an error). Every timed round checks the same again. Both prompt an
+English-only model (tiny.en) with <|startoftranscript|> <|notimestamps|> alone.
 
 Informational: the encoder, as the runner's `audio_prefill_us` (whisper_pcm_to_mel +
 whisper_encode) against whisper-cli's `mel time` + `encode time` (the same two calls).

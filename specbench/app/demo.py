@@ -50,7 +50,7 @@ from specbench.schemas.traces import TraceFile, load_trace_file
 from specbench.schemas.windows import Split, Window, load_windows, save_windows
 from specbench.world.devices.local import LocalDevice
 from specbench.world.dirs import cache_dir
-from specbench.world.model_files import ModelFile
+from specbench.world.model_files import ModelFile, model_stem
 from specbench.world.native_run import NativeOutcome, NativePlan, native_steps, profile_ref, run_native
 from specbench.world.profiling import SweepPlan, measured, profile_device, write_profile
 from specbench.world.runner import find_runner
@@ -95,22 +95,91 @@ NATIVE = QUICK_NATIVE + (As2dConfig(budget=7, drafter="smollm2").label,)
 with the profiles, docs/MEASUREMENTS.md)."""
 MARKER = ".specbench-demo"
 
+
+@dataclass(frozen=True)
+class DemoSuite:
+    """What one demo runs: its models, windows, methods, budget catalog and native configurations."""
+
+    name: str
+    """`text` (the bundled text windows) or `speech` (`--speech`: the speech set)."""
+    target: str
+    """The target's demo model name (world/models.py)."""
+    drafters: tuple[tuple[str, str], ...]
+    """(drafter name in traces and rows, demo model name), in trace order."""
+    templates: dict[str, str]
+    """Chat template per drafter name whose model stores none."""
+    trace_k_max: dict[str, int]
+    """Drafts per trace row, per drafter: as many as its configurations need."""
+    methods: tuple[str, ...]
+    quick_methods: tuple[str, ...]
+    budget_catalog: tuple[str, ...]
+    quick_budget_catalog: tuple[str, ...]
+    native: tuple[str, ...]
+    """Configuration labels run natively in every placement."""
+    depths: tuple[int, ...]
+    native_windows: int | None = None
+    """Natively, only the first this many test windows (None: every window); replay prices them all."""
+    reuse_encoder: bool = False
+    """Natively, each Whisper model encodes a window once per job (the decode clock excludes the encoder)."""
+    notes: tuple[str, ...] = ()
+    """Lines the demo prints before its summary: what a reader must know to read its figures."""
+
+    @property
+    def quick_native(self) -> tuple[str, ...]:
+        return tuple(c.label for c in parse_method_specs(list(self.quick_methods)))
+
+
+TEXT_SUITE = DemoSuite("text", DEMO_TARGET, (SELF_DRAFTER, OTHER_DRAFTER), TEMPLATES, TRACE_K_MAX, DEMO_METHODS,
+                       QUICK_METHODS, BUDGET_CATALOG, QUICK_BUDGET_CATALOG, NATIVE, DEPTHS)
+SPEECH_METHODS = ("target", "sd:W=3|5,drafter=tiny.en", "as2d:B=1|3,drafter=tiny.en", "sd:W=5,drafter=base-q8_0",
+                  "specasr:k_max=4,drafter=base-q8_0", "as2d:B=3,drafter=base-q8_0")
+SPEECH_QUICK = ("target", "sd:W=5,drafter=tiny.en", "as2d:B=3,drafter=tiny.en", "sd:W=5,drafter=base-q8_0",
+                "specasr:k_max=4,drafter=base-q8_0", "as2d:B=3,drafter=base-q8_0")
+SPEECH_SUITE = DemoSuite(
+    "speech", "whisper-base", (("tiny.en", "whisper-tiny.en"), ("base-q8_0", "whisper-base-q8_0")), {},
+    {"tiny.en": 4, "base-q8_0": 4}, SPEECH_METHODS, SPEECH_QUICK,
+    ("as2d:B=1..3,drafter=tiny.en", "as2d:B=1..3,drafter=base-q8_0"),
+    ("as2d:B=1..3,drafter=tiny.en", "as2d:B=1..3,drafter=base-q8_0"),
+    tuple(c.label for c in parse_method_specs(list(SPEECH_QUICK))), (0, 64), native_windows=8, reuse_encoder=True,
+    notes=("base-q8_0 is whisper-base quantized to Q8_0: the same model to 8 bits, so its acceptance is inflated by "
+           "construction (it shows what verification costs with a near-perfect drafter, not that drafting pays); "
+           "tiny.en is a distinct model with its own vocabulary.",))
+"""Whisper base with tiny.en (another model, another vocabulary: drafts mapped through text) and base's Q8_0 copy
+(same vocabulary, SpecASR too) on the speech set's windows; natively the first 8 test windows, each encoded once
+per job, so the speech demo stays a few minutes (docs/MEASUREMENTS.md)."""
+SUITES = {s.name: s for s in (TEXT_SUITE, SPEECH_SUITE)}
+
 ProgressFactory = Callable[[str, int], contextlib.AbstractContextManager[Callable[[int], None]]]
 Log = Callable[[str], None]
 
 
-def demo_models() -> tuple[ModelFile, list[ModelFile]]:
+def demo_models(suite: DemoSuite = TEXT_SUITE) -> tuple[ModelFile, list[ModelFile]]:
     """(target, drafters) demo model files, downloaded and sha256-checked on first use."""
     from specbench.world.models import demo_model
 
-    target = demo_model(DEMO_TARGET)
-    return (ModelFile(target.name.removesuffix(".gguf"), target),
-            [ModelFile(name, demo_model(model), template=TEMPLATES.get(name))
-             for name, model in (SELF_DRAFTER, OTHER_DRAFTER)])
+    target = demo_model(suite.target)
+    return (ModelFile(model_stem(target), target),
+            [ModelFile(name, demo_model(model), template=suite.templates.get(name)) for name, model in suite.drafters])
 
 
 def bundled_windows_path() -> Path:
     return Path(str(resources.files("specbench") / "data" / "demo_windows.jsonl"))
+
+
+def suite_windows(suite: DemoSuite) -> list[Window]:
+    """The suite's windows: the bundled text windows, or the speech set (fetched and checked on first use)."""
+    if suite.name == "speech":
+        from specbench.world.speech_clips import speech_windows
+
+        return load_windows(speech_windows())
+    return load_windows(bundled_windows_path())
+
+
+def native_windows(suite: DemoSuite, windows: list[Window], quick: bool) -> list[Window]:
+    """The windows run natively: all (and all of --quick's), or the suite's first `native_windows` test windows."""
+    if suite.native_windows is None or quick:
+        return windows
+    return [w for w in windows if w.split is Split.TEST][: suite.native_windows]
 
 
 @dataclass
@@ -126,6 +195,8 @@ class DemoRun:
     """Placement name -> what its profile measured (`profiling.measured`)."""
     native: list[NativeOutcome] = field(default_factory=list)
     """Per placement: what its native run found (`refuse_mismatches` fails the demo after its report)."""
+    notes: tuple[str, ...] = ()
+    """The suite's notes, printed before the summary."""
 
 
 @dataclass(frozen=True)
@@ -226,16 +297,16 @@ def traced_drafter_widths(traces_dir: Path, windows: Sequence[Window],
 
 
 def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
-             placements: Sequence[str] = PLACEMENTS) -> DemoRun:
-    run = DemoRun(Path(out))
+             placements: Sequence[str] = PLACEMENTS, suite: DemoSuite = TEXT_SUITE) -> DemoRun:
+    run = DemoRun(Path(out), notes=suite.notes)
     prepare_out(run.out)
-    configs = parse_method_specs(list(QUICK_METHODS if quick else DEMO_METHODS))
+    configs = parse_method_specs(list(suite.quick_methods if quick else suite.methods))
     with timed(run, "models", log):
-        target, drafters = demo_models()
+        target, drafters = demo_models(suite)
+        windows = suite_windows(suite)
     with timed(run, "runner", log):
         path = find_runner(build=True, on_build_line=lambda line: log(f"  {line}"), rebuild_stale=True)
     device = LocalDevice(runner=path)
-    windows = load_windows(bundled_windows_path())
     windows = quick_windows(windows) if quick else windows
     windows_path = run.out / "windows.jsonl"
     save_windows(windows_path, windows)
@@ -244,14 +315,14 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
         for drafter in drafters:
             specasr = [c for c in configs if isinstance(c, SpecAsrConfig) and c.drafter == drafter.name]
             with progress(f"tracing {drafter.name}", len(windows)) as advance:
-                trace_windows(device, windows, target, drafter, traces_dir, TRACE_K_MAX[drafter.name], False, None,
+                trace_windows(device, windows, target, drafter, traces_dir, suite.trace_k_max[drafter.name], False, None,
                               advance, None, specasr, cache_dir() / "traces", say=log)
     profile_paths = [run.out / "device_profiles" / f"local-{name}.yaml" for name in placements]
     with timed(run, "profile", log):
         traced = traced_drafter_widths(traces_dir, windows, configs)
         for name, profile_path in zip(placements, profile_paths, strict=True):  # one profile per placement
             # --quick is a smoke run: a fixed REPETITIONS per cell, not the precision's up to MAX_REPETITIONS
-            plan = sweep_plan(configs, resolve_on(device, name), precision=None if quick else PRECISION,
+            plan = sweep_plan(configs, resolve_on(device, name), suite.depths, precision=None if quick else PRECISION,
                               max_repetitions=MAX_REPETITIONS, traced=traced)
             with progress(f"profiling this host ({name})", plan.forwards(drafters)) as advance:
                 profiled = profile_device(device, target, drafters, plan, advance)
@@ -265,7 +336,7 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
         with progress("replaying", len(windows) * len(replayable) * len(profile_paths)) as advance:
             run_replay(inputs, replayable, profile_paths, run.out / "results" / "replay", False, False, advance)
     with timed(run, "budget", log):
-        specs = QUICK_BUDGET_CATALOG if quick else BUDGET_CATALOG
+        specs = suite.quick_budget_catalog if quick else suite.budget_catalog
         catalog = [c for c in parse_method_specs(list(specs)) if isinstance(c, As2dConfig)]
         run.deployments = [deploy_budget(run.out, windows_path, traces_dir, path, catalog, log)
                            for path in profile_paths]
@@ -273,13 +344,15 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
             log(deployment.summary())
     with timed(run, "native", log):
         available = device.runner().methods
-        wanted = QUICK_NATIVE if quick else NATIVE
+        wanted = suite.quick_native if quick else suite.native
         native = [c for c in configs if method_name(c) in available and c.label in wanted]
+        run_windows = native_windows(suite, windows, quick)
         # one native run per placement, as `run --native` runs it: a job per drafter, in the profile's placement,
         # outputs and decisions checked against the traces (a mismatch fails the demo once its report is written)
         for profile in inputs.profiles:
-            plan_native = NativePlan(device, windows, target, tuple(drafters), native, profile.placement,
-                                     inputs.traces, str(windows_path), profile_ref(profile))
+            plan_native = NativePlan(device, run_windows, target, tuple(drafters), native, profile.placement,
+                                     inputs.traces, str(windows_path), profile_ref(profile),
+                                     reuse_audio_prefill=suite.reuse_encoder)
             with progress(f"running natively ({profile.placement.label})", native_steps(plan_native)) as advance:
                 outcome = run_native(plan_native, native_dir(run.out, profile.placement.label), False, advance)
             report_outcome(outcome, log)

@@ -23,9 +23,13 @@ BUDGET_PROTOCOL = ("The paper's protocol: an AS2D budget chosen on the dev windo
                    "drafter (replayed and native), budgets B=1..3, profile cells at a fixed 5 forwards (no precision).")
 @click.option("--placement", "placements", multiple=True, type=click.Choice(PLACEMENTS),
               help="Profile, replay and run natively in this placement only (repeatable; default: split and shared).")
+@click.option("--speech", is_flag=True,
+              help="The speech demo: Whisper base (whisper.cpp) with tiny.en and base's Q8_0 copy as drafters, on "
+                   "the speech set (26 windows, 12 recorded, 14 synthetic; fetched and checked on first use); "
+                   "replay on every window, native runs on the first 8 test windows; WER per configuration.")
 @click.option("--detail", is_flag=True, help="Print every table of the report after the summary (report.md has them).")
 @runner_option
-def demo(out: Path, quick: bool, placements: tuple[str, ...], detail: bool) -> None:
+def demo(out: Path, quick: bool, placements: tuple[str, ...], speech: bool, detail: bool) -> None:
     """Profile this host, trace the bundled windows with small real models, replay and run
     the methods, and print the report: a one-screen summary with each method's verdict on
     this host, the budget protocol, and one line per kind of warning; every table is in
@@ -48,7 +52,7 @@ def demo(out: Path, quick: bool, placements: tuple[str, ...], detail: bool) -> N
     """
     from rich.console import Console
 
-    from specbench.app.demo import load_demo_results, run_demo
+    from specbench.app.demo import SPEECH_SUITE, TEXT_SUITE, load_demo_results, run_demo
     from specbench.app.native import refuse_mismatches
     from specbench.app.progress import progress_bar, stderr
     from specbench.app.report import build_report
@@ -57,9 +61,11 @@ def demo(out: Path, quick: bool, placements: tuple[str, ...], detail: bool) -> N
 
     start = time.perf_counter()
     run = run_demo(out, quick, progress_bar, lambda message: stderr.print(message, highlight=False, markup=False),
-                   tuple(dict.fromkeys(placements)) or PLACEMENTS)
+                   tuple(dict.fromkeys(placements)) or PLACEMENTS, SPEECH_SUITE if speech else TEXT_SUITE)
     built = build_report(load_demo_results(run.out))
     console = Console()
+    for note in run.notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
     print_summary(built.summary, console)  # one screen first, then the detail tables
     protocol = [BUDGET_PROTOCOL, *(f"  {d.summary()}" for d in run.deployments)] if run.deployments else []
     for line in protocol:

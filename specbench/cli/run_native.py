@@ -56,6 +56,8 @@ class NativeOptions:
     """--energy-convention as typed (None: detected)."""
     energy_paths: str | None = None
     """--energy-paths CURRENT,VOLTAGE,STATUS as typed (None: the battery's usual files)."""
+    reuse_encoder: bool = False
+    """--reuse-encoder: a Whisper model encodes each window once per job."""
 
     @property
     def asked(self) -> bool:
@@ -98,6 +100,10 @@ _NATIVE_OPTIONS = (  # in the order --help lists them
     click.option("--rate", type=click.FloatRange(0, 1000, min_open=True), default=None, metavar="R",
                  help="--sustained --pace realtime: requests per second for windows with no audio duration "
                       "(text windows need it)."),
+    click.option("--reuse-encoder", is_flag=True,
+                 help="--native with Whisper models: encode each window once and keep the encoder's output for "
+                      "its other decodes (methods, --runs); the decode clock excludes the encoder either way, and "
+                      "rows say so (audio_prefill_reused)."),
     click.option("--no-cooldown", is_flag=True,
                  help="--sustained: no cool-down between the methods' streams either (heat carries over)."),
     click.option("--template", "template_specs", multiple=True, metavar="NAME=TEMPLATE",
@@ -129,10 +135,11 @@ def native_options(func):
     @functools.wraps(func)
     def wrapper(*args, native, device, target_path, placement_spec, target_mmproj, drafter_mmproj, template_specs,
                 runs_text, warmup_text, sustained_text, pace, rate, no_cooldown, energy_interval_ms, energy_idle_s,
-                energy_convention, energy_paths, **kwargs):
+                energy_convention, energy_paths, reuse_encoder, **kwargs):
         options = NativeOptions(native, device, target_path, placement_spec, target_mmproj, tuple(drafter_mmproj),
                                 tuple(template_specs), runs_text, warmup_text, sustained_text, pace, rate,
-                                no_cooldown, energy_interval_ms, energy_idle_s, energy_convention, energy_paths)
+                                no_cooldown, energy_interval_ms, energy_idle_s, energy_convention, energy_paths,
+                                reuse_encoder)
         return func(*args, native=options, **kwargs)
 
     for option in reversed(_NATIVE_OPTIONS):
@@ -183,6 +190,8 @@ def refuse_native_only(options: NativeOptions) -> None:
     --template, --runs and --warmup are for --native runs."""
     if options.templates:
         raise SpecbenchError("--template is for --native runs (replay uses what the traces recorded)")
+    if options.reuse_encoder:
+        raise SpecbenchError("--reuse-encoder is for --native runs (replay runs no encoder)")
     for flag, given in (("--runs", options.runs), ("--warmup", options.warmup)):
         if given is not None:
             raise SpecbenchError(f"{flag} is for --native runs (replay prices each window once from the profile)")
@@ -265,4 +274,6 @@ def run_native_command(windows_path: Path, traces_dir: Path | None, profile_path
 
         arrival_gaps_us(windows, load)  # a text window without --rate, before any stream runs
         plans = [replace(plan, sustained=load) for plan in plans]
+    if options.reuse_encoder:
+        plans = [replace(plan, reuse_audio_prefill=True) for plan in plans]
     run_plans(plans, out, resume)

@@ -101,11 +101,16 @@ class ModelFile:
         return {"name": self.name, "sha256": self.sha256}
 
 
+def model_stem(path: Path) -> str:
+    """A model's default name: its file name without `.gguf` (llama.cpp) or `.bin` (whisper.cpp's ggml files)."""
+    return path.name.removesuffix(".gguf").removesuffix(".bin")
+
+
 def target_file(path: Path) -> ModelFile:
     path = Path(path)
     if not path.is_file():
         raise SpecbenchError(f"model file not found: {path}", hint="pass the path of a .gguf file")
-    return ModelFile(path.name.removesuffix(".gguf"), path)
+    return ModelFile(model_stem(path), path)
 
 
 LOOKUP_DRAFTER = ModelFile(lookup.NAME, Path(), lookup=True)
@@ -119,7 +124,7 @@ def parse_named(spec: str) -> ModelFile:
         return LOOKUP_DRAFTER
     name, sep, path_text = spec.partition("=")
     if not sep:
-        name, path_text = Path(spec).name.removesuffix(".gguf"), spec
+        name, path_text = model_stem(Path(spec)), spec
     name = name.strip()
     if not name or not path_text:
         raise SpecbenchError(f"--drafter '{spec}': expected NAME=PATH, e.g. small=models/drafter.gguf")

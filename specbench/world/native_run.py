@@ -232,7 +232,7 @@ def request_clocks(result: dict, window: Window, device: str, config: MethodConf
     doc = {"device": device, "config": config.label, "window_id": window.window_id,
            "window_sha256": window.window_sha256, "n_prompt": result.get("n_prompt"),
            "decode_us": round(float(result["decode_s"]) * 1e6)}
-    for key in ("n_audio", "audio_prefill_us", "instruction_prefill_us", "first_token_us", "first_draft_us",
+    for key in ("n_audio", "audio_prefill_us", "audio_prefill_reused", "instruction_prefill_us", "first_token_us", "first_draft_us",
                 "request_latency_us", "start_us", "end_us"):
         if key in result:
             doc[key] = result[key]
@@ -289,6 +289,8 @@ class NativePlan:
     """A sustained, paced run (world/sustained.py) instead of one decode per (window, configuration)."""
     energy: EnergySettings | None = None
     """Battery sampling by the runner (`--energy-interval`); None: off."""
+    reuse_audio_prefill: bool = False
+    """Whisper models encode each window once per job (`--reuse-encoder`; the decode clock excludes it anyway)."""
 
     def __post_init__(self) -> None:
         check_repeats(self.runs, self.warmup)
@@ -508,6 +510,8 @@ def _decode(plan: NativePlan, drafter: ModelFile | None, wanted: list[MethodConf
            "windows": [prompts.runner_window(w, refs.get(w.window_id)) for w in todo]}
     if plan.runs != 1 or plan.warmup != 0:  # a runner without these keys still serves single decodes
         job |= {"runs": plan.runs, "warmup_runs": plan.warmup}
+    if plan.reuse_audio_prefill:
+        job["reuse_audio_prefill"] = True
     per_window = len(run_configs) * plan.runs
     if drafter is not None:
         job["drafter"] = model_job(plan.device, drafter, plan.placement.drafter)

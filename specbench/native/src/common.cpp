@@ -159,7 +159,11 @@ void refuse_audio_for_lookup(const Window & w) {
 Prefill prefill_window(Model & target, Model * drafter, const Window & w) {
     Prefill p;
     p.audio_us = prefill_background(target, w, false).audio_us;
-    if (drafter) p.audio_us += prefill_background(*drafter, w, true).audio_us;
+    p.audio_reused = target.audio_prefill_reused();
+    if (drafter) {
+        p.audio_us += prefill_background(*drafter, w, true).audio_us;
+        p.audio_reused = p.audio_reused || drafter->audio_prefill_reused();
+    }
     const int64_t request = now_us();  // the request instant: the audio is in, the instruction known
     const int64_t t_us = prefill_instruction(target, w, false);
     p.first_token_us = now_us() - request;
@@ -176,6 +180,7 @@ json prefill_json(const Prefill & p, const Window & w, int64_t decode_us, bool w
               {"instruction_prefill_us", p.instruction_us},
               {"first_token_us", p.first_token_us}};
     if (with_drafter) j["first_draft_us"] = p.first_draft_us;
+    if (p.audio_reused) j["audio_prefill_reused"] = true;  // audio_prefill_us leaves out a kept encoder output
     // The request clock: request instant -> last commit (all residual prefills + the decode).
     j["request_latency_us"] = (with_drafter ? p.first_draft_us : p.first_token_us) + decode_us;
     j["n_audio"] = media_tokens(w, false);

@@ -460,6 +460,9 @@ void run_decode(JobObject & job) {
     // alternate: odd samples run the methods in reverse order (ABBA), so a method and the
     // target-only decode beside it see the same moment of the host in either order.
     const bool alternate = job.get<bool>("alternate", false);
+    // reuse_audio_prefill: a Whisper model encodes a window once and keeps the encoder output for the next
+    // decodes of the same window (methods, runs), which the decode clock excludes anyway.
+    const bool reuse_audio = job.get<bool>("reuse_audio_prefill", false);
     const ProbeOptions probe = parse_probe(job);
     const Pace pace = parse_pace(job, windows.size());
     const EnergyOptions energy = parse_energy(job);
@@ -523,6 +526,8 @@ void run_decode(JobObject & job) {
     Model * const target = loaded.target.get();
     Model * const drafter = loaded.drafter.get();
     const bool cross = loaded.cross;
+    target->keep_audio_prefill(reuse_audio);
+    if (drafter) drafter->keep_audio_prefill(reuse_audio);
     if (warmup) {
         warm(*target, max_w);
         if (drafter) warm(*drafter, 1);

@@ -111,6 +111,10 @@ class Model {
     virtual std::vector<llama_token> audio_prompt() const { return {}; }
     // Encodes 16 kHz mono samples (at most 30 s) as the window's audio prefill; the synchronized time in µs.
     virtual int64_t encode_audio(const std::vector<float> & pcm);
+    // keep: encode_audio of the very samples it encoded last (the same window's vector) keeps that encoder
+    // output and returns 0 (a decode job's "reuse_audio_prefill": the decode clock excludes the prefill).
+    void keep_audio_prefill(bool keep) { keep_audio_ = keep; }
+    bool audio_prefill_reused() const { return audio_reused_; }  // the last encode_audio kept its output
 
     // Text of one token (special tokens rendered only when `special`), and the tokenizer.
     virtual std::string piece(llama_token t, bool special) const = 0;
@@ -140,6 +144,8 @@ class Model {
     int n_ctx_ = 0;
     int kv_len_ = 0;
     int64_t last_forward_start_us_ = 0;
+    bool keep_audio_ = false;
+    bool audio_reused_ = false;
     mutable std::vector<llama_token> byte_tokens_;
 };
 

@@ -105,6 +105,7 @@ struct Prefill {
     int64_t instruction_us = 0;  // residual prefill after the request instant, both models
     int64_t first_token_us = 0;  // request instant -> y[0] known (target's instruction done)
     int64_t first_draft_us = -1; // request instant -> drafter ready to draft; -1: no drafter
+    bool audio_reused = false;   // an encoder kept the window's output from the decode before (reuse_audio_prefill)
     int64_t total_us() const { return audio_us + instruction_us; }
 };
 Prefill prefill_window(Model & target, Model * drafter, const Window & w);

@@ -135,20 +135,29 @@ class WhisperModel : public Model {
     void clear() override { kv_len_ = 0; }
 
     bool hears_audio() const override { return true; }
+    // whisper_full's prompt for greedy English transcription: <|startoftranscript|>, then for a multilingual
+    // model its language and task tokens (an English-only model has neither), then <|notimestamps|>.
     std::vector<llama_token> audio_prompt() const override {
         std::vector<llama_token> p = {whisper_token_sot(ctx_)};
-        if (whisper_is_multilingual(ctx_)) p.push_back(whisper_token_lang(ctx_, whisper_lang_id("en")));
-        p.push_back(whisper_token_transcribe(ctx_));
+        if (whisper_is_multilingual(ctx_)) {
+            p.push_back(whisper_token_lang(ctx_, whisper_lang_id("en")));
+            p.push_back(whisper_token_transcribe(ctx_));
+        }
         p.push_back(whisper_token_not(ctx_));
         return p;
     }
     int64_t encode_audio(const std::vector<float> & pcm) override {
+        audio_reused_ = keep_audio_ && encoded_ == pcm.data() && encoded_size_ == pcm.size();
+        if (audio_reused_) return 0;  // the state still holds this window's encoder output (decodes never change it)
+        encoded_ = nullptr;
         pin();
         const int64_t t0 = now_us();
         if (whisper_pcm_to_mel_with_state(ctx_, state_, pcm.data(), (int) pcm.size(), spec_.threads) != 0 ||
             whisper_encode_with_state(ctx_, state_, 0, spec_.threads) != 0) {
             throw JobError("whisper.cpp could not encode the audio for the " + spec_.role, "the log on stderr says why");
         }
+        encoded_ = pcm.data();
+        encoded_size_ = pcm.size();
         return now_us() - t0;
     }
 
@@ -186,6 +195,8 @@ class WhisperModel : public Model {
     }
 
   private:
+    const float * encoded_ = nullptr;  // the samples whose encoder output the state holds (keep_audio_prefill)
+    size_t encoded_size_ = 0;
     void check_fits(int n) const {
         if (kv_len_ + n > n_ctx_) {
             throw JobError(spec_.role + " context full: " + std::to_string(kv_len_) + " + " + std::to_string(n) +
