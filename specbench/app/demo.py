@@ -315,7 +315,8 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
         for drafter in drafters:
             specasr = [c for c in configs if isinstance(c, SpecAsrConfig) and c.drafter == drafter.name]
             with progress(f"tracing {drafter.name}", len(windows)) as advance:
-                trace_windows(device, windows, target, drafter, traces_dir, suite.trace_k_max[drafter.name], False, None,
+                k_max = suite.trace_k_max[drafter.name]
+                trace_windows(device, windows, target, drafter, traces_dir, k_max, False, None,
                               advance, None, specasr, cache_dir() / "traces", say=log)
     profile_paths = [run.out / "device_profiles" / f"local-{name}.yaml" for name in placements]
     with timed(run, "profile", log):

@@ -35,7 +35,8 @@ def model_format(path: Path) -> str:
         with open(path, "rb") as handle:
             magic = handle.read(4)
     except FileNotFoundError:
-        raise SpecbenchError(f"model file not found: {path}", hint="pass the path of a .gguf or whisper.cpp .bin file") from None
+        raise SpecbenchError(f"model file not found: {path}",
+                             hint="pass the path of a .gguf or whisper.cpp .bin file") from None
     except OSError as exc:
         raise SpecbenchError(f"{path}: cannot read the model file ({exc.strerror})") from None
     if magic not in _MAGICS:

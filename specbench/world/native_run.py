@@ -232,8 +232,8 @@ def request_clocks(result: dict, window: Window, device: str, config: MethodConf
     doc = {"device": device, "config": config.label, "window_id": window.window_id,
            "window_sha256": window.window_sha256, "n_prompt": result.get("n_prompt"),
            "decode_us": round(float(result["decode_s"]) * 1e6)}
-    for key in ("n_audio", "audio_prefill_us", "audio_prefill_reused", "instruction_prefill_us", "first_token_us", "first_draft_us",
-                "request_latency_us", "start_us", "end_us"):
+    for key in ("n_audio", "audio_prefill_us", "audio_prefill_reused", "instruction_prefill_us", "first_token_us",
+                "first_draft_us", "request_latency_us", "start_us", "end_us"):
         if key in result:
             doc[key] = result[key]
     return doc
