@@ -86,7 +86,8 @@ def profiles(draw):
     ratio = st.lists(st.floats(1.0, 3.0), min_size=2, max_size=2).map(np.array)
     cosched = CoSchedule(np.array([0.0, 64.0]), {w: draw(ratio) for w in measured}, {w: draw(ratio) for w in measured})
     overheads = Overheads(producer_startup_s=draw(st.sampled_from([0.0, 0.05, 1.0, 1e6])),
-                          publish_s=draw(st.sampled_from([0.0, 0.01])), align_s=draw(st.sampled_from([0.0, 0.02])))
+                          publish_s=draw(st.sampled_from([0.0, 0.01])), align_s=draw(st.sampled_from([0.0, 0.02])),
+                          producer_step_s=draw(st.sampled_from([0.0, 0.003])))
     drafter = DrafterProfile("drafter", ModelId("d"), "cpu", _costs(draw, "random drafter"), cosched)
     return DeviceProfile(DeviceInfo("random"), ModelId("t"), "gpu", _costs(draw, "random target"),
                          {"drafter": drafter}, overheads)

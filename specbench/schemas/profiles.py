@@ -235,6 +235,19 @@ class ModelId:
 
 
 @dataclass(frozen=True)
+class Overheads:
+    producer_startup_s: float = 0.0
+    """From the decode clock's start until the producer's first step begins."""
+    publish_s: float = 0.0
+    """Producer-lane time to publish one batch."""
+    align_s: float = 0.0
+    """Target-lane time for one realignment search."""
+    producer_step_s: float = 0.0
+    """Producer-lane host work of one producer step besides its forward and publishing: the greedy choice
+    over the drafter's vocabulary, the text mapping of a cross-vocabulary draft, the stream's copy."""
+
+
+@dataclass(frozen=True)
 class DrafterProfile:
     name: str
     """The drafter's name, as methods and traces name it."""
@@ -250,6 +263,9 @@ class DrafterProfile:
     """Costs declared, not measured on this device (None: measured by `specbench profile`)."""
     threads: int | None = None
     """Threads its forwards ran with (None: not recorded)."""
+    overheads: Overheads | None = None
+    """AS2D's non-model costs measured with this drafter as the producer (None: the profile's, measured with its
+    first drafter)."""
 
     def ingest_costs(self) -> CostTable:
         """The table a forward with a row per token is priced from; a profile without one (the
@@ -298,16 +314,6 @@ class RunnerRecord:
     """CMake flags of the build."""
     path: str | None = None
     """Where the binary was on the host that measured."""
-
-
-@dataclass(frozen=True)
-class Overheads:
-    producer_startup_s: float = 0.0
-    """From the decode clock's start until the producer's first step begins."""
-    publish_s: float = 0.0
-    """Producer-lane time to publish one batch."""
-    align_s: float = 0.0
-    """Target-lane time for one realignment search."""
 
 
 @dataclass(frozen=True)
@@ -500,6 +506,12 @@ class DeviceProfile:
             raise SpecbenchError(f"profile {self.path or self.name}: no drafter '{name}' "
                                  f"(profiled: {', '.join(sorted(self.drafters)) or 'none'})")
         return self.drafters[name]
+
+    def overheads_of(self, drafter: str | None) -> Overheads:
+        """AS2D's overheads with `drafter` producing: its own when measured, else the profile's."""
+        if drafter is None or drafter not in self.drafters:
+            return self.overheads
+        return self.drafters[drafter].overheads or self.overheads
 
     def cosched(self, drafter: str | None) -> CoSchedule:
         profile = self.drafter(drafter)
@@ -772,7 +784,7 @@ def _runner_record(doc: dict, where: Where) -> RunnerRecord:
 
 
 def _overheads(doc: dict, where: Where) -> Overheads:
-    reject_unknown(doc, {"producer_startup_s", "publish_s", "align_s"}, where)
+    reject_unknown(doc, {"producer_startup_s", "publish_s", "align_s", "producer_step_s"}, where)
     values = {}
     for key in doc:
         value = need(doc, key, float, where)  # need() refuses NaN and infinities
@@ -797,7 +809,7 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
     for i, entry in enumerate(need(doc, "drafters", list, where, [])):
         d_where = where.at("drafters").at(i)
         reject_unknown(entry, {"name", "model", "processor", "costs", "costs_all_rows", "cosched", "threads",
-                               "declared"}, d_where)
+                               "declared", "overheads"}, d_where)
         name = need(entry, "name", str, d_where)
         if name in drafters:
             raise d_where.at("name").fail("a drafter name not used by another entry", name)
@@ -818,7 +830,9 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
             _check_ratio_floor(cosched, target_costs, costs, d_where.at("cosched"))
         drafters[name] = DrafterProfile(
             name, _model_id(need(entry, "model", dict, d_where), d_where.at("model")),
-            need(entry, "processor", str, d_where), costs, cosched, all_rows, declared, _threads(entry, d_where))
+            need(entry, "processor", str, d_where), costs, cosched, all_rows, declared, _threads(entry, d_where),
+            None if "overheads" not in entry else _overheads(need(entry, "overheads", dict, d_where),
+                                                             d_where.at("overheads")))
     environment = manifest_environment(doc, where)
     runner_doc = need(doc, "runner", dict, where, None)
     if runner_doc is not None and environment is not None and environment.runner is not None:
@@ -900,6 +914,8 @@ def profile_to_dict(profile: DeviceProfile) -> dict:
                 entry["declared"]["fraction_of_target"] = d.declared.fraction_of_target
         if d.cosched is not None:
             entry["cosched"] = _cosched_doc(d.cosched)
+        if d.overheads is not None:
+            entry["overheads"] = vars(d.overheads)
         drafters.append(_with_threads(entry, d.threads))
     doc: dict = {"kind": KIND, "schema_version": VERSION}
     if profile.environment is not None:

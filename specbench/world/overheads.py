@@ -25,7 +25,7 @@ PROMPT = list(range(100, 132))
 """32 token ids valid in any real vocabulary: what the models say does not matter here."""
 CAP = 48
 RUNS = 3
-ZERO = {"producer_startup_s": 0.0, "publish_s": 0.0, "align_s": 0.0}
+ZERO = {"producer_startup_s": 0.0, "publish_s": 0.0, "align_s": 0.0, "producer_step_s": 0.0}
 AUDIO_SECONDS = 10
 AUDIO_SEED = 7
 """Whisper models hear a window instead of reading a prompt: 10 s of seeded noise (what they transcribe
@@ -65,8 +65,24 @@ def overheads_from_results(results: Sequence[dict]) -> dict:
     publish = sum(r["producer"]["publish_cost_us"] for r in runs) / max(batches, 1)
     plans = [op for r in runs for op in r["ops"] if op.get("model") == "target" and "plan_us" in op]
     searched = [op["plan_us"] for op in plans if op.get("searched")] or [op["plan_us"] for op in plans] or [0]
+    steps = [s for s in (producer_step_us(r["producer"]) for r in runs) if s is not None]
     return {"producer_startup_s": startup / 1e6, "publish_s": publish / 1e6,
-            "align_s": statistics.median(searched) / 1e6}
+            "align_s": statistics.median(searched) / 1e6,
+            "producer_step_s": statistics.median(steps) / 1e6 if steps else 0.0}
+
+
+def producer_step_us(producer: dict) -> float | None:
+    """The producer's host work per step besides forwards and publishing (pure): the lane's gaps between its
+    start and each forward, which hold one greedy choice, mapping and stream copy each (and the publishes
+    made in them, taken out at the mean publishing cost), per gap; None without a forward."""
+    starts, ends = producer.get("step_start_us", []), producer.get("step_us", [])
+    if not starts:
+        return None
+    gaps = [starts[0] - producer["started_us"]] + [b - a for a, b in zip(ends, starts[1:], strict=False)]
+    publishes = producer["publish_step"]
+    in_gaps = sum(1 for step in publishes if step < len(starts))  # step s publishes before forward s + 1 starts
+    mean_publish = producer["publish_cost_us"] / max(len(publishes), 1)
+    return max(0.0, (sum(gaps) - in_gaps * mean_publish) / len(gaps))
 
 
 def measure_overheads(device: Device, target: dict, drafter: dict, hears_audio: bool = False) -> tuple[dict, str]:

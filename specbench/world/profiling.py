@@ -352,10 +352,14 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
     models = [d for d in drafters if not d.lookup]
     if models and not plan.overheads:
         overheads_note = "overheads not measured (cost tables only)"
-    elif models:
-        overheads, overheads_note = measure_overheads(
-            device, model_job(device, target, plan.placement.target),
-            model_job(device, models[0], plan.placement.drafter), target.hears_audio)
+    elif models:  # per drafter: its producer's start-up and publishing, and the verifier's search beside it
+        measured_with = {d.name: measure_overheads(device, model_job(device, target, plan.placement.target),
+                                                   model_job(device, d, plan.placement.drafter), target.hears_audio)
+                         for d in models}
+        overheads, overheads_note = measured_with[models[0].name]
+        overheads_note += " per drafter (the top level: the first drafter's)"
+        profiled = {name: replace(p, overheads=Overheads(**measured_with[name][0])) if name in measured_with else p
+                    for name, p in profiled.items()}
     after = device.snapshot()
     environment = environment.finish(now(), loaded_models(device, [("target", target)]
                                                           + [("drafter", d) for d in drafters]), state(after))

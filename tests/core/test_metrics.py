@@ -118,8 +118,20 @@ def test_overheads_from_a_native_as2d_result():
 
     results = [run(40, [1, 3], [(5, False), (30, True)]), run(60, [2], [(7, True)]), run(50, [], [(9, False)])]
     got = overheads_from_results(results)
-    # startup: median of 40, 60, 50 us; publish: 6 us over 3 batches; align: median of searched rounds (30, 7)
-    assert got == {"producer_startup_s": 50e-6, "publish_s": 2e-6, "align_s": 18.5e-6}
+    # startup: median of 40, 60, 50 us; publish: 6 us over 3 batches; align: median of searched rounds (30, 7);
+    # no producer forward recorded: no host work per step measured
+    assert got == {"producer_startup_s": 50e-6, "publish_s": 2e-6, "align_s": 18.5e-6, "producer_step_s": 0.0}
+
+
+def test_the_producers_host_work_per_step_is_the_gaps_between_its_forwards_less_publishing():
+    from specbench.world.overheads import producer_step_us
+
+    # started at 100 us; forwards 130-1130, 1150-2150, 2190-3190; publishes after steps 1 and 3 (the last,
+    # after every forward), 4 us each: gaps 30, 20 and 40 us hold step 1's publish once
+    producer = {"started_us": 100, "step_start_us": [130, 1150, 2190], "step_us": [1130, 2150, 3190],
+                "publish_step": [1, 3], "publish_cost_us": 8}
+    assert producer_step_us(producer) == pytest.approx((30 + 20 + 40 - 4) / 3)
+    assert producer_step_us(producer | {"step_start_us": [], "step_us": []}) is None
 
 
 def _as2d_record(t_us, producer_spans, decode_s=0.031):

@@ -167,3 +167,36 @@ def test_the_parallel_replay_returns_the_sequential_rows_in_the_same_order():
     parallel = parallel_replay.replay_study(study.windows, study.traces, study.profiles, configs, workers=2,
                                             cost_fit="max")
     pd.testing.assert_frame_equal(parallel, sequential, check_exact=True)
+
+
+def test_each_drafter_is_priced_with_its_own_overheads_in_bulk_and_reference_alike():
+    """A profile whose drafters carry overheads of their own (`profile` measures them per drafter): AS2D rows
+    with each drafter take its own start-up, publishing and search costs, the bulk replay equal to the reference
+    to the last bit, and a drafter's rows untouched by the other drafter's overheads."""
+    from bench.synthetic_study import synthetic_study
+    from specbench.core.methods.configs import parse_method_specs
+    from specbench.core.replay.bulk import trace_for
+    from specbench.schemas.profiles import Overheads
+
+    study = synthetic_study(n_windows=6, n_devices=1)
+    [profile] = study.profiles
+    first, second = list(profile.drafters)
+    configs = parse_method_specs([f"as2d:B=3,drafter={first}", f"as2d:B=3,drafter={second}"])
+    own = Overheads(producer_startup_s=0.004, publish_s=0.0007, align_s=0.0003)
+    priced = dataclasses.replace(profile, drafters={**profile.drafters,
+                                                    second: dataclasses.replace(profile.drafters[second], overheads=own)})
+    assert priced.overheads_of(second) == own and priced.overheads_of(first) == profile.overheads
+
+    def rows(p):
+        bulk = replay_study(study.windows, study.traces, [p], configs).sort_values(["config", "window_id"])
+        reference = rows_frame([dataclasses.asdict(replay_window(w, trace_for(study.traces, c, w.window_id)[1], p, c))
+                                for c in configs for w in study.windows]).sort_values(["config", "window_id"])
+        pd.testing.assert_frame_equal(bulk.reset_index(drop=True), reference[bulk.columns].reset_index(drop=True),
+                                      check_dtype=False, check_exact=True)
+        return bulk.set_index(["config", "window_id"])["decode_s"]
+
+    before, after = rows(profile), rows(priced)
+    mine = [c for c in before.index.get_level_values("config").unique() if f"drafter={first}" in c]
+    other = [c for c in before.index.get_level_values("config").unique() if f"drafter={second}" in c]
+    assert (before.loc[mine] == after.loc[mine]).all()
+    assert (before.loc[other] != after.loc[other]).any()

@@ -164,8 +164,9 @@ class _Study:
             forward_s = drafter_costs[int(sim_drafter[i])][depths]
             if np.isnan(forward_s).any():
                 profile.drafter(config.drafter).costs.require(1)
-            publish_s = producers[int(sim_drafter[i]), bool(sim_lookup[i])].publish_s
-            timeline_of_row[int(row)] = timeline_from_forward_costs(producer, forward_s, config.batch, publish_s)
+            costs = producers[int(sim_drafter[i]), bool(sim_lookup[i])]
+            timeline_of_row[int(row)] = timeline_from_forward_costs(producer, forward_s, config.batch, costs.publish_s,
+                                                                    costs.step_s)
         # argsort is a permutation of the rows, so every row has its timeline
         timelines = [timeline_of_row[row] for row in range(len(firsts))]
         self.timelines = timelines
@@ -205,7 +206,7 @@ class _State:
     operation runs on contiguous arrays instead of gathering and scattering through an index."""
 
     CONSTANTS = ("ids", "row", "timeline", "ratio_row", "total", "n", "m", "cap", "n_prompt", "budget", "batch",
-                 "low_row", "horizon", "positional", "start_s")
+                 "low_row", "horizon", "positional", "start_s", "align_s")
     CURSORS = ("t", "expected", "floor", "batches")
     RESULTS = ("time", "work", "d", "v", "o", "h", "target_forwards", "proposed", "accepted", "multi", "extrapolated",
                "depth_extrapolated")
@@ -251,7 +252,7 @@ class _State:
         self.horizon = per_config("horizon", np.int64)
         self.positional = np.array([c.align == "positional" for c in config_list], dtype=bool)[config_row]
         self.start_s = study.start_s
-        self.align_s = profile.overheads.align_s
+        self.align_s = np.array([profile.overheads_of(c.drafter).align_s for c in config_list])[config_row]
         for name in self.CURSORS + ("target_forwards", "proposed", "accepted", "multi"):
             setattr(self, name, np.zeros(count, dtype=np.int64))
         self.t += 1  # y[0] comes from the prefill
@@ -267,7 +268,7 @@ class _State:
         part = object.__new__(_State)
         for name in self.CONSTANTS + self.CURSORS + self.RESULTS:
             setattr(part, name, getattr(self, name)[which])
-        part.verified, part.align_s = self.verified, self.align_s
+        part.verified = self.verified
         return part
 
     def retire(self, done: np.ndarray, into: _State) -> _State:
@@ -408,10 +409,10 @@ def _round(s: _State, study: _Study) -> None:
     committed = np.minimum(accepted + 1, s.n - t)
 
     # Time: the alignment search (if any), then the forward, the lanes sharing the processors.
-    sub = np.nonzero(searched)[0] if s.align_s > 0 else np.zeros(0, dtype=np.int64)
+    sub = np.nonzero(searched & (s.align_s > 0))[0]
     if len(sub):
         ones = np.ones(len(sub))
-        _run(s, sub, np.full(len(sub), s.align_s), ones, ones, forward=False)
+        _run(s, sub, s.align_s[sub], ones, ones, forward=False)
     width = length + 1
     depth = s.n_prompt + t - 1
     solo = study.target_costs[width, depth]

@@ -142,11 +142,12 @@ def producer_forward_depths(steps: int, depth0: int) -> np.ndarray:
 
 
 def timeline_from_forward_costs(stream: ProducerStream, forward_s: np.ndarray, batch: int,
-                                publish_s: float) -> ProducerTimeline:
-    """The timeline from the solo seconds of each forward (steps 1..steps-1) and the
-    per-batch publishing cost, charged to the step that publishes."""
-    step_cost = np.zeros(stream.steps)
-    step_cost[1:] = forward_s
+                                publish_s: float, step_s: float = 0.0) -> ProducerTimeline:
+    """The timeline from the solo seconds of each forward (steps 1..steps-1), the host work of
+    every step (`step_s`: its greedy choice and mapping, step 0's included) and the per-batch
+    publishing cost, charged to the step that publishes."""
+    step_cost = np.full(stream.steps, step_s)
+    step_cost[1:] += forward_s
     publish_steps = batch_publish_steps(stream.step, stream.steps, batch)
     np.add.at(step_cost, publish_steps, publish_s)
     cum = np.concatenate([[0.0], np.cumsum(step_cost)])
@@ -154,10 +155,10 @@ def timeline_from_forward_costs(stream: ProducerStream, forward_s: np.ndarray, b
 
 
 def producer_timeline(stream: ProducerStream, costs: CostTable, depth0: int, batch: int,
-                      publish_s: float) -> ProducerTimeline:
+                      publish_s: float, step_s: float = 0.0) -> ProducerTimeline:
     depths = producer_forward_depths(stream.steps, depth0)
     return timeline_from_forward_costs(stream, costs.costs(np.ones(len(depths), dtype=np.int64), depths), batch,
-                                       publish_s)
+                                       publish_s, step_s)
 
 
 def producer_depth_extrapolated(cum: np.ndarray, work: float, costs: CostTable, depth0: int) -> bool:
@@ -178,6 +179,8 @@ class ProducerCosts:
     """From the clock's start until the producer's first step."""
     publish_s: float
     """Producer-lane time to publish one batch."""
+    step_s: float = 0.0
+    """Producer-lane host work of every step besides its forward and publishing."""
 
 
 def producer_costs(profile: DeviceProfile, config: As2dConfig, trace: WindowTrace,
@@ -190,8 +193,9 @@ def producer_costs(profile: DeviceProfile, config: As2dConfig, trace: WindowTrac
     if trace.drafts is not None and trace.drafts.lookup is not None:
         ones = {width: np.ones(1) for width in range(1, (max_width or config.budget + 1) + 1)}
         return ProducerCosts(CoSchedule(np.zeros(1), ones, ones), 0.0, 0.0)
-    return ProducerCosts(profile.cosched(config.drafter), profile.overheads.producer_startup_s,
-                         profile.overheads.publish_s)
+    overheads = profile.overheads_of(config.drafter)
+    return ProducerCosts(profile.cosched(config.drafter), overheads.producer_startup_s, overheads.publish_s,
+                         overheads.producer_step_s)
 
 
 class _Lanes:
@@ -251,8 +255,9 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
     drafter = profile.drafter(config.drafter)
     producer = producer_costs(profile, config, trace)
     cosched = producer.cosched
-    overheads = profile.overheads
-    timeline = producer_timeline(stream, drafter.costs, trace.n_prompt_drafter, config.batch, producer.publish_s)
+    overheads = profile.overheads_of(config.drafter)
+    timeline = producer_timeline(stream, drafter.costs, trace.n_prompt_drafter, config.batch, producer.publish_s,
+                                 producer.step_s)
     lanes = _Lanes(timeline, producer.startup_s)
     oracle = oracle or TargetOracle(trace.y)
     verifier = As2dVerifier(config, cap)
