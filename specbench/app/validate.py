@@ -252,6 +252,8 @@ class Validation:
                "methods": [method_job(by_label[label]) for label in slots], "warmup": True, "runs": 2,
                "warmup_runs": 0, "alternate": True, "probe": {"repetitions": self.plan.probe_repetitions},
                "windows": [self.prompts[group].runner_window(w, refs[w.window_id]) for w in shard]}
+        if self.plan.target.hears_audio:  # Whisper: a window's four decodes share one encoding (none is timed)
+            job["reuse_audio_prefill"] = True
         decodes, probes = [], []
 
         def on_line(doc: dict) -> None:

@@ -242,9 +242,13 @@ class Overheads:
     """Producer-lane time to publish one batch."""
     align_s: float = 0.0
     """Target-lane time for one realignment search."""
-    producer_step_s: float = 0.0
+    producer_step_s: float | None = None
     """Producer-lane host work of one producer step besides its forward and publishing: the greedy choice
-    over the drafter's vocabulary, the text mapping of a cross-vocabulary draft, the stream's copy."""
+    over the drafter's vocabulary, the text mapping of a cross-vocabulary draft, the stream's copy (None: not
+    measured, as in profiles made before it was; priced as 0)."""
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in vars(self).items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -481,6 +485,9 @@ class DeviceProfile:
     """Timings that spread more than UNSTABLE_SPREAD_PCT (found when profiling)."""
     environment: Environment | None = None
     """Who measured it with which runner build and models, when (None: a hand-written or imported profile)."""
+    audio_prefill_s: Mapping[str, float] = field(default_factory=dict)
+    """Models that hear audio themselves (Whisper): 'target' or the drafter's name -> the median seconds of its
+    encoder over one window (the audio prefill, which the decode clock excludes); empty: none measured."""
     path: Path | None = None
     """The file it was loaded from (None: built in memory)."""
 
@@ -737,6 +744,7 @@ def _scaled(table: CostTable, fraction: float, label: str) -> CostTable:
 
 
 _TOP_KEYS = frozenset({"kind", "schema_version", "device", "runner", "snapshot", "target", "drafters", "overheads",
+                       "audio_prefill_s",
                        "notes", "placement", "pinning", "warnings", ENV_KEY})
 
 
@@ -852,7 +860,21 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
         {} if pinning_doc is None else _pinning(pinning_doc, where.at("pinning")), snapshot,
         None if runner_doc is None else _runner_record(runner_doc, where.at("runner")), _threads(target, t_where),
         need(doc, "notes", str, where, ""), warnings_from_doc(doc.get("warnings", []), where.at("warnings")),
-        environment, path)
+        environment, _audio_prefill(need(doc, "audio_prefill_s", dict, where, {}), set(drafters),
+                                    where.at("audio_prefill_s")), path)
+
+
+def _audio_prefill(doc: dict, drafters: set[str], where: Where) -> dict[str, float]:
+    """`audio_prefill_s`: 'target' or a drafter's name -> seconds, finite and > 0."""
+    out = {}
+    for key in doc:
+        if key != "target" and key not in drafters:
+            raise where.at(key).fail("'target' or the name of a drafter of this profile", key)
+        value = need(doc, key, float, where)
+        if value <= 0:
+            raise where.at(key).fail("seconds: finite and > 0", value)
+        out[key] = float(value)
+    return out
 
 
 def load_profile(path: Path) -> DeviceProfile:
@@ -915,7 +937,7 @@ def profile_to_dict(profile: DeviceProfile) -> dict:
         if d.cosched is not None:
             entry["cosched"] = _cosched_doc(d.cosched)
         if d.overheads is not None:
-            entry["overheads"] = vars(d.overheads)
+            entry["overheads"] = d.overheads.as_dict()
         drafters.append(_with_threads(entry, d.threads))
     doc: dict = {"kind": KIND, "schema_version": VERSION}
     if profile.environment is not None:
@@ -931,7 +953,9 @@ def profile_to_dict(profile: DeviceProfile) -> dict:
         doc["snapshot"] = {"before": dict(profile.snapshot.before), "after": dict(profile.snapshot.after)}
     doc["target"] = _with_threads({"model": _model_doc(profile.target_model), "processor": profile.target_processor,
                                    "costs": _table_doc(profile.target_costs)}, profile.target_threads)
-    doc |= {"drafters": drafters, "overheads": vars(profile.overheads)}
+    doc |= {"drafters": drafters, "overheads": profile.overheads.as_dict()}
+    if profile.audio_prefill_s:
+        doc["audio_prefill_s"] = {k: float(v) for k, v in profile.audio_prefill_s.items()}
     if profile.notes:
         doc["notes"] = profile.notes
     if profile.warnings:

@@ -192,6 +192,8 @@ def sweep_job(device: Device, target: ModelFile, drafter: ModelFile | None, plan
     if drafter is not None:
         job |= {"drafter": model_job(device, drafter, plan.placement.drafter),
                 "drafter_widths": list(drafter_widths(plan, drafter)), "drafter_logits": drafter_logits}
+    if not plan.overheads or drafter_logits == "all":  # a refresh, or the encoders' second job: timed once
+        job["encoder"] = False
     return job
 
 
@@ -364,6 +366,8 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
     environment = environment.finish(now(), loaded_models(device, [("target", target)]
                                                           + [("drafter", d) for d in drafters]), state(after))
     target_lane = plan.placement.lanes()[0]
+    encoders = {("target" if r["model"] == "target" else r["model_name"]): r["median_us"] / 1e6
+                for r in samples if r.get("kind") == "encoder"}
     profile = DeviceProfile(
         DeviceInfo(str(described["name"]), {k: v for k, v in described.items() if k != "name"}),
         ModelId(target.name, target.sha256), target_lane.processor, target_costs, profiled,
@@ -371,7 +375,7 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         target_threads=target_lane.threads,
         notes=(f"sweep: warmup {plan.warmup}, {plan.rule.describe()}, median seconds; target logits for "
                f"all rows, drafter logits '{DRAFTER_LOGITS}'; {overheads_note}"),
-        environment=environment)
+        environment=environment, audio_prefill_s=encoders)
     return judged(ProfileRun(profile, samples))
 
 

@@ -195,7 +195,7 @@ def producer_costs(profile: DeviceProfile, config: As2dConfig, trace: WindowTrac
         return ProducerCosts(CoSchedule(np.zeros(1), ones, ones), 0.0, 0.0)
     overheads = profile.overheads_of(config.drafter)
     return ProducerCosts(profile.cosched(config.drafter), overheads.producer_startup_s, overheads.publish_s,
-                         overheads.producer_step_s)
+                         overheads.producer_step_s or 0.0)
 
 
 class _Lanes:

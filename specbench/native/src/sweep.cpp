@@ -18,6 +18,7 @@ struct SweepPlan {
     int warmup = 1;
     RepetitionRule rule;  // samples per cell: a fixed count or to a precision
     int seed = 42;
+    bool encoder = true;  // time a Whisper model's encoder (a refresh of the cost tables leaves it out)
 };
 
 void check_sizes(const std::vector<int> & v, const char * key, int lo) {
@@ -112,7 +113,7 @@ void sweep_model(Model & m, const SweepPlan & plan, const std::vector<int> & wid
                        "lower the job's depths or widths (or raise n_ctx)");
     }
     std::mt19937 rng(plan.seed);
-    if (m.hears_audio()) sweep_encoder(m, plan);
+    if (m.hears_audio() && plan.encoder) sweep_encoder(m, plan);
     for (int depth : plan.depths) {
         emit_event("progress", {{"model", m.role()}, {"depth", depth}});
         sweep_depth(m, plan, widths, all_logits, depth, rng);
@@ -132,6 +133,7 @@ void run_sweep(JobObject & job) {
     plan.warmup = job.get<int>("warmup", 1);
     plan.rule = parse_repetition_rule(job);
     plan.seed = job.get<int>("seed", 42);
+    plan.encoder = job.get<bool>("encoder", true);
     job.done();
 
     // A drafter-only sweep ("widths": []) leaves the target untimed (a profile's later jobs).
