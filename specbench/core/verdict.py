@@ -38,6 +38,8 @@ class ForwardCounts:
     """Drafter forwards charged."""
     proposed: int
     """Candidates the target verified."""
+    accepted: int = 0
+    """Candidates the target accepted."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,8 @@ class Verdict:
     """AS2D: the producer's co-scheduling ratio at `width` (1 for serial methods)."""
     per_token_s: float
     """The configuration's seconds a token by this arithmetic."""
+    coverage: float = 0.0
+    """Accepted drafts per committed token: how much of the output the drafter supplied."""
 
     @property
     def pays_pct(self) -> float:
@@ -85,7 +89,8 @@ class Verdict:
         if self.method == "as2d":
             producer = self.rho_drafter * cd
             keeps = "keeps up" if producer <= per else "lags"
-            return (f"CT({self.width}) {ct:.1f} ms × ρT {self.rho_target:.2f} for τ = {self.tau:.2f} tokens = "
+            return (f"CT({self.width}) {ct:.1f} ms × ρT {self.rho_target:.2f} for τ = {self.tau:.2f} tokens "
+                    f"(coverage {100 * self.coverage:.0f}%) = "
                     f"{per:.1f} ms a token against CT(1) {ct1:.1f} ms: {self.outcome}; producer CD(1) {cd:.1f} ms × "
                     f"ρD {self.rho_drafter:.2f} = {producer:.1f} ms, {keeps}")
         return (f"{f:.1f} drafter forwards ({f:.1f} × {cd:.1f} ms) + CT({self.width}) {ct:.1f} ms for τ = "
@@ -117,4 +122,5 @@ def verdict(profile: DeviceProfile, method: str, drafter: str | None, counts: Fo
         per_token = rho_t * ct / tau
     else:
         per_token = (per_forward * cd + ct) / tau
-    return Verdict(method, depth, width, tau, per_forward, ct, cd, ct1, rho_t, rho_d, per_token)
+    return Verdict(method, depth, width, tau, per_forward, ct, cd, ct1, rho_t, rho_d, per_token,
+                   counts.accepted / counts.tokens)

@@ -135,7 +135,8 @@ def _verdict(profile, best: pd.Series, counts: pd.Series, depth: float):
     try:
         found = verdict(profile, best["method"], drafter,
                         ForwardCounts(int(counts["tokens"]), int(counts["target_forwards"]),
-                                    int(counts["drafter_forwards"]), int(counts["proposed"])), depth)
+                                    int(counts["drafter_forwards"]), int(counts["proposed"]),
+                                    int(counts["accepted"])), depth)
     except (SpecbenchError, ValueError) as exc:
         return None, f"no verdict: {exc}"
     return found, None
