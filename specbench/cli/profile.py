@@ -19,7 +19,8 @@ from specbench.errors import SpecbenchError
 @click.command()
 @click.argument("device_specs", nargs=-1, metavar="[DEVICE]...")
 @click.option("--target", "target_path", type=click.Path(path_type=Path), default=None,
-              help="Target model (.gguf). Default: the demo target (smollm2-135m-f16), fetched and derived once.")
+              help="Target model (.gguf, or a Whisper model in whisper.cpp's format). Default: the demo target "
+                   "(smollm2-135m-f16), fetched and derived once.")
 @click.option("--drafter", "drafter_specs", multiple=True, metavar="NAME=PATH",
               help="A drafter model to profile, named as in traces, or pld (prompt lookup: its measured cost). "
                    "Repeatable. Default: the demo drafters.")

@@ -123,7 +123,7 @@ _NATIVE_OPTIONS = (  # in the order --help lists them
                  help="--native: where to run: local (this host) or phone serials, comma-separated "
                       "(several: in parallel, results in OUT/<serial>/)."),
     click.option("--target", "target_path", type=click.Path(path_type=Path), default=None,
-                 help="--native: the target model (.gguf)."),
+                 help="--native: the target model (.gguf, or a Whisper model in whisper.cpp's format)."),
     click.option("--placement", "placement_spec", default=None, metavar="split|shared|SPEC",
                  help="--native: where each lane runs (see `specbench profile --help`); default: the "
                       "placement of --profile, else shared. A --profile of another placement is refused."),

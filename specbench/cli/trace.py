@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 @click.command()
 @click.argument("windows", type=existing_file)
-@click.option("--target", "target_path", type=click.Path(path_type=Path), required=True, help="Target model (.gguf).")
+@click.option("--target", "target_path", type=click.Path(path_type=Path), required=True,
+              help="Target model (.gguf, or a Whisper model in whisper.cpp's format).")
 @click.option("--drafter", "drafter_specs", multiple=True, required=True, metavar="NAME=PATH",
               help="Drafter model, named (traces/NAME.jsonl), or pld (prompt lookup, no model). Repeatable: one "
                    "trace file per drafter.")
