@@ -117,8 +117,6 @@ class DemoSuite:
     native: tuple[str, ...]
     """Configuration labels run natively in every placement."""
     depths: tuple[int, ...]
-    native_windows: int | None = None
-    """Natively, only the first this many test windows (None: every window); replay prices them all."""
     reuse_encoder: bool = False
     """Natively, each Whisper model encodes a window once per job (the decode clock excludes the encoder)."""
     notes: tuple[str, ...] = ()
@@ -140,13 +138,13 @@ SPEECH_SUITE = DemoSuite(
     {"tiny.en": 4, "base-q8_0": 4}, SPEECH_METHODS, SPEECH_QUICK,
     ("as2d:B=1..3,drafter=tiny.en", "as2d:B=1..3,drafter=base-q8_0"),
     ("as2d:B=1..3,drafter=tiny.en", "as2d:B=1..3,drafter=base-q8_0"),
-    tuple(c.label for c in parse_method_specs(list(SPEECH_QUICK))), (0, 64), native_windows=8, reuse_encoder=True,
+    tuple(c.label for c in parse_method_specs(list(SPEECH_QUICK))), (0, 64), reuse_encoder=True,
     notes=("base-q8_0 is whisper-base quantized to Q8_0: the same model to 8 bits, so its acceptance is inflated by "
            "construction (it shows what verification costs with a near-perfect drafter, not that drafting pays); "
            "tiny.en is a distinct model with its own vocabulary.",))
 """Whisper base with tiny.en (another model, another vocabulary: drafts mapped through text) and base's Q8_0 copy
-(same vocabulary, SpecASR too) on the speech set's windows; natively the first 8 test windows, each encoded once
-per job, so the speech demo stays a few minutes (docs/MEASUREMENTS.md)."""
+(same vocabulary, SpecASR too) on the speech set's windows; natively each window is encoded once per job (the decode
+clock excludes the encoder)."""
 SUITES = {s.name: s for s in (TEXT_SUITE, SPEECH_SUITE)}
 
 ProgressFactory = Callable[[str, int], contextlib.AbstractContextManager[Callable[[int], None]]]
@@ -173,13 +171,6 @@ def suite_windows(suite: DemoSuite) -> list[Window]:
 
         return load_windows(speech_windows())
     return load_windows(bundled_windows_path())
-
-
-def native_windows(suite: DemoSuite, windows: list[Window], quick: bool) -> list[Window]:
-    """The windows run natively: all (and all of --quick's), or the suite's first `native_windows` test windows."""
-    if suite.native_windows is None or quick:
-        return windows
-    return [w for w in windows if w.split is Split.TEST][: suite.native_windows]
 
 
 @dataclass
@@ -347,11 +338,10 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
         available = device.runner().methods
         wanted = suite.quick_native if quick else suite.native
         native = [c for c in configs if method_name(c) in available and c.label in wanted]
-        run_windows = native_windows(suite, windows, quick)
         # one native run per placement, as `run --native` runs it: a job per drafter, in the profile's placement,
         # outputs and decisions checked against the traces (a mismatch fails the demo once its report is written)
         for profile in inputs.profiles:
-            plan_native = NativePlan(device, run_windows, target, tuple(drafters), native, profile.placement,
+            plan_native = NativePlan(device, windows, target, tuple(drafters), native, profile.placement,
                                      inputs.traces, str(windows_path), profile_ref(profile),
                                      reuse_audio_prefill=suite.reuse_encoder)
             with progress(f"running natively ({profile.placement.label})", native_steps(plan_native)) as advance:

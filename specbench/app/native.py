@@ -115,6 +115,10 @@ def report_outcome(outcome: NativeOutcome, say: Callable[[str], None]) -> None:
             f"near-ties of the target's batched forward; see {directory / DIVERGENCES}")
     for line in outcome.unchecked.values():
         say(f"warning: {line}")
+    explained = [m for m in outcome.mismatches if m.explained is not None]
+    if explained:
+        say(f"warning: {len(explained)} native rows decided otherwise than the trace where {explained[0].explained} "
+            f"(replay priced the traced decisions); see {directory / DECISIONS}")
     if outcome.mismatched:
         say(f"error: {outcome.mismatched} native rows: decisions differ from the trace; see {directory / DECISIONS}")
 
@@ -140,7 +144,7 @@ def refuse_mismatches(outcomes: Sequence[NativeOutcome]) -> None:
                                   "target's greedy output")
     bad = [o for o in outcomes if o.mismatched]
     if bad:
-        first = bad[0].mismatches[0]
+        first = next(m for m in bad[0].mismatches if m.explained is None)
         raise SpecbenchError(f"decisions differ from the trace: {sum(o.mismatched for o in bad)} native rows, "
                              f"first {first.config} on window '{first.window_id}': {first.difference} "
                              f"(drafter sha256 {str(first.drafter_sha256)[:12]}, the trace's "

@@ -66,6 +66,8 @@ class LoadedModel:
     """`llama_model_n_params`: parameters of the loaded model."""
     size_bytes: int
     """`llama_model_size`: bytes of its tensors."""
+    threads: int | None = None
+    """Threads the runner ran it with (a Whisper model's greedy choices can depend on them); None: not recorded."""
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,7 @@ def _runner(doc: dict, where: Where) -> RunnerBuild:
 
 
 def _model(doc: dict, where: Where) -> LoadedModel:
-    reject_unknown(doc, {"role", "name", "sha256", "desc", "n_params", "size_bytes"}, where)
+    reject_unknown(doc, {"role", "name", "sha256", "desc", "n_params", "size_bytes", "threads"}, where)
     role = need(doc, "role", str, where)
     if role not in ("target", "drafter"):
         raise where.at("role").fail("'target' or 'drafter'", role)
@@ -190,8 +192,11 @@ def _model(doc: dict, where: Where) -> LoadedModel:
         counts[key] = need(doc, key, int, where)
         if counts[key] <= 0:
             raise where.at(key).fail("an integer > 0 (as llama.cpp reports it)", counts[key])
+    threads = need(doc, "threads", int, where, None)
+    if threads is not None and threads < 1:
+        raise where.at("threads").fail("an integer >= 1", threads)
     return LoadedModel(role, need(doc, "name", str, where), need(doc, "sha256", str, where),
-                       need(doc, "desc", str, where), counts["n_params"], counts["size_bytes"])
+                       need(doc, "desc", str, where), counts["n_params"], counts["size_bytes"], threads)
 
 
 def _device(doc: dict, where: Where) -> DeviceEnvironment:
@@ -235,7 +240,8 @@ def environment_to_dict(env: Environment) -> dict:
                  "finished": env.finished,
                  "resumes": [{"specbench_version": r.specbench_version, "argv": list(r.argv), "started": r.started}
                              for r in env.resumes],
-                 "runner": None, "models": [vars(m) for m in env.models], "device": None}
+                 "runner": None, "models": [{k: v for k, v in vars(m).items() if v is not None} for m in env.models],
+                 "device": None}
     if env.runner is not None:
         doc["runner"] = runner_dict(env.runner)
     if env.device is not None:

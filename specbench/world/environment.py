@@ -78,6 +78,7 @@ def loaded_models(device: Device, models: Sequence[tuple[str, ModelFile]]) -> li
         event = seen.get(device.model_path(model.path))
         if event is None or any(m.sha256 == model.sha256 and m.role == role for m in out):
             continue
+        threads = event.get("threads")
         out.append(LoadedModel(role, model.name, model.sha256, str(event["desc"]), int(event["n_params"]),
-                               int(event["size_bytes"])))
+                               int(event["size_bytes"]), None if threads is None else int(threads)))
     return out

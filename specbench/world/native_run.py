@@ -443,7 +443,8 @@ class NativeOutcome:
 
     @property
     def mismatched(self) -> int:
-        return len(self.mismatches)
+        """Rows whose decisions differ from the trace's with nothing to explain it (they fail the run)."""
+        return sum(m.explained is None for m in self.mismatches)
 
     def add(self, window: WindowRows) -> None:
         self.added += len(window.rows)
@@ -521,6 +522,8 @@ def _decode(plan: NativePlan, drafter: ModelFile | None, wanted: list[MethodConf
     held: list[list[dict]] = []  # finished windows waiting for the battery samples up to their end
     divergent: list[tuple[Window, list[int], WindowRows]] = []  # divergent windows, with their reference
 
+    threads_differ = drafter_threads_differ(trace_file, job.get("drafter", {}).get("threads"))
+
     def on_line(doc: dict) -> None:
         if energy is not None and energy.take(doc):
             release(final=False)
@@ -553,7 +556,7 @@ def _decode(plan: NativePlan, drafter: ModelFile | None, wanted: list[MethodConf
         reference = records[0].get("tokens") if plan.references is None else None
         trace = None if trace_file is None else trace_file.windows.get(window.window_id)
         found = window_rows(window, row_device, samples, wanted, reference, placement_key, drafter, trace,
-                            "" if trace_file is None else trace_file.drafter.sha256)
+                            "" if trace_file is None else trace_file.drafter.sha256, threads_differ)
         if found.divergences:  # written once explained, after the job (a window is written whole or not at all)
             divergent.append((window, list(reference or refs[window.window_id]), found))
         else:
@@ -606,6 +609,9 @@ class DecisionMismatch:
     """The first timed decode (0-based, of --runs) whose decisions differed."""
     difference: str
     """The first difference, in words (`core.decisions.decision_difference`)."""
+    explained: str | None = None
+    """Why the drafter may decide otherwise than traced (it ran with other threads than the trace's); None:
+    nothing explains it, and the run fails."""
 
 
 @dataclass(frozen=True)
@@ -629,13 +635,15 @@ def native_decisions(record: dict) -> NativeDecisions:
 def window_rows(window: Window, device: str, records: Sequence[tuple[MethodConfig, Sequence[dict]]],
                 wanted: Sequence[MethodConfig], reference: Sequence[int] | None,
                 placement: str = "", drafter: ModelFile | None = None,
-                trace: WindowTrace | None = None, trace_drafter_sha256: str = "") -> WindowRows:
+                trace: WindowTrace | None = None, trace_drafter_sha256: str = "",
+                threads_differ: str | None = None) -> WindowRows:
     """Rows of the `wanted` configurations for one window (pure), from each configuration's
     samples (runner decode records, in the order they ran), drafted by `drafter`. With `reference`,
     every sample's output is checked against it (the runner checked it already when given a
     reference). A configuration any of whose samples differs is a divergence (the first such sample is
     recorded); otherwise every sample committed the same tokens and the row is the median one. With
-    `trace` (the drafter's trace of this window), every sample's decisions are checked against it."""
+    `trace` (the drafter's trace of this window), every sample's decisions are checked against it;
+    `threads_differ` says why they may differ (the drafter ran with other threads than traced)."""
     labels = [c.label for c in wanted]
     out = WindowRows([], [])
     for config, samples in records:
@@ -661,10 +669,22 @@ def window_rows(window: Window, device: str, records: Sequence[tuple[MethodConfi
                 if found is not None:
                     out.mismatches.append(DecisionMismatch(window.window_id, config.label,
                                                            getattr(config, "drafter", None), sha,
-                                                           trace_drafter_sha256, found[0], found[1]))
+                                                           trace_drafter_sha256, found[0], found[1],
+                                                           threads_differ))
         out.rows.append(row)
     out.rows.sort(key=lambda r: labels.index(r.config))
     return out
+
+
+def drafter_threads_differ(trace_file: TraceFile | None, threads: int | None) -> str | None:
+    """Why a drafter running with `threads` may decide otherwise than `trace_file` recorded (a Whisper model's
+    greedy choices can change with the thread count: ggml splits its work otherwise); None: the same threads,
+    or either not recorded."""
+    env = None if trace_file is None else trace_file.environment
+    traced = next((m.threads for m in (env.models if env else ()) if m.role == "drafter"), None)
+    if traced is None or threads is None or traced == threads:
+        return None
+    return f"the drafter ran with {threads} threads, the trace's with {traced}: trace with --threads {threads}"
 
 
 def drafter_sha(drafter: ModelFile | None, config: MethodConfig) -> str | None:
