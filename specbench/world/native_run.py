@@ -522,7 +522,9 @@ def _decode(plan: NativePlan, drafter: ModelFile | None, wanted: list[MethodConf
     held: list[list[dict]] = []  # finished windows waiting for the battery samples up to their end
     divergent: list[tuple[Window, list[int], WindowRows]] = []  # divergent windows, with their reference
 
-    threads_differ = drafter_threads_differ(trace_file, job.get("drafter", {}).get("threads"))
+    drafter_job = job.get("drafter")
+    threads_differ = drafter_threads_differ(trace_file, drafter_job.get("threads") if isinstance(drafter_job, dict)
+                                            else None)
 
     def on_line(doc: dict) -> None:
         if energy is not None and energy.take(doc):
