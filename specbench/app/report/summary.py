@@ -80,12 +80,39 @@ def build_summary(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame,
         notes.append(f"verdicts: the profile's costs at KV depth {at}, the middle of its measured depths; "
                      "fidelity: mean |replay - native| / native")
         notes.append("how to read it: docs/METHODS.md §7.10 The one-screen summary")
+    notes += _transcript_notes(loaded, rows)
     frame = pd.DataFrame(records)
     if "speedup_vs_best_target" not in pooled:  # one placement per device: the column says nothing
         frame = frame.drop(columns=["speedup_vs_best_target"])
     return (Summary(TITLE + rows.suffix, COLUMNS, tuple(sections), tuple(notes)),
             Table(TITLE + rows.suffix, ORDER + (CATEGORY_ORDER if categories is not None else ""), frame,
                   COLUMN_FORMATS))
+
+
+def _transcript_notes(loaded: LoadedResults, rows: MainRows) -> list[str]:
+    """Where rows carry transcripts: target-only's WER against the references per device (pooled over
+    windows), and whether every configuration's transcript equals the others' on each window."""
+    from specbench.core import text_metrics
+
+    if not text_metrics.has_text(rows.frame):
+        return []
+    scored = rows.main if text_metrics.has_text(rows.main) else rows.native
+    scores = text_metrics.transcripts(scored[scored["method"] == "target"], loaded.references)
+    notes = []
+    if len(scores):
+        # pooled over datasets: word edits (wer_pct of ref_words) over reference words
+        edits = (scores["wer_pct"].fillna(0.0) * scores["ref_words"] / 100.0).groupby(scores["device"], sort=False)
+        words = scores.groupby("device", sort=False)["ref_words"].sum()
+        wer = ", ".join(f"{100 * e / words[device]:.1f}% ({device})" for device, e in edits.sum().items()
+                        if words[device] > 0)
+        if wer:
+            notes.append(f"transcripts: target-only's WER against the references {wer}")
+    summary, _ = text_metrics.text_check(rows.frame[rows.frame["cost_fit"] == "median"])
+    checked, differing = int(summary.at[0, "windows_checked"]), int(summary.at[0, "differing"])
+    if checked:
+        notes.append(f"lossless in text: every configuration's transcript is target-only's on {checked - differing} "
+                     f"of {checked} windows" + (f"; {differing} differ, see --detail" if differing else ""))
+    return notes
 
 
 def _by_category(categories: pd.DataFrame, device: str, config: str) -> dict[str, list[str]]:
