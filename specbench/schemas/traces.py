@@ -93,6 +93,9 @@ class TraceKey:
     """Drafts per prefix-conditioned row."""
     specasr: tuple[str, ...] = ()
     """Labels of the SpecASR configurations whose recycling queries were recorded, sorted."""
+    threads: int | None = None
+    """`trace --threads`: the threads both models decided with (None: the runner's default); Whisper's greedy
+    choices can depend on them."""
 
     def differences(self, other: TraceKey) -> list[str]:
         """'field a vs b' for each field that differs."""
@@ -314,12 +317,14 @@ def _key(doc: dict, where: Where) -> TraceKey | None:
     if key is None:
         return None
     k_where = where.at("key")
-    reject_unknown(key, frozenset({"runner_sha256", "windows_sha256", "n_windows", "k_max", "specasr"}), k_where)
+    reject_unknown(key, frozenset({"runner_sha256", "windows_sha256", "n_windows", "k_max", "specasr", "threads"}),
+                   k_where)
     specasr = need(key, "specasr", list, k_where, [])
     if not all(isinstance(label, str) for label in specasr):
         raise k_where.at("specasr").fail("a list of SpecASR configuration labels", specasr)
     return TraceKey(need(key, "runner_sha256", str, k_where), need(key, "windows_sha256", str, k_where),
-                    _count(key, "n_windows", k_where, low=1), _count(key, "k_max", k_where, low=1), tuple(specasr))
+                    _count(key, "n_windows", k_where, low=1), _count(key, "k_max", k_where, low=1), tuple(specasr),
+                    _count(key, "threads", k_where, low=1) if "threads" in key else None)
 
 
 def _shard(doc: dict, where: Where) -> Shard | None:
@@ -603,7 +608,7 @@ def header_dict(target: ModelRef, drafter: ModelRef, templates: Mapping[str, str
     if templates is not None:
         doc["templates"] = {"target": templates["target"], "drafter": templates["drafter"]}
     if key is not None:
-        doc["key"] = vars(key) | {"specasr": list(key.specasr)}
+        doc["key"] = {k: v for k, v in vars(key).items() if v is not None} | {"specasr": list(key.specasr)}
     if shard is not None:
         doc["shard"] = vars(shard)
     if environment is not None:

@@ -50,14 +50,16 @@ def shard_windows(windows: Sequence[Window], shard: Shard | None) -> list[Window
     return [w for i, w in enumerate(windows) if i % shard.count == shard.index - 1]
 
 
-def trace_key(runner_sha256: str, windows: Sequence[Window], k_max: int, specasr_labels: Sequence[str]) -> TraceKey:
-    return TraceKey(runner_sha256, windows_digest(windows), len(windows), k_max, tuple(sorted(set(specasr_labels))))
+def trace_key(runner_sha256: str, windows: Sequence[Window], k_max: int, specasr_labels: Sequence[str],
+              threads: int | None = None) -> TraceKey:
+    return TraceKey(runner_sha256, windows_digest(windows), len(windows), k_max, tuple(sorted(set(specasr_labels))),
+                    threads)
 
 
 def cache_path(cache: Path, key: TraceKey, shard: Shard | None, target: ModelRef, drafter: ModelRef,
                templates: Mapping[str, str]) -> Path:
     """Where the trace of this key lives in the content-addressed cache."""
-    doc = {"key": vars(key) | {"specasr": list(key.specasr)}, "target": target.sha256, "drafter": drafter.sha256,
+    doc = {"key": {k: v for k, v in vars(key).items() if v is not None} | {"specasr": list(key.specasr)}, "target": target.sha256, "drafter": drafter.sha256,
            "templates": dict(templates), "shard": None if shard is None else vars(shard)}
     digest = hashlib.sha256(json.dumps(doc, sort_keys=True).encode("utf-8")).hexdigest()
     return Path(cache) / digest / f"{drafter.name}.jsonl"

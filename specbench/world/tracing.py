@@ -400,7 +400,7 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
         if config.k_max > k_max:
             raise SpecbenchError(f"--specasr {config.trace_label}: k_max {config.k_max} exceeds --k-max {k_max}",
                                  hint=f"pass --k-max {config.k_max} or more")
-    key = trace_key(device.runner().sha256, windows, k_max, [c.trace_label for c in specasr])
+    key = trace_key(device.runner().sha256, windows, k_max, [c.trace_label for c in specasr], threads)
     windows = shard_windows(windows, shard)
     refs = model_refs(target, drafter)
     templates = model_templates(target, drafter, windows)
