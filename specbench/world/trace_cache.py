@@ -59,7 +59,8 @@ def trace_key(runner_sha256: str, windows: Sequence[Window], k_max: int, specasr
 def cache_path(cache: Path, key: TraceKey, shard: Shard | None, target: ModelRef, drafter: ModelRef,
                templates: Mapping[str, str]) -> Path:
     """Where the trace of this key lives in the content-addressed cache."""
-    doc = {"key": {k: v for k, v in vars(key).items() if v is not None} | {"specasr": list(key.specasr)}, "target": target.sha256, "drafter": drafter.sha256,
+    key_doc = {k: v for k, v in vars(key).items() if v is not None} | {"specasr": list(key.specasr)}
+    doc = {"key": key_doc, "target": target.sha256, "drafter": drafter.sha256,
            "templates": dict(templates), "shard": None if shard is None else vars(shard)}
     digest = hashlib.sha256(json.dumps(doc, sort_keys=True).encode("utf-8")).hexdigest()
     return Path(cache) / digest / f"{drafter.name}.jsonl"
