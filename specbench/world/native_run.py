@@ -645,7 +645,8 @@ def window_rows(window: Window, device: str, records: Sequence[tuple[MethodConfi
     reference). A configuration any of whose samples differs is a divergence (the first such sample is
     recorded); otherwise every sample committed the same tokens and the row is the median one. With
     `trace` (the drafter's trace of this window), every sample's decisions are checked against it;
-    `threads_differ` says why they may differ (the drafter ran with other threads than traced)."""
+    `threads_differ` says why they may differ (the drafter ran with other threads than traced), which explains
+    nothing when the drafter file is not the traced one."""
     labels = [c.label for c in wanted]
     out = WindowRows([], [])
     for config, samples in records:
@@ -672,7 +673,7 @@ def window_rows(window: Window, device: str, records: Sequence[tuple[MethodConfi
                     out.mismatches.append(DecisionMismatch(window.window_id, config.label,
                                                            getattr(config, "drafter", None), sha,
                                                            trace_drafter_sha256, found[0], found[1],
-                                                           threads_differ))
+                                                           threads_differ if sha == trace_drafter_sha256 else None))
         out.rows.append(row)
     out.rows.sort(key=lambda r: labels.index(r.config))
     return out
