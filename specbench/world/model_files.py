@@ -81,8 +81,9 @@ class ModelFile:
 
     @property
     def hears_audio(self) -> bool:
-        """A whisper.cpp model hears a window's audio through its own encoder (no mmproj, no chat template)."""
-        return self.engine == WHISPER
+        """A whisper.cpp model hears a window's audio through its own encoder (no mmproj, no chat template); a
+        missing file hears nothing (whoever opens it says it is missing)."""
+        return not self.lookup and Path(self.path).is_file() and self.engine == WHISPER
 
     @property
     def sha256(self) -> str:
