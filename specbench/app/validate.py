@@ -161,10 +161,12 @@ def cell_plan(plan: ValidationPlan, placement: Placement, full: bool) -> SweepPl
     each cell measured as the validation asks (a fixed count, or to a precision), the co-scheduling
     ratios of the AS2D configurations' drafters and widths included (a block's refreshes too: each
     block replays with its own ratios); AS2D's overheads only in the `full` profile and only where an
-    AS2D configuration is validated (no other method is charged them)."""
-    from specbench.app.demo import sweep_plan
+    AS2D configuration is validated (no other method is charged them). A cross-vocabulary drafter's widths
+    are widened to what the serial methods' replay asks of it on the traces (`app.demo.traced_drafter_widths`)."""
+    from specbench.app.demo import sweep_plan, traced_drafter_widths
 
-    cells = sweep_plan(list(plan.configs), placement, plan.depths, plan.precision, plan.max_repetitions)
+    traced = traced_drafter_widths(plan.traces_dir, plan.windows, plan.configs)
+    cells = sweep_plan(list(plan.configs), placement, plan.depths, plan.precision, plan.max_repetitions, traced)
     as2d = any(isinstance(c, As2dConfig) for c in plan.configs)
     return replace(cells, repetitions=plan.repetitions, cosched=as2d, overheads=full and as2d)
 
