@@ -462,13 +462,18 @@ def main(argv: list[str] | None = None) -> int:
               "sd_width": setup.sd_width, "llama_cpp_commit": setup.tools["commit"], "flags": setup.tools["flags"],
               "tools_dir": setup.tools["dir"], "runner": str(setup.runner), "wall_s": round(time.time() - started, 1),
               "load": {"start": load_start, "end": os.getloadavg()[0], "others_cores": round(others, 3)}}
-    if args.json:
-        doc = {"kind": "specbench.bench.runner_overhead", "schema_version": 1, **header,
+    emit("specbench.bench.runner_overhead", rows, header, details, args.json, print_table)
+    return 0
+
+
+def emit(kind: str, rows: list, header: dict, details: dict, as_json: bool, table) -> None:
+    """The benchmark's result on stdout: one JSON document of `kind` (--json), else `table(rows, header, details)`."""
+    if as_json:
+        doc = {"kind": kind, "schema_version": 1, **header,
                "rows": [{**asdict(r), "verdict": r.verdict} for r in rows], **details}
         print(json.dumps(doc, indent=2))
     else:
-        print_table(rows, header, details)
-    return 0
+        table(rows, header, details)
 
 
 if __name__ == "__main__":

@@ -66,7 +66,6 @@ speech set's windows (docs/SPEECH.md) instead of whisper.cpp's samples/jfk.wav.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import statistics
@@ -84,6 +83,7 @@ from bench.hostload import cpu_seconds, others_cores  # noqa: E402
 from bench.runner_overhead import (  # noqa: E402
     BenchError,
     Row,
+    emit,
     paired_row,
     print_load,
     print_rows,
@@ -413,12 +413,7 @@ def main(argv: list[str] | None = None) -> int:
               "wall_s": round(time.time() - started, 1),
               "load": {"start": load_start, "end": os.getloadavg()[0], "others_cores": round(others, 3)}}
     details = {**details, "same_output": same_output}
-    if args.json:
-        doc = {"kind": "specbench.bench.whisper_speed", "schema_version": 1, **header,
-               "rows": [{**asdict(r), "verdict": r.verdict} for r in rows], **details}
-        print(json.dumps(doc, indent=2))
-    else:
-        print_table(rows, header, details)
+    emit("specbench.bench.whisper_speed", rows, header, details, args.json, print_table)
     return 0
 
 
