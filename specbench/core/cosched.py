@@ -9,8 +9,8 @@ cost cells) says when a cell stops: its count is its target forwards per side.
 
 `measure_to_rule` drives the measurement through a given `measure` (the runner's cosched job
 in world/profiling.py): every cell the rule has not stopped gets more samples, in growing
-steps, never past the maximum; a ratio below 1 beyond its interval (a lane faster beside the
-other: physically impossible, so noise or a disturbed measurement) is measured once more
+steps, never past the maximum; a ratio below 1 beyond its interval, or below 1 - RHO_SLACK (a lane
+faster beside the other: physically impossible, so noise or a disturbed measurement) is measured once more
 from scratch, and what stays below 1 comes back as a `BelowOne` for the profile's warnings.
 """
 
@@ -28,6 +28,10 @@ RESAMPLES = 2000
 """Bootstrap resamples behind a ratio's interval."""
 SEED = 0
 """The bootstrap's seed: the same samples give the same interval."""
+RHO_SLACK = 0.25
+"""How far below 1 a co-scheduling ratio may fall as noise at least: a ratio of two medians on a busy host
+is noisier than either timing (split profiles on this project's host hold ratios near 0.92). A point
+ratio further below 1 is measured again even when its interval, from few samples, reaches 1."""
 GROWTH = 0.5
 """A cell short of its precision takes this fraction of its count more in the next job (at least 2)."""
 MEASURES = ("target_alone_us", "target_together_us", "drafter_alone_us", "drafter_together_us")
@@ -55,6 +59,11 @@ class RatioEstimate:
     def below_one(self) -> bool:
         """The whole interval lies below 1: the lane ran faster beside the other one."""
         return self.high < 1.0
+
+    def implausible(self) -> bool:
+        """Below 1 beyond its interval, or further below 1 than noise reaches (RHO_SLACK) whatever its
+        interval: a cell to measure again."""
+        return self.below_one() or self.ratio < 1.0 - RHO_SLACK
 
 
 def ratio_of_medians(alone: Sequence[float], together: Sequence[float], resamples: int = RESAMPLES,
@@ -122,6 +131,10 @@ class CellSamples:
         ratios = [("rho_target", self.rho_target()), ("rho_drafter", self.rho_drafter())]
         return [(name, r) for name, r in ratios if r is not None and r.below_one()]
 
+    def implausible(self) -> bool:
+        """A ratio of this cell is implausible (`RatioEstimate.implausible`)."""
+        return any(r is not None and r.implausible() for r in (self.rho_target(), self.rho_drafter()))
+
 
 def cell_done(rule: RepetitionRule, cell: CellSamples) -> bool:
     """The profile's repetition rule applied to a co-scheduling cell."""
@@ -155,7 +168,7 @@ class Measured:
 
     cells: Mapping[Cell, CellSamples]
     remeasured: tuple[Cell, ...] = ()
-    """Cells measured a second time from scratch (a ratio below 1 beyond its interval)."""
+    """Cells measured a second time from scratch (an implausible ratio: `CellSamples.implausible`)."""
     below_one: tuple[BelowOne, ...] = ()
     """Ratios still below 1 after the second measurement: warnings, priced as measured."""
     jobs: int = 0
@@ -189,10 +202,10 @@ def _to_rule(measure: Measure, cells: Sequence[Cell], rule: RepetitionRule, job:
 
 
 def measure_to_rule(measure: Measure, cells: Sequence[Cell], rule: RepetitionRule) -> Measured:
-    """Every cell measured until the rule stops it; a cell with a ratio below 1 beyond its
-    interval measured once more from scratch, and what stays below 1 returned as warnings."""
+    """Every cell measured until the rule stops it; a cell with an implausible ratio measured once
+    more from scratch, and what stays below 1 beyond its interval returned as warnings."""
     got, jobs = _to_rule(measure, cells, rule, 0)
-    low = [c for c in cells if got[c].below_one()]
+    low = [c for c in cells if got[c].implausible()]
     if not low:
         return Measured(got, jobs=jobs)
     again, jobs = _to_rule(measure, low, rule, jobs)

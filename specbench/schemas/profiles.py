@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from specbench.core.cosched import RHO_SLACK
 from specbench.core.repetitions import achieved_precision, reaches
 from specbench.core.samples import UNSTABLE_SPREAD_PCT, spread_pct
 from specbench.errors import MissingCostError, SpecbenchError
@@ -684,9 +685,6 @@ def _cosched(doc: dict, where: Where) -> CoSchedule:
                       achieved_precision=achieved or None, precision=None if precision is None else float(precision))
 
 
-RHO_SLACK = 0.25
-"""How far below 1 a co-scheduling ratio may fall at least (a ratio of two medians on a busy host is noisier
-than either timing; measured split profiles hold ratios near 0.92)."""
 RHO_SPREADS = 2.0
 """How many of the lanes' measured spreads a ratio may fall below 1 (two: about 95% of the noise)."""
 

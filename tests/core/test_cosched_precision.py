@@ -130,3 +130,16 @@ def test_cell_samples_accumulate_over_jobs():
                           "drafter_together_us": [4]}}
     cell = cell.add(record).add(record)
     assert cell.samples_us["target_alone_us"] == (1, 2, 1, 2) and cell.count == 2 and cell.rho_drafter() is None
+
+
+def test_a_ratio_far_below_one_is_measured_again_even_when_its_interval_reaches_one():
+    # five noisy samples a side around 0.56: the interval reaches 1, the ratio is no lane's noise
+    rule = RepetitionRule.fixed(5)
+    cells = [(1, 0), (4, 0)]
+    source = Samples({(1, 0): 1.2, (4, 0): (0.56, 1.1)}, 0.3, seed=3)
+    first = measure_to_rule(Samples({(1, 0): 1.2, (4, 0): 0.56}, 0.3, seed=3), cells, rule)
+    wide = first.cells[(4, 0)].rho_target()
+    assert not wide.below_one() and wide.implausible(), wide  # the case the interval rule alone missed
+    measured = measure_to_rule(source, cells, rule)
+    assert measured.remeasured == ((4, 0),) and not measured.below_one
+    assert measured.cells[(4, 0)].rho_target().ratio > 0.75  # the second measurement is the one priced
