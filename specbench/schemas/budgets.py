@@ -6,8 +6,18 @@ from pathlib import Path
 
 from specbench.core.budget import BudgetChoice
 from specbench.core.methods.configs import As2dConfig
-from specbench.errors import SpecbenchError
-from specbench.schemas.fileio import Where, check_header, dump_yaml, load_yaml, need, reject_unknown, write_atomic
+from specbench.errors import SchemaError, SpecbenchError
+from specbench.schemas.fileio import (
+    Where,
+    check_header,
+    dump_yaml,
+    from_dict,
+    load_yaml,
+    need,
+    reject_unknown,
+    to_dict,
+    write_atomic,
+)
 
 KIND = "specbench.budget"
 # Format history: 1 = first version.
@@ -15,10 +25,7 @@ VERSIONS = (1,)
 
 
 def budget_to_dict(choice: BudgetChoice, provenance: dict) -> dict:
-    c = choice.config
-    return {"kind": KIND, "schema_version": VERSIONS[-1], "device": choice.device,
-            "as2d": {"drafter": c.drafter, "B": c.budget, "batch": c.batch, "conf_stop": c.conf_stop,
-                     "align": c.align, "H": c.horizon},
+    return {"kind": KIND, "schema_version": VERSIONS[-1], "device": choice.device, "as2d": to_dict(choice.config),
             "selection": {"tokens_per_s": choice.tokens_per_s, "margin_pct": choice.margin_pct,
                           "runners_up": [{"config": label, "tokens_per_s": tps} for label, tps in choice.runners_up],
                           "extrapolated_cosched": choice.extrapolated, "extrapolated_depth": choice.depth_extrapolated,
@@ -37,17 +44,12 @@ def load_budget(path: Path) -> tuple[str, As2dConfig]:
     where = Where(path)
     check_header(doc, KIND, VERSIONS, where)
     reject_unknown(doc, {"kind", "schema_version", "device", "as2d", "selection"}, where)
-    as2d = need(doc, "as2d", dict, where)
-    a_where = where.at("as2d")
-    reject_unknown(as2d, {"drafter", "B", "batch", "conf_stop", "align", "H"}, a_where)
-    fields = {"budget": need(as2d, "B", int, a_where),
-              "drafter": need(as2d, "drafter", (str, type(None)), a_where, None),
-              "batch": need(as2d, "batch", int, a_where, 8),
-              "conf_stop": float(need(as2d, "conf_stop", float, a_where, 0.0)),
-              "align": need(as2d, "align", str, a_where, "anchor"), "horizon": need(as2d, "H", int, a_where, 8)}
-    try:  # the configuration's own range checks (B, batch, H >= 1, conf_stop in [0, 1], align), named with the file
-        config = As2dConfig(**fields)
-    except SpecbenchError as exc:
+    try:
+        config = from_dict(As2dConfig, need(doc, "as2d", dict, where), where.at("as2d"))
+    except SchemaError:
+        raise
+    except SpecbenchError as exc:  # the configuration's own checks (B, batch, H >= 1, conf_stop, align), named
+        # with the file
         raise SpecbenchError(f"{path}: {exc}") from None
     _check_selection(need(doc, "selection", dict, where, {}), where.at("selection"))
     return need(doc, "device", str, where), config

@@ -4,11 +4,11 @@ output differed from the reference, with where, which forward committed it, and 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from specbench.core.divergence import Explanation, classify
-from specbench.schemas.fileio import Where, iter_jsonl, need
+from specbench.schemas.fileio import Where, from_dict, iter_jsonl, to_dict
 
 DIVERGENCES = "divergences.jsonl"
 
@@ -77,9 +77,7 @@ class Divergence:
                                             margins.max_logit_diff))
 
     def as_dict(self) -> dict:
-        doc = asdict(self)
-        doc["explanation"] = None if self.explanation is None else self.explanation.value
-        return doc
+        return to_dict(self)
 
 
 def load_explanations(directory: Path) -> dict[tuple[str, str, str], str]:
@@ -90,10 +88,6 @@ def load_explanations(directory: Path) -> dict[tuple[str, str, str], str]:
         return {}
     found = {}
     for line, doc in iter_jsonl(path):
-        where = Where(f"{path}:{line}")
-        key = (need(doc, "device", str, where, ""), need(doc, "window_id", str, where), need(doc, "config", str, where))
-        explanation = need(doc, "explanation", (str, type(None)), where, None)
-        if explanation is not None and explanation not in {e.value for e in Explanation}:
-            raise where.at("explanation").fail(" or ".join(e.value for e in Explanation), explanation)
-        found[key] = explanation or ""
+        d: Divergence = from_dict(Divergence, doc, Where(f"{path}:{line}"))
+        found[(d.device, d.window_id, d.config)] = "" if d.explanation is None else d.explanation.value
     return found

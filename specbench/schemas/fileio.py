@@ -11,6 +11,7 @@ profile or validation holds `WriterLock` on it for as long as it writes.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import hashlib
 import json
@@ -18,10 +19,13 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+import types
+import typing
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from specbench.errors import SchemaError, SpecbenchError, WriteError
 
@@ -113,6 +117,392 @@ def _is_kind(value: Any, kind: type | tuple[type, ...]) -> bool:
 def _kind_name(kind: type | tuple[type, ...]) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
     return " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
+
+
+# --- records: a file kind's dataclass reads and writes itself ------------------------------------
+#
+# `from_dict(cls, doc, where)` reads a mapping into the frozen dataclass `cls` and `to_dict(record)`
+# writes it back. The dataclass is the one description of its keys: each field's annotation is its
+# type (str, int, float, bool, an Enum, a nested dataclass, `X | None`, tuples, lists and mappings of
+# those), a field with a default is an optional key, and `field(metadata=rule(...))` adds what the
+# type does not say (a range, a closed set, a key spelled otherwise in the file, words for the
+# complaint). Rules between fields are the loader's (or `__post_init__`'s). Each class's plan is made
+# once, on its first use.
+
+RULE = "specbench.rule"
+"""The field metadata key under which `rule` files a field's `Rule`."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How one field is read and written beyond what its type says."""
+
+    key: str | None = None
+    """The key in the file (None: the field's name)."""
+    low: float | None = None
+    """The least value (of a number, or of each number in a list or mapping); None: no bound."""
+    high: float | None = None
+    """The largest value; None: no bound."""
+    above: bool = False
+    """`low` itself is out of range (value > low)."""
+    below: bool = False
+    """`high` itself is out of range (value < high)."""
+    choices: tuple = ()
+    """The values a string may take (empty: any)."""
+    check: Any = None
+    """Any other test of the whole value (after reading; not called on null): a callable -> bool."""
+    expected: str | None = None
+    """The words of a complaint about the value (default: from the type, range and choices). A list's
+    or mapping's bad entry is then named at the field, with the whole value."""
+    ranged: bool = False
+    """A value out of range is said as `key = value, expected ...` (Where.out_of_range), not
+    `key 'key': expected ..., got value`."""
+    omit: bool = False
+    """`to_dict` leaves the key out while the field holds its default."""
+    rest: bool = False
+    """A mapping field that holds every key of the document no other field names (read and written flat)."""
+
+
+def rule(**kwargs: Any) -> dict[str, Rule]:
+    """Field metadata: `field(default=None, metadata=rule(low=1, omit=True))`."""
+    return {RULE: Rule(**kwargs)}
+
+
+class Invalid(SpecbenchError):
+    """A record's rule between its fields, broken (raised by `__post_init__`): `from_dict` says it in
+    one line naming the file and `key` (a field's key, or "" for the record)."""
+
+    def __init__(self, key: str, expected: str, got: object = None):
+        super().__init__(f"{key or 'record'}: expected {expected}" + ("" if got is None else f", got {got!r}"))
+        self.key, self.expected, self.got = key, expected, got
+
+
+_EVERY_KEY: set[type] = set()
+_Record = TypeVar("_Record")
+
+
+def every_key(cls: type[_Record]) -> type[_Record]:
+    """Class decorator: a file of this kind writes every key, so every key is required on reading
+    (defaults serve the code that builds the record)."""
+    _EVERY_KEY.add(cls)
+    return cls
+
+
+@dataclass(frozen=True)
+class FieldPlan:
+    """How `from_dict` reads one field and `to_dict` writes it (made once per class)."""
+
+    name: str
+    key: str
+    kind: Any
+    """The base type: str, int, float, bool, an Enum or dataclass, list, dict or object."""
+    nullable: bool
+    required: bool
+    default: Any
+    rule: Rule
+    read: Any
+    """(value, where, key) -> the field's value, or an error naming `where.at(key)`."""
+    write: Any
+    """value -> what the file holds (None: the value as it is)."""
+    missing: str
+    """What a missing key is said to lack, e.g. 'an integer (missing)'."""
+
+
+_PLANS: dict[type, tuple[FieldPlan, ...]] = {}
+
+
+def field_plans(cls: type) -> tuple[FieldPlan, ...]:
+    """The plan of every field of the dataclass `cls`, in field order (cached)."""
+    plans = _PLANS.get(cls)
+    if plans is None:
+        plans = _PLANS[cls] = _make_plans(cls)
+    return plans
+
+
+def from_dict(cls: type[_Record], doc: Any, where: Where) -> _Record:
+    """The mapping `doc` as a `cls`, every key checked against the fields: an unknown key, a missing
+    required one, a value of another type or out of its range is one line naming `where` and the key."""
+    plans = field_plans(cls)
+    if not isinstance(doc, dict):
+        raise where.fail("a mapping", doc)
+    known, required = _KEYS[cls], _REQUIRED[cls]
+    if not _RESTS[cls] and not doc.keys() <= known:
+        reject_unknown(doc, known, where)
+    if not doc.keys() >= required.keys():  # like an unknown key, the first missing one in key order is named
+        key = min(set(required) - doc.keys())
+        raise where.at(key).fail(required[key])
+    rest = None
+    values = {}
+    for plan in plans:
+        if plan.rule.rest:
+            rest = plan
+        elif plan.key in doc:
+            values[plan.name] = plan.read(doc[plan.key], where, plan.key)
+    if rest is not None:
+        values[rest.name] = {k: v for k, v in doc.items() if k not in known}
+    try:
+        return cls(**values)
+    except Invalid as exc:
+        raise (where.at(exc.key) if exc.key else where).fail(exc.expected, exc.got) from None
+
+
+def to_dict(record: Any) -> dict:
+    """The dataclass `record` as its file holds it: tuples as lists, enums as their values, nested
+    records as mappings; a field ruled `omit` is left out while it holds its default."""
+    doc: dict = {}
+    for plan in field_plans(type(record)):
+        value = getattr(record, plan.name)
+        if plan.rule.omit and value == plan.default:
+            continue
+        if plan.write is not None and value is not None:
+            value = plan.write(value)
+        if plan.rule.rest:
+            doc.update(value)
+        else:
+            doc[plan.key] = value
+    return doc
+
+
+_KEYS: dict[type, frozenset[str]] = {}
+_REQUIRED: dict[type, dict[str, str]] = {}
+"""Required key -> what its absence is said to lack."""
+_RESTS: dict[type, bool] = {}
+
+
+def record_keys(cls: type) -> frozenset[str]:
+    """The keys a file of `cls` may hold."""
+    field_plans(cls)
+    return _KEYS[cls]
+
+
+def _make_plans(cls: type) -> tuple[FieldPlan, ...]:
+    hints = typing.get_type_hints(cls)
+    every = cls in _EVERY_KEY
+    plans = []
+    for f in dataclasses.fields(cls):
+        the_rule = f.metadata.get(RULE, Rule())
+        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        default = (f.default if f.default is not dataclasses.MISSING else
+                   f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+        tp, nullable = _unwrap_optional(hints[f.name])
+        name = _name_of(tp) + (" or null" if nullable else "")
+        plans.append(FieldPlan(f.name, the_rule.key or f.name, _base(tp), nullable, every or not has_default, default,
+                               the_rule, _reader(tp, nullable, the_rule, name), _writer(tp), f"{name} (missing)"))
+    _KEYS[cls] = frozenset(p.key for p in plans if not p.rule.rest)
+    _RESTS[cls] = any(p.rule.rest for p in plans)
+    _REQUIRED[cls] = {p.key: p.missing for p in plans if p.required and not p.rule.rest}
+    return tuple(plans)
+
+
+def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        nullable = len(args) < len(typing.get_args(tp))
+        if len(args) != 1:
+            raise TypeError(f"records read one type or null, not {tp}")
+        return args[0], nullable
+    return tp, False
+
+
+def _base(tp: Any) -> Any:
+    origin = typing.get_origin(tp) or tp
+    if origin in (list, tuple, Sequence):
+        return list
+    if origin in (dict, Mapping):
+        return dict
+    return origin if isinstance(origin, type) else object
+
+
+def _name_of(tp: Any) -> str:
+    base = _base(tp)
+    if base in _TYPE_NAMES:
+        return _TYPE_NAMES[base]
+    if _is_enum(base):
+        return "one of " + ", ".join(repr(m.value) for m in base)
+    return "a mapping" if _is_record(base) else "a value"
+
+
+def _is_enum(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, Enum)
+
+
+def _is_record(tp: Any) -> bool:
+    return isinstance(tp, type) and hasattr(tp, "__dataclass_fields__")
+
+
+def _range_text(kind: Any, r: Rule) -> str:
+    what = "an integer" if kind is int else "a number"
+    if r.low is not None and r.high is not None:
+        return f"{what} in {'(' if r.above else '['}{r.low:g}, {r.high:g}{')' if r.below else ']'}"
+    if r.low is not None:
+        return f"{what} {'>' if r.above else '>='} {r.low:g}"
+    return f"{what} {'<' if r.below else '<='} {r.high:g}"
+
+
+def _reader(tp: Any, nullable: bool, r: Rule, name: str) -> Any:
+    """(value, where, key) -> the value read as `tp` (with `r`'s range, choices and check)."""
+    read = _value_reader(tp, r, name)
+    if r.check is not None:
+        inner, test, text = read, r.check, r.expected or name
+
+        def read(value: Any, where: Where, key: str | int) -> Any:
+            read_value = inner(value, where, key)
+            if not test(read_value):
+                raise _out(where.at(key), value, text, r.ranged)
+            return read_value
+    if nullable:
+        not_null = read
+
+        def read(value: Any, where: Where, key: str | int) -> Any:
+            return None if value is None else not_null(value, where, key)
+    return read
+
+
+def _value_reader(tp: Any, r: Rule, name: str) -> Any:
+    base, args = _base(tp), typing.get_args(tp)
+    if base is list or base is dict:
+        return _container_reader(tp, base, args, r, name)
+    if _is_record(base):
+        def read_record(value: Any, where: Where, key: str | int) -> Any:
+            if not isinstance(value, dict):
+                raise where.at(key).fail(name, value)
+            return from_dict(base, value, where.at(key))
+        return read_record
+    if _is_enum(base):
+        members = {m.value: m for m in base}
+        text = r.expected or " or ".join(repr(v) for v in members)
+
+        def read_enum(value: Any, where: Where, key: str | int) -> Any:
+            member = members.get(value) if isinstance(value, (str, int)) else None
+            if member is None:
+                raise where.at(key).fail(text, value)
+            return member
+        return read_enum
+    if base in (str, int, float, bool):
+        return _scalar_reader(base, r, name)
+    return lambda value, where, key: value  # object, Any: as given
+
+
+def _out(at: Where, value: Any, expected: str, ranged: bool) -> SpecbenchError:
+    """A value outside its range: `key = value, expected ...` when `ranged`, else `key 'key': expected ...`."""
+    return at.out_of_range(repr(value) if isinstance(value, str) else value, expected) if ranged else \
+        at.fail(expected, value)
+
+
+def _scalar_reader(kind: type, r: Rule, name: str) -> Any:
+    bounded = r.low is not None or r.high is not None
+    low = -math.inf if r.low is None else r.low
+    high = math.inf if r.high is None else r.high
+    range_text = r.expected or (_range_text(kind, r) if bounded else "")
+    choices = frozenset(r.choices)
+    choice_text = r.expected or " or ".join(repr(c) for c in r.choices)
+
+    def out(value: Any, where: Where, key: str | int) -> SpecbenchError:
+        return _out(where.at(key), value, range_text, r.ranged)
+
+    def within(value: float) -> bool:
+        return (low < value if r.above else low <= value) and (value < high if r.below else value <= high)
+
+    if kind is float or kind is int:
+        numbers = (int, float) if kind is float else int  # a float field takes an integer, not the other way
+
+        def read_number(value: Any, where: Where, key: str | int) -> Any:
+            if isinstance(value, bool) or not isinstance(value, numbers) or (
+                    isinstance(value, float) and not math.isfinite(value)):
+                raise where.at(key).fail(name, value)
+            if kind is float:
+                value = float(value)
+            if bounded and not within(value):
+                raise out(value, where, key)
+            return value
+        return read_number
+    if kind is bool:
+        def read_bool(value: Any, where: Where, key: str | int) -> Any:
+            if value is not True and value is not False:
+                raise where.at(key).fail(name, value)
+            return value
+        return read_bool
+
+    def read_str(value: Any, where: Where, key: str | int) -> Any:
+        if not isinstance(value, str):
+            raise where.at(key).fail(name, value)
+        if choices and value not in choices:
+            raise where.at(key).fail(choice_text, value)
+        return value
+    return read_str
+
+
+def _container_reader(tp: Any, base: type, args: tuple, r: Rule, name: str) -> Any:
+    shape = r.expected or name
+    item_rule = Rule(low=r.low, high=r.high, above=r.above, below=r.below, choices=r.choices, ranged=r.ranged)
+    if base is dict:
+        value_tp = args[1] if len(args) == 2 else object
+        read_value = _reader(*_unwrap_optional(value_tp), item_rule, _name_of(_unwrap_optional(value_tp)[0]))
+        key_tp = args[0] if args else object
+        plain = value_tp is object or value_tp is Any
+
+        def read_dict(value: Any, where: Where, key: str | int) -> Any:
+            if not isinstance(value, dict):
+                raise where.at(key).fail(shape, value)
+            if plain:
+                return value
+            at = where.at(key)
+            try:
+                if key_tp is str and not all(isinstance(k, str) for k in value):
+                    raise at.fail("a mapping with text keys", value)
+                return {k: read_value(v, at, str(k)) for k, v in value.items()}
+            except SpecbenchError:
+                if r.expected is None or r.ranged:
+                    raise
+                raise where.at(key).fail(r.expected, value) from None
+        return read_dict
+    origin = typing.get_origin(tp) or tp
+    fixed = origin is tuple and bool(args) and args[-1] is not Ellipsis
+    item_tps = args if fixed else (args[0] if args else object,)
+    readers = [_reader(*_unwrap_optional(t), item_rule, _name_of(_unwrap_optional(t)[0])) for t in item_tps]
+    make = tuple if origin is tuple else list
+    read_item = readers[0]
+
+    def read_list(value: Any, where: Where, key: str | int) -> Any:
+        if not isinstance(value, (list, tuple)):
+            raise where.at(key).fail(shape, value)
+        at = where.at(key)
+        try:
+            if fixed:
+                if len(value) != len(readers):
+                    raise at.fail(f"a list of {len(readers)}", value)
+                return make(read(v, at, i) for i, (read, v) in enumerate(zip(readers, value, strict=True)))
+            return make([read_item(v, at, i) for i, v in enumerate(value)])
+        except SpecbenchError:
+            if r.expected is None or r.ranged:
+                raise
+            raise where.at(key).fail(r.expected, value) from None
+    return read_list
+
+
+def _writer(tp: Any) -> Any:
+    """value -> what the file holds for a field of type `tp` (None: the value itself)."""
+    tp = _unwrap_optional(tp)[0]
+    base, args = _base(tp), typing.get_args(tp)
+    if _is_record(base):
+        return to_dict
+    if _is_enum(base):
+        return lambda value: value.value
+    if base is list:
+        item_tps = args if args and args[-1] is not Ellipsis else args[:1]
+        inner = [_writer(t) for t in item_tps]
+        if all(w is None for w in inner):
+            return list
+        if len(inner) == 1:
+            write = inner[0]
+            return lambda value: [v if v is None else write(v) for v in value]
+        return lambda value: [v if w is None or v is None else w(v) for w, v in zip(inner, value, strict=True)]
+    if base is dict:
+        write = _writer(args[1]) if len(args) == 2 else None
+        if write is None:
+            return dict
+        return lambda value: {k: v if v is None else write(v) for k, v in value.items()}
+    return None
 
 
 def read_text(path: Path) -> str:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from specbench.errors import SpecbenchError
+from specbench.schemas.fileio import Invalid, Where, from_dict, rule, to_dict
 
 NAMED = ("split", "shared")
 UNRECORDED = "unrecorded"
@@ -30,11 +31,11 @@ UNRECORDED = "unrecorded"
 
 @dataclass(frozen=True)
 class Lane:
-    processor: str
+    processor: str = field(metadata=rule(check=bool, expected="`cpu` or a ggml device name"))
     """`cpu` or a ggml device name (e.g. GPUOpenCL)."""
-    cpus: tuple[int, ...]
+    cpus: tuple[int, ...] = field(metadata=rule(low=0, check=bool, expected="a non-empty list of CPU numbers"))
     """CPU numbers the lane's threads are pinned to."""
-    threads: int
+    threads: int = field(metadata=rule(low=1))
 
     def __post_init__(self) -> None:
         if not self.cpus or min(self.cpus) < 0:
@@ -46,16 +47,20 @@ class Lane:
     def label(self) -> str:
         return f"{self.processor}@{_cpu_list(self.cpus)}/{self.threads}"
 
-    def as_dict(self) -> dict:
-        return {"processor": self.processor, "cpus": list(self.cpus), "threads": self.threads}
-
 
 @dataclass(frozen=True)
 class Placement:
     name: str
     """split, shared, custom or unrecorded."""
-    target: Lane | None
-    drafter: Lane | None
+    target: Lane | None = field(default=None, metadata=rule(omit=True))
+    """None only in the unrecorded placement (and then both are)."""
+    drafter: Lane | None = field(default=None, metadata=rule(omit=True))
+
+    def __post_init__(self) -> None:
+        for role in ("target", "drafter"):
+            if (getattr(self, role) is None) != (self.name == UNRECORDED):
+                raise Invalid(role, "a lane {processor, cpus, threads}" if self.name != UNRECORDED
+                              else f"no lane in the {UNRECORDED} placement")
 
     @property
     def key(self) -> str:
@@ -65,10 +70,7 @@ class Placement:
         return f"{self.name}[target={self.target.label},drafter={self.drafter.label}]"
 
     def as_dict(self) -> dict:
-        doc: dict = {"name": self.name}
-        if self.target is not None and self.drafter is not None:
-            doc |= {"target": self.target.as_dict(), "drafter": self.drafter.as_dict()}
-        return doc
+        return to_dict(self)
 
     @property
     def recorded(self) -> bool:
@@ -180,29 +182,9 @@ def _cpu_list(cpus: tuple[int, ...]) -> str:
     return ",".join(parts)
 
 
-def placement_from_dict(doc: object, where) -> Placement:
-    """A profile's or manifest's `placement` section (`where`: a fileio.Where for errors)."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
-        raise where.fail("a placement {name, target: {processor, cpus, threads}, drafter: {...}}", doc)
-    if doc["name"] == UNRECORDED:
-        return UNRECORDED_PLACEMENT
-    lanes = []
-    for role in ("target", "drafter"):
-        lane = doc.get(role)
-        l_where = where.at(role)
-        if not isinstance(lane, dict):
-            raise l_where.fail("a lane {processor, cpus, threads}", lane)
-        cpus = lane.get("cpus")
-        if not isinstance(cpus, list) or not cpus or not all(isinstance(c, int) and c >= 0 for c in cpus):
-            raise l_where.at("cpus").fail("a non-empty list of CPU numbers", cpus)
-        threads = lane.get("threads")
-        if not isinstance(threads, int) or threads < 1:
-            raise l_where.at("threads").fail("an integer >= 1", threads)
-        processor = lane.get("processor")
-        if not isinstance(processor, str) or not processor:
-            raise l_where.at("processor").fail("`cpu` or a ggml device name", processor)
-        lanes.append(Lane(processor, tuple(cpus), threads))
-    return Placement(doc["name"], lanes[0], lanes[1])
+def placement_from_dict(doc: object, where: Where) -> Placement:
+    """A profile's or manifest's `placement` section (`where` names it in errors)."""
+    return from_dict(Placement, doc, where)
 
 
 def lane_job(lane: Lane | None) -> dict:

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,18 @@ from specbench.core.samples import UNSTABLE_SPREAD_PCT, spread_pct
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.environment import KEY as ENV_KEY
 from specbench.schemas.environment import Environment, RunnerBuild, environment_to_dict, manifest_environment
-from specbench.schemas.fileio import Where, check_header, dump_yaml, load_yaml, need, reject_unknown, write_atomic
+from specbench.schemas.fileio import (
+    Where,
+    check_header,
+    dump_yaml,
+    from_dict,
+    load_yaml,
+    need,
+    reject_unknown,
+    rule,
+    to_dict,
+    write_atomic,
+)
 from specbench.schemas.placement import UNRECORDED_PLACEMENT, Placement, device_label, placement_from_dict
 
 KIND = "specbench.profile"
@@ -211,9 +222,10 @@ class CoSchedule:
 class DeclaredCost:
     """Drafter costs this profile did not measure: where they come from, in the user's words."""
 
-    source: str
+    source: str = field(metadata=rule(check=str.strip, expected="a non-empty text naming where the costs come from"))
     """Free text: what the cost is and where it was measured or derived, e.g. 'one decoder block + LM head'."""
-    fraction_of_target: float | None = None
+    fraction_of_target: float | None = field(default=None, metadata=rule(
+        low=0, above=True, omit=True, expected="a number > 0 (the share of the target's CT(n, depth))"))
     """Each drafter forward of n tokens costs this fraction of the target's CT(n, depth); None: a
     declared table (`costs`) measured by another harness."""
 
@@ -231,25 +243,26 @@ class ModelId:
 
     name: str
     """The model's name (the target's file stem, a drafter's --drafter NAME)."""
-    sha256: str | None = None
+    sha256: str | None = field(default=None, metadata=rule(omit=True))
     """sha256 of the GGUF file (None: a hand-written profile that does not name the file)."""
+
+
+_SECONDS = rule(low=0, expected="seconds: finite and >= 0")
 
 
 @dataclass(frozen=True)
 class Overheads:
-    producer_startup_s: float = 0.0
+    producer_startup_s: float = field(default=0.0, metadata=_SECONDS)
     """From the decode clock's start until the producer's first step begins."""
-    publish_s: float = 0.0
+    publish_s: float = field(default=0.0, metadata=_SECONDS)
     """Producer-lane time to publish one batch."""
-    align_s: float = 0.0
+    align_s: float = field(default=0.0, metadata=_SECONDS)
     """Target-lane time for one realignment search."""
-    producer_step_s: float | None = None
+    producer_step_s: float | None = field(default=None, metadata=rule(low=0, omit=True,
+                                                                    expected="seconds: finite and >= 0"))
     """Producer-lane host work of one producer step besides its forward and publishing: the greedy choice
     over the drafter's vocabulary, the text mapping of a cross-vocabulary draft, the stream's copy (None: not
     measured, as in profiles made before it was; priced as 0)."""
-
-    def as_dict(self) -> dict:
-        return {k: v for k, v in vars(self).items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -283,7 +296,7 @@ class DeviceInfo:
     """The device a profile was measured on, as it described itself (`Device.describe`)."""
 
     name: str
-    facts: Mapping[str, object] = field(default_factory=dict)
+    facts: Mapping[str, object] = field(default_factory=dict, metadata=rule(rest=True))
     """Everything else it said: kind, model, soc, abi, serial, cores, clusters..., as given."""
 
 
@@ -295,15 +308,21 @@ class Snapshots:
     after: Mapping[str, object]
 
 
+_CPUS = rule(low=0, expected="a list of CPU numbers (integers >= 0)")
+
+
 @dataclass(frozen=True)
 class LanePinning:
     """One lane's CPU set as asked and as the runner read it back from the kernel."""
 
-    cpus: tuple[int, ...]
+    cpus: tuple[int, ...] = field(metadata=_CPUS)
     """CPUs the lane was pinned to."""
-    read_back: tuple[int, ...]
+    read_back: tuple[int, ...] = field(metadata=_CPUS)
     """CPUs its threads could run on, read back."""
-    threads: int
+    threads: int = field(metadata=rule(low=1))
+
+
+_OMIT = rule(omit=True)
 
 
 @dataclass(frozen=True)
@@ -312,13 +331,17 @@ class RunnerRecord:
 
     sha256: str
     """sha256 of the runner binary."""
-    version: str | None = None
-    protocol: int | None = None
-    llama_cpp_commit: str | None = None
-    flags: tuple[str, ...] | None = None
+    version: str | None = field(default=None, metadata=_OMIT)
+    protocol: int | None = field(default=None, metadata=_OMIT)
+    llama_cpp_commit: str | None = field(default=None, metadata=_OMIT)
+    flags: tuple[str, ...] | None = field(default=None, metadata=rule(omit=True,
+                                                                      expected="a list of CMake flags (strings)"))
     """CMake flags of the build."""
-    path: str | None = None
+    path: str | None = field(default=None, metadata=_OMIT)
     """Where the binary was on the host that measured."""
+
+
+_FRACTION = rule(low=0, omit=True, expected="a fraction >= 0")
 
 
 @dataclass(frozen=True)
@@ -339,18 +362,18 @@ class StabilityWarning:
     spread_pct: float
     """100 x standard deviation / median of the samples."""
     samples: int
-    precision: float | None = None
+    precision: float | None = field(default=None, metadata=_FRACTION)
     """The precision the cell was measured to, when it stopped at the maximum count short of it
     (None: a spread warning only)."""
-    achieved_precision: float | None = None
+    achieved_precision: float | None = field(default=None, metadata=_FRACTION)
     """What the cell reached instead (with `precision`)."""
-    ratio: float | None = None
+    ratio: float | None = field(default=None, metadata=_OMIT)
     """A co-scheduling ratio below 1 beyond its interval after its cell was measured again (table
     `cosched rho_target` or `cosched rho_drafter`; median_s, spread_pct and samples are of the lane's
     together samples); None: not such a warning."""
-    ratio_low: float | None = None
+    ratio_low: float | None = field(default=None, metadata=_OMIT)
     """Lower end of the ratio's ~95% interval (with `ratio`)."""
-    ratio_high: float | None = None
+    ratio_high: float | None = field(default=None, metadata=_OMIT)
     """Upper end of the ratio's ~95% interval, below 1 (with `ratio`)."""
 
     def short_of_precision(self) -> bool:
@@ -422,42 +445,29 @@ def stability_warnings(samples: Sequence[dict]) -> list[StabilityWarning]:
 
 def warnings_doc(warnings: Sequence[StabilityWarning]) -> list[dict]:
     """The profile's (and a results manifest's) `warnings` list; a spread warning carries no precision keys."""
-    return [{k: v for k, v in asdict(w).items() if v is not None} for w in warnings]
+    return [to_dict(w) for w in warnings]
 
 
 def warnings_from_doc(doc: object, where: Where) -> tuple[StabilityWarning, ...]:
     """A `warnings` list (of a profile or a results manifest's profile entry), validated."""
     if not isinstance(doc, list):
         raise where.fail("a list of stability warnings", doc)
-    out = []
-    kinds = {"model": str, "table": str, "width": int, "depth": int, "median_s": float, "spread_pct": float,
-             "samples": int}
-    optional = ("precision", "achieved_precision")
-    ratio_keys = ("ratio", "ratio_low", "ratio_high")
-    for i, entry in enumerate(doc):
-        w_where = where.at(i)
-        reject_unknown(entry if isinstance(entry, dict) else {}, set(kinds) | set(optional) | set(ratio_keys),
-                       w_where)
-        fields = {k: kind(need(entry, k, kind, w_where)) for k, kind in kinds.items()}
-        precision, achieved = (need(entry, k, float, w_where, None) for k in optional)
-        if (precision is None) != (achieved is None):
-            raise w_where.fail("both `precision` and `achieved_precision` or neither",
-                               [k for k in optional if k in entry])
-        for key, value in zip(optional, (precision, achieved), strict=True):
-            if value is not None and not value >= 0:
-                raise w_where.at(key).fail("a fraction >= 0", value)
-        ratio = [need(entry, k, float, w_where, None) for k in ratio_keys]
-        if any(v is None for v in ratio) and any(v is not None for v in ratio):
-            raise w_where.fail("all of `ratio`, `ratio_low`, `ratio_high` or none",
-                               [k for k in ratio_keys if k in entry])
-        if ratio[0] is not None and not 0 < ratio[1] <= ratio[2] < 1:
-            raise w_where.at("ratio_high").fail("0 < ratio_low <= ratio_high < 1 (a ratio below 1 beyond its "
-                                                "interval)", ratio[1:])
-        value, low, high = (None if v is None else float(v) for v in ratio)
-        out.append(StabilityWarning(**fields, precision=None if precision is None else float(precision),
-                                    achieved_precision=None if achieved is None else float(achieved),
-                                    ratio=value, ratio_low=low, ratio_high=high))
-    return tuple(out)
+    return tuple(_warning(entry, where.at(i)) for i, entry in enumerate(doc))
+
+
+def _warning(entry: Any, where: Where) -> StabilityWarning:
+    w: StabilityWarning = from_dict(StabilityWarning, entry, where)
+    pair = ("precision", "achieved_precision")
+    if (w.precision is None) != (w.achieved_precision is None):
+        raise where.fail("both `precision` and `achieved_precision` or neither", [k for k in pair if k in entry])
+    ratio = (w.ratio, w.ratio_low, w.ratio_high)
+    if any(v is None for v in ratio) and any(v is not None for v in ratio):
+        raise where.fail("all of `ratio`, `ratio_low`, `ratio_high` or none",
+                         [k for k in ("ratio", "ratio_low", "ratio_high") if k in entry])
+    if w.ratio_low is not None and w.ratio_high is not None and not 0 < w.ratio_low <= w.ratio_high < 1:
+        raise where.at("ratio_high").fail("0 < ratio_low <= ratio_high < 1 (a ratio below 1 beyond its interval)",
+                                          [w.ratio_low, w.ratio_high])
+    return w
 
 
 @dataclass(frozen=True)
@@ -713,27 +723,18 @@ def _check_ratio_floor(cosched: CoSchedule, target: CostTable, drafter: CostTabl
 def _declared(entry: dict, where: Where) -> DeclaredCost | None:
     """A drafter entry's `declared` block: {source, fraction_of_target} in place of `costs`, or
     {source} beside a `costs` table measured elsewhere."""
-    doc = need(entry, "declared", dict, where, None)
-    if doc is None:
+    if need(entry, "declared", dict, where, None) is None:
         return None
-    d_where = where.at("declared")
-    reject_unknown(doc, {"source", "fraction_of_target"}, d_where)
-    source = need(doc, "source", str, d_where)
-    if not source.strip():
-        raise d_where.at("source").fail("a non-empty text naming where the costs come from", source)
-    fraction = need(doc, "fraction_of_target", float, d_where, None)
-    if fraction is None:
+    declared: DeclaredCost = from_dict(DeclaredCost, entry["declared"], where.at("declared"))
+    if declared.fraction_of_target is None:
         if "costs" not in entry:
             raise where.at("costs").fail("a mapping (missing; a declared drafter has `costs` from another harness, "
                                          "or declared.fraction_of_target)")
-        return DeclaredCost(source)
-    if not fraction > 0:
-        raise d_where.at("fraction_of_target").fail("a number > 0 (the share of the target's CT(n, depth))",
-                                                    fraction)
+        return declared
     for key in ("costs", "costs_all_rows"):
         if key in entry:
             raise where.at(key).fail("absent when declared.fraction_of_target gives the costs (one or the other)")
-    return DeclaredCost(source, float(fraction))
+    return declared
 
 
 def _scaled(table: CostTable, fraction: float, label: str) -> CostTable:
@@ -746,11 +747,6 @@ _TOP_KEYS = frozenset({"kind", "schema_version", "device", "runner", "snapshot",
                        "notes", "placement", "pinning", "warnings", ENV_KEY})
 
 
-def _model_id(doc: object, where: Where) -> ModelId:
-    reject_unknown(doc if isinstance(doc, dict) else {}, {"name", "sha256"}, where)
-    return ModelId(need(doc, "name", str, where), need(doc, "sha256", str, where, None))
-
-
 def _threads(doc: dict, where: Where) -> int | None:
     threads = need(doc, "threads", int, where, None)
     if threads is not None and threads < 1:
@@ -758,46 +754,10 @@ def _threads(doc: dict, where: Where) -> int | None:
     return threads
 
 
-def _cpu_list(doc: dict, key: str, where: Where) -> tuple[int, ...]:
-    cpus = need(doc, key, list, where)
-    if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus):
-        raise where.at(key).fail("a list of CPU numbers (integers >= 0)", cpus)
-    return tuple(cpus)
-
-
 def _pinning(doc: dict, where: Where) -> dict[str, LanePinning]:
     reject_unknown(doc, {"lanes"}, where)
-    lanes = {}
-    for lane, entry in need(doc, "lanes", dict, where).items():
-        l_where = where.at("lanes").at(str(lane))
-        reject_unknown(entry if isinstance(entry, dict) else {}, {"cpus", "read_back", "threads"}, l_where)
-        threads = _threads(entry, l_where)
-        if threads is None:
-            raise l_where.at("threads").fail("an integer >= 1 (missing)")
-        lanes[str(lane)] = LanePinning(_cpu_list(entry, "cpus", l_where), _cpu_list(entry, "read_back", l_where),
-                                       threads)
-    return lanes
-
-
-def _runner_record(doc: dict, where: Where) -> RunnerRecord:
-    reject_unknown(doc, {"sha256", "version", "protocol", "llama_cpp_commit", "flags", "path"}, where)
-    flags = need(doc, "flags", list, where, None)
-    if flags is not None and not all(isinstance(f, str) for f in flags):
-        raise where.at("flags").fail("a list of CMake flags (strings)", flags)
-    return RunnerRecord(need(doc, "sha256", str, where), need(doc, "version", str, where, None),
-                        need(doc, "protocol", int, where, None), need(doc, "llama_cpp_commit", str, where, None),
-                        None if flags is None else tuple(flags), need(doc, "path", str, where, None))
-
-
-def _overheads(doc: dict, where: Where) -> Overheads:
-    reject_unknown(doc, {"producer_startup_s", "publish_s", "align_s", "producer_step_s"}, where)
-    values = {}
-    for key in doc:
-        value = need(doc, key, float, where)  # need() refuses NaN and infinities
-        if value < 0:
-            raise where.at(key).fail("seconds: finite and >= 0", value)
-        values[key] = float(value)
-    return Overheads(**values)
+    return {str(lane): from_dict(LanePinning, entry, where.at("lanes").at(str(lane)))
+            for lane, entry in need(doc, "lanes", dict, where).items()}
 
 
 def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
@@ -805,8 +765,7 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
     check_header(doc, KIND, VERSIONS, where)
     reject_unknown(doc, _TOP_KEYS, where)
     device_doc = need(doc, "device", dict, where)
-    device = DeviceInfo(need(device_doc, "name", str, where.at("device")),
-                        {k: v for k, v in device_doc.items() if k != "name"})
+    device = from_dict(DeviceInfo, device_doc, where.at("device"))
     target = need(doc, "target", dict, where)
     t_where = where.at("target")
     reject_unknown(target, {"model", "processor", "costs", "threads"}, t_where)
@@ -835,28 +794,24 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
         if cosched is not None:
             _check_ratio_floor(cosched, target_costs, costs, d_where.at("cosched"))
         drafters[name] = DrafterProfile(
-            name, _model_id(need(entry, "model", dict, d_where), d_where.at("model")),
+            name, from_dict(ModelId, need(entry, "model", dict, d_where), d_where.at("model")),
             need(entry, "processor", str, d_where), costs, cosched, all_rows, declared, _threads(entry, d_where),
-            None if "overheads" not in entry else _overheads(need(entry, "overheads", dict, d_where),
-                                                             d_where.at("overheads")))
+            None if "overheads" not in entry else from_dict(Overheads, entry["overheads"], d_where.at("overheads")))
     environment = manifest_environment(doc, where)
     runner_doc = need(doc, "runner", dict, where, None)
     if runner_doc is not None and environment is not None and environment.runner is not None:
         raise where.at("runner").fail(f"no top-level runner beside {ENV_KEY}.runner (one record of the build)")
     snapshot_doc = need(doc, "snapshot", dict, where, None)
-    snapshot = None
-    if snapshot_doc is not None:
-        s_where = where.at("snapshot")
-        reject_unknown(snapshot_doc, {"before", "after"}, s_where)
-        snapshot = Snapshots(need(snapshot_doc, "before", dict, s_where), need(snapshot_doc, "after", dict, s_where))
+    snapshot = None if snapshot_doc is None else from_dict(Snapshots, snapshot_doc, where.at("snapshot"))
     pinning_doc = need(doc, "pinning", dict, where, None)
     return DeviceProfile(
-        device, _model_id(need(target, "model", dict, t_where), t_where.at("model")),
+        device, from_dict(ModelId, need(target, "model", dict, t_where), t_where.at("model")),
         need(target, "processor", str, t_where), target_costs, drafters,
-        _overheads(need(doc, "overheads", dict, where, {}), where.at("overheads")),
+        from_dict(Overheads, need(doc, "overheads", dict, where, {}), where.at("overheads")),
         placement_from_dict(need(doc, "placement", dict, where), where.at("placement")),
         {} if pinning_doc is None else _pinning(pinning_doc, where.at("pinning")), snapshot,
-        None if runner_doc is None else _runner_record(runner_doc, where.at("runner")), _threads(target, t_where),
+        None if runner_doc is None else from_dict(RunnerRecord, runner_doc, where.at("runner")),
+        _threads(target, t_where),
         need(doc, "notes", str, where, ""), warnings_from_doc(doc.get("warnings", []), where.at("warnings")),
         environment, _audio_prefill(need(doc, "audio_prefill_s", dict, where, {}), set(drafters),
                                     where.at("audio_prefill_s")), path)
@@ -923,35 +878,31 @@ def profile_to_dict(profile: DeviceProfile) -> dict:
     """The profile as its YAML document: every field `profile_from_dict` reads, written back."""
     drafters = []
     for d in profile.drafters.values():
-        entry: dict = {"name": d.name, "model": _model_doc(d.model), "processor": d.processor}
+        entry: dict = {"name": d.name, "model": to_dict(d.model), "processor": d.processor}
         if d.declared is None or d.declared.fraction_of_target is None:
             entry["costs"] = _table_doc(d.costs)
             if d.all_rows_costs is not None:
                 entry["costs_all_rows"] = _table_doc(d.all_rows_costs)
         if d.declared is not None:
-            entry["declared"] = {"source": d.declared.source}
-            if d.declared.fraction_of_target is not None:
-                entry["declared"]["fraction_of_target"] = d.declared.fraction_of_target
+            entry["declared"] = to_dict(d.declared)
         if d.cosched is not None:
             entry["cosched"] = _cosched_doc(d.cosched)
         if d.overheads is not None:
-            entry["overheads"] = d.overheads.as_dict()
+            entry["overheads"] = to_dict(d.overheads)
         drafters.append(_with_threads(entry, d.threads))
     doc: dict = {"kind": KIND, "schema_version": VERSION}
     if profile.environment is not None:
         doc[ENV_KEY] = environment_to_dict(profile.environment)
-    doc |= {"device": {"name": profile.device.name, **profile.device.facts}, "placement": profile.placement.as_dict()}
+    doc |= {"device": to_dict(profile.device), "placement": to_dict(profile.placement)}
     if profile.pinning:
-        doc["pinning"] = {"lanes": {lane: {"cpus": list(p.cpus), "read_back": list(p.read_back), "threads": p.threads}
-                                    for lane, p in profile.pinning.items()}}
+        doc["pinning"] = {"lanes": {lane: to_dict(p) for lane, p in profile.pinning.items()}}
     if profile.recorded_runner is not None:
-        doc["runner"] = {k: list(v) if isinstance(v, tuple) else v
-                         for k, v in vars(profile.recorded_runner).items() if v is not None}
+        doc["runner"] = to_dict(profile.recorded_runner)
     if profile.snapshot is not None:
-        doc["snapshot"] = {"before": dict(profile.snapshot.before), "after": dict(profile.snapshot.after)}
-    doc["target"] = _with_threads({"model": _model_doc(profile.target_model), "processor": profile.target_processor,
+        doc["snapshot"] = to_dict(profile.snapshot)
+    doc["target"] = _with_threads({"model": to_dict(profile.target_model), "processor": profile.target_processor,
                                    "costs": _table_doc(profile.target_costs)}, profile.target_threads)
-    doc |= {"drafters": drafters, "overheads": profile.overheads.as_dict()}
+    doc |= {"drafters": drafters, "overheads": to_dict(profile.overheads)}
     if profile.audio_prefill_s:
         doc["audio_prefill_s"] = {k: float(v) for k, v in profile.audio_prefill_s.items()}
     if profile.notes:
@@ -959,10 +910,6 @@ def profile_to_dict(profile: DeviceProfile) -> dict:
     if profile.warnings:
         doc["warnings"] = warnings_doc(profile.warnings)
     return doc
-
-
-def _model_doc(model: ModelId) -> dict:
-    return {"name": model.name} | ({} if model.sha256 is None else {"sha256": model.sha256})
 
 
 def save_profile(path: Path, profile: DeviceProfile) -> None:

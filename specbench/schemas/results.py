@@ -33,22 +33,27 @@ from specbench.schemas.environment import (
     Environment,
     LoadedModel,
     continued,
-    environment_to_dict,
-    manifest_environment,
 )
 from specbench.schemas.fileio import (
+    RULE,
+    Rule,
     Where,
     WriterLock,
     append_jsonl,
     check_header,
+    every_key,
+    field_plans,
+    from_dict,
     iter_jsonl,
     load_json,
     need,
     reject_unknown,
+    rule,
+    to_dict,
     write_atomic,
 )
-from specbench.schemas.placement import Placement, placement_from_dict
-from specbench.schemas.profiles import ModelId, StabilityWarning, warnings_doc, warnings_from_doc
+from specbench.schemas.placement import Placement
+from specbench.schemas.profiles import ModelId, StabilityWarning
 
 KIND = "specbench.results"
 # Format history (every change of shape bumps VERSION and adds a line; other versions are refused):
@@ -74,8 +79,16 @@ MANIFEST = "manifest.json"
 ROWS = "rows.jsonl"
 TIMELINE = "timeline.jsonl"
 """A sustained run's requests, one `TimelineRecord` per line (docs/METHODS.md §6.3 Sustained load)."""
+MAX_ROW_S = 86_400.0
+"""The most seconds a row's times may hold: a day for one window is no measurement but a broken clock or file."""
+_COUNT = rule(low=0, expected="a count >= 0")
+_SECONDS = rule(low=0, high=MAX_ROW_S, expected=f"seconds in [0, {MAX_ROW_S:g}]")
+_PROBABILITY = rule(low=0, high=1, expected="a probability in [0, 1]")
+_ENERGY = rule(low=0, expected="null or a value >= 0 (finite)")
+_POSITIONS = rule(low=0, expected="a list of counts (integers >= 0)")
 
 
+@every_key  # a file of this version writes every key of a row
 @dataclass(frozen=True)
 class WindowResult:
     """One window decoded by one method configuration on one device."""
@@ -88,19 +101,19 @@ class WindowResult:
     derived from the fields below (one label per configuration), never parsed."""
     width: int | None
     """SD: physical verification width W. None here and below: the method has no such parameter."""
-    p_min: float | None
+    p_min: float | None = field(metadata=_PROBABILITY)
     """SD: confidence stop."""
     drafter: str | None
     """The drafter named (None: target-only, or the only drafter traced)."""
     k_max: int | None
     """SpecASR: longest draft."""
-    tau_threshold: float | None
+    tau_threshold: float | None = field(metadata=_PROBABILITY)
     """SpecASR: confidence threshold tau (the property `tau` is tokens per target forward)."""
     budget: int | None
     """AS2D: B, candidates per verification."""
     batch: int | None
     """AS2D: tokens per published batch."""
-    conf_stop: float | None
+    conf_stop: float | None = field(metadata=_PROBABILITY)
     """AS2D: candidates end below this producer confidence."""
     align: str | None
     """AS2D: alignment policy."""
@@ -110,25 +123,25 @@ class WindowResult:
     window_sha256: str
     dataset: str
     split: str
-    tokens: int
+    tokens: int = field(metadata=_COUNT)
     """Tokens committed after the prefill (N - 1)."""
-    decode_s: float
+    decode_s: float = field(metadata=_SECONDS)
     """From the end of the initial prefill(s) to the last commit."""
-    target_forwards: int
+    target_forwards: int = field(metadata=_COUNT)
     """Target forwards."""
-    proposed: int
+    proposed: int = field(metadata=_COUNT)
     """Candidates verified."""
-    accepted: int
-    multi_token_forwards: int
+    accepted: int = field(metadata=_COUNT)
+    multi_token_forwards: int = field(metadata=_COUNT)
     """Target forwards that committed more than one token."""
-    drafter_forwards: int
-    d_s: float
+    drafter_forwards: int = field(metadata=_COUNT)
+    d_s: float = field(metadata=_SECONDS)
     """D: drafter/producer service time."""
-    v_s: float
+    v_s: float = field(metadata=_SECONDS)
     """V: target (verification) service time."""
-    o_s: float
+    o_s: float = field(metadata=_SECONDS)
     """O: time both lanes worked at once."""
-    h_s: float
+    h_s: float = field(metadata=_SECONDS)
     """H: residual (start-up, waits, alignment, drain): time neither lane ran a model."""
     extrapolated: bool
     """Used a co-scheduling ratio the profile did not measure (AS2D; depths: `depth_extrapolated`)."""
@@ -147,19 +160,20 @@ class WindowResult:
     """The detokenized answer ("" = not recorded, or no text available)."""
     placement: str = ""
     """Placement key (docs/METHODS.md §4.1 Placement) the row was measured or priced in ("" = not recorded)."""
-    reached_at: tuple[int, ...] = ()
+    reached_at: tuple[int, ...] = field(default=(), metadata=_POSITIONS)
     """Verifications that reached draft position k, at index k - 1 (docs/METHODS.md §7.3 Acceptance, counts and time
     decomposition; () = none reached any, or not recorded)."""
-    accepted_at: tuple[int, ...] = ()
+    accepted_at: tuple[int, ...] = field(default=(), metadata=_POSITIONS)
     """Verifications that accepted the candidate at draft position k, at index k - 1."""
-    energy_j: float | None = None
+    energy_j: float | None = field(default=None, metadata=_ENERGY)
     """Native rows: joules the battery gave over the median sample's request (its prefill and decode,
     docs/METHODS.md §10 Energy). None: no energy source (replay rows, hosts without a battery)."""
-    energy_above_idle_j: float | None = None
+    energy_above_idle_j: float | None = field(default=None, metadata=rule(expected="null or a finite number"))
     """energy_j less the idle power over the same time (None: no energy source or no idle period)."""
-    energy_samples: int | None = None
+    energy_samples: int | None = field(default=None, metadata=_ENERGY)
     """Battery samples taken within that request (None: no energy source)."""
-    samples_s: list[float] | None = None
+    samples_s: list[float] | None = field(default=None, metadata=rule(
+        low=0, check=bool, expected="null or a non-empty list of decode times in seconds >= 0"))
     """Native rows: decode_s of every timed decode of the window (`run --native --runs N`), in
     the order they ran; the row is the median one (docs/METHODS.md §6.1 Repeated runs). None: replay rows and
     divergent rows."""
@@ -189,11 +203,11 @@ class WindowResult:
 ROW_FIELDS = tuple(f.name for f in fields(WindowResult))
 SAMPLES = "samples_s"
 """The one list of seconds: None or a non-empty list of seconds >= 0."""
-_TYPES = {"int": int, "float": float, "str": str, "bool": bool, "tuple[int, ...]": tuple}
-_KINDS = {f.name: _TYPES[f.type.removesuffix(" | None")] for f in fields(WindowResult) if f.name != SAMPLES}
-"""Column -> Python type of the other columns; the CONFIG_COLUMNS also take None."""
+_ROW_PLANS = field_plans(WindowResult)
+_KINDS = {p.name: tuple if p.kind is list else p.kind for p in _ROW_PLANS if p.name != SAMPLES}
+"""Column -> Python type of the other columns; the NULLABLE ones also take None."""
 ENERGY_COLUMNS = ("energy_j", "energy_above_idle_j", "energy_samples")
-NULLABLE = (*CONFIG_COLUMNS, *ENERGY_COLUMNS, "category", "drafter_sha256", "decisions_match")
+NULLABLE = tuple(p.name for p in _ROW_PLANS if p.nullable and p.name != SAMPLES)
 """Columns that hold None: a method's absent parameter, a row without an energy source, a window without a
 category, a row no drafter model drafted, a row whose decisions were not checked."""
 _NULL_FILLED = (*ENERGY_COLUMNS, "category", "drafter_sha256", "decisions_match")
@@ -227,23 +241,7 @@ def _samples_ok(value: object) -> bool:
 
 
 def row_from_dict(doc: dict, where: Where) -> WindowResult:
-    values = {}
-    for f in fields(WindowResult):
-        if f.name == SAMPLES:
-            values[f.name] = need(doc, f.name, (list, type(None)), where)
-            if not _samples_ok(values[f.name]):
-                raise where.at(f.name).fail("null or a non-empty list of decode times in seconds >= 0",
-                                            values[f.name])
-            continue
-        kind = (_KINDS[f.name], type(None)) if f.name in NULLABLE else _KINDS[f.name]
-        if kind is tuple:
-            value = need(doc, f.name, list, where)
-            if not _is(value, f.name):
-                raise where.at(f.name).fail("a list of counts (integers >= 0)", value)
-            values[f.name] = tuple(value)
-            continue
-        values[f.name] = need(doc, f.name, kind, where)
-    return WindowResult(**values)
+    return from_dict(WindowResult, doc, where)
 
 
 def _check_positions(frame: pd.DataFrame, path: Path) -> None:
@@ -261,35 +259,46 @@ def _check_positions(frame: pd.DataFrame, path: Path) -> None:
                 list(accepted))
 
 
-COUNTS = ("tokens", "target_forwards", "proposed", "accepted", "multi_token_forwards", "drafter_forwards")
-SECONDS = ("decode_s", "d_s", "v_s", "o_s", "h_s")
-PROBABILITIES = ("p_min", "tau_threshold", "conf_stop")
-"""Row columns range-checked on load: counts >= 0, seconds in [0, MAX_ROW_S], probabilities in [0, 1]."""
-MAX_ROW_S = 86_400.0
-"""The most seconds a row's times may hold: a day for one window is no measurement but a broken clock or file."""
+def _ruled(metadata: Mapping) -> tuple[str, ...]:
+    return tuple(p.name for p in _ROW_PLANS if p.rule is metadata[RULE])
+
+
+COUNTS = _ruled(_COUNT)
+SECONDS = _ruled(_SECONDS)
+PROBABILITIES = _ruled(_PROBABILITY)
+"""Row columns range-checked on load (with the energy columns): counts >= 0, seconds in [0, MAX_ROW_S],
+probabilities in [0, 1]."""
 
 
 def _check_ranges(frame: pd.DataFrame, path: Path, lines: Sequence[int]) -> None:
-    """Every count, time and probability of the rows within its range, or an error naming the
-    file, the line, the column, the value and the range."""
-    checks = [(c, "a count >= 0", lambda v: v >= 0) for c in COUNTS]
-    checks += [(c, f"seconds in [0, {MAX_ROW_S:g}]", lambda v: np.isfinite(v) & (v >= 0) & (v <= MAX_ROW_S))
-               for c in SECONDS]
+    """Every number of the rows finite and within its field's range, or an error naming the file, the
+    line, the column, the value and the range."""
+    checks = [(p.name, p.rule.expected or "a finite number", p.nullable, _within(p.rule)) for p in _ROW_PLANS
+              if p.kind is float or (p.kind is int and (p.rule.low is not None or p.rule.high is not None))]
     tokens = frame["tokens"].to_numpy(dtype=np.float64)
-    checks += [("decode_s", "seconds > 0 (the row committed tokens)", lambda v: (v > 0) | (tokens == 0))]
-    checks += [(c, "a probability in [0, 1]", lambda v: v.isna() | ((v >= 0) & (v <= 1))) for c in PROBABILITIES]
-    checks += [(c, "null or a value >= 0 (finite)", lambda v: v.isna() | (np.isfinite(v) & (v >= 0)))
-               for c in ("energy_j", "energy_samples")]
-    checks += [("energy_above_idle_j", "null or a finite number", lambda v: v.isna() | np.isfinite(v))]
-    for column, expected, ok in checks:
-        numeric = column in PROBABILITIES or column in ENERGY_COLUMNS
-        values = pd.to_numeric(frame[column], errors="coerce") if numeric else frame[column]
-        bad = ~ok(values.astype(np.float64)).to_numpy(dtype=bool)
+    checks += [("decode_s", "seconds > 0 (the row committed tokens)", False, lambda v: (v > 0) | (tokens == 0))]
+    for column, expected, nullable, ok in checks:
+        values = pd.to_numeric(frame[column], errors="coerce") if nullable else frame[column]
+        values = values.astype(np.float64)
+        good = ok(values) | values.isna() if nullable else ok(values)
+        bad = ~good.to_numpy(dtype=bool)
         if bad.any():
             at = int(np.argmax(bad))
             value = frame[column].iloc[at]
             shown = value.item() if hasattr(value, "item") else value  # numpy scalar -> Python for the message
             raise Where(path, f"line {lines[at]}").at(column).fail(expected, shown)
+
+
+def _within(rule_: Rule):
+    """Series -> where each value is finite and within the rule's bounds (the vectorised `from_dict` check)."""
+    def ok(v: pd.Series) -> pd.Series:
+        good = np.isfinite(v)
+        if rule_.low is not None:
+            good &= (v > rule_.low) if rule_.above else (v >= rule_.low)
+        if rule_.high is not None:
+            good &= (v < rule_.high) if rule_.below else (v <= rule_.high)
+        return good
+    return ok
 
 
 ROW_KEY = ["device", "config", "window_id", "cost_fit", "source"]
@@ -343,6 +352,7 @@ def _samples_column(values: Sequence, index) -> pd.Series:
 
 
 MODES = ("replay", "native")
+_TEMPLATES = "'target' or a drafter's name -> a template name (strings)"
 
 
 @dataclass(frozen=True)
@@ -353,7 +363,7 @@ class WindowsInput:
     """The windows file as the command named it."""
     digest: str
     """`windows.windows_digest` of the windows run (two runs compare only on equal digests)."""
-    count: int
+    count: int = field(metadata=rule(low=0, expected="a count >= 0"))
     """How many windows the run decoded."""
 
 
@@ -374,17 +384,18 @@ class ProfileInput:
     path: str
     sha256: str
     """sha256 of the profile file as the run read it."""
-    device: str | None = None
+    device: str | None = field(default=None, metadata=rule(omit=True))
     """Replay: the device@placement the rows of this profile are named by (None: a native run's)."""
-    runner_sha256: str | None = None
+    runner_sha256: str | None = field(default=None, metadata=rule(omit=True))
     """Replay: sha256 of the runner build that measured the profile (None: it records none)."""
-    placement: Placement | None = None
+    placement: Placement | None = field(default=None, metadata=rule(omit=True))
     """Replay: the profile's placement (native runs record theirs in `ResultsManifest.placement`)."""
-    warnings: tuple[StabilityWarning, ...] = ()
+    warnings: tuple[StabilityWarning, ...] = field(default=(), metadata=rule(omit=True))
     """The profile's unstable timings, copied so that a report shows them without the profile."""
-    environment: Environment | None = None
+    environment: Environment | None = field(default=None, metadata=rule(omit=True))
     """Replay: the profile's environment block (who measured it with which build and models)."""
-    declared_costs: Mapping[str, str] = field(default_factory=dict)
+    declared_costs: Mapping[str, str] = field(default_factory=dict, metadata=rule(
+        omit=True, expected="drafter name -> a description (strings)"))
     """Replay: drafter name -> how its declared (not measured) costs are described."""
 
 
@@ -392,18 +403,19 @@ class ProfileInput:
 class Repeats:
     """A native run's `--runs`/`--warmup` (absent from the manifest at 1/0)."""
 
-    runs: int
+    runs: int = field(metadata=rule(low=1))
     """Timed decodes of every (window, configuration)."""
-    warmup: int
+    warmup: int = field(metadata=rule(low=0))
     """Untimed decodes of every configuration before the first window."""
 
 
+@every_key  # read as written: every key
 @dataclass(frozen=True)
 class EnergyRecord:
     """A native run's battery sampling (docs/METHODS.md §10 Energy): what `run --native` asked
     (compared on resume) and what the last session found (filled in when it finishes)."""
 
-    interval_ms: int
+    interval_ms: int = field(metadata=rule(low=1, expected="milliseconds >= 1"))
     """--energy-interval: milliseconds between samples."""
     idle_s: float
     """--energy-idle: seconds of idle draw measured before the first window."""
@@ -435,21 +447,6 @@ class EnergyRecord:
 ENERGY_ASKED = ("interval_ms", "idle_s", "declared_convention", "current_path", "voltage_path",
                 "status_path")
 """The EnergyRecord fields a resumed run must match."""
-_ENERGY_TYPES: dict[str, type | tuple[type, ...]] = {
-    "interval_ms": int, "idle_s": (int, float), "declared_convention": (str, type(None)), "current_path": str,
-    "voltage_path": str, "status_path": str, "no_source": (str, type(None)), "convention": (str, type(None)),
-    "detected": bool, "status": (str, type(None)), "samples": int, "idle_w": (int, float, type(None)),
-    "idle_samples": (int, type(None)), "idle_start_us": (int, type(None)), "idle_end_us": (int, type(None))}
-
-
-def _energy_from(doc: object, where: Where) -> EnergyRecord:
-    if not isinstance(doc, dict):
-        raise where.fail("a mapping (the battery sampling)", doc)
-    reject_unknown(doc, set(_ENERGY_TYPES), where)
-    values = {name: need(doc, name, kind, where) for name, kind in _ENERGY_TYPES.items()}
-    if values["interval_ms"] < 1:
-        raise where.at("interval_ms").fail("milliseconds >= 1", values["interval_ms"])
-    return EnergyRecord(**values)
 
 
 @dataclass(frozen=True)
@@ -457,12 +454,12 @@ class ResultsManifest:
     """`manifest.json` of a results directory: the run's inputs and their hashes. Replay runs fill
     the replay fields, native runs the native ones; the others keep their defaults."""
 
-    mode: str
+    mode: str = field(metadata=rule(choices=MODES))
     """'replay' (priced from profiles) or 'native' (decoded on a device)."""
     environment: Environment
     """The session(s) that wrote the run (schemas/environment.py)."""
     windows: WindowsInput
-    methods: tuple[str, ...]
+    methods: tuple[str, ...] = field(metadata=rule(expected="a list of configuration labels (strings)"))
     """The configuration labels asked for, in order."""
     traces: Mapping[str, TraceInput] = field(default_factory=dict)
     """Replay: drafter name -> the traces file read for it."""
@@ -479,7 +476,7 @@ class ResultsManifest:
     drafters: tuple[ModelId, ...] = ()
     """Native: every drafter given (`--drafter`, in order; the prompt-lookup drafter's sha256 is its
     fixed identity); each row names its own by `drafter` and `drafter_sha256`."""
-    templates: Mapping[str, str] = field(default_factory=dict)
+    templates: Mapping[str, str] = field(default_factory=dict, metadata=rule(expected=_TEMPLATES))
     """Native: 'target' and each drafter's name -> the chat template its prompts were rendered with."""
     placement: Placement | None = None
     """Native: where each lane ran."""
@@ -487,9 +484,9 @@ class ResultsManifest:
     """Native: the profile the placement came from (None: the placement was asked directly)."""
     reference: str = ""
     """Native: what outputs were checked against: 'trace' or 'target-only output'."""
-    repeats: Repeats | None = None
+    repeats: Repeats | None = field(default=None, metadata=rule(omit=True))
     """Native: --runs/--warmup when not 1/0."""
-    energy: EnergyRecord | None = None
+    energy: EnergyRecord | None = field(default=None, metadata=rule(omit=True))
     """Native: the battery sampling (`--energy-interval`); None: not asked."""
 
     @property
@@ -511,45 +508,23 @@ class ResultsManifest:
         return "; ".join(dict.fromkeys(parts))
 
 
-def _model_id(doc: object, where: Where) -> ModelId:
-    reject_unknown(doc if isinstance(doc, dict) else {}, {"name", "sha256"}, where)
-    return ModelId(need(doc, "name", str, where), need(doc, "sha256", str, where))
-
-
-def _profile_input(doc: object, where: Where, replay: bool) -> ProfileInput:
-    if not isinstance(doc, dict):
-        raise where.fail("a mapping (a profile entry)", doc)
-    known = {"path", "sha256", "warnings"} | ({"device", "runner_sha256", "placement", ENV_KEY, "declared_costs"}
-                                             if replay else set())
-    reject_unknown(doc, known, where)
-    declared = need(doc, "declared_costs", dict, where, {})
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in declared.items()):
-        raise where.at("declared_costs").fail("drafter name -> a description (strings)", declared)
-    return ProfileInput(
-        need(doc, "path", str, where), need(doc, "sha256", str, where),
-        need(doc, "device", str, where) if replay else None,
-        need(doc, "runner_sha256", (str, type(None)), where) if replay else None,
-        placement_from_dict(need(doc, "placement", dict, where), where.at("placement")) if replay else None,
-        warnings_from_doc(need(doc, "warnings", list, where, []), where.at("warnings")),
-        manifest_environment(doc, where), declared)
-
-
 def _profile_input_doc(profile: ProfileInput) -> dict:
-    doc: dict = {"path": profile.path, "sha256": profile.sha256}
-    if profile.device is not None:
-        doc = {"device": profile.device, **doc, "runner_sha256": profile.runner_sha256,
-               "placement": profile.placement.as_dict() if profile.placement is not None else None}
-    if profile.warnings:
-        doc["warnings"] = warnings_doc(profile.warnings)
-    if profile.environment is not None:
-        doc[ENV_KEY] = environment_to_dict(profile.environment)
-    if profile.declared_costs:
-        doc["declared_costs"] = dict(profile.declared_costs)
+    doc = to_dict(profile)
+    if profile.device is not None:  # a replay run's entry names its runner build, null when it records none
+        doc.setdefault("runner_sha256", None)
     return doc
 
 
-_REPLAY_KEYS = ("traces", "profiles", "depth_policy", "sensitivity")
-_NATIVE_KEYS = ("device", "target", "drafters", "templates", "placement", "placement_profile", "reference")
+_HEADER = ("kind", "schema_version")
+_COMMON_KEYS = ("mode", ENV_KEY, "windows", "methods")
+_MODE_KEYS = {"replay": ("traces", "profiles", "depth_policy", "sensitivity"),
+              "native": ("device", "target", "drafters", "templates", "placement", "placement_profile", "reference",
+                         "repeats", "energy")}
+"""The keys of each mode's manifest besides the header and _COMMON_KEYS ..."""
+_OPTIONAL = ("repeats", "energy")
+"""... all required but these."""
+_REPLAY_ENTRY = ("device", "placement")
+"""What a replay run's profile entry must name besides what a native run's does."""
 
 
 def manifest_from_dict(doc: object, path: Path) -> ResultsManifest:
@@ -561,84 +536,41 @@ def manifest_from_dict(doc: object, path: Path) -> ResultsManifest:
     mode = need(doc, "mode", str, where)
     if mode not in MODES:
         raise where.at("mode").fail(" or ".join(repr(m) for m in MODES), mode)
-    own = _REPLAY_KEYS if mode == "replay" else _NATIVE_KEYS + ("repeats", "energy")
-    reject_unknown(doc, {"kind", "schema_version", "mode", ENV_KEY, "windows", "methods", *own}, where)
-    environment = manifest_environment(doc, where)
-    if environment is None:
+    own = _MODE_KEYS[mode]
+    reject_unknown(doc, {*_HEADER, *_COMMON_KEYS, *own}, where)
+    if doc.get(ENV_KEY) is None:
         raise where.at(ENV_KEY).fail("a mapping (missing; the session that wrote the run)")
-    w_doc, w_where = need(doc, "windows", dict, where), where.at("windows")
-    reject_unknown(w_doc, {"path", "digest", "count"}, w_where)
-    count = need(w_doc, "count", int, w_where)
-    if count < 0:
-        raise w_where.at("count").fail("a count >= 0", count)
-    windows = WindowsInput(need(w_doc, "path", str, w_where), need(w_doc, "digest", str, w_where), count)
-    methods = need(doc, "methods", list, where)
-    if not all(isinstance(m, str) for m in methods):
-        raise where.at("methods").fail("a list of configuration labels (strings)", methods)
-    common = {"mode": mode, "environment": environment, "windows": windows, "methods": tuple(methods)}
-    if mode == "replay":
-        traces = {}
-        for name, entry in need(doc, "traces", dict, where).items():
-            t_where = where.at("traces").at(str(name))
-            reject_unknown(entry if isinstance(entry, dict) else {}, {"path", "target", "drafter"}, t_where)
-            traces[str(name)] = TraceInput(need(entry, "path", str, t_where),
-                                           _model_id(need(entry, "target", dict, t_where), t_where.at("target")),
-                                           _model_id(need(entry, "drafter", dict, t_where), t_where.at("drafter")))
-        profiles = tuple(_profile_input(p, where.at("profiles").at(i), True)
-                         for i, p in enumerate(need(doc, "profiles", list, where)))
-        return ResultsManifest(**common, traces=traces, profiles=profiles,
-                               depth_policy=need(doc, "depth_policy", str, where),
-                               sensitivity=need(doc, "sensitivity", bool, where))
-    drafters = tuple(_model_id(d, where.at("drafters").at(i)) for i, d in enumerate(need(doc, "drafters", list, where)))
-    templates = need(doc, "templates", dict, where)
-    models = {"target", *(d.name for d in drafters)}
-    if not all(k in models and isinstance(v, str) for k, v in templates.items()):
-        raise where.at("templates").fail("'target' or a drafter's name -> a template name (strings)", templates)
-    placement_profile = need(doc, "placement_profile", (dict, type(None)), where)
-    repeats_doc = need(doc, "repeats", dict, where, None)
-    repeats = None
-    if repeats_doc is not None:
-        r_where = where.at("repeats")
-        reject_unknown(repeats_doc, {"runs", "warmup"}, r_where)
-        repeats = Repeats(need(repeats_doc, "runs", int, r_where), need(repeats_doc, "warmup", int, r_where))
-        if repeats.runs < 1 or repeats.warmup < 0:
-            raise r_where.fail("runs >= 1 and warmup >= 0", repeats_doc)
-    return ResultsManifest(
-        **common, device=need(doc, "device", str, where),
-        target=_model_id(need(doc, "target", dict, where), where.at("target")),
-        drafters=drafters, templates=templates,
-        placement=placement_from_dict(need(doc, "placement", dict, where), where.at("placement")),
-        placement_profile=None if placement_profile is None else
-        _profile_input(placement_profile, where.at("placement_profile"), False),
-        reference=need(doc, "reference", str, where), repeats=repeats,
-        energy=None if doc.get("energy") is None else _energy_from(doc["energy"], where.at("energy")))
+    plans = {p.key: p for p in field_plans(ResultsManifest)}
+    for key in _COMMON_KEYS + own:
+        if key not in doc and key not in _OPTIONAL:
+            raise where.at(key).fail(plans[key].missing)
+    entry = doc.get("placement_profile")
+    if isinstance(entry, dict):  # a native run's profile: the path, its hash and its warnings
+        reject_unknown(entry, {"path", "sha256", "warnings"}, where.at("placement_profile"))
+    manifest: ResultsManifest = from_dict(ResultsManifest, {k: v for k, v in doc.items() if k not in _HEADER}, where)
+    for key in ("target", "placement") if mode == "native" else ():
+        if getattr(manifest, key) is None:
+            raise where.at(key).fail("a mapping (not null)")
+    for i, profile in enumerate(manifest.profiles):
+        for key in _REPLAY_ENTRY:
+            if getattr(profile, key) is None:
+                raise where.at("profiles").at(i).at(key).fail(f"{'a string' if key == 'device' else 'a mapping'} "
+                                                              "(missing)")
+    models = {"target", *(d.name for d in manifest.drafters)}
+    if not set(manifest.templates) <= models:
+        raise where.at("templates").fail(_TEMPLATES, dict(manifest.templates))
+    return manifest
 
 
 def manifest_to_dict(manifest: ResultsManifest) -> dict:
     """The manifest.json document, header first (what `manifest_from_dict` reads back)."""
-    doc: dict = {"kind": KIND, "schema_version": VERSION, "mode": manifest.mode,
-                 ENV_KEY: environment_to_dict(manifest.environment)}
-    windows = {"path": manifest.windows.path, "digest": manifest.windows.digest, "count": manifest.windows.count}
-    if manifest.mode == "replay":
-        return doc | {"windows": windows,
-                      "traces": {name: {"path": t.path, "target": vars(t.target), "drafter": vars(t.drafter)}
-                                 for name, t in manifest.traces.items()},
-                      "profiles": [_profile_input_doc(p) for p in manifest.profiles],
-                      "methods": list(manifest.methods), "depth_policy": manifest.depth_policy,
-                      "sensitivity": manifest.sensitivity}
-    placement = manifest.placement.as_dict() if manifest.placement is not None else None
-    doc |= {"device": manifest.device, "windows": windows,
-            "target": None if manifest.target is None else vars(manifest.target),
-            "drafters": [vars(d) for d in manifest.drafters],
-            "templates": dict(manifest.templates), "methods": list(manifest.methods), "placement": placement,
-            "placement_profile": None if manifest.placement_profile is None else
-            _profile_input_doc(manifest.placement_profile),
-            "reference": manifest.reference}
-    if manifest.repeats is not None:
-        doc["repeats"] = vars(manifest.repeats)
-    if manifest.energy is not None:
-        doc["energy"] = asdict(manifest.energy)
-    return doc
+    doc = to_dict(manifest)
+    if manifest.profiles:
+        doc["profiles"] = [_profile_input_doc(p) for p in manifest.profiles]
+    if manifest.placement_profile is not None:
+        doc["placement_profile"] = _profile_input_doc(manifest.placement_profile)
+    own = _MODE_KEYS[manifest.mode]
+    return {"kind": KIND, "schema_version": VERSION, **{k: v for k, v in doc.items() if k in _COMMON_KEYS or k in own}}
 
 
 class ResultsDir:
@@ -911,6 +843,12 @@ def profile_warnings(manifests: Sequence[ResultsManifest]) -> pd.DataFrame:
     return pd.DataFrame(out, columns=columns).drop_duplicates(ignore_index=True)
 
 
+PACES = ("realtime", "back-to-back")
+"""How a sustained run's requests arrive (docs/METHODS.md §6.3 Sustained load)."""
+_STEP = rule(low=0, ranged=True)
+_BY_NAME = rule(expected="a mapping of names to numbers")
+
+
 @dataclass(frozen=True)
 class TimelineRecord:
     """One request of a sustained run (docs/METHODS.md §6.3 Sustained load): when it arrived, started
@@ -921,15 +859,15 @@ class TimelineRecord:
     """device@placement, as the rows name it."""
     config: str
     """The configuration label of the stream the request belongs to (each method runs its own stream)."""
-    stream: int
+    stream: int = field(metadata=_STEP)
     """The stream's position in the run (0 = first): later streams inherit the earlier ones' heat
     unless the phone cooled down between them (`cooldown`)."""
-    pace: str
+    pace: str = field(metadata=rule(choices=PACES))
     """'realtime' (requests arrive as the audio would, or at --rate) or 'back-to-back'."""
     cooldown: bool
     """The run asked for cool-down between streams (a phone cools before each stream after the first;
     this host never does); False: --no-cooldown, heat carries over from the earlier streams."""
-    request: int
+    request: int = field(metadata=_STEP)
     """0-based index in the stream; it decodes window `request mod len(windows)`."""
     window_id: str
     window_sha256: str
@@ -939,7 +877,7 @@ class TimelineRecord:
     """When its decode began (>= arrival_s; later when the previous request still ran)."""
     end_s: float
     """When its decode (prefills included) ended."""
-    tokens: int
+    tokens: int = field(metadata=_STEP)
     """Tokens committed after the prefill (0 for a divergent output)."""
     decode_s: float
     """The decode clock of the request (docs/METHODS.md §1.3 Two clocks; 0 for a divergent output)."""
@@ -947,11 +885,11 @@ class TimelineRecord:
     """The output equals the reference (false: a divergence; no throughput is claimed)."""
     thermal_status: int | None
     """`dumpsys thermalservice` status 0..6 after the request (None: not readable on this device)."""
-    zones_c: Mapping[str, float]
+    zones_c: Mapping[str, float] = field(metadata=_BY_NAME)
     """Readable thermal zone temperatures after the request, °C, by `thermal_zoneN:type`."""
-    cur_freq_khz: Mapping[str, int]
+    cur_freq_khz: Mapping[str, int] = field(metadata=_BY_NAME)
     """scaling_cur_freq of each CPU policy after the request, kHz (readable ones)."""
-    max_freq_khz: Mapping[str, int]
+    max_freq_khz: Mapping[str, int] = field(metadata=_BY_NAME)
     """scaling_max_freq of each CPU policy after the request, kHz: the cap throttling lowers."""
     snapshot_s: float
     """When the host asked for the snapshot, seconds after the stream's zero on the host's clock (aligned
@@ -975,44 +913,15 @@ TIMELINE_FIELDS = tuple(f.name for f in fields(TimelineRecord))
 
 
 def _timeline_record(doc: object, where: Where) -> TimelineRecord:
-    if not isinstance(doc, dict):
-        raise where.fail("a mapping (one request)", doc)
-    reject_unknown(doc, set(TIMELINE_FIELDS), where)
-    number = (int, float)
-    values = {"device": need(doc, "device", str, where), "config": need(doc, "config", str, where),
-              "stream": need(doc, "stream", int, where), "pace": need(doc, "pace", str, where),
-              "cooldown": need(doc, "cooldown", bool, where), "request": need(doc, "request", int, where),
-              "window_id": need(doc, "window_id", str, where), "window_sha256": need(doc, "window_sha256", str, where),
-              "arrival_s": float(need(doc, "arrival_s", number, where)),
-              "start_s": float(need(doc, "start_s", number, where)),
-              "end_s": float(need(doc, "end_s", number, where)), "tokens": need(doc, "tokens", int, where),
-              "snapshot_s": float(need(doc, "snapshot_s", number, where)),
-              "decode_s": float(need(doc, "decode_s", number, where)), "lossless": need(doc, "lossless", bool, where),
-              "thermal_status": need(doc, "thermal_status", (int, type(None)), where),
-              "snapshot_time": need(doc, "snapshot_time", str, where)}
-    if values["pace"] not in PACES:
-        raise where.at("pace").fail(" or ".join(repr(p) for p in PACES), values["pace"])
-    for key in ("stream", "request", "tokens"):
-        if isinstance(values[key], bool) or values[key] < 0:
-            raise where.at(key).out_of_range(values[key], "an integer >= 0")
-    if not values["arrival_s"] <= values["start_s"] <= values["end_s"]:
-        raise where.at("start_s").out_of_range(values["start_s"], f"seconds in [arrival_s, end_s] = "
-                                                                  f"[{values['arrival_s']}, {values['end_s']}]")
-    maps = {}
-    for key, kind in (("zones_c", number), ("cur_freq_khz", int), ("max_freq_khz", int)):
-        value = need(doc, key, dict, where)
-        if not all(isinstance(k, str) and isinstance(v, kind) and not isinstance(v, bool) for k, v in value.items()):
-            raise where.at(key).fail("a mapping of names to numbers", value)
-        maps[key] = value
-    return TimelineRecord(**values, **maps)
-
-
-PACES = ("realtime", "back-to-back")
-"""How a sustained run's requests arrive (docs/METHODS.md §6.3 Sustained load)."""
+    record: TimelineRecord = from_dict(TimelineRecord, doc, where)
+    if not record.arrival_s <= record.start_s <= record.end_s:
+        raise where.at("start_s").out_of_range(record.start_s, f"seconds in [arrival_s, end_s] = "
+                                                               f"[{record.arrival_s}, {record.end_s}]")
+    return record
 
 
 def append_timeline(directory: Path, records: Iterable[TimelineRecord]) -> None:
-    append_jsonl(Path(directory) / TIMELINE, (asdict(r) for r in records))
+    append_jsonl(Path(directory) / TIMELINE, (to_dict(r) for r in records))
 
 
 def load_timeline(directory: Path) -> list[TimelineRecord]:

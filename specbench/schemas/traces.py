@@ -42,9 +42,12 @@ from specbench.schemas.fileio import (
     check_header,
     drop_cut_line,
     dumps_line,
+    from_dict,
     iter_jsonl,
     need,
     reject_unknown,
+    rule,
+    to_dict,
     write_atomic,
 )
 from specbench.schemas.windows import Window
@@ -64,6 +67,7 @@ VERSION = 5
 VERSIONS = (VERSION,)
 PAD = -1
 """Token id that pads a draft row after the drafter's end of sequence."""
+_AT_LEAST_1 = rule(low=1, ranged=True)
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,7 @@ class ModelRef:
     """The model's name (a drafter's --drafter NAME, the target's file stem)."""
     sha256: str
     """sha256 of the GGUF file (or a synthetic identity for generated studies)."""
-    n_vocab: int
+    n_vocab: int = field(metadata=_AT_LEAST_1)
     """Vocabulary size: the model's token ids are 0..n_vocab-1 (the prompt-lookup drafter,
     which drafts target tokens, has the target's)."""
 
@@ -87,13 +91,13 @@ class TraceKey:
     """sha256 of the runner binary that decided."""
     windows_sha256: str
     """sha256 of the windows traced (all N shards together): `windows_digest`."""
-    n_windows: int
+    n_windows: int = field(metadata=_AT_LEAST_1)
     """How many windows that digest covers."""
-    k_max: int
+    k_max: int = field(metadata=_AT_LEAST_1)
     """Drafts per prefix-conditioned row."""
-    specasr: tuple[str, ...] = ()
+    specasr: tuple[str, ...] = field(default=(), metadata=rule(expected="a list of SpecASR configuration labels"))
     """Labels of the SpecASR configurations whose recycling queries were recorded, sorted."""
-    threads: int | None = None
+    threads: int | None = field(default=None, metadata=rule(low=1, ranged=True, omit=True))
     """`trace --threads`: the threads both models decided with (None: the runner's default); Whisper's greedy
     choices can depend on them."""
 
@@ -109,7 +113,7 @@ class Shard:
 
     index: int
     """1..count."""
-    count: int
+    count: int = field(metadata=_AT_LEAST_1)
     """How many shards the windows were split into."""
 
     @property
@@ -176,7 +180,7 @@ class LookupDrafts:
 
     name: str
     """The lookup drafter's name ('pld')."""
-    max_ngram: int
+    max_ngram: int = field(metadata=rule(low=1, expected="an integer >= 1 (the longest n-gram matched)"))
     """The longest n-gram it matches."""
 
 
@@ -297,10 +301,7 @@ _WINDOW_KEYS = frozenset({"window_id", "window_sha256", "y", "stop_reason", "n_p
 
 
 def _model_ref(doc: dict, key: str, where: Where) -> ModelRef:
-    ref = need(doc, key, dict, where)
-    r_where = where.at(key)
-    return ModelRef(need(ref, "name", str, r_where), need(ref, "sha256", str, r_where),
-                    _count(ref, "n_vocab", r_where, low=1))
+    return from_dict(ModelRef, need(doc, key, dict, where), where.at(key))
 
 
 def _templates(doc: dict, where: Where) -> dict[str, str] | None:
@@ -314,17 +315,7 @@ def _templates(doc: dict, where: Where) -> dict[str, str] | None:
 
 def _key(doc: dict, where: Where) -> TraceKey | None:
     key = need(doc, "key", dict, where, None)
-    if key is None:
-        return None
-    k_where = where.at("key")
-    reject_unknown(key, frozenset({"runner_sha256", "windows_sha256", "n_windows", "k_max", "specasr", "threads"}),
-                   k_where)
-    specasr = need(key, "specasr", list, k_where, [])
-    if not all(isinstance(label, str) for label in specasr):
-        raise k_where.at("specasr").fail("a list of SpecASR configuration labels", specasr)
-    return TraceKey(need(key, "runner_sha256", str, k_where), need(key, "windows_sha256", str, k_where),
-                    _count(key, "n_windows", k_where, low=1), _count(key, "k_max", k_where, low=1), tuple(specasr),
-                    _count(key, "threads", k_where, low=1) if "threads" in key else None)
+    return None if key is None else from_dict(TraceKey, key, where.at("key"))
 
 
 def _shard(doc: dict, where: Where) -> Shard | None:
@@ -332,12 +323,10 @@ def _shard(doc: dict, where: Where) -> Shard | None:
     if shard is None:
         return None
     s_where = where.at("shard")
-    reject_unknown(shard, frozenset({"index", "count"}), s_where)
-    count = _count(shard, "count", s_where, low=1)
-    index = need(shard, "index", int, s_where)
-    if not 1 <= index <= count:
-        raise s_where.at("index").out_of_range(index, f"a shard in 1..{count}")
-    return Shard(index, count)
+    read: Shard = from_dict(Shard, shard, s_where)
+    if not 1 <= read.index <= read.count:
+        raise s_where.at("index").out_of_range(read.index, f"a shard in 1..{read.count}")
+    return read
 
 
 def _int_array(values: object, where: Where) -> np.ndarray:
@@ -442,14 +431,10 @@ def _lookup_from(doc: dict, where: Where) -> LookupDrafts | None:
     if lookup is None:
         return None
     l_where = where.at("lookup")
-    reject_unknown(lookup, frozenset({"name", "max_ngram"}), l_where)
-    name = need(lookup, "name", str, l_where)
-    max_ngram = need(lookup, "max_ngram", int, l_where)
-    if max_ngram < 1:
-        raise l_where.at("max_ngram").fail("an integer >= 1 (the longest n-gram matched)", max_ngram)
+    read: LookupDrafts = from_dict(LookupDrafts, lookup, l_where)
     if any(key in doc for key in _CROSS_KEYS):
         raise l_where.fail("absent with cross-vocabulary fields (a lookup drafts in the target's own tokens)")
-    return LookupDrafts(name, max_ngram)
+    return read
 
 
 def _drafts_from(doc: dict, n: int, vocab: Vocab, where: Where) -> DraftTable:
@@ -580,7 +565,7 @@ def window_trace_to_dict(trace: WindowTrace) -> dict:
             lengths.append(length)
         doc["drafts"] = {"k_max": trace.drafts.k_max, "tokens": rows, "conf": confs}
         if trace.drafts.lookup is not None:
-            doc["drafts"]["lookup"] = vars(trace.drafts.lookup)
+            doc["drafts"]["lookup"] = to_dict(trace.drafts.lookup)
         cross = trace.drafts.cross
         if cross is not None:
             doc["drafts"] |= {"step": [row[:n].tolist() for row, n in zip(cross.step, lengths, strict=False)],
@@ -604,13 +589,13 @@ def window_trace_to_dict(trace: WindowTrace) -> dict:
 def header_dict(target: ModelRef, drafter: ModelRef, templates: Mapping[str, str] | None = None,
                 environment: Environment | None = None, key: TraceKey | None = None,
                 shard: Shard | None = None) -> dict:
-    doc = {"kind": KIND, "schema_version": VERSION, "target": vars(target), "drafter": vars(drafter)}
+    doc = {"kind": KIND, "schema_version": VERSION, "target": to_dict(target), "drafter": to_dict(drafter)}
     if templates is not None:
         doc["templates"] = {"target": templates["target"], "drafter": templates["drafter"]}
     if key is not None:
-        doc["key"] = {k: v for k, v in vars(key).items() if v is not None} | {"specasr": list(key.specasr)}
+        doc["key"] = to_dict(key)
     if shard is not None:
-        doc["shard"] = vars(shard)
+        doc["shard"] = to_dict(shard)
     if environment is not None:
         doc[ENV_KEY] = environment_to_dict(environment)
     return doc

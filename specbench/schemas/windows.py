@@ -22,13 +22,23 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
 from specbench.errors import SpecbenchError
-from specbench.schemas.fileio import Where, check_header, dumps_line, iter_jsonl, need, reject_unknown, write_atomic
+from specbench.schemas.fileio import (
+    Where,
+    check_header,
+    dumps_line,
+    from_dict,
+    iter_jsonl,
+    record_keys,
+    reject_unknown,
+    rule,
+    to_dict,
+    write_atomic,
+)
 
 KIND = "specbench.windows"
 # Format history: 1 = first version.
@@ -59,6 +69,10 @@ def check_template(template: str, where: str) -> str:
     return template
 
 
+def _known_template(template: str) -> bool:
+    return template == MODEL_TEMPLATE or template in BUILTIN_TEMPLATES
+
+
 class Split(str, Enum):
     DEV = "dev"
     TEST = "test"
@@ -68,17 +82,19 @@ class Split(str, Enum):
 class InputView:
     """What the models hear or read before the instruction."""
 
-    kind: str
+    kind: str = field(metadata=rule(choices=("text", "audio")))
     """'text' (a source text) or 'audio' (a span of an audio file)."""
     text: str | None = None
     """The source text, for text windows."""
     audio_path: str | None = None
     """The audio file, for audio windows."""
-    offset_s: float = 0.0
+    offset_s: float = field(default=0.0, metadata=rule(low=0, ranged=True,
+                                                        expected="seconds >= 0 (the span's start in the file)"))
     """Start of the span in the audio file, seconds."""
-    duration_s: float | None = None
-    """Length of the span, seconds."""
-    conversion: dict | None = None
+    duration_s: float | None = field(default=None, metadata=rule(
+        low=0, above=True, ranged=True, expected="seconds > 0, or null (to the end of the file)"))
+    """Length of the span, seconds (None: to the end of the file)."""
+    conversion: dict | None = field(default=None, metadata=rule(omit=True))
     """How the span became 16 kHz mono (source rate/channels, resampler), for audio."""
 
 
@@ -86,20 +102,22 @@ class InputView:
 class Window:
     window_id: str
     """Unique within the file."""
-    window_sha256: str
+    window_sha256: str = field(metadata=rule(check=_SHA256.match, expected="64 lowercase hex digits"))
     """sha256 over input, instruction, template and cap (see `text_window_sha256`)."""
     input: InputView
     instruction: str
     """The task text, e.g. 'Transcribe the audio.'"""
-    template: str
+    template: str = field(metadata=rule(check=_known_template, ranged=True, expected=(
+        "'model' or a llama.cpp built-in chat template (chatml, gemma, llama3, ...)")))
     """"model" (each model's own chat template) or a llama.cpp built-in template for every model."""
-    cap: int
+    cap: int = field(metadata=rule(low=1, ranged=True, expected="an integer >= 1 (max_new_tokens)"))
     """max_new_tokens: the output stops at EOS or after this many tokens."""
     dataset: str
     split: Split
-    reference: str | None = None
+    reference: str | None = field(default=None, metadata=rule(omit=True))
     """The reference answer (e.g. the transcript), for WER/CER; never shown to the models."""
-    category: str | None = None
+    category: str | None = field(default=None, metadata=rule(check=str.strip, omit=True,
+                                                            expected="a non-empty category name, or no key"))
     """The request's category in its source (e.g. "coding"), for per-category tables; None: none given.
     Not part of the hash: the same request in another category is the same request."""
 
@@ -123,75 +141,32 @@ def make_text_window(window_id: str, text: str, instruction: str, cap: int, data
                   instruction, template, cap, dataset, Split(split), reference, category)
 
 
-_WINDOW_KEYS = frozenset({"window_id", "window_sha256", "input", "instruction", "template", "cap", "dataset", "split",
-                          "reference", "category"})
+_WINDOW_KEYS = record_keys(Window)
 _WINDOW_KEYS_V1 = _WINDOW_KEYS - {"category"}
-_INPUT_KEYS = frozenset({"kind", "text", "audio_path", "offset_s", "duration_s", "conversion"})
+_INPUT_KEYS = record_keys(InputView)
+_VIEW_KEYS = {"text": ("kind", "text"), "audio": ("kind", "audio_path", "offset_s", "duration_s", "conversion")}
+"""The keys of each kind of input, the first after `kind` required."""
 
 
 def window_from_dict(doc: dict, where: Where, version: int = VERSION) -> Window:
-    reject_unknown(doc, _WINDOW_KEYS if version >= 2 else _WINDOW_KEYS_V1, where)
-    view_doc = need(doc, "input", dict, where)
-    view_where = where.at("input")
-    reject_unknown(view_doc, _INPUT_KEYS, view_where)
-    kind = need(view_doc, "kind", str, view_where)
-    if kind == "text":
-        view = InputView("text", text=need(view_doc, "text", str, view_where))
-    elif kind == "audio":
-        duration = need(view_doc, "duration_s", (float, type(None)), view_where, None)  # None: to the end
-        offset = need(view_doc, "offset_s", float, view_where, 0.0)
-        if offset < 0:
-            raise view_where.at("offset_s").out_of_range(offset, "seconds >= 0 (the span's start in the file)")
-        if duration is not None and duration <= 0:
-            raise view_where.at("duration_s").out_of_range(duration, "seconds > 0, or null (to the end of the file)")
-        view = InputView("audio", audio_path=need(view_doc, "audio_path", str, view_where), offset_s=float(offset),
-                         duration_s=None if duration is None else float(duration),
-                         conversion=need(view_doc, "conversion", dict, view_where, None))
-    else:
-        raise view_where.at("kind").fail("'text' or 'audio'", kind)
-    sha = need(doc, "window_sha256", str, where)
-    if not _SHA256.match(sha):
-        raise where.at("window_sha256").fail("64 lowercase hex digits", sha)
-    cap = need(doc, "cap", int, where)
-    if cap < 1:
-        raise where.at("cap").out_of_range(cap, "an integer >= 1 (max_new_tokens)")
-    split = need(doc, "split", str, where)
-    if split not in (s.value for s in Split):
-        raise where.at("split").fail("'dev' or 'test'", split)
-    template = need(doc, "template", str, where)
-    if template != MODEL_TEMPLATE and template not in BUILTIN_TEMPLATES:
-        raise where.at("template").out_of_range(repr(template), "'model' or a llama.cpp built-in chat template "
-                                                                 "(chatml, gemma, llama3, ...)")
-    window = Window(need(doc, "window_id", str, where), sha, view, need(doc, "instruction", str, where),
-                    template, cap, need(doc, "dataset", str, where), Split(split),
-                    need(doc, "reference", (str, type(None)), where, None),
-                    need(doc, "category", (str, type(None)), where, None))
-    if window.category is not None and not window.category.strip():
-        raise where.at("category").fail("a non-empty category name, or no key", window.category)
-    if kind == "text":
-        expected = text_window_sha256(view.text or "", window.instruction, window.template, cap)
-        if expected != sha:
-            raise where.at("window_sha256").fail(f"{expected} (the hash of this window's content)", sha)
+    if version < 2:
+        reject_unknown(doc, _WINDOW_KEYS_V1, where)
+    window: Window = from_dict(Window, doc, where)
+    view = window.input
+    needed = _VIEW_KEYS[view.kind][1]
+    if getattr(view, needed) is None:
+        raise where.at("input").at(needed).fail("a string (missing)")
+    if view.kind == "text":
+        expected = text_window_sha256(view.text or "", window.instruction, window.template, window.cap)
+        if expected != window.window_sha256:
+            raise where.at("window_sha256").fail(f"{expected} (the hash of this window's content)",
+                                                 window.window_sha256)
     return window
 
 
 def window_to_dict(window: Window) -> dict:
-    view = window.input
-    view_doc: dict[str, Any] = {"kind": view.kind}
-    if view.kind == "text":
-        view_doc["text"] = view.text
-    else:
-        view_doc.update(audio_path=view.audio_path, offset_s=view.offset_s, duration_s=view.duration_s)
-        if view.conversion is not None:
-            view_doc["conversion"] = view.conversion
-    doc = {"window_id": window.window_id, "window_sha256": window.window_sha256, "input": view_doc,
-           "instruction": window.instruction, "template": window.template, "cap": window.cap,
-           "dataset": window.dataset, "split": window.split.value}
-    if window.reference is not None:
-        doc["reference"] = window.reference
-    if window.category is not None:
-        doc["category"] = window.category
-    return doc
+    view = to_dict(window.input)
+    return to_dict(window) | {"input": {k: view[k] for k in _VIEW_KEYS[window.input.kind] if k in view}}
 
 
 def load_windows(path: Path) -> list[Window]:

@@ -25,12 +25,13 @@ import dataclasses
 import itertools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from numbers import Integral, Real
 from typing import Any
 
 from specbench.errors import SpecbenchError
+from specbench.schemas.fileio import rule
 
 REPORTED_WIDTHS = (5, 6, 7, 8)
 """AS2D's reporting convention: SD is the mean over these physical widths."""
@@ -118,8 +119,8 @@ class SpecAsrConfig:
 class As2dConfig:
     """AS2D: a decoupled audio-conditioned producer and a verifier (methods.as2d)."""
 
-    budget: int = 7
-    """B: at most B candidates per verification (physical width B + 1)."""
+    budget: int = field(default=7, metadata=rule(key="B"))
+    """B: at most B candidates per verification (physical width B + 1); `B` in a budget file."""
     drafter: str | None = None
     """The traced drafter's name; None: the only one traced."""
     batch: int = BATCH_TOKENS
@@ -128,8 +129,8 @@ class As2dConfig:
     """Candidates end at the first token whose producer confidence is below this."""
     align: str = "anchor"
     """Cursor alignment after a rejection, one of ALIGN_POLICIES."""
-    horizon: int = 8
-    """H: how far past the expected index the anchor search looks."""
+    horizon: int = field(default=8, metadata=rule(key="H"))
+    """H: how far past the expected index the anchor search looks; `H` in a budget file."""
 
     def __post_init__(self) -> None:
         if self.align not in ALIGN_POLICIES:
