@@ -182,6 +182,24 @@ def probe_drift(values: Sequence[float]) -> float:
     return 100 * max(abs(v / values[0] - 1) for v in values)
 
 
+PROBE_SPREADS = 3.0
+"""`validate --probe-spreads`: a probe may move this many times its bursts' spread. A probe is the median of
+m >= 3 forwards; between two probes of one speed it moves by about sqrt(pi / m) spreads (the standard error
+of a difference of two medians of normal samples: 0.79 spreads at m = 5, 1.02 at m = 3), so 3 spreads are 2.9
+to 3.8 of those errors, about 1 chance in 300 to 7000 per probe, and a block compares a few tens of probes
+with their first: noise alone voids few blocks, a slowdown of a whole job (a throttled phone) still shows."""
+
+
+def probe_allowance_pct(burst_spreads_pct: Sequence[float], threshold_pct: float, spreads: float) -> float:
+    """How far (in percent) one model's probe may move from its first probe of the block: the larger of
+    `threshold_pct` and `spreads` times the block's within-burst spread of that model, the median over the
+    block's probes of their bursts' spread (`samples.spread_pct`: standard deviation / median; a median, so
+    that a few disturbed bursts do not widen it). No burst recorded: the threshold."""
+    if not burst_spreads_pct:
+        return threshold_pct
+    return max(threshold_pct, spreads * float(np.median(burst_spreads_pct)))
+
+
 @dataclass(frozen=True)
 class OpTiming:
     config: str

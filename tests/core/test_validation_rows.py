@@ -77,12 +77,54 @@ def test_block_ratios_are_the_mean_of_its_refreshes():
     assert merged["drafters"][0]["cosched"]["ratios"][1]["achieved_precision"] == [None, None]
 
 
-def test_block_drift_compares_every_probe_with_the_first_across_jobs():
-    def probe(series, target, drafter):
-        return ProbeRecord(0, 0, "d", series, "w", None, "small", target, drafter, -1, -1, [], 0)
+def probe(series, target, drafter, target_samples=None, drafter_samples=None):
+    return ProbeRecord(0, 0, "d", series, "w", None, "small", target, drafter, -1, -1, [], 0, target_samples,
+                       drafter_samples)
 
+
+def test_block_drift_compares_every_probe_with_the_first_across_jobs():
     # the decode job ran slow throughout: its own probes agree, but not with the refresh's
     probes = [probe("refresh:small", 100.0, 50.0), probe("decode:small", 130.0, 51.0),
               probe("decode:small", 131.0, 50.0), probe("refresh:small", 101.0, 50.0)]
-    drift, where = block_drift(probes)
-    assert drift == pytest.approx(31.0) and where == "target in decode:small"
+    drift = block_drift(probes, 5.0, 3.0)  # no bursts recorded (version 2): the threshold alone
+    assert (drift.move_pct, drift.allowance_pct, drift.where) == (pytest.approx(31.0), 5.0, "target in decode:small")
+    assert drift.voids
+
+
+def burst(median, spread_pct):
+    """Five forwards around `median` whose standard deviation is `spread_pct` of it."""
+    step = median * spread_pct / 100 / (2.5 ** 0.5)  # the sample deviation of (-2, -1, 0, 1, 2) steps is sqrt(2.5)
+    return [median + k * step for k in (-2, -1, 0, 1, 2)]
+
+
+def test_a_move_within_the_probes_own_spread_keeps_the_block_and_one_beyond_it_voids():
+    # a noisy host: every burst spreads 15%, so a 30% move of the decode job is within 3 spreads (45%)
+    noisy = [probe("refresh:small", 100.0, None, burst(100, 15)), probe("decode:small", 130.0, None, burst(130, 15)),
+             probe("refresh:small", 95.0, None, burst(95, 15))]
+    drift = block_drift(noisy, 5.0, 3.0)
+    assert drift.move_pct == pytest.approx(30.0) and drift.allowance_pct == pytest.approx(45.0)
+    assert not drift.voids
+    # the same move with bursts spreading 2%: 6% allowed, 30% voids
+    quiet = [probe("refresh:small", 100.0, None, burst(100, 2)), probe("decode:small", 130.0, None, burst(130, 2)),
+             probe("refresh:small", 95.0, None, burst(95, 2))]
+    drift = block_drift(quiet, 5.0, 3.0)
+    assert drift.allowance_pct == pytest.approx(6.0) and drift.voids and drift.where == "target in decode:small"
+    # quieter still, the threshold is the least allowance; 0 spreads: the threshold alone
+    assert block_drift(quiet, 50.0, 3.0).allowance_pct == 50.0 and not block_drift(quiet, 50.0, 3.0).voids
+    assert block_drift(noisy, 5.0, 0.0).voids
+
+
+def test_the_spread_is_the_median_over_the_blocks_bursts_so_a_disturbed_job_does_not_widen_it():
+    # one disturbed burst (spread 80%) among four quiet ones (2%): the allowance stays 6%
+    probes = [probe("refresh:small", 100.0, 50.0, burst(100, 2), burst(50, 2)),
+              probe("decode:small", 300.0, 50.0, burst(300, 80), burst(50, 2)),
+              probe("decode:small", 101.0, 51.0, burst(101, 2), burst(51, 2)),
+              probe("refresh:small", 100.0, 50.0, burst(100, 2), burst(50, 2)),
+              probe("refresh:small", 99.0, 50.0, burst(99, 2), burst(50, 2))]
+    drift = block_drift(probes, 5.0, 3.0)
+    assert drift.voids and drift.where == "target in decode:small" and drift.allowance_pct == pytest.approx(6.0)
+    # each model has its own allowance: the drafter's quiet probes moved 2% of its 6%
+    calm = [p if p.series != "decode:small" or p.target_us != 300.0 else
+            probe("decode:small", 101.0, 50.0, burst(101, 2), burst(50, 2)) for p in probes]
+    drift = block_drift(calm, 5.0, 3.0)
+    assert not drift.voids and drift.move_pct <= 2.0 + 1e-9
