@@ -28,6 +28,7 @@ from specbench.core import decomposition, fidelity
 from specbench.core.methods.configs import As2dConfig, MethodConfig, SpecAsrConfig, TargetConfig, config_of, row_fields
 from specbench.core.repetitions import DEFAULT_MAX_REPETITIONS, MAX_PRECISION_REPETITIONS
 from specbench.core.samples import spread_pct
+from specbench.core.stats import Interval
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import load_yaml
 from specbench.schemas.placement import Placement, device_label
@@ -644,20 +645,19 @@ def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRe
                 d = next(d for d in decodes if (d.window_id, d.config, d.run) == (o.window_id, o.config, run))
                 if d.producer is None:
                     raise SpecbenchError(f"{d.config} of window '{d.window_id}': no producer record")
-                native = decomposition.NativeLanes(d.ops, d.producer,
-                                                   index[(d.group, d.window_id, run, fidelity.partner_slot(d.slot))].ops)
+                partner = index[(d.group, d.window_id, run, fidelity.partner_slot(d.slot))]
+                native = decomposition.NativeLanes(d.ops, d.producer, partner.ops)
                 runs.append(decomposition.substituted_replays(trace, cap, profile, config, native))
         except SpecbenchError:
             gathered.left_out += 1
             continue
 
-        def speedup(seconds: float) -> float:  # the priced speedup with another decode time
-            return o.replay * priced_s / seconds
-
-        gathered.windows.append(decomposition.WindowReplays(
-            o.block, o.window_id, (o.native_a, o.native_b), o.replay,
-            (speedup(runs[0].contention_s), speedup(runs[1].contention_s)),
-            (speedup(runs[0].publication_s), speedup(runs[1].publication_s))))
+        # the priced speedup with another decode time: the target-only replay stays
+        contention = tuple(o.replay * priced_s / r.contention_s for r in runs)
+        publication = tuple(o.replay * priced_s / r.publication_s for r in runs)
+        gathered.windows.append(decomposition.WindowReplays(o.block, o.window_id, (o.native_a, o.native_b), o.replay,
+                                                            (contention[0], contention[1]),
+                                                            (publication[0], publication[1])))
         gathered.realised += [r.realised for r in runs]
 
 
@@ -679,7 +679,7 @@ def decomposition_records(gathered: dict[tuple[str, str], Decomposing]) -> list[
     return out
 
 
-def _bounds(interval) -> tuple[float | None, float | None]:
+def _bounds(interval: Interval | None) -> tuple[float | None, float | None]:
     return (None, None) if interval is None else (interval.low, interval.high)
 
 

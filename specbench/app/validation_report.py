@@ -83,10 +83,11 @@ def validation_tables(directory: Path) -> list[Table]:
     probes = _probe_summary(load_records(directory, ProbeRecord), blocks)
     if len(probes):
         tables.append(Table("Reference probes per block", "per kept block: the target's probe (median of a "
-                            "burst of width-1 forwards at depth 0), first and range over the block, the median of its bursts' "
-                            "spread (standard deviation / median), and the runner threads' run-queue wait and VM "
-                            "steal accumulated over the block", probes,
-                            {"first_us": ".0f", "min_us": ".0f", "max_us": ".0f", "burst_spread_pct": ".1f"}, keys=("device",)))
+                            "burst of width-1 forwards at depth 0), first and range over the block, the median of "
+                            "its bursts' spread (standard deviation / median), and the runner threads' run-queue "
+                            "wait and VM steal accumulated over the block", probes,
+                            {"first_us": ".0f", "min_us": ".0f", "max_us": ".0f", "burst_spread_pct": ".1f"},
+                            keys=("device",)))
     ops = _frame(load_records(directory, OpRecord), OpRecord)
     if len(ops):
         tables.append(Table("Sweep vs decode, per forward", "per device × configuration × model × width × depth bin "

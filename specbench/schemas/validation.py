@@ -71,7 +71,7 @@ class BlockRecord:
     wall_s: float
     allowance_pct: float | None = None
     """The move that probe's model was allowed: the larger of --probe-threshold and --probe-spreads times
-    the spread of the model's probe bursts in the block (docs/METHODS.md §7.9; None: version 2, the threshold)."""
+    the spread of the model's probe bursts in the block (None: version 2, which held every probe to the threshold)."""
 
 
 OP_KEYS = ("model", "width", "depth", "us", "t_us", "published", "start", "accepted", "plan_us")
