@@ -8,10 +8,10 @@ order) one decode job running every window twice, `Na` in a random order of the 
 configurations and `Nb` reversed, each configuration beside a target-only decode of its
 own, probes before the first window and after each; a probe, a second refresh, a probe.
 Replay prices the block with the full profile whose cost tables and ratios are the mean of
-the two refreshes (linear drift between them cancels). A block whose probe moved from its
-model's first probe of the block by more than its allowance (the threshold, or a multiple of the
-spread of the block's probe bursts, whichever is larger) is voided, and redone after a cool-down, at
-most `max_voids` times. Blocks cycle through the shards until every bias interval is as narrow as
+the two refreshes (linear drift between them cancels). A block where both probes around a window
+moved from the probes around the refreshes, the same way, by more than an allowance (the threshold, or
+a multiple of the probes' scatter in the block, whichever is larger) is voided, and redone after a
+cool-down, at most `max_voids` times. Blocks cycle through the shards until every bias interval is as narrow as
 asked, or the block budget is spent. The analysis also takes each AS2D configuration's speedup bias
 apart (core/decomposition.py): contention, publications, and what remains.
 """
@@ -27,7 +27,6 @@ from pathlib import Path
 from specbench.core import decomposition, fidelity
 from specbench.core.methods.configs import As2dConfig, MethodConfig, SpecAsrConfig, TargetConfig, config_of, row_fields
 from specbench.core.repetitions import DEFAULT_MAX_REPETITIONS, MAX_PRECISION_REPETITIONS
-from specbench.core.samples import spread_pct
 from specbench.core.stats import Interval
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import load_yaml
@@ -101,8 +100,8 @@ class ValidationPlan:
     max_repetitions: int = DEFAULT_MAX_REPETITIONS
     """With `precision`: most timed forwards a cell takes."""
     probe_spreads: float = fidelity.PROBE_SPREADS
-    """A probe may move this many times its model's within-burst spread in the block (or `probe_threshold_pct`,
-    whichever is larger) before the block is voided."""
+    """A window's probes may move this many times the scatter of its model's probes in the block (or
+    `probe_threshold_pct`, whichever is larger) before the block is voided."""
 
     def __post_init__(self) -> None:
         checks = (("--block-windows", self.block_windows, 1), ("--min-blocks", self.min_blocks, 1),
@@ -394,39 +393,26 @@ def decode_record(r: dict, slots: Sequence[str], base: dict) -> DecodeRecord:
                         None if producer is None else {k: producer[k] for k in PRODUCER_KEYS if k in producer})
 
 
-@dataclass(frozen=True)
-class Drift:
-    """A block's decisive probe: the one that moved most from its model's first probe for its allowance."""
-
-    move_pct: float
-    allowance_pct: float
-    where: str
-    """The model and series, e.g. "drafter small in decode:small" ("none" without a second probe)."""
-
-    @property
-    def voids(self) -> bool:
-        return self.move_pct > self.allowance_pct
-
-
-def block_drift(probes: Sequence[ProbeRecord], threshold_pct: float, spreads: float) -> Drift:
-    """Every probe against its model's first probe of the block, across every job of the block (a
-    slowdown that lasts a whole job moves that job's probes against the others'), each model held to
-    its allowance (`fidelity.probe_allowance_pct`: --probe-threshold or --probe-spreads times the
-    spread of its bursts in the block, whichever is larger)."""
-    series: dict[str, list[tuple[float, str, list[float] | None]]] = {}
+def block_drift(probes: Sequence[ProbeRecord], threshold_pct: float, spreads: float) -> fidelity.Drift:
+    """The block's decisive window over every model (`fidelity.model_drift`): per model, its probes in the
+    block's probe jobs (around the refreshes) are the reference, each decode job's probes in order bracket
+    its windows; the window that moved most for its model's allowance."""
+    refresh: dict[str, list[float]] = {}
+    jobs: dict[str, dict[str, list[tuple[float, str]]]] = {}
     for p in probes:
-        series.setdefault("target", []).append((p.target_us, p.series, p.target_samples_us))
-        if p.drafter_us is not None:
-            series.setdefault(f"drafter {p.drafter}", []).append((p.drafter_us, p.series, p.drafter_samples_us))
-    worst = Drift(0.0, threshold_pct, "none")
-    for model, values in series.items():
-        bursts = [spread_pct(samples) for _, _, samples in values if samples and len(samples) > 1]
-        allowance = fidelity.probe_allowance_pct(bursts, threshold_pct, spreads)
-        first = values[0][0]
-        for value, where, _ in values[1:]:
-            move = fidelity.probe_drift([first, value])
-            if move / allowance > worst.move_pct / worst.allowance_pct:
-                worst = Drift(move, allowance, f"{model} in {where}")
+        where = f"after {p.window_id}" if p.window_id is not None else p.where
+        for model, value in (("target", p.target_us), (f"drafter {p.drafter}", p.drafter_us)):
+            if value is None:
+                continue
+            if p.series.startswith("decode:"):
+                jobs.setdefault(model, {}).setdefault(p.series, []).append((value, where))
+            else:
+                refresh.setdefault(model, []).append(value)
+    worst = fidelity.Drift(0.0, threshold_pct, "none")
+    for model in sorted(set(refresh) | set(jobs)):
+        drift = fidelity.model_drift(refresh.get(model, []), jobs.get(model, {}), threshold_pct, spreads)
+        if drift.move_pct / drift.allowance_pct > worst.move_pct / worst.allowance_pct:
+            worst = replace(drift, where=f"{model} in {drift.where}")
     return worst
 
 

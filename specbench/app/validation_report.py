@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from specbench.core.decomposition import PART_REPLAY, Part
+from specbench.core.fidelity import probe_spread_pct
 from specbench.core.samples import spread_pct
 from specbench.render.tables import Table
 from specbench.schemas.validation import (
@@ -73,9 +74,10 @@ def validation_tables(directory: Path) -> list[Table]:
                             zip(frame["groups"], frame["methods"], strict=False)]
         tables.append(Table("Validation blocks (every attempt; a voided one was redone)",
                             "one row per block attempt: its windows, the decode order of Na (Nb reversed), and its "
-                            "decisive probe: the one that moved most from its model's first probe of the block for "
-                            "its allowance (the larger of --probe-threshold and --probe-spreads × the spread of the "
-                            "model's probe bursts in the block); voided when the move exceeds it", frame[
+                            "decisive window: of the windows whose two probes both moved from their model's reference "
+                            "(its probes around the refreshes) the same way, the one that moved most (the smaller "
+                            "move) for its allowance (the larger of --probe-threshold and --probe-spreads × the "
+                            "scatter of the model's probes in the block); voided when the move exceeds it", frame[
                                 ["device", "block", "attempt", "windows", "methods", "drift_pct", "allowance_pct",
                                  "drift_series", "voided", "kept_after_voids", "wall_s"]],
                             {"drift_pct": ".1f", "allowance_pct": ".1f", "wall_s": ".0f"},
@@ -83,10 +85,12 @@ def validation_tables(directory: Path) -> list[Table]:
     probes = _probe_summary(load_records(directory, ProbeRecord), blocks)
     if len(probes):
         tables.append(Table("Reference probes per block", "per kept block: the target's probe (median of a "
-                            "burst of width-1 forwards at depth 0), first and range over the block, the median of "
-                            "its bursts' spread (standard deviation / median), and the runner threads' run-queue "
+                            "burst of width-1 forwards at depth 0), first and range over the block, its scatter (the "
+                            "void rule's: a robust standard deviation of each probe from its own job's), the median "
+                            "of its bursts' spread (standard deviation / median), and the runner threads' run-queue "
                             "wait and VM steal accumulated over the block", probes,
-                            {"first_us": ".0f", "min_us": ".0f", "max_us": ".0f", "burst_spread_pct": ".1f"},
+                            {"first_us": ".0f", "min_us": ".0f", "max_us": ".0f", "scatter_pct": ".1f",
+                             "burst_spread_pct": ".1f"},
                             keys=("device",)))
     ops = _frame(load_records(directory, OpRecord), OpRecord)
     if len(ops):
@@ -110,8 +114,12 @@ def _probe_summary(probes: list[ProbeRecord], blocks: list[BlockRecord]) -> pd.D
         waits = [p.run_queue_wait_us for p in decode if p.run_queue_wait_us >= 0]
         steals = [p.steal_ticks for p in mine if p.steal_ticks >= 0]
         bursts = [spread_pct(p.target_samples_us) for p in mine if p.target_samples_us]
+        groups: dict[str, list[float]] = {}
+        for p in mine:  # the void rule's groups: the probes around the refreshes, each decode job's
+            groups.setdefault(p.series if p.series.startswith("decode:") else "refresh", []).append(p.target_us)
         rows.append({"device": device, "block": block, "probes": len(mine), "first_us": values[0],
                      "min_us": min(values), "max_us": max(values),
+                     "scatter_pct": probe_spread_pct(list(groups.values())),
                      "burst_spread_pct": float(np.median(bursts)) if bursts else None,
                      "run_queue_wait_ms": (max(waits) - min(waits)) / 1000 if waits else None,
                      "steal_ticks": max(steals) - min(steals) if steals else None})

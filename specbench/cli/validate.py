@@ -44,13 +44,13 @@ def _percent(ctx, param, value: float) -> float:
               help="Stop when every bias interval's half-width is within this (%).")
 @click.option("--probe-threshold", "probe_threshold_pct", type=float, default=5.0, show_default=True,
               callback=_percent,
-              help="The least move that voids a block: a reference probe that moved from its model's first probe "
-                   "of the block by more than this (%) and more than --probe-spreads times the spread of the "
-                   "model's probe bursts in the block voids it.")
+              help="The least move that voids a block: a window whose probes (before and after it) both moved "
+                   "from their model's probes around the block's refreshes, the same way, by more than this (%) "
+                   "and more than --probe-spreads times the scatter of the model's probes voids it.")
 @click.option("--probe-spreads", type=click.FloatRange(0), default=3.0, show_default=True,
-              help="How many times the spread of a model's probe bursts in the block (standard deviation / "
-                   "median of each burst's forwards, the median over the block) a probe may move before the "
-                   "block is voided; 0: --probe-threshold alone.")
+              help="How many times the scatter of a model's probes in the block (a robust standard deviation "
+                   "of each probe from its own job's median) a window's probes may move before the block is "
+                   "voided; 0: --probe-threshold alone.")
 @click.option("--max-voids", type=click.IntRange(0), default=2, show_default=True,
               help="Redos of a voided block; the last attempt is kept and flagged.")
 @click.option("--cooldown", "cooldown_s", type=click.FloatRange(0), default=30.0, show_default=True,
@@ -90,9 +90,10 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
     cells (and of AS2D's co-scheduling ratios), two native runs Na and Nb of every
     configuration (a random order, Nb reversed, each configuration beside a target-only
     decode of its own), another refresh. Replay prices the block from the mean of its
-    refreshes. Reference probes run before and after every window and refresh; a block whose
-    probe moved beyond its allowance (--probe-threshold, or --probe-spreads times the spread
-    of the model's probe bursts in the block, whichever is larger) is voided and redone.
+    refreshes. Reference probes run before and after every window and refresh; a block where
+    both probes around a window moved from those around the refreshes beyond an allowance
+    (--probe-threshold, or --probe-spreads times the probes' scatter in the block, whichever
+    is larger) is voided and redone.
     Blocks repeat until every bias interval is within --halfwidth or --max-blocks is spent.
 
     It reports, per placement and configuration, for the speedup over target-only and for

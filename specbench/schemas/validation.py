@@ -39,8 +39,8 @@ KIND = "specbench.validation"
 # 1 = first version.
 # 2 = a DecodeRecord's ops keep the runner's lane timestamps and AS2D's per-op fields (t_us,
 #     published, start, accepted, plan_us), and an AS2D decode keeps its `producer` timing record.
-# 3 = a ProbeRecord keeps its bursts' samples (the void rule weighs a move against their spread), a
-#     BlockRecord the allowance its decisive probe was held to; version 2 is read with neither.
+# 3 = a ProbeRecord keeps its bursts' samples, a BlockRecord the allowance its decisive window was held to
+#     (the void rule weighs a window's move against the probes' scatter); version 2 is read with neither.
 VERSION = 3
 VERSIONS = (2, VERSION)
 MANIFEST = "validation.json"
@@ -60,18 +60,21 @@ class BlockRecord:
     """Per group, the configurations in Na's order (Nb ran them reversed)."""
     seed: int
     drift_pct: float
-    """The move of the block's decisive probe from its model's first probe of the block, in percent: the
-    probe that moved most for its allowance (version 2: the largest move of any probe)."""
+    """The move of the block's decisive window, in percent: of the decode-job windows whose two probes both
+    moved from their model's reference (the median of its probes around the refreshes) the same way, the one
+    that moved most for its allowance, by the smaller of the two moves (version 2: the largest move of any
+    probe from its model's first probe of the block)."""
     drift_series: str
-    """Which model's probe that was, and in which series (refresh:<drafter> or decode:<group>)."""
+    """Which model and window that was (e.g. "target in decode:<group> after <window>"; version 2: the model
+    and series of the probe)."""
     voided: bool
     kept_after_voids: bool
     """Kept although its drift exceeds the allowance: the redo budget was spent."""
     started: str
     wall_s: float
     allowance_pct: float | None = None
-    """The move that probe's model was allowed: the larger of --probe-threshold and --probe-spreads times
-    the spread of the model's probe bursts in the block (None: version 2, which held every probe to the threshold)."""
+    """The move that window's model was allowed: the larger of --probe-threshold and --probe-spreads times the
+    scatter of the model's probes in the block (None: version 2, which held every probe to the threshold)."""
 
 
 OP_KEYS = ("model", "width", "depth", "us", "t_us", "published", "start", "accepted", "plan_us")
