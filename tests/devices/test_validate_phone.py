@@ -90,17 +90,17 @@ def test_a_block_slowed_mid_block_is_voided_and_redone_and_the_quiet_redo_kept(x
     model = demo_model_path("smollm2-135m")
     models = type("Models", (), {"target": model, "near": model})
     windows = study(tmp_path, models, x86_phone.serial, cap=8)
-    # the block's decode job (the only one with "alternate") runs beside 2 busy processes per CPU: its
-    # forwards slow about threefold
-    x86_phone.phone.faults.add_slowdowns(SlowFault(b'"alternate": true', hogs_per_cpu=2), 1)
+    # the block's decode job (the only one with "alternate") runs beside 3 busy processes per CPU: its
+    # forwards slow about fourfold
+    x86_phone.phone.faults.add_slowdowns(SlowFault(b'"alternate": true', hogs_per_cpu=3), 1)
     code, output = invoke(*validate_args(tmp_path, models, x86_phone.serial, windows, "--block-windows", 2,
-                                         "--min-blocks", 1, "--max-blocks", 1, "--probe-threshold", 10,
+                                         "--min-blocks", 1, "--max-blocks", 1, "--probe-threshold", 40,
                                          "--max-voids", 2, "--cooldown", 0))
     assert code == 0, output
     blocks = load_records(tmp_path / "val", BlockRecord)
     assert [(b.attempt, b.voided) for b in blocks] == [(0, True), (1, False)], [b.drift_pct for b in blocks]
     assert "decode:near" in blocks[0].drift_series  # the slowed job's window, against the refreshes
-    assert blocks[0].drift_pct > blocks[0].allowance_pct >= 10 and blocks[1].drift_pct <= blocks[1].allowance_pct
+    assert blocks[0].drift_pct > blocks[0].allowance_pct >= 40 and blocks[1].drift_pct <= blocks[1].allowance_pct
     probes = load_records(tmp_path / "val", ProbeRecord)
     assert probes and all(len(p.target_samples_us) == len(p.drafter_samples_us) == 5 for p in probes)
     assert "voided" in output  # every void is reported
