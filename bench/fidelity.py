@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--placement", action="append", default=None, help="split and/or shared (default: both)")
     parser.add_argument("--method", action="append", default=None, help=f"default: {' '.join(CONFIGS)}")
     parser.add_argument("--probe-threshold", type=float, default=5.0)
+    parser.add_argument("--probe-spreads", type=float, default=3.0)
     parser.add_argument("--max-voids", type=int, default=2)
     parser.add_argument("--cooldown", type=float, default=30.0)
     parser.add_argument("--precision", type=float, default=None,
@@ -121,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                           {name: drafters[name] for name in sorted(used)}, resolve_configs(configs, traces),
                           placements, block_windows=args.block_windows, min_blocks=args.min_blocks,
                           max_blocks=args.max_blocks, probe_threshold_pct=args.probe_threshold,
+                          probe_spreads=args.probe_spreads,
                           max_voids=args.max_voids, cooldown_s=args.cooldown, precision=args.precision,
                           max_repetitions=args.max_repetitions)
     validation = out / "validation"

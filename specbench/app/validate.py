@@ -8,10 +8,12 @@ order) one decode job running every window twice, `Na` in a random order of the 
 configurations and `Nb` reversed, each configuration beside a target-only decode of its
 own, probes before the first window and after each; a probe, a second refresh, a probe.
 Replay prices the block with the full profile whose cost tables and ratios are the mean of
-the two refreshes (linear drift between them cancels). A block whose probes moved more
-than the threshold is voided, and redone after a cool-down, at most `max_voids` times.
-Blocks cycle through the shards until every bias interval is as narrow as asked, or the
-block budget is spent.
+the two refreshes (linear drift between them cancels). A block where both probes around a window
+moved from the probes around the refreshes, the same way, by more than an allowance (the threshold, or
+a multiple of the probes' scatter in the block, whichever is larger) is voided, and redone after a
+cool-down, at most `max_voids` times. Blocks cycle through the shards until every bias interval is as narrow as
+asked, or the block budget is spent. The analysis also takes each AS2D configuration's speedup bias
+apart (core/decomposition.py): contention, publications, and what remains.
 """
 
 from __future__ import annotations
@@ -19,16 +21,17 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from specbench.core import fidelity
+from specbench.core import decomposition, fidelity
 from specbench.core.methods.configs import As2dConfig, MethodConfig, SpecAsrConfig, TargetConfig, config_of, row_fields
 from specbench.core.repetitions import DEFAULT_MAX_REPETITIONS, MAX_PRECISION_REPETITIONS
+from specbench.core.stats import Interval
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import load_yaml
 from specbench.schemas.placement import Placement, device_label
-from specbench.schemas.profiles import load_profile, profile_from_dict, save_profile
+from specbench.schemas.profiles import DeviceProfile, load_profile, profile_from_dict, save_profile
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.validation import (
     OP_KEYS,
@@ -36,6 +39,7 @@ from specbench.schemas.validation import (
     Attempted,
     BlockRecord,
     DecodeRecord,
+    DecompositionRecord,
     ObservationRecord,
     OpRecord,
     ProbeRecord,
@@ -95,6 +99,9 @@ class ValidationPlan:
     """Profile cells to this precision (`profile --precision`), `repetitions` the minimum; None: a fixed count."""
     max_repetitions: int = DEFAULT_MAX_REPETITIONS
     """With `precision`: most timed forwards a cell takes."""
+    probe_spreads: float = fidelity.PROBE_SPREADS
+    """A window's probes may move this many times the scatter of its model's probes in the block (or
+    `probe_threshold_pct`, whichever is larger) before the block is voided."""
 
     def __post_init__(self) -> None:
         checks = (("--block-windows", self.block_windows, 1), ("--min-blocks", self.min_blocks, 1),
@@ -116,6 +123,9 @@ class ValidationPlan:
                           ("--error-bound", self.speedup.error_pct)):
             if not (pct > 0 and math.isfinite(pct)):
                 raise SpecbenchError(f"{flag} {pct}: expected a percentage > 0")
+        if not (self.probe_spreads >= 0 and math.isfinite(self.probe_spreads)):
+            raise SpecbenchError(f"--probe-spreads {self.probe_spreads}: expected a number >= 0 "
+                                 "(0: --probe-threshold alone)")
         if self.cooldown_s < 0:
             raise SpecbenchError(f"--cooldown {self.cooldown_s}: expected seconds >= 0")
         if not self.windows:
@@ -179,7 +189,8 @@ def manifest(plan: ValidationPlan) -> dict:
             "methods": [row_fields(c) for c in plan.configs], "placements": [p.as_dict() for p in plan.placements],
             "depths": list(plan.depths), "seed": plan.seed, "block_windows": plan.block_windows,
             "min_blocks": plan.min_blocks, "max_blocks": plan.max_blocks, "halfwidth_pct": plan.halfwidth_pct,
-            "probe_threshold_pct": plan.probe_threshold_pct, "max_voids": plan.max_voids,
+            "probe_threshold_pct": plan.probe_threshold_pct, "probe_spreads": plan.probe_spreads,
+            "max_voids": plan.max_voids,
             "repetitions": plan.repetitions, "probe_repetitions": plan.probe_repetitions,
             "bounds": {"speedup": vars(plan.speedup), "throughput": vars(plan.throughput)}}
 
@@ -301,19 +312,20 @@ class Validation:
             probes += self.probes(placement, "refresh-2 before", base)
             refreshes.append(self.refresh(placement, where / f"refresh-2-a{attempt}.yaml"))
             probes += self.probes(placement, "refresh-2 after", base)
-            drift, series = block_drift(probes)
-            voided = drift > self.plan.probe_threshold_pct and redo < self.plan.max_voids
+            drift = block_drift(probes, self.plan.probe_threshold_pct, self.plan.probe_spreads)
+            voided = drift.voids and redo < self.plan.max_voids
             record = BlockRecord(block, attempt, device, [w.window_id for w in shard], list(order.groups),
-                                 {g: list(m) for g, m in order.methods.items()}, self.plan.seed, round(drift, 3),
-                                 series, voided, drift > self.plan.probe_threshold_pct and not voided, started,
-                                 round(time.monotonic() - clock, 3))
+                                 {g: list(m) for g, m in order.methods.items()}, self.plan.seed,
+                                 round(drift.move_pct, 3), drift.where, voided, drift.voids and not voided, started,
+                                 round(time.monotonic() - clock, 3), round(drift.allowance_pct, 3))
             if not voided:
                 profile = merged_profile(load_yaml(self.full_profile(placement)), refreshes)
                 save_profile(where / "profile.yaml", profile_from_dict(profile, where / "profile.yaml"))
             append_records(self.out, decodes + probes + [record])
             if not voided:
                 return record
-            self.log(f"block {block} ({device}) voided: probes moved {drift:.1f}% ({series}); cooling down, redo "
+            self.log(f"block {block} ({device}) voided: a probe moved {drift.move_pct:.1f}% (allowed "
+                     f"{drift.allowance_pct:.1f}%; {drift.where}); cooling down, redo "
                      f"{redo + 1} of {self.plan.max_voids}")
             cool_down(self.plan.device, start_snapshot, self.plan.cooldown_s)
         raise AssertionError("unreachable: the last attempt is kept")
@@ -335,7 +347,8 @@ class Validation:
                     continue
                 record = self.run_block(block, placement, shards[block % len(shards)])
                 self.log(f"block {block} ({record.device}): {len(record.windows)} windows, probes moved "
-                         f"{record.drift_pct:.1f}% at most, {record.wall_s:.0f} s")
+                         f"{record.drift_pct:.1f}% for an allowance of {record.allowance_pct:.1f}% "
+                         f"({record.drift_series}), {record.wall_s:.0f} s")
             summary = self.analyze()
             if block + 1 >= least and all(fidelity_done(s, plan.halfwidth_pct) for s in summary):
                 self.log(f"every bias interval is within ±{plan.halfwidth_pct:g}% after {block + 1} blocks")
@@ -361,7 +374,12 @@ def probe_record(r: dict, base: dict) -> ProbeRecord:
                        r.get("window_id"), base.get("drafter"), float(r["target_us"]),
                        None if r.get("drafter_us") is None else float(r["drafter_us"]),
                        int(r.get("run_queue_wait_us", -1)), int(r.get("steal_ticks", -1)),
-                       [int(k) for k in r.get("cpu_khz", [])], int(r.get("t_us", 0)))
+                       [int(k) for k in r.get("cpu_khz", [])], int(r.get("t_us", 0)),
+                       _samples(r.get("target_samples_us")), _samples(r.get("drafter_samples_us")))
+
+
+def _samples(values: list | None) -> list[float] | None:
+    return None if values is None else [float(v) for v in values]
 
 
 def decode_record(r: dict, slots: Sequence[str], base: dict) -> DecodeRecord:
@@ -375,22 +393,27 @@ def decode_record(r: dict, slots: Sequence[str], base: dict) -> DecodeRecord:
                         None if producer is None else {k: producer[k] for k in PRODUCER_KEYS if k in producer})
 
 
-def block_drift(probes: Sequence[ProbeRecord]) -> tuple[float, str]:
-    """The largest move of a model's probes from its first probe of the block, across every job of
-    the block (a slowdown that lasts a whole job moves that job's probes against the others')."""
-    worst, name = 0.0, "none"
-    series: dict[str, list[tuple[float, str]]] = {}
+def block_drift(probes: Sequence[ProbeRecord], threshold_pct: float, spreads: float) -> fidelity.Drift:
+    """The block's decisive window over every model (`fidelity.model_drift`): per model, its probes in the
+    block's probe jobs (around the refreshes) are the reference, each decode job's probes in order bracket
+    its windows; the window that moved most for its model's allowance."""
+    refresh: dict[str, list[float]] = {}
+    jobs: dict[str, dict[str, list[tuple[float, str]]]] = {}
     for p in probes:
-        series.setdefault("target", []).append((p.target_us, p.series))
-        if p.drafter_us is not None:
-            series.setdefault(f"drafter {p.drafter}", []).append((p.drafter_us, p.series))
-    for model, values in series.items():
-        first = values[0][0]
-        for value, where in values[1:]:
-            drift = fidelity.probe_drift([first, value])
-            if drift > worst:
-                worst, name = drift, f"{model} in {where}"
-    return worst, name
+        where = f"after {p.window_id}" if p.window_id is not None else p.where
+        for model, value in (("target", p.target_us), (f"drafter {p.drafter}", p.drafter_us)):
+            if value is None:
+                continue
+            if p.series.startswith("decode:"):
+                jobs.setdefault(model, {}).setdefault(p.series, []).append((value, where))
+            else:
+                refresh.setdefault(model, []).append(value)
+    worst = fidelity.Drift(0.0, threshold_pct, "none")
+    for model in sorted(set(refresh) | set(jobs)):
+        drift = fidelity.model_drift(refresh.get(model, []), jobs.get(model, {}), threshold_pct, spreads)
+        if drift.move_pct / drift.allowance_pct > worst.move_pct / worst.allowance_pct:
+            worst = replace(drift, where=f"{model} in {drift.where}")
+    return worst
 
 
 def merged_profile(full: dict, refreshes: Sequence[dict]) -> dict:
@@ -539,8 +562,9 @@ def summarize(obs: Sequence[ObservationRecord], bounds: dict[str, Bounds]) -> li
 
 def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], configs: Sequence[MethodConfig],
             lookups: set[str], bounds: dict[str, Bounds]) -> list[SummaryRecord]:
-    """Replay every kept block with its profile, then write observations, summary and the op
-    comparison (`lookups`: the drafter groups that are prompt lookup, whose ops no table prices)."""
+    """Replay every kept block with its profile, then write observations, summary, the op
+    comparison and AS2D's decomposed speedup bias (`lookups`: the drafter groups that are prompt
+    lookup, whose ops no table prices and whose producer neither computes nor contends)."""
     from specbench.app.parallel_replay import replay_study
 
     blocks = [b for b in load_records(out, BlockRecord) if not b.voided]
@@ -548,6 +572,7 @@ def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], 
     by_id = {w.window_id: w for w in windows}
     obs: list[ObservationRecord] = []
     timings: list[tuple[str, fidelity.OpTiming]] = []
+    parts: dict[tuple[str, str], Decomposing] = {}
     for b in blocks:
         label = b.device.rsplit("@", 1)[-1]
         profile = load_profile(out / "profiles" / f"{label}-b{b.block:03d}" / "profile.yaml")
@@ -555,8 +580,11 @@ def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], 
         per_block = {(b.device, c, w): (int(t), float(s)) for c, w, t, s in
                      zip(frame["config"], frame["window_id"], frame["tokens"], frame["decode_s"], strict=False)}
         mine = [d for d in decodes if (d.device, d.block) == (b.device, b.block)]
-        obs += observations(mine, per_block)
+        block_obs = observations(mine, per_block)
+        obs += block_obs
         timings += [(b.device, t) for t in op_timings(mine, profile, configs, lookups)]
+        decompose_block(block_obs, mine, per_block, profile, traces, by_id,
+                        [c for c in configs if isinstance(c, As2dConfig) and c.drafter not in lookups], parts)
     write_records(out, ObservationRecord, obs)
     summary = summarize(obs, bounds)
     write_records(out, SummaryRecord, summary)
@@ -565,7 +593,80 @@ def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], 
         ops += [OpRecord(device=device, **row) for row in
                 fidelity.op_comparison([t for d, t in timings if d == device], DEPTH_BINS)]
     write_records(out, OpRecord, ops)
+    write_records(out, DecompositionRecord, decomposition_records(parts))
     return summary
+
+
+@dataclass
+class Decomposing:
+    """One AS2D configuration's decomposed observations, gathered over the blocks."""
+
+    windows: list[decomposition.WindowReplays] = field(default_factory=list)
+    realised: list[decomposition.RealisedContention] = field(default_factory=list)
+    """Every decomposed native run's realised contention."""
+    left_out: int = 0
+    """Speedup observations whose native lanes could not be read back."""
+
+
+def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRecord],
+                    replay: dict[tuple[str, str, str], tuple[int, float]], profile: DeviceProfile,
+                    traces: dict[str, TraceFile], windows: dict[str, Window], configs: Sequence[As2dConfig],
+                    into: dict[tuple[str, str], Decomposing]) -> None:
+    """Each speedup observation of an AS2D configuration in one block (`decodes`, `replay`: the
+    block's): replay's speedup again under each native run's substitutions (core/decomposition.py).
+    A run whose lanes cannot be read back (no timestamps, publications not in batches) leaves its
+    observation out, counted."""
+    by_label = {c.label: c for c in configs}
+    index = {(d.group, d.window_id, d.run, d.slot): d for d in decodes}
+    for o in obs:
+        config = by_label.get(o.config)
+        if o.metric != "speedup" or config is None:
+            continue
+        gathered = into.setdefault((o.device, o.config), Decomposing())
+        trace, cap = traces[str(config.drafter)].windows[o.window_id], windows[o.window_id].cap
+        priced_s = replay[(o.device, o.config, o.window_id)][1]
+        try:
+            runs = []
+            for run in "ab":
+                d = next(d for d in decodes if (d.window_id, d.config, d.run) == (o.window_id, o.config, run))
+                if d.producer is None:
+                    raise SpecbenchError(f"{d.config} of window '{d.window_id}': no producer record")
+                partner = index[(d.group, d.window_id, run, fidelity.partner_slot(d.slot))]
+                native = decomposition.NativeLanes(d.ops, d.producer, partner.ops)
+                runs.append(decomposition.substituted_replays(trace, cap, profile, config, native))
+        except SpecbenchError:
+            gathered.left_out += 1
+            continue
+
+        # the priced speedup with another decode time: the target-only replay stays
+        contention = tuple(o.replay * priced_s / r.contention_s for r in runs)
+        publication = tuple(o.replay * priced_s / r.publication_s for r in runs)
+        gathered.windows.append(decomposition.WindowReplays(o.block, o.window_id, (o.native_a, o.native_b), o.replay,
+                                                            (contention[0], contention[1]),
+                                                            (publication[0], publication[1])))
+        gathered.realised += [r.realised for r in runs]
+
+
+def decomposition_records(gathered: dict[tuple[str, str], Decomposing]) -> list[DecompositionRecord]:
+    """Per device × AS2D configuration with an observation decomposed, one record per part."""
+    out = []
+    for (device, config), mine in sorted(gathered.items()):
+        if not mine.windows:
+            continue
+        overlap = sum(r.overlap_s for r in mine.realised)
+        rho = ((sum(r.priced_overlap_s for r in mine.realised) / overlap,
+                overlap / sum(r.overlap_solo_s for r in mine.realised)) if overlap > 0 else (None, None))
+        blocks = len({w.block for w in mine.windows})
+        for p in decomposition.decompose(mine.windows):
+            out.append(DecompositionRecord(
+                device, config, p.part.value, blocks, len(mine.windows), mine.left_out, p.factor,
+                *_bounds(p.interval), p.replay_bias, *_bounds(p.replay_interval),
+                *(rho if p.part is decomposition.Part.CONTENTION else (None, None))))
+    return out
+
+
+def _bounds(interval: Interval | None) -> tuple[float | None, float | None]:
+    return (None, None) if interval is None else (interval.low, interval.high)
 
 
 def analyze_directory(out: Path) -> list[SummaryRecord]:

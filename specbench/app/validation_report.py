@@ -5,11 +5,16 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from specbench.core.decomposition import PART_REPLAY, Part
+from specbench.core.fidelity import probe_spread_pct
+from specbench.core.samples import spread_pct
 from specbench.render.tables import Table
 from specbench.schemas.validation import (
     BlockRecord,
+    DecompositionRecord,
     ObservationRecord,
     OpRecord,
     ProbeRecord,
@@ -23,6 +28,14 @@ FIDELITY_ORDER = ("per device@placement × configuration × metric: log errors o
                   "ln(Na/Nb), F1 = RMS ln(replay/N) over single runs, E = sqrt(max(0, F1² − F0²/2)), bias = "
                   "geometric mean replay/native; intervals: cluster bootstrap over blocks (2000 resamples, "
                   "percentile; 90% for F0, F1 and the bias, one-sided 95% upper bound for E)")
+DECOMPOSITION_ORDER = ("per device@placement × AS2D configuration: its speedup bias (total, replay as priced over "
+                       "native) = contention × publication × remains. Each native run's window replayed again with the "
+                       "target's co-scheduling ratios it realised (from the lanes' timestamps; rho_priced and "
+                       "rho_realised: the profile's and the realised ratio of its overlapped forwards), then also "
+                       "with its producer's publication times; a part is the ratio of the biases before and after "
+                       "its substitution, remains the bias after both; replay_bias: the bias of the replay with the "
+                       "substitutions so far. Geometric means over (block, window), 90% block bootstrap intervals "
+                       "(the bias's resamples); left_out: observations whose native lanes could not be read back")
 
 
 def _frame(records: list, kind: type) -> pd.DataFrame:
@@ -43,6 +56,16 @@ def validation_tables(directory: Path) -> list[Table]:
                             {c: ".2f" for c in ("f0_pct", "f1_pct", "excess_pct", "excess_upper_pct")}
                             | {c: ".4f" for c in ("bias", "bias_low", "bias_high")},
                             keys=("device",), optional=(("bias_low", "bias_high"),)))
+    parts = _frame(load_records(directory, DecompositionRecord), DecompositionRecord)
+    if len(parts):
+        parts["replay"] = parts["part"].map(lambda p: PART_REPLAY[Part(p)])
+        tables.append(Table("AS2D's speedup bias, decomposed", DECOMPOSITION_ORDER, parts[
+            ["device", "config", "part", "replay", "factor", "factor_low", "factor_high", "replay_bias", "replay_low",
+             "replay_high", "rho_priced", "rho_realised", "blocks", "observations", "left_out"]],
+            {c: ".4f" for c in ("factor", "factor_low", "factor_high", "replay_bias", "replay_low", "replay_high")}
+            | {"rho_priced": ".3f", "rho_realised": ".3f"}, keys=("device", "config"),
+            optional=(("factor_low", "factor_high"), ("replay_bias", "replay_low", "replay_high"),
+                      ("rho_priced", "rho_realised"))))
     blocks = load_records(directory, BlockRecord)
     frame = _frame(blocks, BlockRecord)
     if len(frame):
@@ -50,17 +73,25 @@ def validation_tables(directory: Path) -> list[Table]:
         frame["methods"] = [" | ".join(f"{g}: {', '.join(m[g])}" for g in gs) for gs, m in
                             zip(frame["groups"], frame["methods"], strict=False)]
         tables.append(Table("Validation blocks (every attempt; a voided one was redone)",
-                            "one row per block attempt: its windows, the decode order of Na (Nb reversed), the "
-                            "largest probe move from its series' first probe", frame[
-                                ["device", "block", "attempt", "windows", "methods", "drift_pct", "drift_series",
-                                 "voided", "kept_after_voids", "wall_s"]], {"drift_pct": ".1f", "wall_s": ".0f"},
+                            "one row per block attempt: its windows, the decode order of Na (Nb reversed), and its "
+                            "decisive window: of the windows whose two probes both moved from their model's reference "
+                            "(its probes around the refreshes) the same way, the one that moved most (the smaller "
+                            "move) for its allowance (the larger of --probe-threshold and --probe-spreads × the "
+                            "scatter of the model's probes in the block); voided when the move exceeds it", frame[
+                                ["device", "block", "attempt", "windows", "methods", "drift_pct", "allowance_pct",
+                                 "drift_series", "voided", "kept_after_voids", "wall_s"]],
+                            {"drift_pct": ".1f", "allowance_pct": ".1f", "wall_s": ".0f"},
                             keys=("device",)))
     probes = _probe_summary(load_records(directory, ProbeRecord), blocks)
     if len(probes):
         tables.append(Table("Reference probes per block", "per kept block: the target's probe (median of a "
-                            "burst of width-1 forwards at depth 0), first and range over the block, and the runner "
-                            "threads' run-queue wait and VM steal accumulated over the block", probes,
-                            {"first_us": ".0f", "min_us": ".0f", "max_us": ".0f"}, keys=("device",)))
+                            "burst of width-1 forwards at depth 0), first and range over the block, its scatter (the "
+                            "void rule's: a robust standard deviation of each probe from its own job's), the median "
+                            "of its bursts' spread (standard deviation / median), and the runner threads' run-queue "
+                            "wait and VM steal accumulated over the block", probes,
+                            {"first_us": ".0f", "min_us": ".0f", "max_us": ".0f", "scatter_pct": ".1f",
+                             "burst_spread_pct": ".1f"},
+                            keys=("device",)))
     ops = _frame(load_records(directory, OpRecord), OpRecord)
     if len(ops):
         tables.append(Table("Sweep vs decode, per forward", "per device × configuration × model × width × depth bin "
@@ -82,8 +113,14 @@ def _probe_summary(probes: list[ProbeRecord], blocks: list[BlockRecord]) -> pd.D
         decode = [p for p in mine if p.series.startswith("decode:")]
         waits = [p.run_queue_wait_us for p in decode if p.run_queue_wait_us >= 0]
         steals = [p.steal_ticks for p in mine if p.steal_ticks >= 0]
+        bursts = [spread_pct(p.target_samples_us) for p in mine if p.target_samples_us]
+        groups: dict[str, list[float]] = {}
+        for p in mine:  # the void rule's groups: the probes around the refreshes, each decode job's
+            groups.setdefault(p.series if p.series.startswith("decode:") else "refresh", []).append(p.target_us)
         rows.append({"device": device, "block": block, "probes": len(mine), "first_us": values[0],
                      "min_us": min(values), "max_us": max(values),
+                     "scatter_pct": probe_spread_pct(list(groups.values())),
+                     "burst_spread_pct": float(np.median(bursts)) if bursts else None,
                      "run_queue_wait_ms": (max(waits) - min(waits)) / 1000 if waits else None,
                      "steal_ticks": max(steals) - min(steals) if steals else None})
     return pd.DataFrame(rows)

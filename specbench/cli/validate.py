@@ -43,7 +43,14 @@ def _percent(ctx, param, value: float) -> float:
 @click.option("--halfwidth", "halfwidth_pct", type=float, default=1.0, show_default=True, callback=_percent,
               help="Stop when every bias interval's half-width is within this (%).")
 @click.option("--probe-threshold", "probe_threshold_pct", type=float, default=5.0, show_default=True,
-              callback=_percent, help="Void a block whose reference probes moved more than this (%).")
+              callback=_percent,
+              help="The least move that voids a block: a window whose probes (before and after it) both moved "
+                   "from their model's probes around the block's refreshes, the same way, by more than this (%) "
+                   "and more than --probe-spreads times the scatter of the model's probes voids it.")
+@click.option("--probe-spreads", type=click.FloatRange(0), default=3.0, show_default=True,
+              help="How many times the scatter of a model's probes in the block (a robust standard deviation "
+                   "of each probe from its own job's median) a window's probes may move before the block is "
+                   "voided; 0: --probe-threshold alone.")
 @click.option("--max-voids", type=click.IntRange(0), default=2, show_default=True,
               help="Redos of a voided block; the last attempt is kept and flagged.")
 @click.option("--cooldown", "cooldown_s", type=click.FloatRange(0), default=30.0, show_default=True,
@@ -73,9 +80,9 @@ def _percent(ctx, param, value: float) -> float:
 def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: tuple[str, ...],
              method_names: str | None, method_specs: tuple[str, ...], template_specs: tuple[str, ...], device: str,
              placement_specs: tuple[str, ...], depths: str, block_windows: int, min_blocks: int, max_blocks: int,
-             halfwidth_pct: float, probe_threshold_pct: float, max_voids: int, cooldown_s: float, repetitions: int,
-             precision: float | None, max_repetitions: int, probe_repetitions: int, speedup_bound: float,
-             throughput_bound: float, error_bound: float, seed: int,
+             halfwidth_pct: float, probe_threshold_pct: float, probe_spreads: float, max_voids: int, cooldown_s: float,
+             repetitions: int, precision: float | None, max_repetitions: int, probe_repetitions: int,
+             speedup_bound: float, throughput_bound: float, error_bound: float, seed: int,
              out: Path | None, resume: bool) -> None:
     """Does replay predict what DEVICE measures? Replay against native runs, in blocks.
 
@@ -83,9 +90,11 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
     cells (and of AS2D's co-scheduling ratios), two native runs Na and Nb of every
     configuration (a random order, Nb reversed, each configuration beside a target-only
     decode of its own), another refresh. Replay prices the block from the mean of its
-    refreshes. Reference probes run before and after every window and refresh; a block whose probes moved more than
-    --probe-threshold is voided and redone. Blocks repeat until every bias interval is
-    within --halfwidth or --max-blocks is spent.
+    refreshes. Reference probes run before and after every window and refresh; a block where
+    both probes around a window moved from those around the refreshes beyond an allowance
+    (--probe-threshold, or --probe-spreads times the probes' scatter in the block, whichever
+    is larger) is voided and redone.
+    Blocks repeat until every bias interval is within --halfwidth or --max-blocks is spent.
 
     It reports, per placement and configuration, for the speedup over target-only and for
     tokens/s: the floor F0 (Na against Nb), replay's error F1, the excess error E over the
@@ -140,7 +149,7 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
                           configs, placements, parsed_depths, seed, block_windows, min_blocks, max_blocks,
                           halfwidth_pct, probe_threshold_pct, max_voids, cooldown_s, repetitions, probe_repetitions,
                           Bounds(speedup_bound, error_bound), Bounds(throughput_bound, error_bound), precision,
-                          max_repetitions)
+                          max_repetitions, probe_spreads)
     total = max_blocks * len(placements) * len(plan.groups()) * min(block_windows, len(plan.windows))
     out.mkdir(parents=True, exist_ok=True)
     with WriterLock(out, "validation directory"), progress_bar("validating (windows decoded)", total) as advance:

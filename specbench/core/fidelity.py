@@ -175,11 +175,64 @@ def partner_slot(slot: int) -> int:
     return slot - 1
 
 
-def probe_drift(values: Sequence[float]) -> float:
-    """The largest move of a block's probes from its first, in percent (0 with fewer than two)."""
-    if len(values) < 2 or values[0] <= 0:
-        return 0.0
-    return 100 * max(abs(v / values[0] - 1) for v in values)
+PROBE_SPREADS = 3.0
+"""`validate --probe-spreads`: a window's probes may move this many spreads from the block's reference. A probe
+that nothing moved deviates from its group's level by about one spread (a robust standard deviation), and from
+the reference (a median of 4 or more refresh probes, itself off by about 0.6 spread) by about 1.2; a move
+counts only when both probes around a window moved the same way, which normal noise does beyond 3 spreads about
+once in 3000 windows (a block of some tens of windows: one block in tens, or fewer). A slowdown that lasts a
+window (a throttled phone, a competing process) moves both its probes by as much as it slows the forwards."""
+ROBUST_SIGMA = 1.4826
+"""The median absolute deviation of normal samples times this is their standard deviation."""
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A block's decisive move: the window whose probes moved most from the block's reference for its allowance."""
+
+    move_pct: float
+    allowance_pct: float
+    where: str
+    """The model and the window, e.g. "drafter small in decode:small after w3" ("none": no window)."""
+
+    @property
+    def voids(self) -> bool:
+        return self.move_pct > self.allowance_pct
+
+
+def probe_spread_pct(groups: Sequence[Sequence[float]]) -> float:
+    """The scatter of probes taken under one condition, in percent: 1.4826 x the median over every probe of
+    its relative deviation from its own group's median (a shift between groups does not widen it); 0
+    without probes."""
+    deviations = [abs(v / float(np.median(g)) - 1) for g in groups for v in g]
+    return 100 * ROBUST_SIGMA * float(np.median(deviations)) if deviations else 0.0
+
+
+def sustained_moves_pct(reference: float, probes: Sequence[float]) -> list[float]:
+    """Per window of a decode job (between two consecutive probes): how far both probes around it moved
+    from `reference` the same way, the smaller of the two moves, in percent (0 when they moved apart:
+    one disturbed probe is noise, a slowdown that lasts the window moves both)."""
+    moves = [v / reference - 1 for v in probes]
+    return [100 * min(abs(a), abs(b)) if a * b > 0 else 0.0 for a, b in zip(moves, moves[1:], strict=False)]
+
+
+def model_drift(refresh: Sequence[float], jobs: Mapping[str, Sequence[tuple[float, str]]], threshold_pct: float,
+                spreads: float) -> Drift:
+    """One model's decisive window in a block (docs/METHODS.md §7.9 Validation: does replay predict the
+    device?). `refresh`: its probes around the block's refreshes, whose median is the reference (the speed
+    the replay's prices were measured at); `jobs`: per decode job, its probes in order, each with the
+    position it was taken at. Allowance: the larger of `threshold_pct` and `spreads` x `probe_spread_pct`
+    of the refresh probes and each job's probes as groups."""
+    if not refresh:
+        return Drift(0.0, threshold_pct, "none")
+    reference = float(np.median(refresh))
+    allowance = max(threshold_pct, spreads * probe_spread_pct([refresh, *([v for v, _ in p] for p in jobs.values())]))
+    worst = Drift(0.0, allowance, "none")
+    for job, probes in jobs.items():
+        for move, (_, where) in zip(sustained_moves_pct(reference, [v for v, _ in probes]), probes[1:], strict=True):
+            if move > worst.move_pct:
+                worst = Drift(move, allowance, f"{job} {where}")
+    return worst
 
 
 @dataclass(frozen=True)

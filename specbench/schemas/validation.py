@@ -7,6 +7,7 @@
     <out>/observations.jsonl  one Observation per (device, configuration, metric, block, window)
     <out>/summary.jsonl       one SummaryRecord per (device, configuration, metric)
     <out>/ops.jsonl           one OpRecord per (device, model, width, depth bin): decode vs profile
+    <out>/decomposition.jsonl one DecompositionRecord per (device, AS2D configuration, part of its speedup bias)
     <out>/profiles/           the full profile of each placement, and per block its two refreshes
                               and the profile replay priced it with
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -38,8 +39,10 @@ KIND = "specbench.validation"
 # 1 = first version.
 # 2 = a DecodeRecord's ops keep the runner's lane timestamps and AS2D's per-op fields (t_us,
 #     published, start, accepted, plan_us), and an AS2D decode keeps its `producer` timing record.
-VERSION = 2
-VERSIONS = (VERSION,)
+# 3 = a ProbeRecord keeps its bursts' samples, a BlockRecord the allowance its decisive window was held to
+#     (the void rule weighs a window's move against the probes' scatter); version 2 is read with neither.
+VERSION = 3
+VERSIONS = (2, VERSION)
 MANIFEST = "validation.json"
 
 
@@ -57,14 +60,21 @@ class BlockRecord:
     """Per group, the configurations in Na's order (Nb ran them reversed)."""
     seed: int
     drift_pct: float
-    """The largest move of a model's probe from its first probe of the block."""
+    """The move of the block's decisive window, in percent: of the decode-job windows whose two probes both
+    moved from their model's reference (the median of its probes around the refreshes) the same way, the one
+    that moved most for its allowance, by the smaller of the two moves (version 2: the largest move of any
+    probe from its model's first probe of the block)."""
     drift_series: str
-    """Which model's probe moved most, and in which series (refresh:<drafter> or decode:<group>)."""
+    """Which model and window that was (e.g. "target in decode:<group> after <window>"; version 2: the model
+    and series of the probe)."""
     voided: bool
     kept_after_voids: bool
-    """Kept although its drift exceeds the threshold: the redo budget was spent."""
+    """Kept although its drift exceeds the allowance: the redo budget was spent."""
     started: str
     wall_s: float
+    allowance_pct: float | None = None
+    """The move that window's model was allowed: the larger of --probe-threshold and --probe-spreads times the
+    scatter of the model's probes in the block (None: version 2, which held every probe to the threshold)."""
 
 
 OP_KEYS = ("model", "width", "depth", "us", "t_us", "published", "start", "accepted", "plan_us")
@@ -116,6 +126,10 @@ class ProbeRecord:
     """Cumulative steal of /proc/stat (-1: none)."""
     cpu_khz: list[int]
     t_us: int
+    target_samples_us: list[float] | None = None
+    """The target's burst: every timed forward behind `target_us` (None: version 2, not kept)."""
+    drafter_samples_us: list[float] | None = None
+    """The drafter's burst behind `drafter_us`."""
 
 
 @dataclass(frozen=True)
@@ -168,9 +182,41 @@ class OpRecord:
     decode_over_profile: float
 
 
+@dataclass(frozen=True)
+class DecompositionRecord:
+    """One part of an AS2D configuration's speedup bias (core/decomposition.py): total = contention x
+    publication x remains."""
+
+    device: str
+    config: str
+    part: str
+    """total, contention, publication or remains (core.decomposition.Part)."""
+    blocks: int
+    observations: int
+    """The (block, window) observations decomposed."""
+    left_out: int
+    """Speedup observations of the configuration whose native lanes could not be read back (not decomposed)."""
+    factor: float
+    """Geometric mean of this part's ratio over the observations."""
+    factor_low: float | None
+    factor_high: float | None
+    """Its 90% block bootstrap interval (None with one block)."""
+    replay_bias: float | None
+    """The bias (replay over native) of the replay with the substitutions up to this part; None for remains."""
+    replay_low: float | None
+    replay_high: float | None
+    rho_priced: float | None
+    """contention: the target's co-scheduling ratio the profile prices for the native runs' overlapped
+    forwards (weighted by their overlap); None on the other parts or without overlap."""
+    rho_realised: float | None
+    """contention: the ratio those forwards realised, pooled over the runs."""
+
+
 FILES = {BlockRecord: "blocks.jsonl", DecodeRecord: "decodes.jsonl", ProbeRecord: "probes.jsonl",
-         ObservationRecord: "observations.jsonl", SummaryRecord: "summary.jsonl", OpRecord: "ops.jsonl"}
-Record = TypeVar("Record", BlockRecord, DecodeRecord, ProbeRecord, ObservationRecord, SummaryRecord, OpRecord)
+         ObservationRecord: "observations.jsonl", SummaryRecord: "summary.jsonl", OpRecord: "ops.jsonl",
+         DecompositionRecord: "decomposition.jsonl"}
+Record = TypeVar("Record", BlockRecord, DecodeRecord, ProbeRecord, ObservationRecord, SummaryRecord, OpRecord,
+                 DecompositionRecord)
 
 
 class Attempted(Protocol):
@@ -209,11 +255,13 @@ def load_records(directory: Path, kind: type[Record]) -> list[Record]:
     if not path.exists():
         return []
     names = {f.name for f in fields(kind)}
+    # a field with a default may be absent: version 2 wrote none of those version 3 added
+    required = {f.name for f in fields(kind) if f.default is MISSING and f.default_factory is MISSING}
     out = []
     for line, doc in iter_jsonl(path):
         where = Where(path, f"line {line}")
-        if not isinstance(doc, dict) or set(doc) != names:
-            missing = sorted(names - set(doc)) if isinstance(doc, dict) else []
+        if not isinstance(doc, dict) or not required <= set(doc) <= names:
+            missing = sorted(required - set(doc)) if isinstance(doc, dict) else []
             raise SpecbenchError(f"{where}: not a {kind.__name__} record"
                                  + (f" (missing '{missing[0]}')" if missing else ""))
         out.append(kind(**doc))

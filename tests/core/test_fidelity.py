@@ -81,12 +81,18 @@ def test_paired_slots_put_target_beside_every_method_abba():
             assert reverse[j] == name and reverse[j + 1] == "target"
 
 
-def test_probe_drift():
-    assert fidelity.probe_drift([100.0, 103.0, 96.0]) == pytest.approx(4.0)
-    assert fidelity.probe_drift([100.0]) == 0.0
-
-
 def test_op_comparison_bins_by_depth():
     ops = [fidelity.OpTiming("target", "target", 1, d, us, 100.0) for d, us in ((0, 110.0), (10, 90.0), (70, 130.0))]
     rows = fidelity.op_comparison(ops, (0, 64))
     assert [(r["depth_from"], r["forwards"], r["decode_over_profile"]) for r in rows] == [(0, 2, 1.0), (64, 1, 1.3)]
+
+
+def test_a_window_moves_only_when_both_its_probes_moved_the_same_way():
+    # probes 110, 120, 90, 95 against 100: w0 (110, 120) moved 10%, w1 (120, 90) apart, w2 (90, 95) 5%
+    assert fidelity.sustained_moves_pct(100.0, [110.0, 120.0, 90.0, 95.0]) == pytest.approx([10.0, 0.0, 5.0])
+
+
+def test_probe_spread_is_the_scatter_within_groups():
+    # deviations from each group's own median: 0, 0.1, 0.1 and 0, 0.05, 0.05: their median 0.05
+    spread = fidelity.probe_spread_pct([[100.0, 110.0, 90.0], [300.0, 315.0, 285.0]])
+    assert spread == pytest.approx(100 * 1.4826 * 0.05)

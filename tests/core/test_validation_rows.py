@@ -77,12 +77,54 @@ def test_block_ratios_are_the_mean_of_its_refreshes():
     assert merged["drafters"][0]["cosched"]["ratios"][1]["achieved_precision"] == [None, None]
 
 
-def test_block_drift_compares_every_probe_with_the_first_across_jobs():
-    def probe(series, target, drafter):
-        return ProbeRecord(0, 0, "d", series, "w", None, "small", target, drafter, -1, -1, [], 0)
+def probe(series, target, drafter=None, window=None, where="after"):
+    return ProbeRecord(0, 0, "d", series, where if window is None and series.startswith("refresh") else
+                       ("start" if window is None else "after"), window, "small", target, drafter, -1, -1, [], 0)
 
-    # the decode job ran slow throughout: its own probes agree, but not with the refresh's
-    probes = [probe("refresh:small", 100.0, 50.0), probe("decode:small", 130.0, 51.0),
-              probe("decode:small", 131.0, 50.0), probe("refresh:small", 101.0, 50.0)]
-    drift, where = block_drift(probes)
-    assert drift == pytest.approx(31.0) and where == "target in decode:small"
+
+def block(refresh, decode, drafter_refresh=None, drafter_decode=None):
+    """Probes of one block: `refresh` around the refreshes, `decode` in the decode job (one before the first
+    window, one after each); the drafter's beside them when given."""
+    out = [probe("refresh:small", v, None if drafter_refresh is None else drafter_refresh[i], where="refresh")
+           for i, v in enumerate(refresh)]
+    out += [probe("decode:small", v, None if drafter_decode is None else drafter_decode[i],
+                  None if i == 0 else f"w{i - 1}") for i, v in enumerate(decode)]
+    return out
+
+
+def test_a_decode_job_slowed_throughout_moves_every_window_against_the_refreshes():
+    drift = block_drift(block([100.0, 101.0, 99.0, 100.0], [130.0, 131.0, 129.0]), 5.0, 3.0)
+    # reference 100; windows w0 (130, 131) and w1 (131, 129) moved 30% and 29%; the probes scatter ~1%
+    assert (drift.move_pct, drift.allowance_pct) == (pytest.approx(30.0), 5.0)
+    assert drift.voids and drift.where == "target in decode:small after w0"
+
+
+def test_probes_that_scatter_around_an_unmoved_level_keep_the_block():
+    # a noisy host: single probes 20-30% off, never two in a row the same way
+    drift = block_drift(block([100.0, 130.0, 80.0, 110.0], [95.0, 140.0, 85.0, 120.0, 100.0]), 1.0, 3.0)
+    assert drift.move_pct == 0.0 and not drift.voids
+    # one disturbed probe is noise, not drift
+    assert not block_drift(block([100.0, 100.0, 101.0, 99.0], [100.0, 300.0, 101.0]), 5.0, 3.0).voids
+
+
+def test_a_shift_is_weighed_against_the_probes_own_scatter():
+    # the same scatter with the decode job twice as slow: windows moved 62-90%, the probes scatter 22%
+    noisy = block([100.0, 130.0, 80.0, 110.0], [190.0, 280.0, 170.0, 240.0, 200.0])
+    drift = block_drift(noisy, 5.0, 3.0)
+    assert drift.move_pct == pytest.approx(100 * (200.0 / 105.0 - 1))
+    assert drift.allowance_pct == pytest.approx(3 * 100 * 1.4826 * 0.15) and drift.voids
+    assert not block_drift(noisy, 5.0, 4.5).voids  # at 4.5 spreads it is within the noise
+    # quiet probes: a sustained 3% move is within the 5% threshold, which is the least allowance
+    quiet = block([100.0, 100.0, 100.0, 100.0], [103.0, 103.0, 103.0])
+    assert block_drift(quiet, 5.0, 3.0).allowance_pct == 5.0 and not block_drift(quiet, 5.0, 3.0).voids
+    assert block_drift(quiet, 1.0, 0.0).voids
+
+
+def test_each_model_is_held_to_its_own_allowance():
+    # the target scatters 30% and moved 25%; the drafter is quiet and moved 25%: the drafter decides
+    probes = block([100.0, 125.0, 80.0, 100.0], [125.0, 160.0, 100.0, 150.0, 125.0],
+                   [50.0, 50.0, 50.0, 50.0], [62.5, 62.5, 62.5, 62.5, 62.5])
+    drift = block_drift(probes, 5.0, 3.0)
+    assert drift.voids and drift.where.startswith("drafter small in decode:small")
+    assert drift.move_pct == pytest.approx(25.0) and drift.allowance_pct == 5.0
+    assert not block_drift(block([100.0, 125.0, 80.0, 100.0], [125.0, 160.0, 100.0, 150.0, 125.0]), 5.0, 3.0).voids

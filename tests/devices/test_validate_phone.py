@@ -81,22 +81,28 @@ def test_validate_end_to_end_on_the_arm_phone(arm_phone, aarch64_runner, tiny, t
     assert "Sweep vs decode, per forward" in titles
 
 
-def test_a_block_slowed_mid_block_is_voided_and_redone(x86_phone, demo_model_path, tmp_path):
+def test_a_block_slowed_mid_block_is_voided_and_redone_and_the_quiet_redo_kept(x86_phone, demo_model_path, tmp_path):
     """Real weights (SmolLM2-135M Q4_1 drafting for itself): a forward lasts milliseconds, so CPU
-    contention shows in the probes (a tiny model's 50 µs forward fits between preemptions)."""
+    contention shows in the probes (a tiny model's 50 µs forward fits between preemptions). A window voids
+    when both its probes moved from those around the refreshes by more than the threshold and 3 times the
+    probes' scatter (on a busy host single probes move tens of percent, and scatter as much). Each probe
+    keeps its burst."""
     model = demo_model_path("smollm2-135m")
     models = type("Models", (), {"target": model, "near": model})
     windows = study(tmp_path, models, x86_phone.serial, cap=8)
-    # the block's decode job (the only one with "alternate") runs beside 2 busy processes per CPU: its
-    # forwards slow about threefold
-    x86_phone.phone.faults.add_slowdowns(SlowFault(b'"alternate": true', hogs_per_cpu=2), 1)
+    # the block's decode job (the only one with "alternate") runs beside 3 busy processes per CPU: its
+    # forwards slow about fourfold
+    x86_phone.phone.faults.add_slowdowns(SlowFault(b'"alternate": true', hogs_per_cpu=3), 1)
     code, output = invoke(*validate_args(tmp_path, models, x86_phone.serial, windows, "--block-windows", 2,
-                                         "--min-blocks", 1, "--max-blocks", 1, "--probe-threshold", 100,
+                                         "--min-blocks", 1, "--max-blocks", 1, "--probe-threshold", 40,
                                          "--max-voids", 2, "--cooldown", 0))
     assert code == 0, output
     blocks = load_records(tmp_path / "val", BlockRecord)
     assert [(b.attempt, b.voided) for b in blocks] == [(0, True), (1, False)], [b.drift_pct for b in blocks]
-    assert blocks[0].drift_pct > 100 and "decode:near" in blocks[0].drift_series
+    assert "decode:near" in blocks[0].drift_series  # the slowed job's window, against the refreshes
+    assert blocks[0].drift_pct > blocks[0].allowance_pct >= 40 and blocks[1].drift_pct <= blocks[1].allowance_pct
+    probes = load_records(tmp_path / "val", ProbeRecord)
+    assert probes and all(len(p.target_samples_us) == len(p.drafter_samples_us) == 5 for p in probes)
     assert "voided" in output  # every void is reported
     decodes = load_records(tmp_path / "val", DecodeRecord)
     assert {d.attempt for d in decodes} == {0, 1}  # both attempts recorded; the analysis keeps attempt 1
@@ -108,6 +114,7 @@ def test_a_block_slowed_mid_block_is_voided_and_redone(x86_phone, demo_model_pat
 @pytest.mark.parametrize("flag,value,expected", [
     ("--block-windows", "0", "Invalid value for '--block-windows'"),
     ("--probe-threshold", "-1", "Invalid value for '--probe-threshold'"),
+    ("--probe-spreads", "-1", "Invalid value for '--probe-spreads'"),
     ("--max-blocks", "0", "Invalid value for '--max-blocks'"),
     ("--precision", "0", "Invalid value for '--precision'"),
     ("--max-repetitions", "4", "Invalid value for '--max-repetitions'"),

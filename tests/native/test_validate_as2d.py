@@ -6,12 +6,20 @@ record). No timing is asserted."""
 
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 
 from specbench.cli import main
 from specbench.schemas.fileio import load_yaml
 from specbench.schemas.profiles import load_profile
-from specbench.schemas.validation import PRODUCER_KEYS, BlockRecord, DecodeRecord, load_records
+from specbench.schemas.validation import (
+    PRODUCER_KEYS,
+    BlockRecord,
+    DecodeRecord,
+    DecompositionRecord,
+    SummaryRecord,
+    load_records,
+)
 from specbench.schemas.windows import make_text_window, save_windows
 
 AS2D = "as2d[B=2,drafter=near]"
@@ -59,3 +67,14 @@ def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_t
         assert len(d.producer["step_start_us"]) == len(d.producer["step_us"])
     serial = [d for d in load_records(out, DecodeRecord) if d.config == "target"]
     assert serial and all(d.producer is None for d in serial)
+    # the speedup bias taken apart from those timestamps: every observation's lanes read back, the total is
+    # the validation's bias and the product of its parts, the realised ratio recovered beside the priced one
+    bias = next(s for s in load_records(out, SummaryRecord) if (s.config, s.metric) == (AS2D, "speedup"))
+    parts = {p.part: p for p in load_records(out, DecompositionRecord)}
+    assert set(parts) == {"total", "contention", "publication", "remains"}
+    assert all((p.config, p.observations, p.left_out) == (AS2D, bias.observations, 0) for p in parts.values())
+    assert parts["total"].factor == pytest.approx(bias.bias)
+    product = parts["contention"].factor * parts["publication"].factor * parts["remains"].factor
+    assert product == pytest.approx(parts["total"].factor)
+    assert parts["contention"].rho_priced > 0 and parts["contention"].rho_realised > 0
+    assert "AS2D's speedup bias, decomposed" in (out / "validation.md").read_text()

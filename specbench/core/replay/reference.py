@@ -245,20 +245,44 @@ class _Lanes:
             self.h += seconds
 
 
-def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: As2dConfig,
-                  oracle: TargetOracle | None = None) -> tuple[Timing, dict]:
-    """Two lanes in time. Returns the timing and the target-lane counts. `oracle` as in
-    `decode_serial`."""
-    stream = trace.producer
-    if stream is None:
+@dataclass(frozen=True)
+class ProducerLane:
+    """What AS2D's two-lane simulation takes of the producer: when its batches are published, when
+    it starts and how the two lanes share the cores. `priced_lane` gives the profile's; a
+    validation's error decomposition (core/decomposition.py) substitutes what a native decode realised."""
+
+    timeline: ProducerTimeline
+    startup_s: float
+    """From the decode clock's start until the producer's first step (the target runs alone before)."""
+    cosched: CoSchedule
+
+
+def producer_stream(trace: WindowTrace) -> ProducerStream:
+    if trace.producer is None:
         raise SpecbenchError(f"trace of window '{trace.window_id}' has no producer stream; AS2D needs one")
-    drafter = profile.drafter(config.drafter)
+    return trace.producer
+
+
+def priced_lane(trace: WindowTrace, profile: DeviceProfile, config: As2dConfig) -> ProducerLane:
+    """The producer as the profile prices it: its drafter's forward costs, host work and publishing
+    in the timeline, the profile's start-up and co-scheduling ratios."""
+    stream = producer_stream(trace)
     producer = producer_costs(profile, config, trace)
-    cosched = producer.cosched
+    timeline = producer_timeline(stream, profile.drafter(config.drafter).costs, trace.n_prompt_drafter, config.batch,
+                                 producer.publish_s, producer.step_s)
+    return ProducerLane(timeline, producer.startup_s, producer.cosched)
+
+
+def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: As2dConfig,
+                  oracle: TargetOracle | None = None, lane: ProducerLane | None = None) -> tuple[Timing, dict]:
+    """Two lanes in time. Returns the timing and the target-lane counts. `oracle` as in
+    `decode_serial`; `lane`: the producer (default: as the profile prices it, `priced_lane`)."""
+    stream = producer_stream(trace)
+    drafter = profile.drafter(config.drafter)
+    lane = lane or priced_lane(trace, profile, config)
+    cosched, timeline = lane.cosched, lane.timeline
     overheads = profile.overheads_of(config.drafter)
-    timeline = producer_timeline(stream, drafter.costs, trace.n_prompt_drafter, config.batch, producer.publish_s,
-                                 producer.step_s)
-    lanes = _Lanes(timeline, producer.startup_s)
+    lanes = _Lanes(timeline, lane.startup_s)
     oracle = oracle or TargetOracle(trace.y)
     verifier = As2dVerifier(config, cap)
     counts: dict[str, Any] = {"target_forwards": 0, "proposed": 0, "accepted": 0, "multi_token_forwards": 0}

@@ -1,0 +1,267 @@
+"""Where AS2D's replay error comes from: a validation's speedup bias taken apart (docs/METHODS.md §7.9
+Validation: does replay predict the device?).
+
+AS2D's replay prices a window with the profile's co-scheduling ratios and a producer timeline
+priced from the drafter's costs and overheads (`replay.reference.simulate_as2d`). A validation's
+native decode keeps both lanes on its decode clock: each target forward's start `t_us` and length
+`us`, the producer's start, forwards and publications. The window is replayed again through the
+same two-lane simulation with inputs taken from each native run, one kind at a time, cumulatively:
+
+* **contention**: the target's co-scheduling ratio per width as the native run realised it,
+  instead of the profile's. A target forward overlapping the producer for `o` of its `us`
+  microseconds did solo work `(us - o) + o / rho` (processor sharing, as replay prices it), and
+  its solo work is the profile's price times `k`, the native target's solo speed against the
+  profile in that run (the target-only decode beside it, pooled over its forwards); so per width,
+  pooled over the run's overlapped forwards, `rho = sum(o) / sum(k * price - (us - o))`;
+* **publication**: besides, the producer as the native run realised it: a timeline on the native
+  decode clock (each batch visible at its native publication time, the producer busy from its
+  thread's start to its last forward or publication), with the producer's ratio 1 (its clock is
+  already native's);
+* **remains**: what replay still gets wrong with both: the target's own forward prices, the
+  realignment searches, drift within the block, and the two-lane model itself.
+
+Each part is a ratio of geometric means of replay over native, so that `total = contention x
+publication x remains` (in log space a sum), each with the block bootstrap interval the validation's
+bias has (same resamples, same level).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from specbench.core.fidelity import BIAS_LEVEL, RESAMPLES, SEED, block_resamples
+from specbench.core.methods.configs import As2dConfig
+from specbench.core.replay.reference import ProducerLane, ProducerTimeline, priced_lane, simulate_as2d
+from specbench.core.stats import Interval
+from specbench.errors import SpecbenchError
+from specbench.schemas.profiles import CoSchedule, CostTable, DeviceProfile
+from specbench.schemas.traces import WindowTrace
+
+
+class Part(str, Enum):
+    """A factor of AS2D's speedup bias."""
+
+    TOTAL = "total"
+    """Replay as the validation prices it, over native."""
+    CONTENTION = "contention"
+    """What replaying with the target's realised co-scheduling ratios removes."""
+    PUBLICATION = "publication"
+    """What replaying, besides, with the producer's realised publications removes."""
+    REMAINS = "remains"
+    """The bias of the replay with both substitutions."""
+
+
+PART_REPLAY = {Part.TOTAL: "as priced", Part.CONTENTION: "+ realised contention",
+               Part.PUBLICATION: "+ realised publications", Part.REMAINS: ""}
+"""The replay whose bias a part's row also shows: the one with the substitutions up to it."""
+
+
+@dataclass(frozen=True)
+class NativeLanes:
+    """One native AS2D decode's lanes on its decode clock, as a validation's decode records keep them."""
+
+    ops: Sequence[Mapping]
+    """The decode's op log: each target forward's width, depth, `us` and start `t_us`."""
+    producer: Mapping
+    """The producer's timing record: started_us, step_start_us, step_us, publish_us, publish_count, publish_step."""
+    solo_ops: Sequence[Mapping]
+    """The op log of the target-only decode beside it in the same run: the target's solo speed then."""
+
+
+@dataclass(frozen=True)
+class RealisedContention:
+    """The target's co-scheduling stretch in one native AS2D decode."""
+
+    rho_target: Mapping[int, float]
+    """Per width the decode ran overlapping the producer: the ratio it realised."""
+    overlap_s: float
+    """Time the forwards behind `rho_target` overlapped the producer."""
+    overlap_solo_s: float
+    """Their solo work done meanwhile (native seconds): `overlap_s / overlap_solo_s` is the pooled ratio."""
+    priced_overlap_s: float
+    """Their overlap weighted by the profile's ratio at each forward's width and depth: over `overlap_s`,
+    the ratio the profile prices for the same forwards."""
+
+
+def _field(record: Mapping, key: str, what: str) -> Any:
+    if key not in record:
+        raise SpecbenchError(f"{what} has no '{key}' (the runner's lane timestamps are needed)")
+    return record[key]
+
+
+def producer_span_us(producer: Mapping) -> tuple[float, float]:
+    """[start, end) of the producer's work on the decode clock: from its thread's start to its last
+    forward's end or last publication, whichever is later (replay prices a step's host work as
+    producer work too, so the gaps between forwards belong to the span)."""
+    start = max(float(_field(producer, "started_us", "the producer record")), 0.0)
+    ends = [float(v) for v in producer.get("step_us", [])] + [float(v) for v in producer.get("publish_us", [])]
+    return start, max([start, *ends])
+
+
+def solo_factor(solo_ops: Sequence[Mapping], costs: CostTable) -> float:
+    """The native target's solo time over the profile's price, pooled over a target-only decode's forwards."""
+    forwards = [op for op in solo_ops if op["model"] == "target"]
+    if not forwards:
+        raise SpecbenchError("the target-only decode beside the AS2D decode has no target forwards")
+    priced = float(costs.costs(np.array([int(op["width"]) for op in forwards]),
+                               np.array([float(op["depth"]) for op in forwards])).sum())
+    return sum(float(op["us"]) for op in forwards) / (1e6 * priced)
+
+
+def realised_contention(native: NativeLanes, costs: CostTable, cosched: CoSchedule) -> RealisedContention:
+    """Per width, the co-scheduling ratio the decode's target forwards realised (module docstring);
+    a width whose forwards took longer than their solo work however stretched (a pooled denominator
+    <= 0) realised none."""
+    k = solo_factor(native.solo_ops, costs)
+    start, end = producer_span_us(native.producer)
+    sums: dict[int, list[float]] = {}  # width -> [overlap, solo work while overlapped, overlap x priced ratio]
+    for op in native.ops:
+        if op["model"] != "target":
+            continue
+        t0, us = float(_field(op, "t_us", "a target op")), float(op["us"])
+        overlap = min(t0 + us, end) - max(t0, start)
+        if overlap <= 0:
+            continue
+        width, depth = int(op["width"]), float(op["depth"])
+        acc = sums.setdefault(width, [0.0, 0.0, 0.0])
+        acc[0] += overlap
+        acc[1] += k * 1e6 * costs.cost(width, depth) - (us - overlap)
+        acc[2] += overlap * cosched.ratios(width, depth)[0]
+    kept = {width: acc for width, acc in sums.items() if acc[1] > 0}
+    return RealisedContention({width: acc[0] / acc[1] for width, acc in sorted(kept.items())},
+                              sum(a[0] for a in kept.values()) / 1e6, sum(a[1] for a in kept.values()) / 1e6,
+                              sum(a[2] for a in kept.values()) / 1e6)
+
+
+def with_target_ratios(cosched: CoSchedule, rho_target: Mapping[int, float], producer_ones: bool) -> CoSchedule:
+    """The profile's ratios with the target's replaced at every depth where `rho_target` has the width
+    (a width the profile did not measure stays filled as the profile fills it); with `producer_ones`
+    the producer's ratio 1 at every width (a timeline on the native clock has nothing to stretch)."""
+    n = len(cosched.depths)
+    target = {w: np.full(n, float(rho_target[w])) if w in rho_target else values
+              for w, values in cosched.rho_target.items()}
+    drafter = {w: np.ones(n) for w in cosched.rho_drafter} if producer_ones else dict(cosched.rho_drafter)
+    return CoSchedule(cosched.depths, target, drafter, cosched.fit)
+
+
+def native_lane(native: NativeLanes, batch: int, cosched: CoSchedule) -> ProducerLane:
+    """The producer as the native run realised it, for `simulate_as2d`: a timeline on the decode clock
+    (the lanes' work advances with their time when the producer's ratio is 1) whose batches are
+    visible at the native publication times, starting at the producer thread's start."""
+    producer = native.producer
+    start, end = producer_span_us(producer)
+    publish_us = [float(v) for v in _field(producer, "publish_us", "the producer record")]
+    counts = [int(v) for v in _field(producer, "publish_count", "the producer record")]
+    steps = [int(v) for v in _field(producer, "publish_step", "the producer record")]
+    if not len(publish_us) == len(counts) == len(steps):
+        raise SpecbenchError("the producer record's publish_us, publish_count and publish_step differ in length")
+    n = counts[-1] if counts else 0
+    if counts != [min((i + 1) * batch, n) for i in range(len(counts))]:
+        raise SpecbenchError(f"the producer record's publish_count {counts} is not batches of {batch}")
+    starts = np.array([float(v) for v in producer.get("step_start_us", [])])
+    cum = np.concatenate([[0.0], np.maximum(starts - start, 0.0), [end - start]]) / 1e6
+    timeline = ProducerTimeline(cum, (np.array(publish_us) - start) / 1e6, np.array(steps, dtype=np.int64), batch, n)
+    return ProducerLane(timeline, start / 1e6, cosched)
+
+
+@dataclass(frozen=True)
+class Substituted:
+    """One native run's substitutions into one window's AS2D replay."""
+
+    contention_s: float
+    """Replay's decode seconds with the run's realised contention."""
+    publication_s: float
+    """... and the run's producer timeline besides."""
+    realised: RealisedContention
+
+
+def substituted_replays(trace: WindowTrace, cap: int, profile: DeviceProfile, config: As2dConfig,
+                        native: NativeLanes) -> Substituted:
+    """Replay a window with one native run's realised contention, then also with its publications:
+    `simulate_as2d` with substituted inputs (module docstring)."""
+    priced = priced_lane(trace, profile, config)
+    realised = realised_contention(native, profile.target_costs, priced.cosched)
+    contention = replace(priced, cosched=with_target_ratios(priced.cosched, realised.rho_target, False))
+    publication = native_lane(native, config.batch, with_target_ratios(priced.cosched, realised.rho_target, True))
+    return Substituted(simulate_as2d(trace, cap, profile, config, lane=contention)[0].decode_s,
+                       simulate_as2d(trace, cap, profile, config, lane=publication)[0].decode_s, realised)
+
+
+@dataclass(frozen=True)
+class WindowReplays:
+    """One (block, window) of an AS2D configuration: native's speedups and replay's under each substitution."""
+
+    block: int
+    window_id: str
+    native: tuple[float, float]
+    """Na's and Nb's speedups over the target-only decode beside each."""
+    priced: float
+    """Replay's speedup as the validation prices it."""
+    contention: tuple[float, float]
+    """Replay's speedup with Na's, then Nb's realised contention."""
+    publication: tuple[float, float]
+    """Replay's speedup with Na's, then Nb's realised contention and publications."""
+
+
+@dataclass(frozen=True)
+class PartBias:
+    part: Part
+    factor: float
+    """Geometric mean over the windows of this part's ratio (TOTAL: replay as priced over native)."""
+    interval: Interval | None
+    """Its 90% block bootstrap interval (None with one block)."""
+    replay_bias: float | None
+    """The bias of the replay with the substitutions up to this part (None for REMAINS, which is the last one's)."""
+    replay_interval: Interval | None
+
+
+_PARTS = {Part.TOTAL: (1, 0, 0), Part.CONTENTION: (1, -1, 0), Part.PUBLICATION: (0, 1, -1), Part.REMAINS: (0, 0, 1)}
+"""Each part on the mean log biases of the three replays (priced, + contention, + publications)."""
+_REPLAY = {Part.TOTAL: 0, Part.CONTENTION: 1, Part.PUBLICATION: 2}
+
+
+def decompose(windows: Sequence[WindowReplays], resamples: int = RESAMPLES, seed: int = SEED) -> list[PartBias]:
+    """The parts of the speedup bias with block bootstrap intervals: the validation's resampling of
+    whole blocks (`fidelity.block_resamples`, the same draws for every part)."""
+    if not windows:
+        raise ValueError("no windows")
+    values = np.array([(*w.native, w.priced, *w.contention, *w.publication) for w in windows], dtype=np.float64)
+    if np.any(values <= 0) or not np.all(np.isfinite(values)):
+        raise ValueError("a decomposition needs positive finite speedups")
+    logs = np.log(values)
+    native = (logs[:, 0] + logs[:, 1]) / 2
+    # per window, each replay's log bias; a per-run substitution is the mean of Na's and Nb's
+    bias = np.stack([logs[:, 2] - native, (logs[:, 3] + logs[:, 4]) / 2 - native,
+                     (logs[:, 5] + logs[:, 6]) / 2 - native], axis=1)
+    ids = sorted({w.block for w in windows})
+    index = np.array([ids.index(w.block) for w in windows])
+    sums, counts = np.zeros((len(ids), 3)), np.zeros(len(ids))
+    np.add.at(sums, index, bias)
+    np.add.at(counts, index, 1.0)
+    point = bias.mean(axis=0)
+    draws = None
+    if len(ids) >= 2:
+        rows = block_resamples(len(ids), resamples, seed)
+        draws = sums[rows].sum(axis=1) / counts[rows].sum(axis=1)[:, None]
+    tail = (1 - BIAS_LEVEL) / 2
+
+    def interval(weights: tuple[int, ...]) -> Interval | None:
+        if draws is None:
+            return None
+        low, high = np.quantile(draws @ np.array(weights, dtype=np.float64), [tail, 1 - tail])
+        return Interval(math.exp(low), math.exp(high))
+
+    out = []
+    for part, weights in _PARTS.items():
+        replay = _REPLAY.get(part)
+        unit = tuple(int(i == replay) for i in range(3))
+        out.append(PartBias(part, math.exp(float(point @ np.array(weights, dtype=np.float64))), interval(weights),
+                            None if replay is None else math.exp(float(point[replay])),
+                            None if replay is None else interval(unit)))
+    return out

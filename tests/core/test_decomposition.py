@@ -1,0 +1,143 @@
+"""AS2D's speedup bias taken apart (core/decomposition.py) on cases worked by hand: a native run whose
+target forwards were stretched by a contention the profile's ratio lacks, and one whose producer
+published nothing in time where the profile's published early."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from specbench.core import fidelity
+from specbench.core.decomposition import (
+    NativeLanes,
+    Part,
+    WindowReplays,
+    decompose,
+    native_lane,
+    realised_contention,
+    substituted_replays,
+)
+from specbench.core.methods.configs import As2dConfig, TargetConfig
+from specbench.core.replay.reference import replay_window, simulate_as2d
+from specbench.errors import SpecbenchError
+from tests.helpers import make_profile, make_trace, window_for
+
+Y = list(range(10, 19))  # 9 tokens: y[0] from the prefill, then 8 target forwards
+RHO_TRUE = 1.5
+"""The target's slowdown beside the producer in the native runs."""
+SOLO = 1.1
+"""The native target's solo speed against the profile's price (CT(1) = 1 s): drift, which is no contention."""
+
+
+def native_run(n_forwards: int = len(Y) - 1) -> tuple[NativeLanes, float]:
+    """Width-1 target forwards back to back from the clock's start, each overlapping a producer busy
+    for 30 s that publishes nothing in time, so each took SOLO x its price x RHO_TRUE; the target-only
+    decode beside it took SOLO x its price. Returns the lanes and native's speedup."""
+    ops, t = [], 0
+    for depth in range(n_forwards):
+        us = round(1e6 * SOLO * RHO_TRUE)
+        ops.append({"model": "target", "width": 1, "depth": depth, "us": us, "t_us": t})
+        t += us
+    solo = [{"model": "target", "width": 1, "depth": depth, "us": round(1e6 * SOLO)} for depth in range(n_forwards)]
+    producer = {"started_us": 0, "step_start_us": [300_000 * s for s in range(100)],
+                "step_us": [300_000 * (s + 1) for s in range(100)], "publish_us": [], "publish_count": [],
+                "publish_step": [], "stop": "drained"}
+    return NativeLanes(ops, producer, solo), sum(op["us"] for op in solo) / t
+
+
+def decomposed(profile, trace, config, blocks=2, windows=2) -> dict[Part, object]:
+    """The parts over `blocks` x `windows` identical observations, both native runs alike."""
+    window = window_for(trace, cap=len(Y))
+    native, native_speedup = native_run()
+    target_s = replay_window(window, trace, profile, TargetConfig()).decode_s
+    priced_s = simulate_as2d(trace, window.cap, profile, config)[0].decode_s
+    subs = substituted_replays(trace, window.cap, profile, config, native)
+    observations = [WindowReplays(b, f"w{i}", (native_speedup, native_speedup), target_s / priced_s,
+                                  (target_s / subs.contention_s,) * 2, (target_s / subs.publication_s,) * 2)
+                    for b in range(blocks) for i in range(windows)]
+    return {p.part: p for p in decompose(observations)}
+
+
+def test_realised_contention_is_recovered_from_the_lanes_timestamps():
+    profile = make_profile(rho=(1.2, 1.0))
+    native, _ = native_run()
+    realised = realised_contention(native, profile.target_costs, profile.cosched(None))
+    assert realised.rho_target == {1: pytest.approx(RHO_TRUE)}  # the solo speed of the run (SOLO) is no contention
+    assert realised.overlap_s / realised.overlap_solo_s == pytest.approx(RHO_TRUE)
+    assert realised.priced_overlap_s / realised.overlap_s == pytest.approx(1.2)
+
+
+def test_a_forward_half_overlapped_realises_its_ratio():
+    # solo 1 s: 0.5 s alone does half its work, the other half at half speed beside the producer takes
+    # 1 s (rho = 2), so the forward lasts 1.5 s and overlaps the producer (started at 0.5 s) for 1 s
+    profile = make_profile()
+    ops = [{"model": "target", "width": 1, "depth": 0, "us": 1_500_000, "t_us": 0}]
+    producer = {"started_us": 500_000, "step_us": [9_000_000], "publish_us": []}
+    solo = [{"model": "target", "width": 1, "depth": 0, "us": 1_000_000}]
+    realised = realised_contention(NativeLanes(ops, producer, solo), profile.target_costs, profile.cosched(None))
+    assert realised.rho_target == {1: pytest.approx(2.0)}
+
+
+def test_the_decomposition_recovers_a_contention_the_profile_lacks():
+    # the producer (steps of 0.25 s, 100 of them, one batch at its end) publishes nothing while the
+    # target decodes, natively as priced: the one error is the ratio, 1.2 priced against 1.5 realised
+    profile = make_profile(rho=(1.2, 1.0))
+    trace = make_trace(Y, producer=Y, steps=100)
+    parts = decomposed(profile, trace, As2dConfig(budget=3, batch=64))
+    # replay's speedup 8 / (8 x 1.2) over native's 8.8 / (8.8 x 1.5): the bias is the ratio's error
+    assert parts[Part.TOTAL].factor == pytest.approx(RHO_TRUE / 1.2)
+    assert parts[Part.CONTENTION].factor == pytest.approx(RHO_TRUE / 1.2)
+    assert parts[Part.CONTENTION].replay_bias == pytest.approx(1.0)  # the realised contention removes it
+    assert parts[Part.PUBLICATION].factor == pytest.approx(1.0)
+    assert parts[Part.REMAINS].factor == pytest.approx(1.0)
+    # every observation alike: each interval is the point
+    assert parts[Part.TOTAL].interval.low == pytest.approx(RHO_TRUE / 1.2)
+    assert parts[Part.TOTAL].interval.high == pytest.approx(RHO_TRUE / 1.2)
+
+
+def test_the_decomposition_recovers_publications_that_came_late_natively():
+    # priced, the producer publishes every 2 tokens after 0.25 s steps, so replay verifies drafts; natively
+    # nothing was published in time and every forward verified the root alone, beside the producer
+    profile = make_profile()
+    trace = make_trace(Y, producer=Y)
+    parts = decomposed(profile, trace, As2dConfig(budget=3, batch=2))
+    total, contention = parts[Part.TOTAL].factor, parts[Part.CONTENTION].factor
+    assert total > 1.5  # replay's drafts make it far faster than native was
+    assert parts[Part.PUBLICATION].replay_bias == pytest.approx(1.0)  # with native's publications: exact
+    assert parts[Part.REMAINS].factor == pytest.approx(1.0)
+    assert contention * parts[Part.PUBLICATION].factor * parts[Part.REMAINS].factor == pytest.approx(total)
+
+
+def test_the_total_is_the_validations_bias_with_the_same_interval():
+    # varied observations over three blocks: the total part and its interval are fidelity's speedup bias
+    observations = [WindowReplays(b, f"w{i}", (1.0 + 0.1 * i, 1.05 + 0.02 * b), 1.1 - 0.03 * b + 0.01 * i,
+                                  (1.0 + 0.01 * i, 1.02), (1.01, 0.99 + 0.01 * b))
+                    for b in range(3) for i in range(3)]
+    parts = {p.part: p for p in decompose(observations)}
+    stats = fidelity.fidelity_stats([fidelity.Observation(o.block, o.window_id, o.priced, *o.native)
+                                     for o in observations])
+    assert parts[Part.TOTAL].factor == pytest.approx(stats.bias)
+    assert parts[Part.TOTAL].interval.low == pytest.approx(stats.bias_interval.low)
+    assert parts[Part.TOTAL].interval.high == pytest.approx(stats.bias_interval.high)
+    assert parts[Part.TOTAL].replay_bias == parts[Part.TOTAL].factor
+    product = math.prod(parts[p].factor for p in (Part.CONTENTION, Part.PUBLICATION, Part.REMAINS))
+    assert product == pytest.approx(parts[Part.TOTAL].factor)
+    assert parts[Part.REMAINS].replay_bias is None
+
+
+def test_one_block_gives_no_interval():
+    parts = decompose([WindowReplays(0, "w0", (1.0, 1.0), 1.1, (1.0, 1.0), (1.0, 1.0))])
+    assert all(p.interval is None for p in parts)
+
+
+def test_publications_that_are_not_batches_are_refused():
+    profile = make_profile()
+    native, _ = native_run()
+    bad = NativeLanes(native.ops, native.producer | {"publish_us": [10, 20], "publish_count": [3, 8],
+                                                     "publish_step": [1, 2]}, native.solo_ops)
+    with pytest.raises(SpecbenchError, match=r"publish_count \[3, 8\] is not batches of 4"):
+        native_lane(bad, 4, profile.cosched(None))
+    no_clock = NativeLanes([{"model": "target", "width": 1, "depth": 0, "us": 5}], native.producer, native.solo_ops)
+    with pytest.raises(SpecbenchError, match="a target op has no 't_us'"):
+        realised_contention(no_clock, profile.target_costs, profile.cosched(None))
