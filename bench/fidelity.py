@@ -28,18 +28,18 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.hostload import cpu_seconds, idle_check, others_cores  # noqa: E402
-from specbench.app.demo import demo_models  # noqa: E402
-from specbench.app.validate import Validation, ValidationPlan, resolve_configs  # noqa: E402
-from specbench.app.validation_report import validation_figures, validation_tables  # noqa: E402
-from specbench.core.methods.configs import SpecAsrConfig, parse_method_specs  # noqa: E402
-from specbench.render.tables import render  # noqa: E402
-from specbench.schemas.placement import resolve_on  # noqa: E402
-from specbench.schemas.traces import load_trace_dir  # noqa: E402
-from specbench.schemas.windows import make_text_window, save_windows  # noqa: E402
-from specbench.world.devices.local import LocalDevice  # noqa: E402
-from specbench.world.runner import find_runner  # noqa: E402
-from specbench.world.tracing import trace_windows  # noqa: E402
+from bench.hostload import cpu_seconds, idle_check, others_cores
+from specbench.app.demo import demo_models
+from specbench.app.validate import Validation, ValidationPlan, resolve_configs
+from specbench.app.validation_report import validation_figures, validation_tables
+from specbench.core.methods.configs import SpecAsrConfig, parse_method_specs
+from specbench.render.tables import render
+from specbench.schemas.placement import resolve_on
+from specbench.schemas.traces import load_trace_dir
+from specbench.schemas.windows import make_text_window, save_windows
+from specbench.world.devices.local import LocalDevice
+from specbench.world.runner import find_runner
+from specbench.world.tracing import trace_windows
 
 K_MAX = {"smollm2": 16, "gemma3": 4}
 """Drafts per trace row of each drafter."""

@@ -23,14 +23,14 @@ from dataclasses import replace
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.hostload import idle_check  # noqa: E402
-from specbench.app.demo import DEMO_METHODS, DEPTHS, MAX_REPETITIONS, PRECISION, demo_models, sweep_plan  # noqa: E402
-from specbench.core.methods.configs import parse_method_specs  # noqa: E402
-from specbench.core.repetitions import achieved_precision  # noqa: E402
-from specbench.schemas.placement import resolve_on  # noqa: E402
-from specbench.world.devices.local import LocalDevice  # noqa: E402
-from specbench.world.profiling import parse_depths, profile_device  # noqa: E402
-from specbench.world.runner import find_runner  # noqa: E402
+from bench.hostload import idle_check
+from specbench.app.demo import DEMO_METHODS, DEPTHS, MAX_REPETITIONS, PRECISION, demo_models, sweep_plan
+from specbench.core.methods.configs import parse_method_specs
+from specbench.core.repetitions import achieved_precision
+from specbench.schemas.placement import resolve_on
+from specbench.world.devices.local import LocalDevice
+from specbench.world.profiling import parse_depths, profile_device
+from specbench.world.runner import find_runner
 
 BASELINE = "fixed-5"
 

@@ -34,13 +34,13 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from specbench.emuphone.phone import EmulatedPhone, connected_phone, load_description, private_adb_server  # noqa: E402
-from specbench.schemas.placement import resolve_on  # noqa: E402
-from specbench.world.devices.adb import AdbDevice, AdbSettings  # noqa: E402
-from specbench.world.devices.local import LocalDevice  # noqa: E402
-from specbench.world.model_files import ModelFile, parse_named, target_file  # noqa: E402
-from specbench.world.profiling import parse_depths, plan_for, profile_device  # noqa: E402
-from tests.native import tiny_gguf  # noqa: E402
+from specbench.emuphone.phone import EmulatedPhone, connected_phone, load_description, private_adb_server
+from specbench.schemas.placement import resolve_on
+from specbench.world.devices.adb import AdbDevice, AdbSettings
+from specbench.world.devices.local import LocalDevice
+from specbench.world.model_files import ModelFile, parse_named, target_file
+from specbench.world.profiling import parse_depths, plan_for, profile_device
+from tests.native import tiny_gguf
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -20,10 +20,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.synthetic_study import synthetic_study  # noqa: E402
-from specbench.app.parallel_replay import replay_study  # noqa: E402
-from specbench.core.methods.configs import parse_method_specs  # noqa: E402
-from specbench.core.replay.reference import replay_window  # noqa: E402
+from bench.synthetic_study import synthetic_study
+from specbench.app.parallel_replay import replay_study
+from specbench.core.methods.configs import parse_method_specs
+from specbench.core.replay.reference import replay_window
 
 CATALOG = ["target", "sd:W=5..8,drafter=small", "specasr:drafter=small", "as2d:B=1..15,drafter=small|large"]
 

@@ -23,15 +23,15 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.replay_speed import CATALOG  # noqa: E402
-from bench.synthetic_study import synthetic_study  # noqa: E402
-from specbench.app.parallel_replay import replay_study  # noqa: E402
-from specbench.app.report import build_tables, load_many, make_figures  # noqa: E402
-from specbench.core.methods.configs import parse_method_specs  # noqa: E402
-from specbench.render.tables import to_markdown  # noqa: E402
-from specbench.schemas.environment import Environment  # noqa: E402
-from specbench.schemas.profiles import DEPTH_POLICY, save_profile  # noqa: E402
-from specbench.schemas.results import ProfileInput, ResultsDir, ResultsManifest, WindowsInput  # noqa: E402
+from bench.replay_speed import CATALOG
+from bench.synthetic_study import synthetic_study
+from specbench.app.parallel_replay import replay_study
+from specbench.app.report import build_tables, load_many, make_figures
+from specbench.core.methods.configs import parse_method_specs
+from specbench.render.tables import to_markdown
+from specbench.schemas.environment import Environment
+from specbench.schemas.profiles import DEPTH_POLICY, save_profile
+from specbench.schemas.results import ProfileInput, ResultsDir, ResultsManifest, WindowsInput
 
 
 def main() -> None:

@@ -55,11 +55,11 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.hostload import cpu_seconds, others_cores  # noqa: E402
-from specbench.errors import SpecbenchError  # noqa: E402
-from specbench.world.models import demo_model  # noqa: E402
-from specbench.world import build as br  # noqa: E402
-from specbench.world.runner import run_job, runner_path  # noqa: E402
+from bench.hostload import cpu_seconds, others_cores
+from specbench.errors import SpecbenchError
+from specbench.world import build as br
+from specbench.world.models import demo_model
+from specbench.world.runner import run_job, runner_path
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "smollm2-135m"

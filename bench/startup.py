@@ -30,7 +30,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
-    from specbench.cli import COMMANDS  # noqa: E402  (the command names, without importing any command)
+    from specbench.cli import COMMANDS  # (the command names, without importing any command)
 
     runs = {"python -c pass": [sys.executable, "-c", "pass"],
             "specbench --help": [sys.executable, "-m", "specbench", "--help"]}

@@ -21,13 +21,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from bench.hostload import idle_check  # noqa: E402
-from specbench.schemas.placement import lane_job, resolve  # noqa: E402
-from specbench.world.devices.local import LocalDevice  # noqa: E402
-from specbench.world.models import demo_model  # noqa: E402
-from specbench.world.runner import find_runner  # noqa: E402
+from bench.hostload import idle_check
+from specbench.schemas.placement import lane_job, resolve
+from specbench.world.devices.local import LocalDevice
+from specbench.world.models import demo_model
+from specbench.world.runner import find_runner
 
 DEPTHS = [0, 32, 64, 96, 128]
 PROMPTS = [list(range(200 + 7 * i, 232 + 7 * i)) for i in range(4)]  # 32 tokens each: what is said does not matter

@@ -79,8 +79,8 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.hostload import cpu_seconds, others_cores  # noqa: E402
-from bench.runner_overhead import (  # noqa: E402
+from bench.hostload import cpu_seconds, others_cores
+from bench.runner_overhead import (
     BenchError,
     Row,
     emit,
@@ -90,10 +90,10 @@ from bench.runner_overhead import (  # noqa: E402
     print_verdict,
     run_tool_streams,
 )
-from specbench.errors import SpecbenchError  # noqa: E402
-from specbench.world.build import whisper_source  # noqa: E402
-from specbench.world.models import demo_model  # noqa: E402
-from specbench.world.runner import build_manifest, run_job, runner_path  # noqa: E402
+from specbench.errors import SpecbenchError
+from specbench.world.build import whisper_source
+from specbench.world.models import demo_model
+from specbench.world.runner import build_manifest, run_job, runner_path
 
 MODELS = ("whisper-base", "whisper-tiny.en", "whisper-base-q8_0")
 TARGET = 0.97

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from specbench.world.datasets import build_windows, read_librispeech  # noqa: E402
+from specbench.world.datasets import build_windows, read_librispeech
 
 WORDS = "the quick brown fox jumps over a lazy dog while seven bright stars shine above quiet hills".split()
 

@@ -65,9 +65,9 @@ def runner_job(device, tiny_asr, windows, mode: str, **keys) -> dict:
 
 
 @pytest.fixture(scope="module")
-def decoded(device, tiny_asr, windows, audio_run_job):
+def decoded(device, tiny_asr, windows, run_job):
     """All four methods on every window, one decode job: {window_id: {method name: result}}."""
-    out = audio_run_job(runner_job(device, tiny_asr, windows, "decode", methods=METHODS))
+    out = run_job(runner_job(device, tiny_asr, windows, "decode", methods=METHODS))
     assert out.returncode == 0, (out.error, out.stderr[-2000:])
     return by_method(out.results)
 
@@ -165,10 +165,10 @@ def test_native_run_of_audio_windows_records_rows_text_and_clocks(device, tiny_a
     assert ResultsDir(tmp_path / "run").directory.exists()
 
 
-def test_mmproj_of_another_width_is_one_clear_error(device, tiny_asr, windows, audio_run_job):
+def test_mmproj_of_another_width_is_one_clear_error(device, tiny_asr, windows, run_job):
     job = runner_job(device, tiny_asr, windows[:1], "decode", methods=METHODS[:2])
     job["drafter"]["mmproj"] = str(tiny_asr.target_mmproj)  # projects to 64, the drafter is 32 wide
-    out = audio_run_job(job)
+    out = run_job(job)
     assert out.returncode == 1
     message = out.error["error"]
     assert "\n" not in message
@@ -184,7 +184,7 @@ def test_mmproj_of_another_width_is_one_clear_error(device, tiny_asr, windows, a
     assert str(tiny_asr.target_mmproj) in str(err.value)
 
 
-def test_missing_audio_is_one_clear_error(device, tiny_asr, windows, audio_run_job, tmp_path, monkeypatch):
+def test_missing_audio_is_one_clear_error(device, tiny_asr, windows, run_job, tmp_path, monkeypatch):
     from specbench.world.tracing import prompts_for
 
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "fresh"))  # the samples must be read from the file
@@ -197,16 +197,16 @@ def test_missing_audio_is_one_clear_error(device, tiny_asr, windows, audio_run_j
     job = runner_job(device, tiny_asr, windows[:1], "decode", methods=METHODS[:1])
     missing = tmp_path / "gone.f32"
     job["windows"][0]["audio"]["path"] = str(missing)
-    out = audio_run_job(job)
+    out = run_job(job)
     assert out.returncode == 1 and str(missing) in out.error["error"] and "cannot read audio" in out.error["error"]
     truncated = tmp_path / "odd.f32"
     truncated.write_bytes(b"\0" * 6)
     job["windows"][0]["audio"]["path"] = str(truncated)
-    out = audio_run_job(job)
+    out = run_job(job)
     assert out.returncode == 1 and str(truncated) in out.error["error"]
 
 
-def test_audio_windows_without_an_mmproj_are_refused(device, tiny_asr, windows, audio_run_job):
+def test_audio_windows_without_an_mmproj_are_refused(device, tiny_asr, windows, run_job):
     from specbench.world.tracing import prompts_for
 
     target, drafter = models(tiny_asr)
@@ -215,7 +215,7 @@ def test_audio_windows_without_an_mmproj_are_refused(device, tiny_asr, windows, 
     assert "--target-mmproj" in str(err.value)
     job = runner_job(device, tiny_asr, windows[:1], "decode", methods=METHODS[:1])
     del job["target"]["mmproj"]
-    out = audio_run_job(job)
+    out = run_job(job)
     assert out.returncode == 1 and "no mmproj" in out.error["error"]
 
 
@@ -239,7 +239,7 @@ def test_trace_text_field_is_optional():
     assert window_trace_from_dict(doc | {"text": "hi"}, Where("test"), WIDE).text == "hi"
 
 
-def test_s16_samples_decode_like_f32(device, tiny_asr, windows, decoded, audio_run_job, tmp_path):
+def test_s16_samples_decode_like_f32(device, tiny_asr, windows, decoded, run_job, tmp_path):
     """The runner's other sample format: 16-bit PCM of the same (16-bit flac) samples, same output."""
     import numpy as np
 
@@ -248,7 +248,7 @@ def test_s16_samples_decode_like_f32(device, tiny_asr, windows, decoded, audio_r
     s16 = tmp_path / "w.s16"
     np.round(samples * 32768.0).astype("<i2").tofile(s16)
     job["windows"][0]["audio"] = {"path": str(s16), "format": "s16"}
-    out = audio_run_job(job)
+    out = run_job(job)
     assert out.returncode == 0, out.error
     assert out.results[0]["tokens"] == decoded[windows[0].window_id]["target"]["tokens"]
 
@@ -259,7 +259,7 @@ def test_changed_audio_is_refused(device, tiny_asr, windows, tmp_path, monkeypat
 
     from specbench.world.tracing import prompts_for
 
-    from .conftest import speak
+    from .speech import speak
 
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "fresh"))
     other = speak("a different sentence entirely", tmp_path / "other.flac")

@@ -35,7 +35,7 @@ def invoke(*args) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def study(tiny_whisper, librispeech_tree, audio_run_job, tmp_path_factory):
+def study(tiny_whisper, librispeech_tree, run_job, tmp_path_factory):
     """Windows, traces and a split profile of the tiny Whisper pair, made by the CLI."""
     root = tmp_path_factory.mktemp("whisper-cli")
     windows = build_windows(read_librispeech(librispeech_tree), "tiny-libri", "Transcribe the audio.", "model", CAP,

@@ -48,12 +48,12 @@ def decode(run, target: str, drafter: str, methods: list[dict], audio: Path):
 
 
 @pytest.mark.parametrize("drafter", ["whisper-base-q8_0", "whisper-tiny.en", "whisper-base"])
-def test_every_method_decodes_jfk_losslessly(audio_run_job, jfk, drafter):
+def test_every_method_decodes_jfk_losslessly(run_job, jfk, drafter):
     same_vocab = drafter != "whisper-tiny.en"
     methods = [{"name": "target"}, {"name": "sd", "width": 6}, {"name": "as2d"}]
     if same_vocab:  # SpecASR recycles drafter top-1s as target tokens: same vocabulary only
         methods.append({"name": "specasr", "k_max": 8, "tau": 0.5})
-    out = decode(audio_run_job, cached("whisper-base"), cached(drafter), methods, jfk)
+    out = decode(run_job, cached("whisper-base"), cached(drafter), methods, jfk)
     assert out.returncode == 0, out.error or out.stderr[-2000:]
     loaded = {e["model"]: e for e in out.events if e.get("event") == "loaded"}
     assert {e["engine"] for e in loaded.values()} == {"whisper.cpp"}
@@ -71,10 +71,10 @@ def test_every_method_decodes_jfk_losslessly(audio_run_job, jfk, drafter):
         assert all(op["accepted"] == op["width"] - 1 for op in verifications[:-1])
 
 
-def test_trace_records_target_only_y(audio_run_job, jfk):
+def test_trace_records_target_only_y(run_job, jfk):
     job = {"mode": "trace", "threads": 2, "target": {"path": cached("whisper-base")},
            "drafter": {"path": cached("whisper-tiny.en")}, "k_max": 4, "producer": True, "windows": [window(jfk)]}
-    out = audio_run_job(job, timeout=900)
+    out = run_job(job, timeout=900)
     assert out.returncode == 0, out.error or out.stderr[-2000:]
     [trace] = [r for r in out.results if r["kind"] == "trace"]
     assert trace["text"].strip() == JFK_TEXT
@@ -90,53 +90,53 @@ def refused(out, *words: str) -> None:
         assert word in out.error["error"]
 
 
-def test_whisper_drafter_for_a_gguf_target_is_refused(audio_run_job, jfk):
+def test_whisper_drafter_for_a_gguf_target_is_refused(run_job, jfk):
     gguf, whisper = cached("smollm2-135m"), cached("whisper-tiny.en")
-    out = audio_run_job({"mode": "decode", "target": {"path": gguf}, "drafter": {"path": whisper},
+    out = run_job({"mode": "decode", "target": {"path": gguf}, "drafter": {"path": whisper},
                          "methods": [{"name": "sd", "width": 4}], "windows": [{"id": "w", "prompt": [1, 2], "cap": 4}]})
     refused(out, whisper, "whisper.cpp", gguf, "GGUF")
-    out = decode(audio_run_job, whisper, gguf, [{"name": "sd", "width": 4}], jfk)  # and the reverse
+    out = decode(run_job, whisper, gguf, [{"name": "sd", "width": 4}], jfk)  # and the reverse
     refused(out, whisper, gguf)
 
 
-def test_whisper_file_where_a_gguf_is_expected_is_refused(audio_run_job):
+def test_whisper_file_where_a_gguf_is_expected_is_refused(run_job):
     whisper = cached("whisper-base")
-    out = audio_run_job({"mode": "tokenize", "model": {"path": whisper}, "texts": ["hello"]})
+    out = run_job({"mode": "tokenize", "model": {"path": whisper}, "texts": ["hello"]})
     refused(out, whisper, "whisper.cpp", "GGUF")
-    out = audio_run_job({"mode": "decode", "target": {"path": whisper}, "methods": [{"name": "target"}],
+    out = run_job({"mode": "decode", "target": {"path": whisper}, "methods": [{"name": "target"}],
                          "windows": [{"id": "w", "prompt": [1, 2], "cap": 4}]})
     refused(out, "window 'w'", "no audio", whisper)
 
 
-def test_a_window_longer_than_30_s_is_refused(audio_run_job, jfk, tmp_path):
+def test_a_window_longer_than_30_s_is_refused(run_job, jfk, tmp_path):
     long = tmp_path / "jfk-x3.s16"
     long.write_bytes(jfk.read_bytes() * 3)  # 33 s
-    out = audio_run_job({"mode": "decode", "target": {"path": cached("whisper-base")}, "methods": [{"name": "target"}],
+    out = run_job({"mode": "decode", "target": {"path": cached("whisper-base")}, "methods": [{"name": "target"}],
                          "windows": [window(long)]})
     refused(out, "window 'jfk'", str(long), "33.00 s", "30 s")
 
 
-def test_sweep_times_the_encoder_per_window_and_the_decoder_per_width_and_depth(audio_run_job):
+def test_sweep_times_the_encoder_per_window_and_the_decoder_per_width_and_depth(run_job):
     job = {"mode": "sweep", "threads": 2, "target": {"path": cached("whisper-tiny.en")}, "widths": [1, 4],
            "depths": [0, 32], "warmup": 0, "repetitions": 5}
-    out = audio_run_job(job, timeout=900)
+    out = run_job(job, timeout=900)
     assert out.returncode == 0, out.error or out.stderr[-2000:]
     [encoder] = [r for r in out.results if r["kind"] == "encoder"]
     assert encoder["model"] == "target" and encoder["audio_s"] == 30 and len(encoder["samples_us"]) == 5
     cells = {(r["width"], r["depth"]) for r in out.results if r["kind"] == "forward"}
     assert cells == {(1, 0), (4, 0), (1, 32), (4, 32)}
-    out = audio_run_job({**job, "depths": [445]})  # past Whisper's 448 text positions
+    out = run_job({**job, "depths": [445]})  # past Whisper's 448 text positions
     assert out.returncode != 0 and "448" in out.error["error"]
 
 
-def test_cosched_and_probe_run_whisper_decoders(audio_run_job):
+def test_cosched_and_probe_run_whisper_decoders(run_job):
     tiny = cached("whisper-tiny.en")
     lane = {"path": tiny, "threads": 1}
-    out = audio_run_job({"mode": "cosched", "target": lane, "drafter": lane,
+    out = run_job({"mode": "cosched", "target": lane, "drafter": lane,
                          "widths": [1, 4], "depths": [0], "warmup": 0, "repetitions": 5, "drafter_steps": 5})
     assert out.returncode == 0, out.error or out.stderr[-2000:]
     assert [(r["width"], r["depth"]) for r in out.results] == [(1, 0), (4, 0)]
-    out = audio_run_job({"mode": "probe", "target": {"path": tiny}, "drafter": {"path": tiny},
+    out = run_job({"mode": "probe", "target": {"path": tiny}, "drafter": {"path": tiny},
                          "probe": {"repetitions": 5}})
     assert out.returncode == 0, out.error or out.stderr[-2000:]
     [probe] = out.results

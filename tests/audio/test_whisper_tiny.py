@@ -31,9 +31,9 @@ def decode_job(target: Path, drafter: Path | None, audio: Path, methods: list[di
 
 
 @pytest.mark.parametrize("drafter", ["early exit", "itself"])
-def test_every_method_decodes_the_tiny_whisper_pair_losslessly(audio_run_job, tiny_whisper, drafter):
+def test_every_method_decodes_the_tiny_whisper_pair_losslessly(run_job, tiny_whisper, drafter):
     draft_model = tiny_whisper.drafter if drafter == "early exit" else tiny_whisper.target
-    out = audio_run_job(decode_job(tiny_whisper.target, draft_model, tiny_whisper.audio, METHODS))
+    out = run_job(decode_job(tiny_whisper.target, draft_model, tiny_whisper.audio, METHODS))
     assert out.returncode == 0, out.error or out.stderr[-2000:]
     for e in (e for e in out.events if e.get("event") == "loaded"):
         assert (e["engine"], e["n_vocab_model"], e["n_audio_ctx"], e["n_ctx"]) == \
@@ -53,13 +53,13 @@ def test_every_method_decodes_the_tiny_whisper_pair_losslessly(audio_run_job, ti
         assert any(op["accepted"] < op["width"] - 1 for op in verifications)
 
 
-def test_the_tiny_target_hears_its_audio(audio_run_job, tiny_whisper, tmp_path):
+def test_the_tiny_target_hears_its_audio(run_job, tiny_whisper, tmp_path):
     """Silence instead of the signal changes the transcript: the encoder's output reaches the decoder."""
     silence = tmp_path / "silence.s16"
     silence.write_bytes(bytes(tiny_whisper.audio.stat().st_size))
     tokens = []
     for audio in (tiny_whisper.audio, silence):
-        out = audio_run_job(decode_job(tiny_whisper.target, None, audio, [{"name": "target"}]))
+        out = run_job(decode_job(tiny_whisper.target, None, audio, [{"name": "target"}]))
         assert out.returncode == 0, out.error or out.stderr[-2000:]
         [result] = out.results
         tokens.append(result["tokens"])

@@ -13,7 +13,7 @@ from specbench.cli import main
 from specbench.schemas.windows import load_windows
 from specbench.world.audio import audio_window_sha256, load_window_audio
 from specbench.world.datasets import build_windows, read_nemo, split_of
-from tests.audio.conftest import SENTENCES, speak
+from tests.audio.speech import SENTENCES, speak
 
 
 def invoke(*args):

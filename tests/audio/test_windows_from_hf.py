@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from specbench.cli import main
 from specbench.schemas.windows import load_windows
 from specbench.world.audio import audio_window_sha256, load_window_audio, read_span
-from tests.audio.conftest import SENTENCES, speak
+from tests.audio.speech import SENTENCES, speak
 
 datasets = pytest.importorskip("datasets", reason="the hf extra (pip install 'specbench[hf]')")
 

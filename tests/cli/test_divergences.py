@@ -17,7 +17,6 @@ from specbench.schemas.results import ResultsDir
 from specbench.schemas.windows import load_windows, save_windows
 from specbench.world.native_run import NativeOutcome
 from tests.cli.test_native_cli import invoke
-from tests.native.conftest import demo_model_path, runner  # noqa: F401  (fixtures)
 
 # demo windows whose SD W=5 output differed from the trace's at a near-tie on the project's 2-core x86 host
 DIVERGING = ("translate-weather", "correct-spelling")
@@ -27,7 +26,7 @@ KEPT = "repeat-fox"
 
 
 @pytest.fixture(scope="module")
-def native(tmp_path_factory, demo_model_path, runner):  # noqa: F811
+def native(tmp_path_factory, demo_model_path, runner):
     from specbench.app.demo import bundled_windows_path
 
     root = tmp_path_factory.mktemp("divergences")

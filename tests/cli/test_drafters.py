@@ -14,7 +14,6 @@ from specbench.schemas.fileio import file_sha256
 from specbench.schemas.results import load_results
 from specbench.schemas.windows import make_text_window, save_windows
 from tests.cli.test_native_cli import error_line, invoke
-from tests.native.conftest import demo_model_path, runner  # noqa: F401  (fixtures)
 
 TEXTS = ["List three colors of the rainbow.", "Name two planets of the solar system."]
 SD = "sd:W=5,drafter=smollm2"
@@ -22,7 +21,7 @@ AS2D_GEMMA = "as2d:B=3,drafter=gemma3"
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory, demo_model_path, runner):  # noqa: F811
+def demo(tmp_path_factory, demo_model_path, runner):
     """Two short windows traced with both demo drafters (Gemma with its own turn format)."""
     root = tmp_path_factory.mktemp("drafters")
     windows = root / "windows.jsonl"

@@ -13,7 +13,6 @@ from specbench.cli import main
 from specbench.schemas.results import load_results
 from specbench.schemas.windows import make_text_window, save_windows
 from specbench.world.native_energy import DEFAULT_PATHS
-from tests.native.conftest import runner, tiny  # noqa: F401  (fixtures)
 
 
 def invoke(*args):
@@ -21,7 +20,7 @@ def invoke(*args):
     return result.exit_code, result.output
 
 
-def native(tiny, tmp_path, *extra):  # noqa: F811
+def native(tiny, tmp_path, *extra):
     windows = tmp_path / "windows.jsonl"
     save_windows(windows, [make_text_window(f"w{i}", t, "Repeat this.", 8, "tiny", "test")
                            for i, t in enumerate(["hello the world", "in the heat"])])
@@ -29,7 +28,7 @@ def native(tiny, tmp_path, *extra):  # noqa: F811
                   f"near={tiny.near}", "--methods", "target,sd", "--out", tmp_path / "run", *extra)
 
 
-def test_this_host_has_no_energy_source_in_run_and_report(tiny, runner, tmp_path):  # noqa: F811
+def test_this_host_has_no_energy_source_in_run_and_report(tiny, runner, tmp_path):
     if Path(DEFAULT_PATHS[0]).exists():
         pytest.skip(f"this host has {DEFAULT_PATHS[0]}")
     code, output = native(tiny, tmp_path, "--energy-interval", 50, "--energy-idle", 0.5)
@@ -50,7 +49,7 @@ def test_this_host_has_no_energy_source_in_run_and_report(tiny, runner, tmp_path
     assert f"no energy source: {DEFAULT_PATHS[0]} cannot be read" in output
 
 
-def test_an_energy_file_that_holds_no_number_is_a_bad_input_not_a_missing_battery(tiny, runner, tmp_path):  # noqa: F811
+def test_an_energy_file_that_holds_no_number_is_a_bad_input_not_a_missing_battery(tiny, runner, tmp_path):
     current, voltage = tmp_path / "current_now", tmp_path / "voltage_now"
     current.write_text("abc\n")
     voltage.write_text("3900000\n")
@@ -64,7 +63,7 @@ def test_an_energy_file_that_holds_no_number_is_a_bad_input_not_a_missing_batter
     assert not (tmp_path / "run").exists()  # a refused run leaves nothing: the corrected rerun is no resume
 
 
-def test_without_energy_interval_nothing_is_sampled(tiny, runner, tmp_path):  # noqa: F811
+def test_without_energy_interval_nothing_is_sampled(tiny, runner, tmp_path):
     code, output = native(tiny, tmp_path)
     assert code == 0 and "energy source" not in output
     manifest, rows = load_results(tmp_path / "run")

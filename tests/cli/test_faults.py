@@ -17,7 +17,6 @@ from click.testing import CliRunner
 from specbench.cli import main
 from specbench.schemas.results import ROWS, load_results
 from tests.helpers import write_study
-from tests.native.conftest import runner, tiny  # noqa: F401  (fixtures)
 
 
 @pytest.fixture(scope="module")
@@ -387,7 +386,7 @@ def test_a_write_that_fails_midway_is_one_line_and_leaves_the_old_file(study, tm
     assert sorted(p.name for p in full.iterdir()) == ["filler"]
 
 
-def test_a_profile_that_cannot_be_written_after_measuring_is_kept(tmp_path, full, tiny, runner):  # noqa: F811
+def test_a_profile_that_cannot_be_written_after_measuring_is_kept(tmp_path, full, tiny, runner):
     import tempfile
 
     from specbench.schemas.profiles import load_profile
@@ -412,7 +411,7 @@ def test_a_profile_that_cannot_be_written_after_measuring_is_kept(tmp_path, full
 
 # --- interruptions ------------------------------------------------------------------------------------
 
-def test_sigterm_stops_a_job_and_removes_its_folder(tmp_path, tiny, runner):  # noqa: F811
+def test_sigterm_stops_a_job_and_removes_its_folder(tmp_path, tiny, runner):
     import signal
     import time
 
@@ -441,7 +440,7 @@ def test_sigterm_stops_a_job_and_removes_its_folder(tmp_path, tiny, runner):  # 
     assert not (tmp_path / "p.yaml").exists()
 
 
-def test_a_killed_process_job_folder_is_swept_at_the_next_job(tmp_path, monkeypatch, tiny, runner):  # noqa: F811
+def test_a_killed_process_job_folder_is_swept_at_the_next_job(tmp_path, monkeypatch, tiny, runner):
     import tempfile
 
     from specbench.world import runner as runner_module

@@ -25,7 +25,6 @@ from specbench.schemas.windows import make_text_window, save_windows
 from specbench.world.build import host_abi
 from specbench.world.devices.local import LocalDevice
 from specbench.world.profiling import ProfileRun, judged, samples_path, write_profile
-from tests.native.conftest import runner, tiny  # noqa: F401  (fixtures)
 
 TEXTS = ["hello the world", "in the heat", "a tale of the tin", "the end", "heat in the tin"]
 SPECASR = "specasr:k_max=4,tau=0.3|0.6"
@@ -44,7 +43,7 @@ def error_line(output: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory, tiny, runner):  # noqa: F811
+def study(tmp_path_factory, tiny, runner):
     """Profile, traces and windows made with the CLI once for the module."""
     root = tmp_path_factory.mktemp("native-cli")
     windows = root / "windows.jsonl"
@@ -382,7 +381,7 @@ def _demo_models_cached() -> bool:
 
 
 @pytest.mark.skipif(not _demo_models_cached(), reason="demo models or runner not cached (run `specbench demo` once)")
-def test_demo_quick_on_the_real_demo_models(tmp_path, runner):  # noqa: F811
+def test_demo_quick_on_the_real_demo_models(tmp_path, runner):
     """The one test with real models: `demo --quick --placement split` (3 windows, one configuration per
     method and drafter, profile cells at a fixed 5 forwards, one placement: the other is the same code)."""
     result = CliRunner().invoke(main, ["demo", "--quick", "--placement", "split", "--out", str(tmp_path / "demo")],

@@ -11,14 +11,13 @@ from specbench.schemas.results import load_results
 from specbench.schemas.traces import load_trace_dir
 from specbench.schemas.windows import make_text_window, save_windows
 from tests.cli.test_native_cli import error_line, invoke
-from tests.native.conftest import runner, tiny  # noqa: F401  (fixtures)
 
 TEXTS = ["the tin and the tin and the tin", "hello the world, hello the world", "in the heat"]
 METHODS = ("--methods", "target", "--method", "sd:W=4|6,drafter=pld", "--method", "as2d:B=3,drafter=pld")
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory, tiny, runner):  # noqa: F811
+def study(tmp_path_factory, tiny, runner):
     root = tmp_path_factory.mktemp("pld-cli")
     windows = root / "windows.jsonl"
     save_windows(windows, [make_text_window(f"w{i}", t, "Repeat this.", 16, "tiny", "test")

@@ -17,7 +17,6 @@ from specbench.world.devices.local import LocalDevice
 from specbench.world.model_files import ModelFile, with_templates
 from specbench.world.tracing import model_templates, prompts_for
 from tests.cli.test_native_cli import error_line, invoke
-from tests.native.conftest import demo_model_path, runner, tiny, tiny_no_template  # noqa: F401  (fixtures)
 
 TEXTS = ["hello the world", "in the heat", "the end"]
 INSTRUCTION = "Repeat this."
@@ -49,7 +48,7 @@ def detokenize(device, path, tokens) -> str:
     return out.results[0]["text"]
 
 
-def test_a_model_without_a_template_and_none_named_is_one_line_and_writes_nothing(tmp_path, tiny, tiny_no_template):  # noqa: F811
+def test_a_model_without_a_template_and_none_named_is_one_line_and_writes_nothing(tmp_path, tiny, tiny_no_template):
     windows = write_windows(tmp_path / "windows.jsonl")
     for args in (trace_args(windows, tiny.target, tiny_no_template, tmp_path / "traces"),
                  native_args(windows, tiny.target, tiny_no_template, tmp_path / "native")):
@@ -60,8 +59,8 @@ def test_a_model_without_a_template_and_none_named_is_one_line_and_writes_nothin
     assert not (tmp_path / "traces").exists() and not (tmp_path / "native").exists()
 
 
-def test_the_named_template_renders_that_model_and_native_runs_render_the_same(tmp_path, tiny, tiny_no_template,  # noqa: F811
-                                                                               runner):  # noqa: F811
+def test_the_named_template_renders_that_model_and_native_runs_render_the_same(tmp_path, tiny, tiny_no_template,
+                                                                               runner):
     windows = write_windows(tmp_path / "windows.jsonl")
     traces = tmp_path / "traces"
     code, output = invoke(*trace_args(windows, tiny.target, tiny_no_template, traces, "--template", "bare=gemma"))
@@ -92,7 +91,7 @@ def test_the_named_template_renders_that_model_and_native_runs_render_the_same(t
     assert code == 1 and "cannot resume: the chat templates differ" in error_line(output)
 
 
-def test_bad_template_values_are_one_line(tmp_path, tiny, tiny_no_template):  # noqa: F811
+def test_bad_template_values_are_one_line(tmp_path, tiny, tiny_no_template):
     windows = write_windows(tmp_path / "windows.jsonl")
     out = tmp_path / "traces"
     cases = {"nosuch=gemma": "no model named 'nosuch'", "gemma": "expected NAME=TEMPLATE",
@@ -111,7 +110,7 @@ def test_bad_template_values_are_one_line(tmp_path, tiny, tiny_no_template):  # 
     assert not out.exists() and not (tmp_path / "native").exists() and not (tmp_path / "replay").exists()
 
 
-def test_a_windows_named_template_renders_every_model_unless_one_is_named(tmp_path, tiny, tiny_no_template):  # noqa: F811
+def test_a_windows_named_template_renders_every_model_unless_one_is_named(tmp_path, tiny, tiny_no_template):
     windows = write_windows(tmp_path / "windows.jsonl", template="chatml")
     code, output = invoke(*trace_args(windows, tiny.target, tiny_no_template, tmp_path / "traces"))
     assert code == 0, output
@@ -148,7 +147,7 @@ def test_trace_headers_without_templates_still_load(tmp_path):
         load_trace_file(bad)
 
 
-def test_gemma_is_prompted_with_its_own_turns(tmp_path, runner, demo_model_path):  # noqa: F811
+def test_gemma_is_prompted_with_its_own_turns(tmp_path, runner, demo_model_path):
     smollm2, gemma = demo_model_path("smollm2-135m"), demo_model_path("gemma3-270m")
     windows = write_windows(tmp_path / "windows.jsonl", texts=["The weather is nice today."], cap=6)
     args = ["trace", windows, "--target", smollm2, "--drafter", f"gemma3={gemma}", "--k-max", 2, "--threads", 1,

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from specbench.emuphone.phone import EmulatedPhone, connected_phone, load_description, private_adb_server
-
-PHONES_DIR = Path(__file__).resolve().parents[1] / "data" / "phones"
+from tests.devices.phones import PHONES_DIR, connected
 
 
 @pytest.fixture(scope="session")
@@ -40,43 +39,35 @@ def emulated_phone(adb_server, phone_description, tmp_path):
 
 
 # --- phones that run the real runner (tests of AdbDevice and the CLI on phones) ---
-from tests.audio.conftest import tiny_whisper  # noqa: E402,F401  (fixture reused)
-from tests.native.conftest import demo_model_path, runner, tiny  # noqa: E402,F401  (fixtures reused)
-
-
-def _connected(adb_server, name: str, sandbox: Path, monkeypatch):
-    monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", str(adb_server.port))  # what --adb-port sets
-    monkeypatch.delenv("ANDROID_ADB_SERVER_HOST", raising=False)
-    return connected_phone(adb_server, EmulatedPhone(load_description(PHONES_DIR / name), sandbox))
 
 
 @pytest.fixture
-def x86_phone(adb_server, runner, tmp_path, monkeypatch):  # noqa: F811
+def x86_phone(adb_server, runner, tmp_path, monkeypatch):
     """An x86_64 emulated phone (CPUs 0 and 1) connected to the private server, which
     ANDROID_ADB_SERVER_PORT names; the host's runner executes in it."""
-    with _connected(adb_server, "x86-emu.yaml", tmp_path / "phone", monkeypatch) as handle:
+    with connected(adb_server, "x86-emu.yaml", tmp_path / "phone", monkeypatch) as handle:
         yield handle
 
 
 @pytest.fixture
-def x86_battery_phone(adb_server, runner, tmp_path, monkeypatch):  # noqa: F811
+def x86_battery_phone(adb_server, runner, tmp_path, monkeypatch):
     """The x86_64 phone on battery: current_now follows its CPU load (emuphone/power.py)."""
-    with _connected(adb_server, "x86-battery-emu.yaml", tmp_path / "phone", monkeypatch) as handle:
+    with connected(adb_server, "x86-battery-emu.yaml", tmp_path / "phone", monkeypatch) as handle:
         yield handle
 
 
 @pytest.fixture
-def x86_phones(adb_server, runner, tmp_path, monkeypatch):  # noqa: F811
+def x86_phones(adb_server, runner, tmp_path, monkeypatch):
     """Two such phones at once."""
-    with _connected(adb_server, "x86-emu.yaml", tmp_path / "phone1", monkeypatch) as one, \
-            _connected(adb_server, "x86-emu.yaml", tmp_path / "phone2", monkeypatch) as two:
+    with connected(adb_server, "x86-emu.yaml", tmp_path / "phone1", monkeypatch) as one, \
+            connected(adb_server, "x86-emu.yaml", tmp_path / "phone2", monkeypatch) as two:
         yield one, two
 
 
 @pytest.fixture
 def arm_phone(adb_server, tmp_path, monkeypatch):
     """An arm64-v8a emulated phone; the aarch64 runner runs in it under qemu-aarch64."""
-    with _connected(adb_server, "arm-emu.yaml", tmp_path / "phone", monkeypatch) as handle:
+    with connected(adb_server, "arm-emu.yaml", tmp_path / "phone", monkeypatch) as handle:
         yield handle
 
 

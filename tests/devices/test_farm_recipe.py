@@ -15,7 +15,7 @@ from specbench.emuphone.phone import EmulatedPhone, load_description
 from specbench.schemas.fileio import safe_name
 from specbench.schemas.profiles import load_profile
 from specbench.schemas.windows import make_text_window, save_windows
-from tests.devices.conftest import PHONES_DIR
+from tests.devices.phones import PHONES_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 FARMS = REPO / "docs" / "FARMS.md"

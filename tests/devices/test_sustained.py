@@ -13,7 +13,7 @@ from specbench.cli import main
 from specbench.emuphone.thermal import status_at
 from specbench.schemas.results import load_results, load_timeline
 from specbench.schemas.windows import make_text_window, save_windows
-from tests.devices.conftest import _connected
+from tests.devices.phones import connected
 
 TEXTS = ["hello the world", "in the heat", "a tale of the tin"]
 
@@ -36,7 +36,7 @@ def model_statuses(trace, big_c: float) -> list[int]:
 @pytest.fixture
 def hot_phone(adb_server, runner, tmp_path, monkeypatch):
     """The x86_64 phone whose synthetic thermal model heats within a few requests (x86-hot-emu.yaml)."""
-    with _connected(adb_server, "x86-hot-emu.yaml", tmp_path / "phone", monkeypatch) as handle:
+    with connected(adb_server, "x86-hot-emu.yaml", tmp_path / "phone", monkeypatch) as handle:
         yield handle
 
 

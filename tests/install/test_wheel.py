@@ -27,7 +27,6 @@ from specbench.schemas.profiles import load_profile
 from specbench.schemas.results import load_results
 from specbench.schemas.windows import make_text_window, save_windows
 from specbench.world.build import host_abi
-from tests.native.conftest import runner, tiny  # noqa: F401  (fixtures)
 
 REPO = Path(__file__).resolve().parents[2]
 # Not part of the package, or rebuilt by the build: a stale build/lib would leak removed modules into the wheel.
@@ -89,7 +88,7 @@ def test_the_wheel_declares_the_optional_extras_and_runs_as_a_module(installed):
     assert "build-runner" in help_text and "select-budget" in help_text
 
 
-def test_installed_specbench_builds_profiles_and_runs_natively(installed, tiny, runner):  # noqa: F811
+def test_installed_specbench_builds_profiles_and_runs_natively(installed, tiny, runner):
     bin_dir, env, work = installed
     specbench = bin_dir / "specbench"
     built = Path(sh([specbench, "build-runner"], work, env, timeout=900).strip().splitlines()[-1])

@@ -11,7 +11,6 @@ from click.testing import CliRunner
 
 from specbench.cli import main
 from specbench.schemas.windows import BUILTIN_TEMPLATES, make_text_window, save_windows
-from tests.native.conftest import demo_model_path, runner  # noqa: F401  (fixtures)
 
 
 def error_lines(output: str) -> list[str]:
@@ -19,7 +18,7 @@ def error_lines(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.startswith("Error: ")]
 
 
-def test_a_window_beyond_the_context_is_refused_before_any_model_work(tmp_path, runner, demo_model_path):  # noqa: F811
+def test_a_window_beyond_the_context_is_refused_before_any_model_work(tmp_path, runner, demo_model_path):
     target = demo_model_path("smollm2-135m")
     text = " ".join(f"word{i % 1000}" for i in range(40_000))  # about 200,000 characters
     windows = tmp_path / "windows.jsonl"
@@ -40,6 +39,6 @@ def test_a_window_beyond_the_context_is_refused_before_any_model_work(tmp_path, 
         assert not out.exists()
 
 
-def test_the_known_chat_templates_are_the_runners(runner):  # noqa: F811
+def test_the_known_chat_templates_are_the_runners(runner):
     info = json.loads(subprocess.run([str(runner), "--info"], capture_output=True, text=True, check=True).stdout)
     assert tuple(info["chat_templates"]) == BUILTIN_TEMPLATES

@@ -6,6 +6,7 @@ losslessness (every method must commit the target's greedy tokens), never speedu
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -175,3 +176,25 @@ def slowed(weights: dict[str, np.ndarray], extra_layers: int, seed: int = 7) -> 
                 name = f"blk.{i}." + k[len("blk.0."):]
                 out[name] = np.zeros_like(v) if ("attn_output" in k or "ffn_down" in k) else v
     return out
+
+
+@dataclass(frozen=True)
+class TinyModels:
+    """Paths of the tiny fixtures; `weights` are the target's, for the numpy reference."""
+
+    target: Path
+    near: Path      # the target plus a little noise: accepts some drafts, rejects others
+    far: Path       # unrelated random weights: rejects almost everything
+    weights: dict
+    eog: frozenset  # token ids llama.cpp treats as end of generation
+
+
+def write_tiny_models(directory: Path) -> TinyModels:
+    """The target, its `near` and `far` drafters, written into `directory`."""
+    weights = random_weights(seed=1, n_vocab=n_vocab())
+    write_tiny_qwen3(directory / "target.gguf", weights)
+    write_tiny_qwen3(directory / "near.gguf", perturbed(weights, seed=2, noise=0.05))
+    write_tiny_qwen3(directory / "far.gguf", random_weights(seed=3, n_vocab=n_vocab()))
+    tokens = vocabulary()[0]
+    eog = frozenset(tokens.index(t) for t in SPECIALS if t != "<|im_start|>")
+    return TinyModels(directory / "target.gguf", directory / "near.gguf", directory / "far.gguf", weights, eog)
