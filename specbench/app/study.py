@@ -252,6 +252,49 @@ def study_size(inputs: Inputs, configs: Sequence[MethodConfig], sensitivity: boo
     return len(inputs.windows) * len(inputs.profiles) * sum(len(fit_configs(configs, fit)) for fit in fits)
 
 
+@dataclass(frozen=True)
+class BudgetRequest:
+    """`select-budget`'s options, as given."""
+
+    windows: Path
+    """WINDOWS: the windows file."""
+    traces_dir: Path
+    """--traces: the traces of WINDOWS."""
+    profile_path: Path
+    """--profile: the device's profile."""
+    catalog: str
+    """--catalog: the AS2D configurations to choose from, as a method spec."""
+    split: str
+    """--split: dev (test is refused)."""
+    out: Path | None
+    """--out: the budget file (None: results/budgets/<profile name>.yaml)."""
+
+
+def select_budget_file(request: BudgetRequest) -> tuple[BudgetChoice, Path]:
+    """`specbench select-budget`: the options checked, then `select_and_save_budget`; returns the
+    choice and the file it was written to."""
+    from specbench.app.options import RESULTS, check_output_path, configs_from
+    from specbench.app.progress import stderr
+
+    if request.split == "test":
+        raise SpecbenchError("--split test: budget selection uses development windows only (a budget chosen on "
+                             "test windows would flatter the results)",
+                             hint="select on the dev windows, "
+                                  "then deploy with `specbench run --budget FILE --split test`")
+    out = request.out
+    if out is None:
+        out = RESULTS / "budgets" / f"{request.profile_path.stem}.yaml"
+        out.parent.mkdir(parents=True, exist_ok=True)
+    check_output_path(out)
+    configs = configs_from(None, (request.catalog,), None)
+    as2d = [c for c in configs if isinstance(c, As2dConfig)]
+    if len(as2d) < len(configs):
+        raise SpecbenchError(f"--catalog '{request.catalog}': only as2d configurations can be selected")
+    choice = select_and_save_budget(request.windows, request.traces_dir, request.profile_path, as2d, out,
+                                    lambda message: stderr.print(message, highlight=False, markup=False))
+    return choice, out
+
+
 def select_and_save_budget(windows_path: Path, traces_dir: Path, profile_path: Path, catalog: Sequence[As2dConfig],
                           out: Path, log: Callable[[str], None]) -> BudgetChoice:
     """`specbench select-budget`: replay the AS2D `catalog` on the dev windows traced in
