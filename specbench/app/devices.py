@@ -8,24 +8,33 @@ the job running on every device.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
+from specbench.app.options import PhoneOptions
 from specbench.app.progress import Advance, progress_bars, stderr
 from specbench.errors import SpecbenchError
+from specbench.world.devices.adb import AdbSettings, list_phones
 from specbench.world.devices.base import Device, open_device
-
-if TYPE_CHECKING:
-    from specbench.world.devices.adb import AdbSettings
 
 T = TypeVar("T")
 
 
-def open_devices(names: Sequence[str], phone: AdbSettings | None = None) -> list[Device]:
-    """Each device by name; phones run their jobs with `phone` and warn on stderr."""
-    return [open_device(name, phone, warn) for name in names]
+def open_devices(names: Sequence[str], phone: PhoneOptions | None = None, cooldown: bool = True) -> list[Device]:
+    """Each device by name; phones run their jobs with the `phone` options given (the rest their
+    defaults), cool down between jobs unless `cooldown` is False, and warn on stderr."""
+    given = {k: v for k, v in dataclasses.asdict(phone or PhoneOptions()).items() if v is not None}
+    settings = AdbSettings(**given, cooldown=cooldown)
+    return [open_device(name, settings, warn) for name in names]
+
+
+def phones() -> list[dict]:
+    """`specbench devices`: the phones the adb server sees, one dict each (serial, state, model, soc, abi,
+    android)."""
+    return list_phones()
 
 
 def warn(message: str) -> None:

@@ -9,32 +9,141 @@ offer the CPUs of the placement asked (the profile's, when one is given).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from specbench.app.devices import on_devices
+from specbench.app.devices import on_devices, open_devices
+from specbench.app.options import configs_from, device_names
 from specbench.app.progress import stderr
+from specbench.core.energy import parse_convention
 from specbench.core.methods.configs import MethodConfig
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import safe_name
 from specbench.schemas.profiles import load_profile
 from specbench.schemas.results import read_manifest, removed_if_refused
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
-from specbench.schemas.windows import Window
+from specbench.schemas.windows import Window, load_split
 from specbench.world.devices.base import Device
-from specbench.world.model_files import ModelFile
+from specbench.world.model_files import (
+    ModelFile,
+    drafter_mmproj,
+    parse_named,
+    target_file,
+    unique_names,
+    with_mmproj,
+    with_templates,
+)
 from specbench.world.native_energy import EnergySettings
 from specbench.world.native_run import (
     DECISIONS,
     DIVERGENCES,
     NativeOutcome,
     NativePlan,
+    SustainedLoad,
+    check_repeats,
     native_placement,
     native_steps,
     profile_ref,
     run_native,
 )
-from specbench.world.sustained import run_sustained
+from specbench.world.sustained import arrival_gaps_us, check_load, parse_duration, run_sustained
 from specbench.world.tracing import check_trace_templates
+
+if TYPE_CHECKING:
+    from specbench.app.run import NativeOptions, RunRequest
+
+DEFAULT_IDLE_S = 5.0
+"""--energy-idle when not given: long enough for a few fuel-gauge updates of most phones."""
+
+
+def run_on_devices(request: RunRequest, out: Path) -> None:
+    """`run --native`: the options checked against each other before any device is opened, then one
+    plan per device, run in parallel (results in `out`, or out/<device>/ with several devices)."""
+    options = request.native
+    if not options.native:
+        raise SpecbenchError("--device and --target are for native runs: add --native")
+    for flag, given in (("--budget", request.budget_path is not None), ("--sensitivity", request.sensitivity)):
+        if given:
+            raise SpecbenchError(f"{flag} is for replay; a --native run measures on the device itself")
+    if len(request.profile_paths) > 1:
+        raise SpecbenchError("--native takes one --profile (the placement to run in)")
+    if options.target is None:
+        raise SpecbenchError("--native needs --target PATH (the target model file)")
+    load = sustained_load(options)  # before any device is opened
+    if load is not None and request.resume:
+        raise SpecbenchError("--resume is not for --sustained runs: a paced stream cannot continue where it stopped")
+    runs, warmup = repeat_counts(options)
+    energy = energy_settings(options)
+    if load is not None and energy is not None:
+        raise SpecbenchError("--energy-interval is not for --sustained runs: a paced stream's energy is not attributed "
+                             "(measure energy in a run without --sustained)")
+    devices = open_devices(device_names([options.device or "local"]), request.phone, load is None or load.cooldown)
+    windows = load_split(request.windows, request.split)
+    target = with_mmproj(target_file(options.target), options.target_mmproj, "--target-mmproj")
+    drafters = drafter_mmproj(unique_names([parse_named(s) for s in request.drafter_specs]), options.drafter_mmproj)
+    target, drafters = with_templates(target, drafters, options.templates)
+    configs = configs_from(request.method_names, request.method_specs,
+                           drafters[0].name if len(drafters) == 1 else None, lambda: common_methods(devices))
+    plans = native_plans(devices, windows, request.windows, target, drafters, configs, request.traces_dir,
+                         request.profile_paths[0] if request.profile_paths else None, options.placement, runs,
+                         warmup, energy)
+    if load is not None:
+        arrival_gaps_us(windows, load)  # a text window without --rate, before any stream runs
+        plans = [replace(plan, sustained=load) for plan in plans]
+    if options.reuse_encoder:
+        plans = [replace(plan, reuse_audio_prefill=True) for plan in plans]
+    run_plans(plans, out, request.resume)
+
+
+def repeat_counts(options: NativeOptions) -> tuple[int, int]:
+    """(--runs, --warmup) as integers, range-checked (check_repeats), naming the flag."""
+    counts = []
+    for flag, text, default in (("--runs", options.runs, 1), ("--warmup", options.warmup, 0)):
+        try:
+            counts.append(default if text is None else int(text))
+        except ValueError:
+            raise SpecbenchError(f"{flag} {text}: expected an integer") from None
+    check_repeats(*counts)
+    return counts[0], counts[1]
+
+
+def energy_settings(options: NativeOptions) -> EnergySettings | None:
+    """The battery sampling asked (None: --energy-interval 0); a flag that needs it without it is an error."""
+    if options.energy_interval_ms == 0:
+        for flag, value in (("--energy-idle", options.energy_idle_s),
+                            ("--energy-convention", options.energy_convention),
+                            ("--energy-paths", options.energy_paths)):
+            if value is not None:
+                raise SpecbenchError(f"{flag} needs --energy-interval MS (battery sampling is off)")
+        return None
+    convention = None if options.energy_convention is None else parse_convention(options.energy_convention)
+    idle_s = DEFAULT_IDLE_S if options.energy_idle_s is None else options.energy_idle_s
+    settings = EnergySettings(options.energy_interval_ms, idle_s, convention)
+    if options.energy_paths is not None:
+        paths = [p.strip() for p in options.energy_paths.split(",")]
+        if len(paths) != 3 or not all(p.startswith("/") for p in paths):
+            raise SpecbenchError(f"--energy-paths {options.energy_paths!r}: expected three absolute paths "
+                                 "CURRENT,VOLTAGE,STATUS")
+        settings = EnergySettings(settings.interval_ms, settings.idle_s, convention, (paths[0], paths[1], paths[2]))
+    return settings
+
+
+def sustained_load(options: NativeOptions) -> SustainedLoad | None:
+    """The --sustained options, range-checked (None: not a sustained run); errors name the flag."""
+    if options.sustained is None:
+        for flag, asked in (("--pace", options.pace is not None), ("--rate", options.rate is not None),
+                            ("--no-cooldown", options.no_cooldown)):
+            if asked:
+                raise SpecbenchError(f"{flag} is for --sustained runs (add --sustained DURATION)")
+        return None
+    for flag, given in (("--runs", options.runs), ("--warmup", options.warmup)):
+        if given is not None:
+            raise SpecbenchError(f"{flag} is not for --sustained runs: a stream's requests are its samples")
+    load = SustainedLoad(parse_duration(options.sustained), options.pace or "realtime", options.rate,
+                         not options.no_cooldown)
+    check_load(load)
+    return load
 
 
 def common_methods(devices: Sequence[Device]) -> list[str]:

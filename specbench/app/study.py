@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specbench.app.parallel_replay import replay_study
 from specbench.core.budget import BudgetChoice
@@ -18,7 +19,7 @@ from specbench.core.methods.sd import check_draft_rows
 from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, trace_for
 from specbench.core.replay.serial import serial_ops
 from specbench.errors import MissingCostError, SpecbenchError
-from specbench.schemas.budgets import save_budget
+from specbench.schemas.budgets import load_budget, save_budget
 from specbench.schemas.fileio import file_sha256
 from specbench.schemas.profiles import DEPTH_POLICY, DeviceProfile, ModelId, load_profile
 from specbench.schemas.results import (
@@ -32,6 +33,9 @@ from specbench.schemas.results import (
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.windows import Split, Window, load_split, load_windows, windows_digest
 from specbench.world.environment import now, session
+
+if TYPE_CHECKING:
+    from specbench.app.run import RunRequest
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,42 @@ def load_inputs(windows_path: Path, traces_dir: Path, profile_paths: Sequence[Pa
     for profile in profiles:
         check_profile_target(profile, traces)
     return Inputs(windows, traces, profiles, Path(windows_path), Path(traces_dir))
+
+
+def replay_run(request: RunRequest, out: Path) -> None:
+    """`run` without --native: replay the configurations asked (a --budget's as2d in place of the
+    default one) on the windows with every profile, appending rows to `out` as they are priced."""
+    from specbench.app.options import DEFAULT_METHODS, configs_from
+    from specbench.app.progress import progress_bar, stderr
+
+    drafter_specs = request.drafter_specs
+    if len(drafter_specs) > 1:
+        raise SpecbenchError(f"--drafter given {len(drafter_specs)} times ({', '.join(drafter_specs)}): replay takes "
+                             "one, the drafter of methods that name none",
+                             hint="name each method's drafter in its spec, e.g. --method 'sd:W=5,drafter=small'")
+    drafter = drafter_specs[0] if drafter_specs else None
+    if request.traces_dir is None or not request.profile_paths:
+        raise SpecbenchError("replay needs --traces and --profile (or pass --native to run on a device)")
+    default = DEFAULT_METHODS
+    method_names = request.method_names
+    budget_path = request.budget_path
+    if budget_path is not None:  # the budget file's configuration replaces the default as2d
+        device, budget_config = load_budget(budget_path)
+        default = tuple(m for m in DEFAULT_METHODS if m != "as2d")
+        if method_names is not None:
+            method_names = ",".join(n for n in method_names.split(",") if n.strip() != "as2d")
+        stderr.print(f"as2d from {budget_path} (selected for {device}): {budget_config.label}")
+    configs = configs_from(method_names, request.method_specs, drafter, lambda: default)
+    if budget_path is not None and budget_config not in configs:
+        configs.append(budget_config)
+    inputs = load_inputs(request.windows, request.traces_dir, request.profile_paths, request.split)
+    if budget_path is not None:
+        check_budget_device(budget_path, device, inputs.profiles)
+    total = study_size(inputs, configs, request.sensitivity)
+    with progress_bar("replaying", total) as advance:
+        results, added = run_replay(inputs, configs, list(request.profile_paths), out, request.resume,
+                                    request.sensitivity, advance, request.workers)
+    stderr.print(f"{added} rows written to {results.rows_path}")
 
 
 def check_profile_target(profile: DeviceProfile, traces: dict[str, TraceFile]) -> None:
@@ -210,6 +250,49 @@ def _all_done(done: set, inputs: Inputs, config: MethodConfig, fit: str) -> bool
 def study_size(inputs: Inputs, configs: Sequence[MethodConfig], sensitivity: bool) -> int:
     fits = ("median",) + (SENSITIVITY_FITS if sensitivity else ())
     return len(inputs.windows) * len(inputs.profiles) * sum(len(fit_configs(configs, fit)) for fit in fits)
+
+
+@dataclass(frozen=True)
+class BudgetRequest:
+    """`select-budget`'s options, as given."""
+
+    windows: Path
+    """WINDOWS: the windows file."""
+    traces_dir: Path
+    """--traces: the traces of WINDOWS."""
+    profile_path: Path
+    """--profile: the device's profile."""
+    catalog: str
+    """--catalog: the AS2D configurations to choose from, as a method spec."""
+    split: str
+    """--split: dev (test is refused)."""
+    out: Path | None
+    """--out: the budget file (None: results/budgets/<profile name>.yaml)."""
+
+
+def select_budget_file(request: BudgetRequest) -> tuple[BudgetChoice, Path]:
+    """`specbench select-budget`: the options checked, then `select_and_save_budget`; returns the
+    choice and the file it was written to."""
+    from specbench.app.options import RESULTS, check_output_path, configs_from
+    from specbench.app.progress import stderr
+
+    if request.split == "test":
+        raise SpecbenchError("--split test: budget selection uses development windows only (a budget chosen on "
+                             "test windows would flatter the results)",
+                             hint="select on the dev windows, "
+                                  "then deploy with `specbench run --budget FILE --split test`")
+    out = request.out
+    if out is None:
+        out = RESULTS / "budgets" / f"{request.profile_path.stem}.yaml"
+        out.parent.mkdir(parents=True, exist_ok=True)
+    check_output_path(out)
+    configs = configs_from(None, (request.catalog,), None)
+    as2d = [c for c in configs if isinstance(c, As2dConfig)]
+    if len(as2d) < len(configs):
+        raise SpecbenchError(f"--catalog '{request.catalog}': only as2d configurations can be selected")
+    choice = select_and_save_budget(request.windows, request.traces_dir, request.profile_path, as2d, out,
+                                    lambda message: stderr.print(message, highlight=False, markup=False))
+    return choice, out
 
 
 def select_and_save_budget(windows_path: Path, traces_dir: Path, profile_path: Path, catalog: Sequence[As2dConfig],

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from specbench.world.build import DEFAULT_ARM_ARCH
+from specbench.app.options import DEFAULT_ARM_ARCH
 
 
 @click.command("build-runner")
@@ -37,17 +37,13 @@ def build_runner(aarch64_linux: bool, android_ndk: Path | None, opencl: bool, ar
 
         specbench build-runner --aarch64-linux --no-mtmd
     """
-    from specbench.world.build import BuildRequest, build, dry_run
-    from specbench.world.dirs import user_runners_dir
+    from specbench.app.build_runner import BuildRunnerRequest
+    from specbench.app.build_runner import build_runner as build
 
     if sum([aarch64_linux, android_ndk is not None, native]) > 1:
         raise click.UsageError("choose one of --aarch64-linux, --android-ndk and --native")
     if opencl and android_ndk is None:
         raise click.UsageError("--opencl is for Android builds: add --android-ndk PATH")
-    req = BuildRequest(native=native, android=android_ndk is not None, aarch64_linux=aarch64_linux,
-                       ndk=str(android_ndk) if android_ndk else None, arm_arch=arm_arch, opencl=opencl,
-                       no_mtmd=no_mtmd, jobs=jobs)
-    if show_commands:
-        click.echo(dry_run(req))
-        return
-    click.echo(build(req, dest or user_runners_dir()))
+    click.echo(build(BuildRunnerRequest(aarch64_linux=aarch64_linux, android_ndk=android_ndk, opencl=opencl,
+                                        arm_arch=arm_arch, native=native, no_mtmd=no_mtmd, dest=dest, jobs=jobs,
+                                        dry_run=show_commands)))

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import click
 
-from specbench.errors import SpecbenchError
-from specbench.world.devices.adb_link import SERVER_HOST_ENV, SERVER_PORT_ENV
-from specbench.world.runner import RUNNERS_ENV
+from specbench.app.options import RUNNERS_ENV, SERVER_HOST_ENV, SERVER_PORT_ENV
+from specbench.app.options import device_names as device_names  # cli/validate.py imports it from here
 
 if TYPE_CHECKING:
-    from specbench.world.devices.adb import AdbSettings
+    from specbench.app.options import PhoneOptions
 
 SETTINGS_KEY = "specbench.adb_settings"
 
@@ -78,23 +77,14 @@ def phone_options(func):
     return runner_option(adb_server_options(func))
 
 
-def device_names(specs: Sequence[str]) -> list[str]:
-    """'a,b' and repeated names -> unique names in order ('local' when none)."""
-    names = [n.strip() for spec in specs for n in spec.split(",") if n.strip()] or ["local"]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise SpecbenchError(f"device {duplicates[0]} is named twice", hint="name each serial once")
-    return names
-
-
-def phone_settings() -> AdbSettings:
-    """How phones run the current command's jobs: the phone options given, defaults for the rest."""
-    from specbench.world.devices.adb import AdbSettings
+def phone_settings() -> PhoneOptions:
+    """The phone options the current command was given (None for those not given)."""
+    from specbench.app.options import PhoneOptions
 
     values = dict(click.get_current_context().meta.get(SETTINGS_KEY, {}))
     if "processor" in values:
         values["target_processor"], values["drafter_processor"] = values.pop("processor")
-    return AdbSettings(**values)
+    return PhoneOptions(**values)
 
 
 @click.command()
@@ -111,10 +101,10 @@ def devices(as_json: bool) -> None:
 
         specbench devices --adb-port 5037
     """
+    from specbench.app.devices import phones
     from specbench.app.progress import stderr
-    from specbench.world.devices.adb import list_phones
 
-    rows = list_phones()
+    rows = phones()
     if as_json:
         for row in rows:
             click.echo(json.dumps(row))

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import click
 
+from specbench.app.import_trace import IMPORT_FORMATS
 from specbench.cli.common import existing_file
-
-IMPORT_FORMATS = ("progdraft",)
 
 
 @click.command("import-trace")
@@ -43,9 +42,8 @@ def import_trace(fmt: str, files: tuple[Path, ...], out: Path, windows_path: Pat
         specbench import-trace progdraft exports/*.json --out traces/ --windows windows.jsonl --n-prompt 320
         --n-vocab 151936
     """
-    from specbench.app.progress import stderr
-    from specbench.world.progdraft import import_progdraft
+    from specbench.app.import_trace import ImportRequest
+    from specbench.app.import_trace import import_trace as import_request
 
-    paths, count = import_progdraft(list(files), out, windows_path, cap, n_prompt, target_sha256, n_vocab=n_vocab)
-    stderr.print(f"{count} utterance{'' if count == 1 else 's'} imported: {', '.join(map(str, paths))}; "
-                 f"windows in {windows_path}")
+    import_request(ImportRequest(fmt=fmt, files=files, out=out, windows=windows_path, n_prompt=n_prompt,
+                                 n_vocab=n_vocab, cap=cap, target_sha256=target_sha256))

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from specbench.cli.common import (
-    DEFAULT_METHODS,
-    RESULTS,
-    check_results_dir,
-    configs_from,
-    existing_dir,
-    existing_file,
-    method_options,
-)
-from specbench.cli.run_native import NativeOptions, native_options, refuse_native_only, run_native_command
-from specbench.errors import SpecbenchError
+from specbench.cli.common import existing_dir, existing_file, method_options
+from specbench.cli.devices import phone_settings
+from specbench.cli.run_native import native_options
+
+if TYPE_CHECKING:
+    from specbench.app.run import NativeOptions
 
 
 @click.command()
@@ -64,49 +60,10 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
         --drafter small=models/draft.gguf --drafter other=models/other.gguf --template other=gemma
         --method 'sd:W=5,drafter=small' --method 'as2d:B=3,drafter=other' --out results/two-drafters
     """
-    from specbench.app.progress import progress_bar, stderr
-    from specbench.app.study import check_budget_device, load_inputs, run_replay, study_size
-    from specbench.schemas.budgets import load_budget
+    from specbench.app.run import RunRequest
+    from specbench.app.run import run as run_request
 
-    if out is None:
-        out = default_results_dir(native.native, native.device, profile_paths)
-    check_results_dir(out)
-    if native.asked:
-        run_native_command(windows, traces_dir, profile_paths, method_names, method_specs, drafter_specs,
-                           budget_path, split, out, resume, sensitivity, native)
-        return
-    refuse_native_only(native)
-    if len(drafter_specs) > 1:
-        raise SpecbenchError(f"--drafter given {len(drafter_specs)} times ({', '.join(drafter_specs)}): replay takes "
-                             "one, the drafter of methods that name none",
-                             hint="name each method's drafter in its spec, e.g. --method 'sd:W=5,drafter=small'")
-    drafter = drafter_specs[0] if drafter_specs else None
-    if traces_dir is None or not profile_paths:
-        raise SpecbenchError("replay needs --traces and --profile (or pass --native to run on a device)")
-    default = DEFAULT_METHODS
-    if budget_path is not None:  # the budget file's configuration replaces the default as2d
-        device, budget_config = load_budget(budget_path)
-        default = tuple(m for m in DEFAULT_METHODS if m != "as2d")
-        if method_names is not None:
-            method_names = ",".join(n for n in method_names.split(",") if n.strip() != "as2d")
-        stderr.print(f"as2d from {budget_path} (selected for {device}): {budget_config.label}")
-    configs = configs_from(method_names, method_specs, drafter, lambda: default)
-    if budget_path is not None and budget_config not in configs:
-        configs.append(budget_config)
-    inputs = load_inputs(windows, traces_dir, profile_paths, split)
-    if budget_path is not None:
-        check_budget_device(budget_path, device, inputs.profiles)
-    total = study_size(inputs, configs, sensitivity)
-    with progress_bar("replaying", total) as advance:
-        results, added = run_replay(inputs, configs, list(profile_paths), out, resume, sensitivity, advance, workers)
-    stderr.print(f"{added} rows written to {results.rows_path}")
-
-
-def default_results_dir(native: bool, device: str | None, profile_paths: tuple[Path, ...]) -> Path:
-    """results/ is the output root: a run is named after its profiles (replay) or its device."""
-    from specbench.schemas.fileio import safe_name
-
-    if native or device is not None:
-        return RESULTS / f"native-{safe_name(device or 'device')}"
-    return RESULTS / ("+".join(safe_name(p.stem) for p in profile_paths) or "replay")
-
+    run_request(RunRequest(
+        windows=windows, traces_dir=traces_dir, profile_paths=profile_paths, method_names=method_names,
+        method_specs=method_specs, drafter_specs=drafter_specs, budget_path=budget_path, split=split, out=out,
+        resume=resume, sensitivity=sensitivity, workers=workers, native=native, phone=phone_settings()))

@@ -1,72 +1,14 @@
-"""The --native half of `specbench run`: options and wiring to specbench.app.native."""
+"""The --native half of `specbench run`: its options, read into one NativeOptions (specbench.app.run)."""
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from specbench.cli.common import TEMPLATE_HELP, configs_from
-from specbench.cli.devices import device_names, phone_options, phone_settings
-from specbench.errors import SpecbenchError
-
-if TYPE_CHECKING:
-    from specbench.world.native_energy import EnergySettings
-    from specbench.world.native_run import SustainedLoad
-
-
-@dataclass(frozen=True)
-class NativeOptions:
-    """`run`'s --native options, read once from the command line."""
-
-    native: bool
-    """--native: run on a device instead of replaying."""
-    device: str | None
-    """--device: local or phone serials, comma-separated."""
-    target: Path | None
-    """--target: the target model file."""
-    placement: str | None
-    """--placement: split, shared or an explicit placement (None: the profile's, else shared)."""
-    target_mmproj: Path | None
-    """--target-mmproj: the target's audio projector."""
-    drafter_mmproj: tuple[str, ...]
-    """--drafter-mmproj [NAME=]PATH, as given: a drafter's audio projector."""
-    templates: tuple[str, ...]
-    """--template NAME=TEMPLATE, as given."""
-    runs: str | None
-    """--runs as typed (checked by `repeat_counts`, naming the flag)."""
-    warmup: str | None
-    """--warmup as typed."""
-    sustained: str | None = None
-    """--sustained DURATION as typed (checked by `sustained_load`)."""
-    pace: str | None = None
-    """--pace realtime|back-to-back (None: not given; realtime)."""
-    rate: float | None = None
-    """--rate: requests per second for windows without an audio duration."""
-    no_cooldown: bool = False
-    """--no-cooldown: no cool-down between a sustained run's streams."""
-    energy_interval_ms: int = 0
-    """--energy-interval: milliseconds between battery samples (0: off)."""
-    energy_idle_s: float | None = None
-    """--energy-idle: seconds of idle draw measured before the first window (None: not given, 5)."""
-    energy_convention: str | None = None
-    """--energy-convention as typed (None: detected)."""
-    energy_paths: str | None = None
-    """--energy-paths CURRENT,VOLTAGE,STATUS as typed (None: the battery's usual files)."""
-    reuse_encoder: bool = False
-    """--reuse-encoder: a Whisper model encodes each window once per job."""
-
-    @property
-    def asked(self) -> bool:
-        """A native run was asked for (by --native, or by a flag only a native run reads)."""
-        return self.native or self.device is not None or self.target is not None
-
-
-DEFAULT_IDLE_S = 5.0
-"""--energy-idle when not given: long enough for a few fuel-gauge updates of most phones."""
+from specbench.cli.common import TEMPLATE_HELP
+from specbench.cli.devices import phone_options
 
 _NATIVE_OPTIONS = (  # in the order --help lists them
     click.option("--energy-interval", "energy_interval_ms", type=click.IntRange(0, 60000), default=0, metavar="MS",
@@ -136,144 +78,16 @@ def native_options(func):
     def wrapper(*args, native, device, target_path, placement_spec, target_mmproj, drafter_mmproj, template_specs,
                 runs_text, warmup_text, sustained_text, pace, rate, no_cooldown, energy_interval_ms, energy_idle_s,
                 energy_convention, energy_paths, reuse_encoder, **kwargs):
-        options = NativeOptions(native, device, target_path, placement_spec, target_mmproj, tuple(drafter_mmproj),
-                                tuple(template_specs), runs_text, warmup_text, sustained_text, pace, rate,
-                                no_cooldown, energy_interval_ms, energy_idle_s, energy_convention, energy_paths,
-                                reuse_encoder)
+        from specbench.app.run import NativeOptions
+
+        options = NativeOptions(
+            native=native, device=device, target=target_path, placement=placement_spec, target_mmproj=target_mmproj,
+            drafter_mmproj=tuple(drafter_mmproj), templates=tuple(template_specs), runs=runs_text,
+            warmup=warmup_text, sustained=sustained_text, pace=pace, rate=rate, no_cooldown=no_cooldown,
+            energy_interval_ms=energy_interval_ms, energy_idle_s=energy_idle_s,
+            energy_convention=energy_convention, energy_paths=energy_paths, reuse_encoder=reuse_encoder)
         return func(*args, native=options, **kwargs)
 
     for option in reversed(_NATIVE_OPTIONS):
         wrapper = option(wrapper)
     return phone_options(wrapper)
-
-
-def repeat_counts(options: NativeOptions) -> tuple[int, int]:
-    """(--runs, --warmup) as integers, range-checked (check_repeats), naming the flag."""
-    from specbench.world.native_run import check_repeats
-
-    counts = []
-    for flag, text, default in (("--runs", options.runs, 1), ("--warmup", options.warmup, 0)):
-        try:
-            counts.append(default if text is None else int(text))
-        except ValueError:
-            raise SpecbenchError(f"{flag} {text}: expected an integer") from None
-    check_repeats(*counts)
-    return counts[0], counts[1]
-
-
-def energy_settings(options: NativeOptions) -> EnergySettings | None:
-    """The battery sampling asked (None: --energy-interval 0); a flag that needs it without it is an error."""
-    from specbench.core.energy import parse_convention
-    from specbench.world.native_energy import EnergySettings
-
-    if options.energy_interval_ms == 0:
-        for flag, value in (("--energy-idle", options.energy_idle_s),
-                            ("--energy-convention", options.energy_convention),
-                            ("--energy-paths", options.energy_paths)):
-            if value is not None:
-                raise SpecbenchError(f"{flag} needs --energy-interval MS (battery sampling is off)")
-        return None
-    convention = None if options.energy_convention is None else parse_convention(options.energy_convention)
-    idle_s = DEFAULT_IDLE_S if options.energy_idle_s is None else options.energy_idle_s
-    settings = EnergySettings(options.energy_interval_ms, idle_s, convention)
-    if options.energy_paths is not None:
-        paths = [p.strip() for p in options.energy_paths.split(",")]
-        if len(paths) != 3 or not all(p.startswith("/") for p in paths):
-            raise SpecbenchError(f"--energy-paths {options.energy_paths!r}: expected three absolute paths "
-                                 "CURRENT,VOLTAGE,STATUS")
-        settings = EnergySettings(settings.interval_ms, settings.idle_s, convention, (paths[0], paths[1], paths[2]))
-    return settings
-
-
-def refuse_native_only(options: NativeOptions) -> None:
-    """Replay uses what the traces recorded and prices each window once from the profile:
-    --template, --runs and --warmup are for --native runs."""
-    if options.templates:
-        raise SpecbenchError("--template is for --native runs (replay uses what the traces recorded)")
-    if options.reuse_encoder:
-        raise SpecbenchError("--reuse-encoder is for --native runs (replay runs no encoder)")
-    for flag, given in (("--runs", options.runs), ("--warmup", options.warmup)):
-        if given is not None:
-            raise SpecbenchError(f"{flag} is for --native runs (replay prices each window once from the profile)")
-    for flag, asked in (("--sustained", options.sustained is not None), ("--pace", options.pace is not None),
-                        ("--rate", options.rate is not None), ("--no-cooldown", options.no_cooldown)):
-        if asked:
-            raise SpecbenchError(f"{flag} is for --native --sustained runs (it paces requests on a device)")
-    energy = (options.energy_idle_s, options.energy_convention, options.energy_paths)
-    if options.energy_interval_ms or any(v is not None for v in energy):
-        raise SpecbenchError("--energy-interval, --energy-idle, --energy-convention and --energy-paths are for "
-                             "--native runs (replay has no battery)")
-
-
-def sustained_load(options: NativeOptions) -> SustainedLoad | None:
-    """The --sustained options, range-checked (None: not a sustained run); errors name the flag."""
-    from specbench.world.native_run import SustainedLoad
-    from specbench.world.sustained import check_load, parse_duration
-
-    if options.sustained is None:
-        for flag, asked in (("--pace", options.pace is not None), ("--rate", options.rate is not None),
-                            ("--no-cooldown", options.no_cooldown)):
-            if asked:
-                raise SpecbenchError(f"{flag} is for --sustained runs (add --sustained DURATION)")
-        return None
-    for flag, given in (("--runs", options.runs), ("--warmup", options.warmup)):
-        if given is not None:
-            raise SpecbenchError(f"{flag} is not for --sustained runs: a stream's requests are its samples")
-    load = SustainedLoad(parse_duration(options.sustained), options.pace or "realtime", options.rate,
-                         not options.no_cooldown)
-    check_load(load)
-    return load
-
-
-def run_native_command(windows_path: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
-                       method_names: str | None, method_specs: tuple[str, ...], drafter_specs: tuple[str, ...],
-                       budget_path: Path | None, split: str | None, out: Path, resume: bool, sensitivity: bool,
-                       options: NativeOptions) -> None:
-    from specbench.app.devices import open_devices
-    from specbench.app.native import common_methods, native_plans, run_plans
-    from specbench.schemas.windows import load_split
-    from specbench.world.model_files import (
-        drafter_mmproj,
-        parse_named,
-        target_file,
-        unique_names,
-        with_mmproj,
-        with_templates,
-    )
-
-    if not options.native:
-        raise SpecbenchError("--device and --target are for native runs: add --native")
-    for flag, given in (("--budget", budget_path is not None), ("--sensitivity", sensitivity)):
-        if given:
-            raise SpecbenchError(f"{flag} is for replay; a --native run measures on the device itself")
-    if len(profile_paths) > 1:
-        raise SpecbenchError("--native takes one --profile (the placement to run in)")
-    if options.target is None:
-        raise SpecbenchError("--native needs --target PATH (the target model file)")
-    load = sustained_load(options)  # before any device is opened
-    if load is not None and resume:
-        raise SpecbenchError("--resume is not for --sustained runs: a paced stream cannot continue where it stopped")
-    runs, warmup = repeat_counts(options)
-    energy = energy_settings(options)
-    if load is not None and energy is not None:
-        raise SpecbenchError("--energy-interval is not for --sustained runs: a paced stream's energy is not attributed "
-                             "(measure energy in a run without --sustained)")
-    settings = phone_settings()
-    settings.cooldown = load is None or load.cooldown
-    devices = open_devices(device_names([options.device or "local"]), settings)
-    windows = load_split(windows_path, split)
-    target = with_mmproj(target_file(options.target), options.target_mmproj, "--target-mmproj")
-    drafters = drafter_mmproj(unique_names([parse_named(s) for s in drafter_specs]), options.drafter_mmproj)
-    target, drafters = with_templates(target, drafters, options.templates)
-    configs = configs_from(method_names, method_specs, drafters[0].name if len(drafters) == 1 else None,
-                           lambda: common_methods(devices))
-    plans = native_plans(devices, windows, windows_path, target, drafters, configs, traces_dir,
-                         profile_paths[0] if profile_paths else None, options.placement, runs, warmup, energy)
-    if load is not None:
-        from specbench.world.sustained import arrival_gaps_us
-
-        arrival_gaps_us(windows, load)  # a text window without --rate, before any stream runs
-        plans = [replace(plan, sustained=load) for plan in plans]
-    if options.reuse_encoder:
-        plans = [replace(plan, reuse_audio_prefill=True) for plan in plans]
-    run_plans(plans, out, resume)

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from specbench.cli.common import RESULTS, check_output_path, configs_from, existing_dir, existing_file
-from specbench.errors import SpecbenchError
+from specbench.cli.common import existing_dir, existing_file
 
 
 @click.command("select-budget")
@@ -35,24 +34,10 @@ def select_budget(windows: Path, traces_dir: Path, profile_path: Path, catalog: 
         specbench select-budget windows.jsonl --traces traces/ --profile pixel8.yaml --out budgets/pixel8.yaml
     """
     from specbench.app.progress import stderr
-    from specbench.app.study import select_and_save_budget
-    from specbench.core.methods.configs import As2dConfig
+    from specbench.app.study import BudgetRequest, select_budget_file
 
-    if split == "test":
-        raise SpecbenchError("--split test: budget selection uses development windows only (a budget chosen on "
-                             "test windows would flatter the results)",
-                             hint="select on the dev windows, "
-                                  "then deploy with `specbench run --budget FILE --split test`")
-    if out is None:
-        out = RESULTS / "budgets" / f"{profile_path.stem}.yaml"
-        out.parent.mkdir(parents=True, exist_ok=True)
-    check_output_path(out)
-    configs = configs_from(None, (catalog,), None)
-    as2d = [c for c in configs if isinstance(c, As2dConfig)]
-    if len(as2d) < len(configs):
-        raise SpecbenchError(f"--catalog '{catalog}': only as2d configurations can be selected")
-    choice = select_and_save_budget(windows, traces_dir, profile_path, as2d, out,
-                                    lambda message: stderr.print(message, highlight=False, markup=False))
+    choice, out = select_budget_file(BudgetRequest(windows=windows, traces_dir=traces_dir,
+                                                   profile_path=profile_path, catalog=catalog, split=split, out=out))
     runner = f"; runner-up {choice.runners_up[0][0]} by {choice.margin_pct:.2f}%" if choice.runners_up else ""
     used = [what for what, flag in (("co-scheduling ratios", choice.extrapolated),
                                     ("KV depths", choice.depth_extrapolated)) if flag]

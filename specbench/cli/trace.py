@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from specbench.cli.common import TEMPLATE_HELP, existing_file
 from specbench.cli.devices import runner_option
-from specbench.errors import SpecbenchError
-
-if TYPE_CHECKING:
-    from specbench.core.methods.configs import SpecAsrConfig
 
 
 @click.command()
@@ -79,58 +74,11 @@ def trace(windows: Path, target_path: Path, drafter_specs: tuple[str, ...], targ
 
         specbench trace windows.jsonl --target t.gguf --drafter small=d.gguf --ray 10.0.0.5:6379 --out traces/
     """
-    from specbench.app.progress import progress_bar, stderr
-    from specbench.schemas.windows import load_split
-    from specbench.world.devices.base import open_device
-    from specbench.world.dirs import cache_dir
-    from specbench.world.model_files import (
-        drafter_mmproj,
-        parse_named,
-        target_file,
-        unique_names,
-        with_mmproj,
-        with_templates,
-    )
-    from specbench.world.trace_cache import parse_shard, shard_windows
-    from specbench.world.tracing import trace_windows
+    from specbench.app.trace import TraceRequest
+    from specbench.app.trace import trace as trace_request
 
-    shard = parse_shard(shard_spec) if shard_spec is not None else None
-    if ray_address is not None and shard is not None:
-        raise SpecbenchError(f"--ray with --shard {shard_spec}: --ray makes the shards itself",
-                             hint="drop --shard, or run each shard without --ray")
-    if workers is not None and ray_address is None:
-        raise SpecbenchError(f"--workers {workers} without --ray: only Ray runs several workers")
-    if shard is not None:
-        out = out / f"shard-{shard.index}-of-{shard.count}"
-    specasr = specasr_configs(specasr_specs)
-    items = load_split(windows, split)
-    target = with_mmproj(target_file(target_path), target_mmproj, "--target-mmproj")
-    drafters = drafter_mmproj(unique_names([parse_named(s) for s in drafter_specs]), drafter_mmproj_specs)
-    target, drafters = with_templates(target, drafters, template_specs)
-    if ray_address is not None:
-        from specbench.app.trace_ray import trace_on_ray
-
-        if device != "local":
-            raise SpecbenchError(f"--ray with --device {device}: each Ray worker runs its own host's runner",
-                                 hint="drop --device")
-        trace_on_ray(ray_address or None, items, target, drafters, out, k_max, threads, specasr, workers,
-                     stderr.print)
-        return
-    dev = open_device(device)
-    mine = len(shard_windows(items, shard))
-    for drafter in drafters:
-        with progress_bar(f"tracing {drafter.name}", mine) as advance:
-            path, count = trace_windows(dev, items, target, drafter, out, k_max, resume, threads, advance,
-                                         specasr=specasr, cache=None if no_cache else cache_dir() / "traces",
-                                         shard=shard, say=stderr.print)
-        stderr.print(f"{count} windows traced into {path} ({mine - count} already there)")
-
-
-def specasr_configs(specs: tuple[str, ...]) -> list[SpecAsrConfig]:
-    from specbench.core.methods.configs import SpecAsrConfig, parse_method_spec, parse_method_specs
-
-    for spec in specs:
-        wrong = [c.label for c in parse_method_spec(spec) if not isinstance(c, SpecAsrConfig)]
-        if wrong:
-            raise SpecbenchError(f"--specasr {spec}: expected specasr configurations, got {wrong[0]}")
-    return [c for c in parse_method_specs(list(specs)) if isinstance(c, SpecAsrConfig)]  # all of them, checked above
+    trace_request(TraceRequest(
+        windows=windows, target=target_path, drafter_specs=drafter_specs, target_mmproj=target_mmproj,
+        drafter_mmproj=drafter_mmproj_specs, templates=template_specs, k_max=k_max, specasr_specs=specasr_specs,
+        split=split, threads=threads, device=device, out=out, resume=resume, no_cache=no_cache, shard=shard_spec,
+        ray_address=ray_address, workers=workers))

@@ -6,14 +6,7 @@ from pathlib import Path
 
 import click
 
-from specbench.cli.common import check_output_path
-from specbench.errors import SpecbenchError
-from specbench.world.datasets import AUDIO_LAYOUTS, LAYOUTS, TASKS
-
-ONLY = {"prompts": ("turns",), "hf": ("hf_split", "audio_column", "text_column")}
-"""Options that apply to one layout alone."""
-AUDIO_ONLY = ("task", "language", "question", "max_seconds")
-"""Options that apply to the audio layouts alone."""
+from specbench.app.options import LAYOUTS, TASKS
 
 
 @click.command()
@@ -69,55 +62,16 @@ def windows(ctx: click.Context, source: Path, layout: str, task: str | None, lan
 
         specbench windows question.jsonl --layout prompts --turns all --cap 256 --out windows/spec-bench.jsonl
     """
-    from specbench.app.progress import progress_bar, stderr
-    from specbench.schemas.windows import check_template, save_windows
-    from specbench.world.datasets import READERS, build_windows, detect_layout, instruction_for
+    from specbench.app.windows import WindowsRequest, make_windows
 
-    check_template(template, "--template")
-    check_output_path(out)
-    layout = detect_layout(source) if layout == "auto" else layout
-    _check_options(ctx, layout)
-    name = dataset or (source.stem if source.is_file() else source.name)
-    if layout == "prompts":
-        from specbench.world.prompts import Turns, build_prompt_windows, read_prompts
-
-        built = build_prompt_windows(read_prompts(source), name, instruction, template, cap, Turns(turns), seed,
-                                     dev_fraction)
-    else:
-        prompt = instruction or instruction_for(task or "transcribe", language, question)
-        with progress_bar(f"reading {layout}", total=None) as advance:
-            if layout == "hf":
-                from specbench.world.hf_dataset import read_hf, removed_on_error
-
-                audio_dir = out.with_name(f"{out.stem}-audio")
-                with removed_on_error(audio_dir):
-                    built = build_windows(read_hf(source, hf_split, audio_column, text_column, audio_dir), name,
-                                          prompt, template, cap, max_seconds, seed, dev_fraction, advance)
-            else:
-                built = build_windows(READERS[layout](source), name, prompt, template, cap, max_seconds, seed,
-                                      dev_fraction, advance)
-    save_windows(out, built)
-    dev = sum(w.split.value == "dev" for w in built)
-    if layout in AUDIO_LAYOUTS:
-        converted = sum(bool(w.input.conversion and (w.input.conversion["resampled"] or
-                                                     w.input.conversion["downmixed"])) for w in built)
-        what = f"{converted} converted to 16 kHz mono"
-    else:
-        categories = sorted({w.category for w in built if w.category is not None})
-        what = f"{len(categories)} categor{'y' if len(categories) == 1 else 'ies'}" + (
-            f": {', '.join(categories)}" if categories else "")
-    stderr.print(f"{len(built)} windows ({dev} dev, {len(built) - dev} test; {what}) written to {out}",
-                 highlight=False, markup=False)
+    make_windows(WindowsRequest(
+        source=source, layout=layout, task=task, language=language, question=question, instruction=instruction,
+        template=template, cap=cap, max_seconds=max_seconds, turns=turns, hf_split=hf_split,
+        audio_column=audio_column, text_column=text_column, dev_fraction=dev_fraction, seed=seed, dataset=dataset,
+        out=out, given=given_flags(ctx)))
 
 
-def _check_options(ctx: click.Context, layout: str) -> None:
-    """Refuse an option given on the command line that `layout` does not read."""
-    given = [p for p in ctx.command.params if p.name and
-             ctx.get_parameter_source(p.name) is click.core.ParameterSource.COMMANDLINE]
-    for param in given:
-        owner = next((owner for owner, names in ONLY.items() if param.name in names), None)
-        if owner is not None and owner != layout:
-            raise SpecbenchError(f"{param.opts[0]} applies to --layout {owner} only, not {layout}")
-        if param.name in AUDIO_ONLY and layout not in AUDIO_LAYOUTS:
-            raise SpecbenchError(f"{param.opts[0]} applies to the audio layouts ({', '.join(AUDIO_LAYOUTS)}), "
-                                 f"not {layout}")
+def given_flags(ctx: click.Context) -> tuple[str, ...]:
+    """The options given on the command line, as flags, in --help's order."""
+    return tuple(p.opts[0] for p in ctx.command.params if isinstance(p, click.Option) and p.name and
+                 ctx.get_parameter_source(p.name) is click.core.ParameterSource.COMMANDLINE)
