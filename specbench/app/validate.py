@@ -453,7 +453,8 @@ def merged_profile(full: dict, refreshes: Sequence[dict]) -> dict:
 
 
 def mean_ratios(cosched: dict, fresh: Sequence[dict]) -> dict:
-    """A profile's `cosched` block with every width the refreshes measured replaced by their mean."""
+    """A profile's `cosched` block with every width the refreshes measured replaced by their mean, and
+    the target's ratio in AS2D decodes (`decode`) by the refreshes' means when each has one."""
     if any(f["depths"] != cosched["depths"] for f in fresh):
         raise SpecbenchError("a refresh measured co-scheduling ratios at other depths than the full profile")
     ratios = dict(cosched["ratios"])
@@ -470,7 +471,13 @@ def mean_ratios(cosched: dict, fresh: Sequence[dict]) -> dict:
             merged["achieved_precision"] = [None if None in v else max(v)
                                             for v in zip(*(c["achieved_precision"] for c in cells), strict=True)]
         ratios[width] = merged
-    return cosched | {"ratios": ratios}
+    out = cosched | {"ratios": ratios}
+    decodes = [f["decode"] for f in fresh if "decode" in f]
+    if decodes and len(decodes) == len(fresh):  # the target's ratio as each refresh's AS2D decodes met it
+        out["decode"] = {"realised": sum(d["realised"] for d in decodes) / len(decodes),
+                         "priced": sum(d["priced"] for d in decodes) / len(decodes),
+                         "forwards": sum(d["forwards"] for d in decodes)}
+    return out
 
 
 def cool_down(device: Device, start: dict, seconds: float) -> None:

@@ -40,7 +40,7 @@ from specbench.core.methods.configs import As2dConfig
 from specbench.core.replay.reference import ProducerLane, ProducerTimeline, priced_lane, simulate_as2d
 from specbench.core.stats import Interval
 from specbench.errors import SpecbenchError
-from specbench.schemas.profiles import CoSchedule, CostTable, DeviceProfile
+from specbench.schemas.profiles import CoSchedule, CostTable, DecodeContention, DeviceProfile
 from specbench.schemas.traces import WindowTrace
 
 
@@ -87,6 +87,8 @@ class RealisedContention:
     priced_overlap_s: float
     """Their overlap weighted by the profile's ratio at each forward's width and depth: over `overlap_s`,
     the ratio the profile prices for the same forwards."""
+    forwards: int = 0
+    """How many target forwards overlapped the producer (those behind `rho_target`)."""
 
 
 def _field(record: Mapping, key: str, what: str) -> Any:
@@ -120,7 +122,8 @@ def realised_contention(native: NativeLanes, costs: CostTable, cosched: CoSchedu
     <= 0) realised none."""
     k = solo_factor(native.solo_ops, costs)
     start, end = producer_span_us(native.producer)
-    sums: dict[int, list[float]] = {}  # width -> [overlap, solo work while overlapped, overlap x priced ratio]
+    # width -> [overlap, solo work while overlapped, overlap x priced ratio, forwards]
+    sums: dict[int, list[float]] = {}
     for op in native.ops:
         if op["model"] != "target":
             continue
@@ -129,14 +132,27 @@ def realised_contention(native: NativeLanes, costs: CostTable, cosched: CoSchedu
         if overlap <= 0:
             continue
         width, depth = int(op["width"]), float(op["depth"])
-        acc = sums.setdefault(width, [0.0, 0.0, 0.0])
+        acc = sums.setdefault(width, [0.0, 0.0, 0.0, 0])
         acc[0] += overlap
         acc[1] += k * 1e6 * costs.cost(width, depth) - (us - overlap)
         acc[2] += overlap * cosched.ratios(width, depth)[0]
+        acc[3] += 1
     kept = {width: acc for width, acc in sums.items() if acc[1] > 0}
     return RealisedContention({width: acc[0] / acc[1] for width, acc in sorted(kept.items())},
                               sum(a[0] for a in kept.values()) / 1e6, sum(a[1] for a in kept.values()) / 1e6,
-                              sum(a[2] for a in kept.values()) / 1e6)
+                              sum(a[2] for a in kept.values()) / 1e6, int(sum(a[3] for a in kept.values())))
+
+
+def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: CoSchedule) -> DecodeContention | None:
+    """The target's ratio as native AS2D decodes met it, pooled over every run's overlapped forwards,
+    against the ratio `cosched` prices for the same forwards (docs/METHODS.md §4.3 Co-scheduling ratios,
+    "As a decode meets it"); None when no forward overlapped the producer."""
+    parts = [realised_contention(run, costs, cosched) for run in runs]
+    overlap, solo = sum(p.overlap_s for p in parts), sum(p.overlap_solo_s for p in parts)
+    if overlap <= 0 or solo <= 0:
+        return None
+    return DecodeContention(overlap / solo, sum(p.priced_overlap_s for p in parts) / overlap,
+                            sum(p.forwards for p in parts))
 
 
 def with_target_ratios(cosched: CoSchedule, rho_target: Mapping[int, float], producer_ones: bool) -> CoSchedule:
@@ -144,7 +160,7 @@ def with_target_ratios(cosched: CoSchedule, rho_target: Mapping[int, float], pro
     (a width the profile did not measure stays filled as the profile fills it); with `producer_ones`
     the producer's ratio 1 at every width (a timeline on the native clock has nothing to stretch)."""
     n = len(cosched.depths)
-    target = {w: np.full(n, float(rho_target[w])) if w in rho_target else values
+    target = {w: np.full(n, float(rho_target[w])) if w in rho_target else values * cosched.target_scale
               for w, values in cosched.rho_target.items()}
     drafter = {w: np.ones(n) for w in cosched.rho_drafter} if producer_ones else dict(cosched.rho_drafter)
     return CoSchedule(cosched.depths, target, drafter, cosched.fit)

@@ -1,7 +1,7 @@
 """Device cost profiles (docs/METHODS.md §4 The device profile and its placement): measured forward costs and
 co-scheduling slowdowns.
 
-YAML layout (`kind: specbench.profile`, `schema_version: 4`), one `DeviceProfile`:
+YAML layout (`kind: specbench.profile`, `schema_version: 5`), one `DeviceProfile`:
 
     environment: {...}   # schemas/environment.py: specbench, command, times, runner build, models, device
     device: {name, serial, model, soc, abi, ...}   # what the device says about itself
@@ -16,7 +16,8 @@ YAML layout (`kind: specbench.profile`, `schema_version: 4`), one `DeviceProfile
       - {name, model: {...}, processor, threads, costs: {...}, costs_all_rows: {...},   # last row / every row
          cosched: {depths: [...], precision?,   # measured widths; precision: what the cells were measured to
                    ratios: {width: {rho_target: [..], rho_drafter: [..], repetitions?: [..],
-                                    achieved_precision?: [..]}}}}   # per depth
+                                    achieved_precision?: [..]}},   # per depth
+                   decode?: {realised, priced, forwards}}}   # the target's ratio a native AS2D decode met
     overheads: {producer_startup_s, publish_s, align_s}
     notes: how it was measured (free text, optional)
     warnings: [{model, table, width, depth, median_s, spread_pct, samples, precision?, achieved_precision?,
@@ -79,7 +80,10 @@ KIND = "specbench.profile"
 # 4 = co-scheduling ratios measured to the profile's precision: `cosched.precision`, and per width
 #     `repetitions` and `achieved_precision` per depth; a warning may carry `ratio`, `ratio_low` and
 #     `ratio_high` (a ratio below 1 beyond its interval after a re-measurement of its cell).
-VERSION = 4
+# 5 = `cosched.decode` (optional): the target's co-scheduling ratio a short native AS2D decode realised
+#     and the one the cells price for the same forwards; the target's ratios are priced scaled by their
+#     quotient.
+VERSION = 5
 VERSIONS = (VERSION,)
 DEPTH_POLICY = "linear-in-depth, flat outside the measured depths"
 RATIO_FITS = ("median", "min", "max")
@@ -169,6 +173,24 @@ def interp_rows(matrix: np.ndarray, grid: np.ndarray, rows: np.ndarray, x: np.nd
 
 
 @dataclass(frozen=True)
+class DecodeContention:
+    """The target's co-scheduling ratio as a short native AS2D decode met it, against the cells' price
+    for the same forwards (docs/METHODS.md §4.3 Co-scheduling ratios, "As a decode meets it")."""
+
+    realised: float
+    """Pooled over the decode's target forwards that overlapped the producer: their time over their solo
+    work (the profile's price scaled by the target-only decode beside it)."""
+    priced: float
+    """The cells' ratio for the same forwards, weighted by their overlap."""
+    forwards: int
+    """Target forwards behind both."""
+
+    @property
+    def scale(self) -> float:
+        return self.realised / self.priced
+
+
+@dataclass(frozen=True)
 class CoSchedule:
     """Slowdown of each lane while the other runs: progress at 1/rho of solo speed.
 
@@ -190,6 +212,13 @@ class CoSchedule:
     depth (core/cosched.py; None: not recorded)."""
     precision: float | None = None
     """The relative half-width the cells were measured to (None: a fixed count of repetitions)."""
+    decode: DecodeContention | None = None
+    """The target's ratio as a native AS2D decode met it (None: not measured; the cells are priced as they are)."""
+
+    @property
+    def target_scale(self) -> float:
+        """What the target's measured ratios are multiplied by when priced: 1 without `decode`."""
+        return 1.0 if self.decode is None else self.decode.scale
 
     def _fill(self, measured: Mapping[int, np.ndarray]) -> np.ndarray:
         values = np.stack(list(measured.values()))
@@ -198,8 +227,8 @@ class CoSchedule:
 
     def _row(self, width: int) -> tuple[np.ndarray, np.ndarray, bool]:
         if width in self.rho_target and width in self.rho_drafter:
-            return self.rho_target[width], self.rho_drafter[width], False
-        return self._fill(self.rho_target), self._fill(self.rho_drafter), True
+            return self.rho_target[width] * self.target_scale, self.rho_drafter[width], False
+        return self._fill(self.rho_target) * self.target_scale, self._fill(self.rho_drafter), True
 
     def ratios(self, width: int, depth: float) -> tuple[float, float, bool]:
         """(rho_target, rho_drafter, extrapolated) for one target width at one KV depth."""
@@ -655,7 +684,7 @@ def _width_key(key: Any, where: Where) -> int:  # any YAML or JSON key; int() sa
 def _cosched(doc: dict, where: Where) -> CoSchedule:
     """`{depths: [...], precision?, ratios: {width: {rho_target: [per depth], rho_drafter: [...],
     repetitions?: [...], achieved_precision?: [...]}}}`."""
-    reject_unknown(doc, {"depths", "ratios", "precision"}, where)
+    reject_unknown(doc, {"depths", "ratios", "precision", "decode"}, where)
     depths = _depths(doc, where)
     precision = need(doc, "precision", float, where, None)
     if precision is not None and not 0 < precision < 1:
@@ -692,7 +721,27 @@ def _cosched(doc: dict, where: Where) -> CoSchedule:
         if got and set(got) != set(rho_t):
             raise r_where.fail(f"`{name}` at every measured width or none", sorted(got))
     return CoSchedule(np.asarray(depths, dtype=np.float64), rho_t, rho_d, repetitions=reps or None,
-                      achieved_precision=achieved or None, precision=None if precision is None else float(precision))
+                      achieved_precision=achieved or None, precision=None if precision is None else float(precision),
+                      decode=_decode_contention(doc, where))
+
+
+def _decode_contention(doc: dict, where: Where) -> DecodeContention | None:
+    """`decode: {realised, priced, forwards}`, or None."""
+    entry = need(doc, "decode", dict, where, None)
+    if entry is None:
+        return None
+    d_where = where.at("decode")
+    reject_unknown(entry, {"realised", "priced", "forwards"}, d_where)
+    ratios = []
+    for key in ("realised", "priced"):
+        value = need(entry, key, float, d_where)
+        if not 0 < value <= MAX_RHO:
+            raise d_where.at(key).fail(f"a ratio in (0, {MAX_RHO:g}]", value)
+        ratios.append(float(value))
+    forwards = need(entry, "forwards", int, d_where)
+    if forwards < 1:
+        raise d_where.at("forwards").fail("a count >= 1", forwards)
+    return DecodeContention(ratios[0], ratios[1], int(forwards))
 
 
 RHO_SPREADS = 2.0
@@ -867,6 +916,9 @@ def _cosched_doc(cosched: CoSchedule) -> dict:
     doc: dict = {"depths": [int(x) for x in cosched.depths], "ratios": ratios}
     if cosched.precision is not None:
         doc["precision"] = float(cosched.precision)
+    if cosched.decode is not None:
+        doc["decode"] = {"realised": float(cosched.decode.realised), "priced": float(cosched.decode.priced),
+                         "forwards": int(cosched.decode.forwards)}
     return doc
 
 

@@ -1,4 +1,5 @@
-"""AS2D's non-model costs on a device, measured for the profile's `overheads` section.
+"""AS2D's non-model costs on a device, measured for the profile's `overheads` section, and the
+target's co-scheduling ratio as an AS2D decode meets it.
 
 A short native AS2D decode (the same window a few times) gives what the cost model
 charges besides forwards: the producer thread's start-up after the decode clock starts,
@@ -6,6 +7,11 @@ the producer-lane time to publish one batch, and the target-lane time of one ver
 planning step with a realignment search. Each is the median over the runs (publishing:
 the mean per batch, since the runner sums it). A profile without a drafter leaves them
 at 0 and says so in its notes.
+
+Target-only decodes of the same window alternate with the AS2D ones (target, AS2D, AS2D, target per
+window), so that the target's solo speed in the same minutes is known: with it, the AS2D decodes'
+lane timestamps give the co-scheduling ratio the target realised (core/decomposition.py
+`decode_contention`).
 """
 
 from __future__ import annotations
@@ -13,10 +19,12 @@ from __future__ import annotations
 import os
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from specbench.core.decomposition import NativeLanes
 from specbench.errors import SpecbenchError
 from specbench.world.devices.base import Device
 from specbench.world.dirs import cache_dir
@@ -25,6 +33,9 @@ PROMPT = list(range(100, 132))
 """32 token ids valid in any real vocabulary: what the models say does not matter here."""
 CAP = 48
 RUNS = 3
+"""Windows, each decoded twice by each method (target, AS2D, AS2D, target)."""
+BUDGET = 7
+"""The AS2D decodes' B where the profile measured the target that wide (B + 1), else its widest less one."""
 ZERO = {"producer_startup_s": 0.0, "publish_s": 0.0, "align_s": 0.0, "producer_step_s": 0.0}
 AUDIO_SECONDS = 10
 AUDIO_SEED = 7
@@ -44,15 +55,24 @@ def overheads_audio() -> Path:
     return path
 
 
-def overheads_job(target: dict, drafter: dict, audio: str | None = None) -> dict:
+def overheads_job(target: dict, drafter: dict, audio: str | None = None, budget: int = BUDGET) -> dict:
     """`target`/`drafter`: the runner's model objects, with their lanes (the profile's placement);
-    `audio`: the device path of overheads_audio() for models that hear audio (Whisper), else None."""
+    `audio`: the device path of overheads_audio() for models that hear audio (Whisper), else None;
+    `budget`: the AS2D decodes' B (their target forwards are up to B + 1 wide)."""
     window = {"prompt": PROMPT, "drafter_prompt": PROMPT, "cap": CAP}
     if audio is not None:
         window = {"audio": {"path": audio, "format": "f32"}, "prompt_text": "", "cap": CAP}
     return {"mode": "decode", "target": target, "drafter": drafter,
-            "methods": [{"name": "as2d", "budget": 7, "batch": 8}],
+            "methods": [{"name": "target"}, {"name": "as2d", "budget": budget, "batch": 8}], "runs": 2,
+            "alternate": True,
             "windows": [window | {"id": f"overheads-{i}"} for i in range(RUNS)]}
+
+
+def decode_lanes(results: Sequence[dict]) -> list[NativeLanes]:
+    """The AS2D decodes of an overheads job as lanes, each beside every target-only decode of the job (pure)."""
+    decodes = [r for r in results if r.get("kind") == "decode"]
+    solo = [op for r in decodes if "producer" not in r for op in r["ops"]]
+    return [NativeLanes(r["ops"], r["producer"], solo) for r in decodes if "producer" in r]
 
 
 def overheads_from_results(results: Sequence[dict]) -> dict:
@@ -85,11 +105,26 @@ def producer_step_us(producer: dict) -> float | None:
     return max(0.0, (sum(gaps) - in_gaps * mean_publish) / len(gaps))
 
 
-def measure_overheads(device: Device, target: dict, drafter: dict, hears_audio: bool = False) -> tuple[dict, str]:
-    """(overheads, note for the profile). `target`/`drafter`: the runner's model specs; `hears_audio`:
-    the models are Whisper's (an audio window of seeded noise instead of a token prompt)."""
+@dataclass(frozen=True)
+class OverheadsRun:
+    """What one overheads job measured."""
+
+    overheads: dict
+    note: str
+    """How, for the profile's notes."""
+    lanes: list[NativeLanes]
+    """Its AS2D decodes' lanes, for the contention they met."""
+
+
+def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
+                      hears_audio: bool = False) -> OverheadsRun:
+    """`target`/`drafter`: the runner's model specs; `widest`: the widest target forward the profile
+    prices (the decodes' B is at most one less, so that every forward they time has a price);
+    `hears_audio`: the models are Whisper's (an audio window of seeded noise instead of a token prompt)."""
     audio = device.model_path(overheads_audio()) if hears_audio else None
-    out = device.run_job(overheads_job(target, drafter, audio))
+    budget = max(1, min(BUDGET, widest - 1))
+    out = device.run_job(overheads_job(target, drafter, audio, budget))
     window = f"{AUDIO_SECONDS} s noise window (cap {CAP})" if hears_audio else f"{CAP}-token window"
-    return (overheads_from_results(out.results),
-            f"overheads: native as2d[B=7], {RUNS} runs of a {window}, medians")
+    return OverheadsRun(overheads_from_results(out.results),
+                        f"overheads: native as2d[B={budget}], {2 * RUNS} runs of {RUNS} copies of a {window} "
+                        "alternating with target-only runs, medians", decode_lanes(out.results))

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from specbench.core.cosched import CellSamples, Measured, measure_to_rule
+from specbench.core.decomposition import decode_contention
 from specbench.core.repetitions import (
     DEFAULT_MAX_REPETITIONS,
     DEFAULT_PRECISION,
@@ -64,7 +65,7 @@ from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session, state
 from specbench.world.model_files import ModelFile, model_job
 from specbench.world.overheads import ZERO as ZERO_OVERHEADS
-from specbench.world.overheads import measure_overheads
+from specbench.world.overheads import OverheadsRun, measure_overheads
 
 Progress = Callable[[int], None]
 DRAFTER_LOGITS = "last"
@@ -354,14 +355,20 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
     models = [d for d in drafters if not d.lookup]
     if models and not plan.overheads:
         overheads_note = "overheads not measured (cost tables only)"
-    elif models:  # per drafter: its producer's start-up and publishing, and the verifier's search beside it
-        measured_with = {d.name: measure_overheads(device, model_job(device, target, plan.placement.target),
-                                                   model_job(device, d, plan.placement.drafter), target.hears_audio)
-                         for d in models}
-        overheads, overheads_note = measured_with[models[0].name]
+    # per drafter: its producer's start-up and publishing, the verifier's search beside it, and the target's
+    # co-scheduling ratio as the decode met it (a refresh of the ratios measures that again)
+    timed = [d for d in models if plan.overheads or profiled[d.name].cosched is not None]
+    measured_with = {d.name: measure_overheads(device, model_job(device, target, plan.placement.target),
+                                               model_job(device, d, plan.placement.drafter), max(plan.widths),
+                                               target.hears_audio)
+                     for d in timed}
+    profiled = {name: with_decode_contention(p, measured_with[name], target_costs, plan.overheads)
+                if name in measured_with else p for name, p in profiled.items()}
+    if models and plan.overheads:
+        overheads, overheads_note = measured_with[models[0].name].overheads, measured_with[models[0].name].note
         overheads_note += " per drafter (the top level: the first drafter's)"
-        profiled = {name: replace(p, overheads=Overheads(**measured_with[name][0])) if name in measured_with else p
-                    for name, p in profiled.items()}
+    if any(p.cosched is not None and p.cosched.decode is not None for p in profiled.values()):
+        overheads_note += "; co-scheduling ratios scaled to the target's ratio in those AS2D decodes"
     after = device.snapshot()
     environment = environment.finish(now(), loaded_models(device, [("target", target)]
                                                           + [("drafter", d) for d in drafters]), state(after))
@@ -377,6 +384,19 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
                f"all rows, drafter logits '{DRAFTER_LOGITS}'; {overheads_note}"),
         environment=environment, audio_prefill_s=encoders)
     return judged(ProfileRun(profile, samples))
+
+
+def with_decode_contention(drafter: DrafterProfile, run: OverheadsRun, target_costs: CostTable,
+                           overheads: bool) -> DrafterProfile:
+    """The drafter's entry with the overheads `run` measured (when `overheads`) and its co-scheduling
+    ratios' `decode`: the target's ratio in the run's AS2D decodes against the cells' (docs/METHODS.md
+    §4.3 Co-scheduling ratios)."""
+    if overheads:
+        drafter = replace(drafter, overheads=Overheads(**run.overheads))
+    if drafter.cosched is None:
+        return drafter
+    return replace(drafter, cosched=replace(drafter.cosched,
+                                            decode=decode_contention(run.lanes, target_costs, drafter.cosched)))
 
 
 def measured(profile: DeviceProfile) -> str:

@@ -13,6 +13,7 @@ from specbench.core.decomposition import (
     NativeLanes,
     Part,
     WindowReplays,
+    decode_contention,
     decompose,
     native_lane,
     realised_contention,
@@ -77,6 +78,42 @@ def test_a_forward_half_overlapped_realises_its_ratio():
     solo = [{"model": "target", "width": 1, "depth": 0, "us": 1_000_000}]
     realised = realised_contention(NativeLanes(ops, producer, solo), profile.target_costs, profile.cosched(None))
     assert realised.rho_target == {1: pytest.approx(2.0)}
+
+
+def test_decode_contention_pools_runs_and_prices_their_forwards_with_the_cells():
+    profile = make_profile(rho=(1.2, 1.0))
+    short, _ = native_run(3)
+    long, _ = native_run()
+    met = decode_contention([short, long], profile.target_costs, profile.cosched(None))
+    assert met.realised == pytest.approx(RHO_TRUE)
+    assert met.priced == pytest.approx(1.2)
+    assert met.forwards == 3 + len(Y) - 1
+    assert met.scale == pytest.approx(RHO_TRUE / 1.2)
+
+
+def test_decode_contention_is_none_when_no_forward_overlapped_the_producer():
+    profile = make_profile()
+    ops = [{"model": "target", "width": 1, "depth": 0, "us": 1_000_000, "t_us": 0}]
+    late = {"started_us": 2_000_000, "step_us": [3_000_000], "publish_us": []}
+    solo = [{"model": "target", "width": 1, "depth": 0, "us": 1_000_000}]
+    assert decode_contention([NativeLanes(ops, late, solo)], profile.target_costs, profile.cosched(None)) is None
+
+
+def test_a_profile_priced_with_the_decodes_contention_has_no_contention_bias_left():
+    # the profile's cells say 1.2; its AS2D decode met 1.5 where the cells priced 1.2: replay prices 1.5
+    from dataclasses import replace
+
+    from specbench.schemas.profiles import DecodeContention
+
+    profile = make_profile(rho=(1.2, 1.0))
+    scaled = replace(profile.cosched(None), decode=DecodeContention(RHO_TRUE, 1.2, 8))
+    assert scaled.ratios(1, 3.0)[0] == pytest.approx(RHO_TRUE)
+    assert scaled.ratios(1, 3.0)[1] == pytest.approx(1.0)  # the producer's ratio is not scaled
+    assert scaled.dense(2, 4)[0][1] == pytest.approx(RHO_TRUE)
+    profile = replace(profile, drafters={name: replace(d, cosched=scaled) for name, d in profile.drafters.items()})
+    trace = make_trace(Y, producer=Y, steps=100)
+    parts = decomposed(profile, trace, As2dConfig(budget=3, batch=64))
+    assert parts[Part.TOTAL].factor == pytest.approx(1.0)
 
 
 def test_the_decomposition_recovers_a_contention_the_profile_lacks():

@@ -57,6 +57,12 @@ def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_t
             assert cell[key] == [(a + b) / 2 for a, b in zip(*mine, strict=True)]
         assert cell["repetitions"] == [10]  # 5 per refresh at the one depth, both refreshes
     assert "co-scheduling ratios: the mean of a block's two refreshes" in block["notes"]
+    # each refresh timed the target's ratio in AS2D decodes too; the block prices their mean
+    met = [r.decode for r in refreshes]
+    assert all(m is not None and m.forwards >= 1 and m.realised > 0 and m.priced > 0 for m in met)
+    assert block["drafters"][0]["cosched"]["decode"] == {
+        "realised": pytest.approx((met[0].realised + met[1].realised) / 2),
+        "priced": pytest.approx((met[0].priced + met[1].priced) / 2), "forwards": met[0].forwards + met[1].forwards}
     decodes = [d for d in load_records(out, DecodeRecord) if d.config == AS2D and d.lossless and d.attempt == kept[0]]
     assert decodes
     for d in decodes:

@@ -108,6 +108,11 @@ BAD = {
                                             "drafters[0].cosched.ratios.1.rho_target[0]",
                                             "a slowdown ratio >= 0.706 (1 minus twice the lanes' measured spread, "
                                             "at least 0.25)", "0.2"),
+    "decode contention of 0": (("drafters", 0, "cosched", "decode"), {"realised": 0, "priced": 1.1, "forwards": 9},
+                               "drafters[0].cosched.decode.realised", "a ratio in (0, 100]", "0"),
+    "decode contention of no forwards": (("drafters", 0, "cosched", "decode"),
+                                         {"realised": 1.2, "priced": 1.1, "forwards": 0},
+                                         "drafters[0].cosched.decode.forwards", "a count >= 1", "0"),
     "negative spread": (("target", "costs", "spread", 1), [-1e-4, 1e-4], "target.costs.spread.1[0]",
                         "standard deviations in seconds: finite and >= 0", "-0.0001"),
     "negative overhead": (("overheads", "publish_s"), -1e-6, "overheads.publish_s", "seconds: finite and >= 0",
@@ -127,6 +132,18 @@ BAD = {
                                     "warnings[0]", "both `precision` and `achieved_precision` or neither",
                                     "['precision']"),
 }
+
+
+def test_a_profile_with_its_decode_contention_round_trips_and_prices_the_target_scaled():
+    doc = _set(_local(), ("drafters", 0, "cosched", "decode"), {"realised": 1.32, "priced": 1.1, "forwards": 40})
+    profile = profile_from_dict(doc, Path("p.yaml"))
+    name = doc["drafters"][0]["name"]
+    cosched = profile.drafters[name].cosched
+    assert cosched.decode.scale == pytest.approx(1.2)
+    raw = float(doc["drafters"][0]["cosched"]["ratios"][1]["rho_target"][0])
+    assert cosched.ratios(1, cosched.depths[0])[0] == pytest.approx(1.2 * raw)
+    again = profile_from_dict(profiles.profile_to_dict(profile), Path("p.yaml"))
+    assert again.drafters[name].cosched.decode == cosched.decode
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
