@@ -51,7 +51,7 @@ from specbench.world.sustained import arrival_gaps_us, check_load, parse_duratio
 from specbench.world.tracing import check_trace_templates
 
 if TYPE_CHECKING:
-    from specbench.app.run import NativeOptions, RunRequest
+    from specbench.app.run_request import NativeOptions, RunRequest
 
 DEFAULT_IDLE_S = 5.0
 """--energy-idle when not given: long enough for a few fuel-gauge updates of most phones."""

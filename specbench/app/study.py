@@ -35,7 +35,7 @@ from specbench.schemas.windows import Split, Window, load_split, load_windows, w
 from specbench.world.environment import now, session
 
 if TYPE_CHECKING:
-    from specbench.app.run import RunRequest
+    from specbench.app.run_request import RunRequest
 
 
 @dataclass(frozen=True)

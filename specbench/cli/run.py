@@ -12,7 +12,7 @@ from specbench.cli.devices import phone_settings
 from specbench.cli.run_native import native_options
 
 if TYPE_CHECKING:
-    from specbench.app.run import NativeOptions
+    from specbench.app.run_request import NativeOptions
 
 
 @click.command()
@@ -60,7 +60,7 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
         --drafter small=models/draft.gguf --drafter other=models/other.gguf --template other=gemma
         --method 'sd:W=5,drafter=small' --method 'as2d:B=3,drafter=other' --out results/two-drafters
     """
-    from specbench.app.run import RunRequest
+    from specbench.app.run_request import RunRequest
     from specbench.app.run import run as run_request
 
     run_request(RunRequest(

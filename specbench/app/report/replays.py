@@ -7,7 +7,7 @@ import pandas as pd
 
 from specbench.app.parallel_replay import replay_study
 from specbench.app.report.inputs import LoadedResults, first_profile, inputs_of, replay_manifests, replayed_methods
-from specbench.app.report.tables import configs_of
+from specbench.app.report.rows import configs_of
 from specbench.core import metrics
 from specbench.errors import SpecbenchError
 
