@@ -27,7 +27,7 @@ from specbench.app.demo import DEMO_TARGET, SELF_DRAFTER, bundled_windows_path
 from specbench.schemas.windows import load_windows
 from specbench.world.devices.local import LocalDevice
 from specbench.world.model_files import ModelFile
-from specbench.world.models import demo_model
+from specbench.world.demo_models import demo_model
 from specbench.world.tracing import trace_windows
 
 

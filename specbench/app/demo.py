@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
-from specbench.app.native import report_outcome
+from specbench.app.device_runs import report_outcome
 from specbench.app.study import load_inputs, needed_widths, run_replay, select_and_save_budget
 from specbench.core.methods.base import Model
 from specbench.core.methods.configs import (
@@ -51,7 +51,7 @@ from specbench.schemas.windows import Split, Window, load_windows, save_windows
 from specbench.world.devices.local import LocalDevice
 from specbench.world.dirs import cache_dir
 from specbench.world.model_files import ModelFile, model_stem
-from specbench.world.native_run import NativeOutcome, NativePlan, native_steps, profile_ref, run_native
+from specbench.world.decode_run import NativeOutcome, NativePlan, native_steps, profile_ref, run_native
 from specbench.world.profiling import SweepPlan, measured, profile_device, write_profile
 from specbench.world.runner import find_runner
 from specbench.world.tracing import trace_windows
@@ -103,7 +103,7 @@ class DemoSuite:
     name: str
     """`text` (the bundled text windows) or `speech` (`--speech`: the speech set)."""
     target: str
-    """The target's demo model name (world/models.py)."""
+    """The target's demo model name (world/demo_models.py)."""
     drafters: tuple[tuple[str, str], ...]
     """(drafter name in traces and rows, demo model name), in trace order."""
     templates: dict[str, str]
@@ -156,7 +156,7 @@ Log = Callable[[str], None]
 
 def demo_models(suite: DemoSuite = TEXT_SUITE) -> tuple[ModelFile, list[ModelFile]]:
     """(target, drafters) demo model files, downloaded and sha256-checked on first use."""
-    from specbench.world.models import demo_model
+    from specbench.world.demo_models import demo_model
 
     target = demo_model(suite.target)
     return (ModelFile(model_stem(target), target),
@@ -444,7 +444,7 @@ def demo(request: DemoRequest) -> None:
     step took; decisions that differ from the traces fail it last, its report written."""
     from rich.console import Console
 
-    from specbench.app.native import refuse_mismatches
+    from specbench.app.device_runs import refuse_mismatches
     from specbench.app.progress import progress_bar, stderr
     from specbench.app.report import build_report
     from specbench.render.summary import print_summary

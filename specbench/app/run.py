@@ -1,5 +1,5 @@
 """`specbench run`: one request (app/run_request.py), replayed with device profiles (app/study.py) or
-run on devices (app/native.py)."""
+run on devices (app/device_runs.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from specbench.errors import SpecbenchError
 
 
 def run(request: RunRequest) -> None:
-    """Replay `request` (app/study.py), or run it on its devices when a native run was asked (app/native.py);
+    """Replay `request` (app/study.py), or run it on its devices when a native run was asked (app/device_runs.py);
     the output directory is refused before any work when it cannot be written."""
     from specbench.app.options import check_results_dir
 
@@ -19,7 +19,7 @@ def run(request: RunRequest) -> None:
         out = default_results_dir(request.native.native, request.native.device, request.profile_paths)
     check_results_dir(out)
     if request.native.asked:
-        from specbench.app.native import run_on_devices
+        from specbench.app.device_runs import run_on_devices
 
         run_on_devices(request, out)
         return

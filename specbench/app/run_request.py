@@ -1,5 +1,5 @@
 """`specbench run`'s options as one request: RunRequest, with its --native half (NativeOptions);
-app/run.py runs it, app/study.py replays it and app/native.py runs it on devices."""
+app/run.py runs it, app/study.py replays it and app/device_runs.py runs it on devices."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import click
 
 from specbench.cli.common import existing_dir, existing_file, method_options
 from specbench.cli.devices import phone_settings
-from specbench.cli.run_native import native_options
+from specbench.cli.device_run_options import native_options
 
 if TYPE_CHECKING:
     from specbench.app.run_request import NativeOptions

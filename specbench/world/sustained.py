@@ -31,7 +31,7 @@ from specbench.schemas.results import PACES, ResultsDir, TimelineRecord, append_
 from specbench.schemas.windows import Window
 from specbench.world.environment import loaded_models, now, session, state
 from specbench.world.model_files import ModelFile, model_job
-from specbench.world.native_run import (
+from specbench.world.decode_run import (
     CLOCKS,
     SNAPSHOTS,
     NativeOutcome,

@@ -20,7 +20,7 @@ from specbench.schemas.traces import load_trace_dir, load_trace_file
 from specbench.schemas.windows import make_text_window
 from specbench.world.devices.base import Device
 from specbench.world.devices.local import LocalDevice
-from specbench.world.native_run import NativePlan, native_steps, run_native
+from specbench.world.decode_run import NativePlan, native_steps, run_native
 from specbench.world.profiling import SweepPlan, profile_device, write_profile
 from specbench.world.runner import run_job, version_info
 from specbench.world.tracing import gguf_n_vocab, trace_windows

@@ -35,7 +35,7 @@ from specbench.world.model_files import (
     with_templates,
 )
 from specbench.world.native_energy import EnergySettings
-from specbench.world.native_run import (
+from specbench.world.decode_run import (
     DECISIONS,
     DIVERGENCES,
     NativeOutcome,

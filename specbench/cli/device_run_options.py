@@ -1,4 +1,4 @@
-"""The --native half of `specbench run`: its options, read into one NativeOptions (specbench.app.run)."""
+"""The --native half of `specbench run`: its options, read into one NativeOptions (specbench.app.run_request)."""
 
 from __future__ import annotations
 
