@@ -48,10 +48,10 @@ from specbench.schemas.placement import resolve_on
 from specbench.schemas.results import load_results
 from specbench.schemas.traces import TraceFile, load_trace_file
 from specbench.schemas.windows import Split, Window, load_windows, save_windows
+from specbench.world.decode_run import NativeOutcome, NativePlan, native_steps, profile_ref, run_native
 from specbench.world.devices.local import LocalDevice
 from specbench.world.dirs import cache_dir
 from specbench.world.model_files import ModelFile, model_stem
-from specbench.world.decode_run import NativeOutcome, NativePlan, native_steps, profile_ref, run_native
 from specbench.world.profiling import SweepPlan, measured, profile_device, write_profile
 from specbench.world.runner import find_runner
 from specbench.world.tracing import trace_windows

@@ -24,17 +24,6 @@ from specbench.schemas.profiles import load_profile
 from specbench.schemas.results import read_manifest, removed_if_refused
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.windows import Window, load_split
-from specbench.world.devices.base import Device
-from specbench.world.model_files import (
-    ModelFile,
-    drafter_mmproj,
-    parse_named,
-    target_file,
-    unique_names,
-    with_mmproj,
-    with_templates,
-)
-from specbench.world.native_energy import EnergySettings
 from specbench.world.decode_run import (
     DECISIONS,
     DIVERGENCES,
@@ -47,6 +36,17 @@ from specbench.world.decode_run import (
     profile_ref,
     run_native,
 )
+from specbench.world.devices.base import Device
+from specbench.world.model_files import (
+    ModelFile,
+    drafter_mmproj,
+    parse_named,
+    target_file,
+    unique_names,
+    with_mmproj,
+    with_templates,
+)
+from specbench.world.native_energy import EnergySettings
 from specbench.world.sustained import arrival_gaps_us, check_load, parse_duration, run_sustained
 from specbench.world.tracing import check_trace_templates
 

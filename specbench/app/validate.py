@@ -51,10 +51,10 @@ from specbench.schemas.validation import (
     write_records,
 )
 from specbench.schemas.windows import Window, windows_digest
+from specbench.world.decode_run import method_job
 from specbench.world.devices.base import Device
 from specbench.world.environment import now
 from specbench.world.model_files import LOOKUP_DRAFTER, ModelFile, model_job
-from specbench.world.decode_run import method_job
 from specbench.world.profiling import SweepPlan, profile_device, write_profile
 from specbench.world.tracing import prompts_for
 
