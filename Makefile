@@ -42,7 +42,7 @@ runners: install deps
 # Q8_0 (quantized from the converted base), the speech models; and the speech set (26 windows: recorded clips
 # from the whisper.cpp and pocketsphinx sdists, sha256-checked, and espeak-ng sentences). See docs/SPEECH.md.
 demo-model: install deps
-	$(BIN)/python -c "from specbench.world.models import demo_model; [demo_model(m) for m in ('smollm2-135m', 'gemma3-270m', 'smollm2-135m-f16', 'whisper-base', 'whisper-tiny.en', 'whisper-base-q8_0')]"
+	$(BIN)/python -c "from specbench.world.demo_models import demo_model; [demo_model(m) for m in ('smollm2-135m', 'gemma3-270m', 'smollm2-135m-f16', 'whisper-base', 'whisper-tiny.en', 'whisper-base-q8_0')]"
 	$(BIN)/python -c "from specbench.world.speech_clips import speech_windows; speech_windows()"
 
 # ruff (rules and line length in pyproject.toml [tool.ruff]) and mypy ([tool.mypy]) over specbench/;

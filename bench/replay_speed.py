@@ -2,7 +2,7 @@
 
 Generates the synthetic study of `bench/synthetic_study.py` (688 windows, ~95k target
 tokens per device, 4 devices, 2 drafters), then replays target + SD W=5..8 + SpecASR +
-AS2D over the catalog 2 drafters x budgets 1..15 with `app.parallel_replay.replay_study`, and
+AS2D over the catalog 2 drafters x budgets 1..15 with `app.parallel_replay.replay_study_in_processes`, and
 prints window-replays per second and the total time. The named baseline, measured in the
 same run on a sample of the same study, is the scalar reference `core.replay.reference.replay_window`;
 the ratio is the speed-up of the bulk path. Generation is timed separately (it stands
@@ -21,7 +21,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.synthetic_study import synthetic_study
-from specbench.app.parallel_replay import replay_study
+from specbench.app.parallel_replay import replay_study_in_processes
 from specbench.core.methods.configs import parse_method_specs
 from specbench.core.replay.reference import replay_window
 
@@ -44,7 +44,7 @@ def main() -> None:
           f"{len(configs)} configurations (generated in {generated_s:.1f} s)")
 
     started = time.perf_counter()
-    rows = replay_study(study.windows, study.traces, study.profiles, configs)
+    rows = replay_study_in_processes(study.windows, study.traces, study.profiles, configs)
     bulk_s = time.perf_counter() - started
     bulk_rate = len(rows) / bulk_s
 
@@ -59,7 +59,7 @@ def main() -> None:
                 count += 1
     scalar_rate = count / (time.perf_counter() - started)
 
-    print(f"bulk replay (app.parallel_replay.replay_study): {len(rows)} window-replays in {bulk_s:.2f} s "
+    print(f"bulk replay (app.parallel_replay.replay_study_in_processes): {len(rows)} window-replays in {bulk_s:.2f} s "
           f"= {bulk_rate:,.0f} window-replays/s")
     print(f"baseline (reference.replay_window, scalar, {count} replays): {scalar_rate:,.0f} window-replays/s")
     print(f"ratio bulk/baseline: {bulk_rate / scalar_rate:.1f}x; whole study: {bulk_s:.2f} s on {os.cpu_count()} cores (target <= 2 s on 2)")

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.replay_speed import CATALOG
 from bench.synthetic_study import synthetic_study
-from specbench.app.parallel_replay import replay_study
+from specbench.app.parallel_replay import replay_study_in_processes
 from specbench.app.report import build_tables, load_many, make_figures
 from specbench.core.methods.configs import parse_method_specs
 from specbench.render.tables import to_markdown
@@ -40,7 +40,7 @@ def main() -> None:
     parser.add_argument("--devices", type=int, default=4)
     args = parser.parse_args()
     study = synthetic_study(n_windows=args.windows, n_devices=args.devices)
-    frame = replay_study(study.windows, study.traces, study.profiles, parse_method_specs(CATALOG))
+    frame = replay_study_in_processes(study.windows, study.traces, study.profiles, parse_method_specs(CATALOG))
     with tempfile.TemporaryDirectory() as tmp:
         profiles = []
         for profile in study.profiles:

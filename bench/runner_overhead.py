@@ -58,7 +58,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.hostload import cpu_seconds, others_cores
 from specbench.errors import SpecbenchError
 from specbench.world import build as br
-from specbench.world.models import demo_model
+from specbench.world.demo_models import demo_model
 from specbench.world.runner import run_job, runner_path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -402,8 +402,8 @@ def prepare(args: argparse.Namespace, load_start: float) -> Setup:
     try:
         model = str(demo_model(MODEL, download=False))
     except SpecbenchError as exc:
-        raise BenchError(f"{exc.args[0]}; fetch it with: python -c 'from specbench.world.models import demo_model; "
-                         f"demo_model(\"{MODEL}\")'") from None
+        raise BenchError(f"{exc.args[0]}; fetch it with: python -c "
+                         f"'from specbench.world.demo_models import demo_model; demo_model(\"{MODEL}\")'") from None
     tools = build_tools()
     threads = args.threads
     if threads == "auto":

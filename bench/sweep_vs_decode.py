@@ -25,8 +25,8 @@ import numpy as np
 
 from bench.hostload import idle_check
 from specbench.schemas.placement import lane_job, resolve
+from specbench.world.demo_models import demo_model
 from specbench.world.devices.local import LocalDevice
-from specbench.world.models import demo_model
 from specbench.world.runner import find_runner
 
 DEPTHS = [0, 32, 64, 96, 128]

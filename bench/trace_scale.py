@@ -25,9 +25,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from specbench.app.demo import DEMO_TARGET, SELF_DRAFTER, bundled_windows_path
 from specbench.schemas.windows import load_windows
+from specbench.world.demo_models import demo_model
 from specbench.world.devices.local import LocalDevice
 from specbench.world.model_files import ModelFile
-from specbench.world.models import demo_model
 from specbench.world.tracing import trace_windows
 
 

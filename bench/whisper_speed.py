@@ -92,7 +92,7 @@ from bench.runner_overhead import (
 )
 from specbench.errors import SpecbenchError
 from specbench.world.build import whisper_source
-from specbench.world.models import demo_model
+from specbench.world.demo_models import demo_model
 from specbench.world.runner import build_manifest, run_job, runner_path
 
 MODELS = ("whisper-base", "whisper-tiny.en", "whisper-base-q8_0")

@@ -56,7 +56,7 @@ def tiny_no_template(tiny) -> Path:
 def demo_model_path():
     """demo_model_path(name) -> the cached demo GGUF, or a skip (never downloads)."""
     from specbench.errors import SpecbenchError
-    from specbench.world import models
+    from specbench.world import demo_models as models
 
     def get(name: str) -> Path:
         try:

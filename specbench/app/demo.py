@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
-from specbench.app.native import report_outcome
+from specbench.app.device_runs import report_outcome
 from specbench.app.study import load_inputs, needed_widths, run_replay, select_and_save_budget
 from specbench.core.methods.base import Model
 from specbench.core.methods.configs import (
@@ -48,10 +48,10 @@ from specbench.schemas.placement import resolve_on
 from specbench.schemas.results import load_results
 from specbench.schemas.traces import TraceFile, load_trace_file
 from specbench.schemas.windows import Split, Window, load_windows, save_windows
+from specbench.world.decode_run import NativeOutcome, NativePlan, native_steps, profile_ref, run_native
 from specbench.world.devices.local import LocalDevice
 from specbench.world.dirs import cache_dir
 from specbench.world.model_files import ModelFile, model_stem
-from specbench.world.native_run import NativeOutcome, NativePlan, native_steps, profile_ref, run_native
 from specbench.world.profiling import SweepPlan, measured, profile_device, write_profile
 from specbench.world.runner import find_runner
 from specbench.world.tracing import trace_windows
@@ -103,7 +103,7 @@ class DemoSuite:
     name: str
     """`text` (the bundled text windows) or `speech` (`--speech`: the speech set)."""
     target: str
-    """The target's demo model name (world/models.py)."""
+    """The target's demo model name (world/demo_models.py)."""
     drafters: tuple[tuple[str, str], ...]
     """(drafter name in traces and rows, demo model name), in trace order."""
     templates: dict[str, str]
@@ -156,7 +156,7 @@ Log = Callable[[str], None]
 
 def demo_models(suite: DemoSuite = TEXT_SUITE) -> tuple[ModelFile, list[ModelFile]]:
     """(target, drafters) demo model files, downloaded and sha256-checked on first use."""
-    from specbench.world.models import demo_model
+    from specbench.world.demo_models import demo_model
 
     target = demo_model(suite.target)
     return (ModelFile(model_stem(target), target),
@@ -416,3 +416,70 @@ def load_demo_results(out: Path):
 
 def native_dir(out: Path, placement: str) -> Path:
     return out / "results" / f"native-{placement}"
+
+
+BUDGET_PROTOCOL = ("The paper's protocol: an AS2D budget chosen on the dev windows, deployed on the test windows "
+                   "(docs/METHODS.md §8 Budget selection)")
+
+
+@dataclass(frozen=True)
+class DemoRequest:
+    """`demo`'s options, as given."""
+
+    out: Path
+    """--out: the demo's directory."""
+    quick: bool = False
+    """--quick: the smoke run."""
+    placements: tuple[str, ...] = ()
+    """--placement, each time given (none: every named placement)."""
+    speech: bool = False
+    """--speech: the speech suite instead of the text one."""
+    detail: bool = False
+    """--detail: print every table after the summary."""
+
+
+def demo(request: DemoRequest) -> None:
+    """Run the demo, print its one-screen summary (every table with `detail`) and the budget
+    protocol, write OUT/report.md, say on stderr what was measured, left out and how long each
+    step took; decisions that differ from the traces fail it last, its report written."""
+    from rich.console import Console
+
+    from specbench.app.device_runs import refuse_mismatches
+    from specbench.app.progress import progress_bar, stderr
+    from specbench.app.report import build_report
+    from specbench.render.summary import print_summary
+    from specbench.render.tables import print_rich, render, screen_lines
+
+    start = time.perf_counter()
+    run = run_demo(request.out, request.quick, progress_bar,
+                   lambda message: stderr.print(message, highlight=False, markup=False),
+                   tuple(dict.fromkeys(request.placements)) or PLACEMENTS,
+                   SPEECH_SUITE if request.speech else TEXT_SUITE)
+    built = build_report(load_demo_results(run.out))
+    console = Console()
+    for note in run.notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
+    print_summary(built.summary, console)  # one screen first, then the detail tables
+    protocol = [BUDGET_PROTOCOL, *(f"  {d.summary()}" for d in run.deployments)] if run.deployments else []
+    for line in protocol:
+        console.print(line, highlight=False, markup=False)
+    if request.detail:
+        print_rich(built.tables, console)
+    else:
+        for line in screen_lines(built.tables, str(run.out / "report.md")):
+            console.print(line, highlight=False, markup=False)
+    report = render(built.all_tables(), "md")
+    if protocol:
+        report = "\n".join([f"### {protocol[0]}", "", *(f"* {line.strip()}" for line in protocol[1:]), "", report])
+    (run.out / "report.md").write_text(report, encoding="utf-8")
+    for placement, what in run.measured.items():
+        stderr.print(f"profile ({placement}) measured: {what}", highlight=False, markup=False, soft_wrap=True)
+    for label, reason in run.skipped.items():
+        stderr.print(f"not in this report: {label}: {reason}", highlight=False, markup=False)
+    if run.divergences:
+        stderr.print(f"{run.divergences} native outputs differed from the traced target output "
+                     f"(see {run.out / 'results'}/native-*/divergences.jsonl)")
+    steps = ", ".join(f"{step} {seconds:.1f} s" for step, seconds in run.timings.items())
+    stderr.print(f"demo finished in {time.perf_counter() - start:.1f} s ({steps}); results in {run.out}/ "
+                 f"(report.md, results/replay, results/native-*)", highlight=False)
+    refuse_mismatches(run.native)  # decisions that differ from the traces fail the demo, its report written

@@ -22,9 +22,10 @@ Study = tuple[Sequence[Window], Mapping[str, TraceFile], Sequence[DeviceProfile]
 _STUDY: Study | None = None  # the study, inherited by forked workers instead of pickled
 
 
-def replay_study(windows: Sequence[Window], traces: Mapping[str, TraceFile], profiles: Sequence[DeviceProfile],
-                 configs: Sequence[MethodConfig], progress: Progress | None = None,
-                 workers: int | None = None, cost_fit: str = "median") -> pd.DataFrame:
+def replay_study_in_processes(windows: Sequence[Window], traces: Mapping[str, TraceFile],
+                              profiles: Sequence[DeviceProfile], configs: Sequence[MethodConfig],
+                              progress: Progress | None = None, workers: int | None = None,
+                              cost_fit: str = "median") -> pd.DataFrame:
     """`bulk.replay_study` with its pieces in `workers` forked processes (default: one per CPU;
     one worker, or a platform without fork, runs them here), the heaviest pieces first."""
     global _STUDY
@@ -77,7 +78,7 @@ def _collect(done, frames: list, tasks: list, n_windows: int, progress: Progress
 
 def _run(task: Task) -> pd.DataFrame:
     if _STUDY is None:
-        raise RuntimeError("no study to replay: tasks run inside replay_study only")
+        raise RuntimeError("no study to replay: tasks run inside replay_study_in_processes only")
     windows, traces, profiles, configs = _STUDY
     return run_task(windows, traces, profiles, configs, task)
 

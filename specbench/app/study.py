@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from specbench.app.parallel_replay import replay_study
+from specbench.app.parallel_replay import replay_study_in_processes
 from specbench.core.budget import BudgetChoice
 from specbench.core.budget import select_budget as choose_budget
 from specbench.core.methods.configs import As2dConfig, MethodConfig, SdConfig, SpecAsrConfig, TargetConfig
@@ -35,7 +35,7 @@ from specbench.schemas.windows import Split, Window, load_split, load_windows, w
 from specbench.world.environment import now, session
 
 if TYPE_CHECKING:
-    from specbench.app.run import RunRequest
+    from specbench.app.run_request import RunRequest
 
 
 @dataclass(frozen=True)
@@ -234,7 +234,7 @@ def _replay_into(results: ResultsDir, done: set, inputs: Inputs, configs: Sequen
         todo = [c for c in fit_configs(configs, fit) if not _all_done(done, inputs, c, fit)]
         if not todo:
             continue
-        frame = replay_study(inputs.windows, inputs.traces, inputs.profiles, todo, progress, workers, fit)
+        frame = replay_study_in_processes(inputs.windows, inputs.traces, inputs.profiles, todo, progress, workers, fit)
         keys = list(zip(frame["device"], frame["config"], frame["window_id"], frame["cost_fit"], strict=False))
         fresh = frame[[key not in done for key in keys]]
         results.append_frame(fresh)
@@ -307,7 +307,7 @@ def select_and_save_budget(windows_path: Path, traces_dir: Path, profile_path: P
     if all(c.drafter is None for c in configs) and len(inputs.traces) > 1:
         configs = [replace(c, drafter=name) for name in sorted(inputs.traces) for c in configs]
     check_costs(inputs, configs)
-    choice = choose_budget(replay_study(inputs.windows, inputs.traces, inputs.profiles, configs), configs)
+    choice = choose_budget(replay_study_in_processes(inputs.windows, inputs.traces, inputs.profiles, configs), configs)
     save_budget(out, choice, {"windows": {"path": str(windows_path), "digest": windows_digest(inputs.windows)},
                               "profile": {"path": str(profile_path), "sha256": file_sha256(profile_path)},
                               "catalog": [c.label for c in configs]})

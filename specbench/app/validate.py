@@ -51,10 +51,10 @@ from specbench.schemas.validation import (
     write_records,
 )
 from specbench.schemas.windows import Window, windows_digest
+from specbench.world.decode_run import method_job
 from specbench.world.devices.base import Device
 from specbench.world.environment import now
 from specbench.world.model_files import LOOKUP_DRAFTER, ModelFile, model_job
-from specbench.world.native_run import method_job
 from specbench.world.profiling import SweepPlan, profile_device, write_profile
 from specbench.world.tracing import prompts_for
 
@@ -572,7 +572,7 @@ def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], 
     """Replay every kept block with its profile, then write observations, summary, the op
     comparison and AS2D's decomposed speedup bias (`lookups`: the drafter groups that are prompt
     lookup, whose ops no table prices and whose producer neither computes nor contends)."""
-    from specbench.app.parallel_replay import replay_study
+    from specbench.app.parallel_replay import replay_study_in_processes
 
     blocks = [b for b in load_records(out, BlockRecord) if not b.voided]
     decodes = list(kept(load_records(out, DecodeRecord), blocks))
@@ -583,7 +583,7 @@ def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], 
     for b in blocks:
         label = b.device.rsplit("@", 1)[-1]
         profile = load_profile(out / "profiles" / f"{label}-b{b.block:03d}" / "profile.yaml")
-        frame = replay_study([by_id[w] for w in b.windows], traces, [profile], configs, workers=1)
+        frame = replay_study_in_processes([by_id[w] for w in b.windows], traces, [profile], configs, workers=1)
         per_block = {(b.device, c, w): (int(t), float(s)) for c, w, t, s in
                      zip(frame["config"], frame["window_id"], frame["tokens"], frame["decode_s"], strict=False)}
         mine = [d for d in decodes if (d.device, d.block) == (b.device, b.block)]

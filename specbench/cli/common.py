@@ -8,8 +8,6 @@ import click
 
 from specbench.app.options import DEFAULT_METHODS, METHOD_NAMES
 from specbench.app.options import RESULTS as RESULTS
-from specbench.app.options import check_output_dir as check_output_dir  # until report, windows, select-budget move
-from specbench.app.options import check_output_path as check_output_path
 from specbench.app.options import configs_from as configs_from  # cli/validate.py imports it from here
 
 existing_file = click.Path(exists=True, dir_okay=False, path_type=Path)

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import click
 
-from specbench.cli.common import RESULTS
+from specbench.app.options import PLACEMENTS, RESULTS
 from specbench.cli.devices import runner_option
-from specbench.schemas.placement import NAMED as PLACEMENTS
-
-BUDGET_PROTOCOL = ("The paper's protocol: an AS2D budget chosen on the dev windows, deployed on the test windows "
-                   "(docs/METHODS.md §8 Budget selection)")
 
 
 @click.command()
@@ -50,43 +45,7 @@ def demo(out: Path, quick: bool, placements: tuple[str, ...], speech: bool, deta
 
         specbench demo --out results/demo
     """
-    from rich.console import Console
+    from specbench.app.demo import DemoRequest
+    from specbench.app.demo import demo as demo_request
 
-    from specbench.app.demo import SPEECH_SUITE, TEXT_SUITE, load_demo_results, run_demo
-    from specbench.app.native import refuse_mismatches
-    from specbench.app.progress import progress_bar, stderr
-    from specbench.app.report import build_report
-    from specbench.render.summary import print_summary
-    from specbench.render.tables import print_rich, render, screen_lines
-
-    start = time.perf_counter()
-    run = run_demo(out, quick, progress_bar, lambda message: stderr.print(message, highlight=False, markup=False),
-                   tuple(dict.fromkeys(placements)) or PLACEMENTS, SPEECH_SUITE if speech else TEXT_SUITE)
-    built = build_report(load_demo_results(run.out))
-    console = Console()
-    for note in run.notes:
-        console.print(f"note: {note}", highlight=False, markup=False)
-    print_summary(built.summary, console)  # one screen first, then the detail tables
-    protocol = [BUDGET_PROTOCOL, *(f"  {d.summary()}" for d in run.deployments)] if run.deployments else []
-    for line in protocol:
-        console.print(line, highlight=False, markup=False)
-    if detail:
-        print_rich(built.tables, console)
-    else:
-        for line in screen_lines(built.tables, str(run.out / "report.md")):
-            console.print(line, highlight=False, markup=False)
-    report = render(built.all_tables(), "md")
-    if protocol:
-        report = "\n".join([f"### {protocol[0]}", "", *(f"* {line.strip()}" for line in protocol[1:]), "", report])
-    (run.out / "report.md").write_text(report, encoding="utf-8")
-    for placement, what in run.measured.items():
-        stderr.print(f"profile ({placement}) measured: {what}", highlight=False, markup=False, soft_wrap=True)
-    for label, reason in run.skipped.items():
-        stderr.print(f"not in this report: {label}: {reason}", highlight=False, markup=False)
-    if run.divergences:
-        stderr.print(f"{run.divergences} native outputs differed from the traced target output "
-                     f"(see {run.out / 'results'}/native-*/divergences.jsonl)")
-    steps = ", ".join(f"{step} {seconds:.1f} s" for step, seconds in run.timings.items())
-    stderr.print(f"demo finished in {time.perf_counter() - start:.1f} s ({steps}); results in {run.out}/ "
-                 f"(report.md, results/replay, results/native-*)", highlight=False)
-    refuse_mismatches(run.native)  # decisions that differ from the traces fail the demo, its report written
+    demo_request(DemoRequest(out=out, quick=quick, placements=placements, speech=speech, detail=detail))

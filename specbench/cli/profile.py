@@ -6,14 +6,13 @@ from pathlib import Path
 
 import click
 
-from specbench.cli.devices import device_names, phone_options, phone_settings
-from specbench.core.repetitions import (
+from specbench.app.options import (
     DEFAULT_MAX_REPETITIONS,
     DEFAULT_PRECISION,
     MAX_PRECISION_REPETITIONS,
     MIN_REPETITIONS,
 )
-from specbench.errors import SpecbenchError
+from specbench.cli.devices import phone_options, phone_settings
 
 
 @click.command()
@@ -81,79 +80,11 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
 
         specbench profile 0A1B2C3D R5CT20XYZ --target models/target.gguf --cores big
     """
-    from contextlib import ExitStack
+    from specbench.app.profile import ProfileRequest
+    from specbench.app.profile import profile as profile_request
 
-    from specbench.app.devices import on_devices, open_devices
-    from specbench.app.progress import stderr
-    from specbench.schemas.fileio import WriterLock, check_writable
-    from specbench.schemas.placement import resolve_on
-    from specbench.schemas.profiles import WARNING_HINT
-    from specbench.world.profiling import (
-        SweepPlan,
-        parse_depths,
-        plan_for,
-        profile_device,
-        repetition_rule,
-        samples_path,
-        write_profile,
-    )
-
-    parsed_depths = parse_depths(depths)
-    if repetitions is not None:
-        wanted = {"--min-repetitions": min_repetitions != MIN_REPETITIONS,
-                  "--max-repetitions": max_repetitions != DEFAULT_MAX_REPETITIONS,
-                  "--precision": precision != DEFAULT_PRECISION}
-        clash = next((flag for flag, given in wanted.items() if given), None)
-        if clash:
-            raise SpecbenchError(f"--repetitions {repetitions} (a fixed count) goes without {clash}")
-    rule = repetition_rule(precision, min_repetitions, max_repetitions) if repetitions is None else None
-    names = device_names(device_specs)
-    outs = {name: _out_path(out, name, placement_spec, len(names)) for name in names}
-    target, drafters = _models(target_path, drafter_specs)
-    for path in outs.values():
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)  # the default device_profiles/ may not exist yet
-        except OSError as exc:
-            raise SpecbenchError(f"--out {path}: cannot make {path.parent} ({exc.strerror or exc})") from None
-        check_writable(path.parent, "profile")  # before measuring: a profile that cannot be written is lost
-    held = ExitStack()  # one writer per profile, for the whole measurement
-    for path in outs.values():
-        held.enter_context(WriterLock(path, "profile"))
-    plans: dict[str, SweepPlan] = {}  # per device, once the devices are open
-
-    def one(dev, advance):
-        run = profile_device(dev, target, drafters, plans[dev.name], advance)
-        write_profile(outs[dev.name], run)  # as soon as it is done: another phone may still fail
-        stderr.print(f"profile written to {outs[dev.name]} (raw samples: {samples_path(outs[dev.name])})")
-        warnings = run.profile.warnings
-        for warning in warnings:
-            stderr.print(f"warning: {dev.name}: {warning.message()}", markup=False, soft_wrap=True)
-        if warnings:
-            stderr.print(f"hint: {WARNING_HINT}", markup=False, soft_wrap=True)
-
-    with held:
-        devices = open_devices(names, phone_settings())
-        plans.update({dev.name: plan_for(max_width, parsed_depths, resolve_on(dev, placement_spec),
-                                         repetitions or min_repetitions, drafter_max_width, not no_cosched,
-                                         None if rule is None else rule.precision, max_repetitions)
-                      for dev in devices})
-        on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(drafters), one)
-
-
-def _out_path(out: Path | None, name: str, placement_spec: str, count: int) -> Path:
-    from specbench.schemas.fileio import safe_name
-
-    if out is None:  # one profile per placement: the name says which
-        return Path("device_profiles") / f"{safe_name(name)}-{safe_name(placement_spec)}.yaml"
-    return out if count == 1 else out.with_name(f"{out.stem}-{safe_name(name)}{out.suffix or '.yaml'}")
-
-
-def _models(target_path: Path | None, drafter_specs: tuple[str, ...]):
-    from specbench.app.demo import demo_models
-    from specbench.world.model_files import parse_named, target_file, unique_names
-
-    if target_path is None:
-        if drafter_specs:
-            raise SpecbenchError("--drafter without --target: pass the target model the drafters go with")
-        return demo_models()
-    return target_file(target_path), unique_names([parse_named(s) for s in drafter_specs])
+    profile_request(ProfileRequest(
+        device_specs=device_specs, target=target_path, drafter_specs=drafter_specs, max_width=max_width,
+        drafter_max_width=drafter_max_width, depths=depths, precision=precision, min_repetitions=min_repetitions,
+        max_repetitions=max_repetitions, repetitions=repetitions, placement=placement_spec, no_cosched=no_cosched,
+        out=out, phone=phone_settings()))

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from specbench.cli.common import check_output_dir, check_output_path, existing_dir, existing_file
-from specbench.errors import SpecbenchError
+from specbench.cli.common import existing_dir, existing_file
 from specbench.render.formats import OUTPUT_FORMATS
+
+if TYPE_CHECKING:
+    from specbench.app.report.request import ReportView
 
 
 @click.command()
@@ -78,114 +81,36 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
 
         specbench report results/pixel8 --export-jsonl report.jsonl --export-csv tables/
     """
-    from specbench.app.progress import stderr
-    from specbench.app.report import (
-        add_sensitivity,
-        build_report,
-        bundle,
-        horizon_report,
-        load_many,
-        make_figures,
-        selected_budgets,
-    )
+    from specbench.app.report.request import ReportRequest
+    from specbench.app.report.request import report as report_request
 
-    if fmt == "csv" and output is None:
-        raise SpecbenchError("--format csv writes one file per table: pass --output DIR",
-                             hint="or --format jsonl for one stream on stdout")
-    outputs = _outputs([("md" if fmt == "table" else fmt, "--output", output), ("md", "--export-md", export_md),
-                        ("json", "--export-json", export_json), ("jsonl", "--export-jsonl", export_jsonl),
-                        ("csv", "--export-csv", export_csv)])
-    from specbench.schemas.validation import is_validation_dir
-
-    validations = [r for r in results if is_validation_dir(r)]
-    if validations:
-        _report_validations(results, validations, fmt, output, outputs, plots_dir or bundle_dir)
-        return
-    loaded = load_many(results, allow_mixed, windows_path)
-    if sensitivity:
-        add_sensitivity(loaded)
-    built = build_report(loaded, macro, selected_budgets(budgets) or None)
-    horizons = horizon_report(loaded) if horizon else []
-    tables = built.all_tables() + horizons
-    if loaded.notes:
-        stderr.print("\n".join(loaded.notes))
-    for note in loaded.text_notes:
-        click.echo(note, err=True)
-    compact = fmt == "table" and output is None and not detail
-    for warning in dict.fromkeys(t.warning for t in tables if t.warning) if not compact else ():
-        click.echo(f"warning: {warning}; see that table", err=True)  # the one screen lists them itself
-    if bundle_dir is not None:
-        figures = make_figures(loaded, bundle_dir / "figures", horizon)
-        path = bundle(bundle_dir, loaded, tables, figures)
-        stderr.print(f"report bundle written to {path}")
-    elif plots_dir is not None:
-        figures = make_figures(loaded, plots_dir, horizon)
-        stderr.print(f"{len(figures)} figures (PNG + SVG) written to {plots_dir}")
-    _emit(tables, fmt, output, outputs, (built.summary, built.tables + horizons), detail)
+    view = report_request(ReportRequest(
+        results=results, fmt=fmt, output=output, export_md=export_md, export_json=export_json,
+        export_jsonl=export_jsonl, export_csv=export_csv, allow_mixed=allow_mixed, macro=macro,
+        sensitivity=sensitivity, budgets=budgets, horizon=horizon, plots_dir=plots_dir, bundle_dir=bundle_dir,
+        windows=windows_path, detail=detail))
+    if view is not None:
+        show(view)
 
 
-def _report_validations(results: tuple[Path, ...], validations: list[Path], fmt: str, output: Path | None,
-                        outputs: list[tuple[str, Path]], figures_dir: Path | None) -> None:
-    """A validation directory's tables (specbench validate), through the same outputs as a results report."""
-    from specbench.app.progress import stderr
-    from specbench.app.validation_report import validation_figures, validation_tables
-
-    if len(validations) != len(results):
-        other = next(r for r in results if r not in validations)
-        raise SpecbenchError(f"{other}: a results directory, reported beside the validation {validations[0]}",
-                             hint="report validations and results directories separately")
-    tables = [t for v in validations for t in validation_tables(v)]
-    if figures_dir is not None:
-        paths = [p for v in validations for p in validation_figures(v, figures_dir)]
-        stderr.print(f"{len(paths)} figure files written to {figures_dir}")
-    _emit(tables, fmt, output, outputs)
-
-
-def _emit(tables: list, fmt: str, output: Path | None, outputs: list[tuple[str, Path]], screen=None,
-          detail: bool = True) -> None:
-    """Every --output/--export-* file, then stdout unless --output took it; a terminal prints
-    `screen`, when given: (the one-screen summary, the tables after it), in place of `tables`,
-    the tables themselves only with `detail` (else a line per warning and where they are)."""
-    from specbench.app.progress import stderr
-    from specbench.app.report import write_output
+def show(view: ReportView) -> None:
+    """A report on stdout: a terminal (--format table) gets the one-screen summary first when the
+    view has one, and the tables themselves only with --detail; other formats the rendered tables."""
     from specbench.render.summary import print_summary
     from specbench.render.tables import print_rich, render, screen_lines
 
-    for out_fmt, path in outputs:
-        write_output(out_fmt, path, tables)
-        stderr.print(f"report ({out_fmt}) written to {path}")
-    if output is not None:
+    if view.fmt != "table":
+        click.echo(render(view.tables, view.fmt), nl=False)
         return
-    if fmt == "table":
-        from rich.console import Console
+    from rich.console import Console
 
-        console = Console()
-        if screen is not None:
-            print_summary(screen[0], console)
-            tables = screen[1]
-            if not detail:
-                for line in screen_lines(tables, "--detail"):
-                    console.print(line, highlight=False, markup=False)
-                return
-        print_rich(tables, console)
-        return
-    click.echo(render(tables, fmt), nl=False)
-
-
-def _outputs(asked: list[tuple[str, str, Path | None]]) -> list[tuple[str, Path]]:
-    """(format, path) of each output given as (format, option, path or None); a bad path, or
-    one named twice, is refused here, before any work."""
-    outputs: list[tuple[str, Path]] = []
-    named: dict[Path, str] = {}
-    for fmt, option, path in asked:
-        if path is None:
-            continue
-        try:
-            (check_output_dir if fmt == "csv" else check_output_path)(path)
-        except SpecbenchError as exc:
-            raise SpecbenchError(f"{option} {exc}") from None
-        if path.resolve() in named:
-            raise SpecbenchError(f"{option} {path}: also named by {named[path.resolve()]}")
-        named[path.resolve()] = option
-        outputs.append((fmt, path))
-    return outputs
+    console = Console()
+    tables = view.tables
+    if view.summary is not None and view.screen_tables is not None:
+        print_summary(view.summary, console)
+        tables = view.screen_tables
+        if not view.detail:
+            for line in screen_lines(tables, "--detail"):
+                console.print(line, highlight=False, markup=False)
+            return
+    print_rich(tables, console)

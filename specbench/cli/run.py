@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 import click
 
 from specbench.cli.common import existing_dir, existing_file, method_options
+from specbench.cli.device_run_options import native_options
 from specbench.cli.devices import phone_settings
-from specbench.cli.run_native import native_options
 
 if TYPE_CHECKING:
-    from specbench.app.run import NativeOptions
+    from specbench.app.run_request import NativeOptions
 
 
 @click.command()
@@ -60,8 +60,8 @@ def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...],
         --drafter small=models/draft.gguf --drafter other=models/other.gguf --template other=gemma
         --method 'sd:W=5,drafter=small' --method 'as2d:B=3,drafter=other' --out results/two-drafters
     """
-    from specbench.app.run import RunRequest
     from specbench.app.run import run as run_request
+    from specbench.app.run_request import RunRequest
 
     run_request(RunRequest(
         windows=windows, traces_dir=traces_dir, profile_paths=profile_paths, method_names=method_names,

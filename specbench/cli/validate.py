@@ -109,8 +109,8 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
         --drafter small=models/draft.gguf --method 'sd:W=5' --method 'as2d:B=3'
         --placement split --placement shared --out results/validate-local
     """
+    from specbench.app.device_runs import check_traced_target
     from specbench.app.devices import open_devices
-    from specbench.app.native import check_traced_target
     from specbench.app.progress import progress_bar, stderr
     from specbench.app.validate import Bounds, Validation, ValidationPlan, resolve_configs
     from specbench.app.validation_report import validation_figures, validation_tables

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from specbench.emuphone.transport import Stream
 
 DROP_HOWS = ("connection", "stream")
 
@@ -80,15 +76,12 @@ class Faults:
         with self._lock:
             self._exits.extend([fault] * count)
 
-    def arm_stream(self, stream: Stream) -> None:
-        """Give a newly opened stream the first pending drop that matches its service. The
-        drop stays pending until a stream actually reaches its byte count (adbutils opens a
-        short STAT session before every push and pull; that one must not use it up)."""
+    def drop_for(self, service: str) -> DropFault | None:
+        """The first pending drop that matches a newly opened stream's `service`, for the stream
+        to arm. The drop stays pending until a stream actually reaches its byte count (adbutils
+        opens a short STAT session before every push and pull; that one must not use it up)."""
         with self._lock:
-            for fault in self._drops:
-                if stream.service.startswith(fault.service_prefix):
-                    stream.arm_drop(fault)
-                    return
+            return next((fault for fault in self._drops if service.startswith(fault.service_prefix)), None)
 
     def consume_drop(self, fault: DropFault) -> bool:
         """True (once) if `fault` is still pending: the calling stream is the one to cut."""

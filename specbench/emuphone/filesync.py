@@ -12,13 +12,9 @@ import errno
 import logging
 import os
 import stat
-from typing import TYPE_CHECKING
 
 from specbench.emuphone import wire
-from specbench.emuphone.transport import Stream
-
-if TYPE_CHECKING:
-    from specbench.emuphone.server import EmulatedPhone
+from specbench.emuphone.transport import Phone, Stream
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +39,7 @@ class _Buffered:
         return out
 
 
-async def run_sync(stream: Stream, phone: EmulatedPhone) -> None:
+async def run_sync(stream: Stream, phone: Phone) -> None:
     """Serve sync requests until QUIT, the peer closing, or a protocol error."""
     reader = _Buffered(stream)
     while True:
@@ -74,11 +70,11 @@ async def run_sync(stream: Stream, phone: EmulatedPhone) -> None:
             return  # adbd closes the sync session after a failed SEND
 
 
-def _host(phone: EmulatedPhone, path: str) -> str | None:
+def _host(phone: Phone, path: str) -> str | None:
     return str(phone.sandbox.host_path(path)) if path.startswith("/") else None
 
 
-async def _stat(stream: Stream, phone: EmulatedPhone, path: str) -> None:
+async def _stat(stream: Stream, phone: Phone, path: str) -> None:
     host = _host(phone, path)
     try:
         st = os.lstat(host) if host else None
@@ -90,7 +86,7 @@ async def _stat(stream: Stream, phone: EmulatedPhone, path: str) -> None:
         await stream.write(wire.sync_stat(st.st_mode, st.st_size, int(st.st_mtime)))
 
 
-async def _list(stream: Stream, phone: EmulatedPhone, path: str) -> None:
+async def _list(stream: Stream, phone: Phone, path: str) -> None:
     host = _host(phone, path)
     entries = []
     try:
@@ -108,7 +104,7 @@ async def _list(stream: Stream, phone: EmulatedPhone, path: str) -> None:
     await stream.write(b"".join(entries) + wire.SYNC_LIST_DONE)
 
 
-async def _recv(stream: Stream, phone: EmulatedPhone, path: str) -> None:
+async def _recv(stream: Stream, phone: Phone, path: str) -> None:
     host = _host(phone, path)
     try:
         if host is None:
@@ -130,7 +126,7 @@ async def _recv(stream: Stream, phone: EmulatedPhone, path: str) -> None:
     await stream.write(wire.SYNC_DATA_DONE)
 
 
-async def _send(stream: Stream, reader: _Buffered, phone: EmulatedPhone, spec: str) -> bool:
+async def _send(stream: Stream, reader: _Buffered, phone: Phone, spec: str) -> bool:
     """Receive one file; True when it was stored and OKAY was sent."""
     path, _, mode_text = spec.rpartition(",")
     if not path or not mode_text.isdigit():

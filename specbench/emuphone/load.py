@@ -1,5 +1,6 @@
-"""The emulated phone's CPU load: how many of its CPUs are busy, the one input of its synthetic
-power supply (emuphone.power) and thermal model (emuphone.thermal).
+"""The emulated phone's CPU load: how many of its threads run, the one input of its synthetic
+power supply (emuphone.power) and thermal model (emuphone.thermal); one sampler thread counts
+them and feeds every model that is due, each every `interval_s` of its own.
 
 A process belongs to the phone when its environment holds the sandbox's ``EMUPHONE_ROOT`` (so a
 runner started in the background counts too). A thread of such a process in state R (running or
@@ -10,7 +11,11 @@ depend on how busy the host is with other work.
 from __future__ import annotations
 
 import os
+import threading
+import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 
 class SandboxLoad:
@@ -20,11 +25,8 @@ class SandboxLoad:
         self._marker = f"EMUPHONE_ROOT={root}".encode()
         self._members: dict[tuple[int, int], bool] = {}  # (pid, start time) -> runs in this sandbox
 
-    def busy_cpus(self, cpu_count: int) -> int:
-        """Threads of the sandbox's processes in state R now, at most `cpu_count`."""
-        return min(cpu_count, self._running_threads())
-
-    def _running_threads(self) -> int:
+    def running_threads(self) -> int:
+        """Threads of the sandbox's processes in state R now."""
         running = 0
         seen: dict[tuple[int, int], bool] = {}
         for name in os.listdir("/proc"):
@@ -52,4 +54,48 @@ def _stat_fields(path: str) -> list[bytes]:
         return handle.read().rsplit(b")", 1)[1].split()
 
 
-__all__ = ["SandboxLoad"]
+class LoadModel(Protocol):
+    """A model that follows the load: ticked with the running threads every `interval_s`."""
+
+    @property
+    def interval_s(self) -> float: ...
+
+    def tick(self, running_threads: int) -> None: ...
+
+
+class LoadSampler:
+    """The one thread that counts a sandbox's running threads and ticks the models due: each
+    `interval_s` after its previous tick, one count shared by the models due together."""
+
+    def __init__(self, root: Path):
+        self._load = SandboxLoad(root)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, models: Sequence[LoadModel]) -> None:
+        """Tick `models` from now on (none: no thread)."""
+        if models:
+            self._thread = threading.Thread(target=self._run, args=(tuple(models),), name="emuphone-load",
+                                            daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    def _run(self, models: tuple[LoadModel, ...]) -> None:
+        due = [time.monotonic() + model.interval_s for model in models]
+        while not self._stop.wait(max(0.0, min(due) - time.monotonic())):
+            now = time.monotonic()
+            ticking = [i for i, when in enumerate(due) if when <= now]
+            if not ticking:
+                continue
+            running = self._load.running_threads()
+            for i in ticking:
+                models[i].tick(running)
+                due[i] = time.monotonic() + models[i].interval_s
+
+
+__all__ = ["LoadModel", "LoadSampler", "SandboxLoad"]

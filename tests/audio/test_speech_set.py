@@ -17,7 +17,7 @@ from specbench.core.text_metrics import edits
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import file_sha256
 from specbench.schemas.windows import load_windows
-from specbench.world import models, speech_clips
+from specbench.world import demo_models, speech_clips
 from specbench.world.audio import load_window_audio
 from specbench.world.build import host_abi
 
@@ -60,7 +60,7 @@ def test_recorded_references_belong_to_their_clips(windows_path):
     if not cli.exists():
         pytest.skip(f"{cli} missing: run `scripts/build-runner --whisper`")
     try:
-        model = models.demo_model("whisper-base", download=False)
+        model = demo_models.demo_model("whisper-base", download=False)
     except SpecbenchError as err:
         pytest.skip(f"whisper-base not cached ({err})")
     word_edits = ref_words = 0

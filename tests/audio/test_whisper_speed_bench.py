@@ -17,7 +17,7 @@ import pytest
 from bench.runner_overhead import BenchError
 from bench.whisper_speed import Clip, Setup, cli_side, float_wav, jfk_clip, mismatches, parse_timings, runner_side
 from specbench.errors import SpecbenchError
-from specbench.world import models
+from specbench.world import demo_models
 from specbench.world.runner import runner_path
 
 PRINTOUT = Path(__file__).resolve().parents[1] / "data" / "whisper" / "whisper-cli-1.8.5-base-jfk.stderr"
@@ -46,7 +46,7 @@ def setup(tmp_path_factory) -> Setup:
         if not path.exists():
             pytest.skip(f"{path} missing: run {how} (`make runners`)")
     try:
-        model = models.demo_model("whisper-base", download=False)
+        model = demo_models.demo_model("whisper-base", download=False)
     except SpecbenchError as err:
         pytest.skip(f"whisper-base not cached ({err}): run `make demo-model`")
     return Setup(runner, cli, model, 2, [jfk_clip(tmp_path_factory.mktemp("jfk"))])

@@ -10,9 +10,9 @@ import soundfile
 from click.testing import CliRunner
 
 from specbench.cli import main
-from specbench.schemas.windows import load_windows
+from specbench.schemas.windows import load_windows, split_of
 from specbench.world.audio import audio_window_sha256, load_window_audio
-from specbench.world.datasets import build_windows, read_nemo, split_of
+from specbench.world.datasets import build_windows, read_nemo
 from tests.audio.speech import SENTENCES, speak
 
 

@@ -10,12 +10,12 @@ import json
 
 import pytest
 
-from specbench.app.native import refuse_mismatches
+from specbench.app.device_runs import refuse_mismatches
 from specbench.errors import SpecbenchError
 from specbench.schemas.divergences import Divergence, Margins
 from specbench.schemas.results import ResultsDir
 from specbench.schemas.windows import load_windows, save_windows
-from specbench.world.native_run import NativeOutcome
+from specbench.world.decode_run import NativeOutcome
 from tests.cli.test_native_cli import invoke
 
 # demo windows whose SD W=5 output differed from the trace's at a near-tie on the project's 2-core x86 host

@@ -370,7 +370,7 @@ def test_native_refuses_replay_options_and_unknown_devices(study, tmp_path):
 
 def _demo_models_cached() -> bool:
     from specbench.errors import SpecbenchError
-    from specbench.world.models import demo_model
+    from specbench.world.demo_models import demo_model
     from specbench.world.runner import runner_path
 
     try:

@@ -14,8 +14,7 @@ from click.testing import CliRunner
 from specbench.cli import main
 from specbench.core import stats
 from specbench.schemas.results import load_results
-from specbench.schemas.windows import load_windows, save_windows, text_window_sha256
-from specbench.world.datasets import split_of
+from specbench.schemas.windows import load_windows, save_windows, split_of, text_window_sha256
 from tests.helpers import write_study
 
 # Spec-Bench's question.jsonl: question_id, category, turns; math questions carry a reference per turn

@@ -146,7 +146,7 @@ def _as2d_record(t_us, producer_spans, decode_s=0.031):
 def test_native_as2d_rows_take_o_and_h_from_the_two_lanes_timelines():
     from specbench.core.methods.configs import As2dConfig
     from specbench.schemas.windows import make_text_window
-    from specbench.world.native_run import decode_row
+    from specbench.world.decode_run import decode_row
 
     window = make_text_window("w", "some text", "Repeat this.", 16, "d", "test")
     # target busy [0, 10), [10.5, 20.5), [21, 31) ms; producer [1, 16) ms in three forwards and one
@@ -163,7 +163,7 @@ def test_native_as2d_rows_take_o_and_h_from_the_two_lanes_timelines():
 def test_native_as2d_lanes_that_do_not_decompose_the_clock_are_a_runner_bug():
     from specbench.core.methods.configs import As2dConfig
     from specbench.schemas.windows import make_text_window
-    from specbench.world.native_run import decode_row
+    from specbench.world.decode_run import decode_row
 
     window = make_text_window("w", "some text", "Repeat this.", 16, "d", "test")
     overlapping = _as2d_record([0, 5_000, 21_000], [(1_000, 6_000)])  # two target forwards at once

@@ -164,8 +164,8 @@ def test_the_parallel_replay_returns_the_sequential_rows_in_the_same_order():
     study = synthetic_study(n_windows=6, n_devices=2)
     configs = parse_method_specs(["target", "sd:W=5,drafter=small", "as2d:B=2..3,drafter=small|large"])
     sequential = replay_study(study.windows, study.traces, study.profiles, configs, cost_fit="max")
-    parallel = parallel_replay.replay_study(study.windows, study.traces, study.profiles, configs, workers=2,
-                                            cost_fit="max")
+    parallel = parallel_replay.replay_study_in_processes(study.windows, study.traces, study.profiles, configs,
+                                                         workers=2, cost_fit="max")
     pd.testing.assert_frame_equal(parallel, sequential, check_exact=True)
 
 

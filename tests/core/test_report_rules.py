@@ -23,7 +23,7 @@ from specbench.schemas.profiles import CoSchedule, DeviceInfo, DeviceProfile, Dr
 from specbench.schemas.results import ResultsDir, WindowResult
 from specbench.schemas.traces import ModelRef, TraceFile
 from specbench.schemas.windows import make_text_window
-from specbench.world.native_run import divergence_row
+from specbench.world.decode_run import divergence_row
 from tests.helpers import linear_costs, make_trace, perfect_drafts, results_manifest
 
 WINDOWS = {w: make_text_window(w, f"source {w}", "Repeat.", 64, "d", "test") for w in ("w1", "w2", "w3")}

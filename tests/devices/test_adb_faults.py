@@ -16,9 +16,9 @@ from specbench.emuphone.phone import wait_for_state
 from specbench.errors import SpecbenchError
 from specbench.schemas.placement import resolve
 from specbench.schemas.windows import make_text_window
+from specbench.world.decode_run import NativePlan, run_native
 from specbench.world.devices.adb import WORKDIR, AdbDevice, AdbSettings, open_adb_device
 from specbench.world.model_files import parse_named, target_file
-from specbench.world.native_run import NativePlan, run_native
 
 RUNNER = f"{WORKDIR}/specbench-runner"
 

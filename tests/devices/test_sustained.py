@@ -138,7 +138,7 @@ def audio_window(window_id: str, duration_s: float | None):
 
 def test_realtime_gaps_are_the_audio_durations_and_the_rate_for_the_rest():
     from specbench.errors import SpecbenchError
-    from specbench.world.native_run import SustainedLoad
+    from specbench.world.decode_run import SustainedLoad
     from specbench.world.sustained import arrival_gaps_us, parse_duration
 
     text = make_text_window("t", "hello", "Repeat.", 8, "d", "test")

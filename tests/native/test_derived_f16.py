@@ -1,4 +1,4 @@
-"""The derived F16 demo target (specbench.world.gguf_f16, models.DERIVED_MODELS): the conversion on a tiny
+"""The derived F16 demo target (specbench.world.gguf_f16, demo_models.DERIVED_MODELS): the conversion on a tiny
 Q4_1 model, the cache's record and rebuild rules, and the real SmolLM2 F16 against its Q4_1 source."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import file_sha256
-from specbench.world import models
+from specbench.world import demo_models
 
 gguf = pytest.importorskip("gguf", reason="the F16 derivation needs gguf==0.19.0 (pip install gguf==0.19.0)")
 
@@ -88,9 +88,10 @@ def tiny_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path))
     (tmp_path / "models").mkdir()
     src = tiny_q4_1(tmp_path / "models" / "tiny.Q4_1.gguf")
-    monkeypatch.setitem(models.DEMO_MODELS, "tiny", models.DemoModel("tiny", src.name, file_sha256(src), 1, (), "test"))
-    derived = models.DerivedModel("tiny-f16", "tiny.F16.gguf", "tiny", 1, "test")
-    monkeypatch.setitem(models.DERIVED_MODELS, "tiny-f16", derived)
+    monkeypatch.setitem(demo_models.DEMO_MODELS, "tiny",
+                        demo_models.DemoModel("tiny", src.name, file_sha256(src), 1, (), "test"))
+    derived = demo_models.DerivedModel("tiny-f16", "tiny.F16.gguf", "tiny", 1, "test")
+    monkeypatch.setitem(demo_models.DERIVED_MODELS, "tiny-f16", derived)
     return tmp_path / "models" / derived.filename
 
 
@@ -98,40 +99,40 @@ def test_a_derived_model_is_made_once_with_its_record(tiny_cache, capsys):
     from specbench.world.gguf_f16 import RECIPE
 
     with pytest.raises(SpecbenchError, match="not in the cache") as err:
-        models.demo_model("tiny-f16", download=False)
+        demo_models.demo_model("tiny-f16", download=False)
     assert "make demo-model" in err.value.hint
-    assert models.demo_model("tiny-f16") == tiny_cache
+    assert demo_models.demo_model("tiny-f16") == tiny_cache
     assert "deriving demo model tiny-f16" in capsys.readouterr().err
     rec = json.loads(tiny_cache.with_name(tiny_cache.name + ".derived.json").read_text())
-    assert rec == {"source": "tiny", "source_sha256": models.DEMO_MODELS["tiny"].sha256, "recipe": RECIPE,
+    assert rec == {"source": "tiny", "source_sha256": demo_models.DEMO_MODELS["tiny"].sha256, "recipe": RECIPE,
                    "sha256": file_sha256(tiny_cache)}
     assert gguf.GGUFReader(tiny_cache).get_field("general.file_type").contents() == gguf.LlamaFileType.MOSTLY_F16
-    assert models.demo_model("tiny-f16", download=False) == tiny_cache
+    assert demo_models.demo_model("tiny-f16", download=False) == tiny_cache
     assert capsys.readouterr().err == ""  # the second use only checks
 
 
 def test_a_changed_derived_file_is_derived_again_to_the_same_bytes(tiny_cache, capsys):
     """A file that no longer matches its record is rebuilt (it is a cache: the source is still verified)."""
-    models.demo_model("tiny-f16")
+    demo_models.demo_model("tiny-f16")
     good = file_sha256(tiny_cache)
     with open(tiny_cache, "r+b") as f:  # same size, other bytes, other mtime
         f.seek(-1, os.SEEK_END)
         f.write(b"\x7f")
     os.utime(tiny_cache, ns=(1, 1))
     with pytest.raises(SpecbenchError, match="stale .its sha256 no longer matches the record"):
-        models.demo_model("tiny-f16", download=False)
+        demo_models.demo_model("tiny-f16", download=False)
     capsys.readouterr()
-    models.demo_model("tiny-f16")
+    demo_models.demo_model("tiny-f16")
     assert "stale" in capsys.readouterr().err
     assert file_sha256(tiny_cache) == good
 
 
 def test_a_record_of_another_recipe_is_stale(tiny_cache):
-    models.demo_model("tiny-f16")
+    demo_models.demo_model("tiny-f16")
     record = tiny_cache.with_name(tiny_cache.name + ".derived.json")
     record.write_text(json.dumps(json.loads(record.read_text()) | {"recipe": 0}))
     with pytest.raises(SpecbenchError, match="derived from another source or recipe"):
-        models.demo_model("tiny-f16", download=False)
+        demo_models.demo_model("tiny-f16", download=False)
 
 
 def tokenize(run_job, model, text):

@@ -12,15 +12,15 @@ import pytest
 
 from specbench.core.methods.configs import SdConfig, TargetConfig
 from specbench.errors import SpecbenchError
-from specbench.schemas.placement import resolve
 from specbench.schemas.fileio import load_yaml
+from specbench.schemas.placement import resolve
 from specbench.schemas.profiles import load_profile, profile_to_dict, stability_warnings
 from specbench.schemas.results import ROW_FIELDS, load_results
 from specbench.schemas.traces import load_trace_dir, load_trace_file
 from specbench.schemas.windows import make_text_window
+from specbench.world.decode_run import NativePlan, native_steps, run_native
 from specbench.world.devices.base import Device
 from specbench.world.devices.local import LocalDevice
-from specbench.world.native_run import NativePlan, native_steps, run_native
 from specbench.world.profiling import SweepPlan, profile_device, write_profile
 from specbench.world.runner import run_job, version_info
 from specbench.world.tracing import gguf_n_vocab, trace_windows

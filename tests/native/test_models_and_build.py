@@ -10,30 +10,30 @@ from pathlib import Path
 import pytest
 
 from specbench.errors import SpecbenchError
-from specbench.world import build, dirs, models, runner
+from specbench.world import build, demo_models, dirs, runner
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_unknown_demo_model_lists_the_available_ones():
     with pytest.raises(SpecbenchError, match=r"Unknown demo model 'smollm'. Available: gemma3-270m, smollm2-135m, smollm2-135m-f16"):
-        models.demo_model("smollm")
+        demo_models.demo_model("smollm")
 
 
 def test_a_corrupted_cached_model_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path))
-    bad = tmp_path / "models" / models.DEMO_MODELS["smollm2-135m"].filename
+    bad = tmp_path / "models" / demo_models.DEMO_MODELS["smollm2-135m"].filename
     bad.parent.mkdir(parents=True)
     bad.write_bytes(b"not a gguf")
     with pytest.raises(SpecbenchError, match="sha256") as err:
-        models.demo_model("smollm2-135m")
+        demo_models.demo_model("smollm2-135m")
     assert "delete" in err.value.hint
 
 
 def test_a_missing_model_without_download_says_how_to_get_it(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path))
     with pytest.raises(SpecbenchError, match="not in the cache"):
-        models.demo_model("gemma3-270m", download=False)
+        demo_models.demo_model("gemma3-270m", download=False)
 
 
 def build_runner(*args: str) -> subprocess.CompletedProcess:

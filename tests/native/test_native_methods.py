@@ -344,15 +344,15 @@ def test_native_as2d_lanes_decompose_the_decode_clock(run_job, tiny, tmp_path):
     from . import tiny_gguf as tg
 
     method_configs = importlib.import_module("specbench.core.methods.configs")
-    native_run = importlib.import_module("specbench.world.native_run")
+    decode_run = importlib.import_module("specbench.world.decode_run")
     windows_mod = importlib.import_module("specbench.schemas.windows")
     slow = tg.write_tiny_qwen3(tmp_path / "slow.gguf", tg.slowed(tiny.weights, extra_layers=24))
     window = windows_mod.make_text_window("long", "text", "Repeat.", LONG[0]["cap"], "d", "test")
     for r in decode(run_job, slow, tiny.target, [as2d_method(budget=4), as2d_method(budget=2, batch=2)],
                     windows=LONG):
         m = r["method"]
-        row = native_run.decode_row(r, window, "local", method_configs.As2dConfig(budget=m["budget"], batch=m["batch"]))
-        assert abs(row.d_s + row.v_s - row.o_s + row.h_s - row.decode_s) <= native_run.CLOCK_RESOLUTION_S
+        row = decode_run.decode_row(r, window, "local", method_configs.As2dConfig(budget=m["budget"], batch=m["batch"]))
+        assert abs(row.d_s + row.v_s - row.o_s + row.h_s - row.decode_s) <= decode_run.CLOCK_RESOLUTION_S
         assert row.d_s > 0 and row.v_s > 0 and 0 <= row.o_s <= min(row.d_s, row.v_s) and row.h_s >= 0
 
 

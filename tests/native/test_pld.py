@@ -16,9 +16,9 @@ from specbench.schemas.profiles import ModelId, load_profile
 from specbench.schemas.results import load_results
 from specbench.schemas.traces import PAD, load_trace_dir
 from specbench.schemas.windows import make_text_window
+from specbench.world.decode_run import NativePlan, run_native
 from specbench.world.devices.local import LocalDevice
 from specbench.world.model_files import LOOKUP_DRAFTER, ModelFile
-from specbench.world.native_run import NativePlan, run_native
 from specbench.world.profiling import SweepPlan, profile_device, write_profile
 from specbench.world.tracing import trace_windows
 from tests.core.test_lookup import CASES

@@ -1,5 +1,5 @@
 """Repeated native decodes (`run --native --runs N --warmup M`): the runner's `runs` and
-`warmup_runs`, and the rows built from the samples (specbench.world.native_run.window_rows)."""
+`warmup_runs`, and the rows built from the samples (specbench.world.decode_run.window_rows)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import statistics
 
 from specbench.core.methods.configs import SdConfig, TargetConfig
 from specbench.schemas.windows import make_text_window
-from specbench.world.native_run import window_rows
+from specbench.world.decode_run import window_rows
 
 from .test_native_runner import WINDOWS
 

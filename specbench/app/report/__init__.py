@@ -1,5 +1,5 @@
 """What `specbench report` computes, in rooms: `inputs` (loading, comparability, references, the
-runs' manifests), `tables` (the one rule choosing the rows and every table), `replays` (the
+runs' manifests), `rows` (the one rule choosing the rows), `tables` (every table), `replays` (the
 sensitivity variants and the horizon sweep replayed again), `summary` (the one-screen summary
 and its verdicts), `sustained` (the sustained-load timeline) and `outputs` (files, bundle, figures)."""
 
@@ -12,6 +12,7 @@ from specbench.app.report.inputs import (
 )
 from specbench.app.report.outputs import bundle, make_figures, write_csv_dir, write_output
 from specbench.app.report.replays import add_sensitivity, horizon_tables
+from specbench.app.report.rows import main_rows
 from specbench.app.report.tables import (
     DECLARED,
     DIVERGENT,
@@ -21,7 +22,6 @@ from specbench.app.report.tables import (
     build_report,
     build_tables,
     horizon_report,
-    main_rows,
     pooled_table,
     position_tables,
     stability_tables,

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from specbench.app.report.inputs import LoadedResults
-from specbench.app.report.tables import IDENTITY, MainRows, width_or_budget
+from specbench.app.report.rows import IDENTITY, MainRows, width_or_budget
 from specbench.core import metrics, stats
 from specbench.render.tables import Table
 

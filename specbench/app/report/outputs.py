@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from specbench.app.report.inputs import LoadedResults, commands, declared_lines, input_rows, profile_paths
+from specbench.app.report.rows import main_rows
 from specbench.app.report.sustained import sustained_figures
-from specbench.app.report.tables import main_rows
 from specbench.core import metrics
 from specbench.render.tables import INDEX, Table, csv_files, render, to_markdown
 from specbench.schemas.fileio import write_atomic

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from specbench.app.parallel_replay import replay_study
+from specbench.app.parallel_replay import replay_study_in_processes
 from specbench.app.report.inputs import LoadedResults, first_profile, inputs_of, replay_manifests, replayed_methods
-from specbench.app.report.tables import configs_of
+from specbench.app.report.rows import configs_of
 from specbench.core import metrics
 from specbench.errors import SpecbenchError
 
@@ -35,7 +35,8 @@ def add_sensitivity(loaded: LoadedResults, progress=None) -> None:
         for fit in missing_fits:
             todo = fit_configs(configs, fit)
             if todo:
-                extra.append(replay_study(inputs.windows, inputs.traces, inputs.profiles, todo, progress, None, fit))
+                extra.append(replay_study_in_processes(inputs.windows, inputs.traces, inputs.profiles, todo, progress,
+                                                       None, fit))
     if extra:
         loaded.frame = pd.concat([frame, *extra], ignore_index=True)
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from specbench.app.report.inputs import LoadedResults, missing_profiles, profile_paths
-from specbench.app.report.tables import MainRows, width_or_budget
+from specbench.app.report.rows import MainRows, width_or_budget
 from specbench.core import metrics
 from specbench.core.verdict import MS, ForwardCounts, stated_depth, verdict
 from specbench.errors import SpecbenchError

@@ -1,16 +1,18 @@
-"""Every table of a results report, assembled from core.metrics, core.text_metrics and core.samples."""
+"""Every table of a results report, of the rows rows.py chooses, assembled from core.metrics,
+core.text_metrics and core.samples; the report itself (summary and tables)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from specbench.app.report.inputs import LoadedResults, declared_costs, unstable_timings
+from specbench.app.report.rows import IDENTITY, NATIVE_SUFFIX, MainRows, configs_of, main_rows, width_or_budget
 from specbench.app.report.sustained import sustained_tables
 from specbench.core import metrics, samples, text_metrics
-from specbench.core.methods.configs import CONFIG_COLUMNS, MEAN_WIDTHS, As2dConfig, MethodConfig, config_of
+from specbench.core.methods.configs import CONFIG_COLUMNS, As2dConfig
 from specbench.errors import SpecbenchError
 from specbench.render.summary import Summary
 from specbench.render.tables import Table
@@ -21,54 +23,6 @@ SILENT = "WARNING: drafter contributed nothing"
 DIVERGENT = "Divergent windows, excluded from every table"
 DECISIONS = "Native decisions differ from the trace, windows excluded from every table"
 DECLARED = "Declared drafter costs (not measured on the device)"
-IDENTITY = ("device", "method", "drafter", "W/B")
-"""What names a configuration's row besides its label, which a narrow terminal cuts short."""
-NATIVE_SUFFIX = " (native runs)"
-
-
-@dataclass(frozen=True)
-class MainRows:
-    """The rows a report's tables are computed from, split once (docs/METHODS.md §7 Metrics)."""
-
-    frame: pd.DataFrame
-    """Every row less the divergent windows' (§7.6 Divergent windows)."""
-    diverged: pd.DataFrame
-    """The rows of the divergent windows."""
-    replayed: pd.DataFrame
-    """Replay rows priced with the default fill-in (cost_fit median)."""
-    native: pd.DataFrame
-    """Rows decoded on the device."""
-    main: pd.DataFrame
-    """What every table but the fidelity and sensitivity ones reports: `replayed`, or `native` when there is none."""
-    suffix: str
-    """Added to the titles of the tables of `main`: '' for replay rows, NATIVE_SUFFIX for native ones."""
-    mismatched: pd.DataFrame
-    """Native rows whose decisions differ from their trace's (their windows are not in `frame`)."""
-
-
-def main_rows(frame: pd.DataFrame) -> MainRows:
-    """The one rule choosing the rows a report describes: replayed rows at the median fill-in,
-    else native rows. Divergent windows leave first, so a native divergence also drops the replay rows."""
-    kept, diverged = metrics.split_divergent(frame)
-    replayed = kept[(kept["cost_fit"] == "median") & (kept["source"] == "replay")]
-    native = kept[kept["source"] == "native"]
-    main = replayed if len(replayed) else native
-    if main.empty:
-        mismatched = frame[metrics.decisions_differ(frame)]
-        if len(diverged) or len(mismatched):
-            raise SpecbenchError(f"no result rows to report: every window is left out, {len(diverged)} rows "
-                                 f"diverged and {len(mismatched)} rows' decisions differ from the trace",
-                                 hint="see the runs' divergences.jsonl and decisions.jsonl "
-                                      "(docs/METHODS.md §6.4 Drafters and decisions checked against the trace)")
-        raise SpecbenchError("no result rows to report")
-    return MainRows(kept, diverged, replayed, native, main, "" if len(replayed) else NATIVE_SUFFIX,
-                    frame[metrics.decisions_differ(frame)])
-
-
-def configs_of(rows: pd.DataFrame, labels: Sequence[str] | None = None) -> dict[str, MethodConfig]:
-    """label -> configuration of the configurations in `rows` (those of `labels`, in that order)."""
-    found = {record["config"]: config_of(record) for record in rows.drop_duplicates("config").to_dict("records")}
-    return found if labels is None else {label: found[label] for label in labels if label in found}
 
 
 @dataclass(frozen=True)
@@ -293,13 +247,6 @@ def position_tables(rows: pd.DataFrame, suffix: str) -> list[Table]:
                                                                    "proposed", "accepted", "problem"]],
                             warning=title.removeprefix("WARNING: ")))
     return tables
-
-
-def width_or_budget(method: str, width: int | None, budget: int | None) -> str | None:
-    """SD's width (MEAN_WIDTHS on its mean over W), AS2D's budget, None for the others."""
-    if method == "sd":
-        return MEAN_WIDTHS if width is None else str(width)
-    return str(budget) if method == "as2d" else None
 
 
 def pooled_table(rows: pd.DataFrame, suffix: str, pooled: pd.DataFrame | None = None) -> Table:

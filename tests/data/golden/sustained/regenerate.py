@@ -37,7 +37,7 @@ from specbench.emuphone.phone import (  # noqa: E402
 )
 from specbench.render.tables import render  # noqa: E402
 from specbench.schemas.windows import make_text_window, save_windows  # noqa: E402
-from specbench.world.models import demo_model  # noqa: E402
+from specbench.world.demo_models import demo_model  # noqa: E402
 
 RUNS = {"cooldown": ["--cooldown-temp", "33"], "no-cooldown": ["--no-cooldown"]}
 

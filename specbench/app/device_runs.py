@@ -24,18 +24,7 @@ from specbench.schemas.profiles import load_profile
 from specbench.schemas.results import read_manifest, removed_if_refused
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.windows import Window, load_split
-from specbench.world.devices.base import Device
-from specbench.world.model_files import (
-    ModelFile,
-    drafter_mmproj,
-    parse_named,
-    target_file,
-    unique_names,
-    with_mmproj,
-    with_templates,
-)
-from specbench.world.native_energy import EnergySettings
-from specbench.world.native_run import (
+from specbench.world.decode_run import (
     DECISIONS,
     DIVERGENCES,
     NativeOutcome,
@@ -47,11 +36,22 @@ from specbench.world.native_run import (
     profile_ref,
     run_native,
 )
+from specbench.world.devices.base import Device
+from specbench.world.model_files import (
+    ModelFile,
+    drafter_mmproj,
+    parse_named,
+    target_file,
+    unique_names,
+    with_mmproj,
+    with_templates,
+)
+from specbench.world.native_energy import EnergySettings
 from specbench.world.sustained import arrival_gaps_us, check_load, parse_duration, run_sustained
 from specbench.world.tracing import check_trace_templates
 
 if TYPE_CHECKING:
-    from specbench.app.run import NativeOptions, RunRequest
+    from specbench.app.run_request import NativeOptions, RunRequest
 
 DEFAULT_IDLE_S = 5.0
 """--energy-idle when not given: long enough for a few fuel-gauge updates of most phones."""

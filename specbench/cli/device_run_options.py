@@ -1,4 +1,4 @@
-"""The --native half of `specbench run`: its options, read into one NativeOptions (specbench.app.run)."""
+"""The --native half of `specbench run`: its options, read into one NativeOptions (specbench.app.run_request)."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def native_options(func):
     def wrapper(*args, native, device, target_path, placement_spec, target_mmproj, drafter_mmproj, template_specs,
                 runs_text, warmup_text, sustained_text, pace, rate, no_cooldown, energy_interval_ms, energy_idle_s,
                 energy_convention, energy_paths, reuse_encoder, **kwargs):
-        from specbench.app.run import NativeOptions
+        from specbench.app.run_request import NativeOptions
 
         options = NativeOptions(
             native=native, device=device, target=target_path, placement=placement_spec, target_mmproj=target_mmproj,

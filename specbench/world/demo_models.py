@@ -17,7 +17,7 @@ sha256; a file that no longer matches its record, or a record of another source 
 recipe, is derived again.
 
 Example:
-    >>> from specbench.world.models import demo_model
+    >>> from specbench.world.demo_models import demo_model
     >>> demo_model("smollm2-135m")   # doctest: +SKIP
     PosixPath('/root/.cache/specbench/models/SmolLM2-135M-Instruct.Q4_1.gguf')
 """
