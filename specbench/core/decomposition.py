@@ -160,8 +160,8 @@ def with_target_ratios(cosched: CoSchedule, rho_target: Mapping[int, float], pro
     (a width the profile did not measure stays filled as the profile fills it); with `producer_ones`
     the producer's ratio 1 at every width (a timeline on the native clock has nothing to stretch)."""
     n = len(cosched.depths)
-    target = {w: np.full(n, float(rho_target[w])) if w in rho_target else values * cosched.target_scale
-              for w, values in cosched.rho_target.items()}
+    target = {w: np.full(n, float(rho_target[w])) if w in rho_target else cosched.row(w)[0]
+              for w in cosched.rho_target}
     drafter = {w: np.ones(n) for w in cosched.rho_drafter} if producer_ones else dict(cosched.rho_drafter)
     return CoSchedule(cosched.depths, target, drafter, cosched.fit)
 

@@ -80,9 +80,8 @@ KIND = "specbench.profile"
 # 4 = co-scheduling ratios measured to the profile's precision: `cosched.precision`, and per width
 #     `repetitions` and `achieved_precision` per depth; a warning may carry `ratio`, `ratio_low` and
 #     `ratio_high` (a ratio below 1 beyond its interval after a re-measurement of its cell).
-# 5 = `cosched.decode` (optional): the target's co-scheduling ratio a short native AS2D decode realised
-#     and the one the cells price for the same forwards; the target's ratios are priced scaled by their
-#     quotient.
+# 5 = `cosched.decode` (optional): the target's co-scheduling ratio a short native AS2D decode realised,
+#     priced in place of the cells' `rho_target`, and the one the cells price for the same forwards.
 VERSION = 5
 VERSIONS = (VERSION,)
 DEPTH_POLICY = "linear-in-depth, flat outside the measured depths"
@@ -181,13 +180,10 @@ class DecodeContention:
     """Pooled over the decode's target forwards that overlapped the producer: their time over their solo
     work (the profile's price scaled by the target-only decode beside it)."""
     priced: float
-    """The cells' ratio for the same forwards, weighted by their overlap."""
+    """The cells' ratio for the same forwards, weighted by their overlap: what they would have priced."""
     forwards: int
     """Target forwards behind both."""
 
-    @property
-    def scale(self) -> float:
-        return self.realised / self.priced
 
 
 @dataclass(frozen=True)
@@ -213,33 +209,33 @@ class CoSchedule:
     precision: float | None = None
     """The relative half-width the cells were measured to (None: a fixed count of repetitions)."""
     decode: DecodeContention | None = None
-    """The target's ratio as a native AS2D decode met it (None: not measured; the cells are priced as they are)."""
+    """The target's ratio as a native AS2D decode met it, priced at every width and depth in place of the
+    cells' `rho_target` (None: not measured; the cells are priced)."""
 
-    @property
-    def target_scale(self) -> float:
-        """What the target's measured ratios are multiplied by when priced: 1 without `decode`."""
-        return 1.0 if self.decode is None else self.decode.scale
+    def _target(self, values: np.ndarray) -> np.ndarray:
+        return values if self.decode is None else np.full(len(self.depths), self.decode.realised)
 
     def _fill(self, measured: Mapping[int, np.ndarray]) -> np.ndarray:
         values = np.stack(list(measured.values()))
         fills: dict[str, Callable[..., np.ndarray]] = {"median": np.median, "min": np.min, "max": np.max}
         return fills[self.fit](values, axis=0)
 
-    def _row(self, width: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    def row(self, width: int) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(rho_target, rho_drafter, filled) as priced at each measured depth for one target width."""
         if width in self.rho_target and width in self.rho_drafter:
-            return self.rho_target[width] * self.target_scale, self.rho_drafter[width], False
-        return self._fill(self.rho_target) * self.target_scale, self._fill(self.rho_drafter), True
+            return self._target(self.rho_target[width]), self.rho_drafter[width], False
+        return self._target(self._fill(self.rho_target)), self._fill(self.rho_drafter), True
 
     def ratios(self, width: int, depth: float) -> tuple[float, float, bool]:
         """(rho_target, rho_drafter, extrapolated) for one target width at one KV depth."""
-        rho_t, rho_d, extrapolated = self._row(width)
+        rho_t, rho_d, extrapolated = self.row(width)
         both = interp_rows(np.stack([rho_t, rho_d]), self.depths, np.array([0, 1]), np.full(2, float(depth)))
         return float(both[0]), float(both[1]), extrapolated
 
     def dense(self, max_width: int, max_depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """[max_width + 1, max_depth + 1] rho_target and rho_drafter at every integer depth, and
         [max_width + 1] extrapolated flags: the same numbers `ratios` gives, for bulk replay."""
-        rows = [self._row(w) for w in range(max_width + 1)]
+        rows = [self.row(w) for w in range(max_width + 1)]
         depths = np.arange(max_depth + 1, dtype=np.float64)
         widths, at = np.repeat(np.arange(max_width + 1), max_depth + 1), np.tile(depths, max_width + 1)
         out = [interp_rows(np.stack([r[k] for r in rows]), self.depths, widths, at)

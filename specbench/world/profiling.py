@@ -368,7 +368,7 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         overheads, overheads_note = measured_with[models[0].name].overheads, measured_with[models[0].name].note
         overheads_note += " per drafter (the top level: the first drafter's)"
     if any(p.cosched is not None and p.cosched.decode is not None for p in profiled.values()):
-        overheads_note += "; co-scheduling ratios scaled to the target's ratio in those AS2D decodes"
+        overheads_note += "; the target's co-scheduling ratio priced as those AS2D decodes realised it"
     after = device.snapshot()
     environment = environment.finish(now(), loaded_models(device, [("target", target)]
                                                           + [("drafter", d) for d in drafters]), state(after))
@@ -389,8 +389,8 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
 def with_decode_contention(drafter: DrafterProfile, run: OverheadsRun, target_costs: CostTable,
                            overheads: bool) -> DrafterProfile:
     """The drafter's entry with the overheads `run` measured (when `overheads`) and its co-scheduling
-    ratios' `decode`: the target's ratio in the run's AS2D decodes against the cells' (docs/METHODS.md
-    §4.3 Co-scheduling ratios)."""
+    ratios' `decode`: the target's ratio in the run's AS2D decodes, and the cells' for the same forwards
+    (docs/METHODS.md §4.3 Co-scheduling ratios)."""
     if overheads:
         drafter = replace(drafter, overheads=Overheads(**run.overheads))
     if drafter.cosched is None:

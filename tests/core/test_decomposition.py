@@ -88,7 +88,6 @@ def test_decode_contention_pools_runs_and_prices_their_forwards_with_the_cells()
     assert met.realised == pytest.approx(RHO_TRUE)
     assert met.priced == pytest.approx(1.2)
     assert met.forwards == 3 + len(Y) - 1
-    assert met.scale == pytest.approx(RHO_TRUE / 1.2)
 
 
 def test_decode_contention_is_none_when_no_forward_overlapped_the_producer():
@@ -100,7 +99,8 @@ def test_decode_contention_is_none_when_no_forward_overlapped_the_producer():
 
 
 def test_a_profile_priced_with_the_decodes_contention_has_no_contention_bias_left():
-    # the profile's cells say 1.2; its AS2D decode met 1.5 where the cells priced 1.2: replay prices 1.5
+    # the profile's cells say 1.2; its AS2D decode met 1.5 where the cells priced 1.2: replay prices 1.5 at
+    # every width and depth
     from dataclasses import replace
 
     from specbench.schemas.profiles import DecodeContention

@@ -170,8 +170,8 @@ def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     assert set(cosched.achieved_precision) == set(cosched.rho_target)
     # the overheads' AS2D decodes gave the target's ratio as a decode meets it, priced from then on
     assert cosched.decode is not None and cosched.decode.forwards >= 1
-    assert cosched.ratios(1, 0)[0] == pytest.approx(cosched.rho_target[1][0] * cosched.decode.scale)
-    assert "co-scheduling ratios scaled to the target's ratio in those AS2D decodes" in profile.notes
+    assert cosched.ratios(1, 0)[0] == cosched.ratios(9, 32)[0] == cosched.decode.realised
+    assert "the target's co-scheduling ratio priced as those AS2D decodes realised it" in profile.notes
 
 
 def test_trace_appends_per_window_and_resumes(device, models, tmp_path):

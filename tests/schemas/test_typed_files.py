@@ -134,14 +134,16 @@ BAD = {
 }
 
 
-def test_a_profile_with_its_decode_contention_round_trips_and_prices_the_target_scaled():
+def test_a_profile_with_its_decode_contention_round_trips_and_prices_the_target_with_it():
     doc = _set(_local(), ("drafters", 0, "cosched", "decode"), {"realised": 1.32, "priced": 1.1, "forwards": 40})
     profile = profile_from_dict(doc, Path("p.yaml"))
     name = doc["drafters"][0]["name"]
     cosched = profile.drafters[name].cosched
-    assert cosched.decode.scale == pytest.approx(1.2)
-    raw = float(doc["drafters"][0]["cosched"]["ratios"][1]["rho_target"][0])
-    assert cosched.ratios(1, cosched.depths[0])[0] == pytest.approx(1.2 * raw)
+    for width in (1, max(cosched.rho_target) + 3):  # measured and filled widths alike, at any depth
+        for depth in (cosched.depths[0], cosched.depths[-1] + 100):
+            assert cosched.ratios(width, depth)[0] == 1.32
+    raw = float(doc["drafters"][0]["cosched"]["ratios"][1]["rho_drafter"][0])
+    assert cosched.ratios(1, cosched.depths[0])[1] == raw  # the drafter's ratio stays the cells'
     again = profile_from_dict(profiles.profile_to_dict(profile), Path("p.yaml"))
     assert again.drafters[name].cosched.decode == cosched.decode
 
