@@ -8,6 +8,7 @@ Needs `make demo-model` and `make runners`; skips, saying which, without them.
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from pathlib import Path
@@ -36,8 +37,14 @@ def check(model: str, width: int) -> dict:
         path = demo_models.demo_model(model, download=False)
     except SpecbenchError as err:
         pytest.skip(f"{model} not cached ({err}): run `make demo-model`")
+    return checked(tool, path, width)
+
+
+@functools.cache
+def checked(tool: Path, model: Path, width: int) -> dict:
+    """specbench-whisper-check's report on jfk.wav, run once per (model, width): two tests read base at width 4."""
     jfk = whisper_source() / "samples" / "jfk.wav"
-    done = subprocess.run([str(tool), str(path), str(jfk), str(width), "2"], capture_output=True, text=True,
+    done = subprocess.run([str(tool), str(model), str(jfk), str(width), "2"], capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)

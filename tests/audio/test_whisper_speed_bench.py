@@ -52,8 +52,14 @@ def setup(tmp_path_factory) -> Setup:
     return Setup(runner, cli, model, 2, [jfk_clip(tmp_path_factory.mktemp("jfk"))])
 
 
-def test_both_sides_decode_jfk_alike(setup):
-    runner, cli = runner_side(setup, setup.clips), cli_side(setup, setup.clips)
+@pytest.fixture(scope="module")
+def cli_jfk(setup) -> dict:
+    """whisper-cli's decode of the 16-bit jfk.wav, which both end-to-end tests compare against (run once)."""
+    return cli_side(setup, setup.clips)
+
+
+def test_both_sides_decode_jfk_alike(setup, cli_jfk):
+    runner, cli = runner_side(setup, setup.clips), cli_jfk
     assert mismatches(runner, cli) == {}
     assert runner["jfk"].text == JFK_TEXT and runner["jfk"].tokens == 25 and runner["jfk"].prompt_tokens == 4
     # The check sees a difference: a transcript one token short is named, with both texts.
@@ -61,7 +67,7 @@ def test_both_sides_decode_jfk_alike(setup):
     assert "whisper-cli 'And so" in mismatches(runner, short)["jfk"]
 
 
-def test_float_wav_gives_whisper_cli_the_same_samples(setup, tmp_path):
+def test_float_wav_gives_whisper_cli_the_same_samples(setup, cli_jfk, tmp_path):
     np = pytest.importorskip("numpy")
     with wave.open(str(setup.clips[0].wav)) as w:
         s16 = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
@@ -70,7 +76,7 @@ def test_float_wav_gives_whisper_cli_the_same_samples(setup, tmp_path):
     raw.write_bytes(f32)
     clip = Clip("jfk", {"path": str(raw), "format": "f32"}, float_wav(f32, tmp_path / "jfk-float.wav"))
     assert (tmp_path / "jfk-float.wav").read_bytes()[-len(f32):] == f32
-    original, floats = cli_side(setup, setup.clips)["jfk"], cli_side(setup, [clip])["jfk"]
+    original, floats = cli_jfk["jfk"], cli_side(setup, [clip])["jfk"]
     assert (floats.text, floats.tokens) == (original.text, original.tokens) == (JFK_TEXT, 25)
     assert mismatches(runner_side(setup, [clip]), {"jfk": floats}) == {}
 

@@ -68,6 +68,23 @@ def native_args(study, out, *extra):
             "--out", out, *extra]
 
 
+def replay_args(study, out):
+    return ["run", study["windows"], "--traces", study["traces"], "--profile", study["profile"],
+            "--methods", "target,sd", "--drafter", "near", "--out", out]
+
+
+@pytest.fixture(scope="module")
+def runs(study):
+    """The study's native run of target and SD checked against its traces, and their replay, made once for
+    the tests that read them (none writes into them)."""
+    root = study["root"] / "runs"
+    code, output = invoke(*native_args(study, root / "native", "--traces", study["traces"]))
+    assert code == 0, output
+    code, output = invoke(*replay_args(study, root / "replay"))
+    assert code == 0, output
+    return {"root": root, "native": root / "native", "replay": root / "replay"}
+
+
 def test_profile_is_a_loadable_profile(study):
     profile = load_profile(study["profile"])
     assert profile.name == "local@split" and profile.target_costs.widths() == list(range(1, 10))
@@ -80,26 +97,19 @@ def test_profile_is_a_loadable_profile(study):
     assert "overheads: native as2d" in yaml.safe_load(study["profile"].read_text())["notes"]
 
 
-def test_traces_load_and_replay_for_target_and_sd(study, tmp_path):
+def test_traces_load_and_replay_for_target_and_sd(study, runs):
     traces = load_trace_dir(study["traces"])
     assert list(traces) == ["near"] and len(traces["near"].windows) == len(TEXTS)
-    code, output = invoke("run", study["windows"], "--traces", study["traces"], "--profile", study["profile"],
-                          "--methods", "target,sd", "--drafter", "near", "--out", tmp_path / "replay")
-    assert code == 0, output
-    _, rows = load_results(tmp_path / "replay")
+    _, rows = load_results(runs["replay"])
     assert len(rows) == len(TEXTS) * 5 and rows["lossless"].all()
 
 
-def test_native_rows_have_the_replay_columns(study, tmp_path):
-    code, output = invoke(*native_args(study, tmp_path / "native", "--traces", study["traces"]))
-    assert code == 0, output
-    manifest, native = load_results(tmp_path / "native")
+def test_native_rows_have_the_replay_columns(runs):
+    manifest, native = load_results(runs["native"])
     assert manifest.mode == "native" and manifest.reference == "trace"
     assert list(native.columns) == list(ROW_FIELDS)
     assert len(native) == len(TEXTS) * 5 and set(native["source"]) == {"native"}
-    invoke("run", study["windows"], "--traces", study["traces"], "--profile", study["profile"], "--methods",
-           "target,sd", "--drafter", "near", "--out", tmp_path / "replay")
-    _, replay = load_results(tmp_path / "replay")
+    _, replay = load_results(runs["replay"])
     assert list(replay.columns) == list(native.columns)
     assert sorted(replay["config"].unique()) == sorted(native["config"].unique())
     # every row, native or replayed, carries its window's category
@@ -110,27 +120,23 @@ def test_native_rows_have_the_replay_columns(study, tmp_path):
     # per-position acceptance: the runner's op log and replay count the same verifications
     assert (ok["reached_at_n"] == ok["reached_at_r"]).all() and (ok["accepted_at_n"] == ok["accepted_at_r"]).all()
     assert ok.loc[ok["config"] != "target", "reached_at_n"].map(len).gt(0).any()
-    code, report = invoke("report", tmp_path / "native", "--format", "md")
+    code, report = invoke("report", runs["native"], "--format", "md")
     assert code == 0 and "sd[W=5..8 mean,drafter=near]" in report
 
 
-def test_replay_manifest_keeps_its_profiles_environment_and_the_bundle_lists_builds_and_models(study, tmp_path):
-    assert invoke(*native_args(study, tmp_path / "native", "--traces", study["traces"]))[0] == 0
-    code, output = invoke("run", study["windows"], "--traces", study["traces"], "--profile", study["profile"],
-                          "--methods", "target,sd", "--drafter", "near", "--out", tmp_path / "replay")
-    assert code == 0, output
-    replay = load_results(tmp_path / "replay")[0]
+def test_replay_manifest_keeps_its_profiles_environment_and_the_bundle_lists_builds_and_models(study, runs,
+                                                                                              tmp_path):
+    replay = load_results(runs["replay"])[0]
     env = replay.environment
     # replay runs no runner on no device: its build, models and device are its profile's
     assert env.runner is None and env.device is None and env.models == () and env.argv == tuple(sys.argv)
     assert env.started <= env.finished  # one format (UTC, milliseconds, Z): text order is time order
     profiled = load_profile(study["profile"]).environment
     assert replay.profiles[0].environment == profiled
-    code, output = invoke("report", tmp_path / "native", tmp_path / "replay", "--format", "md",
-                          "--bundle", tmp_path / "bundle")
+    code, output = invoke("report", runs["native"], runs["replay"], "--format", "md", "--bundle", tmp_path / "bundle")
     assert code == 0, output
     inputs = (tmp_path / "bundle" / "report.md").read_text().partition("## Inputs")[2].partition("## Reproduce")[0]
-    rows = [line for line in inputs.splitlines() if line.startswith(f"| {tmp_path}")]
+    rows = [line for line in inputs.splitlines() if line.startswith(f"| {runs['root']}")]
     target = next(m for m in profiled.models if m.role == "target")
     for row in rows:  # both runs name the runner build and the models llama.cpp loaded
         assert f"runner {profiled.runner.sha256[:12]}" in row and f"{target.n_params:,} params" in row

@@ -363,38 +363,45 @@ def test_specasr_refuses_a_cross_vocabulary_drafter(run_job, tiny, tiny_other_vo
     assert str(tiny.target) in out.error["error"] and str(tiny_other_vocab) in out.error["error"]
 
 
-def test_gemma_drafting_for_smollm2_is_lossless(run_job, demo_model_path):
+GEMMA_SD = [{"name": "sd", "width": 5, "p_min": 0.0}, {"name": "sd", "width": 8, "p_min": 0.3}]
+"""The SD configurations whose ops replay must make on the Gemma pair."""
+
+
+@pytest.fixture(scope="module")
+def gemma_pair(run_job, demo_model_path):
+    """SmolLM2 Q4_1 (target) and Gemma 3 (drafter, its own turn format) on one window, decoded once with
+    target-only, AS2D and GEMMA_SD: the decode both Gemma tests read, one job for both (real weights)."""
     sm, gm = demo_model_path("smollm2-135m"), demo_model_path("gemma3-270m")
     text = "List three colors of the rainbow."
     window = {"id": "rainbow", "prompt": tokenize(run_job, sm, text),
               "drafter_prompt": tokenize(run_job, gm, text, template="gemma"), "cap": 24}
-    job = {"mode": "decode", "target": {"path": str(sm), "threads": 1}, "drafter": {"path": str(gm), "threads": 1},
-           "methods": [{"name": "target"}, {"name": "sd", "width": 5}, as2d_method(budget=5)], "windows": [window]}
-    out = run_job(job)
+    models = {"target": {"path": str(sm), "threads": 1}, "drafter": {"path": str(gm), "threads": 1}}
+    out = run_job({"mode": "decode", **models, "methods": [{"name": "target"}, as2d_method(budget=5), *GEMMA_SD],
+                   "windows": [window]})
     assert out.returncode == 0, out.error
-    base, sd_run, as2d_run = out.results
+    return {"window": window, "models": models, "results": out.results}
+
+
+def test_gemma_drafting_for_smollm2_is_lossless(gemma_pair):
+    base, as2d_run, sd_run, _ = gemma_pair["results"]
+    assert (base["method"]["name"], as2d_run["method"]["name"], sd_run["method"]) == ("target", "as2d", GEMMA_SD[0])
     assert sd_run["tokens"] == base["tokens"] and as2d_run["tokens"] == base["tokens"]
     assert sum(op["accepted"] for op in sd_run["ops"] if op["model"] == "target") > 0  # real text maps
     check_as2d_against_python(as2d_run, 24)
     assert as2d_run["cross_vocab"] is True
 
 
-def test_gemma_drafting_for_smollm2_sd_ops_equal_replays(run_job, demo_model_path):
+def test_gemma_drafting_for_smollm2_sd_ops_equal_replays(run_job, gemma_pair):
     """Real tokenizers: replay prices the runner's cross-vocabulary SD op for op."""
     replay = importlib.import_module("specbench.core.replay.reference")
     method_configs = importlib.import_module("specbench.core.methods.configs")
-    sm, gm = demo_model_path("smollm2-135m"), demo_model_path("gemma3-270m")
-    text = "List three colors of the rainbow."
-    window = {"id": "rainbow", "prompt": tokenize(run_job, sm, text),
-              "drafter_prompt": tokenize(run_job, gm, text, template="gemma"), "cap": 24}
-    models = {"target": {"path": str(sm), "threads": 1}, "drafter": {"path": str(gm), "threads": 1}}
-    out = run_job({"mode": "trace", **models, "k_max": 8, "producer": False, "windows": [window]})
+    out = run_job({"mode": "trace", **gemma_pair["models"], "k_max": 8, "producer": False,
+                   "windows": [gemma_pair["window"]]})
     assert out.returncode == 0, out.error
     wt = load_window_trace(out.results[0])
-    methods = [{"name": "sd", "width": 5, "p_min": 0.0}, {"name": "sd", "width": 8, "p_min": 0.3}]
-    out = run_job({"mode": "decode", **models, "methods": methods, "windows": [window]})
-    assert out.returncode == 0, out.error
-    for r in out.results:
+    decoded = [r for r in gemma_pair["results"] if r["method"]["name"] == "sd"]
+    assert [r["method"] for r in decoded] == GEMMA_SD
+    for r in decoded:
         config = method_configs.SdConfig(width=r["method"]["width"], p_min=r["method"]["p_min"])
         ref = replay.decode_serial(config, wt, 24)
         assert list(ref.tokens) == r["tokens"]

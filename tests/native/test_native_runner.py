@@ -32,8 +32,20 @@ def by_window(results):
     return {r["window_id"]: r for r in results}
 
 
-def test_target_only_equals_numpy_greedy(run_job, tiny):
-    got = by_window(decode(run_job, tiny.target, None, [{"name": "target"}]))
+@pytest.fixture(scope="module")
+def target_only(run_job, tiny):
+    """Target-only decodes of WINDOWS by window, made once for the tests that read them."""
+    return by_window(decode(run_job, tiny.target, None, [{"name": "target"}]))
+
+
+@pytest.fixture(scope="module")
+def near_trace(run_job, tiny):
+    """The trace of WINDOWS with the `near` drafter (k_max 16) by window, made once for the tests that read it."""
+    return trace(run_job, tiny, tiny.near)
+
+
+def test_target_only_equals_numpy_greedy(tiny, target_only):
+    got = target_only
     for w in WINDOWS:
         want, margin = tiny_reference.greedy(tiny.weights, w["prompt"], w["cap"], set(tiny.eog))
         assert margin > 1e-3, "fixture has a near-tie; float differences could flip it"
@@ -91,9 +103,8 @@ def trace(run_job, tiny, drafter, k_max=16, windows=WINDOWS):
     return by_window(out.results)
 
 
-def test_trace_y_equals_decode_target(run_job, tiny):
-    traces = trace(run_job, tiny, tiny.near)
-    decoded = by_window(decode(run_job, tiny.target, None, [{"name": "target"}]))
+def test_trace_y_equals_decode_target(tiny, near_trace, target_only):
+    traces, decoded = near_trace, target_only
     for w in WINDOWS:
         tr = traces[w["id"]]
         assert tr["y"] == decoded[w["id"]]["tokens"]
@@ -128,7 +139,7 @@ def test_trace_with_the_target_as_drafter_predicts_y(run_job, tiny):
 
 
 @pytest.mark.parametrize("width,p_min", [(2, 0.0), (5, 0.0), (8, 0.0), (5, 0.4), (8, 0.7)])
-def test_native_sd_ops_equal_the_python_reference(run_job, tiny, width, p_min):
+def test_native_sd_ops_equal_the_python_reference(run_job, tiny, near_trace, width, p_min):
     """The Python SD procedure on the runner's trace makes the runner's own decisions: the
     same forwards (widths, depths, accepted counts), confidence-stop probes and the cap's
     no-room rounds included."""
@@ -137,7 +148,7 @@ def test_native_sd_ops_equal_the_python_reference(run_job, tiny, width, p_min):
     base = importlib.import_module("specbench.core.methods.base")
     traces_mod = importlib.import_module("specbench.schemas.traces")
     fileio = importlib.import_module("specbench.schemas.fileio")
-    tr = trace(run_job, tiny, tiny.near)
+    tr = near_trace
     for r in decode(run_job, tiny.target, tiny.near, [{"name": "sd", "width": width, "p_min": p_min}]):
         doc = {k: v for k, v in tr[r["window_id"]].items() if k != "kind"} | {"window_sha256": "0" * 64}
         wt = traces_mod.window_trace_from_dict(doc, fileio.Where("runner output"),
