@@ -40,7 +40,7 @@ from specbench.core.methods.configs import As2dConfig
 from specbench.core.replay.reference import ProducerLane, ProducerTimeline, priced_lane, simulate_as2d
 from specbench.core.stats import Interval
 from specbench.errors import SpecbenchError
-from specbench.schemas.profiles import CoSchedule, CostTable, DecodeContention, DeviceProfile
+from specbench.schemas.profiles import MAX_RHO, CoSchedule, CostTable, DecodeContention, DeviceProfile
 from specbench.schemas.traces import WindowTrace
 
 
@@ -144,15 +144,32 @@ def realised_contention(native: NativeLanes, costs: CostTable, cosched: CoSchedu
 
 
 def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: CoSchedule) -> DecodeContention | None:
-    """The target's ratio as native AS2D decodes met it, pooled over every run's overlapped forwards,
-    against the ratio `cosched` prices for the same forwards (docs/METHODS.md §4.3 Co-scheduling ratios,
-    "As a decode meets it"); None when no forward overlapped the producer."""
-    parts = [realised_contention(run, costs, cosched) for run in runs]
-    overlap, solo = sum(p.overlap_s for p in parts), sum(p.overlap_solo_s for p in parts)
-    if overlap <= 0 or solo <= 0:
+    """The target's ratio as native AS2D decodes met it, pooled over every run's target forwards that ran
+    wholly inside the producer's span (their time over their solo work, the profile's price times the
+    target-only decodes' speed), against the ratio `cosched` prices for the same forwards (docs/METHODS.md
+    §4.3 Co-scheduling ratios, "As a decode meets it"). A forward half beside the producer is left out: its
+    solo part, slowed by anything else, would be charged to the overlap (`realised_contention` subtracts
+    it), which a short decode on a loaded device can drive towards a zero denominator. None when no
+    forward ran wholly beside the producer, or when the ratio is no slowdown a profile may hold."""
+    spent = solo = priced = 0.0
+    forwards = 0
+    for run in runs:
+        k = solo_factor(run.solo_ops, costs)
+        start, end = producer_span_us(run.producer)
+        for op in run.ops:
+            if op["model"] != "target":
+                continue
+            t0, us = float(_field(op, "t_us", "a target op")), float(op["us"])
+            if t0 < start or t0 + us > end:
+                continue
+            width, depth = int(op["width"]), float(op["depth"])
+            spent += us
+            solo += k * 1e6 * costs.cost(width, depth)
+            priced += us * cosched.ratios(width, depth)[0]
+            forwards += 1
+    if spent <= 0 or solo <= 0 or not 0 < spent / solo <= MAX_RHO:
         return None
-    return DecodeContention(overlap / solo, sum(p.priced_overlap_s for p in parts) / overlap,
-                            sum(p.forwards for p in parts))
+    return DecodeContention(spent / solo, priced / spent, forwards)
 
 
 def with_target_ratios(cosched: CoSchedule, rho_target: Mapping[int, float], producer_ones: bool) -> CoSchedule:

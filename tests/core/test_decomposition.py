@@ -98,6 +98,18 @@ def test_decode_contention_is_none_when_no_forward_overlapped_the_producer():
     assert decode_contention([NativeLanes(ops, late, solo)], profile.target_costs, profile.cosched(None)) is None
 
 
+def test_decode_contention_leaves_out_a_forward_half_beside_the_producer():
+    # the first forward starts 0.5 s before the producer and ran 10 s on a loaded device: its solo part
+    # would eat its whole solo work and more (realised_contention's denominator <= 0); left out here
+    profile = make_profile(rho=(1.2, 1.0))
+    native, _ = native_run()
+    slow = [dict(native.ops[0], us=10_000_000)] + [dict(op, t_us=op["t_us"] + 10_000_000) for op in native.ops[1:]]
+    producer = dict(native.producer, started_us=500_000, step_us=[60_000_000])
+    met = decode_contention([NativeLanes(slow, producer, native.solo_ops)], profile.target_costs,
+                            profile.cosched(None))
+    assert met.realised == pytest.approx(RHO_TRUE) and met.forwards == len(Y) - 2
+
+
 def test_a_profile_priced_with_the_decodes_contention_has_no_contention_bias_left():
     # the profile's cells say 1.2; its AS2D decode met 1.5 where the cells priced 1.2: replay prices 1.5 at
     # every width and depth

@@ -103,10 +103,10 @@ def report(request: ReportRequest) -> ReportView | None:
     if loaded.notes:
         stderr.print("\n".join(loaded.notes))
     for note in loaded.text_notes:
-        print(note, file=sys.stderr)
+        print(note, file=sys.stderr, flush=True)  # before the tables, as a terminal shows it
     compact = r.fmt == "table" and r.output is None and not r.detail
     for warning in dict.fromkeys(t.warning for t in tables if t.warning) if not compact else ():
-        print(f"warning: {warning}; see that table", file=sys.stderr)  # the one screen lists them itself
+        print(f"warning: {warning}; see that table", file=sys.stderr, flush=True)  # the one screen lists them
     if r.bundle_dir is not None:
         figures = make_figures(loaded, r.bundle_dir / "figures", r.horizon)
         path = bundle(r.bundle_dir, loaded, tables, figures)
