@@ -177,13 +177,12 @@ class DecodeContention:
     for the same forwards (docs/METHODS.md §4.3 Co-scheduling ratios, "As a decode meets it")."""
 
     realised: float
-    """Pooled over the decode's target forwards that overlapped the producer: their time over their solo
-    work (the profile's price scaled by the target-only decode beside it)."""
+    """Pooled over the decodes' target forwards that ran wholly beside the producer: their time over their
+    solo work (the profile's price scaled by the target-only decodes beside them)."""
     priced: float
-    """The cells' ratio for the same forwards, weighted by their overlap: what they would have priced."""
+    """The cells' ratio for the same forwards, weighted by their time: what the cells would have priced."""
     forwards: int
     """Target forwards behind both."""
-
 
 
 @dataclass(frozen=True)
