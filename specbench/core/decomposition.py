@@ -28,7 +28,7 @@ bias has (same resamples, same level).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
@@ -87,8 +87,6 @@ class RealisedContention:
     priced_overlap_s: float
     """Their overlap weighted by the profile's ratio at each forward's width and depth: over `overlap_s`,
     the ratio the profile prices for the same forwards."""
-    forwards: int = 0
-    """How many target forwards overlapped the producer (those behind `rho_target`)."""
 
 
 def _field(record: Mapping, key: str, what: str) -> Any:
@@ -116,31 +114,33 @@ def solo_factor(solo_ops: Sequence[Mapping], costs: CostTable) -> float:
     return sum(float(op["us"]) for op in forwards) / (1e6 * priced)
 
 
-def realised_contention(native: NativeLanes, costs: CostTable, cosched: CoSchedule) -> RealisedContention:
-    """Per width, the co-scheduling ratio the decode's target forwards realised (module docstring);
-    a width whose forwards took longer than their solo work however stretched (a pooled denominator
-    <= 0) realised none."""
-    k = solo_factor(native.solo_ops, costs)
+def _beside_producer(native: NativeLanes) -> Iterator[tuple[int, float, float, float]]:
+    """(width, depth, us, overlap_us) of each target forward that overlapped the producer's span."""
     start, end = producer_span_us(native.producer)
-    # width -> [overlap, solo work while overlapped, overlap x priced ratio, forwards]
-    sums: dict[int, list[float]] = {}
     for op in native.ops:
         if op["model"] != "target":
             continue
         t0, us = float(_field(op, "t_us", "a target op")), float(op["us"])
         overlap = min(t0 + us, end) - max(t0, start)
-        if overlap <= 0:
-            continue
-        width, depth = int(op["width"]), float(op["depth"])
-        acc = sums.setdefault(width, [0.0, 0.0, 0.0, 0])
+        if overlap > 0:
+            yield int(op["width"]), float(op["depth"]), us, overlap
+
+
+def realised_contention(native: NativeLanes, costs: CostTable, cosched: CoSchedule) -> RealisedContention:
+    """Per width, the co-scheduling ratio the decode's target forwards realised (module docstring);
+    a width whose forwards took longer than their solo work however stretched (a pooled denominator
+    <= 0) realised none."""
+    k = solo_factor(native.solo_ops, costs)
+    sums: dict[int, list[float]] = {}  # width -> [overlap, solo work while overlapped, overlap x priced ratio]
+    for width, depth, us, overlap in _beside_producer(native):
+        acc = sums.setdefault(width, [0.0, 0.0, 0.0])
         acc[0] += overlap
         acc[1] += k * 1e6 * costs.cost(width, depth) - (us - overlap)
         acc[2] += overlap * cosched.ratios(width, depth)[0]
-        acc[3] += 1
     kept = {width: acc for width, acc in sums.items() if acc[1] > 0}
     return RealisedContention({width: acc[0] / acc[1] for width, acc in sorted(kept.items())},
                               sum(a[0] for a in kept.values()) / 1e6, sum(a[1] for a in kept.values()) / 1e6,
-                              sum(a[2] for a in kept.values()) / 1e6, int(sum(a[3] for a in kept.values())))
+                              sum(a[2] for a in kept.values()) / 1e6)
 
 
 def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: CoSchedule) -> DecodeContention | None:
@@ -155,14 +155,9 @@ def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: Co
     forwards = 0
     for run in runs:
         k = solo_factor(run.solo_ops, costs)
-        start, end = producer_span_us(run.producer)
-        for op in run.ops:
-            if op["model"] != "target":
+        for width, depth, us, overlap in _beside_producer(run):
+            if overlap < us:
                 continue
-            t0, us = float(_field(op, "t_us", "a target op")), float(op["us"])
-            if t0 < start or t0 + us > end:
-                continue
-            width, depth = int(op["width"]), float(op["depth"])
             spent += us
             solo += k * 1e6 * costs.cost(width, depth)
             priced += us * cosched.ratios(width, depth)[0]
