@@ -87,6 +87,8 @@ QUICK_METHODS = ("target", "sd:W=5,drafter=smollm2", "specasr:drafter=smollm2", 
                  "sd:W=5,drafter=gemma3", "as2d:B=3,drafter=gemma3")
 """--quick replays and runs natively one configuration per method and drafter, so its profiles time
 co-scheduled widths up to 4 instead of 8 (SpecASR's k_max of 8 still sets the target's 9)."""
+QUICK_OVERHEADS_WINDOWS = 1
+"""--quick's profile decodes the overheads window once by each method and run (a full profile: 3 copies)."""
 QUICK_BUDGET_CATALOG = ("as2d:B=1..3,drafter=smollm2", "as2d:B=1..3,drafter=gemma3")
 """--quick chooses the budget among the AS2D configurations its profiles price."""
 QUICK_NATIVE = tuple(c.label for c in parse_method_specs(list(QUICK_METHODS)))
@@ -316,9 +318,12 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
     with timed(run, "profile", log):
         traced = traced_drafter_widths(traces_dir, windows, configs)
         for name, profile_path in zip(placements, profile_paths, strict=True):  # one profile per placement
-            # --quick is a smoke run: a fixed REPETITIONS per cell, not the precision's up to MAX_REPETITIONS
+            # --quick is a smoke run: a fixed REPETITIONS per cell, not the precision's up to MAX_REPETITIONS, and
+            # one copy of the overheads window
             plan = sweep_plan(configs, resolve_on(device, name), suite.depths, precision=None if quick else PRECISION,
                               max_repetitions=MAX_REPETITIONS, traced=traced)
+            if quick:
+                plan = replace(plan, overheads_windows=QUICK_OVERHEADS_WINDOWS)
             with progress(f"profiling this host ({name})", plan.forwards(drafters)) as advance:
                 profiled = profile_device(device, target, drafters, plan, advance)
             profile_path.parent.mkdir(parents=True, exist_ok=True)

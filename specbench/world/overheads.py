@@ -55,17 +55,19 @@ def overheads_audio() -> Path:
     return path
 
 
-def overheads_job(target: dict, drafter: dict, audio: str | None = None, budget: int = BUDGET) -> dict:
+def overheads_job(target: dict, drafter: dict, audio: str | None = None, budget: int = BUDGET,
+                  windows: int = RUNS) -> dict:
     """`target`/`drafter`: the runner's model objects, with their lanes (the profile's placement);
     `audio`: the device path of overheads_audio() for models that hear audio (Whisper), else None;
-    `budget`: the AS2D decodes' B (their target forwards are up to B + 1 wide)."""
+    `budget`: the AS2D decodes' B (their target forwards are up to B + 1 wide); `windows`: copies of the
+    window, each decoded twice by each method."""
     window = {"prompt": PROMPT, "drafter_prompt": PROMPT, "cap": CAP}
     if audio is not None:
         window = {"audio": {"path": audio, "format": "f32"}, "prompt_text": "", "cap": CAP}
     return {"mode": "decode", "target": target, "drafter": drafter,
             "methods": [{"name": "target"}, {"name": "as2d", "budget": budget, "batch": 8}], "runs": 2,
             "alternate": True,
-            "windows": [window | {"id": f"overheads-{i}"} for i in range(RUNS)]}
+            "windows": [window | {"id": f"overheads-{i}"} for i in range(windows)]}
 
 
 def decode_lanes(results: Sequence[dict]) -> list[NativeLanes]:
@@ -117,14 +119,15 @@ class OverheadsRun:
 
 
 def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
-                      hears_audio: bool = False) -> OverheadsRun:
+                      hears_audio: bool = False, windows: int = RUNS) -> OverheadsRun:
     """`target`/`drafter`: the runner's model specs; `widest`: the widest target forward the profile
     prices (the decodes' B is at most one less, so that every forward they time has a price);
-    `hears_audio`: the models are Whisper's (an audio window of seeded noise instead of a token prompt)."""
+    `hears_audio`: the models are Whisper's (an audio window of seeded noise instead of a token prompt);
+    `windows`: copies of the window (RUNS; a smoke run's profile takes 1)."""
     audio = device.model_path(overheads_audio()) if hears_audio else None
     budget = max(1, min(BUDGET, widest - 1))
-    out = device.run_job(overheads_job(target, drafter, audio, budget))
+    out = device.run_job(overheads_job(target, drafter, audio, budget, windows))
     window = f"{AUDIO_SECONDS} s noise window (cap {CAP})" if hears_audio else f"{CAP}-token window"
     return OverheadsRun(overheads_from_results(out.results),
-                        f"overheads: native as2d[B={budget}], {2 * RUNS} runs of {RUNS} copies of a {window} "
+                        f"overheads: native as2d[B={budget}], {2 * windows} runs of {windows} copies of a {window} "
                         "alternating with target-only runs, medians", decode_lanes(out.results))

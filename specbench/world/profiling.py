@@ -65,6 +65,7 @@ from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session, state
 from specbench.world.model_files import ModelFile, model_job
 from specbench.world.overheads import ZERO as ZERO_OVERHEADS
+from specbench.world.overheads import RUNS as OVERHEADS_WINDOWS
 from specbench.world.overheads import OverheadsRun, measure_overheads
 
 Progress = Callable[[int], None]
@@ -94,6 +95,8 @@ class SweepPlan:
     """Drafters that get the all-rows table (None: every drafter; only SpecASR reads it)."""
     overheads: bool = True
     """Measure AS2D's overheads (a validation's refreshes time the cost tables only)."""
+    overheads_windows: int = OVERHEADS_WINDOWS
+    """Copies of the overheads job's window, each decoded twice by target-only and by AS2D."""
     precision: float | None = None
     """Forward-cost cells take samples until their median's ~95% interval is within this fraction
     of it (None: `repetitions` each; docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table)."""
@@ -112,6 +115,8 @@ class SweepPlan:
                                  "median and spread")
         if self.precision is not None:
             repetition_rule(self.precision, self.repetitions, self.max_repetitions)
+        if self.overheads_windows < 1:
+            raise SpecbenchError(f"overheads windows {self.overheads_windows}: at least 1 is needed")
 
     @property
     def rule(self) -> RepetitionRule:
@@ -360,7 +365,7 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
     timed = [d for d in models if plan.overheads or profiled[d.name].cosched is not None]
     measured_with = {d.name: measure_overheads(device, model_job(device, target, plan.placement.target),
                                                model_job(device, d, plan.placement.drafter), max(plan.widths),
-                                               target.hears_audio)
+                                               target.hears_audio, plan.overheads_windows)
                      for d in timed}
     profiled = {name: with_decode_contention(p, measured_with[name], target_costs, plan.overheads)
                 if name in measured_with else p for name, p in profiled.items()}

@@ -59,7 +59,8 @@ def test_the_farm_recipe_profiles_and_runs_every_phone(adb_server, runner, tiny,
     env.update(PATH=f"{tools}:{env['PATH']}", PYTHONPATH=str(REPO), ADB_MDNS="0", ADB_LIBUSB="0")
     script = with_values(recipe_block(), {
         "ADB_HOST": "127.0.0.1", "ADB_PORT": str(adb_server.port), "PHONES": ",".join(serials),
-        "TARGET": str(tiny.target), "DRAFTER": str(tiny.near), "WINDOWS": "windows.jsonl"})
+        "TARGET": str(tiny.target), "DRAFTER": str(tiny.near), "WINDOWS": "windows.jsonl",
+        "MAX_WIDTH": "3", "DEPTHS": "0"})  # the recipe as written, on fewer cells
     try:
         result = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=work, env=env,
                                 capture_output=True, text=True, timeout=600)
@@ -76,7 +77,7 @@ def test_the_farm_recipe_profiles_and_runs_every_phone(adb_server, runner, tiny,
     assert sorted(p.name for p in (work / "results" / "farm").iterdir()) == sorted(safe_name(s) for s in serials)
     for serial in serials:
         profile = load_profile(work / "device_profiles" / f"farm-{safe_name(serial)}.yaml")
-        assert profile.device.facts["serial"] == serial and profile.target_costs.widths() == list(range(1, 9))
+        assert profile.device.facts["serial"] == serial and profile.target_costs.widths() == [1, 2, 3]
         rows = [json.loads(line) for line in
                 (work / "results" / "farm" / safe_name(serial) / "rows.jsonl").read_text().splitlines()]
         assert {r["device"] for r in rows} == {f"{serial}@shared"} and {r["method"] for r in rows} == {"target", "sd"}
