@@ -64,8 +64,8 @@ from specbench.schemas.profiles import (
 from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session, state
 from specbench.world.model_files import ModelFile, model_job
-from specbench.world.overheads import ZERO as ZERO_OVERHEADS
 from specbench.world.overheads import RUNS as OVERHEADS_WINDOWS
+from specbench.world.overheads import ZERO as ZERO_OVERHEADS
 from specbench.world.overheads import OverheadsRun, measure_overheads
 
 Progress = Callable[[int], None]
