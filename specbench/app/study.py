@@ -11,10 +11,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from specbench.app.cost_cells import needed_widths
 from specbench.app.parallel_replay import replay_study_in_processes
 from specbench.core.budget import BudgetChoice
 from specbench.core.budget import select_budget as choose_budget
-from specbench.core.methods.configs import As2dConfig, MethodConfig, SdConfig, SpecAsrConfig, TargetConfig
+from specbench.core.methods.configs import As2dConfig, MethodConfig, SdConfig, SpecAsrConfig
 from specbench.core.methods.sd import check_draft_rows
 from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, trace_for
 from specbench.core.replay.serial import serial_ops
@@ -134,18 +135,6 @@ def dev_inputs(windows_path: Path, traces_dir: Path, profile_path: Path) -> tupl
     check_profile_target(profile, traces)
     inputs = Inputs(dev, traces, [profile], Path(windows_path), Path(traces_dir))
     return inputs, len(windows) - len(dev)
-
-
-def needed_widths(config: MethodConfig, lookup: bool = False) -> tuple[int, int]:
-    """(largest target width, largest drafter forward) a configuration can use; `lookup`: its
-    drafter is the prompt-lookup drafter, whose one op a round has width 1."""
-    if isinstance(config, TargetConfig):
-        return 1, 0
-    if isinstance(config, SdConfig):
-        return config.width, 1 if lookup else 2
-    if isinstance(config, SpecAsrConfig):
-        return config.k_max + 1, max(config.k_max, 2)
-    return config.budget + 1, 1
 
 
 def check_costs(inputs: Inputs, configs: Sequence[MethodConfig]) -> None:
