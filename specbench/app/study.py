@@ -17,12 +17,13 @@ from specbench.core.budget import BudgetChoice
 from specbench.core.budget import select_budget as choose_budget
 from specbench.core.methods.configs import As2dConfig, MethodConfig, SdConfig, SpecAsrConfig
 from specbench.core.methods.sd import check_draft_rows
+from specbench.core.pricing import DEPTH_POLICY
 from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, trace_for
 from specbench.core.replay.serial import serial_ops
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.budgets import load_budget, save_budget
 from specbench.schemas.fileio import file_sha256
-from specbench.schemas.profiles import DEPTH_POLICY, DeviceProfile, ModelId, load_profile
+from specbench.schemas.profiles import DeviceProfile, ModelId, load_profile
 from specbench.schemas.results import (
     ProfileInput,
     ResultsDir,

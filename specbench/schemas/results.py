@@ -25,7 +25,6 @@ import numpy as np
 import pandas as pd
 
 from specbench.core.methods.configs import CONFIG_COLUMNS, config_of, row_fields
-from specbench.core.samples import spread_pct
 from specbench.errors import SpecbenchError
 from specbench.schemas.environment import KEY as ENV_KEY
 from specbench.schemas.environment import (
@@ -193,11 +192,6 @@ class WindowResult:
     def tau(self) -> float:
         """Tokens per target forward."""
         return self.tokens / self.target_forwards if self.target_forwards else float("nan")
-
-    @property
-    def spread_pct(self) -> float:
-        """Spread of the samples: 100 x standard deviation / median (0 with fewer than two)."""
-        return spread_pct(self.samples_s or [])
 
 
 ROW_FIELDS = tuple(f.name for f in fields(WindowResult))

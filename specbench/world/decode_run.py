@@ -41,7 +41,7 @@ from functools import cached_property
 from pathlib import Path
 
 from specbench.core.decisions import NativeDecisions, checked, decision_difference
-from specbench.core.divergence import Explanation, committing_forward
+from specbench.core.divergence import Explanation, committing_forward, explained
 from specbench.core.methods.configs import (
     As2dConfig,
     MethodConfig,
@@ -737,7 +737,7 @@ def explain_divergences(plan: NativePlan, prompts: Prompts, windows: Sequence[tu
             measured[(result["window_id"], int(result["position"]))] = Margins.from_runner(result)
     out = []
     for window, _, found in windows:
-        divergences = [d.explained(measured.get((d.window_id, d.position)) if d.width is not None else None)
+        divergences = [explained(d, measured.get((d.window_id, d.position)) if d.width is not None else None)
                        for d in found.divergences]
         out.append((window, replace(found, divergences=divergences)))
     return out

@@ -32,6 +32,7 @@ import numpy as np
 
 from specbench.core.cosched import CellSamples, Measured, measure_to_rule
 from specbench.core.decomposition import decode_contention
+from specbench.core.pricing import CoSchedule, CostTable, width_ranges
 from specbench.core.repetitions import (
     DEFAULT_MAX_REPETITIONS,
     DEFAULT_PRECISION,
@@ -40,14 +41,13 @@ from specbench.core.repetitions import (
     RepetitionRule,
     achieved_precision,
 )
+from specbench.core.stability import stability_warnings
 from specbench.errors import SpecbenchError, WriteError
 from specbench.schemas.environment import KEY as ENV_KEY
 from specbench.schemas.environment import environment_to_dict, manifest_environment
 from specbench.schemas.fileio import Where, dump_yaml, dumps_line, write_atomic
 from specbench.schemas.placement import Placement, pinning_problems
 from specbench.schemas.profiles import (
-    CoSchedule,
-    CostTable,
     DeviceInfo,
     DeviceProfile,
     DrafterProfile,
@@ -58,8 +58,6 @@ from specbench.schemas.profiles import (
     profile_from_dict,
     profile_to_dict,
     save_profile,
-    stability_warnings,
-    width_ranges,
 )
 from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session, state

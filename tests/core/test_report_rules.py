@@ -17,9 +17,10 @@ from specbench.cli import main
 from specbench.core import stats
 from specbench.core.budget import BudgetChoice
 from specbench.core.methods.configs import As2dConfig, SdConfig, TargetConfig, parse_method_specs, row_fields
+from specbench.core.pricing import CoSchedule
 from specbench.core.replay.bulk import DEPTH_LINEAR, replay_study
 from specbench.schemas.budgets import save_budget
-from specbench.schemas.profiles import CoSchedule, DeviceInfo, DeviceProfile, DrafterProfile, ModelId
+from specbench.schemas.profiles import DeviceInfo, DeviceProfile, DrafterProfile, ModelId
 from specbench.schemas.results import ResultsDir, WindowResult
 from specbench.schemas.traces import ModelRef, TraceFile
 from specbench.schemas.windows import make_text_window

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from specbench.core.repetitions import RepetitionRule, achieved_precision
+from specbench.core.stability import stability_warnings
 from specbench.schemas.placement import resolve
-from specbench.schemas.profiles import load_profile, stability_warnings
+from specbench.schemas.profiles import load_profile
 from specbench.world.profiling import SweepPlan, drafter_widths, measured, profile_device, write_profile
 
 

@@ -13,10 +13,10 @@ from specbench.app.report.rows import IDENTITY, NATIVE_SUFFIX, MainRows, configs
 from specbench.app.report.sustained import sustained_tables
 from specbench.core import metrics, samples, text_metrics
 from specbench.core.methods.configs import CONFIG_COLUMNS, As2dConfig
+from specbench.core.pricing import DEPTH_FLAT, DEPTH_LINEAR
 from specbench.errors import SpecbenchError
 from specbench.render.summary import Summary
 from specbench.render.tables import Table
-from specbench.schemas.profiles import DEPTH_FLAT, DEPTH_LINEAR
 
 TEXT_DIFFERS = "WARNING: answer text differs between methods"
 SILENT = "WARNING: drafter contributed nothing"

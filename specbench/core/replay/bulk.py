@@ -18,10 +18,11 @@ import pandas as pd
 
 from specbench.core.methods.configs import As2dConfig, MethodConfig, SdConfig, TargetConfig, row_fields
 from specbench.core.positions import counts, histograms
+from specbench.core.pricing import DEPTH_LINEAR
 from specbench.core.replay.lockstep import Simulation, simulate_lockstep
 from specbench.core.replay.serial import sd_ops_many, serial_ops
 from specbench.errors import SpecbenchError
-from specbench.schemas.profiles import DEPTH_LINEAR, DeviceProfile
+from specbench.schemas.profiles import DeviceProfile
 from specbench.schemas.results import ROW_FIELDS
 from specbench.schemas.traces import TraceFile, WindowTrace
 from specbench.schemas.windows import Window

@@ -15,6 +15,7 @@ import numpy as np
 
 from specbench.core.methods.configs import As2dConfig
 from specbench.core.positions import counts, histograms
+from specbench.core.pricing import DEPTH_LINEAR, CostTable, interp_rows
 from specbench.core.replay.reference import (
     ProducerCosts,
     ProducerTimeline,
@@ -23,7 +24,7 @@ from specbench.core.replay.reference import (
     timeline_from_forward_costs,
 )
 from specbench.errors import MissingCostError, SpecbenchError
-from specbench.schemas.profiles import DEPTH_LINEAR, CostTable, DeviceProfile, interp_rows
+from specbench.schemas.profiles import DeviceProfile
 from specbench.schemas.traces import ProducerStream, WindowTrace
 from specbench.schemas.windows import Window
 
