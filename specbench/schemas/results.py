@@ -460,7 +460,7 @@ class ResultsManifest:
     profiles: tuple[ProfileInput, ...] = ()
     """Replay: the profiles priced with, one per device@placement."""
     depth_policy: str = ""
-    """Replay: how costs are priced between and outside measured depths (profiles.DEPTH_POLICY)."""
+    """Replay: how costs are priced between and outside measured depths (pricing.DEPTH_POLICY)."""
     sensitivity: bool = False
     """Replay: the cost fill-in variants were replayed too (`run --sensitivity`)."""
     device: str = ""

@@ -1,5 +1,5 @@
 """Repeated timings: the median sample, the spread, and the profile's stability warnings
-(specbench.core.samples, specbench.schemas.profiles.stability_warnings)."""
+(specbench.core.samples, specbench.core.stability.stability_warnings)."""
 
 from __future__ import annotations
 
