@@ -54,8 +54,10 @@ from specbench.schemas.validation import (
     BlockRecord,
     DecodeRecord,
     DecompositionRecord,
+    Metric,
     ObservationRecord,
     OpRecord,
+    PairedRun,
     ProbeRecord,
     SummaryRecord,
     append_records,
@@ -175,7 +177,7 @@ def manifest(plan: ValidationPlan) -> dict:
             "probe_threshold_pct": plan.probe_threshold_pct, "probe_spreads": plan.probe_spreads,
             "max_voids": plan.max_voids,
             "repetitions": plan.repetitions, "probe_repetitions": plan.probe_repetitions,
-            "bounds": {"speedup": vars(plan.speedup), "throughput": vars(plan.throughput)}}
+            "bounds": {Metric.SPEEDUP.value: vars(plan.speedup), Metric.THROUGHPUT.value: vars(plan.throughput)}}
 
 
 def check_runner(device: Device) -> None:
@@ -339,7 +341,7 @@ class Validation:
         plan = self.plan
         return analyze(self.out, plan.windows, self.traces, plan.configs,
                        {name for name, d in plan.drafters.items() if d.lookup},
-                       {"speedup": plan.speedup, "throughput": plan.throughput})
+                       {Metric.SPEEDUP: plan.speedup, Metric.THROUGHPUT: plan.throughput})
 
 
 
@@ -361,7 +363,8 @@ def decode_record(r: dict, slots: Sequence[str], base: dict) -> DecodeRecord:
     tokens = len(r["tokens"]) - 1 if ok else 0  # y[0] comes from the prefill, before the clock
     ops = [{k: op[k] for k in OP_KEYS if k in op} for op in r.get("ops", [])] if ok else []
     producer = r.get("producer") if ok else None
-    return DecodeRecord(base["block"], base["attempt"], base["device"], base["group"], "ab"[int(r["sample"]) % 2],
+    return DecodeRecord(base["block"], base["attempt"], base["device"], base["group"],
+                        (PairedRun.A, PairedRun.B)[int(r["sample"]) % 2],
                         int(r["slot"]), slots[int(r["slot"])], r["window_id"], tokens,
                         float(r["decode_s"]) if ok else 0.0, ok, ops,
                         None if producer is None else {k: producer[k] for k in PRODUCER_KEYS if k in producer})
@@ -369,7 +372,7 @@ def decode_record(r: dict, slots: Sequence[str], base: dict) -> DecodeRecord:
 
 
 def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], configs: Sequence[MethodConfig],
-            lookups: set[str], bounds: dict[str, Bounds]) -> list[SummaryRecord]:
+            lookups: set[str], bounds: dict[Metric, Bounds]) -> list[SummaryRecord]:
     """Replay every kept block with its profile, then write observations, summary, the op
     comparison and AS2D's decomposed speedup bias (`lookups`: the drafter groups that are prompt
     lookup, whose ops no table prices and whose producer neither computes nor contends)."""

@@ -17,7 +17,9 @@ from specbench.schemas.traces import TraceFile
 from specbench.schemas.validation import (
     DecodeRecord,
     DecompositionRecord,
+    Metric,
     ObservationRecord,
+    PairedRun,
     ProbeRecord,
     SummaryRecord,
 )
@@ -87,30 +89,31 @@ def observations(decodes: Sequence[DecodeRecord],
             continue
         target_tokens = next(d.tokens for d in mine if d.config == TARGET)
         native_target = {}
-        for run in "ab":
+        for run in PairedRun:
             times = [d.decode_s for d in mine if d.config == TARGET and d.run == run]
             native_target[run] = target_tokens / (sum(times) / len(times))
-        out.append(ObservationRecord(device, TARGET, "throughput", block, window_id, rep_t[0] / rep_t[1],
-                                     native_target["a"], native_target["b"]))
-        for d in (d for d in mine if d.config != TARGET and d.run == "a"):
+        out.append(ObservationRecord(device, TARGET, Metric.THROUGHPUT, block, window_id, rep_t[0] / rep_t[1],
+                                     native_target[PairedRun.A], native_target[PairedRun.B]))
+        for d in (d for d in mine if d.config != TARGET and d.run == PairedRun.A):
             rep = replay.get((device, d.config, window_id))
             if rep is None:
                 continue
-            b = index[(device, block, d.group, window_id, "b", d.slot)]
-            pa = index[(device, block, d.group, window_id, "a", fidelity.partner_slot(d.slot))]
-            pb = index[(device, block, d.group, window_id, "b", fidelity.partner_slot(d.slot))]
+            b = index[(device, block, d.group, window_id, PairedRun.B, d.slot)]
+            pa = index[(device, block, d.group, window_id, PairedRun.A, fidelity.partner_slot(d.slot))]
+            pb = index[(device, block, d.group, window_id, PairedRun.B, fidelity.partner_slot(d.slot))]
             tps = (d.tokens / d.decode_s, b.tokens / b.decode_s)
-            out.append(ObservationRecord(device, d.config, "throughput", block, window_id, rep[0] / rep[1], *tps))
-            out.append(ObservationRecord(device, d.config, "speedup", block, window_id,
+            out.append(ObservationRecord(device, d.config, Metric.THROUGHPUT, block, window_id, rep[0] / rep[1],
+                                         *tps))
+            out.append(ObservationRecord(device, d.config, Metric.SPEEDUP, block, window_id,
                                          (rep[0] / rep[1]) / (rep_t[0] / rep_t[1]), tps[0] / (pa.tokens / pa.decode_s),
                                          tps[1] / (pb.tokens / pb.decode_s)))
     return out
 
 
-def summarize(obs: Sequence[ObservationRecord], bounds: dict[str, Bounds]) -> list[SummaryRecord]:
+def summarize(obs: Sequence[ObservationRecord], bounds: dict[Metric, Bounds]) -> list[SummaryRecord]:
     """Per (device, configuration, metric): the floor, replay's error, the excess error and the bias, with
     their intervals over blocks, and the verdict against that metric's `bounds`."""
-    groups: dict[tuple[str, str, str], list[fidelity.Observation]] = {}
+    groups: dict[tuple[str, str, Metric], list[fidelity.Observation]] = {}
     for o in obs:
         groups.setdefault((o.device, o.config, o.metric), []).append(
             fidelity.Observation(o.block, o.window_id, o.replay, o.native_a, o.native_b))
@@ -174,14 +177,14 @@ def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRe
     index = {(d.group, d.window_id, d.run, d.slot): d for d in decodes}
     for o in obs:
         config = by_label.get(o.config)
-        if o.metric != "speedup" or config is None:
+        if o.metric != Metric.SPEEDUP or config is None:
             continue
         gathered = into.setdefault((o.device, o.config), Decomposing())
         trace, cap = traces[str(config.drafter)].windows[o.window_id], windows[o.window_id].cap
         priced_s = replay[(o.device, o.config, o.window_id)][1]
         try:
             runs = []
-            for run in "ab":
+            for run in PairedRun:
                 d = next(d for d in decodes if (d.window_id, d.config, d.run) == (o.window_id, o.config, run))
                 if d.producer is None:
                     raise SpecbenchError(f"{d.config} of window '{d.window_id}': no producer record")
