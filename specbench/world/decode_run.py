@@ -60,6 +60,7 @@ from specbench.schemas.fileio import append_jsonl, file_sha256
 from specbench.schemas.placement import Placement, device_label, pinning_problems, resolve_on
 from specbench.schemas.profiles import DeviceProfile, ModelId
 from specbench.schemas.results import ProfileInput, Repeats, ResultsDir, ResultsManifest, WindowResult, WindowsInput
+from specbench.schemas.timeline import Pace
 from specbench.schemas.traces import TraceFile, WindowTrace
 from specbench.schemas.windows import Window, windows_digest
 from specbench.world.devices.base import Device
@@ -256,8 +257,8 @@ class SustainedLoad:
 
     duration_s: float
     """Seconds each configuration's stream runs (no request starts after it)."""
-    pace: str
-    """'realtime' (requests arrive as the audio would, or at `rate_per_s`) or 'back-to-back'."""
+    pace: Pace
+    """Realtime (requests arrive as the audio would, or at `rate_per_s`) or back-to-back."""
     rate_per_s: float | None = None
     """--rate: requests per second for windows without an audio duration (realtime pace)."""
     cooldown: bool = True

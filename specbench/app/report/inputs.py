@@ -16,7 +16,8 @@ from specbench.errors import SpecbenchError
 from specbench.schemas.budgets import load_budget
 from specbench.schemas.divergences import load_explanations
 from specbench.schemas.fileio import file_sha256
-from specbench.schemas.results import ROWS, TIMELINE, ResultsManifest, load_results, profile_warnings
+from specbench.schemas.results import ROWS, ResultsManifest, load_results, profile_warnings
+from specbench.schemas.timeline import TIMELINE
 from specbench.schemas.windows import load_windows
 
 
