@@ -1,10 +1,10 @@
 """Pricing a forward from a profile's measured cells (docs/METHODS.md §4 The device profile and its placement):
 seconds per forward by width, interpolated in KV depth, and the co-scheduling slowdowns of two lanes running
 together. Costs are interpolated linearly in KV depth between measured depths and held flat outside them
-(`DEPTH_POLICY`); a depth outside is flagged as extrapolated (`CostTable.extrapolates`) and `DEPTH_LINEAR` extends
-the nearest measured segment instead. Widths without a measured co-scheduling ratio use the median of the
-measured ratios and are flagged as extrapolated (`RATIO_FITS` the sensitivity variants). The tables are what a
-profile file holds (schemas/profiles.py reads and writes them)."""
+(`DEPTH_POLICY`); a depth outside is flagged as extrapolated (`CostTable.extrapolates`) and
+`CostFit.DEPTH_LINEAR` extends the nearest measured segment instead. Widths without a measured co-scheduling
+ratio use the median of the measured ratios and are flagged as extrapolated (`RATIO_FITS` the sensitivity
+variants). The tables are what a profile file holds (schemas/profiles.py reads and writes them)."""
 
 from __future__ import annotations
 
@@ -14,15 +14,30 @@ from dataclasses import dataclass
 import numpy as np
 
 from specbench.errors import MissingCostError
+from specbench.schemas.fileio import StrEnum
 
 DEPTH_POLICY = "linear-in-depth, flat outside the measured depths"
-RATIO_FITS = ("median", "min", "max")
-DEPTH_FLAT = "depth-flat"
-DEPTH_LINEAR = "depth-linear"
-DEPTH_FITS = (DEPTH_FLAT, DEPTH_LINEAR)
-"""Fills of costs outside the measured depths: held flat (DEPTH_POLICY) or the nearest measured
-segment extended (the sensitivity variant)."""
 
+
+class CostFit(StrEnum):
+    """A fill-in of what a profile did not measure (a results row's `cost_fit`)."""
+
+    MEDIAN = "median"
+    """The median of the measured co-scheduling ratios for an unmeasured width (every table's rows)."""
+    MIN = "min"
+    """Their minimum (a sensitivity variant)."""
+    MAX = "max"
+    """Their maximum (a sensitivity variant)."""
+    DEPTH_FLAT = "depth-flat"
+    """Costs held flat outside the measured depths (DEPTH_POLICY)."""
+    DEPTH_LINEAR = "depth-linear"
+    """The nearest measured segment extended beyond the measured depths (a sensitivity variant)."""
+
+
+RATIO_FITS = (CostFit.MEDIAN, CostFit.MIN, CostFit.MAX)
+"""Fills of unmeasured co-scheduling widths."""
+DEPTH_FITS = (CostFit.DEPTH_FLAT, CostFit.DEPTH_LINEAR)
+"""Fills of costs outside the measured depths."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +50,7 @@ class CostTable:
     """width -> seconds at each measured depth."""
     label: str = "cost table"
     """Names the table in errors, e.g. 'profile pixel.yaml target'."""
-    depth_fit: str = DEPTH_FLAT
+    depth_fit: CostFit = CostFit.DEPTH_FLAT
     """One of DEPTH_FITS: depth-flat (DEPTH_POLICY) or depth-linear (the sensitivity variant)."""
     spread: Mapping[int, np.ndarray] | None = None
     """width -> standard deviation (seconds) of the timed samples at each depth (None: not recorded)."""
@@ -61,7 +76,7 @@ class CostTable:
     def cost(self, width: int, depth: float) -> float:
         costs = self.require(width)
         return float(interp_rows(costs[None, :], self.depths, np.zeros(1, dtype=np.int64), np.array([float(depth)]),
-                                 self.depth_fit == DEPTH_LINEAR)[0])
+                                 self.depth_fit == CostFit.DEPTH_LINEAR)[0])
 
     def extrapolates(self, depths):
         """True where a depth lies outside the measured depths (a price the profile did not measure)."""
@@ -85,7 +100,7 @@ class CostTable:
         if missing:
             self.require(missing[0])
         return interp_rows(self.matrix(int(widths.max())), self.depths, widths, np.asarray(depths, dtype=np.float64),
-                           self.depth_fit == DEPTH_LINEAR)
+                           self.depth_fit == CostFit.DEPTH_LINEAR)
 
 
 def interp_rows(matrix: np.ndarray, grid: np.ndarray, rows: np.ndarray, x: np.ndarray,
@@ -130,7 +145,7 @@ class CoSchedule:
     """Measured target slowdown per target width, one per depth."""
     rho_drafter: Mapping[int, np.ndarray]
     """Measured drafter (AR step) slowdown while the target runs that width, one per depth."""
-    fit: str = "median"
+    fit: CostFit = CostFit.MEDIAN
     """How unmeasured widths are filled: median (default), min or max of the measured ratios."""
     repetitions: Mapping[int, np.ndarray] | None = None
     """Per measured width, the target forwards per side behind each depth's ratios (None: not recorded)."""
@@ -148,7 +163,8 @@ class CoSchedule:
 
     def _fill(self, measured: Mapping[int, np.ndarray]) -> np.ndarray:
         values = np.stack(list(measured.values()))
-        fills: dict[str, Callable[..., np.ndarray]] = {"median": np.median, "min": np.min, "max": np.max}
+        fills: dict[str, Callable[..., np.ndarray]] = {CostFit.MEDIAN: np.median, CostFit.MIN: np.min,
+                                                        CostFit.MAX: np.max}
         return fills[self.fit](values, axis=0)
 
     def row(self, width: int) -> tuple[np.ndarray, np.ndarray, bool]:

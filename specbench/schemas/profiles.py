@@ -32,7 +32,7 @@ harness measured. Replay prices them like measured costs; results and reports na
 
 Costs are seconds per forward (core/pricing.py prices them), interpolated linearly in KV depth between measured depths
 and held flat outside them (`DEPTH_POLICY`); a depth outside is flagged as extrapolated
-(`CostTable.extrapolates`) and `with_depth_fit(DEPTH_LINEAR)` gives the sensitivity variant that
+(`CostTable.extrapolates`) and `with_depth_fit(CostFit.DEPTH_LINEAR)` gives the sensitivity variant that
 extends the nearest measured segment instead. A width the profile lacks is an error. Widths
 without a measured co-scheduling ratio use the median of the measured ratios and are
 flagged as extrapolated; `with_ratio_fit("min"|"max")` gives the sensitivity variants.
@@ -49,7 +49,15 @@ from typing import Any
 import numpy as np
 
 from specbench.core.cosched import RHO_SLACK
-from specbench.core.pricing import DEPTH_FITS, RATIO_FITS, CoSchedule, CostTable, DecodeContention, width_ranges
+from specbench.core.pricing import (
+    DEPTH_FITS,
+    RATIO_FITS,
+    CoSchedule,
+    CostFit,
+    CostTable,
+    DecodeContention,
+    width_ranges,
+)
 from specbench.core.samples import UNSTABLE_SPREAD_PCT
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.environment import KEY as ENV_KEY
@@ -376,7 +384,8 @@ class DeviceProfile:
         """The same profile with unmeasured co-scheduling widths filled by `fit`."""
         if fit not in RATIO_FITS:
             raise SpecbenchError(f"unknown ratio fit '{fit}'. Available: {', '.join(RATIO_FITS)}")
-        drafters = {name: replace(d, cosched=None if d.cosched is None else replace(d.cosched, fit=fit))
+        ratio_fit = CostFit(fit)
+        drafters = {name: replace(d, cosched=None if d.cosched is None else replace(d.cosched, fit=ratio_fit))
                     for name, d in self.drafters.items()}
         return replace(self, drafters=drafters)
 
@@ -384,11 +393,12 @@ class DeviceProfile:
         """The same profile with every cost table priced outside its measured depths by `fit`."""
         if fit not in DEPTH_FITS:
             raise SpecbenchError(f"unknown depth fit '{fit}'. Available: {', '.join(DEPTH_FITS)}")
-        drafters = {name: replace(d, costs=replace(d.costs, depth_fit=fit),
+        depth_fit = CostFit(fit)
+        drafters = {name: replace(d, costs=replace(d.costs, depth_fit=depth_fit),
                                   all_rows_costs=None if d.all_rows_costs is None else
-                                  replace(d.all_rows_costs, depth_fit=fit))
+                                  replace(d.all_rows_costs, depth_fit=depth_fit))
                     for name, d in self.drafters.items()}
-        return replace(self, target_costs=replace(self.target_costs, depth_fit=fit), drafters=drafters)
+        return replace(self, target_costs=replace(self.target_costs, depth_fit=depth_fit), drafters=drafters)
 
 
 def _depths(doc: dict, where: Where) -> list[int]:

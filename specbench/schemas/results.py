@@ -36,6 +36,7 @@ from specbench.schemas.environment import (
 from specbench.schemas.fileio import (
     RULE,
     Rule,
+    StrEnum,
     Where,
     WriterLock,
     append_jsonl,
@@ -82,6 +83,18 @@ _SECONDS = rule(low=0, high=MAX_ROW_S, expected=f"seconds in [0, {MAX_ROW_S:g}]"
 _PROBABILITY = rule(low=0, high=1, expected="a probability in [0, 1]")
 _ENERGY = rule(low=0, expected="null or a value >= 0 (finite)")
 _POSITIONS = rule(low=0, expected="a list of counts (integers >= 0)")
+
+
+class Source(StrEnum):
+    """Where a run's numbers come from: a manifest's `mode`, a row's `source`."""
+
+    REPLAY = "replay"
+    """Priced from a profile."""
+    NATIVE = "native"
+    """Decoded on a device, timed by its clock."""
+
+
+MODES = tuple(s.value for s in Source)
 
 
 @every_key  # a file of this version writes every key of a row
@@ -144,8 +157,8 @@ class WindowResult:
     lossless: bool
     """Committed exactly the target's greedy output (false: a native divergence, whose (device,
     window) every report aggregate leaves out: metrics.split_divergent)."""
-    source: str = "replay"
-    """'replay' (priced from a profile) or 'native' (device clock)."""
+    source: str = Source.REPLAY.value
+    """A `Source` value: 'replay' (priced from a profile) or 'native' (device clock)."""
     cost_fit: str = "median"
     """Which fill-in of unmeasured costs priced the row: median (the median co-scheduling ratio,
     flat outside the measured depths; every table's rows), min/max (co-scheduling ratio
@@ -342,7 +355,6 @@ def _samples_column(values: Sequence, index) -> pd.Series:
     return pd.Series([v if isinstance(v, list) else None for v in values], index=index, dtype=object)
 
 
-MODES = ("replay", "native")
 _TEMPLATES = "'target' or a drafter's name -> a template name (strings)"
 
 
@@ -445,8 +457,8 @@ class ResultsManifest:
     """`manifest.json` of a results directory: the run's inputs and their hashes. Replay runs fill
     the replay fields, native runs the native ones; the others keep their defaults."""
 
-    mode: str = field(metadata=rule(choices=MODES))
-    """'replay' (priced from profiles) or 'native' (decoded on a device)."""
+    mode: Source
+    """Replay (priced from profiles) or native (decoded on a device)."""
     environment: Environment
     """The session(s) that wrote the run (schemas/environment.py)."""
     windows: WindowsInput
@@ -508,9 +520,9 @@ def _profile_input_doc(profile: ProfileInput) -> dict:
 
 _HEADER = ("kind", "schema_version")
 _COMMON_KEYS = ("mode", ENV_KEY, "windows", "methods")
-_MODE_KEYS = {"replay": ("traces", "profiles", "depth_policy", "sensitivity"),
-              "native": ("device", "target", "drafters", "templates", "placement", "placement_profile", "reference",
-                         "repeats", "energy")}
+_MODE_KEYS = {Source.REPLAY: ("traces", "profiles", "depth_policy", "sensitivity"),
+              Source.NATIVE: ("device", "target", "drafters", "templates", "placement", "placement_profile",
+                              "reference", "repeats", "energy")}
 """The keys of each mode's manifest besides the header and _COMMON_KEYS ..."""
 _OPTIONAL = ("repeats", "energy")
 """... all required but these."""
@@ -539,7 +551,7 @@ def manifest_from_dict(doc: object, path: Path) -> ResultsManifest:
     if isinstance(entry, dict):  # a native run's profile: the path, its hash and its warnings
         reject_unknown(entry, {"path", "sha256", "warnings"}, where.at("placement_profile"))
     manifest: ResultsManifest = from_dict(ResultsManifest, {k: v for k, v in doc.items() if k not in _HEADER}, where)
-    for key in ("target", "placement") if mode == "native" else ():
+    for key in ("target", "placement") if mode == Source.NATIVE else ():
         if getattr(manifest, key) is None:
             raise where.at(key).fail("a mapping (not null)")
     for i, profile in enumerate(manifest.profiles):

@@ -59,7 +59,15 @@ from specbench.schemas.environment import Environment
 from specbench.schemas.fileio import append_jsonl, file_sha256
 from specbench.schemas.placement import Placement, device_label, pinning_problems, resolve_on
 from specbench.schemas.profiles import DeviceProfile, ModelId
-from specbench.schemas.results import ProfileInput, Repeats, ResultsDir, ResultsManifest, WindowResult, WindowsInput
+from specbench.schemas.results import (
+    ProfileInput,
+    Repeats,
+    ResultsDir,
+    ResultsManifest,
+    Source,
+    WindowResult,
+    WindowsInput,
+)
 from specbench.schemas.timeline import Pace
 from specbench.schemas.traces import TraceFile, WindowTrace
 from specbench.schemas.windows import Window, windows_digest
@@ -355,7 +363,7 @@ def manifest_for(plan: NativePlan, environment: Environment) -> ResultsManifest:
     counts is refused, naming `repeats`."""
     repeats = None if plan.runs == 1 and plan.warmup == 0 else Repeats(plan.runs, plan.warmup)
     return ResultsManifest(
-        "native", environment,
+        Source.NATIVE, environment,
         WindowsInput(plan.windows_path, windows_digest(plan.windows), len(plan.windows)),
         tuple(c.label for c in plan.configs), device=device_label(plan.device.name, plan.placement),
         target=ModelId(plan.target.name, plan.target.sha256),
