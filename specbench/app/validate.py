@@ -71,6 +71,7 @@ from specbench.world.decode_run import method_job
 from specbench.world.devices.base import Device
 from specbench.world.devices.cooling import cool_back
 from specbench.world.environment import now
+from specbench.world.jobs import DecodeJob, Probe, ProbeJob
 from specbench.world.model_files import ModelFile, model_job
 from specbench.world.profiling import SweepPlan, profile_device, write_profile
 from specbench.world.tracing import prompts_for
@@ -218,18 +219,17 @@ class Validation:
         return run.doc
 
     # -- probes and decodes ---------------------------------------------------------------------------
-    def probe_job(self, placement: Placement, drafter: ModelFile | None, where: str) -> dict:
-        job = {"mode": "probe", "target": model_job(self.plan.device, self.plan.target, placement.target),
-               "probe": {"repetitions": self.plan.probe_repetitions}, "where": where}
-        if drafter is not None:
-            job["drafter"] = model_job(self.plan.device, drafter, placement.drafter)
-        return job
+    def probe_job(self, placement: Placement, drafter: ModelFile | None, where: str) -> ProbeJob:
+        return ProbeJob(model_job(self.plan.device, self.plan.target, placement.target),
+                        Probe(self.plan.probe_repetitions), where,
+                        None if drafter is None else model_job(self.plan.device, drafter, placement.drafter))
 
     def probes(self, placement: Placement, where: str, base: dict) -> list[ProbeRecord]:
         """One probe per drafter (the target in each), in a job of its own."""
         out = []
         for name in sorted(self.plan.drafters):
-            result = self.plan.device.run_job(self.probe_job(placement, self.plan.drafters[name], where)).results
+            job = self.probe_job(placement, self.plan.drafters[name], where)
+            result = self.plan.device.run_job(job.to_dict()).results
             out += [probe_record(r, base | {"series": f"refresh:{name}", "drafter": name}) for r in result
                     if r.get("kind") == "probe"]
         return out
@@ -240,13 +240,13 @@ class Validation:
         slots = fidelity.paired_slots(order, TARGET)
         drafter = self.plan.drafters[group]
         refs = self.references[group]
-        job = {"mode": "decode", "target": model_job(self.plan.device, self.plan.target, placement.target),
-               "drafter": model_job(self.plan.device, drafter, placement.drafter),
-               "methods": [method_job(by_label[label]) for label in slots], "warmup": True, "runs": 2,
-               "warmup_runs": 0, "alternate": True, "probe": {"repetitions": self.plan.probe_repetitions},
-               "windows": [self.prompts[group].runner_window(w, refs[w.window_id]) for w in shard]}
-        if self.plan.target.hears_audio:  # Whisper: a window's four decodes share one encoding (none is timed)
-            job["reuse_audio_prefill"] = True
+        job = DecodeJob(model_job(self.plan.device, self.plan.target, placement.target),
+                        [method_job(by_label[label]) for label in slots],
+                        [self.prompts[group].runner_window(w, refs[w.window_id]) for w in shard],
+                        model_job(self.plan.device, drafter, placement.drafter), warmup=True, runs=2,
+                        warmup_runs=0, alternate=True, probe=Probe(self.plan.probe_repetitions),
+                        # Whisper: a window's four decodes share one encoding (none is timed)
+                        reuse_audio_prefill=self.plan.target.hears_audio)
         decodes, probes = [], []
 
         def on_line(doc: dict) -> None:
@@ -254,7 +254,7 @@ class Validation:
             if r.get("kind") in ("decode", "divergence") and r.get("slot", 0) == len(slots) - 1 and r["sample"] == 0:
                 self.advance(1)
 
-        results = self.plan.device.run_job(job, on_line).results
+        results = self.plan.device.run_job(job.to_dict(), on_line).results
         for r in results:
             if r.get("kind") == "probe":
                 probes.append(probe_record(r, base | {"series": f"decode:{group}", "drafter": group}))

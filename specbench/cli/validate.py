@@ -115,6 +115,8 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
         --drafter small=models/draft.gguf --method 'sd:W=5' --method 'as2d:B=3'
         --placement split --placement shared --out results/validate-local
     """
+    from rich.console import Console
+
     from specbench.app.validation_request import ValidationRequest
     from specbench.app.validation_request import validate as validate_request
     from specbench.render.tables import print_rich
@@ -128,6 +130,4 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
         precision=precision, max_repetitions=max_repetitions, probe_repetitions=probe_repetitions,
         speedup_bound_pct=speedup_bound, throughput_bound_pct=throughput_bound, error_bound_pct=error_bound,
         seed=seed, out=out, resume=resume, phone=phone_settings()))
-    from rich.console import Console
-
     print_rich(tables, Console())

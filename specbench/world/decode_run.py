@@ -73,6 +73,7 @@ from specbench.schemas.traces import TraceFile, WindowTrace
 from specbench.schemas.windows import Window, windows_digest
 from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session, state
+from specbench.world.jobs import DecodeJob
 from specbench.world.model_files import ModelFile, model_job
 from specbench.world.native_energy import EnergyLog, EnergySettings, row_energy
 from specbench.world.tracing import Prompts, model_templates, prompts_for
@@ -515,25 +516,19 @@ def _decode(plan: NativePlan, drafter: ModelFile | None, wanted: list[MethodConf
     trace_file = None if drafter is None or plan.traces is None else plan.traces.get(drafter.name)
     placement_key = plan.placement.key
     row_device = device_label(plan.device.name, plan.placement)
-    job = {"mode": "decode", "target": model_job(plan.device, plan.target, plan.placement.target),
-           "methods": [method_job(c) for c in run_configs], "warmup": True,
-           "windows": [prompts.runner_window(w, refs.get(w.window_id)) for w in todo]}
-    if plan.runs != 1 or plan.warmup != 0:  # a runner without these keys still serves single decodes
-        job |= {"runs": plan.runs, "warmup_runs": plan.warmup}
-    if plan.reuse_audio_prefill:
-        job["reuse_audio_prefill"] = True
+    repeated = plan.runs != 1 or plan.warmup != 0  # a runner without these keys still serves single decodes
+    job = DecodeJob(model_job(plan.device, plan.target, plan.placement.target), [method_job(c) for c in run_configs],
+                    [prompts.runner_window(w, refs.get(w.window_id)) for w in todo],
+                    None if drafter is None else model_job(plan.device, drafter, plan.placement.drafter), warmup=True,
+                    runs=plan.runs if repeated else None, warmup_runs=plan.warmup if repeated else None,
+                    reuse_audio_prefill=plan.reuse_audio_prefill,
+                    energy=None if plan.energy is None else plan.energy.job())
     per_window = len(run_configs) * plan.runs
-    if drafter is not None:
-        job["drafter"] = model_job(plan.device, drafter, plan.placement.drafter)
     energy = None if plan.energy is None else EnergyLog(plan.energy, results.directory)
-    if plan.energy is not None:
-        job["energy"] = plan.energy.job()
     held: list[list[dict]] = []  # finished windows waiting for the battery samples up to their end
     divergent: list[tuple[Window, list[int], WindowRows]] = []  # divergent windows, with their reference
 
-    drafter_job = job.get("drafter")
-    threads_differ = drafter_threads_differ(trace_file, drafter_job.get("threads") if isinstance(drafter_job, dict)
-                                            else None)
+    threads_differ = drafter_threads_differ(trace_file, None if job.drafter is None else job.drafter.get("threads"))
 
     def on_line(doc: dict) -> None:
         if energy is not None and energy.take(doc):
@@ -579,7 +574,7 @@ def _decode(plan: NativePlan, drafter: ModelFile | None, wanted: list[MethodConf
                                                   for config, runs in samples
                                                   if config in wanted and all(r["kind"] == "decode" for r in runs)])
 
-    out = plan.device.run_job(job, on_line)
+    out = plan.device.run_job(job.to_dict(), on_line)
     release(final=True)
     if energy is not None:
         results.set_energy(energy.finish())
