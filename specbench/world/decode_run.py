@@ -73,7 +73,7 @@ from specbench.schemas.traces import TraceFile, WindowTrace
 from specbench.schemas.windows import Window, windows_digest
 from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session, state
-from specbench.world.jobs import DecodeJob
+from specbench.world.jobs import DecodeJob, DivergenceJob
 from specbench.world.model_files import ModelFile, model_job
 from specbench.world.native_energy import EnergyLog, EnergySettings, row_energy
 from specbench.world.tracing import Prompts, model_templates, prompts_for
@@ -732,12 +732,8 @@ def explain_divergences(plan: NativePlan, prompts: Prompts, windows: Sequence[tu
                   for d in found.divergences if d.width is not None and d.got is not None]
     measured: dict[tuple[str, int], Margins] = {}
     if cases:
-        job: dict[str, object] = {"mode": "divergence",
-                                  "target": model_job(plan.device, plan.target, plan.placement.target),
-               "windows": docs, "cases": cases}
-        if n_ctx:
-            job["n_ctx"] = n_ctx
-        for result in plan.device.run_job(job).results:
+        job = DivergenceJob(model_job(plan.device, plan.target, plan.placement.target), docs, cases, n_ctx or None)
+        for result in plan.device.run_job(job.to_dict()).results:
             measured[(result["window_id"], int(result["position"]))] = Margins.from_runner(result)
     out = []
     for window, _, found in windows:

@@ -113,3 +113,51 @@ class CoschedJob(RunnerJob):
     repetitions: int
     """Target forwards per side and cell."""
     seed: int
+
+
+@dataclass(frozen=True)
+class TokenizeJob(RunnerJob):
+    """`tokenize`: texts into the model's tokens, through its chat template or as they are."""
+
+    mode: ClassVar[str] = "tokenize"
+    model: dict
+    """{"path": the model on the device}."""
+    texts: list[str]
+    chat: bool
+    """Each text as a user message through the chat template (False: the text itself)."""
+    template: str | None = field(default=None, metadata=_OMIT)
+    """A llama.cpp built-in template ("": the model's own)."""
+    system: str | None = field(default=None, metadata=_OMIT)
+    """The system message before each text."""
+    add_special: bool | None = field(default=None, metadata=_OMIT)
+    parse_special: bool | None = field(default=None, metadata=_OMIT)
+
+
+@dataclass(frozen=True)
+class TraceJob(RunnerJob):
+    """`trace`: what the target and the drafter decide on each window, no timing (native/README.md, `trace`)."""
+
+    mode: ClassVar[str] = "trace"
+    target: dict
+    drafter: dict
+    k_max: int
+    """Drafts per trace row."""
+    producer: bool
+    """Record AS2D's producer stream too."""
+    windows: list[dict]
+    specasr: list[dict] | None = field(default=None, metadata=_OMIT)
+    """SpecASR's configurations ({k_max, tau}) whose recycling answers the trace records."""
+    threads: int | None = field(default=None, metadata=_OMIT)
+
+
+@dataclass(frozen=True)
+class DivergenceJob(RunnerJob):
+    """`divergence`: the margins at each differing position, width 1 against the decode's forwards."""
+
+    mode: ClassVar[str] = "divergence"
+    target: dict
+    windows: list[dict]
+    cases: list[dict]
+    """{window_id, position, got, forwards} per divergence."""
+    n_ctx: int | None = field(default=None, metadata=_OMIT)
+    """The decode's context size (None: sized from the job)."""
