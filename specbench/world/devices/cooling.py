@@ -48,7 +48,7 @@ def cool_back(snapshot: Callable[[], dict], start: dict, pause_s: float) -> None
 
     def back(snap: dict) -> bool:
         status = (snap.get("thermal") or {}).get("status", 0)
-        now = zones_c(snap)
-        return status in (0, "unavailable") and all(now.get(z, t) <= t + BACK_MARGIN_C for z, t in zones.items())
+        current = zones_c(snap)
+        return status in (0, "unavailable") and all(current.get(z, t) <= t + BACK_MARGIN_C for z, t in zones.items())
 
     wait_until_cool(snapshot, back, BACK_MAX_S, BACK_POLL_S)
