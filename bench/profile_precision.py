@@ -1,6 +1,6 @@
 """What does `profile --precision P` cost and buy against the fixed 5 repetitions, on the demo's profile?
 
-Profiles this host with the demo's models and exactly the demo's cells (`app.demo.sweep_plan`, one
+Profiles this host with the demo's models and exactly the demo's cells (`app.cost_cells.sweep_plan`, one
 placement), alternating in ONE run between the named baseline "fixed-5" (5 repetitions per cell)
 and "precision" (each cell until its median's ~95% interval is within P, docs/METHODS.md §4.2 Forward
 costs: CT, CD and the all-rows table), the order flipped every round so drift reaches both alike.
@@ -24,7 +24,8 @@ from dataclasses import replace
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.hostload import idle_check
-from specbench.app.demo import DEMO_METHODS, DEPTHS, MAX_REPETITIONS, PRECISION, demo_models, sweep_plan
+from specbench.app.cost_cells import sweep_plan
+from specbench.app.demo import DEMO_METHODS, DEPTHS, MAX_REPETITIONS, PRECISION, demo_models
 from specbench.core.methods.configs import parse_method_specs
 from specbench.core.repetitions import achieved_precision
 from specbench.schemas.placement import resolve_on

@@ -28,9 +28,10 @@ from bench.synthetic_study import synthetic_study
 from specbench.app.parallel_replay import replay_study_in_processes
 from specbench.app.report import build_tables, load_many, make_figures
 from specbench.core.methods.configs import parse_method_specs
+from specbench.core.pricing import DEPTH_POLICY
 from specbench.render.tables import to_markdown
 from specbench.schemas.environment import Environment
-from specbench.schemas.profiles import DEPTH_POLICY, save_profile
+from specbench.schemas.profiles import save_profile
 from specbench.schemas.results import ProfileInput, ResultsDir, ResultsManifest, WindowsInput
 
 

@@ -29,16 +29,8 @@ import numpy as np
 from specbench.core.methods.base import TargetOracle
 from specbench.core.methods.configs import SpecAsrConfig
 from specbench.core.methods.specasr import decode_specasr, kept_tail
-from specbench.schemas.profiles import (
-    CoSchedule,
-    CostTable,
-    DeviceInfo,
-    DeviceProfile,
-    DrafterProfile,
-    ModelId,
-    Overheads,
-    RunnerRecord,
-)
+from specbench.core.pricing import CoSchedule, CostTable
+from specbench.schemas.profiles import DeviceInfo, DeviceProfile, DrafterProfile, ModelId, Overheads, RunnerRecord
 from specbench.schemas.traces import PAD, DraftTable, ModelRef, ProducerStream, RecycleAnswer, TraceFile, WindowTrace
 from specbench.schemas.windows import Window, make_text_window
 

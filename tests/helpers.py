@@ -4,15 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from specbench.schemas.profiles import (
-    CoSchedule,
-    CostTable,
-    DeviceInfo,
-    DeviceProfile,
-    DrafterProfile,
-    ModelId,
-    Overheads,
-)
+from specbench.core.pricing import CoSchedule, CostTable
+from specbench.schemas.profiles import DeviceInfo, DeviceProfile, DrafterProfile, ModelId, Overheads
 from specbench.schemas.traces import PAD, DraftTable, ProducerStream, WindowTrace
 from specbench.schemas.windows import make_text_window
 
@@ -97,7 +90,8 @@ def results_manifest(environment=None, mode="native", **changes):
 
     from specbench.schemas.environment import Environment
     from specbench.schemas.placement import resolve
-    from specbench.schemas.profiles import DEPTH_POLICY, ModelId
+    from specbench.core.pricing import DEPTH_POLICY
+    from specbench.schemas.profiles import ModelId
     from specbench.schemas.results import ResultsManifest, WindowsInput
 
     common = (environment or Environment("0.1.0", ("specbench", "run"), "2026-12-01T13:00:00.000Z"),

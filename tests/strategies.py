@@ -9,15 +9,8 @@ from bench.synthetic_study import EOS, _Drafter, _TableDrafts
 from specbench.core.methods.base import TargetOracle
 from specbench.core.methods.configs import As2dConfig, SdConfig, SpecAsrConfig, TargetConfig
 from specbench.core.methods.specasr import decode_specasr
-from specbench.schemas.profiles import (
-    CoSchedule,
-    CostTable,
-    DeviceInfo,
-    DeviceProfile,
-    DrafterProfile,
-    ModelId,
-    Overheads,
-)
+from specbench.core.pricing import CoSchedule, CostTable
+from specbench.schemas.profiles import DeviceInfo, DeviceProfile, DrafterProfile, ModelId, Overheads
 from specbench.schemas.traces import ProducerStream, WindowTrace
 
 SPECASR = SpecAsrConfig(k_max=4, tau=0.3)

@@ -26,33 +26,31 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
+from specbench.app.cost_cells import sweep_plan, traced_drafter_widths
 from specbench.app.device_runs import report_outcome
-from specbench.app.study import load_inputs, needed_widths, run_replay, select_and_save_budget
-from specbench.core.methods.base import Model
+from specbench.app.study import load_inputs, run_replay, select_and_save_budget
 from specbench.core.methods.configs import (
     As2dConfig,
     MethodConfig,
-    SdConfig,
     SpecAsrConfig,
     TargetConfig,
     method_name,
     parse_method_specs,
 )
 from specbench.core.metrics import oracle
-from specbench.core.repetitions import DEFAULT_MAX_REPETITIONS, DEFAULT_PRECISION
+from specbench.core.repetitions import DEFAULT_PRECISION
 from specbench.core.replay.reference import decode_serial
 from specbench.errors import SpecbenchError
 from specbench.schemas.budgets import load_budget
 from specbench.schemas.placement import NAMED as PLACEMENTS
 from specbench.schemas.placement import resolve_on
 from specbench.schemas.results import load_results
-from specbench.schemas.traces import TraceFile, load_trace_file
 from specbench.schemas.windows import Split, Window, load_windows, save_windows
 from specbench.world.decode_run import NativeOutcome, NativePlan, native_steps, profile_ref, run_native
 from specbench.world.devices.local import LocalDevice
 from specbench.world.dirs import cache_dir
 from specbench.world.model_files import ModelFile, model_stem
-from specbench.world.profiling import SweepPlan, measured, profile_device, write_profile
+from specbench.world.profiling import measured, profile_device, write_profile
 from specbench.world.runner import find_runner
 from specbench.world.tracing import trace_windows
 
@@ -241,57 +239,6 @@ def timed(run: DemoRun, step: str, log: Log) -> Iterator[None]:
     log(f"{step}: {run.timings[step]:.1f} s")
 
 
-def sweep_plan(configs: list[MethodConfig], placement, depths: tuple[int, ...] = DEPTHS,
-               precision: float | None = None, max_repetitions: int = DEFAULT_MAX_REPETITIONS,
-               traced: dict[str, int] | None = None) -> SweepPlan:
-    """Exactly the cells the configurations' replay prices (`study.check_costs` requires each): target
-    widths 1..the largest any configuration uses; per drafter, its own configurations' drafter widths,
-    widened to `traced` (`traced_drafter_widths`); the all-rows table only for SpecASR's drafters;
-    co-scheduled widths 1..B + 1 per AS2D drafter; at `depths`, in one placement. Each cell takes
-    REPETITIONS forwards, or (with `precision`) as many as its median needs, up to `max_repetitions`."""
-    target_max = max(needed_widths(c)[0] for c in configs)
-    drafter_max: dict[str, int] = dict(traced or {})
-    as2d_max: dict[str, int] = {}
-    for c in configs:
-        name = getattr(c, "drafter", None)
-        if name:
-            drafter_max[name] = max(drafter_max.get(name, 1), needed_widths(c)[1])
-        if isinstance(c, As2dConfig) and name:
-            as2d_max[name] = max(as2d_max.get(name, 1), needed_widths(c)[0])
-    specasr = frozenset(c.drafter for c in configs if isinstance(c, SpecAsrConfig) and c.drafter)
-    return SweepPlan(tuple(range(1, target_max + 1)), tuple(range(1, max(drafter_max.values(), default=1) + 1)),
-                     depths, placement, REPETITIONS, cosched_widths={name: tuple(range(1, w + 1))
-                                                                     for name, w in as2d_max.items()},
-                     all_rows=specasr, precision=precision, max_repetitions=max_repetitions,
-                     drafter_widths_of={name: tuple(range(1, w + 1)) for name, w in drafter_max.items()})
-
-
-def traced_drafter_widths(traces_dir: Path, windows: Sequence[Window],
-                          configs: Sequence[MethodConfig]) -> dict[str, int]:
-    """Per drafter, the widest drafter forward the serial methods' replay prices on these traces: a
-    drafter with another vocabulary re-ingests the committed text retokenized, as wide as the text
-    needs, which `needed_widths` cannot bound. A window replay refuses is left to the replay to name."""
-    widest: dict[str, int] = {}
-    files: dict[str, TraceFile] = {}
-    for config in configs:
-        name = getattr(config, "drafter", None)
-        if not name or not isinstance(config, SdConfig | SpecAsrConfig):
-            continue
-        if name not in files:
-            files[name] = load_trace_file(traces_dir / f"{name}.jsonl")
-        for window in windows:
-            trace = files[name].windows.get(window.window_id)
-            if trace is None:
-                continue
-            try:
-                ops = decode_serial(replace(config, drafter=None), trace, window.cap, name).ops
-            except SpecbenchError:
-                continue
-            widths = [op.width for op in ops if op.model is Model.DRAFTER]
-            widest[name] = max([widest.get(name, 1), *widths])
-    return widest
-
-
 def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
              placements: Sequence[str] = PLACEMENTS, suite: DemoSuite = TEXT_SUITE) -> DemoRun:
     run = DemoRun(Path(out), notes=suite.notes)
@@ -321,7 +268,7 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
             # --quick is a smoke run: a fixed REPETITIONS per cell, not the precision's up to MAX_REPETITIONS, and
             # one copy of the overheads window
             plan = sweep_plan(configs, resolve_on(device, name), suite.depths, precision=None if quick else PRECISION,
-                              max_repetitions=MAX_REPETITIONS, traced=traced)
+                              max_repetitions=MAX_REPETITIONS, traced=traced, repetitions=REPETITIONS)
             if quick:
                 plan = replace(plan, overheads_windows=QUICK_OVERHEADS_WINDOWS)
             with progress(f"profiling this host ({name})", plan.forwards(drafters)) as advance:

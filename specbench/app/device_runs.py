@@ -22,6 +22,7 @@ from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import safe_name
 from specbench.schemas.profiles import load_profile
 from specbench.schemas.results import read_manifest, removed_if_refused
+from specbench.schemas.timeline import Pace
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.windows import Window, load_split
 from specbench.world.decode_run import (
@@ -140,7 +141,7 @@ def sustained_load(options: NativeOptions) -> SustainedLoad | None:
     for flag, given in (("--runs", options.runs), ("--warmup", options.warmup)):
         if given is not None:
             raise SpecbenchError(f"{flag} is not for --sustained runs: a stream's requests are its samples")
-    load = SustainedLoad(parse_duration(options.sustained), options.pace or "realtime", options.rate,
+    load = SustainedLoad(parse_duration(options.sustained), Pace(options.pace or Pace.REALTIME), options.rate,
                          not options.no_cooldown)
     check_load(load)
     return load

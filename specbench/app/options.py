@@ -21,13 +21,14 @@ from specbench.core.repetitions import (
 )
 from specbench.errors import SpecbenchError
 from specbench.schemas.placement import NAMED as PLACEMENTS
+from specbench.schemas.timeline import PACES
 from specbench.world.build import DEFAULT_ARM_ARCH
 from specbench.world.datasets import AUDIO_LAYOUTS, LAYOUTS, TASKS
 from specbench.world.devices.adb_link import SERVER_HOST_ENV, SERVER_PORT_ENV
 from specbench.world.runner import RUNNERS_ENV
 
 __all__ = ["AUDIO_LAYOUTS", "DEFAULT_ARM_ARCH", "DEFAULT_MAX_REPETITIONS", "DEFAULT_METHODS", "DEFAULT_PRECISION",
-           "LAYOUTS", "MAX_PRECISION_REPETITIONS", "METHOD_NAMES", "MIN_REPETITIONS", "PLACEMENTS", "RESULTS",
+           "LAYOUTS", "MAX_PRECISION_REPETITIONS", "METHOD_NAMES", "MIN_REPETITIONS", "PACES", "PLACEMENTS", "RESULTS",
            "RUNNERS_ENV", "SERVER_HOST_ENV", "SERVER_PORT_ENV", "TASKS", "PhoneOptions", "check_output_dir",
            "check_output_path", "check_results_dir", "configs_from", "device_names"]
 

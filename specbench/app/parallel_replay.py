@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import pandas as pd
 
 from specbench.core.methods.configs import MethodConfig, SdConfig, TargetConfig
+from specbench.core.pricing import CostFit
 from specbench.core.replay.bulk import Progress, Task, fit_profile, run_task, study_rows, study_tasks
 from specbench.schemas.profiles import DeviceProfile
 from specbench.schemas.traces import TraceFile
@@ -25,7 +26,7 @@ _STUDY: Study | None = None  # the study, inherited by forked workers instead of
 def replay_study_in_processes(windows: Sequence[Window], traces: Mapping[str, TraceFile],
                               profiles: Sequence[DeviceProfile], configs: Sequence[MethodConfig],
                               progress: Progress | None = None, workers: int | None = None,
-                              cost_fit: str = "median") -> pd.DataFrame:
+                              cost_fit: str = CostFit.MEDIAN) -> pd.DataFrame:
     """`bulk.replay_study` with its pieces in `workers` forked processes (default: one per CPU;
     one worker, or a platform without fork, runs them here), the heaviest pieces first."""
     global _STUDY

@@ -11,21 +11,24 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from specbench.app.cost_cells import needed_widths
 from specbench.app.parallel_replay import replay_study_in_processes
 from specbench.core.budget import BudgetChoice
 from specbench.core.budget import select_budget as choose_budget
-from specbench.core.methods.configs import As2dConfig, MethodConfig, SdConfig, SpecAsrConfig, TargetConfig
+from specbench.core.methods.configs import As2dConfig, MethodConfig, SdConfig, SpecAsrConfig
 from specbench.core.methods.sd import check_draft_rows
-from specbench.core.replay.bulk import COST_FITS, DEPTH_LINEAR, trace_for
+from specbench.core.pricing import DEPTH_POLICY, CostFit
+from specbench.core.replay.bulk import COST_FITS, trace_for
 from specbench.core.replay.serial import serial_ops
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.budgets import load_budget, save_budget
 from specbench.schemas.fileio import file_sha256
-from specbench.schemas.profiles import DEPTH_POLICY, DeviceProfile, ModelId, load_profile
+from specbench.schemas.profiles import DeviceProfile, ModelId, load_profile
 from specbench.schemas.results import (
     ProfileInput,
     ResultsDir,
     ResultsManifest,
+    Source,
     TraceInput,
     WindowsInput,
     removed_if_refused,
@@ -136,18 +139,6 @@ def dev_inputs(windows_path: Path, traces_dir: Path, profile_path: Path) -> tupl
     return inputs, len(windows) - len(dev)
 
 
-def needed_widths(config: MethodConfig, lookup: bool = False) -> tuple[int, int]:
-    """(largest target width, largest drafter forward) a configuration can use; `lookup`: its
-    drafter is the prompt-lookup drafter, whose one op a round has width 1."""
-    if isinstance(config, TargetConfig):
-        return 1, 0
-    if isinstance(config, SdConfig):
-        return config.width, 1 if lookup else 2
-    if isinstance(config, SpecAsrConfig):
-        return config.k_max + 1, max(config.k_max, 2)
-    return config.budget + 1, 1
-
-
 def check_costs(inputs: Inputs, configs: Sequence[MethodConfig]) -> None:
     """Every width a configuration may need must be measured (never guessed). Checked
     before anything is written, naming the configuration, the width and what was measured."""
@@ -190,7 +181,7 @@ def _only_drafter(inputs: Inputs, config: MethodConfig) -> str:
 def manifest_for(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths: Sequence[Path],
                  sensitivity: bool) -> ResultsManifest:
     return ResultsManifest(
-        "replay", session(None),
+        Source.REPLAY, session(None),
         WindowsInput(str(inputs.windows_path), windows_digest(inputs.windows), len(inputs.windows)),
         tuple(c.label for c in configs),
         traces={name: TraceInput(str(t.path), ModelId(t.target.name, t.target.sha256),
@@ -203,13 +194,13 @@ def manifest_for(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths:
         depth_policy=DEPTH_POLICY, sensitivity=sensitivity)
 
 
-SENSITIVITY_FITS = tuple(f for f in COST_FITS if f != "median")
+SENSITIVITY_FITS = tuple(f for f in COST_FITS if f != CostFit.MEDIAN)
 
 
 def fit_configs(configs: Sequence[MethodConfig], fit: str) -> list[MethodConfig]:
     """The configurations replayed with a cost fill-in: co-scheduling ratio variants concern
     AS2D only (serial methods never overlap); every method prices depths."""
-    if fit in ("median", DEPTH_LINEAR):
+    if fit in (CostFit.MEDIAN, CostFit.DEPTH_LINEAR):
         return list(configs)
     return [c for c in configs if isinstance(c, As2dConfig)]
 
@@ -228,7 +219,7 @@ def run_replay(inputs: Inputs, configs: Sequence[MethodConfig], profile_paths: S
 
 def _replay_into(results: ResultsDir, done: set, inputs: Inputs, configs: Sequence[MethodConfig], sensitivity: bool,
                  progress: Callable[[int], None] | None, workers: int | None) -> int:
-    fits = ("median",) + (SENSITIVITY_FITS if sensitivity else ())
+    fits = (CostFit.MEDIAN,) + (SENSITIVITY_FITS if sensitivity else ())
     added = 0
     for fit in fits:
         todo = [c for c in fit_configs(configs, fit) if not _all_done(done, inputs, c, fit)]
@@ -248,7 +239,7 @@ def _all_done(done: set, inputs: Inputs, config: MethodConfig, fit: str) -> bool
 
 
 def study_size(inputs: Inputs, configs: Sequence[MethodConfig], sensitivity: bool) -> int:
-    fits = ("median",) + (SENSITIVITY_FITS if sensitivity else ())
+    fits = (CostFit.MEDIAN,) + (SENSITIVITY_FITS if sensitivity else ())
     return len(inputs.windows) * len(inputs.profiles) * sum(len(fit_configs(configs, fit)) for fit in fits)
 
 

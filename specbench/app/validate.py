@@ -16,22 +16,36 @@ asked, or the block budget is spent. The analysis also takes each AS2D configura
 apart (core/decomposition.py): contention, publications, and what remains.
 """
 
+
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from specbench.core import decomposition, fidelity
-from specbench.core.methods.configs import As2dConfig, MethodConfig, SpecAsrConfig, TargetConfig, config_of, row_fields
-from specbench.core.repetitions import DEFAULT_MAX_REPETITIONS, MAX_PRECISION_REPETITIONS
-from specbench.core.stats import Interval
+from specbench.app.cost_cells import sweep_plan, traced_drafter_widths
+from specbench.core import fidelity
+from specbench.core.methods.configs import As2dConfig, MethodConfig, TargetConfig, row_fields
+from specbench.core.refresh_mean import merged_profile
+from specbench.core.repetitions import DEFAULT_MAX_REPETITIONS
+from specbench.core.validation_stats import (
+    DEPTH_BINS,
+    TARGET,
+    Bounds,
+    Decomposing,
+    block_drift,
+    decompose_block,
+    decomposition_records,
+    fidelity_done,
+    observations,
+    op_timings,
+    summarize,
+)
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import load_yaml
 from specbench.schemas.placement import Placement, device_label
-from specbench.schemas.profiles import DeviceProfile, load_profile, profile_from_dict, save_profile
+from specbench.schemas.profiles import load_profile, profile_from_dict, save_profile
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.validation import (
     OP_KEYS,
@@ -40,8 +54,10 @@ from specbench.schemas.validation import (
     BlockRecord,
     DecodeRecord,
     DecompositionRecord,
+    Metric,
     ObservationRecord,
     OpRecord,
+    PairedRun,
     ProbeRecord,
     SummaryRecord,
     append_records,
@@ -53,25 +69,20 @@ from specbench.schemas.validation import (
 from specbench.schemas.windows import Window, windows_digest
 from specbench.world.decode_run import method_job
 from specbench.world.devices.base import Device
+from specbench.world.devices.cooling import cool_back
 from specbench.world.environment import now
-from specbench.world.model_files import LOOKUP_DRAFTER, ModelFile, model_job
+from specbench.world.jobs import DecodeJob, Probe, ProbeJob
+from specbench.world.model_files import ModelFile, model_job
 from specbench.world.profiling import SweepPlan, profile_device, write_profile
 from specbench.world.tracing import prompts_for
 
 Log = Callable[[str], None]
-TARGET = TargetConfig().label
-METRICS = ("speedup", "throughput")
-DEPTH_BINS = (0, 32, 64, 96, 128)
-
-
-@dataclass(frozen=True)
-class Bounds:
-    bias_pct: float
-    error_pct: float
 
 
 @dataclass(frozen=True)
 class ValidationPlan:
+    """What one validation measures, on which device, and when it stops (its flags checked by ValidationRequest)."""
+
     device: Device
     windows: list[Window]
     windows_path: Path
@@ -104,30 +115,6 @@ class ValidationPlan:
     `probe_threshold_pct`, whichever is larger) before the block is voided."""
 
     def __post_init__(self) -> None:
-        checks = (("--block-windows", self.block_windows, 1), ("--min-blocks", self.min_blocks, 1),
-                  ("--max-blocks", self.max_blocks, 1), ("--max-voids", self.max_voids, 0),
-                  ("--repetitions", self.repetitions, 5), ("--probe-repetitions", self.probe_repetitions, 3))
-        for flag, value, least in checks:
-            if value < least:
-                raise SpecbenchError(f"{flag} {value}: expected an integer >= {least}")
-        if self.precision is not None and not 0 < self.precision < 1:
-            raise SpecbenchError(f"--precision {self.precision:g}: expected a fraction of the median in (0, 1)")
-        if self.precision is not None and not self.repetitions <= self.max_repetitions <= MAX_PRECISION_REPETITIONS:
-            raise SpecbenchError(f"--max-repetitions {self.max_repetitions}: expected between --repetitions "
-                                 f"({self.repetitions}) and {MAX_PRECISION_REPETITIONS}")
-        if self.max_blocks < self.min_blocks:
-            raise SpecbenchError(f"--max-blocks {self.max_blocks}: expected >= --min-blocks ({self.min_blocks})")
-        for flag, pct in (("--halfwidth", self.halfwidth_pct), ("--probe-threshold", self.probe_threshold_pct),
-                          ("--speedup-bound", self.speedup.bias_pct),
-                          ("--throughput-bound", self.throughput.bias_pct),
-                          ("--error-bound", self.speedup.error_pct)):
-            if not (pct > 0 and math.isfinite(pct)):
-                raise SpecbenchError(f"{flag} {pct}: expected a percentage > 0")
-        if not (self.probe_spreads >= 0 and math.isfinite(self.probe_spreads)):
-            raise SpecbenchError(f"--probe-spreads {self.probe_spreads}: expected a number >= 0 "
-                                 "(0: --probe-threshold alone)")
-        if self.cooldown_s < 0:
-            raise SpecbenchError(f"--cooldown {self.cooldown_s}: expected seconds >= 0")
         if not self.windows:
             raise SpecbenchError(f"{self.windows_path}: no windows to validate on")
 
@@ -167,18 +154,17 @@ def resolve_configs(configs: Sequence[MethodConfig], traces: dict[str, TraceFile
 
 
 def cell_plan(plan: ValidationPlan, placement: Placement, full: bool) -> SweepPlan:
-    """The cells the configurations use: the demo's rule (`app.demo.sweep_plan`) in this placement,
-    each cell measured as the validation asks (a fixed count, or to a precision), the co-scheduling
-    ratios of the AS2D configurations' drafters and widths included (a block's refreshes too: each
-    block replays with its own ratios); AS2D's overheads only in the `full` profile and only where an
-    AS2D configuration is validated (no other method is charged them). A cross-vocabulary drafter's widths
-    are widened to what the serial methods' replay asks of it on the traces (`app.demo.traced_drafter_widths`)."""
-    from specbench.app.demo import sweep_plan, traced_drafter_widths
-
+    """The cells the configurations use (`cost_cells.sweep_plan`) in this placement, each cell measured as the
+    validation asks (a fixed count, or to a precision), the co-scheduling ratios of the AS2D configurations'
+    drafters and widths included (a block's refreshes too: each block replays with its own ratios); AS2D's
+    overheads only in the `full` profile and only where an AS2D configuration is validated (no other method is
+    charged them). A cross-vocabulary drafter's widths are widened to what the serial methods' replay asks of it
+    on the traces (`cost_cells.traced_drafter_widths`)."""
     traced = traced_drafter_widths(plan.traces_dir, plan.windows, plan.configs)
-    cells = sweep_plan(list(plan.configs), placement, plan.depths, plan.precision, plan.max_repetitions, traced)
+    cells = sweep_plan(plan.configs, placement, plan.depths, plan.precision, plan.max_repetitions, traced,
+                       plan.repetitions)
     as2d = any(isinstance(c, As2dConfig) for c in plan.configs)
-    return replace(cells, repetitions=plan.repetitions, cosched=as2d, overheads=full and as2d)
+    return replace(cells, cosched=as2d, overheads=full and as2d)
 
 
 def manifest(plan: ValidationPlan) -> dict:
@@ -192,12 +178,7 @@ def manifest(plan: ValidationPlan) -> dict:
             "probe_threshold_pct": plan.probe_threshold_pct, "probe_spreads": plan.probe_spreads,
             "max_voids": plan.max_voids,
             "repetitions": plan.repetitions, "probe_repetitions": plan.probe_repetitions,
-            "bounds": {"speedup": vars(plan.speedup), "throughput": vars(plan.throughput)}}
-
-
-def manifest_configs(doc: dict) -> list[MethodConfig]:
-    """The configurations a validation's manifest records (typed fields, as result rows carry them)."""
-    return [config_of(fields) for fields in doc["methods"]]
+            "bounds": {Metric.SPEEDUP.value: vars(plan.speedup), Metric.THROUGHPUT.value: vars(plan.throughput)}}
 
 
 def check_runner(device: Device) -> None:
@@ -238,18 +219,17 @@ class Validation:
         return run.doc
 
     # -- probes and decodes ---------------------------------------------------------------------------
-    def probe_job(self, placement: Placement, drafter: ModelFile | None, where: str) -> dict:
-        job = {"mode": "probe", "target": model_job(self.plan.device, self.plan.target, placement.target),
-               "probe": {"repetitions": self.plan.probe_repetitions}, "where": where}
-        if drafter is not None:
-            job["drafter"] = model_job(self.plan.device, drafter, placement.drafter)
-        return job
+    def probe_job(self, placement: Placement, drafter: ModelFile | None, where: str) -> ProbeJob:
+        return ProbeJob(model_job(self.plan.device, self.plan.target, placement.target),
+                        Probe(self.plan.probe_repetitions), where,
+                        None if drafter is None else model_job(self.plan.device, drafter, placement.drafter))
 
     def probes(self, placement: Placement, where: str, base: dict) -> list[ProbeRecord]:
         """One probe per drafter (the target in each), in a job of its own."""
         out = []
         for name in sorted(self.plan.drafters):
-            result = self.plan.device.run_job(self.probe_job(placement, self.plan.drafters[name], where)).results
+            job = self.probe_job(placement, self.plan.drafters[name], where)
+            result = self.plan.device.run_job(job.to_dict()).results
             out += [probe_record(r, base | {"series": f"refresh:{name}", "drafter": name}) for r in result
                     if r.get("kind") == "probe"]
         return out
@@ -260,13 +240,13 @@ class Validation:
         slots = fidelity.paired_slots(order, TARGET)
         drafter = self.plan.drafters[group]
         refs = self.references[group]
-        job = {"mode": "decode", "target": model_job(self.plan.device, self.plan.target, placement.target),
-               "drafter": model_job(self.plan.device, drafter, placement.drafter),
-               "methods": [method_job(by_label[label]) for label in slots], "warmup": True, "runs": 2,
-               "warmup_runs": 0, "alternate": True, "probe": {"repetitions": self.plan.probe_repetitions},
-               "windows": [self.prompts[group].runner_window(w, refs[w.window_id]) for w in shard]}
-        if self.plan.target.hears_audio:  # Whisper: a window's four decodes share one encoding (none is timed)
-            job["reuse_audio_prefill"] = True
+        job = DecodeJob(model_job(self.plan.device, self.plan.target, placement.target),
+                        [method_job(by_label[label]) for label in slots],
+                        [self.prompts[group].runner_window(w, refs[w.window_id]) for w in shard],
+                        model_job(self.plan.device, drafter, placement.drafter), warmup=True, runs=2,
+                        warmup_runs=0, alternate=True, probe=Probe(self.plan.probe_repetitions),
+                        # Whisper: a window's four decodes share one encoding (none is timed)
+                        reuse_audio_prefill=self.plan.target.hears_audio)
         decodes, probes = [], []
 
         def on_line(doc: dict) -> None:
@@ -274,7 +254,7 @@ class Validation:
             if r.get("kind") in ("decode", "divergence") and r.get("slot", 0) == len(slots) - 1 and r["sample"] == 0:
                 self.advance(1)
 
-        results = self.plan.device.run_job(job, on_line).results
+        results = self.plan.device.run_job(job.to_dict(), on_line).results
         for r in results:
             if r.get("kind") == "probe":
                 probes.append(probe_record(r, base | {"series": f"decode:{group}", "drafter": group}))
@@ -297,7 +277,8 @@ class Validation:
         written: list[Attempted] = [*load_records(self.out, BlockRecord), *load_records(self.out, DecodeRecord),
                                     *load_records(self.out, ProbeRecord)]
         first = 1 + max((r.attempt for r in written if (r.device, r.block) == (device, block)), default=-1)
-        for redo in range(self.plan.max_voids + 1):
+        redo = 0
+        while True:  # the last attempt allowed is kept, voided or not
             attempt = first + redo
             started, clock = now(), time.monotonic()
             base = {"block": block, "attempt": attempt, "device": device}
@@ -321,14 +302,14 @@ class Validation:
             if not voided:
                 profile = merged_profile(load_yaml(self.full_profile(placement)), refreshes)
                 save_profile(where / "profile.yaml", profile_from_dict(profile, where / "profile.yaml"))
-            append_records(self.out, decodes + probes + [record])
-            if not voided:
+                append_records(self.out, decodes + probes + [record])
                 return record
+            append_records(self.out, decodes + probes + [record])
             self.log(f"block {block} ({device}) voided: a probe moved {drift.move_pct:.1f}% (allowed "
                      f"{drift.allowance_pct:.1f}%; {drift.where}); cooling down, redo "
                      f"{redo + 1} of {self.plan.max_voids}")
-            cool_down(self.plan.device, start_snapshot, self.plan.cooldown_s)
-        raise AssertionError("unreachable: the last attempt is kept")
+            cool_back(self.plan.device.snapshot, start_snapshot, self.plan.cooldown_s)
+            redo += 1
 
     def run(self) -> list[SummaryRecord]:
         plan = self.plan
@@ -360,13 +341,8 @@ class Validation:
         plan = self.plan
         return analyze(self.out, plan.windows, self.traces, plan.configs,
                        {name for name, d in plan.drafters.items() if d.lookup},
-                       {"speedup": plan.speedup, "throughput": plan.throughput})
+                       {Metric.SPEEDUP: plan.speedup, Metric.THROUGHPUT: plan.throughput})
 
-
-def fidelity_done(summary: SummaryRecord, halfwidth_pct: float) -> bool:
-    if summary.bias_low is None or summary.bias_high is None:
-        return False
-    return 50 * (summary.bias_high - summary.bias_low) <= halfwidth_pct
 
 
 def probe_record(r: dict, base: dict) -> ProbeRecord:
@@ -387,188 +363,16 @@ def decode_record(r: dict, slots: Sequence[str], base: dict) -> DecodeRecord:
     tokens = len(r["tokens"]) - 1 if ok else 0  # y[0] comes from the prefill, before the clock
     ops = [{k: op[k] for k in OP_KEYS if k in op} for op in r.get("ops", [])] if ok else []
     producer = r.get("producer") if ok else None
-    return DecodeRecord(base["block"], base["attempt"], base["device"], base["group"], "ab"[int(r["sample"]) % 2],
+    return DecodeRecord(base["block"], base["attempt"], base["device"], base["group"],
+                        (PairedRun.A, PairedRun.B)[int(r["sample"]) % 2],
                         int(r["slot"]), slots[int(r["slot"])], r["window_id"], tokens,
                         float(r["decode_s"]) if ok else 0.0, ok, ops,
                         None if producer is None else {k: producer[k] for k in PRODUCER_KEYS if k in producer})
 
 
-def block_drift(probes: Sequence[ProbeRecord], threshold_pct: float, spreads: float) -> fidelity.Drift:
-    """The block's decisive window over every model (`fidelity.model_drift`): per model, its probes in the
-    block's probe jobs (around the refreshes) are the reference, each decode job's probes in order bracket
-    its windows; the window that moved most for its model's allowance."""
-    refresh: dict[str, list[float]] = {}
-    jobs: dict[str, dict[str, list[tuple[float, str]]]] = {}
-    for p in probes:
-        where = f"after {p.window_id}" if p.window_id is not None else p.where
-        for model, value in (("target", p.target_us), (f"drafter {p.drafter}", p.drafter_us)):
-            if value is None:
-                continue
-            if p.series.startswith("decode:"):
-                jobs.setdefault(model, {}).setdefault(p.series, []).append((value, where))
-            else:
-                refresh.setdefault(model, []).append(value)
-    worst = fidelity.Drift(0.0, threshold_pct, "none")
-    for model in sorted(set(refresh) | set(jobs)):
-        drift = fidelity.model_drift(refresh.get(model, []), jobs.get(model, {}), threshold_pct, spreads)
-        if drift.move_pct / drift.allowance_pct > worst.move_pct / worst.allowance_pct:
-            worst = replace(drift, where=f"{model} in {drift.where}")
-    return worst
-
-
-def merged_profile(full: dict, refreshes: Sequence[dict]) -> dict:
-    """The full profile with every refreshed cost cell and co-scheduling ratio replaced by the mean
-    of the refreshes (a ratio cell's count: the refreshes' together, its achieved precision: the
-    worse of theirs), and the refreshes' warnings beside the full profile's."""
-    out = dict(full)
-
-    def mean_table(table: dict, fresh: Sequence[dict]) -> dict:
-        if any(f["depths"] != table["depths"] for f in fresh):
-            raise SpecbenchError("a refresh measured other depths than the full profile")
-        seconds = dict(table["seconds"])
-        for width in fresh[0]["seconds"]:
-            columns = [f["seconds"][width] for f in fresh]
-            seconds[width] = [sum(v) / len(v) for v in zip(*columns, strict=False)]
-        return table | {"seconds": seconds}
-
-    out["target"] = full["target"] | {"costs": mean_table(full["target"]["costs"],
-                                                          [r["target"]["costs"] for r in refreshes])}
-    drafters = []
-    for entry in full["drafters"]:
-        fresh = [next(d for d in r["drafters"] if d["name"] == entry["name"]) for r in refreshes]
-        entry = entry | {"costs": mean_table(entry["costs"], [f["costs"] for f in fresh])}
-        if "costs_all_rows" in entry and all("costs_all_rows" in f for f in fresh):
-            entry["costs_all_rows"] = mean_table(entry["costs_all_rows"], [f["costs_all_rows"] for f in fresh])
-        if "cosched" in entry and all("cosched" in f for f in fresh):
-            entry["cosched"] = mean_ratios(entry["cosched"], [f["cosched"] for f in fresh])
-        drafters.append(entry)
-    out["drafters"] = drafters
-    warnings = [w for doc in (full, *refreshes) for w in doc.get("warnings", [])]
-    if warnings:
-        out["warnings"] = [w for i, w in enumerate(warnings) if w not in warnings[:i]]
-    fresh_ratios = any("cosched" in d for r in refreshes for d in r["drafters"])
-    out["notes"] = (f"{full.get('notes', '')}; cost tables{' and co-scheduling ratios' if fresh_ratios else ''}: "
-                    "the mean of a block's two refreshes")
-    return out
-
-
-def mean_ratios(cosched: dict, fresh: Sequence[dict]) -> dict:
-    """A profile's `cosched` block with every width the refreshes measured replaced by their mean, and
-    the target's ratio in AS2D decodes (`decode`) by the refreshes' means when each has one."""
-    if any(f["depths"] != cosched["depths"] for f in fresh):
-        raise SpecbenchError("a refresh measured co-scheduling ratios at other depths than the full profile")
-    ratios = dict(cosched["ratios"])
-    for width in fresh[0]["ratios"]:
-        cells = [f["ratios"][width] for f in fresh if width in f["ratios"]]
-        if len(cells) < len(fresh):
-            continue  # a width one refresh could not measure keeps the full profile's ratios
-        merged = {key: [sum(v) / len(v) for v in zip(*(c[key] for c in cells), strict=True)]
-                  for key in ("rho_target", "rho_drafter")}
-        if all("repetitions" in c for c in cells) and "repetitions" in next(iter(ratios.values())):
-            merged["repetitions"] = [sum(v) for v in zip(*(c["repetitions"] for c in cells), strict=True)]
-        if all("achieved_precision" in c for c in cells) and "achieved_precision" in next(iter(ratios.values())):
-            # null: a cell with no interval, worse than any precision
-            merged["achieved_precision"] = [None if None in v else max(v)
-                                            for v in zip(*(c["achieved_precision"] for c in cells), strict=True)]
-        ratios[width] = merged
-    out = cosched | {"ratios": ratios}
-    decodes = [f["decode"] for f in fresh if "decode" in f]
-    if decodes and len(decodes) == len(fresh):  # the target's ratio as each refresh's AS2D decodes met it
-        out["decode"] = {"realised": sum(d["realised"] for d in decodes) / len(decodes),
-                         "priced": sum(d["priced"] for d in decodes) / len(decodes),
-                         "forwards": sum(d["forwards"] for d in decodes)}
-    return out
-
-
-def cool_down(device: Device, start: dict, seconds: float) -> None:
-    """Sleep `seconds`; a phone then waits (up to 5 minutes) until its thermal zones are within
-    3 °C of where the block started and its thermal status is 0."""
-    time.sleep(seconds)
-    zones = _zones(start)
-    if not zones:
-        return
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        snap = device.snapshot()
-        now_zones = _zones(snap)
-        status = (snap.get("thermal") or {}).get("status", 0)
-        if status in (0, "unavailable") and all(now_zones.get(z, t) <= t + 3.0 for z, t in zones.items()):
-            return
-        time.sleep(5)
-
-
-def _zones(snapshot: dict) -> dict[str, float]:
-    zones = snapshot.get("thermal_c") or {}
-    if not isinstance(zones, dict):
-        return {}
-    return {str(k): float(v) for k, v in zones.items() if isinstance(v, (int, float))}
-
-
-def observations(decodes: Sequence[DecodeRecord],
-                 replay: dict[tuple[str, str, str], tuple[int, float]]) -> list[ObservationRecord]:
-    """Per (device, configuration, window): speedup and throughput of replay, Na and Nb (pure).
-
-    `replay` maps (device, config, window_id) to the block's replayed (tokens, decode_s).
-    A native speedup divides a configuration's throughput by that of
-    the target-only decode in the slot before it (Na) or after it (Nb); target-only's own
-    throughput is the mean over its decodes in the run. Windows with a divergent decode are left out."""
-    out = []
-    index: dict[tuple, DecodeRecord] = {(d.device, d.block, d.group, d.window_id, d.run, d.slot): d for d in decodes}
-    keys = sorted({(d.device, d.block, d.window_id) for d in decodes})
-    for device, block, window_id in keys:
-        mine = [d for d in decodes if (d.device, d.block, d.window_id) == (device, block, window_id)]
-        if not all(d.lossless for d in mine):
-            continue
-        rep_t = replay.get((device, TARGET, window_id))
-        if rep_t is None:
-            continue
-        target_tokens = next(d.tokens for d in mine if d.config == TARGET)
-        native_target = {}
-        for run in "ab":
-            times = [d.decode_s for d in mine if d.config == TARGET and d.run == run]
-            native_target[run] = target_tokens / (sum(times) / len(times))
-        out.append(ObservationRecord(device, TARGET, "throughput", block, window_id, rep_t[0] / rep_t[1],
-                                     native_target["a"], native_target["b"]))
-        for d in (d for d in mine if d.config != TARGET and d.run == "a"):
-            rep = replay.get((device, d.config, window_id))
-            if rep is None:
-                continue
-            b = index[(device, block, d.group, window_id, "b", d.slot)]
-            pa = index[(device, block, d.group, window_id, "a", fidelity.partner_slot(d.slot))]
-            pb = index[(device, block, d.group, window_id, "b", fidelity.partner_slot(d.slot))]
-            tps = (d.tokens / d.decode_s, b.tokens / b.decode_s)
-            out.append(ObservationRecord(device, d.config, "throughput", block, window_id, rep[0] / rep[1], *tps))
-            out.append(ObservationRecord(device, d.config, "speedup", block, window_id,
-                                         (rep[0] / rep[1]) / (rep_t[0] / rep_t[1]), tps[0] / (pa.tokens / pa.decode_s),
-                                         tps[1] / (pb.tokens / pb.decode_s)))
-    return out
-
-
-def summarize(obs: Sequence[ObservationRecord], bounds: dict[str, Bounds]) -> list[SummaryRecord]:
-    groups: dict[tuple[str, str, str], list[fidelity.Observation]] = {}
-    for o in obs:
-        groups.setdefault((o.device, o.config, o.metric), []).append(
-            fidelity.Observation(o.block, o.window_id, o.replay, o.native_a, o.native_b))
-    out = []
-    for (device, config, metric), mine in groups.items():
-        s = fidelity.fidelity_stats(mine)
-        bound = bounds[metric]
-
-        def lo(b):
-            return None if b is None else b.low
-
-        def hi(b):
-            return None if b is None else b.high
-
-        out.append(SummaryRecord(device, config, metric, s.blocks, s.observations, s.f0_pct, lo(s.f0_interval),
-                                 hi(s.f0_interval), s.f1_pct, lo(s.f1_interval), hi(s.f1_interval), s.excess_pct,
-                                 s.excess_upper_pct, s.bias, lo(s.bias_interval), hi(s.bias_interval), bound.bias_pct,
-                                 bound.error_pct, fidelity.verdict(s, bound.bias_pct, bound.error_pct)))
-    return out
-
 
 def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], configs: Sequence[MethodConfig],
-            lookups: set[str], bounds: dict[str, Bounds]) -> list[SummaryRecord]:
+            lookups: set[str], bounds: dict[Metric, Bounds]) -> list[SummaryRecord]:
     """Replay every kept block with its profile, then write observations, summary, the op
     comparison and AS2D's decomposed speedup bias (`lookups`: the drafter groups that are prompt
     lookup, whose ops no table prices and whose producer neither computes nor contends)."""
@@ -602,113 +406,3 @@ def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], 
     write_records(out, OpRecord, ops)
     write_records(out, DecompositionRecord, decomposition_records(parts))
     return summary
-
-
-@dataclass
-class Decomposing:
-    """One AS2D configuration's decomposed observations, gathered over the blocks."""
-
-    windows: list[decomposition.WindowReplays] = field(default_factory=list)
-    realised: list[decomposition.RealisedContention] = field(default_factory=list)
-    """Every decomposed native run's realised contention."""
-    left_out: int = 0
-    """Speedup observations whose native lanes could not be read back."""
-
-
-def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRecord],
-                    replay: dict[tuple[str, str, str], tuple[int, float]], profile: DeviceProfile,
-                    traces: dict[str, TraceFile], windows: dict[str, Window], configs: Sequence[As2dConfig],
-                    into: dict[tuple[str, str], Decomposing]) -> None:
-    """Each speedup observation of an AS2D configuration in one block (`decodes`, `replay`: the
-    block's): replay's speedup again under each native run's substitutions (core/decomposition.py).
-    A run whose lanes cannot be read back (no timestamps, publications not in batches) leaves its
-    observation out, counted."""
-    by_label = {c.label: c for c in configs}
-    index = {(d.group, d.window_id, d.run, d.slot): d for d in decodes}
-    for o in obs:
-        config = by_label.get(o.config)
-        if o.metric != "speedup" or config is None:
-            continue
-        gathered = into.setdefault((o.device, o.config), Decomposing())
-        trace, cap = traces[str(config.drafter)].windows[o.window_id], windows[o.window_id].cap
-        priced_s = replay[(o.device, o.config, o.window_id)][1]
-        try:
-            runs = []
-            for run in "ab":
-                d = next(d for d in decodes if (d.window_id, d.config, d.run) == (o.window_id, o.config, run))
-                if d.producer is None:
-                    raise SpecbenchError(f"{d.config} of window '{d.window_id}': no producer record")
-                partner = index[(d.group, d.window_id, run, fidelity.partner_slot(d.slot))]
-                native = decomposition.NativeLanes(d.ops, d.producer, partner.ops)
-                runs.append(decomposition.substituted_replays(trace, cap, profile, config, native))
-        except SpecbenchError:
-            gathered.left_out += 1
-            continue
-
-        # the priced speedup with another decode time: the target-only replay stays
-        contention = tuple(o.replay * priced_s / r.contention_s for r in runs)
-        publication = tuple(o.replay * priced_s / r.publication_s for r in runs)
-        gathered.windows.append(decomposition.WindowReplays(o.block, o.window_id, (o.native_a, o.native_b), o.replay,
-                                                            (contention[0], contention[1]),
-                                                            (publication[0], publication[1])))
-        gathered.realised += [r.realised for r in runs]
-
-
-def decomposition_records(gathered: dict[tuple[str, str], Decomposing]) -> list[DecompositionRecord]:
-    """Per device × AS2D configuration with an observation decomposed, one record per part."""
-    out = []
-    for (device, config), mine in sorted(gathered.items()):
-        if not mine.windows:
-            continue
-        overlap = sum(r.overlap_s for r in mine.realised)
-        rho = ((sum(r.priced_overlap_s for r in mine.realised) / overlap,
-                overlap / sum(r.overlap_solo_s for r in mine.realised)) if overlap > 0 else (None, None))
-        blocks = len({w.block for w in mine.windows})
-        for p in decomposition.decompose(mine.windows):
-            out.append(DecompositionRecord(
-                device, config, p.part.value, blocks, len(mine.windows), mine.left_out, p.factor,
-                *_bounds(p.interval), p.replay_bias, *_bounds(p.replay_interval),
-                *(rho if p.part is decomposition.Part.CONTENTION else (None, None))))
-    return out
-
-
-def _bounds(interval: Interval | None) -> tuple[float | None, float | None]:
-    return (None, None) if interval is None else (interval.low, interval.high)
-
-
-def analyze_directory(out: Path) -> list[SummaryRecord]:
-    """`analyze` from what a validation directory's manifest records (no device needed)."""
-    from specbench.schemas.validation import read_manifest
-    from specbench.schemas.windows import load_windows
-
-    doc = read_manifest(out)
-    bounds = {metric: Bounds(**values) for metric, values in doc["bounds"].items()}
-    lookups = {name for name, ref in doc["drafters"].items() if ref.get("sha256") == LOOKUP_DRAFTER.sha256}
-    return analyze(Path(out), load_windows(Path(doc["windows"]["path"])), load_trace_dir(Path(doc["traces"])),
-                   manifest_configs(doc), lookups, bounds)
-
-
-def op_timings(decodes: Sequence[DecodeRecord], profile, configs: Sequence[MethodConfig],
-               lookups: set[str]) -> list[fidelity.OpTiming]:
-    """Every forward of the serial decodes (AS2D's lanes overlap, so their forwards are not solo
-    costs) with the price the block's profile gives it."""
-    serial = {c.label: c for c in configs if not isinstance(c, As2dConfig)}
-    out = []
-    for d in decodes:
-        config = serial.get(d.config)
-        if config is None or not d.lossless:
-            continue
-        lookup = d.group in lookups
-        for op in d.ops:
-            if op["model"] == "target":
-                table, model = profile.target_costs, "target"
-            elif lookup or isinstance(config, SpecAsrConfig):
-                continue  # a lookup's op or a recycling ingest: other tables
-            else:
-                table, model = profile.drafter(d.group).costs, d.group
-            if op["width"] not in table.widths():
-                continue
-            out.append(fidelity.OpTiming(d.config, model, int(op["width"]), int(op["depth"]), float(op["us"]),
-                                         1e6 * table.cost(int(op["width"]), float(op["depth"]))))
-    return out
-

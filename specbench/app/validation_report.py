@@ -15,6 +15,7 @@ from specbench.render.tables import Table
 from specbench.schemas.validation import (
     BlockRecord,
     DecompositionRecord,
+    Metric,
     ObservationRecord,
     OpRecord,
     ProbeRecord,
@@ -47,8 +48,9 @@ def validation_tables(directory: Path) -> list[Table]:
     read_manifest(directory)
     summary = _frame(load_records(directory, SummaryRecord), SummaryRecord)
     tables = []
-    for metric, what in (("speedup", "speedup over target-only (native: against the target-only decode beside it)"),
-                         ("throughput", "throughput (tokens/s)")):
+    titles = {Metric.SPEEDUP: "speedup over target-only (native: against the target-only decode beside it)",
+              Metric.THROUGHPUT: "throughput (tokens/s)"}
+    for metric, what in titles.items():
         rows = summary[summary["metric"] == metric].drop(columns=["metric"])
         columns = ["device", "config", "blocks", "observations", "f0_pct", "f1_pct", "excess_pct", "excess_upper_pct",
                    "bias", "bias_low", "bias_high", "verdict"]
@@ -132,7 +134,7 @@ def validation_figures(directory: Path, out: Path) -> list[Path]:
     obs = _frame(load_records(directory, ObservationRecord), ObservationRecord)
     summary = _frame(load_records(directory, SummaryRecord), SummaryRecord)
     paths = []
-    for metric in ("speedup", "throughput"):
+    for metric in Metric:
         if (obs["metric"] == metric).any():
             fig, _ = plots.replay_vs_native(obs, summary, metric)
             paths += plots.save(fig, Path(out) / f"validation-{metric}")

@@ -8,7 +8,6 @@ import click
 
 from specbench.app.options import DEFAULT_METHODS, METHOD_NAMES
 from specbench.app.options import RESULTS as RESULTS
-from specbench.app.options import configs_from as configs_from  # cli/validate.py imports it from here
 
 existing_file = click.Path(exists=True, dir_okay=False, path_type=Path)
 existing_dir = click.Path(exists=True, file_okay=False, path_type=Path)

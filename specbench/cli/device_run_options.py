@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from specbench.app.options import PACES
 from specbench.cli.common import TEMPLATE_HELP
 from specbench.cli.devices import phone_options
 
@@ -36,7 +37,7 @@ _NATIVE_OPTIONS = (  # in the order --help lists them
                       "its own stream of requests, cycling over the windows for DURATION (120s, 10m, 1h), each "
                       "from a fresh context, no cool-down between requests; a thermal timeline goes to "
                       "timeline.jsonl."),
-    click.option("--pace", type=click.Choice(["realtime", "back-to-back"]), default=None,
+    click.option("--pace", type=click.Choice(PACES), default=None,
                  help="--sustained: realtime (default: a request arrives as its audio would, an audio window's "
                       "duration after the previous one, or at --rate) or back-to-back (when the previous ends)."),
     click.option("--rate", type=click.FloatRange(0, 1000, min_open=True), default=None, metavar="R",

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 import click
 
 from specbench.app.options import RUNNERS_ENV, SERVER_HOST_ENV, SERVER_PORT_ENV
-from specbench.app.options import device_names as device_names  # cli/validate.py imports it from here
 
 if TYPE_CHECKING:
     from specbench.app.options import PhoneOptions

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
 
-from specbench.cli.common import TEMPLATE_HELP, configs_from, existing_dir, existing_file, method_options
-from specbench.cli.devices import device_names, phone_options, phone_settings
-from specbench.core.repetitions import DEFAULT_MAX_REPETITIONS, MAX_PRECISION_REPETITIONS
-from specbench.errors import SpecbenchError
+from specbench.app.options import DEFAULT_MAX_REPETITIONS, MAX_PRECISION_REPETITIONS
+from specbench.cli.common import TEMPLATE_HELP, existing_dir, existing_file, method_options
+from specbench.cli.devices import phone_options, phone_settings
 
 
 def _percent(ctx, param, value: float) -> float:
-    if value is not None and not value > 0:
+    if value is not None and not (value > 0 and math.isfinite(value)):
         raise click.BadParameter(f"{value}: expected a percentage > 0")
+    return value
+
+
+def _finite(ctx, param, value: float) -> float:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value}: expected a finite number")
     return value
 
 
@@ -47,7 +53,7 @@ def _percent(ctx, param, value: float) -> float:
               help="The least move that voids a block: a window whose probes (before and after it) both moved "
                    "from their model's probes around the block's refreshes, the same way, by more than this (%) "
                    "and more than --probe-spreads times the scatter of the model's probes voids it.")
-@click.option("--probe-spreads", type=click.FloatRange(0), default=3.0, show_default=True,
+@click.option("--probe-spreads", type=click.FloatRange(0), default=3.0, show_default=True, callback=_finite,
               help="How many times the scatter of a model's probes in the block (a robust standard deviation "
                    "of each probe from its own job's median) a window's probes may move before the block is "
                    "voided; 0: --probe-threshold alone.")
@@ -109,55 +115,19 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
         --drafter small=models/draft.gguf --method 'sd:W=5' --method 'as2d:B=3'
         --placement split --placement shared --out results/validate-local
     """
-    from specbench.app.device_runs import check_traced_target
-    from specbench.app.devices import open_devices
-    from specbench.app.progress import progress_bar, stderr
-    from specbench.app.validate import Bounds, Validation, ValidationPlan, resolve_configs
-    from specbench.app.validation_report import validation_figures, validation_tables
-    from specbench.core.methods.configs import TargetConfig
-    from specbench.render.tables import print_rich, render
-    from specbench.schemas.fileio import WriterLock, write_atomic
-    from specbench.schemas.placement import resolve_on
-    from specbench.schemas.traces import load_trace_dir
-    from specbench.schemas.validation import MANIFEST
-    from specbench.schemas.windows import load_windows
-    from specbench.world.model_files import parse_named, target_file, with_templates
-    from specbench.world.profiling import parse_depths
-
-    out = out or Path("results") / f"validate-{device}"
-    if (out / MANIFEST).exists() and not resume:
-        raise SpecbenchError(f"{out}: a validation already exists",
-                             hint="pass --resume to continue it, or another --out")
-    parsed_depths = parse_depths(depths)
-    traces = load_trace_dir(traces_dir)
-    target = target_file(target_path)
-    check_traced_target(traces, target)  # before any profiling: its outputs are what decodes are checked against
-    drafters = [parse_named(spec) for spec in drafter_specs]
-    target, drafters = with_templates(target, drafters, template_specs)
-    unknown = [d.name for d in drafters if d.name not in traces]
-    if unknown:
-        raise SpecbenchError(f"--drafter {unknown[0]}: not among the traced drafters ({', '.join(sorted(traces))})")
-    configs = resolve_configs(configs_from(method_names, method_specs, None), traces)
-    # resolve_configs puts target-only first and names every other configuration's drafter
-    used = {c.drafter for c in configs[1:] if not isinstance(c, TargetConfig) and c.drafter is not None}
-    missing = sorted(used - {d.name for d in drafters})
-    if missing:
-        raise SpecbenchError(f"--method ... drafter={missing[0]}: no --drafter {missing[0]}=PATH given")
-    (dev,) = open_devices(device_names([device]), phone_settings())
-    placements = [resolve_on(dev, spec) for spec in (placement_specs or ("shared",))]
-    plan = ValidationPlan(dev, load_windows(windows), windows, traces_dir, target, {d.name: d for d in drafters},
-                          configs, placements, parsed_depths, seed, block_windows, min_blocks, max_blocks,
-                          halfwidth_pct, probe_threshold_pct, max_voids, cooldown_s, repetitions, probe_repetitions,
-                          Bounds(speedup_bound, error_bound), Bounds(throughput_bound, error_bound), precision,
-                          max_repetitions, probe_spreads)
-    total = max_blocks * len(placements) * len(plan.groups()) * min(block_windows, len(plan.windows))
-    out.mkdir(parents=True, exist_ok=True)
-    with WriterLock(out, "validation directory"), progress_bar("validating (windows decoded)", total) as advance:
-        Validation(plan, out, lambda line: stderr.print(line, markup=False), advance).run()
-        tables = validation_tables(out)
-        write_atomic(out / "validation.md", render(tables, "md"))
-        figures = validation_figures(out, out / "figures")
-    stderr.print(f"validation written to {out} (validation.md, summary.jsonl, {len(figures)} figure files)")
     from rich.console import Console
 
+    from specbench.app.validation_request import ValidationRequest
+    from specbench.app.validation_request import validate as validate_request
+    from specbench.render.tables import print_rich
+
+    tables = validate_request(ValidationRequest(
+        windows=windows, traces_dir=traces_dir, target=target_path, drafter_specs=drafter_specs,
+        method_names=method_names, method_specs=method_specs, template_specs=template_specs, device=device,
+        placement_specs=placement_specs, depths=depths, block_windows=block_windows, min_blocks=min_blocks,
+        max_blocks=max_blocks, halfwidth_pct=halfwidth_pct, probe_threshold_pct=probe_threshold_pct,
+        probe_spreads=probe_spreads, max_voids=max_voids, cooldown_s=cooldown_s, repetitions=repetitions,
+        precision=precision, max_repetitions=max_repetitions, probe_repetitions=probe_repetitions,
+        speedup_bound_pct=speedup_bound, throughput_bound_pct=throughput_bound, error_bound_pct=error_bound,
+        seed=seed, out=out, resume=resume, phone=phone_settings()))
     print_rich(tables, Console())

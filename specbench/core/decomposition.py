@@ -37,10 +37,11 @@ import numpy as np
 
 from specbench.core.fidelity import BIAS_LEVEL, RESAMPLES, SEED, block_resamples
 from specbench.core.methods.configs import As2dConfig
+from specbench.core.pricing import CoSchedule, CostTable, DecodeContention
 from specbench.core.replay.reference import ProducerLane, ProducerTimeline, priced_lane, simulate_as2d
 from specbench.core.stats import Interval
 from specbench.errors import SpecbenchError
-from specbench.schemas.profiles import MAX_RHO, CoSchedule, CostTable, DecodeContention, DeviceProfile
+from specbench.schemas.profiles import MAX_RHO, DeviceProfile
 from specbench.schemas.traces import WindowTrace
 
 

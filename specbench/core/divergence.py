@@ -15,16 +15,9 @@ is unexplained and fails the run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import Enum
+from dataclasses import replace
 
-
-class Explanation(str, Enum):
-    """The class of a divergence."""
-
-    NEAR_TIE = "near-tie"
-    """The width-1 gap between the expected and the committed token is within 2δ."""
-    UNEXPLAINED = "unexplained"
-    """Anything else: the run fails."""
+from specbench.schemas.divergences import Divergence, Explanation, Margins
 
 
 def committing_forward(forwards: Sequence[tuple[int, int]], position: int) -> int | None:
@@ -46,3 +39,12 @@ def classify(expected: int | None, got: int | None, single_top1: int, single_gap
     if expected is None or got is None or single_top1 != expected:
         return Explanation.UNEXPLAINED
     return Explanation.NEAR_TIE if 0.0 <= single_gap <= 2.0 * max_logit_diff else Explanation.UNEXPLAINED
+
+
+def explained(divergence: Divergence, margins: Margins | None) -> Divergence:
+    """`divergence` classified from the runner's margins (None: they could not be measured)."""
+    if margins is None:
+        return replace(divergence, explanation=Explanation.UNEXPLAINED)
+    return replace(divergence, margins=margins,
+                   explanation=classify(divergence.expected, divergence.got, margins.single_top2[0],
+                                        margins.single_gap, margins.max_logit_diff))

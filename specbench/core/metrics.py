@@ -32,8 +32,10 @@ import pandas as pd
 from specbench.core import stats
 from specbench.core.methods.configs import CONFIG_COLUMNS, REPORTED_WIDTHS, As2dConfig, SdConfig, sd_mean_label
 from specbench.core.positions import summed
+from specbench.core.pricing import RATIO_FITS, CostFit
 from specbench.errors import SpecbenchError
 from specbench.schemas.placement import device_of
+from specbench.schemas.results import Source
 
 SD_MEAN = sd_mean_label()
 ORDER = {
@@ -298,13 +300,13 @@ def oracle(df: pd.DataFrame, catalog: list[str], deployed: dict[str, str] | None
     return pd.DataFrame(out)
 
 
-def sensitivity(df: pd.DataFrame, fits: Sequence[str] = ("median", "min", "max"),
+def sensitivity(df: pd.DataFrame, fits: Sequence[str] = RATIO_FITS,
                 flag: str = "extrapolated") -> pd.DataFrame:
     """Pooled throughput under each cost fill-in of `fits` (`cost_fit` values; the first is the
     one every other table uses) and its range, per device x configuration replayed under more
     than the first; `flagged` = windows whose first-fit row is marked by the column `flag`."""
     df = _comparable(df)
-    rows = df[(df["source"] == "replay") & df["cost_fit"].isin(fits)]  # native rows have no variants
+    rows = df[(df["source"] == Source.REPLAY) & df["cost_fit"].isin(fits)]  # native rows have no variants
     varied = rows.loc[rows["cost_fit"] != fits[0], "config"].unique()
     if not len(varied):
         raise SpecbenchError(f"no sensitivity rows ({', '.join(fits[1:])}) in these results",
@@ -383,8 +385,8 @@ def replay_fidelity(df: pd.DataFrame, threshold_pct: float = 10.0) -> pd.DataFra
     df = _comparable(df)
     live = df[df["tokens"] > 0]
     keys = ["device", "config", "window_id"]
-    native = live[live["source"] == "native"].set_index(keys)
-    replay = live[(live["source"] == "replay") & (live["cost_fit"] == "median")].set_index(keys)
+    native = live[live["source"] == Source.NATIVE].set_index(keys)
+    replay = live[(live["source"] == Source.REPLAY) & (live["cost_fit"] == CostFit.MEDIAN)].set_index(keys)
     both = native.index.intersection(replay.index)
     if not len(both):
         raise SpecbenchError("no window was both replayed and run natively on the same device and configuration",

@@ -4,13 +4,22 @@ output differed from the reference, with where, which forward committed it, and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
-from specbench.core.divergence import Explanation, classify
 from specbench.schemas.fileio import Where, from_dict, iter_jsonl, to_dict
 
 DIVERGENCES = "divergences.jsonl"
+
+
+class Explanation(str, Enum):
+    """The class of a divergence (core/divergence.py's near-tie rule decides it)."""
+
+    NEAR_TIE = "near-tie"
+    """The width-1 gap between the expected and the committed token is within 2δ."""
+    UNEXPLAINED = "unexplained"
+    """Anything else: the run fails."""
 
 
 @dataclass(frozen=True)
@@ -67,14 +76,6 @@ class Divergence:
     """What the runner measured there (None: not measured)."""
     explanation: Explanation | None = None
     """near-tie or unexplained (core/divergence.py); None: not explained yet."""
-
-    def explained(self, margins: Margins | None) -> Divergence:
-        """This divergence classified from the runner's margins (None: it could not be measured)."""
-        if margins is None:
-            return replace(self, explanation=Explanation.UNEXPLAINED)
-        return replace(self, margins=margins,
-                       explanation=classify(self.expected, self.got, margins.single_top2[0], margins.single_gap,
-                                            margins.max_logit_diff))
 
     def as_dict(self) -> dict:
         return to_dict(self)

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
-from specbench.schemas.fileio import Where, from_dict, rule, to_dict
+from specbench.schemas.fileio import StrEnum, Where, from_dict, rule, to_dict
 
 KEY = "environment"
 """The block's key in every manifest."""
@@ -65,12 +65,18 @@ class RunnerBuild:
     """llama.cpp's `llama_print_system_info()` as the runner printed it (CPU features, backends)."""
 
 
+class Role(StrEnum):
+    """Which model of a decode a file is."""
+
+    TARGET = "target"
+    DRAFTER = "drafter"
+
+
 @dataclass(frozen=True)
 class LoadedModel:
     """One model file as the runner loaded it (its `loaded` event) and as specbench hashed it."""
 
-    role: str = field(metadata=rule(choices=("target", "drafter")))
-    """'target' or 'drafter'."""
+    role: Role
     name: str
     """The model's name (a drafter's --drafter NAME, the target's file stem)."""
     sha256: str

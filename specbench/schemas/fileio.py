@@ -17,6 +17,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import tempfile
 import time
 import types
@@ -28,6 +29,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from specbench.errors import SchemaError, SpecbenchError, WriteError
+
+if sys.version_info >= (3, 11):
+    from enum import StrEnum as StrEnum
+else:
+    class StrEnum(str, Enum):
+        """Python 3.11's enum.StrEnum: a closed set of strings whose members print and format as their values."""
+
+        def __str__(self) -> str:
+            return str(self.value)
+
+        def __format__(self, spec: str) -> str:
+            return format(str(self.value), spec)
 
 
 @dataclass(frozen=True)
@@ -487,7 +500,7 @@ def _writer(tp: Any) -> Any:
     if _is_record(base):
         return to_dict
     if _is_enum(base):
-        return lambda value: value.value
+        return lambda value: base(value).value  # a member, or its value as given
     if base is list:
         item_tps = args if args and args[-1] is not Ellipsis else args[:1]
         inner = [_writer(t) for t in item_tps]

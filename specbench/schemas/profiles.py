@@ -30,9 +30,9 @@ fraction_of_target}` instead of `costs` (each forward of n tokens costs that fra
 target's CT(n, depth) in this profile), or `declared: {source}` beside a `costs` table another
 harness measured. Replay prices them like measured costs; results and reports name them.
 
-Costs are seconds per forward, interpolated linearly in KV depth between measured depths
+Costs are seconds per forward (core/pricing.py prices them), interpolated linearly in KV depth between measured depths
 and held flat outside them (`DEPTH_POLICY`); a depth outside is flagged as extrapolated
-(`CostTable.extrapolates`) and `with_depth_fit(DEPTH_LINEAR)` gives the sensitivity variant that
+(`CostTable.extrapolates`) and `with_depth_fit(CostFit.DEPTH_LINEAR)` gives the sensitivity variant that
 extends the nearest measured segment instead. A width the profile lacks is an error. Widths
 without a measured co-scheduling ratio use the median of the measured ratios and are
 flagged as extrapolated; `with_ratio_fit("min"|"max")` gives the sensitivity variants.
@@ -41,7 +41,7 @@ flagged as extrapolated; `with_ratio_fit("min"|"max")` gives the sensitivity var
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -49,8 +49,16 @@ from typing import Any
 import numpy as np
 
 from specbench.core.cosched import RHO_SLACK
-from specbench.core.repetitions import achieved_precision, reaches
-from specbench.core.samples import UNSTABLE_SPREAD_PCT, spread_pct
+from specbench.core.pricing import (
+    DEPTH_FITS,
+    RATIO_FITS,
+    CoSchedule,
+    CostFit,
+    CostTable,
+    DecodeContention,
+    width_ranges,
+)
+from specbench.core.samples import UNSTABLE_SPREAD_PCT
 from specbench.errors import MissingCostError, SpecbenchError
 from specbench.schemas.environment import KEY as ENV_KEY
 from specbench.schemas.environment import Environment, RunnerBuild, environment_to_dict, manifest_environment
@@ -84,162 +92,6 @@ KIND = "specbench.profile"
 #     priced in place of the cells' `rho_target`, and the one the cells price for the same forwards.
 VERSION = 5
 VERSIONS = (VERSION,)
-DEPTH_POLICY = "linear-in-depth, flat outside the measured depths"
-RATIO_FITS = ("median", "min", "max")
-DEPTH_FLAT = "depth-flat"
-DEPTH_LINEAR = "depth-linear"
-DEPTH_FITS = (DEPTH_FLAT, DEPTH_LINEAR)
-"""Fills of costs outside the measured depths: held flat (DEPTH_POLICY) or the nearest measured
-segment extended (the sensitivity variant)."""
-
-
-@dataclass(frozen=True)
-class CostTable:
-    """Seconds per forward of `width` tokens at KV depth, for one model on one processor."""
-
-    depths: np.ndarray
-    """Measured KV depths, increasing."""
-    seconds: Mapping[int, np.ndarray]
-    """width -> seconds at each measured depth."""
-    label: str = "cost table"
-    """Names the table in errors, e.g. 'profile pixel.yaml target'."""
-    depth_fit: str = DEPTH_FLAT
-    """One of DEPTH_FITS: depth-flat (DEPTH_POLICY) or depth-linear (the sensitivity variant)."""
-    spread: Mapping[int, np.ndarray] | None = None
-    """width -> standard deviation (seconds) of the timed samples at each depth (None: not recorded)."""
-    repetitions: Mapping[int, np.ndarray] | None = None
-    """width -> timed samples behind each depth's median (None: not recorded)."""
-    achieved_precision: Mapping[int, np.ndarray] | None = None
-    """width -> half-width of each depth's median's ~95% interval / the median (None: not recorded;
-    docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table)."""
-    precision: float | None = None
-    """The relative half-width the cells were measured to (None: a fixed count of repetitions)."""
-
-    def widths(self) -> list[int]:
-        return sorted(self.seconds)
-
-    def require(self, width: int) -> np.ndarray:
-        costs = self.seconds.get(int(width))
-        if costs is None:
-            raise MissingCostError(f"{self.label}: no measured cost for width {width} "
-                                   f"(measured widths: {width_ranges(self.widths())})",
-                                   hint="profile the device with a larger --max-width")
-        return costs
-
-    def cost(self, width: int, depth: float) -> float:
-        costs = self.require(width)
-        return float(interp_rows(costs[None, :], self.depths, np.zeros(1, dtype=np.int64), np.array([float(depth)]),
-                                 self.depth_fit == DEPTH_LINEAR)[0])
-
-    def extrapolates(self, depths):
-        """True where a depth lies outside the measured depths (a price the profile did not measure)."""
-        depths = np.asarray(depths, dtype=np.float64)
-        return (depths < self.depths[0]) | (depths > self.depths[-1])
-
-    def matrix(self, max_width: int) -> np.ndarray:
-        """[max_width + 1, n_depths] costs; NaN rows for widths not measured."""
-        out = np.full((max_width + 1, len(self.depths)), np.nan)
-        for width, costs in self.seconds.items():
-            if width <= max_width:
-                out[width] = costs
-        return out
-
-    def costs(self, widths: np.ndarray, depths: np.ndarray) -> np.ndarray:
-        """Vectorised `cost`; every width must be measured."""
-        widths = np.asarray(widths, dtype=np.int64)
-        if widths.size == 0:
-            return np.zeros(0)
-        missing = sorted(set(np.unique(widths).tolist()) - set(self.seconds))
-        if missing:
-            self.require(missing[0])
-        return interp_rows(self.matrix(int(widths.max())), self.depths, widths, np.asarray(depths, dtype=np.float64),
-                           self.depth_fit == DEPTH_LINEAR)
-
-
-def interp_rows(matrix: np.ndarray, grid: np.ndarray, rows: np.ndarray, x: np.ndarray,
-                linear: bool = False) -> np.ndarray:
-    """np.interp of `matrix[rows[i]]` at `x[i]` for every i: flat outside the grid, or with
-    `linear` the nearest measured segment extended (never below 0 s). One depth: flat."""
-    if len(grid) == 1:
-        return matrix[rows, 0]
-    if not linear:
-        x = np.clip(x, grid[0], grid[-1])
-    upper = np.clip(np.searchsorted(grid, x, side="right"), 1, len(grid) - 1)
-    lower = upper - 1
-    frac = (x - grid[lower]) / (grid[upper] - grid[lower])
-    out = matrix[rows, lower] * (1.0 - frac) + matrix[rows, upper] * frac
-    return np.maximum(out, 0.0) if linear else out
-
-
-@dataclass(frozen=True)
-class DecodeContention:
-    """The target's co-scheduling ratio as a short native AS2D decode met it, against the cells' price
-    for the same forwards (docs/METHODS.md §4.3 Co-scheduling ratios, "As a decode meets it")."""
-
-    realised: float
-    """Pooled over the decodes' target forwards that ran wholly beside the producer: their time over their
-    solo work (the profile's price scaled by the target-only decodes beside them)."""
-    priced: float
-    """The cells' ratio for the same forwards, weighted by their time: what the cells would have priced."""
-    forwards: int
-    """Target forwards behind both."""
-
-
-@dataclass(frozen=True)
-class CoSchedule:
-    """Slowdown of each lane while the other runs: progress at 1/rho of solo speed.
-
-    Measured per target width at the profile's KV depths and interpolated in depth like the
-    costs (at the target forward's depth; both lanes sat at that depth while measuring)."""
-
-    depths: np.ndarray
-    """Measured KV depths, increasing."""
-    rho_target: Mapping[int, np.ndarray]
-    """Measured target slowdown per target width, one per depth."""
-    rho_drafter: Mapping[int, np.ndarray]
-    """Measured drafter (AR step) slowdown while the target runs that width, one per depth."""
-    fit: str = "median"
-    """How unmeasured widths are filled: median (default), min or max of the measured ratios."""
-    repetitions: Mapping[int, np.ndarray] | None = None
-    """Per measured width, the target forwards per side behind each depth's ratios (None: not recorded)."""
-    achieved_precision: Mapping[int, np.ndarray] | None = None
-    """Per measured width, the larger relative half-width of the two ratios' ~95% intervals at each
-    depth (core/cosched.py; None: not recorded)."""
-    precision: float | None = None
-    """The relative half-width the cells were measured to (None: a fixed count of repetitions)."""
-    decode: DecodeContention | None = None
-    """The target's ratio as a native AS2D decode met it, priced at every width and depth in place of the
-    cells' `rho_target` (None: not measured; the cells are priced)."""
-
-    def _target(self, values: np.ndarray) -> np.ndarray:
-        return values if self.decode is None else np.full(len(self.depths), self.decode.realised)
-
-    def _fill(self, measured: Mapping[int, np.ndarray]) -> np.ndarray:
-        values = np.stack(list(measured.values()))
-        fills: dict[str, Callable[..., np.ndarray]] = {"median": np.median, "min": np.min, "max": np.max}
-        return fills[self.fit](values, axis=0)
-
-    def row(self, width: int) -> tuple[np.ndarray, np.ndarray, bool]:
-        """(rho_target, rho_drafter, filled) as priced at each measured depth for one target width."""
-        if width in self.rho_target and width in self.rho_drafter:
-            return self._target(self.rho_target[width]), self.rho_drafter[width], False
-        return self._target(self._fill(self.rho_target)), self._fill(self.rho_drafter), True
-
-    def ratios(self, width: int, depth: float) -> tuple[float, float, bool]:
-        """(rho_target, rho_drafter, extrapolated) for one target width at one KV depth."""
-        rho_t, rho_d, extrapolated = self.row(width)
-        both = interp_rows(np.stack([rho_t, rho_d]), self.depths, np.array([0, 1]), np.full(2, float(depth)))
-        return float(both[0]), float(both[1]), extrapolated
-
-    def dense(self, max_width: int, max_depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """[max_width + 1, max_depth + 1] rho_target and rho_drafter at every integer depth, and
-        [max_width + 1] extrapolated flags: the same numbers `ratios` gives, for bulk replay."""
-        rows = [self.row(w) for w in range(max_width + 1)]
-        depths = np.arange(max_depth + 1, dtype=np.float64)
-        widths, at = np.repeat(np.arange(max_width + 1), max_depth + 1), np.tile(depths, max_width + 1)
-        out = [interp_rows(np.stack([r[k] for r in rows]), self.depths, widths, at)
-               .reshape(max_width + 1, max_depth + 1) for k in (0, 1)]
-        return out[0], out[1], np.array([r[2] for r in rows])
 
 
 @dataclass(frozen=True)
@@ -428,45 +280,6 @@ WARNING_HINT = ("quiet the device (other processes, thermal state) and profile a
                 "or a looser --precision")
 
 
-def stability_warnings(samples: Sequence[dict]) -> list[StabilityWarning]:
-    """The unstable timings among a profile's raw runner records (the `*.samples.jsonl` lines:
-    `forward` records with `samples_us`, `cosched` records with `samples`), the cells measured
-    to a precision that stopped at their maximum count short of it, and the co-scheduling ratios
-    below 1 beyond their interval after a re-measurement (a cosched record's `below_one`), pure."""
-    out = []
-
-    def check(model: str, table: str, record: dict, values: Sequence[float]) -> None:
-        spread = spread_pct(values) if len(values) > 1 else 0.0
-        wanted = record.get("precision") if table in ("CT", "CD", "CD_all") else None
-        achieved = achieved_precision(values) if wanted is not None and values else math.inf
-        # a cell stops short of its precision only at the maximum count (a zero median has no
-        # relative precision, and no profile takes it as a cost)
-        short = wanted is not None and math.isfinite(achieved) and not reaches(achieved, float(wanted))
-        if spread > UNSTABLE_SPREAD_PCT or short:
-            out.append(StabilityWarning(model, table, int(record["width"]), int(record["depth"]),
-                                        float(np.median(values)) / 1e6, round(spread, 3), len(values),
-                                        float(wanted) if short and wanted is not None else None,
-                                        round(achieved, 6) if short else None))
-
-    for record in samples:
-        name = str(record.get("model_name", record.get("model", "?")))
-        if record.get("kind") == "forward":
-            table = "CT" if record.get("model") == "target" else "CD_all" if record.get("logits") == "all" else "CD"
-            check(name, table, record, record.get("samples_us") or [])
-        elif record.get("kind") == "cosched":
-            for measure, values in (record.get("samples") or {}).items():
-                check(name, f"cosched {measure.removesuffix('_us')}", record, values or [])
-            for low in record.get("below_one") or []:  # core/cosched.py: after a re-measurement
-                lane = "target" if low["ratio"] == "rho_target" else "drafter"
-                values = (record.get("samples") or {}).get(f"{lane}_together_us") or []
-                out.append(StabilityWarning(name, f"cosched {low['ratio']}", int(record["width"]),
-                                            int(record["depth"]), float(np.median(values)) / 1e6,
-                                            round(spread_pct(values) if len(values) > 1 else 0.0, 3), len(values),
-                                            ratio=float(low["value"]), ratio_low=float(low["low"]),
-                                            ratio_high=float(low["high"])))
-    return out
-
-
 def warnings_doc(warnings: Sequence[StabilityWarning]) -> list[dict]:
     """The profile's (and a results manifest's) `warnings` list; a spread warning carries no precision keys."""
     return [to_dict(w) for w in warnings]
@@ -571,7 +384,8 @@ class DeviceProfile:
         """The same profile with unmeasured co-scheduling widths filled by `fit`."""
         if fit not in RATIO_FITS:
             raise SpecbenchError(f"unknown ratio fit '{fit}'. Available: {', '.join(RATIO_FITS)}")
-        drafters = {name: replace(d, cosched=None if d.cosched is None else replace(d.cosched, fit=fit))
+        ratio_fit = CostFit(fit)
+        drafters = {name: replace(d, cosched=None if d.cosched is None else replace(d.cosched, fit=ratio_fit))
                     for name, d in self.drafters.items()}
         return replace(self, drafters=drafters)
 
@@ -579,22 +393,12 @@ class DeviceProfile:
         """The same profile with every cost table priced outside its measured depths by `fit`."""
         if fit not in DEPTH_FITS:
             raise SpecbenchError(f"unknown depth fit '{fit}'. Available: {', '.join(DEPTH_FITS)}")
-        drafters = {name: replace(d, costs=replace(d.costs, depth_fit=fit),
+        depth_fit = CostFit(fit)
+        drafters = {name: replace(d, costs=replace(d.costs, depth_fit=depth_fit),
                                   all_rows_costs=None if d.all_rows_costs is None else
-                                  replace(d.all_rows_costs, depth_fit=fit))
+                                  replace(d.all_rows_costs, depth_fit=depth_fit))
                     for name, d in self.drafters.items()}
-        return replace(self, target_costs=replace(self.target_costs, depth_fit=fit), drafters=drafters)
-
-
-def width_ranges(widths: list[int]) -> str:
-    """Sorted widths as runs, e.g. '1..7, 9..17' (the method spec's range notation)."""
-    runs: list[list[int]] = []
-    for w in widths:
-        if runs and w == runs[-1][1] + 1:
-            runs[-1][1] = w
-        else:
-            runs.append([w, w])
-    return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in runs) or "none"
+        return replace(self, target_costs=replace(self.target_costs, depth_fit=depth_fit), drafters=drafters)
 
 
 def _depths(doc: dict, where: Where) -> list[int]:

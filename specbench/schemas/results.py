@@ -25,7 +25,6 @@ import numpy as np
 import pandas as pd
 
 from specbench.core.methods.configs import CONFIG_COLUMNS, config_of, row_fields
-from specbench.core.samples import spread_pct
 from specbench.errors import SpecbenchError
 from specbench.schemas.environment import KEY as ENV_KEY
 from specbench.schemas.environment import (
@@ -37,6 +36,7 @@ from specbench.schemas.environment import (
 from specbench.schemas.fileio import (
     RULE,
     Rule,
+    StrEnum,
     Where,
     WriterLock,
     append_jsonl,
@@ -44,7 +44,6 @@ from specbench.schemas.fileio import (
     every_key,
     field_plans,
     from_dict,
-    iter_jsonl,
     load_json,
     need,
     reject_unknown,
@@ -77,8 +76,6 @@ VERSION = 5
 VERSIONS = (VERSION,)
 MANIFEST = "manifest.json"
 ROWS = "rows.jsonl"
-TIMELINE = "timeline.jsonl"
-"""A sustained run's requests, one `TimelineRecord` per line (docs/METHODS.md §6.3 Sustained load)."""
 MAX_ROW_S = 86_400.0
 """The most seconds a row's times may hold: a day for one window is no measurement but a broken clock or file."""
 _COUNT = rule(low=0, expected="a count >= 0")
@@ -86,6 +83,18 @@ _SECONDS = rule(low=0, high=MAX_ROW_S, expected=f"seconds in [0, {MAX_ROW_S:g}]"
 _PROBABILITY = rule(low=0, high=1, expected="a probability in [0, 1]")
 _ENERGY = rule(low=0, expected="null or a value >= 0 (finite)")
 _POSITIONS = rule(low=0, expected="a list of counts (integers >= 0)")
+
+
+class Source(StrEnum):
+    """Where a run's numbers come from: a manifest's `mode`, a row's `source`."""
+
+    REPLAY = "replay"
+    """Priced from a profile."""
+    NATIVE = "native"
+    """Decoded on a device, timed by its clock."""
+
+
+MODES = tuple(s.value for s in Source)
 
 
 @every_key  # a file of this version writes every key of a row
@@ -148,8 +157,8 @@ class WindowResult:
     lossless: bool
     """Committed exactly the target's greedy output (false: a native divergence, whose (device,
     window) every report aggregate leaves out: metrics.split_divergent)."""
-    source: str = "replay"
-    """'replay' (priced from a profile) or 'native' (device clock)."""
+    source: str = Source.REPLAY.value
+    """A `Source` value: 'replay' (priced from a profile) or 'native' (device clock)."""
     cost_fit: str = "median"
     """Which fill-in of unmeasured costs priced the row: median (the median co-scheduling ratio,
     flat outside the measured depths; every table's rows), min/max (co-scheduling ratio
@@ -193,11 +202,6 @@ class WindowResult:
     def tau(self) -> float:
         """Tokens per target forward."""
         return self.tokens / self.target_forwards if self.target_forwards else float("nan")
-
-    @property
-    def spread_pct(self) -> float:
-        """Spread of the samples: 100 x standard deviation / median (0 with fewer than two)."""
-        return spread_pct(self.samples_s or [])
 
 
 ROW_FIELDS = tuple(f.name for f in fields(WindowResult))
@@ -351,7 +355,6 @@ def _samples_column(values: Sequence, index) -> pd.Series:
     return pd.Series([v if isinstance(v, list) else None for v in values], index=index, dtype=object)
 
 
-MODES = ("replay", "native")
 _TEMPLATES = "'target' or a drafter's name -> a template name (strings)"
 
 
@@ -454,8 +457,8 @@ class ResultsManifest:
     """`manifest.json` of a results directory: the run's inputs and their hashes. Replay runs fill
     the replay fields, native runs the native ones; the others keep their defaults."""
 
-    mode: str = field(metadata=rule(choices=MODES))
-    """'replay' (priced from profiles) or 'native' (decoded on a device)."""
+    mode: Source
+    """Replay (priced from profiles) or native (decoded on a device)."""
     environment: Environment
     """The session(s) that wrote the run (schemas/environment.py)."""
     windows: WindowsInput
@@ -466,7 +469,7 @@ class ResultsManifest:
     profiles: tuple[ProfileInput, ...] = ()
     """Replay: the profiles priced with, one per device@placement."""
     depth_policy: str = ""
-    """Replay: how costs are priced between and outside measured depths (profiles.DEPTH_POLICY)."""
+    """Replay: how costs are priced between and outside measured depths (pricing.DEPTH_POLICY)."""
     sensitivity: bool = False
     """Replay: the cost fill-in variants were replayed too (`run --sensitivity`)."""
     device: str = ""
@@ -517,9 +520,9 @@ def _profile_input_doc(profile: ProfileInput) -> dict:
 
 _HEADER = ("kind", "schema_version")
 _COMMON_KEYS = ("mode", ENV_KEY, "windows", "methods")
-_MODE_KEYS = {"replay": ("traces", "profiles", "depth_policy", "sensitivity"),
-              "native": ("device", "target", "drafters", "templates", "placement", "placement_profile", "reference",
-                         "repeats", "energy")}
+_MODE_KEYS = {Source.REPLAY: ("traces", "profiles", "depth_policy", "sensitivity"),
+              Source.NATIVE: ("device", "target", "drafters", "templates", "placement", "placement_profile",
+                              "reference", "repeats", "energy")}
 """The keys of each mode's manifest besides the header and _COMMON_KEYS ..."""
 _OPTIONAL = ("repeats", "energy")
 """... all required but these."""
@@ -548,7 +551,7 @@ def manifest_from_dict(doc: object, path: Path) -> ResultsManifest:
     if isinstance(entry, dict):  # a native run's profile: the path, its hash and its warnings
         reject_unknown(entry, {"path", "sha256", "warnings"}, where.at("placement_profile"))
     manifest: ResultsManifest = from_dict(ResultsManifest, {k: v for k, v in doc.items() if k not in _HEADER}, where)
-    for key in ("target", "placement") if mode == "native" else ():
+    for key in ("target", "placement") if mode == Source.NATIVE else ():
         if getattr(manifest, key) is None:
             raise where.at(key).fail("a mapping (not null)")
     for i, profile in enumerate(manifest.profiles):
@@ -841,93 +844,3 @@ def profile_warnings(manifests: Sequence[ResultsManifest]) -> pd.DataFrame:
             out += [{"device": device, "profile": entry.path, **asdict(w)} for w in entry.warnings]
     columns = ["device", "profile", *(f.name for f in fields(StabilityWarning))]
     return pd.DataFrame(out, columns=columns).drop_duplicates(ignore_index=True)
-
-
-PACES = ("realtime", "back-to-back")
-"""How a sustained run's requests arrive (docs/METHODS.md §6.3 Sustained load)."""
-_STEP = rule(low=0, ranged=True)
-_BY_NAME = rule(expected="a mapping of names to numbers")
-
-
-@dataclass(frozen=True)
-class TimelineRecord:
-    """One request of a sustained run (docs/METHODS.md §6.3 Sustained load): when it arrived, started
-    and ended on the runner's clock, what it decoded, and the phone's thermal state read from the
-    host as its record arrived."""
-
-    device: str
-    """device@placement, as the rows name it."""
-    config: str
-    """The configuration label of the stream the request belongs to (each method runs its own stream)."""
-    stream: int = field(metadata=_STEP)
-    """The stream's position in the run (0 = first): later streams inherit the earlier ones' heat
-    unless the phone cooled down between them (`cooldown`)."""
-    pace: str = field(metadata=rule(choices=PACES))
-    """'realtime' (requests arrive as the audio would, or at --rate) or 'back-to-back'."""
-    cooldown: bool
-    """The run asked for cool-down between streams (a phone cools before each stream after the first;
-    this host never does); False: --no-cooldown, heat carries over from the earlier streams."""
-    request: int = field(metadata=_STEP)
-    """0-based index in the stream; it decodes window `request mod len(windows)`."""
-    window_id: str
-    window_sha256: str
-    arrival_s: float
-    """When the request arrived, seconds after the stream's zero on the runner's monotonic clock."""
-    start_s: float
-    """When its decode began (>= arrival_s; later when the previous request still ran)."""
-    end_s: float
-    """When its decode (prefills included) ended."""
-    tokens: int = field(metadata=_STEP)
-    """Tokens committed after the prefill (0 for a divergent output)."""
-    decode_s: float
-    """The decode clock of the request (docs/METHODS.md §1.3 Two clocks; 0 for a divergent output)."""
-    lossless: bool
-    """The output equals the reference (false: a divergence; no throughput is claimed)."""
-    thermal_status: int | None
-    """`dumpsys thermalservice` status 0..6 after the request (None: not readable on this device)."""
-    zones_c: Mapping[str, float] = field(metadata=_BY_NAME)
-    """Readable thermal zone temperatures after the request, °C, by `thermal_zoneN:type`."""
-    cur_freq_khz: Mapping[str, int] = field(metadata=_BY_NAME)
-    """scaling_cur_freq of each CPU policy after the request, kHz (readable ones)."""
-    max_freq_khz: Mapping[str, int] = field(metadata=_BY_NAME)
-    """scaling_max_freq of each CPU policy after the request, kHz: the cap throttling lowers."""
-    snapshot_s: float
-    """When the host asked for the snapshot, seconds after the stream's zero on the host's clock (aligned
-    at the arrival of the runner's `paced` event): at or after end_s, later still when requests are
-    shorter than a snapshot's round trip and snapshots fall behind."""
-    snapshot_time: str
-    """The snapshot's UTC time (ISO 8601, seconds)."""
-
-    @property
-    def queue_s(self) -> float:
-        """Seconds the request waited for the previous one to finish."""
-        return self.start_s - self.arrival_s
-
-    @property
-    def tokens_per_s(self) -> float:
-        """The request's throughput on the decode clock (NaN for a divergent output)."""
-        return self.tokens / self.decode_s if self.decode_s > 0 else float("nan")
-
-
-TIMELINE_FIELDS = tuple(f.name for f in fields(TimelineRecord))
-
-
-def _timeline_record(doc: object, where: Where) -> TimelineRecord:
-    record: TimelineRecord = from_dict(TimelineRecord, doc, where)
-    if not record.arrival_s <= record.start_s <= record.end_s:
-        raise where.at("start_s").out_of_range(record.start_s, f"seconds in [arrival_s, end_s] = "
-                                                               f"[{record.arrival_s}, {record.end_s}]")
-    return record
-
-
-def append_timeline(directory: Path, records: Iterable[TimelineRecord]) -> None:
-    append_jsonl(Path(directory) / TIMELINE, (to_dict(r) for r in records))
-
-
-def load_timeline(directory: Path) -> list[TimelineRecord]:
-    """A results directory's timeline.jsonl, validated ([] when the run was not sustained)."""
-    path = Path(directory) / TIMELINE
-    if not path.exists():
-        return []
-    read_manifest(Path(directory) / MANIFEST)  # a timeline of another format version is not read
-    return [_timeline_record(doc, Where(path, f"line {number}")) for number, doc in iter_jsonl(path)]

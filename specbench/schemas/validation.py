@@ -18,13 +18,16 @@ interrupted validation resumes at the first block without one and no half block 
 from __future__ import annotations
 
 import json
+import typing
 from collections.abc import Iterator, Sequence
 from dataclasses import MISSING, asdict, dataclass, fields
+from enum import Enum
 from pathlib import Path
 from typing import Protocol, TypeVar
 
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import (
+    StrEnum,
     Where,
     append_jsonl,
     check_header,
@@ -44,6 +47,24 @@ KIND = "specbench.validation"
 VERSION = 3
 VERSIONS = (2, VERSION)
 MANIFEST = "validation.json"
+
+
+class PairedRun(StrEnum):
+    """Which of a block's two native runs of a window a decode belongs to."""
+
+    A = "a"
+    """Na: the group's configurations in the block's random order."""
+    B = "b"
+    """Nb: the same order reversed."""
+
+
+class Metric(StrEnum):
+    """What an observation compares, replay against native."""
+
+    SPEEDUP = "speedup"
+    """Over target-only (native: against the target-only decode beside it)."""
+    THROUGHPUT = "throughput"
+    """Tokens per second."""
 
 
 @dataclass(frozen=True)
@@ -91,8 +112,7 @@ class DecodeRecord:
     attempt: int
     device: str
     group: str
-    run: str
-    """"a" (Na, the order forward) or "b" (Nb, reversed)."""
+    run: PairedRun
     slot: int
     config: str
     window_id: str
@@ -136,8 +156,7 @@ class ProbeRecord:
 class ObservationRecord:
     device: str
     config: str
-    metric: str
-    """speedup (over target-only) or throughput (tokens/s)."""
+    metric: Metric
     block: int
     window_id: str
     replay: float
@@ -149,7 +168,7 @@ class ObservationRecord:
 class SummaryRecord:
     device: str
     config: str
-    metric: str
+    metric: Metric
     blocks: int
     observations: int
     f0_pct: float
@@ -257,6 +276,8 @@ def load_records(directory: Path, kind: type[Record]) -> list[Record]:
     names = {f.name for f in fields(kind)}
     # a field with a default may be absent: version 2 wrote none of those version 3 added
     required = {f.name for f in fields(kind) if f.default is MISSING and f.default_factory is MISSING}
+    hints = typing.get_type_hints(kind)
+    enums = {name: tp for name, tp in hints.items() if isinstance(tp, type) and issubclass(tp, Enum)}
     out = []
     for line, doc in iter_jsonl(path):
         where = Where(path, f"line {line}")
@@ -264,6 +285,12 @@ def load_records(directory: Path, kind: type[Record]) -> list[Record]:
             missing = sorted(required - set(doc)) if isinstance(doc, dict) else []
             raise SpecbenchError(f"{where}: not a {kind.__name__} record"
                                  + (f" (missing '{missing[0]}')" if missing else ""))
+        for name, enum in enums.items():
+            if name in doc:
+                try:
+                    doc[name] = enum(doc[name])
+                except ValueError:
+                    raise where.at(name).fail(" or ".join(repr(m.value) for m in enum), doc[name]) from None
         out.append(kind(**doc))
     return out
 

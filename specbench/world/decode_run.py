@@ -41,7 +41,7 @@ from functools import cached_property
 from pathlib import Path
 
 from specbench.core.decisions import NativeDecisions, checked, decision_difference
-from specbench.core.divergence import Explanation, committing_forward
+from specbench.core.divergence import Explanation, committing_forward, explained
 from specbench.core.methods.configs import (
     As2dConfig,
     MethodConfig,
@@ -59,11 +59,21 @@ from specbench.schemas.environment import Environment
 from specbench.schemas.fileio import append_jsonl, file_sha256
 from specbench.schemas.placement import Placement, device_label, pinning_problems, resolve_on
 from specbench.schemas.profiles import DeviceProfile, ModelId
-from specbench.schemas.results import ProfileInput, Repeats, ResultsDir, ResultsManifest, WindowResult, WindowsInput
+from specbench.schemas.results import (
+    ProfileInput,
+    Repeats,
+    ResultsDir,
+    ResultsManifest,
+    Source,
+    WindowResult,
+    WindowsInput,
+)
+from specbench.schemas.timeline import Pace
 from specbench.schemas.traces import TraceFile, WindowTrace
 from specbench.schemas.windows import Window, windows_digest
 from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session, state
+from specbench.world.jobs import DecodeJob, DivergenceJob
 from specbench.world.model_files import ModelFile, model_job
 from specbench.world.native_energy import EnergyLog, EnergySettings, row_energy
 from specbench.world.tracing import Prompts, model_templates, prompts_for
@@ -256,8 +266,8 @@ class SustainedLoad:
 
     duration_s: float
     """Seconds each configuration's stream runs (no request starts after it)."""
-    pace: str
-    """'realtime' (requests arrive as the audio would, or at `rate_per_s`) or 'back-to-back'."""
+    pace: Pace
+    """Realtime (requests arrive as the audio would, or at `rate_per_s`) or back-to-back."""
     rate_per_s: float | None = None
     """--rate: requests per second for windows without an audio duration (realtime pace)."""
     cooldown: bool = True
@@ -354,7 +364,7 @@ def manifest_for(plan: NativePlan, environment: Environment) -> ResultsManifest:
     counts is refused, naming `repeats`."""
     repeats = None if plan.runs == 1 and plan.warmup == 0 else Repeats(plan.runs, plan.warmup)
     return ResultsManifest(
-        "native", environment,
+        Source.NATIVE, environment,
         WindowsInput(plan.windows_path, windows_digest(plan.windows), len(plan.windows)),
         tuple(c.label for c in plan.configs), device=device_label(plan.device.name, plan.placement),
         target=ModelId(plan.target.name, plan.target.sha256),
@@ -506,25 +516,19 @@ def _decode(plan: NativePlan, drafter: ModelFile | None, wanted: list[MethodConf
     trace_file = None if drafter is None or plan.traces is None else plan.traces.get(drafter.name)
     placement_key = plan.placement.key
     row_device = device_label(plan.device.name, plan.placement)
-    job = {"mode": "decode", "target": model_job(plan.device, plan.target, plan.placement.target),
-           "methods": [method_job(c) for c in run_configs], "warmup": True,
-           "windows": [prompts.runner_window(w, refs.get(w.window_id)) for w in todo]}
-    if plan.runs != 1 or plan.warmup != 0:  # a runner without these keys still serves single decodes
-        job |= {"runs": plan.runs, "warmup_runs": plan.warmup}
-    if plan.reuse_audio_prefill:
-        job["reuse_audio_prefill"] = True
+    repeated = plan.runs != 1 or plan.warmup != 0  # a runner without these keys still serves single decodes
+    job = DecodeJob(model_job(plan.device, plan.target, plan.placement.target), [method_job(c) for c in run_configs],
+                    [prompts.runner_window(w, refs.get(w.window_id)) for w in todo],
+                    None if drafter is None else model_job(plan.device, drafter, plan.placement.drafter), warmup=True,
+                    runs=plan.runs if repeated else None, warmup_runs=plan.warmup if repeated else None,
+                    reuse_audio_prefill=plan.reuse_audio_prefill,
+                    energy=None if plan.energy is None else plan.energy.job())
     per_window = len(run_configs) * plan.runs
-    if drafter is not None:
-        job["drafter"] = model_job(plan.device, drafter, plan.placement.drafter)
     energy = None if plan.energy is None else EnergyLog(plan.energy, results.directory)
-    if plan.energy is not None:
-        job["energy"] = plan.energy.job()
     held: list[list[dict]] = []  # finished windows waiting for the battery samples up to their end
     divergent: list[tuple[Window, list[int], WindowRows]] = []  # divergent windows, with their reference
 
-    drafter_job = job.get("drafter")
-    threads_differ = drafter_threads_differ(trace_file, drafter_job.get("threads") if isinstance(drafter_job, dict)
-                                            else None)
+    threads_differ = drafter_threads_differ(trace_file, None if job.drafter is None else job.drafter.get("threads"))
 
     def on_line(doc: dict) -> None:
         if energy is not None and energy.take(doc):
@@ -570,7 +574,7 @@ def _decode(plan: NativePlan, drafter: ModelFile | None, wanted: list[MethodConf
                                                   for config, runs in samples
                                                   if config in wanted and all(r["kind"] == "decode" for r in runs)])
 
-    out = plan.device.run_job(job, on_line)
+    out = plan.device.run_job(job.to_dict(), on_line)
     release(final=True)
     if energy is not None:
         results.set_energy(energy.finish())
@@ -728,16 +732,12 @@ def explain_divergences(plan: NativePlan, prompts: Prompts, windows: Sequence[tu
                   for d in found.divergences if d.width is not None and d.got is not None]
     measured: dict[tuple[str, int], Margins] = {}
     if cases:
-        job: dict[str, object] = {"mode": "divergence",
-                                  "target": model_job(plan.device, plan.target, plan.placement.target),
-               "windows": docs, "cases": cases}
-        if n_ctx:
-            job["n_ctx"] = n_ctx
-        for result in plan.device.run_job(job).results:
+        job = DivergenceJob(model_job(plan.device, plan.target, plan.placement.target), docs, cases, n_ctx or None)
+        for result in plan.device.run_job(job.to_dict()).results:
             measured[(result["window_id"], int(result["position"]))] = Margins.from_runner(result)
     out = []
     for window, _, found in windows:
-        divergences = [d.explained(measured.get((d.window_id, d.position)) if d.width is not None else None)
+        divergences = [explained(d, measured.get((d.window_id, d.position)) if d.width is not None else None)
                        for d in found.divergences]
         out.append((window, replace(found, divergences=divergences)))
     return out

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from specbench import __version__
-from specbench.schemas.environment import DeviceEnvironment, Environment, LoadedModel, RunnerBuild, utc_text
+from specbench.schemas.environment import DeviceEnvironment, Environment, LoadedModel, Role, RunnerBuild, utc_text
 from specbench.world.devices.adb_state import UNAVAILABLE
 from specbench.world.runner import RunnerInfo
 
@@ -79,6 +79,6 @@ def loaded_models(device: Device, models: Sequence[tuple[str, ModelFile]]) -> li
         if event is None or any(m.sha256 == model.sha256 and m.role == role for m in out):
             continue
         threads = event.get("threads")
-        out.append(LoadedModel(role, model.name, model.sha256, str(event["desc"]), int(event["n_params"]),
+        out.append(LoadedModel(Role(role), model.name, model.sha256, str(event["desc"]), int(event["n_params"]),
                                int(event["size_bytes"]), None if threads is None else int(threads)))
     return out

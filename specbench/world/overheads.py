@@ -28,6 +28,7 @@ from specbench.core.decomposition import NativeLanes
 from specbench.errors import SpecbenchError
 from specbench.world.devices.base import Device
 from specbench.world.dirs import cache_dir
+from specbench.world.jobs import DecodeJob
 
 PROMPT = list(range(100, 132))
 """32 token ids valid in any real vocabulary: what the models say does not matter here."""
@@ -56,7 +57,7 @@ def overheads_audio() -> Path:
 
 
 def overheads_job(target: dict, drafter: dict, audio: str | None = None, budget: int = BUDGET,
-                  windows: int = RUNS) -> dict:
+                  windows: int = RUNS) -> DecodeJob:
     """`target`/`drafter`: the runner's model objects, with their lanes (the profile's placement);
     `audio`: the device path of overheads_audio() for models that hear audio (Whisper), else None;
     `budget`: the AS2D decodes' B (their target forwards are up to B + 1 wide); `windows`: copies of the
@@ -64,10 +65,8 @@ def overheads_job(target: dict, drafter: dict, audio: str | None = None, budget:
     window = {"prompt": PROMPT, "drafter_prompt": PROMPT, "cap": CAP}
     if audio is not None:
         window = {"audio": {"path": audio, "format": "f32"}, "prompt_text": "", "cap": CAP}
-    return {"mode": "decode", "target": target, "drafter": drafter,
-            "methods": [{"name": "target"}, {"name": "as2d", "budget": budget, "batch": 8}], "runs": 2,
-            "alternate": True,
-            "windows": [window | {"id": f"overheads-{i}"} for i in range(windows)]}
+    return DecodeJob(target, [{"name": "target"}, {"name": "as2d", "budget": budget, "batch": 8}],
+                     [window | {"id": f"overheads-{i}"} for i in range(windows)], drafter, runs=2, alternate=True)
 
 
 def decode_lanes(results: Sequence[dict]) -> list[NativeLanes]:
@@ -126,7 +125,7 @@ def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
     `windows`: copies of the window (RUNS; a smoke run's profile takes 1)."""
     audio = device.model_path(overheads_audio()) if hears_audio else None
     budget = max(1, min(BUDGET, widest - 1))
-    out = device.run_job(overheads_job(target, drafter, audio, budget, windows))
+    out = device.run_job(overheads_job(target, drafter, audio, budget, windows).to_dict())
     window = f"{AUDIO_SECONDS} s noise window (cap {CAP})" if hears_audio else f"{CAP}-token window"
     return OverheadsRun(overheads_from_results(out.results),
                         f"overheads: native as2d[B={budget}], {2 * windows} runs of {windows} copies of a {window} "

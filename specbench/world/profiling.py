@@ -32,6 +32,7 @@ import numpy as np
 
 from specbench.core.cosched import CellSamples, Measured, measure_to_rule
 from specbench.core.decomposition import decode_contention
+from specbench.core.pricing import CoSchedule, CostTable, width_ranges
 from specbench.core.repetitions import (
     DEFAULT_MAX_REPETITIONS,
     DEFAULT_PRECISION,
@@ -40,14 +41,13 @@ from specbench.core.repetitions import (
     RepetitionRule,
     achieved_precision,
 )
+from specbench.core.stability import stability_warnings
 from specbench.errors import SpecbenchError, WriteError
 from specbench.schemas.environment import KEY as ENV_KEY
 from specbench.schemas.environment import environment_to_dict, manifest_environment
 from specbench.schemas.fileio import Where, dump_yaml, dumps_line, write_atomic
 from specbench.schemas.placement import Placement, pinning_problems
 from specbench.schemas.profiles import (
-    CoSchedule,
-    CostTable,
     DeviceInfo,
     DeviceProfile,
     DrafterProfile,
@@ -58,11 +58,10 @@ from specbench.schemas.profiles import (
     profile_from_dict,
     profile_to_dict,
     save_profile,
-    stability_warnings,
-    width_ranges,
 )
 from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session, state
+from specbench.world.jobs import CoschedJob, SweepJob
 from specbench.world.model_files import ModelFile, model_job
 from specbench.world.overheads import RUNS as OVERHEADS_WINDOWS
 from specbench.world.overheads import ZERO as ZERO_OVERHEADS
@@ -193,14 +192,14 @@ def sweep_job(device: Device, target: ModelFile, drafter: ModelFile | None, plan
               target_widths: Sequence[int] | None = None, drafter_logits: str = DRAFTER_LOGITS) -> dict:
     """The runner's sweep job; `target_widths` () with a drafter: the drafter's tables only."""
     widths = list(plan.widths if target_widths is None else target_widths)
-    job = {"mode": "sweep", "target": model_job(device, target, plan.placement.target),
-           "widths": widths, "depths": list(plan.depths), "warmup": plan.warmup, **rule_job(plan.rule), "seed": 42}
+    job = SweepJob(model_job(device, target, plan.placement.target), widths, list(plan.depths), plan.warmup, 42,
+                   **rule_job(plan.rule))
     if drafter is not None:
-        job |= {"drafter": model_job(device, drafter, plan.placement.drafter),
-                "drafter_widths": list(drafter_widths(plan, drafter)), "drafter_logits": drafter_logits}
+        job = replace(job, drafter=model_job(device, drafter, plan.placement.drafter),
+                      drafter_widths=list(drafter_widths(plan, drafter)), drafter_logits=drafter_logits)
     if not plan.overheads or drafter_logits == "all":  # a refresh, or the encoders' second job: timed once
-        job["encoder"] = False
-    return job
+        job = replace(job, encoder=False)
+    return job.to_dict()
 
 
 def drafter_widths(plan: SweepPlan, drafter: ModelFile) -> tuple[int, ...]:
@@ -454,13 +453,12 @@ def measure_cosched(device: Device, target: ModelFile, drafter: ModelFile, plan:
     """Co-scheduling ratios per target width and depth, both lanes pinned as native AS2D runs
     them, each cell measured until the profile's repetition rule stops it (core/cosched.py), and
     one record per cell (its samples go to the samples file)."""
-    base = {"mode": "cosched", "target": model_job(device, target, plan.placement.target),
-            "drafter": model_job(device, drafter, plan.placement.drafter), "warmup": plan.warmup}
+    lanes = (model_job(device, target, plan.placement.target), model_job(device, drafter, plan.placement.drafter))
     widths = plan.widths if plan.cosched_widths is None else plan.cosched_widths[drafter.name]
 
     def measure(cells: Sequence[tuple[int, int]], repetitions: int, job: int) -> list[dict]:
         # a new seed per job: another width order and other random tokens
-        doc = base | {"cells": [list(c) for c in cells], "repetitions": repetitions, "seed": 42 + job}
+        doc = CoschedJob(*lanes, plan.warmup, [list(c) for c in cells], repetitions, 42 + job).to_dict()
         return [r for r in pinned(device.run_job(doc), "co-scheduling").results if r.get("kind") == "cosched"]
 
     try:

@@ -27,7 +27,8 @@ from specbench.core.samples import median_index
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import append_jsonl
 from specbench.schemas.placement import device_label
-from specbench.schemas.results import PACES, ResultsDir, TimelineRecord, append_timeline
+from specbench.schemas.results import ResultsDir
+from specbench.schemas.timeline import Pace, TimelineRecord, append_timeline
 from specbench.schemas.windows import Window
 from specbench.world.decode_run import (
     CLOCKS,
@@ -45,6 +46,7 @@ from specbench.world.decode_run import (
     write_window,
 )
 from specbench.world.environment import loaded_models, now, session, state
+from specbench.world.jobs import DecodeJob
 from specbench.world.model_files import ModelFile, model_job
 from specbench.world.tracing import Prompts, prompts_for
 
@@ -63,11 +65,9 @@ def parse_duration(text: str) -> float:
 
 
 def check_load(load: SustainedLoad) -> None:
-    """The pace is known, --rate is positive and only given for realtime pace (errors name the flag)."""
-    if load.pace not in PACES:
-        raise SpecbenchError(f"--pace {load.pace}: expected {' or '.join(PACES)}")
+    """--rate is positive and only given for realtime pace (errors name the flag)."""
     if load.rate_per_s is not None:
-        if load.pace != "realtime":
+        if load.pace != Pace.REALTIME:
             raise SpecbenchError(f"--rate {load.rate_per_s:g} is for --pace realtime (back-to-back requests "
                                  "arrive when the previous one ends)")
         if not 0 < load.rate_per_s <= 1000:
@@ -77,7 +77,7 @@ def check_load(load: SustainedLoad) -> None:
 def arrival_gaps_us(windows: Sequence[Window], load: SustainedLoad) -> list[int] | None:
     """Per window, microseconds from its request's arrival to the next one's (pure): an audio
     window's span duration, else 1 / --rate; None for back-to-back pace."""
-    if load.pace == "back-to-back":
+    if load.pace == Pace.BACK_TO_BACK:
         return None
     gaps = []
     for window in windows:
@@ -173,12 +173,10 @@ def _stream(plan: NativePlan, load: SustainedLoad, gaps: list[int] | None, promp
     device = device_label(plan.device.name, plan.placement)
     by_id = {w.window_id: w for w in plan.windows}
     refs = references or {}
-    job = {"mode": "decode", "target": model_job(plan.device, plan.target, plan.placement.target),
-           "methods": [method_job(config)], "warmup": True,
-           "windows": [prompts.runner_window(w, refs.get(w.window_id)) for w in plan.windows],
-           "pace": {"duration_s": load.duration_s} | ({} if gaps is None else {"gaps_us": gaps})}
-    if drafter is not None:
-        job["drafter"] = model_job(plan.device, drafter, plan.placement.drafter)
+    job = DecodeJob(model_job(plan.device, plan.target, plan.placement.target), [method_job(config)],
+                    [prompts.runner_window(w, refs.get(w.window_id)) for w in plan.windows],
+                    None if drafter is None else model_job(plan.device, drafter, plan.placement.drafter), warmup=True,
+                    pace={"duration_s": load.duration_s} | ({} if gaps is None else {"gaps_us": gaps}))
     zero: list[int] = []
     zero_host: list[float] = []  # the host's clock when the stream's zero was announced
     records: dict[str, list[dict]] = {}
@@ -202,7 +200,7 @@ def _stream(plan: NativePlan, load: SustainedLoad, gaps: list[int] | None, promp
         append_timeline(results.directory,
                         [timeline_record(record, zero[0], window, device, config, stream, load, snapshot, asked_s)])
 
-    plan.device.run_job(job, on_line)
+    plan.device.run_job(job.to_dict(), on_line)
     if not zero:
         raise SpecbenchError(f"{plan.device.name}: the runner ran no paced stream (it predates the job key 'pace')",
                              hint="rebuild it with `specbench build-runner`")

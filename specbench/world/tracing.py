@@ -43,6 +43,7 @@ from specbench.schemas.traces import (
 from specbench.schemas.windows import MODEL_TEMPLATE, Window
 from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session
+from specbench.world.jobs import TokenizeJob, TraceJob
 from specbench.world.model_files import WHISPER, ModelFile, model_job, whisper_n_vocab
 from specbench.world.trace_cache import REUSED, reusable, shard_windows, store, trace_key
 
@@ -94,11 +95,10 @@ def tokenize_windows(device: Device, model: ModelFile, windows: Sequence[Window]
     for window in windows:
         groups.setdefault(window.instruction if window.input.kind == "audio" else "", []).append(window)
     for system, group in groups.items():
-        job = {"mode": "tokenize", "model": {"path": device.model_path(model.path)},
-               "texts": [user_message(w) for w in group], "chat": True,
-               "template": "" if template == MODEL_TEMPLATE else template, "system": system}
+        job = TokenizeJob({"path": device.model_path(model.path)}, [user_message(w) for w in group], True,
+                          "" if template == MODEL_TEMPLATE else template, system)
         try:
-            out = device.run_job(job)
+            out = device.run_job(job.to_dict())
         except SpecbenchError as exc:
             raise template_error(model, template, exc) from None
         results = sorted(out.results, key=lambda r: r["index"])
@@ -139,9 +139,9 @@ def tokenize_inputs(device: Device, model: ModelFile, windows: Sequence[Window])
     text = [w for w in windows if w.input.kind != "audio"]
     if not text:
         return {}
-    job = {"mode": "tokenize", "model": {"path": device.model_path(model.path)},
-           "texts": [w.input.text or "" for w in text], "chat": False, "add_special": False, "parse_special": False}
-    results = sorted(device.run_job(job).results, key=lambda r: r["index"])
+    job = TokenizeJob({"path": device.model_path(model.path)}, [w.input.text or "" for w in text], False,
+                      add_special=False, parse_special=False)
+    results = sorted(device.run_job(job.to_dict()).results, key=lambda r: r["index"])
     if len(results) != len(text):
         raise SpecbenchError(f"runner tokenized {len(results)} of {len(text)} inputs")
     return {w.window_id: [int(t) for t in r["tokens"]] for w, r in zip(text, results, strict=False)}
@@ -426,13 +426,10 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
             store(writer.path, cache, key, shard, *refs, prompts.templates)
         return writer.path, 0
     by_id = {w.window_id: w for w in todo}
-    job = {"mode": "trace", "target": model_job(device, target), "drafter": model_job(device, drafter), "k_max": k_max,
-           "producer": True, "windows": [prompts.runner_window(w) for w in todo]}
-    if specasr:
-        unique = {c.trace_label: c for c in specasr}
-        job["specasr"] = [{"k_max": c.k_max, "tau": c.tau} for c in unique.values()]
-    if threads:
-        job["threads"] = threads
+    unique = {c.trace_label: c for c in specasr or ()}
+    job = TraceJob(model_job(device, target), model_job(device, drafter), k_max, True,
+                   [prompts.runner_window(w) for w in todo],
+                   [{"k_max": c.k_max, "tau": c.tau} for c in unique.values()] or None, threads or None)
 
     def on_line(doc: dict) -> None:
         result = doc.get("result")
@@ -450,7 +447,7 @@ def trace_windows(device: Device, windows: Sequence[Window], target: ModelFile, 
         if progress:
             progress(1)
 
-    device.run_job(job, on_line)
+    device.run_job(job.to_dict(), on_line)
     missing = [w.window_id for w in todo if w.window_id not in writer.done]
     if missing:
         raise SpecbenchError(f"the runner returned no trace for window '{missing[0]}'")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from specbench.app.demo import SUITES, sweep_plan
-from specbench.app.study import needed_widths
+from specbench.app.cost_cells import needed_widths, sweep_plan
+from specbench.app.demo import SUITES
 from specbench.core.methods.configs import As2dConfig, SdConfig, SpecAsrConfig, parse_method_specs
 from specbench.schemas.placement import NAMED, resolve_on
 

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from specbench.app.device_runs import refuse_mismatches
+from specbench.core.divergence import explained
 from specbench.errors import SpecbenchError
 from specbench.schemas.divergences import Divergence, Margins
 from specbench.schemas.results import ResultsDir
@@ -73,7 +74,7 @@ def test_the_report_shows_the_class_of_each_divergent_window(native):
 
 def test_an_unexplained_divergence_fails_the_run_in_one_line(tmp_path):
     margins = Margins((7, 9), 0.5, (9, 7), 0.01, 0.5, -0.01, 0.02)
-    odd = Divergence("w0", "sd[W=5]", 12, 7, 9, width=5, row=2, margins=margins).explained(margins)
+    odd = explained(Divergence("w0", "sd[W=5]", 12, 7, 9, width=5, row=2, margins=margins), margins)
     outcome = NativeOutcome(ResultsDir(tmp_path), diverged=1, unexplained=[odd])
     with pytest.raises(SpecbenchError) as err:
         refuse_mismatches([outcome])

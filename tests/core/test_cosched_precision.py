@@ -11,8 +11,9 @@ import numpy as np
 
 from specbench.core.cosched import CellSamples, measure_to_rule, ratio_of_medians
 from specbench.core.repetitions import RepetitionRule
+from specbench.core.stability import stability_warnings
 from specbench.schemas.fileio import dumps_line
-from specbench.schemas.profiles import load_profile, profile_to_dict, save_profile, stability_warnings
+from specbench.schemas.profiles import load_profile, profile_to_dict, save_profile
 from specbench.schemas.results import ProfileInput, profile_warnings
 from specbench.world.profiling import co_schedule, cosched_record
 from tests.helpers import make_profile, results_manifest

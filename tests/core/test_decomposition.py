@@ -115,7 +115,7 @@ def test_a_profile_priced_with_the_decodes_contention_has_no_contention_bias_lef
     # every width and depth
     from dataclasses import replace
 
-    from specbench.schemas.profiles import DecodeContention
+    from specbench.core.pricing import DecodeContention
 
     profile = make_profile(rho=(1.2, 1.0))
     scaled = replace(profile.cosched(None), decode=DecodeContention(RHO_TRUE, 1.2, 8))

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from specbench.app.report.sustained import first_throttled, streams, sustained_tables, timeline_frame, timelines
 from specbench.cli import main
 from specbench.render.tables import render
-from specbench.schemas.results import load_timeline
+from specbench.schemas.timeline import load_timeline
 
 GOLDEN = Path(__file__).resolve().parent.parent / "data" / "golden" / "sustained"
 RUNS = [GOLDEN / "cooldown", GOLDEN / "no-cooldown"]

@@ -17,9 +17,10 @@ from specbench.cli import main
 from specbench.core import stats
 from specbench.core.budget import BudgetChoice
 from specbench.core.methods.configs import As2dConfig, SdConfig, TargetConfig, parse_method_specs, row_fields
-from specbench.core.replay.bulk import DEPTH_LINEAR, replay_study
+from specbench.core.pricing import CoSchedule, CostFit
+from specbench.core.replay.bulk import replay_study
 from specbench.schemas.budgets import save_budget
-from specbench.schemas.profiles import CoSchedule, DeviceInfo, DeviceProfile, DrafterProfile, ModelId
+from specbench.schemas.profiles import DeviceInfo, DeviceProfile, DrafterProfile, ModelId
 from specbench.schemas.results import ResultsDir, WindowResult
 from specbench.schemas.traces import ModelRef, TraceFile
 from specbench.schemas.windows import make_text_window
@@ -249,7 +250,7 @@ def test_depths_beyond_the_measured_ones_are_flagged_and_their_sensitivity_repor
     trace_files = {"drafter": TraceFile(ModelRef("t", "t", 1 << 20), ModelRef("drafter", "d", 1 << 20), traces)}
     configs = [TargetConfig(), SdConfig(width=3), As2dConfig(budget=3)]
     frame = pd.concat([replay_study(windows, trace_files, [depth_profile()], configs, cost_fit=fit)
-                       for fit in ("median", DEPTH_LINEAR)], ignore_index=True)
+                       for fit in ("median", CostFit.DEPTH_LINEAR)], ignore_index=True)
     median = frame[frame["cost_fit"] == "median"].set_index(["config", "window_id"])
     assert median.xs("long", level="window_id")["depth_extrapolated"].all()
     assert not median.xs("short", level="window_id")["depth_extrapolated"].any()
@@ -259,7 +260,7 @@ def test_depths_beyond_the_measured_ones_are_flagged_and_their_sensitivity_repor
     depths = np.arange(120, 139)
     flat, linear = np.minimum(1 + depths / 128, 2.0).sum(), (1 + depths / 128).sum()
     target = frame[(frame["config"] == "target") & (frame["window_id"] == "long")].set_index("cost_fit")
-    assert target.at["median", "decode_s"] == flat and target.at[DEPTH_LINEAR, "decode_s"] == linear
+    assert target.at["median", "decode_s"] == flat and target.at[CostFit.DEPTH_LINEAR, "decode_s"] == linear
     short = sum(1 + d / 128 for d in range(10, 15))
 
     built = build_tables(LoadedResults([], frame, []))

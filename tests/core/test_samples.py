@@ -1,5 +1,5 @@
 """Repeated timings: the median sample, the spread, and the profile's stability warnings
-(specbench.core.samples, specbench.schemas.profiles.stability_warnings)."""
+(specbench.core.samples, specbench.core.stability.stability_warnings)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ from specbench.core.samples import (
     spread_pct,
     spread_table,
 )
+from specbench.core.stability import stability_warnings
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import dumps_line
 from specbench.schemas.placement import resolve
-from specbench.schemas.profiles import StabilityWarning, load_profile, stability_warnings, warnings_doc
+from specbench.schemas.profiles import StabilityWarning, load_profile, warnings_doc
 from specbench.schemas.results import ProfileInput, ResultsDir, WindowResult, profile_warnings, rows_frame
 from tests.helpers import results_manifest
 
@@ -145,7 +146,7 @@ def test_rows_keep_their_samples_and_old_rows_load_without(tmp_path):
         handle.write(json.dumps(asdict(make_row("w1")) | {"samples_s": [0.5, 0.25, 0.75]}) + "\n")
     frame = results.frame()
     assert frame["samples_s"].tolist() == [None, [0.5, 0.25, 0.75]]
-    assert [r.spread_pct for r in results.rows()] == [0.0, pytest.approx(100 * 0.25 / 0.5)]
+    assert [spread_pct(r.samples_s or []) for r in results.rows()] == [0.0, pytest.approx(100 * 0.25 / 0.5)]
     with open(results.rows_path, "a") as handle:
         handle.write(json.dumps(asdict(make_row("w2")) | {"samples_s": [0.5, -1]}) + "\n")
     with pytest.raises(SpecbenchError, match=r"row 3.*samples_s.*seconds >= 0"):

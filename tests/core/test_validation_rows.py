@@ -1,11 +1,12 @@
-"""The pure pieces of `specbench validate` (app/validate.py): observations from paired decodes,
-the block profile from two refreshes, and block drift, on cases computed by hand."""
+"""The pure pieces of `specbench validate` (core/validation_stats.py, core/refresh_mean.py): observations from
+paired decodes, the block profile from two refreshes, and block drift, on cases computed by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from specbench.app.validate import block_drift, merged_profile, observations
+from specbench.core.refresh_mean import merged_profile
+from specbench.core.validation_stats import block_drift, observations
 from specbench.schemas.validation import DecodeRecord, ProbeRecord
 
 SD = "sd[W=5,drafter=small]"

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from specbench.cli.common import configs_from
+from specbench.app.options import configs_from
 from specbench.emuphone.phone import wait_for_state
 from specbench.errors import SpecbenchError
 from specbench.schemas.placement import resolve

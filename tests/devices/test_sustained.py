@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from specbench.app.report.sustained import first_throttled, throttle_table
 from specbench.cli import main
 from specbench.emuphone.thermal import status_at
-from specbench.schemas.results import load_results, load_timeline
+from specbench.schemas.results import load_results
+from specbench.schemas.timeline import load_timeline
 from specbench.schemas.windows import make_text_window, save_windows
 from tests.devices.phones import connected
 

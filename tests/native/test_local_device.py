@@ -11,10 +11,11 @@ import sys
 import pytest
 
 from specbench.core.methods.configs import SdConfig, TargetConfig
+from specbench.core.stability import stability_warnings
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import load_yaml
 from specbench.schemas.placement import resolve
-from specbench.schemas.profiles import load_profile, profile_to_dict, stability_warnings
+from specbench.schemas.profiles import load_profile, profile_to_dict
 from specbench.schemas.results import ROW_FIELDS, load_results
 from specbench.schemas.traces import load_trace_dir, load_trace_file
 from specbench.schemas.windows import make_text_window

@@ -186,10 +186,10 @@ def check_producer_timeline(r, stream, n_prompt_drafter):
     same steps (z[0] from the prefill, one drafter forward per further step) and each batch
     published after the same step; a drained producer did a prefix of it."""
     replay = importlib.import_module("specbench.core.replay.reference")
-    profiles = importlib.import_module("specbench.schemas.profiles")
+    pricing = importlib.import_module("specbench.core.pricing")
     np = pytest.importorskip("numpy")
     p = r["producer"]
-    unit = profiles.CostTable(np.array([0.0]), {1: np.array([1.0])})
+    unit = pricing.CostTable(np.array([0.0]), {1: np.array([1.0])})
     timeline = replay.producer_timeline(stream, unit, n_prompt_drafter, r["method"]["batch"], 0.0)
     steps = p["steps"]
     assert len(p["step_us"]) == len(p["step_start_us"]) == steps - 1

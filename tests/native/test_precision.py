@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from specbench.core.repetitions import RepetitionRule, achieved_precision
+from specbench.core.stability import stability_warnings
 from specbench.schemas.placement import resolve
-from specbench.schemas.profiles import load_profile, stability_warnings
+from specbench.schemas.profiles import load_profile
 from specbench.world.profiling import SweepPlan, drafter_widths, measured, profile_device, write_profile
 
 
@@ -130,13 +131,14 @@ def test_co_scheduling_ratios_take_the_profiles_rule_and_record_their_precision(
 def test_the_demos_profiles_measure_exactly_the_cells_its_replay_checks():
     """docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table: target widths up to W, k_max + 1 or B + 1;
     drafter widths up to 2 (SD), k_max (SpecASR, both tables) or 1 (AS2D); co-scheduled widths up to B + 1."""
-    from specbench.app.demo import DEMO_METHODS, MAX_REPETITIONS, PRECISION, sweep_plan
+    from specbench.app.cost_cells import sweep_plan
+    from specbench.app.demo import DEMO_METHODS, DEPTHS, MAX_REPETITIONS, PRECISION, REPETITIONS
     from specbench.core.methods.configs import parse_method_specs
     from specbench.world.model_files import ModelFile
 
     placement = resolve("shared", [0, 1])
-    plan = sweep_plan(parse_method_specs(list(DEMO_METHODS)), placement, precision=PRECISION,
-                      max_repetitions=MAX_REPETITIONS)
+    plan = sweep_plan(parse_method_specs(list(DEMO_METHODS)), placement, DEPTHS, precision=PRECISION,
+                      max_repetitions=MAX_REPETITIONS, repetitions=REPETITIONS)
     # sd:W=8 and as2d:B=7 need target width 8, specasr (k_max 8) 9
     assert plan.widths == tuple(range(1, 10)) and plan.depths == (0, 128)
     smollm2, gemma3 = ModelFile("smollm2", Path("s.gguf")), ModelFile("gemma3", Path("g.gguf"))
@@ -148,6 +150,6 @@ def test_the_demos_profiles_measure_exactly_the_cells_its_replay_checks():
     # target 9 widths, smollm2 8 + 8 all-rows, gemma3 2, at 2 depths
     assert plan.forwards([smollm2, gemma3]) == (9 + 16 + 2) * 2
     # gemma3's own vocabulary: its SD re-ingests retokenized text as wide as the traces say
-    widened = sweep_plan(parse_method_specs(list(DEMO_METHODS)), placement, traced={"gemma3": 3, "smollm2": 2})
+    widened = sweep_plan(parse_method_specs(list(DEMO_METHODS)), placement, DEPTHS, traced={"gemma3": 3, "smollm2": 2})
     assert drafter_widths(widened, gemma3) == (1, 2, 3) and drafter_widths(widened, smollm2) == tuple(range(1, 9))
     assert widened.precision is None  # validate's cells: a fixed count

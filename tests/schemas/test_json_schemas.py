@@ -20,7 +20,7 @@ from referencing import Registry, Resource
 from specbench.core.budget import BudgetChoice
 from specbench.core.methods.configs import As2dConfig
 from specbench.errors import SpecbenchError
-from specbench.schemas import profiles, results, traces, windows
+from specbench.schemas import profiles, results, timeline, traces, windows
 from specbench.schemas.budgets import load_budget, save_budget
 from specbench.schemas.results import load_results
 from specbench.world.progdraft import import_progdraft
@@ -71,8 +71,8 @@ def results_errors(directory: Path) -> list[str]:
     found = errors("results-manifest", manifest)
     for i, line in enumerate((directory / "rows.jsonl").read_text().splitlines()):
         found += [f"row {i + 1}: {e}" for e in errors("results-row", json.loads(line))]
-    timeline = directory / results.TIMELINE
-    for i, line in enumerate(timeline.read_text().splitlines() if timeline.exists() else []):
+    timeline_path = directory / timeline.TIMELINE
+    for i, line in enumerate(timeline_path.read_text().splitlines() if timeline_path.exists() else []):
         found += [f"timeline line {i + 1}: {e}" for e in errors("results-timeline", json.loads(line))]
     return found
 
@@ -104,8 +104,8 @@ def test_the_schemas_name_the_keys_the_loaders_know():
     manifest = schema("results-manifest")
     assert props(manifest) == {"kind", "schema_version", *(f.name for f in fields(results.ResultsManifest))}
     assert list(manifest["properties"]["schema_version"]["enum"]) == list(results.VERSIONS)
-    timeline = schema("results-timeline")
-    assert list(timeline["properties"]) == list(results.TIMELINE_FIELDS) == timeline["required"]
+    timeline_schema = schema("results-timeline")
+    assert list(timeline_schema["properties"]) == list(timeline.TIMELINE_FIELDS) == timeline_schema["required"]
 
 
 # --- every shipped example and golden file, and what specbench writes, validates
@@ -126,7 +126,7 @@ def test_shipped_profiles_validate(path):
 @pytest.mark.parametrize("run", ["results", "sustained/cooldown", "sustained/no-cooldown"])
 def test_golden_results_validate(run):
     load_results(GOLDEN / run)
-    results.load_timeline(GOLDEN / run)
+    timeline.load_timeline(GOLDEN / run)
     assert results_errors(GOLDEN / run) == []
 
 

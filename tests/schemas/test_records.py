@@ -15,7 +15,18 @@ import pytest
 from specbench.core.divergence import Explanation
 from specbench.core.methods.configs import As2dConfig, SdConfig, row_fields
 from specbench.errors import SpecbenchError
-from specbench.schemas import budgets, divergences, environment, fileio, placement, profiles, results, traces, windows
+from specbench.schemas import (
+    budgets,
+    divergences,
+    environment,
+    fileio,
+    placement,
+    profiles,
+    results,
+    timeline,
+    traces,
+    windows,
+)
 from specbench.schemas.divergences import Divergence, Margins
 from specbench.schemas.environment import (
     DeviceEnvironment,
@@ -44,13 +55,13 @@ from specbench.schemas.results import (
     ProfileInput,
     Repeats,
     ResultsManifest,
-    TimelineRecord,
     TraceInput,
     WindowResult,
     WindowsInput,
     manifest_from_dict,
     manifest_to_dict,
 )
+from specbench.schemas.timeline import TimelineRecord
 from specbench.schemas.traces import LookupDrafts, ModelRef, Shard, TraceKey, load_trace_file
 from specbench.schemas.windows import InputView, Window, load_windows, make_text_window, window_to_dict
 
@@ -131,7 +142,7 @@ def _records_in(tp: object) -> set[type]:
 def test_every_record_kind_a_loader_reads_has_an_example():
     """The classes the schemas' loaders hand to from_dict, and every record within them, each round-trip above."""
     called = set()
-    for module in (budgets, divergences, environment, placement, profiles, results, traces, windows):
+    for module in (budgets, divergences, environment, placement, profiles, results, timeline, traces, windows):
         source = Path(module.__file__).read_text()
         called |= {getattr(module, name) for name in re.findall(r"\bfrom_dict\(([A-Z]\w*),", source)}
     reached, todo = set(), list(called)
@@ -195,7 +206,7 @@ def _profile(keys: tuple, value) -> None:
 
 
 def _timeline(change: dict) -> None:
-    results._timeline_record(to_dict(TIMELINE) | change, Where("t.jsonl", "line 3"))
+    timeline._timeline_record(to_dict(TIMELINE) | change, Where("t.jsonl", "line 3"))
 
 
 def _trace_header(tmp_path: Path, key: dict) -> None:

@@ -16,7 +16,8 @@ from specbench.errors import SpecbenchError
 from specbench.schemas.budgets import load_budget
 from specbench.schemas.divergences import load_explanations
 from specbench.schemas.fileio import file_sha256
-from specbench.schemas.results import ROWS, TIMELINE, ResultsManifest, load_results, profile_warnings
+from specbench.schemas.results import ROWS, ResultsManifest, Source, load_results, profile_warnings
+from specbench.schemas.timeline import TIMELINE
 from specbench.schemas.windows import load_windows
 
 
@@ -141,7 +142,7 @@ def _references(manifests: list[ResultsManifest],
 
 def replay_manifests(loaded: LoadedResults) -> list[ResultsManifest]:
     """The manifests of the replay runs among the loaded ones."""
-    return [m for m in loaded.manifests if m.mode == "replay"]
+    return [m for m in loaded.manifests if m.mode == Source.REPLAY]
 
 
 def replayed_methods(manifest: ResultsManifest) -> list[str]:
@@ -193,7 +194,7 @@ def declared_costs(loaded: LoadedResults) -> pd.DataFrame:
     """device, drafter, declared: each declared drafter cost the rows were priced with (a
     profile's declared drafter that no row used is left out)."""
     records = []
-    rows = loaded.frame[(loaded.frame["source"] == "replay") & (loaded.frame["method"] != "target")]
+    rows = loaded.frame[(loaded.frame["source"] == Source.REPLAY) & (loaded.frame["method"] != "target")]
     for manifest in loaded.manifests:
         for profile in manifest.profiles:
             on_device = rows[rows["device"] == profile.device]

@@ -10,6 +10,7 @@ from specbench.app.report.inputs import LoadedResults, first_profile, inputs_of,
 from specbench.app.report.rows import configs_of
 from specbench.core import metrics
 from specbench.errors import SpecbenchError
+from specbench.schemas.results import Source
 
 
 def add_sensitivity(loaded: LoadedResults, progress=None) -> None:
@@ -26,7 +27,7 @@ def add_sensitivity(loaded: LoadedResults, progress=None) -> None:
         raise SpecbenchError("--sensitivity needs rows from a replay run")
     extra = []
     for manifest in manifests:
-        configs = list(configs_of(frame[frame["source"] == "replay"], replayed_methods(manifest)).values())
+        configs = list(configs_of(frame[frame["source"] == Source.REPLAY], replayed_methods(manifest)).values())
         if not any(fit_configs(configs, fit) for fit in missing_fits):
             continue
         inputs = inputs_of(manifest, option="--sensitivity")

@@ -10,7 +10,9 @@ import pandas as pd
 
 from specbench.core import metrics
 from specbench.core.methods.configs import MEAN_WIDTHS, MethodConfig, config_of
+from specbench.core.pricing import CostFit
 from specbench.errors import SpecbenchError
+from specbench.schemas.results import Source
 
 IDENTITY = ("device", "method", "drafter", "W/B")
 """What names a configuration's row besides its label, which a narrow terminal cuts short."""
@@ -41,8 +43,8 @@ def main_rows(frame: pd.DataFrame) -> MainRows:
     """The one rule choosing the rows a report describes: replayed rows at the median fill-in,
     else native rows. Divergent windows leave first, so a native divergence also drops the replay rows."""
     kept, diverged = metrics.split_divergent(frame)
-    replayed = kept[(kept["cost_fit"] == "median") & (kept["source"] == "replay")]
-    native = kept[kept["source"] == "native"]
+    replayed = kept[(kept["cost_fit"] == CostFit.MEDIAN) & (kept["source"] == Source.REPLAY)]
+    native = kept[kept["source"] == Source.NATIVE]
     main = replayed if len(replayed) else native
     if main.empty:
         mismatched = frame[metrics.decisions_differ(frame)]

@@ -12,6 +12,7 @@ import pandas as pd
 from specbench.app.report.inputs import LoadedResults, missing_profiles, profile_paths
 from specbench.app.report.rows import MainRows, width_or_budget
 from specbench.core import metrics
+from specbench.core.pricing import CostFit
 from specbench.core.verdict import MS, ForwardCounts, stated_depth, verdict
 from specbench.errors import SpecbenchError
 from specbench.render.summary import Summary, SummaryLine, SummarySection
@@ -107,7 +108,7 @@ def _transcript_notes(loaded: LoadedResults, rows: MainRows) -> list[str]:
                         if words[device] > 0)
         if wer:
             notes.append(f"transcripts: target-only's WER against the references {wer}")
-    summary, _ = text_metrics.text_check(rows.frame[rows.frame["cost_fit"] == "median"])
+    summary, _ = text_metrics.text_check(rows.frame[rows.frame["cost_fit"] == CostFit.MEDIAN])
     checked, differing = int(summary.at[0, "windows_checked"]), int(summary.at[0, "differing"])
     if checked:
         notes.append(f"lossless in text: every configuration's transcript is target-only's on {checked - differing} "

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from specbench.render.tables import Table
-from specbench.schemas.results import TimelineRecord, load_timeline
+from specbench.schemas.timeline import TimelineRecord, load_timeline
 
 Timeline = list[TimelineRecord]
 ORDER = ("per results directory x device x configuration (one paced stream): requests in arrival order; "

@@ -13,10 +13,10 @@ from specbench.app.report.rows import IDENTITY, NATIVE_SUFFIX, MainRows, configs
 from specbench.app.report.sustained import sustained_tables
 from specbench.core import metrics, samples, text_metrics
 from specbench.core.methods.configs import CONFIG_COLUMNS, As2dConfig
+from specbench.core.pricing import CostFit
 from specbench.errors import SpecbenchError
 from specbench.render.summary import Summary
 from specbench.render.tables import Table
-from specbench.schemas.profiles import DEPTH_FLAT, DEPTH_LINEAR
 
 TEXT_DIFFERS = "WARNING: answer text differs between methods"
 SILENT = "WARNING: drafter contributed nothing"
@@ -127,21 +127,22 @@ def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: 
                                "§4.7 Declared drafter costs), priced like measured ones in every table", declared,
                                alert=f"{len(declared)} declared drafter cost{'' if len(declared) == 1 else 's'} "
                                      "(not measured on the device) priced these results"))
-    if frame["cost_fit"].isin(["min", "max"]).any():
+    if frame["cost_fit"].isin([CostFit.MIN, CostFit.MAX]).any():
         tables.append(Table("Sensitivity to extrapolated co-scheduling ratios (tokens/s)",
                             "pooled throughput replayed with the median, minimum and maximum measured ratio "
                             "filling unmeasured widths; flagged = windows whose median replay used an unmeasured "
                             "ratio", metrics.sensitivity(frame),
                             {c: ".2f" for c in ("median", "min", "max", "low", "high", "range_pct")}))
-    if (frame["cost_fit"] == DEPTH_LINEAR).any():
-        depth = metrics.sensitivity(frame, ("median", DEPTH_LINEAR), "depth_extrapolated")
-        tables.append(Table(f"Sensitivity to KV depths beyond the measured ones: {DEPTH_FLAT} vs {DEPTH_LINEAR} "
+    flat, linear = CostFit.DEPTH_FLAT.value, CostFit.DEPTH_LINEAR.value
+    if (frame["cost_fit"] == linear).any():
+        depth = metrics.sensitivity(frame, (CostFit.MEDIAN.value, linear), "depth_extrapolated")
+        tables.append(Table(f"Sensitivity to KV depths beyond the measured ones: {flat} vs {linear} "
                             "(tokens/s)",
                             "pooled throughput replayed with costs outside the profile's measured depths held flat "
                             "(as every other table) and extended linearly from the nearest two measured depths "
                             "(never below 0 s); flagged = windows whose flat replay priced a forward outside them",
-                            depth.rename(columns={"median": DEPTH_FLAT}),
-                            {c: ".2f" for c in (DEPTH_FLAT, DEPTH_LINEAR, "low", "high", "range_pct")}))
+                            depth.rename(columns={CostFit.MEDIAN.value: flat}),
+                            {c: ".2f" for c in (flat, linear, "low", "high", "range_pct")}))
     if len(native) and len(rows.replayed):
         fidelity = metrics.replay_fidelity(frame)
         flagged = int(fidelity["flagged"].sum())
@@ -153,7 +154,7 @@ def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: 
     if text_metrics.has_text(frame):
         # WER/CER from the same rows as the other tables, or the native rows when only those have text
         scored, scored_suffix = (main, suffix) if text_metrics.has_text(main) else (native, NATIVE_SUFFIX)
-        tables += text_tables(frame[frame["cost_fit"] == "median"], scored, loaded.references, scored_suffix)
+        tables += text_tables(frame[frame["cost_fit"] == CostFit.MEDIAN], scored, loaded.references, scored_suffix)
     from specbench.app.report.energy import energy_tables
 
     tables += energy_tables(loaded, rows)

@@ -18,17 +18,18 @@ import pandas as pd
 
 from specbench.core.methods.configs import As2dConfig, MethodConfig, SdConfig, TargetConfig, row_fields
 from specbench.core.positions import counts, histograms
+from specbench.core.pricing import CostFit
 from specbench.core.replay.lockstep import Simulation, simulate_lockstep
 from specbench.core.replay.serial import sd_ops_many, serial_ops
 from specbench.errors import SpecbenchError
-from specbench.schemas.profiles import DEPTH_LINEAR, DeviceProfile
+from specbench.schemas.profiles import DeviceProfile
 from specbench.schemas.results import ROW_FIELDS
 from specbench.schemas.traces import TraceFile, WindowTrace
 from specbench.schemas.windows import Window
 
 Progress = Callable[[int], None]
 """Called with the number of window replays just finished."""
-COST_FITS = ("median", "min", "max", DEPTH_LINEAR)
+COST_FITS = (CostFit.MEDIAN, CostFit.MIN, CostFit.MAX, CostFit.DEPTH_LINEAR)
 """Fill-ins of what a profile did not measure (a row's `cost_fit`): median co-scheduling ratio
 and depth-flat (every table's rows); min/max ratio; depth-linear (median ratio, costs beyond
 the measured depths extended linearly from the nearest two)."""
@@ -36,8 +37,8 @@ the measured depths extended linearly from the nearest two)."""
 
 def fit_profile(profile: DeviceProfile, fit: str) -> DeviceProfile:
     """`profile` priced with the fill-in `fit` (one of COST_FITS)."""
-    if fit == DEPTH_LINEAR:
-        return profile.with_depth_fit(DEPTH_LINEAR)
+    if fit == CostFit.DEPTH_LINEAR:
+        return profile.with_depth_fit(CostFit.DEPTH_LINEAR)
     return profile.with_ratio_fit(fit)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from specbench.core.methods.configs import As2dConfig
 from specbench.core.positions import counts, histograms
+from specbench.core.pricing import CostFit, CostTable, interp_rows
 from specbench.core.replay.reference import (
     ProducerCosts,
     ProducerTimeline,
@@ -23,7 +24,7 @@ from specbench.core.replay.reference import (
     timeline_from_forward_costs,
 )
 from specbench.errors import MissingCostError, SpecbenchError
-from specbench.schemas.profiles import DEPTH_LINEAR, CostTable, DeviceProfile, interp_rows
+from specbench.schemas.profiles import DeviceProfile
 from specbench.schemas.traces import ProducerStream, WindowTrace
 from specbench.schemas.windows import Window
 
@@ -38,7 +39,7 @@ def dense_costs(table: CostTable, max_width: int, max_depth: int) -> np.ndarray:
     matrix = table.matrix(max_width)
     widths = np.repeat(np.arange(max_width + 1), max_depth + 1)
     depths = np.tile(np.arange(max_depth + 1, dtype=np.float64), max_width + 1)
-    return interp_rows(matrix, table.depths, widths, depths, table.depth_fit == DEPTH_LINEAR).reshape(
+    return interp_rows(matrix, table.depths, widths, depths, table.depth_fit == CostFit.DEPTH_LINEAR).reshape(
         max_width + 1, max_depth + 1)
 
 

@@ -33,8 +33,9 @@ from specbench.core.methods.sd import decode_sd, drafter_kv
 from specbench.core.methods.specasr import decode_specasr
 from specbench.core.methods.target import decode_target
 from specbench.core.positions import position_counts
+from specbench.core.pricing import CoSchedule, CostTable
 from specbench.errors import SpecbenchError
-from specbench.schemas.profiles import CoSchedule, CostTable, DeviceProfile, DrafterProfile
+from specbench.schemas.profiles import DeviceProfile, DrafterProfile
 from specbench.schemas.results import WindowResult
 from specbench.schemas.traces import ProducerStream, WindowTrace
 from specbench.schemas.windows import Window

@@ -3,12 +3,12 @@ runner's own sampling: world/native_energy.py)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from specbench.errors import SpecbenchError
 from specbench.world.devices import adb_state as st
 from specbench.world.devices.adb_link import AdbLink
+from specbench.world.devices.cooling import wait_until_cool
 
 
 def pinning(link: AdbLink, pid_file: str, cpus: list[int]) -> dict:
@@ -36,19 +36,16 @@ def cool_down(snapshot: Callable[[], dict], settings, serial: str) -> tuple[dict
     settings.cooldown_max_s passed. Returns (last snapshot, cool-down record or None when
     the phone was cool at once); the record carries a warning when it never cooled."""
     s = settings
-    start = time.monotonic()
-    while True:
-        snap = snapshot()
-        status = snap["thermal"]["status"]
-        hottest = st.hottest_c(snap)
+
+    def cool(snap: dict) -> bool:
+        status, hottest = snap["thermal"]["status"], st.hottest_c(snap)
         hot_status = isinstance(status, int) and status > s.cooldown_status
-        hot_zone = hottest is not None and hottest >= s.cooldown_temp_c
-        waited = time.monotonic() - start
-        if not (hot_status or hot_zone):
-            return snap, ({"waited_s": round(waited, 1), "ok": True} if waited > 0.5 else None)
-        if waited >= s.cooldown_max_s:
-            message = (f"{serial}: still hot after {waited:.1f} s of cool-down (thermal status {status}, "
-                       f"hottest zone {hottest} °C; thresholds {s.cooldown_status} and {s.cooldown_temp_c} °C): "
-                       "measuring anyway")
-            return snap, {"waited_s": round(waited, 1), "ok": False, "warning": message}
-        time.sleep(min(s.cooldown_poll_s, max(0.0, s.cooldown_max_s - waited)))
+        return not (hot_status or (hottest is not None and hottest >= s.cooldown_temp_c))
+
+    snap, waited, cooled = wait_until_cool(snapshot, cool, s.cooldown_max_s, s.cooldown_poll_s)
+    if cooled:
+        return snap, ({"waited_s": round(waited, 1), "ok": True} if waited > 0.5 else None)
+    message = (f"{serial}: still hot after {waited:.1f} s of cool-down (thermal status {snap['thermal']['status']}, "
+               f"hottest zone {st.hottest_c(snap)} °C; thresholds {s.cooldown_status} and {s.cooldown_temp_c} °C): "
+               "measuring anyway")
+    return snap, {"waited_s": round(waited, 1), "ok": False, "warning": message}

@@ -1,0 +1,202 @@
+"""Pricing a forward from a profile's measured cells (docs/METHODS.md §4 The device profile and its placement):
+seconds per forward by width, interpolated in KV depth, and the co-scheduling slowdowns of two lanes running
+together. Costs are interpolated linearly in KV depth between measured depths and held flat outside them
+(`DEPTH_POLICY`); a depth outside is flagged as extrapolated (`CostTable.extrapolates`) and
+`CostFit.DEPTH_LINEAR` extends the nearest measured segment instead. Widths without a measured co-scheduling
+ratio use the median of the measured ratios and are flagged as extrapolated (`RATIO_FITS` the sensitivity
+variants). The tables are what a profile file holds (schemas/profiles.py reads and writes them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from specbench.errors import MissingCostError
+from specbench.schemas.fileio import StrEnum
+
+DEPTH_POLICY = "linear-in-depth, flat outside the measured depths"
+
+
+class CostFit(StrEnum):
+    """A fill-in of what a profile did not measure (a results row's `cost_fit`)."""
+
+    MEDIAN = "median"
+    """The median of the measured co-scheduling ratios for an unmeasured width (every table's rows)."""
+    MIN = "min"
+    """Their minimum (a sensitivity variant)."""
+    MAX = "max"
+    """Their maximum (a sensitivity variant)."""
+    DEPTH_FLAT = "depth-flat"
+    """Costs held flat outside the measured depths (DEPTH_POLICY)."""
+    DEPTH_LINEAR = "depth-linear"
+    """The nearest measured segment extended beyond the measured depths (a sensitivity variant)."""
+
+
+RATIO_FITS = (CostFit.MEDIAN, CostFit.MIN, CostFit.MAX)
+"""Fills of unmeasured co-scheduling widths."""
+DEPTH_FITS = (CostFit.DEPTH_FLAT, CostFit.DEPTH_LINEAR)
+"""Fills of costs outside the measured depths."""
+
+
+@dataclass(frozen=True)
+class CostTable:
+    """Seconds per forward of `width` tokens at KV depth, for one model on one processor."""
+
+    depths: np.ndarray
+    """Measured KV depths, increasing."""
+    seconds: Mapping[int, np.ndarray]
+    """width -> seconds at each measured depth."""
+    label: str = "cost table"
+    """Names the table in errors, e.g. 'profile pixel.yaml target'."""
+    depth_fit: CostFit = CostFit.DEPTH_FLAT
+    """One of DEPTH_FITS: depth-flat (DEPTH_POLICY) or depth-linear (the sensitivity variant)."""
+    spread: Mapping[int, np.ndarray] | None = None
+    """width -> standard deviation (seconds) of the timed samples at each depth (None: not recorded)."""
+    repetitions: Mapping[int, np.ndarray] | None = None
+    """width -> timed samples behind each depth's median (None: not recorded)."""
+    achieved_precision: Mapping[int, np.ndarray] | None = None
+    """width -> half-width of each depth's median's ~95% interval / the median (None: not recorded;
+    docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table)."""
+    precision: float | None = None
+    """The relative half-width the cells were measured to (None: a fixed count of repetitions)."""
+
+    def widths(self) -> list[int]:
+        return sorted(self.seconds)
+
+    def require(self, width: int) -> np.ndarray:
+        costs = self.seconds.get(int(width))
+        if costs is None:
+            raise MissingCostError(f"{self.label}: no measured cost for width {width} "
+                                   f"(measured widths: {width_ranges(self.widths())})",
+                                   hint="profile the device with a larger --max-width")
+        return costs
+
+    def cost(self, width: int, depth: float) -> float:
+        costs = self.require(width)
+        return float(interp_rows(costs[None, :], self.depths, np.zeros(1, dtype=np.int64), np.array([float(depth)]),
+                                 self.depth_fit == CostFit.DEPTH_LINEAR)[0])
+
+    def extrapolates(self, depths):
+        """True where a depth lies outside the measured depths (a price the profile did not measure)."""
+        depths = np.asarray(depths, dtype=np.float64)
+        return (depths < self.depths[0]) | (depths > self.depths[-1])
+
+    def matrix(self, max_width: int) -> np.ndarray:
+        """[max_width + 1, n_depths] costs; NaN rows for widths not measured."""
+        out = np.full((max_width + 1, len(self.depths)), np.nan)
+        for width, costs in self.seconds.items():
+            if width <= max_width:
+                out[width] = costs
+        return out
+
+    def costs(self, widths: np.ndarray, depths: np.ndarray) -> np.ndarray:
+        """Vectorised `cost`; every width must be measured."""
+        widths = np.asarray(widths, dtype=np.int64)
+        if widths.size == 0:
+            return np.zeros(0)
+        missing = sorted(set(np.unique(widths).tolist()) - set(self.seconds))
+        if missing:
+            self.require(missing[0])
+        return interp_rows(self.matrix(int(widths.max())), self.depths, widths, np.asarray(depths, dtype=np.float64),
+                           self.depth_fit == CostFit.DEPTH_LINEAR)
+
+
+def interp_rows(matrix: np.ndarray, grid: np.ndarray, rows: np.ndarray, x: np.ndarray,
+                linear: bool = False) -> np.ndarray:
+    """np.interp of `matrix[rows[i]]` at `x[i]` for every i: flat outside the grid, or with
+    `linear` the nearest measured segment extended (never below 0 s). One depth: flat."""
+    if len(grid) == 1:
+        return matrix[rows, 0]
+    if not linear:
+        x = np.clip(x, grid[0], grid[-1])
+    upper = np.clip(np.searchsorted(grid, x, side="right"), 1, len(grid) - 1)
+    lower = upper - 1
+    frac = (x - grid[lower]) / (grid[upper] - grid[lower])
+    out = matrix[rows, lower] * (1.0 - frac) + matrix[rows, upper] * frac
+    return np.maximum(out, 0.0) if linear else out
+
+
+@dataclass(frozen=True)
+class DecodeContention:
+    """The target's co-scheduling ratio as a short native AS2D decode met it, against the cells' price
+    for the same forwards (docs/METHODS.md §4.3 Co-scheduling ratios, "As a decode meets it")."""
+
+    realised: float
+    """Pooled over the decodes' target forwards that ran wholly beside the producer: their time over their
+    solo work (the profile's price scaled by the target-only decodes beside them)."""
+    priced: float
+    """The cells' ratio for the same forwards, weighted by their time: what the cells would have priced."""
+    forwards: int
+    """Target forwards behind both."""
+
+
+@dataclass(frozen=True)
+class CoSchedule:
+    """Slowdown of each lane while the other runs: progress at 1/rho of solo speed.
+
+    Measured per target width at the profile's KV depths and interpolated in depth like the
+    costs (at the target forward's depth; both lanes sat at that depth while measuring)."""
+
+    depths: np.ndarray
+    """Measured KV depths, increasing."""
+    rho_target: Mapping[int, np.ndarray]
+    """Measured target slowdown per target width, one per depth."""
+    rho_drafter: Mapping[int, np.ndarray]
+    """Measured drafter (AR step) slowdown while the target runs that width, one per depth."""
+    fit: CostFit = CostFit.MEDIAN
+    """How unmeasured widths are filled: median (default), min or max of the measured ratios."""
+    repetitions: Mapping[int, np.ndarray] | None = None
+    """Per measured width, the target forwards per side behind each depth's ratios (None: not recorded)."""
+    achieved_precision: Mapping[int, np.ndarray] | None = None
+    """Per measured width, the larger relative half-width of the two ratios' ~95% intervals at each
+    depth (core/cosched.py; None: not recorded)."""
+    precision: float | None = None
+    """The relative half-width the cells were measured to (None: a fixed count of repetitions)."""
+    decode: DecodeContention | None = None
+    """The target's ratio as a native AS2D decode met it, priced at every width and depth in place of the
+    cells' `rho_target` (None: not measured; the cells are priced)."""
+
+    def _target(self, values: np.ndarray) -> np.ndarray:
+        return values if self.decode is None else np.full(len(self.depths), self.decode.realised)
+
+    def _fill(self, measured: Mapping[int, np.ndarray]) -> np.ndarray:
+        values = np.stack(list(measured.values()))
+        fills: dict[str, Callable[..., np.ndarray]] = {CostFit.MEDIAN: np.median, CostFit.MIN: np.min,
+                                                        CostFit.MAX: np.max}
+        return fills[self.fit](values, axis=0)
+
+    def row(self, width: int) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(rho_target, rho_drafter, filled) as priced at each measured depth for one target width."""
+        if width in self.rho_target and width in self.rho_drafter:
+            return self._target(self.rho_target[width]), self.rho_drafter[width], False
+        return self._target(self._fill(self.rho_target)), self._fill(self.rho_drafter), True
+
+    def ratios(self, width: int, depth: float) -> tuple[float, float, bool]:
+        """(rho_target, rho_drafter, extrapolated) for one target width at one KV depth."""
+        rho_t, rho_d, extrapolated = self.row(width)
+        both = interp_rows(np.stack([rho_t, rho_d]), self.depths, np.array([0, 1]), np.full(2, float(depth)))
+        return float(both[0]), float(both[1]), extrapolated
+
+    def dense(self, max_width: int, max_depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """[max_width + 1, max_depth + 1] rho_target and rho_drafter at every integer depth, and
+        [max_width + 1] extrapolated flags: the same numbers `ratios` gives, for bulk replay."""
+        rows = [self.row(w) for w in range(max_width + 1)]
+        depths = np.arange(max_depth + 1, dtype=np.float64)
+        widths, at = np.repeat(np.arange(max_width + 1), max_depth + 1), np.tile(depths, max_width + 1)
+        out = [interp_rows(np.stack([r[k] for r in rows]), self.depths, widths, at)
+               .reshape(max_width + 1, max_depth + 1) for k in (0, 1)]
+        return out[0], out[1], np.array([r[2] for r in rows])
+
+
+
+def width_ranges(widths: list[int]) -> str:
+    """Sorted widths as runs, e.g. '1..7, 9..17' (the method spec's range notation)."""
+    runs: list[list[int]] = []
+    for w in widths:
+        if runs and w == runs[-1][1] + 1:
+            runs[-1][1] = w
+        else:
+            runs.append([w, w])
+    return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in runs) or "none"

@@ -1,0 +1,73 @@
+"""A validation block's profile: the full profile's cost cells and co-scheduling ratios replaced by the mean of
+the block's two refreshes, so that linear drift between them cancels (docs/METHODS.md §7.9 Validation: does replay
+predict the device?). Pure: profile documents (as their YAML reads) in and out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from specbench.errors import SpecbenchError
+
+
+def merged_profile(full: dict, refreshes: Sequence[dict]) -> dict:
+    """The full profile with every refreshed cost cell and co-scheduling ratio replaced by the mean
+    of the refreshes (a ratio cell's count: the refreshes' together, its achieved precision: the
+    worse of theirs), and the refreshes' warnings beside the full profile's."""
+    out = dict(full)
+
+    def mean_table(table: dict, fresh: Sequence[dict]) -> dict:
+        if any(f["depths"] != table["depths"] for f in fresh):
+            raise SpecbenchError("a refresh measured other depths than the full profile")
+        seconds = dict(table["seconds"])
+        for width in fresh[0]["seconds"]:
+            columns = [f["seconds"][width] for f in fresh]
+            seconds[width] = [sum(v) / len(v) for v in zip(*columns, strict=False)]
+        return table | {"seconds": seconds}
+
+    out["target"] = full["target"] | {"costs": mean_table(full["target"]["costs"],
+                                                          [r["target"]["costs"] for r in refreshes])}
+    drafters = []
+    for entry in full["drafters"]:
+        fresh = [next(d for d in r["drafters"] if d["name"] == entry["name"]) for r in refreshes]
+        entry = entry | {"costs": mean_table(entry["costs"], [f["costs"] for f in fresh])}
+        if "costs_all_rows" in entry and all("costs_all_rows" in f for f in fresh):
+            entry["costs_all_rows"] = mean_table(entry["costs_all_rows"], [f["costs_all_rows"] for f in fresh])
+        if "cosched" in entry and all("cosched" in f for f in fresh):
+            entry["cosched"] = mean_ratios(entry["cosched"], [f["cosched"] for f in fresh])
+        drafters.append(entry)
+    out["drafters"] = drafters
+    warnings = [w for doc in (full, *refreshes) for w in doc.get("warnings", [])]
+    if warnings:
+        out["warnings"] = [w for i, w in enumerate(warnings) if w not in warnings[:i]]
+    fresh_ratios = any("cosched" in d for r in refreshes for d in r["drafters"])
+    out["notes"] = (f"{full.get('notes', '')}; cost tables{' and co-scheduling ratios' if fresh_ratios else ''}: "
+                    "the mean of a block's two refreshes")
+    return out
+
+
+def mean_ratios(cosched: dict, fresh: Sequence[dict]) -> dict:
+    """A profile's `cosched` block with every width the refreshes measured replaced by their mean, and
+    the target's ratio in AS2D decodes (`decode`) by the refreshes' means when each has one."""
+    if any(f["depths"] != cosched["depths"] for f in fresh):
+        raise SpecbenchError("a refresh measured co-scheduling ratios at other depths than the full profile")
+    ratios = dict(cosched["ratios"])
+    for width in fresh[0]["ratios"]:
+        cells = [f["ratios"][width] for f in fresh if width in f["ratios"]]
+        if len(cells) < len(fresh):
+            continue  # a width one refresh could not measure keeps the full profile's ratios
+        merged = {key: [sum(v) / len(v) for v in zip(*(c[key] for c in cells), strict=True)]
+                  for key in ("rho_target", "rho_drafter")}
+        if all("repetitions" in c for c in cells) and "repetitions" in next(iter(ratios.values())):
+            merged["repetitions"] = [sum(v) for v in zip(*(c["repetitions"] for c in cells), strict=True)]
+        if all("achieved_precision" in c for c in cells) and "achieved_precision" in next(iter(ratios.values())):
+            # null: a cell with no interval, worse than any precision
+            merged["achieved_precision"] = [None if None in v else max(v)
+                                            for v in zip(*(c["achieved_precision"] for c in cells), strict=True)]
+        ratios[width] = merged
+    out = cosched | {"ratios": ratios}
+    decodes = [f["decode"] for f in fresh if "decode" in f]
+    if decodes and len(decodes) == len(fresh):  # the target's ratio as each refresh's AS2D decodes met it
+        out["decode"] = {"realised": sum(d["realised"] for d in decodes) / len(decodes),
+                         "priced": sum(d["priced"] for d in decodes) / len(decodes),
+                         "forwards": sum(d["forwards"] for d in decodes)}
+    return out

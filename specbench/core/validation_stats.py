@@ -1,0 +1,227 @@
+"""The statistics of `specbench validate` over its records (docs/METHODS.md §7.9 Validation: does replay
+predict the device?): observations from paired decodes, their summary and verdict per configuration and metric,
+a block's probe drift, the forwards replay priced, and AS2D's speedup bias gathered for its decomposition.
+Pure: records and profiles in, records out (the blocks and their files are app/validate.py's)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from specbench.core import decomposition, fidelity
+from specbench.core.methods.configs import As2dConfig, MethodConfig, SpecAsrConfig, TargetConfig
+from specbench.core.stats import Interval
+from specbench.errors import SpecbenchError
+from specbench.schemas.profiles import DeviceProfile
+from specbench.schemas.traces import TraceFile
+from specbench.schemas.validation import (
+    DecodeRecord,
+    DecompositionRecord,
+    Metric,
+    ObservationRecord,
+    PairedRun,
+    ProbeRecord,
+    SummaryRecord,
+)
+from specbench.schemas.windows import Window
+
+TARGET = TargetConfig().label
+DEPTH_BINS = (0, 32, 64, 96, 128)
+"""KV depth bins of the op comparison."""
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A metric's verdict bounds (docs/METHODS.md §7.9 Validation: does replay predict the device?)."""
+
+    bias_pct: float
+    """The bias's 90% interval must lie within ±this (%)."""
+    error_pct: float
+    """The excess error's upper 95% bound must be below this (%)."""
+
+
+def fidelity_done(summary: SummaryRecord, halfwidth_pct: float) -> bool:
+    if summary.bias_low is None or summary.bias_high is None:
+        return False
+    return 50 * (summary.bias_high - summary.bias_low) <= halfwidth_pct
+
+
+def block_drift(probes: Sequence[ProbeRecord], threshold_pct: float, spreads: float) -> fidelity.Drift:
+    """The block's decisive window over every model (`fidelity.model_drift`): per model, its probes in the
+    block's probe jobs (around the refreshes) are the reference, each decode job's probes in order bracket
+    its windows; the window that moved most for its model's allowance."""
+    refresh: dict[str, list[float]] = {}
+    jobs: dict[str, dict[str, list[tuple[float, str]]]] = {}
+    for p in probes:
+        where = f"after {p.window_id}" if p.window_id is not None else p.where
+        for model, value in (("target", p.target_us), (f"drafter {p.drafter}", p.drafter_us)):
+            if value is None:
+                continue
+            if p.series.startswith("decode:"):
+                jobs.setdefault(model, {}).setdefault(p.series, []).append((value, where))
+            else:
+                refresh.setdefault(model, []).append(value)
+    worst = fidelity.Drift(0.0, threshold_pct, "none")
+    for model in sorted(set(refresh) | set(jobs)):
+        drift = fidelity.model_drift(refresh.get(model, []), jobs.get(model, {}), threshold_pct, spreads)
+        if drift.move_pct / drift.allowance_pct > worst.move_pct / worst.allowance_pct:
+            worst = replace(drift, where=f"{model} in {drift.where}")
+    return worst
+
+
+def observations(decodes: Sequence[DecodeRecord],
+                 replay: dict[tuple[str, str, str], tuple[int, float]]) -> list[ObservationRecord]:
+    """Per (device, configuration, window): speedup and throughput of replay, Na and Nb (pure).
+
+    `replay` maps (device, config, window_id) to the block's replayed (tokens, decode_s).
+    A native speedup divides a configuration's throughput by that of
+    the target-only decode in the slot before it (Na) or after it (Nb); target-only's own
+    throughput is the mean over its decodes in the run. Windows with a divergent decode are left out."""
+    out = []
+    index: dict[tuple, DecodeRecord] = {(d.device, d.block, d.group, d.window_id, d.run, d.slot): d for d in decodes}
+    keys = sorted({(d.device, d.block, d.window_id) for d in decodes})
+    for device, block, window_id in keys:
+        mine = [d for d in decodes if (d.device, d.block, d.window_id) == (device, block, window_id)]
+        if not all(d.lossless for d in mine):
+            continue
+        rep_t = replay.get((device, TARGET, window_id))
+        if rep_t is None:
+            continue
+        target_tokens = next(d.tokens for d in mine if d.config == TARGET)
+        native_target = {}
+        for run in PairedRun:
+            times = [d.decode_s for d in mine if d.config == TARGET and d.run == run]
+            native_target[run] = target_tokens / (sum(times) / len(times))
+        out.append(ObservationRecord(device, TARGET, Metric.THROUGHPUT, block, window_id, rep_t[0] / rep_t[1],
+                                     native_target[PairedRun.A], native_target[PairedRun.B]))
+        for d in (d for d in mine if d.config != TARGET and d.run == PairedRun.A):
+            rep = replay.get((device, d.config, window_id))
+            if rep is None:
+                continue
+            b = index[(device, block, d.group, window_id, PairedRun.B, d.slot)]
+            pa = index[(device, block, d.group, window_id, PairedRun.A, fidelity.partner_slot(d.slot))]
+            pb = index[(device, block, d.group, window_id, PairedRun.B, fidelity.partner_slot(d.slot))]
+            tps = (d.tokens / d.decode_s, b.tokens / b.decode_s)
+            out.append(ObservationRecord(device, d.config, Metric.THROUGHPUT, block, window_id, rep[0] / rep[1],
+                                         *tps))
+            out.append(ObservationRecord(device, d.config, Metric.SPEEDUP, block, window_id,
+                                         (rep[0] / rep[1]) / (rep_t[0] / rep_t[1]), tps[0] / (pa.tokens / pa.decode_s),
+                                         tps[1] / (pb.tokens / pb.decode_s)))
+    return out
+
+
+def summarize(obs: Sequence[ObservationRecord], bounds: dict[Metric, Bounds]) -> list[SummaryRecord]:
+    """Per (device, configuration, metric): the floor, replay's error, the excess error and the bias, with
+    their intervals over blocks, and the verdict against that metric's `bounds`."""
+    groups: dict[tuple[str, str, Metric], list[fidelity.Observation]] = {}
+    for o in obs:
+        groups.setdefault((o.device, o.config, o.metric), []).append(
+            fidelity.Observation(o.block, o.window_id, o.replay, o.native_a, o.native_b))
+    out = []
+    for (device, config, metric), mine in groups.items():
+        s = fidelity.fidelity_stats(mine)
+        bound = bounds[metric]
+        out.append(SummaryRecord(device, config, metric, s.blocks, s.observations, s.f0_pct, *_bounds(s.f0_interval),
+                                 s.f1_pct, *_bounds(s.f1_interval), s.excess_pct, s.excess_upper_pct, s.bias,
+                                 *_bounds(s.bias_interval), bound.bias_pct, bound.error_pct,
+                                 fidelity.verdict(s, bound.bias_pct, bound.error_pct)))
+    return out
+
+
+def op_timings(decodes: Sequence[DecodeRecord], profile: DeviceProfile, configs: Sequence[MethodConfig],
+               lookups: set[str]) -> list[fidelity.OpTiming]:
+    """Every forward of the serial decodes (AS2D's lanes overlap, so their forwards are not solo
+    costs) with the price the block's profile gives it."""
+    serial = {c.label: c for c in configs if not isinstance(c, As2dConfig)}
+    out = []
+    for d in decodes:
+        config = serial.get(d.config)
+        if config is None or not d.lossless:
+            continue
+        lookup = d.group in lookups
+        for op in d.ops:
+            if op["model"] == "target":
+                table, model = profile.target_costs, "target"
+            elif lookup or isinstance(config, SpecAsrConfig):
+                continue  # a lookup's op or a recycling ingest: other tables
+            else:
+                table, model = profile.drafter(d.group).costs, d.group
+            if op["width"] not in table.widths():
+                continue
+            out.append(fidelity.OpTiming(d.config, model, int(op["width"]), int(op["depth"]), float(op["us"]),
+                                         1e6 * table.cost(int(op["width"]), float(op["depth"]))))
+    return out
+
+
+
+@dataclass
+class Decomposing:
+    """One AS2D configuration's decomposed observations, gathered over the blocks."""
+
+    windows: list[decomposition.WindowReplays] = field(default_factory=list)
+    realised: list[decomposition.RealisedContention] = field(default_factory=list)
+    """Every decomposed native run's realised contention."""
+    left_out: int = 0
+    """Speedup observations whose native lanes could not be read back."""
+
+
+def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRecord],
+                    replay: dict[tuple[str, str, str], tuple[int, float]], profile: DeviceProfile,
+                    traces: dict[str, TraceFile], windows: dict[str, Window], configs: Sequence[As2dConfig],
+                    into: dict[tuple[str, str], Decomposing]) -> None:
+    """Each speedup observation of an AS2D configuration in one block (`decodes`, `replay`: the
+    block's): replay's speedup again under each native run's substitutions (core/decomposition.py).
+    A run whose lanes cannot be read back (no timestamps, publications not in batches) leaves its
+    observation out, counted."""
+    by_label = {c.label: c for c in configs}
+    index = {(d.group, d.window_id, d.run, d.slot): d for d in decodes}
+    for o in obs:
+        config = by_label.get(o.config)
+        if o.metric != Metric.SPEEDUP or config is None:
+            continue
+        gathered = into.setdefault((o.device, o.config), Decomposing())
+        trace, cap = traces[str(config.drafter)].windows[o.window_id], windows[o.window_id].cap
+        priced_s = replay[(o.device, o.config, o.window_id)][1]
+        try:
+            runs = []
+            for run in PairedRun:
+                d = next(d for d in decodes if (d.window_id, d.config, d.run) == (o.window_id, o.config, run))
+                if d.producer is None:
+                    raise SpecbenchError(f"{d.config} of window '{d.window_id}': no producer record")
+                partner = index[(d.group, d.window_id, run, fidelity.partner_slot(d.slot))]
+                native = decomposition.NativeLanes(d.ops, d.producer, partner.ops)
+                runs.append(decomposition.substituted_replays(trace, cap, profile, config, native))
+        except SpecbenchError:
+            gathered.left_out += 1
+            continue
+
+        # the priced speedup with another decode time: the target-only replay stays
+        contention = tuple(o.replay * priced_s / r.contention_s for r in runs)
+        publication = tuple(o.replay * priced_s / r.publication_s for r in runs)
+        gathered.windows.append(decomposition.WindowReplays(o.block, o.window_id, (o.native_a, o.native_b), o.replay,
+                                                            (contention[0], contention[1]),
+                                                            (publication[0], publication[1])))
+        gathered.realised += [r.realised for r in runs]
+
+
+def decomposition_records(gathered: dict[tuple[str, str], Decomposing]) -> list[DecompositionRecord]:
+    """Per device × AS2D configuration with an observation decomposed, one record per part."""
+    out = []
+    for (device, config), mine in sorted(gathered.items()):
+        if not mine.windows:
+            continue
+        overlap = sum(r.overlap_s for r in mine.realised)
+        rho = ((sum(r.priced_overlap_s for r in mine.realised) / overlap,
+                overlap / sum(r.overlap_solo_s for r in mine.realised)) if overlap > 0 else (None, None))
+        blocks = len({w.block for w in mine.windows})
+        for p in decomposition.decompose(mine.windows):
+            out.append(DecompositionRecord(
+                device, config, p.part.value, blocks, len(mine.windows), mine.left_out, p.factor,
+                *_bounds(p.interval), p.replay_bias, *_bounds(p.replay_interval),
+                *(rho if p.part is decomposition.Part.CONTENTION else (None, None))))
+    return out
+
+
+def _bounds(interval: Interval | None) -> tuple[float | None, float | None]:
+    return (None, None) if interval is None else (interval.low, interval.high)
+
