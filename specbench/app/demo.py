@@ -241,12 +241,13 @@ def timed(run: DemoRun, step: str, log: Log) -> Iterator[None]:
 
 def sweep_plan(configs: list[MethodConfig], placement, depths: tuple[int, ...] = DEPTHS,
                precision: float | None = None, max_repetitions: int = DEFAULT_MAX_REPETITIONS,
-               traced: dict[str, int] | None = None) -> SweepPlan:
+               traced: dict[str, int] | None = None, encoder: bool = True) -> SweepPlan:
     """Exactly the cells the configurations' replay prices (`study.check_costs` requires each): target
     widths 1..the largest any configuration uses; per drafter, its own configurations' drafter widths,
     widened to `traced` (`traced_drafter_widths`); the all-rows table only for SpecASR's drafters;
     co-scheduled widths 1..B + 1 per AS2D drafter; at `depths`, in one placement. Each cell takes
-    REPETITIONS forwards, or (with `precision`) as many as its median needs, up to `max_repetitions`."""
+    REPETITIONS forwards, or (with `precision`) as many as its median needs, up to `max_repetitions`.
+    `encoder`: time each Whisper model's encoder too (`audio_prefill_s`, which no replay prices)."""
     target_max = max(needed_widths(c)[0] for c in configs)
     drafter_max: dict[str, int] = dict(traced or {})
     as2d_max: dict[str, int] = {}
@@ -261,7 +262,8 @@ def sweep_plan(configs: list[MethodConfig], placement, depths: tuple[int, ...] =
                      depths, placement, REPETITIONS, cosched_widths={name: tuple(range(1, w + 1))
                                                                      for name, w in as2d_max.items()},
                      all_rows=specasr, precision=precision, max_repetitions=max_repetitions,
-                     drafter_widths_of={name: tuple(range(1, w + 1)) for name, w in drafter_max.items()})
+                     drafter_widths_of={name: tuple(range(1, w + 1)) for name, w in drafter_max.items()},
+                     encoder=encoder)
 
 
 def traced_drafter_widths(traces_dir: Path, windows: Sequence[Window],
@@ -317,8 +319,9 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
         traced = traced_drafter_widths(traces_dir, windows, configs)
         for name, profile_path in zip(placements, profile_paths, strict=True):  # one profile per placement
             # --quick is a smoke run: a fixed REPETITIONS per cell, not the precision's up to MAX_REPETITIONS
+            # no encoder timings: every figure the demo shows is on the decode clock, which excludes the encoder
             plan = sweep_plan(configs, resolve_on(device, name), suite.depths, precision=None if quick else PRECISION,
-                              max_repetitions=MAX_REPETITIONS, traced=traced)
+                              max_repetitions=MAX_REPETITIONS, traced=traced, encoder=False)
             with progress(f"profiling this host ({name})", plan.forwards(drafters)) as advance:
                 profiled = profile_device(device, target, drafters, plan, advance)
             profile_path.parent.mkdir(parents=True, exist_ok=True)
