@@ -28,7 +28,7 @@ from importlib import resources
 from pathlib import Path
 
 from specbench.app.device_runs import report_outcome
-from specbench.app.study import load_inputs, needed_widths, run_replay, select_and_save_budget
+from specbench.app.study import Inputs, load_inputs, needed_widths, run_replay, select_and_save_budget
 from specbench.core.methods.base import Model
 from specbench.core.methods.configs import (
     As2dConfig,
@@ -333,7 +333,7 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
             write_profile(profile_path, profiled)
             run.measured[name] = measured(profiled.profile)
             log(f"profile ({name}): {run.measured[name]}")
-    inputs = {}
+    inputs: dict[str, Inputs] = {}
     with timed(run, "replay", log):
         for name, profile_path in profile_paths.items():  # each placement's profile prices its own traces
             inputs[name] = load_inputs(windows_path, traces_dir(run.out, name), [profile_path], None)
