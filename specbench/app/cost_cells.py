@@ -33,13 +33,15 @@ def needed_widths(config: MethodConfig, lookup: bool = False) -> tuple[int, int]
 
 def sweep_plan(configs: Sequence[MethodConfig], placement: Placement, depths: tuple[int, ...],
                precision: float | None = None, max_repetitions: int = DEFAULT_MAX_REPETITIONS,
-               traced: dict[str, int] | None = None, repetitions: int = MIN_REPETITIONS) -> SweepPlan:
+               traced: dict[str, int] | None = None, repetitions: int = MIN_REPETITIONS,
+               encoder: bool = True) -> SweepPlan:
     """Exactly the cells the configurations' replay prices (`study.check_costs` requires each): target
     widths 1..the largest any configuration uses; per drafter, its own configurations' drafter widths,
     widened to `traced` (`traced_drafter_widths`); the all-rows table only for SpecASR's drafters;
     co-scheduled widths 1..B + 1 per AS2D drafter; at `depths`, in one placement. Each cell takes
     `repetitions` forwards, or (with `precision`) as many as its median needs (at least `repetitions`), up to
-    `max_repetitions`."""
+    `max_repetitions`. `encoder`: time each Whisper model's encoder too (`audio_prefill_s`, which no replay
+    prices)."""
     target_max = max(needed_widths(c)[0] for c in configs)
     drafter_max: dict[str, int] = dict(traced or {})
     as2d_max: dict[str, int] = {}
@@ -54,7 +56,8 @@ def sweep_plan(configs: Sequence[MethodConfig], placement: Placement, depths: tu
                      depths, placement, repetitions, cosched_widths={name: tuple(range(1, w + 1))
                                                                      for name, w in as2d_max.items()},
                      all_rows=specasr, precision=precision, max_repetitions=max_repetitions,
-                     drafter_widths_of={name: tuple(range(1, w + 1)) for name, w in drafter_max.items()})
+                     drafter_widths_of={name: tuple(range(1, w + 1)) for name, w in drafter_max.items()},
+                     encoder=encoder)
 
 
 def traced_drafter_widths(traces_dir: Path, windows: Sequence[Window],

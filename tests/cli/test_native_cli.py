@@ -404,14 +404,19 @@ def test_demo_quick_on_the_real_demo_models(tmp_path, runner):
     assert f"{tmp_path / 'demo' / 'report.md'}" in "".join(result.stdout.split())
     report = (tmp_path / "demo" / "report.md").read_text()
     assert "Pooled decode throughput" in report and "Replay fidelity" in report
-    for sub in ("windows.jsonl", "device_profiles/local-split.yaml", "traces/smollm2.jsonl", "report.md"):
+    for sub in ("windows.jsonl", "device_profiles/local-split.yaml", "traces/split/smollm2.jsonl", "report.md"):
         assert (tmp_path / "demo" / sub).exists(), sub
     assert not (tmp_path / "demo" / "device_profiles" / "local-shared.yaml").exists()  # --placement split only
     # Gemma's GGUF stores no chat template: the demo names Gemma's own turn format for it
-    traces = load_trace_dir(tmp_path / "demo" / "traces")
+    traces = load_trace_dir(tmp_path / "demo" / "traces" / "split")
     assert traces["gemma3"].templates == {"target": "model", "drafter": "gemma"}
     assert traces["smollm2"].templates == {"target": "model", "drafter": "model"}
-    _, replay = load_results(tmp_path / "demo" / "results" / "replay")
+    # traced with the placement's lane threads (split: 1 a lane), as its native run decodes
+    for trace in traces.values():
+        assert trace.environment is not None
+        assert {m.role: m.threads for m in trace.environment.models} == {"target": 1, "drafter": 1}
+    assert not (tmp_path / "demo" / "traces" / "shared").exists()
+    _, replay = load_results(tmp_path / "demo" / "results" / "replay-split")
     # --quick: one configuration per method and drafter, replayed and native
     assert set(replay["config"]) == {"target", "sd[W=5,drafter=smollm2]", "specasr[k_max=8,tau=0.5,drafter=smollm2]",
                                      "as2d[B=3,drafter=smollm2]", "sd[W=5,drafter=gemma3]", "as2d[B=3,drafter=gemma3]"}

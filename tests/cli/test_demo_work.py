@@ -1,0 +1,56 @@
+"""What the demo asks the runner to do: its profiles leave the Whisper encoders untimed (no figure it shows reads
+them), the overheads' Whisper decodes encode each window once per model, and each placement is traced with its own
+lanes' threads, in a folder of its own that its replay, budget and native run read. No timing is asserted."""
+
+from __future__ import annotations
+
+from specbench.app.cost_cells import sweep_plan
+from specbench.app.demo import SPEECH_SUITE, trace_threads, traces_dir
+from specbench.core.methods.configs import parse_method_specs
+from specbench.schemas.placement import resolve
+from specbench.world.devices.local import LocalDevice
+from specbench.world.model_files import ModelFile
+from specbench.world.overheads import overheads_job
+from specbench.world.profiling import sweep_job
+
+
+def test_the_demos_profiles_leave_the_encoders_untimed_and_a_plain_profile_times_them(tmp_path):
+    for name in ("base.bin", "tiny.bin"):
+        (tmp_path / name).write_bytes(b"")
+    target, drafter = ModelFile("base", tmp_path / "base.bin"), ModelFile("tiny.en", tmp_path / "tiny.bin")
+    configs = parse_method_specs(list(SPEECH_SUITE.methods))
+    placement = resolve("split", [0, 1])
+    device = LocalDevice()
+    demo = sweep_plan(configs, placement, SPEECH_SUITE.depths, encoder=False)
+    plain = sweep_plan(configs, placement, SPEECH_SUITE.depths)
+    assert sweep_job(device, target, drafter, demo)["encoder"] is False
+    assert sweep_job(device, target, drafter, demo, [])["encoder"] is False
+    assert "encoder" not in sweep_job(device, target, drafter, plain)  # the runner's default: timed
+    assert "encoder" not in sweep_job(device, target, drafter, plain, [])
+    assert sweep_job(device, target, drafter, plain, [], "all")["encoder"] is False  # timed once per drafter
+    # the same cells either way
+    assert (demo.widths, demo.drafter_widths_of, demo.cosched_widths, demo.all_rows) == \
+        (plain.widths, plain.drafter_widths_of, plain.cosched_widths, plain.all_rows)
+
+
+def test_the_overheads_whisper_decodes_encode_each_window_once_per_model():
+    audio = overheads_job({"path": "base.bin"}, {"path": "tiny.bin"}, "noise.f32").to_dict()
+    assert audio["reuse_audio_prefill"] is True
+    assert len(audio["windows"]) == 3 and audio["runs"] == 2 and audio["alternate"] is True
+    assert all(w["audio"]["path"] == "noise.f32" for w in audio["windows"])
+    tokens = overheads_job({"path": "t.gguf"}, {"path": "d.gguf"}).to_dict()
+    assert "reuse_audio_prefill" not in tokens and all("prompt" in w for w in tokens["windows"])
+
+
+def test_each_placement_is_traced_with_its_lanes_threads_in_its_own_folder(tmp_path):
+    split, shared = resolve("split", [0, 1]), resolve("shared", [0, 1])
+    assert trace_threads(split) == 1 and trace_threads(shared) == 2
+    assert traces_dir(tmp_path, "split") != traces_dir(tmp_path, "shared")
+    assert traces_dir(tmp_path, "split").parent == tmp_path / "traces"
+
+
+def test_the_speech_demo_runs_natively_only_what_its_tiny_en_job_decodes():
+    native = set(SPEECH_SUITE.native)
+    assert native == {"target", "sd[W=5,drafter=tiny.en]", "as2d[B=3,drafter=tiny.en]"}
+    replayed = {c.label for c in parse_method_specs(list(SPEECH_SUITE.methods))}
+    assert {"sd[W=5,drafter=base-q8_0]", "as2d[B=3,drafter=base-q8_0]"} <= replayed - native
