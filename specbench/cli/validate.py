@@ -7,9 +7,13 @@ from pathlib import Path
 
 import click
 
-from specbench.app.options import DEFAULT_MAX_REPETITIONS, MAX_PRECISION_REPETITIONS
+from specbench.app.options import MAX_PRECISION_REPETITIONS
+from specbench.app.validation_request import ValidationRequest
 from specbench.cli.common import TEMPLATE_HELP, existing_dir, existing_file, method_options
 from specbench.cli.devices import phone_options, phone_settings
+
+REQUEST = ValidationRequest
+"""Where the options' defaults live: the request's field defaults, written once."""
 
 
 def _percent(ctx, param, value: float) -> float:
@@ -35,50 +39,53 @@ def _finite(ctx, param, value: float) -> float:
               help="A drafter as traced: NAME=PATH, or pld (prompt lookup). Repeatable.")
 @method_options
 @click.option("--template", "template_specs", multiple=True, metavar="NAME=TEMPLATE", help=TEMPLATE_HELP)
-@click.option("--device", default="local", show_default=True, help="local (this host) or one phone serial.")
+@click.option("--device", default=REQUEST.device, show_default=True, help="local (this host) or one phone serial.")
 @click.option("--placement", "placement_specs", multiple=True, metavar="split|shared|SPEC",
               help="Where each lane runs (see `specbench profile --help`). Repeatable: blocks alternate between "
                    "placements. Default: shared.")
-@click.option("--depths", default="0,64,128", show_default=True, help="KV depths the profile measures.")
-@click.option("--block-windows", type=click.IntRange(1), default=6, show_default=True,
+@click.option("--depths", default=REQUEST.depths, show_default=True, help="KV depths the profile measures.")
+@click.option("--block-windows", type=click.IntRange(1), default=REQUEST.block_windows, show_default=True,
               help="Windows per block; blocks cycle through the window shards.")
-@click.option("--min-blocks", type=click.IntRange(1), default=2, show_default=True,
+@click.option("--min-blocks", type=click.IntRange(1), default=REQUEST.min_blocks, show_default=True,
               help="Blocks per placement before the stopping rule is asked (at least one per shard).")
-@click.option("--max-blocks", type=click.IntRange(1), default=8, show_default=True,
+@click.option("--max-blocks", type=click.IntRange(1), default=REQUEST.max_blocks, show_default=True,
               help="The block budget per placement.")
-@click.option("--halfwidth", "halfwidth_pct", type=float, default=1.0, show_default=True, callback=_percent,
+@click.option("--halfwidth", "halfwidth_pct", type=float, default=REQUEST.halfwidth_pct,
+              show_default=True, callback=_percent,
               help="Stop when every bias interval's half-width is within this (%).")
-@click.option("--probe-threshold", "probe_threshold_pct", type=float, default=5.0, show_default=True,
-              callback=_percent,
+@click.option("--probe-threshold", "probe_threshold_pct", type=float, default=REQUEST.probe_threshold_pct,
+              show_default=True, callback=_percent,
               help="The least move that voids a block: a window whose probes (before and after it) both moved "
                    "from their model's probes around the block's refreshes, the same way, by more than this (%) "
                    "and more than --probe-spreads times the scatter of the model's probes voids it.")
-@click.option("--probe-spreads", type=click.FloatRange(0), default=3.0, show_default=True, callback=_finite,
+@click.option("--probe-spreads", type=click.FloatRange(0), default=REQUEST.probe_spreads,
+              show_default=True, callback=_finite,
               help="How many times the scatter of a model's probes in the block (a robust standard deviation "
                    "of each probe from its own job's median) a window's probes may move before the block is "
                    "voided; 0: --probe-threshold alone.")
-@click.option("--max-voids", type=click.IntRange(0), default=2, show_default=True,
+@click.option("--max-voids", type=click.IntRange(0), default=REQUEST.max_voids, show_default=True,
               help="Redos of a voided block; the last attempt is kept and flagged.")
-@click.option("--cooldown", "cooldown_s", type=click.FloatRange(0), default=30.0, show_default=True,
+@click.option("--cooldown", "cooldown_s", type=click.FloatRange(0), default=REQUEST.cooldown_s, show_default=True,
               help="Seconds to wait before redoing a voided block (phones then also wait for their thermal "
                    "zones to come back within 3 °C of the block's start).")
-@click.option("--repetitions", type=click.IntRange(5), default=5, show_default=True,
+@click.option("--repetitions", type=click.IntRange(5), default=REQUEST.repetitions, show_default=True,
               help="Timed forwards per profile cell, in the full profile and in each refresh.")
 @click.option("--precision", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
               help="Profile cells to this precision as `profile --precision` does (--repetitions the minimum); "
                    "default: a fixed --repetitions per cell.")
 @click.option("--max-repetitions", type=click.IntRange(5, MAX_PRECISION_REPETITIONS),
-              default=DEFAULT_MAX_REPETITIONS, show_default=True,
+              default=REQUEST.max_repetitions, show_default=True,
               help="With --precision: most timed forwards a cell takes.")
-@click.option("--probe-repetitions", type=click.IntRange(3), default=5, show_default=True,
+@click.option("--probe-repetitions", type=click.IntRange(3), default=REQUEST.probe_repetitions, show_default=True,
               help="Width-1 forwards per model in one probe (its median).")
-@click.option("--speedup-bound", type=float, default=3.0, show_default=True, callback=_percent,
+@click.option("--speedup-bound", type=float, default=REQUEST.speedup_bound_pct, show_default=True, callback=_percent,
               help="Speedup verdict: the bias's 90% interval must lie within ±this (%).")
-@click.option("--throughput-bound", type=float, default=5.0, show_default=True, callback=_percent,
+@click.option("--throughput-bound", type=float, default=REQUEST.throughput_bound_pct,
+              show_default=True, callback=_percent,
               help="Throughput verdict: the bias's 90% interval must lie within ±this (%).")
-@click.option("--error-bound", type=float, default=5.0, show_default=True, callback=_percent,
+@click.option("--error-bound", type=float, default=REQUEST.error_bound_pct, show_default=True, callback=_percent,
               help="Both verdicts: the excess error's upper 95% bound must be below this (%).")
-@click.option("--seed", type=int, default=1, show_default=True, help="Seed of the blocks' random orders.")
+@click.option("--seed", type=int, default=REQUEST.seed, show_default=True, help="Seed of the blocks' random orders.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Validation directory (default: results/validate-<device>).")
 @click.option("--resume", is_flag=True, help="Continue an interrupted validation in --out (finished blocks are kept).")
@@ -117,7 +124,6 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
     """
     from rich.console import Console
 
-    from specbench.app.validation_request import ValidationRequest
     from specbench.app.validation_request import validate as validate_request
     from specbench.render.tables import print_rich
 
