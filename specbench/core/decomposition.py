@@ -37,7 +37,7 @@ import numpy as np
 
 from specbench.core.fidelity import BIAS_LEVEL, RESAMPLES, SEED, block_resamples
 from specbench.core.methods.configs import As2dConfig
-from specbench.core.pricing import CoSchedule, CostTable, DecodeContention
+from specbench.core.pricing import CLASS_FORWARDS, CoSchedule, CostTable, DecodeContention
 from specbench.core.replay.reference import ProducerLane, ProducerTimeline, priced_lane, simulate_as2d
 from specbench.core.stats import Interval
 from specbench.errors import SpecbenchError
@@ -147,25 +147,34 @@ def realised_contention(native: NativeLanes, costs: CostTable, cosched: CoSchedu
 def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: CoSchedule) -> DecodeContention | None:
     """The target's ratio as native AS2D decodes met it, pooled over every run's target forwards that ran
     wholly inside the producer's span (their time over their solo work, the profile's price times the
-    target-only decodes' speed), against the ratio `cosched` prices for the same forwards (docs/METHODS.md
+    target-only decodes' speed), and per width class (single-token steps, verifications) where the class
+    had CLASS_FORWARDS of them, against the ratio `cosched` prices for the same forwards (docs/METHODS.md
     §4.3 Co-scheduling ratios, "As a decode meets it"). A forward half beside the producer is left out: its
     solo part, slowed by anything else, would be charged to the overlap (`realised_contention` subtracts
     it), which a short decode on a loaded device can drive towards a zero denominator. None when no
     forward ran wholly beside the producer, or when the ratio is no slowdown a profile may hold."""
-    spent = solo = priced = 0.0
-    forwards = 0
+    sums = {True: [0.0, 0.0, 0], False: [0.0, 0.0, 0]}  # single-token? -> [time, solo work, forwards]
+    priced = 0.0
     for run in runs:
         k = solo_factor(run.solo_ops, costs)
         for width, depth, us, overlap in _beside_producer(run):
             if overlap < us:
                 continue
-            spent += us
-            solo += k * 1e6 * costs.cost(width, depth)
+            acc = sums[width == 1]
+            acc[0] += us
+            acc[1] += k * 1e6 * costs.cost(width, depth)
+            acc[2] += 1
             priced += us * cosched.ratios(width, depth)[0]
-            forwards += 1
+    spent, solo, forwards = (sum(acc[i] for acc in sums.values()) for i in range(3))
     if spent <= 0 or solo <= 0 or not 0 < spent / solo <= MAX_RHO:
         return None
-    return DecodeContention(spent / solo, priced / spent, forwards)
+
+    def by_class(single: bool) -> tuple[float | None, int]:
+        time, work, n = sums[single]
+        ok = n >= CLASS_FORWARDS and work > 0 and 0 < time / work <= MAX_RHO
+        return (time / work if ok else None), int(n)
+
+    return DecodeContention(spent / solo, priced / spent, int(forwards), *by_class(True), *by_class(False))
 
 
 def with_target_ratios(cosched: CoSchedule, rho_target: Mapping[int, float], producer_ones: bool) -> CoSchedule:

@@ -118,6 +118,10 @@ def interp_rows(matrix: np.ndarray, grid: np.ndarray, rows: np.ndarray, x: np.nd
     return np.maximum(out, 0.0) if linear else out
 
 
+CLASS_FORWARDS = 8
+"""Forwards a width class (single-token steps, verifications) needs for its own ratio."""
+
+
 @dataclass(frozen=True)
 class DecodeContention:
     """The target's co-scheduling ratio as a short native AS2D decode met it, against the cells' price
@@ -130,6 +134,19 @@ class DecodeContention:
     """The cells' ratio for the same forwards, weighted by their time: what the cells would have priced."""
     forwards: int
     """Target forwards behind both."""
+    single: float | None = None
+    """The ratio the single-token forwards (width 1) realised alone (None: fewer than CLASS_FORWARDS of them)."""
+    single_forwards: int = 0
+    verify: float | None = None
+    """The ratio the verifications (width 2 and more) realised, pooled (None: fewer than CLASS_FORWARDS)."""
+    verify_forwards: int = 0
+
+    def target(self, width: int) -> float:
+        """The target's ratio priced at `width`: its class's, else the pooled one. A single-token step slows
+        more beside the producer than a verification does (on this project's host, Gemma 3 as the producer:
+        about 2.6 against 2.0 in `shared`), and which of them dominates a decode depends on its drafts."""
+        by_class = self.single if width == 1 else self.verify
+        return self.realised if by_class is None else by_class
 
 
 @dataclass(frozen=True)
@@ -155,11 +172,11 @@ class CoSchedule:
     precision: float | None = None
     """The relative half-width the cells were measured to (None: a fixed count of repetitions)."""
     decode: DecodeContention | None = None
-    """The target's ratio as a native AS2D decode met it, priced at every width and depth in place of the
-    cells' `rho_target` (None: not measured; the cells are priced)."""
+    """The target's ratio as a native AS2D decode met it, per width class (`DecodeContention.target`), priced
+    at every depth in place of the cells' `rho_target` (None: not measured; the cells are priced)."""
 
-    def _target(self, values: np.ndarray) -> np.ndarray:
-        return values if self.decode is None else np.full(len(self.depths), self.decode.realised)
+    def _target(self, width: int, values: np.ndarray) -> np.ndarray:
+        return values if self.decode is None else np.full(len(self.depths), self.decode.target(width))
 
     def _fill(self, measured: Mapping[int, np.ndarray]) -> np.ndarray:
         values = np.stack(list(measured.values()))
@@ -170,8 +187,8 @@ class CoSchedule:
     def row(self, width: int) -> tuple[np.ndarray, np.ndarray, bool]:
         """(rho_target, rho_drafter, filled) as priced at each measured depth for one target width."""
         if width in self.rho_target and width in self.rho_drafter:
-            return self._target(self.rho_target[width]), self.rho_drafter[width], False
-        return self._target(self._fill(self.rho_target)), self._fill(self.rho_drafter), True
+            return self._target(width, self.rho_target[width]), self.rho_drafter[width], False
+        return self._target(width, self._fill(self.rho_target)), self._fill(self.rho_drafter), True
 
     def ratios(self, width: int, depth: float) -> tuple[float, float, bool]:
         """(rho_target, rho_drafter, extrapolated) for one target width at one KV depth."""

@@ -70,4 +70,9 @@ def mean_ratios(cosched: dict, fresh: Sequence[dict]) -> dict:
         out["decode"] = {"realised": sum(d["realised"] for d in decodes) / len(decodes),
                          "priced": sum(d["priced"] for d in decodes) / len(decodes),
                          "forwards": sum(d["forwards"] for d in decodes)}
+        for name in ("single", "verify"):  # a width class one refresh lacks is priced at the pooled ratio
+            parts = [d[name] for d in decodes if name in d]
+            if len(parts) == len(decodes):
+                out["decode"][name] = {"realised": sum(p["realised"] for p in parts) / len(parts),
+                                       "forwards": sum(p["forwards"] for p in parts)}
     return out

@@ -17,7 +17,8 @@ YAML layout (`kind: specbench.profile`, `schema_version: 5`), one `DeviceProfile
          cosched: {depths: [...], precision?,   # measured widths; precision: what the cells were measured to
                    ratios: {width: {rho_target: [..], rho_drafter: [..], repetitions?: [..],
                                     achieved_precision?: [..]}},   # per depth
-                   decode?: {realised, priced, forwards}}}   # the target's ratio a native AS2D decode met
+                   decode?: {realised, priced, forwards,   # the target's ratio a native AS2D decode met
+                             single?: {realised, forwards}, verify?: {realised, forwards}}}}   # per width class
     overheads: {producer_startup_s, publish_s, align_s}
     notes: how it was measured (free text, optional)
     warnings: [{model, table, width, depth, median_s, spread_pct, samples, precision?, achieved_precision?,
@@ -50,6 +51,7 @@ import numpy as np
 
 from specbench.core.cosched import RHO_SLACK
 from specbench.core.pricing import (
+    CLASS_FORWARDS,
     DEPTH_FITS,
     RATIO_FITS,
     CoSchedule,
@@ -89,9 +91,12 @@ KIND = "specbench.profile"
 #     `repetitions` and `achieved_precision` per depth; a warning may carry `ratio`, `ratio_low` and
 #     `ratio_high` (a ratio below 1 beyond its interval after a re-measurement of its cell).
 # 5 = `cosched.decode` (optional): the target's co-scheduling ratio a short native AS2D decode realised,
-#     priced in place of the cells' `rho_target`, and the one the cells price for the same forwards.
+#     priced in place of the cells' `rho_target`, and the one the cells price for the same forwards;
+#     optionally per width class (`single`: width 1, `verify`: wider), each priced for its widths.
 VERSION = 5
 VERSIONS = (VERSION,)
+DECODE_CLASSES = ("single", "verify")
+"""`cosched.decode`'s width classes: single-token forwards, and verifications (width 2 and more)."""
 
 
 @dataclass(frozen=True)
@@ -525,22 +530,38 @@ def _cosched(doc: dict, where: Where) -> CoSchedule:
 
 
 def _decode_contention(doc: dict, where: Where) -> DecodeContention | None:
-    """`decode: {realised, priced, forwards}`, or None."""
+    """`decode: {realised, priced, forwards, single?: {realised, forwards}, verify?: {realised, forwards}}`,
+    or None."""
     entry = need(doc, "decode", dict, where, None)
     if entry is None:
         return None
     d_where = where.at("decode")
-    reject_unknown(entry, {"realised", "priced", "forwards"}, d_where)
-    ratios = []
-    for key in ("realised", "priced"):
-        value = need(entry, key, float, d_where)
-        if not 0 < value <= MAX_RHO:
-            raise d_where.at(key).fail(f"a ratio in (0, {MAX_RHO:g}]", value)
-        ratios.append(float(value))
-    forwards = need(entry, "forwards", int, d_where)
-    if forwards < 1:
-        raise d_where.at("forwards").fail("a count >= 1", forwards)
-    return DecodeContention(ratios[0], ratios[1], int(forwards))
+    reject_unknown(entry, {"realised", "priced", "forwards", *DECODE_CLASSES}, d_where)
+    ratios = [_decode_ratio(entry, key, d_where) for key in ("realised", "priced")]
+    classes: list = []
+    for name in DECODE_CLASSES:
+        part = need(entry, name, dict, d_where, None)
+        if part is None:
+            classes += [None, 0]
+            continue
+        reject_unknown(part, {"realised", "forwards"}, d_where.at(name))
+        classes += [_decode_ratio(part, "realised", d_where.at(name)),
+                    _decode_forwards(part, d_where.at(name), CLASS_FORWARDS)]
+    return DecodeContention(ratios[0], ratios[1], _decode_forwards(entry, d_where, 1), *classes)
+
+
+def _decode_ratio(entry: dict, key: str, where: Where) -> float:
+    value = need(entry, key, float, where)
+    if not 0 < value <= MAX_RHO:
+        raise where.at(key).fail(f"a ratio in (0, {MAX_RHO:g}]", value)
+    return float(value)
+
+
+def _decode_forwards(entry: dict, where: Where, least: int) -> int:
+    forwards = need(entry, "forwards", int, where)
+    if forwards < least:
+        raise where.at("forwards").fail(f"a count >= {least}", forwards)
+    return int(forwards)
 
 
 RHO_SPREADS = 2.0
@@ -716,8 +737,13 @@ def _cosched_doc(cosched: CoSchedule) -> dict:
     if cosched.precision is not None:
         doc["precision"] = float(cosched.precision)
     if cosched.decode is not None:
-        doc["decode"] = {"realised": float(cosched.decode.realised), "priced": float(cosched.decode.priced),
-                         "forwards": int(cosched.decode.forwards)}
+        decode = cosched.decode
+        doc["decode"] = {"realised": float(decode.realised), "priced": float(decode.priced),
+                         "forwards": int(decode.forwards)}
+        for name, ratio, forwards in (("single", decode.single, decode.single_forwards),
+                                      ("verify", decode.verify, decode.verify_forwards)):
+            if ratio is not None:
+                doc["decode"][name] = {"realised": float(ratio), "forwards": int(forwards)}
     return doc
 
 

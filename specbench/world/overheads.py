@@ -28,10 +28,13 @@ from specbench.core.decomposition import NativeLanes
 from specbench.errors import SpecbenchError
 from specbench.world.devices.base import Device
 from specbench.world.dirs import cache_dir
-from specbench.world.jobs import DecodeJob
+from specbench.world.jobs import DecodeJob, TokenizeJob
 
-PROMPT = list(range(100, 132))
-"""32 token ids valid in any real vocabulary: what the models say does not matter here."""
+PROMPT_TEXT = ("The old lighthouse keeper climbed the spiral stairs every evening at dusk, counting the steps as his "
+               "father had taught him, and when he reached the lamp room he would look out across the harbour")
+"""The window both models continue, each in its own tokens: plain prose, so that the producer drafts the whole
+decode as it would on a request (a prompt of arbitrary token ids sent Gemma 3 to its end of sequence after 8
+steps, leaving the target's ratio to a handful of forwards)."""
 CAP = 48
 RUNS = 3
 """Windows, each decoded twice by each method (target, AS2D, AS2D, target)."""
@@ -56,16 +59,29 @@ def overheads_audio() -> Path:
     return path
 
 
-def overheads_job(target: dict, drafter: dict, audio: str | None = None, budget: int = BUDGET,
-                  windows: int = RUNS) -> DecodeJob:
+def prompt_tokens(device: Device, model: dict) -> list[int]:
+    """PROMPT_TEXT in the tokens of `model` (the runner's model object), with its special tokens."""
+    job = TokenizeJob({"path": model["path"]}, [PROMPT_TEXT], False)
+    tokens = [r["tokens"] for r in device.run_job(job.to_dict()).results if r.get("kind") == "tokens"]
+    if len(tokens) != 1 or not tokens[0]:
+        raise SpecbenchError(f"the runner returned no tokens for the overheads prompt of {model['path']}")
+    return [int(t) for t in tokens[0]]
+
+
+def overheads_job(target: dict, drafter: dict, prompts: tuple[list[int], list[int]] | None = None,
+                  audio: str | None = None, budget: int = BUDGET, windows: int = RUNS) -> DecodeJob:
     """`target`/`drafter`: the runner's model objects, with their lanes (the profile's placement);
+    `prompts`: PROMPT_TEXT in the target's and in the drafter's tokens (`prompt_tokens`), for text models;
     `audio`: the device path of overheads_audio() for models that hear audio (Whisper, each window encoded
     once per model for all its decodes), else None;
     `budget`: the AS2D decodes' B (their target forwards are up to B + 1 wide); `windows`: copies of the
     window, each decoded twice by each method."""
-    window = {"prompt": PROMPT, "drafter_prompt": PROMPT, "cap": CAP}
     if audio is not None:
         window = {"audio": {"path": audio, "format": "f32"}, "prompt_text": "", "cap": CAP}
+    elif prompts is not None:
+        window = {"prompt": prompts[0], "drafter_prompt": prompts[1], "cap": CAP}
+    else:
+        raise ValueError("overheads_job needs the prompts of text models or the audio of Whisper models")
     # a Whisper model encodes a window once for its four decodes: the decode clock excludes the encoder, and
     # the profile's forwards run without one between them too
     return DecodeJob(target, [{"name": "target"}, {"name": "as2d", "budget": budget, "batch": 8}],
@@ -128,10 +144,11 @@ def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
     `hears_audio`: the models are Whisper's (an audio window of seeded noise instead of a token prompt);
     `windows`: copies of the window (RUNS; a smoke run's profile takes 1)."""
     audio = device.model_path(overheads_audio()) if hears_audio else None
+    prompts = None if hears_audio else (prompt_tokens(device, target), prompt_tokens(device, drafter))
     budget = max(1, min(BUDGET, widest - 1))
-    out = device.run_job(overheads_job(target, drafter, audio, budget, windows).to_dict())
+    out = device.run_job(overheads_job(target, drafter, prompts, audio, budget, windows).to_dict())
     window = (f"{AUDIO_SECONDS} s noise window (cap {CAP}, encoded once per model)" if hears_audio
-              else f"{CAP}-token window")
+              else f"{CAP}-token window continuing a fixed passage of prose")
     return OverheadsRun(overheads_from_results(out.results),
                         f"overheads: native as2d[B={budget}], {2 * windows} runs of {windows} copies of a {window} "
                         "alternating with target-only runs, medians", decode_lanes(out.results))

@@ -34,12 +34,13 @@ def test_the_demos_profiles_leave_the_encoders_untimed_and_a_plain_profile_times
 
 
 def test_the_overheads_whisper_decodes_encode_each_window_once_per_model():
-    audio = overheads_job({"path": "base.bin"}, {"path": "tiny.bin"}, "noise.f32").to_dict()
+    audio = overheads_job({"path": "base.bin"}, {"path": "tiny.bin"}, audio="noise.f32").to_dict()
     assert audio["reuse_audio_prefill"] is True
     assert len(audio["windows"]) == 3 and audio["runs"] == 2 and audio["alternate"] is True
     assert all(w["audio"]["path"] == "noise.f32" for w in audio["windows"])
-    tokens = overheads_job({"path": "t.gguf"}, {"path": "d.gguf"}).to_dict()
-    assert "reuse_audio_prefill" not in tokens and all("prompt" in w for w in tokens["windows"])
+    tokens = overheads_job({"path": "t.gguf"}, {"path": "d.gguf"}, ([1, 2, 3], [4, 5])).to_dict()
+    assert "reuse_audio_prefill" not in tokens
+    assert all(w["prompt"] == [1, 2, 3] and w["drafter_prompt"] == [4, 5] for w in tokens["windows"])
 
 
 def test_each_placement_is_traced_with_its_lanes_threads_in_its_own_folder(tmp_path):

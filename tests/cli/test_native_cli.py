@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from specbench.app.report import load_many
 from specbench.cli import main
 from specbench.core import metrics
+from specbench.core.pricing import CLASS_FORWARDS
 from specbench.errors import SpecbenchError
 from specbench.schemas.placement import resolve
 from specbench.schemas.profiles import load_profile
@@ -407,6 +408,11 @@ def test_demo_quick_on_the_real_demo_models(tmp_path, runner):
     for sub in ("windows.jsonl", "device_profiles/local-split.yaml", "traces/split/smollm2.jsonl", "report.md"):
         assert (tmp_path / "demo" / sub).exists(), sub
     assert not (tmp_path / "demo" / "device_profiles" / "local-shared.yaml").exists()  # --placement split only
+    # each producer drafts its whole overheads decode (a prompt of arbitrary token ids sent Gemma to its end of
+    # sequence after 8 steps), so the target's single-token steps beside it give their own ratio
+    profile = load_profile(tmp_path / "demo" / "device_profiles" / "local-split.yaml")
+    for drafter in profile.drafters.values():
+        assert drafter.cosched.decode.single_forwards >= CLASS_FORWARDS, drafter.name
     # Gemma's GGUF stores no chat template: the demo names Gemma's own turn format for it
     traces = load_trace_dir(tmp_path / "demo" / "traces" / "split")
     assert traces["gemma3"].templates == {"target": "model", "drafter": "gemma"}

@@ -5,6 +5,7 @@ published nothing in time where the profile's published early."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -20,6 +21,7 @@ from specbench.core.decomposition import (
     substituted_replays,
 )
 from specbench.core.methods.configs import As2dConfig, TargetConfig
+from specbench.core.pricing import CLASS_FORWARDS, DecodeContention
 from specbench.core.replay.reference import replay_window, simulate_as2d
 from specbench.errors import SpecbenchError
 from tests.helpers import make_profile, make_trace, window_for
@@ -110,13 +112,47 @@ def test_decode_contention_leaves_out_a_forward_half_beside_the_producer():
     assert met.realised == pytest.approx(RHO_TRUE) and met.forwards == len(Y) - 2
 
 
+def lanes_at(widths_and_ratios: list[tuple[int, float]]) -> NativeLanes:
+    """Forwards of the given widths back to back beside a producer busy throughout, each stretched by its
+    ratio; the target-only decode beside it at the profile's price (CT(w) = 1 + 0.25 (w - 1) s)."""
+    ops, solo, t = [], [], 0
+    for depth, (width, rho) in enumerate(widths_and_ratios):
+        price = 1.0 + 0.25 * (width - 1)
+        ops.append({"model": "target", "width": width, "depth": depth, "us": round(1e6 * price * rho), "t_us": t})
+        solo.append({"model": "target", "width": width, "depth": depth, "us": round(1e6 * price)})
+        t += ops[-1]["us"]
+    producer = {"started_us": 0, "step_us": [t + 1], "publish_us": []}
+    return NativeLanes(ops, producer, solo)
+
+
+def test_decode_contention_measures_single_steps_and_verifications_apart():
+    # single-token steps met 2.6, verifications (widths 2 and 4) 2.0: each class is priced at its own ratio
+    profile = make_profile()
+    met = decode_contention([lanes_at([(1, 2.6)] * 12 + [(2, 2.0), (4, 2.0)] * 5)], profile.target_costs,
+                            profile.cosched(None))
+    assert (met.single, met.single_forwards) == (pytest.approx(2.6), 12)
+    assert (met.verify, met.verify_forwards) == (pytest.approx(2.0), 10)
+    assert met.forwards == 22 and 2.0 < met.realised < 2.6
+    assert (met.target(1), met.target(2), met.target(9)) == (met.single, met.verify, met.verify)
+
+
+def test_a_width_class_with_too_few_forwards_is_priced_at_the_pooled_ratio():
+    profile = make_profile()
+    met = decode_contention([lanes_at([(1, 2.6)] * CLASS_FORWARDS + [(3, 2.0)] * (CLASS_FORWARDS - 1))],
+                            profile.target_costs, profile.cosched(None))
+    assert met.single == pytest.approx(2.6) and met.verify is None
+    assert met.verify_forwards == CLASS_FORWARDS - 1
+    assert met.target(3) == met.realised and met.target(1) == met.single
+    priced = replace(profile.cosched(None), decode=met)
+    assert priced.ratios(1, 0.0)[0] == pytest.approx(2.6)
+    assert priced.ratios(3, 0.0)[0] == pytest.approx(met.realised)
+    assert priced.dense(3, 2)[0][1, 0] == pytest.approx(2.6)
+    assert priced.dense(3, 2)[0][3, 2] == pytest.approx(met.realised)
+
+
 def test_a_profile_priced_with_the_decodes_contention_has_no_contention_bias_left():
     # the profile's cells say 1.2; its AS2D decode met 1.5 where the cells priced 1.2: replay prices 1.5 at
     # every width and depth
-    from dataclasses import replace
-
-    from specbench.core.pricing import DecodeContention
-
     profile = make_profile(rho=(1.2, 1.0))
     scaled = replace(profile.cosched(None), decode=DecodeContention(RHO_TRUE, 1.2, 8))
     assert scaled.ratios(1, 3.0)[0] == pytest.approx(RHO_TRUE)

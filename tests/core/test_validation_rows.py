@@ -129,3 +129,19 @@ def test_each_model_is_held_to_its_own_allowance():
     assert drift.voids and drift.where.startswith("drafter small in decode:small")
     assert drift.move_pct == pytest.approx(25.0) and drift.allowance_pct == 5.0
     assert not block_drift(block([100.0, 125.0, 80.0, 100.0], [125.0, 160.0, 100.0, 150.0, 125.0]), 5.0, 3.0).voids
+
+
+def test_a_block_prices_each_width_class_at_the_mean_of_its_refreshes_decodes():
+    def doc(decode):
+        costs = {"depths": [0], "seconds": {1: [1.0]}}
+        cosched = {"depths": [0], "ratios": {1: {"rho_target": [1.5], "rho_drafter": [1.2]}}, "decode": decode}
+        return {"target": {"costs": costs}, "drafters": [{"name": "small", "costs": costs, "cosched": cosched}],
+                "notes": "n"}
+
+    one = {"realised": 2.0, "priced": 1.5, "forwards": 30, "single": {"realised": 2.4, "forwards": 20},
+           "verify": {"realised": 1.8, "forwards": 10}}
+    two = {"realised": 2.2, "priced": 1.7, "forwards": 20, "single": {"realised": 2.6, "forwards": 20}}
+    merged = merged_profile(doc(one), [doc(one), doc(two)])["drafters"][0]["cosched"]["decode"]
+    assert merged["realised"] == pytest.approx(2.1) and merged["forwards"] == 50
+    assert merged["single"] == {"realised": pytest.approx(2.5), "forwards": 40}
+    assert "verify" not in merged  # one refresh's decodes had too few verifications: the pooled ratio prices them

@@ -113,6 +113,14 @@ BAD = {
     "decode contention of no forwards": (("drafters", 0, "cosched", "decode"),
                                          {"realised": 1.2, "priced": 1.1, "forwards": 0},
                                          "drafters[0].cosched.decode.forwards", "a count >= 1", "0"),
+    "a width class of too few forwards": (("drafters", 0, "cosched", "decode"),
+                                          {"realised": 1.2, "priced": 1.1, "forwards": 9,
+                                           "single": {"realised": 1.4, "forwards": 3}},
+                                          "drafters[0].cosched.decode.single.forwards", "a count >= 8", "3"),
+    "a width class of ratio 0": (("drafters", 0, "cosched", "decode"),
+                                 {"realised": 1.2, "priced": 1.1, "forwards": 9,
+                                  "verify": {"realised": 0.0, "forwards": 9}},
+                                 "drafters[0].cosched.decode.verify.realised", "a ratio in (0, 100]", "0.0"),
     "negative spread": (("target", "costs", "spread", 1), [-1e-4, 1e-4], "target.costs.spread.1[0]",
                         "standard deviations in seconds: finite and >= 0", "-0.0001"),
     "negative overhead": (("overheads", "publish_s"), -1e-6, "overheads.publish_s", "seconds: finite and >= 0",
@@ -146,6 +154,19 @@ def test_a_profile_with_its_decode_contention_round_trips_and_prices_the_target_
     assert cosched.ratios(1, cosched.depths[0])[1] == raw  # the drafter's ratio stays the cells'
     again = profile_from_dict(profiles.profile_to_dict(profile), Path("p.yaml"))
     assert again.drafters[name].cosched.decode == cosched.decode
+
+
+def test_a_profile_prices_single_steps_and_verifications_at_their_decode_ratios_and_round_trips():
+    doc = _set(_local(), ("drafters", 0, "cosched", "decode"),
+               {"realised": 2.3, "priced": 1.1, "forwards": 40, "single": {"realised": 2.6, "forwards": 30},
+                "verify": {"realised": 2.0, "forwards": 10}})
+    profile = profile_from_dict(doc, Path("p.yaml"))
+    cosched = profile.drafters[doc["drafters"][0]["name"]].cosched
+    for depth in (cosched.depths[0], cosched.depths[-1] + 100):
+        assert cosched.ratios(1, depth)[0] == 2.6
+        assert cosched.ratios(2, depth)[0] == cosched.ratios(max(cosched.rho_target) + 3, depth)[0] == 2.0
+    again = profile_from_dict(profiles.profile_to_dict(profile), Path("p.yaml"))
+    assert again.drafters[doc["drafters"][0]["name"]].cosched.decode == cosched.decode
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
