@@ -32,7 +32,7 @@ import numpy as np
 
 from specbench.core.cosched import CellSamples, Measured, measure_to_rule
 from specbench.core.decomposition import decode_contention
-from specbench.core.pricing import CoSchedule, CostTable, width_ranges
+from specbench.core.pricing import CLASS_FORWARDS, CoSchedule, CostTable, width_ranges
 from specbench.core.repetitions import (
     DEFAULT_MAX_REPETITIONS,
     DEFAULT_PRECISION,
@@ -375,7 +375,8 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         overheads, overheads_note = measured_with[models[0].name].overheads, measured_with[models[0].name].note
         overheads_note += " per drafter (the top level: the first drafter's)"
     if any(p.cosched is not None and p.cosched.decode is not None for p in profiled.values()):
-        overheads_note += "; the target's co-scheduling ratio priced as those AS2D decodes realised it"
+        overheads_note += ("; the target's co-scheduling ratio priced as those AS2D decodes realised it, single-token "
+                           f"steps and verifications each at their own where they had {CLASS_FORWARDS} forwards")
     after = device.snapshot()
     environment = environment.finish(now(), loaded_models(device, [("target", target)]
                                                           + [("drafter", d) for d in drafters]), state(after))

@@ -1,0 +1,70 @@
+"""The target's co-scheduling ratio per width class as a validation's native AS2D decodes met it, beside what
+each block's profile priced.
+
+Reads a validation directory (`specbench validate --out`, or `bench/fidelity.py --out DIR`'s `DIR/validation`):
+per placement × AS2D configuration × kept block, the decodes' target forwards that ran wholly beside the producer,
+pooled as the profile's overheads decodes pool them (`core/decomposition.py` `decode_contention`): the ratio
+single-token steps (width 1) and verifications (width 2 and more) realised, and the profile's `cosched.decode`
+for the same drafter, which replay priced (docs/METHODS.md §4.3 Co-scheduling ratios, "As a decode meets it").
+The baseline is the block profile's: `met/priced` is the validation's ratio over it.
+
+    python bench/contention_by_width.py DIR/validation
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from specbench.core import fidelity
+from specbench.core.decomposition import NativeLanes, decode_contention
+from specbench.schemas.profiles import load_profile
+from specbench.schemas.validation import BlockRecord, DecodeRecord, kept, load_records
+
+
+def _fmt(ratio: float | None, forwards: int) -> str:
+    return f"{'-':>6} ({forwards:4d})" if ratio is None else f"{ratio:6.3f} ({forwards:4d})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("validation", type=Path, help="a validation directory (holds blocks.jsonl)")
+    args = parser.parse_args(argv)
+    blocks = [b for b in load_records(args.validation, BlockRecord) if not b.voided]
+    decodes = list(kept(load_records(args.validation, DecodeRecord), blocks))
+    print(f"{'device':14s} {'block':>5s} {'config':28s} {'class':7s} {'met (forwards)':>15s} "
+          f"{'priced (forwards)':>18s} {'met/priced':>10s}")
+    for b in sorted(blocks, key=lambda b: (b.device, b.block)):
+        label = b.device.rsplit("@", 1)[-1]
+        profile = load_profile(args.validation / "profiles" / f"{label}-b{b.block:03d}" / "profile.yaml")
+        mine = [d for d in decodes if (d.device, d.block) == (b.device, b.block)]
+        index = {(d.group, d.window_id, d.run, d.slot): d for d in mine}
+        for config in sorted({d.config for d in mine if d.producer is not None}):
+            runs = [NativeLanes(d.ops, d.producer,
+                                index[(d.group, d.window_id, d.run, fidelity.partner_slot(d.slot))].ops)
+                    for d in mine if d.config == config and d.producer is not None and d.lossless]
+            group = next(d.group for d in mine if d.config == config)
+            cosched = profile.cosched(group)
+            met = decode_contention(runs, profile.target_costs, cosched)
+            priced = cosched.decode
+            if met is None or priced is None:
+                print(f"{b.device:14s} {b.block:5d} {config:28s} no forward wholly beside the producer, or no decode "
+                      "ratio in the profile")
+                continue
+            for name, m, mf, p, pf in (("all", met.realised, met.forwards, priced.realised, priced.forwards),
+                                       ("single", met.single, met.single_forwards, priced.single,
+                                        priced.single_forwards),
+                                       ("verify", met.verify, met.verify_forwards, priced.verify,
+                                        priced.verify_forwards)):
+                ratio = f"{m / p:10.3f}" if m is not None and p is not None else f"{'-':>10s}"
+                print(f"{b.device:14s} {b.block:5d} {config:28s} {name:7s} {_fmt(m, mf):>15s} {_fmt(p, pf):>18s} "
+                      f"{ratio}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
