@@ -11,6 +11,7 @@ keep busy are sampled before and during the run and printed.
 
     python bench/fidelity.py [--windows 24] [--cap 32] [--block-windows 4] [--max-blocks 6] [--out DIR]
                              [--placement split --placement shared] [--precision 0.02 --max-repetitions 15] [--resume]
+    python bench/fidelity.py --speech --placement split|shared [--windows 24] ...   # Whisper base with tiny.en
 
 Builds the runner and derives the models on first use (cached). Exit status 0 whatever the
 figures (a benchmark, not a test).
@@ -29,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.hostload import cpu_seconds, idle_check, others_cores
-from specbench.app.demo import demo_models
+from specbench.app.demo import SPEECH_SUITE, demo_models, suite_windows, trace_threads
 from specbench.app.validate import Validation, ValidationPlan, resolve_configs
 from specbench.app.validation_report import validation_figures, validation_tables
 from specbench.core.methods.configs import SpecAsrConfig, parse_method_specs
@@ -41,10 +42,12 @@ from specbench.world.devices.local import LocalDevice
 from specbench.world.runner import find_runner
 from specbench.world.tracing import trace_windows
 
-K_MAX = {"smollm2": 16, "gemma3": 4}
+K_MAX = {"smollm2": 16, "gemma3": 4} | SPEECH_SUITE.trace_k_max
 """Drafts per trace row of each drafter."""
 CONFIGS = ("sd:W=5,drafter=smollm2", "specasr:k_max=8,tau=0.5,drafter=smollm2", "as2d:B=3,drafter=smollm2",
            "sd:W=5,drafter=gemma3", "as2d:B=3,drafter=gemma3")
+SPEECH_CONFIGS = ("sd:W=5,drafter=tiny.en", "as2d:B=3,drafter=tiny.en")
+"""--speech: the configurations the speech demo runs natively (Whisper base verifying tiny.en's drafts)."""
 TASKS = (  # tasks whose answers run to the cap, so that each window's time is long enough to measure
     ("Continue this story in a few sentences.", "continue"),
     ("Explain this sentence to a child, in detail.", "explain"),
@@ -84,7 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-blocks", type=int, default=2)
     parser.add_argument("--max-blocks", type=int, default=6)
     parser.add_argument("--placement", action="append", default=None, help="split and/or shared (default: both)")
-    parser.add_argument("--method", action="append", default=None, help=f"default: {' '.join(CONFIGS)}")
+    parser.add_argument("--method", action="append", default=None,
+                        help=f"default: {' '.join(CONFIGS)}; with --speech {' '.join(SPEECH_CONFIGS)}")
+    parser.add_argument("--speech", action="store_true",
+                        help="the speech demo's Whisper pair on its recorded windows (the first --windows of them; "
+                             "--cap is the windows' own): one placement per run, traced with its lanes' threads")
     parser.add_argument("--probe-threshold", type=float, default=5.0)
     parser.add_argument("--probe-spreads", type=float, default=3.0)
     parser.add_argument("--max-voids", type=int, default=2)
@@ -104,20 +111,25 @@ def main(argv: list[str] | None = None) -> int:
     note(f"other processes kept {idle_before:.2f} cores busy before the run (load {os.getloadavg()[0]:.2f})")
 
     device = LocalDevice(runner=find_runner(build=True, on_build_line=note))
-    target, drafters = demo_models()
+    if args.speech and len(args.placement or []) != 1:
+        parser.error("--speech: name one --placement (its traces are made with that placement's lanes' threads)")
+    target, drafters = demo_models(SPEECH_SUITE) if args.speech else demo_models()
     drafters = {d.name: d for d in drafters}
-    configs = parse_method_specs(list(args.method or CONFIGS))
-    windows = make_windows(args.windows, args.cap)
+    configs = parse_method_specs(list(args.method or (SPEECH_CONFIGS if args.speech else CONFIGS)))
+    windows = suite_windows(SPEECH_SUITE)[:args.windows] if args.speech else make_windows(args.windows, args.cap)
     windows_path = out / "windows.jsonl"
     save_windows(windows_path, windows)
     traces_dir = out / "traces"
     used = {c.drafter for c in configs if getattr(c, "drafter", None)}
+    placements = [resolve_on(device, p) for p in (args.placement or ["split", "shared"])]
+    # Whisper's decisions depend on the thread count: traced as the one placement's lanes decode
+    threads = trace_threads(placements[0]) if args.speech else None
     for name in sorted(used):
         specasr = [c for c in configs if isinstance(c, SpecAsrConfig) and c.drafter == name]
         note(f"tracing {len(windows)} windows with {name} (kept: an existing trace resumes)")
-        trace_windows(device, windows, target, drafters[name], traces_dir, K_MAX[name], resume=True, specasr=specasr)
+        trace_windows(device, windows, target, drafters[name], traces_dir, K_MAX[name], resume=True, threads=threads,
+                      specasr=specasr)
     traces = load_trace_dir(traces_dir)
-    placements = [resolve_on(device, p) for p in (args.placement or ["split", "shared"])]
     plan = ValidationPlan(device, windows, windows_path, traces_dir, target,
                           {name: drafters[name] for name in sorted(used)}, resolve_configs(configs, traces),
                           placements, block_windows=args.block_windows, min_blocks=args.min_blocks,
@@ -131,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     validation_figures(validation, validation / "figures")
     busy = others_cores(since, time.monotonic() - started)
     print(render(tables, "md"))
-    summary = {"windows": len(windows), "cap": args.cap, "block_windows": args.block_windows,
+    summary = {"windows": len(windows), "cap": None if args.speech else args.cap, "block_windows": args.block_windows,
                "others_cores_before": round(idle_before, 3), "others_cores_during": round(busy, 3),
                "wall_s": round(time.monotonic() - started, 1), "out": str(out)}
     print(json.dumps(summary))

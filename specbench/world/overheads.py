@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import wave
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ import numpy as np
 
 from specbench.core.decomposition import NativeLanes
 from specbench.errors import SpecbenchError
+from specbench.world.build import whisper_source
 from specbench.world.devices.base import Device
 from specbench.world.dirs import cache_dir
 from specbench.world.jobs import DecodeJob, TokenizeJob
@@ -41,17 +43,24 @@ RUNS = 3
 BUDGET = 7
 """The AS2D decodes' B where the profile measured the target that wide (B + 1), else its widest less one."""
 ZERO = {"producer_startup_s": 0.0, "publish_s": 0.0, "align_s": 0.0, "producer_step_s": 0.0}
-AUDIO_SECONDS = 10
-AUDIO_SEED = 7
-"""Whisper models hear a window instead of reading a prompt: 10 s of seeded noise (what they transcribe
-does not matter here, only that the producer publishes and the verifier plans)."""
+SPEECH_SAMPLE = "samples/jfk.wav"
+"""What Whisper models hear instead of a prompt: whisper.cpp's own sample (J. F. Kennedy, 11 s, 16 kHz mono
+16-bit), in the whisper.cpp tree every Whisper runner is built from. Speech, so that the producer transcribes
+for the whole decode as on a request: 10 s of noise drew a few tokens and left the target's ratio to 8–20
+forwards."""
 
 
-def overheads_audio() -> Path:
-    """The Whisper overheads window's samples (raw float32, 16 kHz mono), made once in the specbench cache."""
-    path = cache_dir() / "audio" / f"overheads-noise-{AUDIO_SEED}-{AUDIO_SECONDS}s.f32"
+def overheads_audio(source: Path | None = None) -> Path:
+    """The Whisper overheads window's samples (raw float32, 16 kHz mono), made once in the specbench cache from
+    SPEECH_SAMPLE of `source` (default: `build.whisper_source()`)."""
+    path = cache_dir() / "audio" / "overheads-jfk.f32"
     if not path.is_file():
-        samples = np.random.default_rng(AUDIO_SEED).standard_normal(16000 * AUDIO_SECONDS) * 0.05
+        wav = (source or whisper_source()) / SPEECH_SAMPLE
+        with wave.open(str(wav)) as handle:
+            if (handle.getframerate(), handle.getnchannels(), handle.getsampwidth()) != (16000, 1, 2):
+                raise SpecbenchError(f"{wav}: expected 16 kHz mono 16-bit PCM, got {handle.getframerate()} Hz, "
+                                     f"{handle.getnchannels()} channels, {8 * handle.getsampwidth()}-bit")
+            samples = np.frombuffer(handle.readframes(handle.getnframes()), dtype="<i2") / 32768.0
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(f".{os.getpid()}.part")
         samples.astype("<f4").tofile(partial)
@@ -141,13 +150,13 @@ def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
                       hears_audio: bool = False, windows: int = RUNS) -> OverheadsRun:
     """`target`/`drafter`: the runner's model specs; `widest`: the widest target forward the profile
     prices (the decodes' B is at most one less, so that every forward they time has a price);
-    `hears_audio`: the models are Whisper's (an audio window of seeded noise instead of a token prompt);
+    `hears_audio`: the models are Whisper's (SPEECH_SAMPLE instead of a token prompt);
     `windows`: copies of the window (RUNS; a smoke run's profile takes 1)."""
     audio = device.model_path(overheads_audio()) if hears_audio else None
     prompts = None if hears_audio else (prompt_tokens(device, target), prompt_tokens(device, drafter))
     budget = max(1, min(BUDGET, widest - 1))
     out = device.run_job(overheads_job(target, drafter, prompts, audio, budget, windows).to_dict())
-    window = (f"{AUDIO_SECONDS} s noise window (cap {CAP}, encoded once per model)" if hears_audio
+    window = (f"speech window ({SPEECH_SAMPLE}, cap {CAP}, encoded once per model)" if hears_audio
               else f"{CAP}-token window continuing a fixed passage of prose")
     return OverheadsRun(overheads_from_results(out.results),
                         f"overheads: native as2d[B={budget}], {2 * windows} runs of {windows} copies of a {window} "

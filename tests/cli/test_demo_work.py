@@ -4,13 +4,19 @@ lanes' threads, in a folder of its own that its replay, budget and native run re
 
 from __future__ import annotations
 
+import wave
+
+import numpy as np
+import pytest
+
 from specbench.app.cost_cells import sweep_plan
 from specbench.app.demo import SPEECH_SUITE, trace_threads, traces_dir
 from specbench.core.methods.configs import parse_method_specs
+from specbench.errors import SpecbenchError
 from specbench.schemas.placement import resolve
 from specbench.world.devices.local import LocalDevice
 from specbench.world.model_files import ModelFile
-from specbench.world.overheads import overheads_job
+from specbench.world.overheads import SPEECH_SAMPLE, overheads_audio, overheads_job
 from specbench.world.profiling import sweep_job
 
 
@@ -55,3 +61,27 @@ def test_the_speech_demo_runs_natively_only_what_its_tiny_en_job_decodes():
     assert native == {"target", "sd[W=5,drafter=tiny.en]", "as2d[B=3,drafter=tiny.en]"}
     replayed = {c.label for c in parse_method_specs(list(SPEECH_SUITE.methods))}
     assert {"sd[W=5,drafter=base-q8_0]", "as2d[B=3,drafter=base-q8_0]"} <= replayed - native
+
+
+def test_whisper_overheads_hear_the_speech_sample_as_float32_and_a_wrong_format_is_one_line(tmp_path, monkeypatch):
+    def write_wav(root, rate, samples):
+        path = root / SPEECH_SAMPLE
+        path.parent.mkdir(parents=True)
+        with wave.open(str(path), "wb") as handle:
+            handle.setnchannels(1)
+            handle.setsampwidth(2)
+            handle.setframerate(rate)
+            handle.writeframes(np.asarray(samples, dtype="<i2").tobytes())
+        return root
+
+    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
+    source = write_wav(tmp_path / "whisper.cpp", 16000, [0, 16384, -32768, 32767])
+    got = np.fromfile(overheads_audio(source), dtype="<f4")
+    assert got.tolist() == [0.0, 0.5, -1.0, 32767 / 32768]
+    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "other-cache"))
+    wrong = write_wav(tmp_path / "resampled", 8000, [0, 1])
+    with pytest.raises(SpecbenchError) as error:
+        overheads_audio(wrong)
+    assert str(error.value) == (f"{wrong / SPEECH_SAMPLE}: expected 16 kHz mono 16-bit PCM, got 8000 Hz, 1 channels, "
+                                "16-bit")
+    assert not list((tmp_path / "other-cache").rglob("*.f32"))

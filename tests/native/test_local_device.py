@@ -171,7 +171,10 @@ def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     assert set(cosched.achieved_precision) == set(cosched.rho_target)
     # the overheads' AS2D decodes gave the target's ratio as a decode meets it, priced from then on
     assert cosched.decode is not None and cosched.decode.forwards >= 1
-    assert cosched.ratios(1, 0)[0] == cosched.ratios(9, 32)[0] == cosched.decode.realised
+    # at every depth, each width at its class's ratio (single-token steps, verifications), else the pooled one
+    assert cosched.ratios(1, 0)[0] == cosched.ratios(1, 32)[0] == cosched.decode.target(1)
+    assert cosched.ratios(2, 0)[0] == cosched.ratios(9, 32)[0] == cosched.decode.target(9)
+    assert cosched.decode.target(1) == (cosched.decode.single or cosched.decode.realised)
     assert "the target's co-scheduling ratio priced as those AS2D decodes realised it" in profile.notes
 
 

@@ -60,9 +60,17 @@ def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_t
     # each refresh timed the target's ratio in AS2D decodes too; the block prices their mean
     met = [r.decode for r in refreshes]
     assert all(m is not None and m.forwards >= 1 and m.realised > 0 and m.priced > 0 for m in met)
-    assert block["drafters"][0]["cosched"]["decode"] == {
+    decode = block["drafters"][0]["cosched"]["decode"]
+    assert {k: decode[k] for k in ("realised", "priced", "forwards")} == {
         "realised": pytest.approx((met[0].realised + met[1].realised) / 2),
         "priced": pytest.approx((met[0].priced + met[1].priced) / 2), "forwards": met[0].forwards + met[1].forwards}
+    # each width class both refreshes measured, at their mean (single-token steps: the producer drafts the
+    # whole overheads decode, so both have them)
+    assert met[0].single is not None and met[1].single is not None
+    assert decode["single"] == {"realised": pytest.approx((met[0].single + met[1].single) / 2),
+                                "forwards": met[0].single_forwards + met[1].single_forwards}
+    both = met[0].verify is not None and met[1].verify is not None
+    assert ("verify" in decode) == both
     decodes = [d for d in load_records(out, DecodeRecord) if d.config == AS2D and d.lossless and d.attempt == kept[0]]
     assert decodes
     for d in decodes:
