@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 
 from specbench.app.cost_cells import sweep_plan, traced_drafter_widths
+from specbench.app.demo_request import DemoRequest
 from specbench.app.device_runs import report_outcome
 from specbench.app.study import Inputs, load_inputs, run_replay, select_and_save_budget
 from specbench.core.methods.configs import (
@@ -399,22 +400,6 @@ def trace_threads(placement: Placement) -> int:
 
 BUDGET_PROTOCOL = ("The paper's protocol: an AS2D budget chosen on the dev windows, deployed on the test windows "
                    "(docs/METHODS.md §8 Budget selection)")
-
-
-@dataclass(frozen=True)
-class DemoRequest:
-    """`demo`'s options, as given."""
-
-    out: Path
-    """--out: the demo's directory."""
-    quick: bool = False
-    """--quick: the smoke run."""
-    placements: tuple[str, ...] = ()
-    """--placement, each time given (none: every named placement)."""
-    speech: bool = False
-    """--speech: the speech suite instead of the text one."""
-    detail: bool = False
-    """--detail: print every table after the summary."""
 
 
 def demo(request: DemoRequest) -> None:

@@ -19,11 +19,11 @@ class ProfileRequest:
     """--target: the target model file (None: the demo target)."""
     drafter_specs: tuple[str, ...]
     """--drafter NAME=PATH (or pld), each time given (none with no --target: the demo drafters)."""
-    max_width: int
+    max_width: int = 16
     """--max-width: target widths 1..max_width."""
-    drafter_max_width: int | None
+    drafter_max_width: int | None = None
     """--drafter-max-width (None: max_width)."""
-    depths: str
+    depths: str = "0,128,256"
     """--depths as typed (comma-separated KV depths)."""
     precision: float = DEFAULT_PRECISION
     """--precision: the half-width of a cell's median interval, as a fraction of the median."""

@@ -6,12 +6,16 @@ from pathlib import Path
 
 import click
 
-from specbench.app.options import PLACEMENTS, RESULTS
+from specbench.app.demo_request import DemoRequest
+from specbench.app.options import PLACEMENTS
 from specbench.cli.devices import runner_option
+
+REQUEST = DemoRequest
+"""Where the options' defaults live: the request's field defaults, written once."""
 
 
 @click.command()
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=RESULTS / "demo",
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=REQUEST.out,
               show_default=True, help="Directory for windows, profile, traces, results and report.md.")
 @click.option("--quick", is_flag=True,
               help="A smoke run: the first 2 dev and 1 test bundled windows, one configuration per method and "
@@ -46,7 +50,6 @@ def demo(out: Path, quick: bool, placements: tuple[str, ...], speech: bool, deta
 
         specbench demo --out results/demo
     """
-    from specbench.app.demo import DemoRequest
     from specbench.app.demo import demo as demo_request
 
     demo_request(DemoRequest(out=out, quick=quick, placements=placements, speech=speech, detail=detail))

@@ -8,11 +8,16 @@ from pathlib import Path
 import click
 
 from specbench.app.options import PACES
+from specbench.app.run_request import NativeOptions
 from specbench.cli.common import TEMPLATE_HELP
 from specbench.cli.devices import phone_options
 
+NATIVE = NativeOptions
+"""Where the options' defaults live: the --native half's field defaults, written once."""
+
 _NATIVE_OPTIONS = (  # in the order --help lists them
-    click.option("--energy-interval", "energy_interval_ms", type=click.IntRange(0, 60000), default=0, metavar="MS",
+    click.option("--energy-interval", "energy_interval_ms", type=click.IntRange(0, 60000),
+                 default=NATIVE.energy_interval_ms, metavar="MS",
                  help="--native: the runner samples the battery's current and voltage every MS milliseconds on its "
                       "decode clock, and rows get energy_j (docs/METHODS.md §10 Energy); 0 (default): off, so a "
                       "throughput run shares its CPUs with no sampler."),
@@ -79,8 +84,6 @@ def native_options(func):
     def wrapper(*args, native, device, target_path, placement_spec, target_mmproj, drafter_mmproj, template_specs,
                 runs_text, warmup_text, sustained_text, pace, rate, no_cooldown, energy_interval_ms, energy_idle_s,
                 energy_convention, energy_paths, reuse_encoder, **kwargs):
-        from specbench.app.run_request import NativeOptions
-
         options = NativeOptions(
             native=native, device=device, target=target_path, placement=placement_spec, target_mmproj=target_mmproj,
             drafter_mmproj=tuple(drafter_mmproj), templates=tuple(template_specs), runs=runs_text,

@@ -6,13 +6,12 @@ from pathlib import Path
 
 import click
 
-from specbench.app.options import (
-    DEFAULT_MAX_REPETITIONS,
-    DEFAULT_PRECISION,
-    MAX_PRECISION_REPETITIONS,
-    MIN_REPETITIONS,
-)
+from specbench.app.options import MAX_PRECISION_REPETITIONS, MIN_REPETITIONS
+from specbench.app.profile import ProfileRequest
 from specbench.cli.devices import phone_options, phone_settings
+
+REQUEST = ProfileRequest
+"""Where the options' defaults live: the request's field defaults, written once."""
 
 
 @click.command()
@@ -23,25 +22,27 @@ from specbench.cli.devices import phone_options, phone_settings
 @click.option("--drafter", "drafter_specs", multiple=True, metavar="NAME=PATH",
               help="A drafter model to profile, named as in traces, or pld (prompt lookup: its measured cost). "
                    "Repeatable. Default: the demo drafters.")
-@click.option("--max-width", type=click.IntRange(1, 64), default=16, show_default=True,
+@click.option("--max-width", type=click.IntRange(1, 64), default=REQUEST.max_width, show_default=True,
               help="Target widths 1..W (AS2D budget B needs W >= B+1; SD width W needs W).")
 @click.option("--drafter-max-width", type=click.IntRange(1, 64), default=None,
               help="Drafter widths 1..n (default: --max-width; SpecASR's ingest needs up to k_max).")
-@click.option("--depths", default="0,128,256", show_default=True, help="KV depths to measure at (comma-separated).")
-@click.option("--precision", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_PRECISION,
+@click.option("--depths", default=REQUEST.depths, show_default=True, help="KV depths to measure at (comma-separated).")
+@click.option("--precision", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=REQUEST.precision,
               show_default=True,
               help="Time each cell until the half-width of its median's ~95% confidence interval is within this "
                    "fraction of the median (0.02 = 2%), between --min-repetitions and --max-repetitions "
                    "(docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table).")
-@click.option("--min-repetitions", type=click.IntRange(MIN_REPETITIONS), default=MIN_REPETITIONS, show_default=True,
+@click.option("--min-repetitions", type=click.IntRange(MIN_REPETITIONS), default=REQUEST.min_repetitions,
+              show_default=True,
               help="Timed forwards every cell takes (a co-scheduling cell: target forwards alone and together).")
 @click.option("--max-repetitions", type=click.IntRange(MIN_REPETITIONS, MAX_PRECISION_REPETITIONS),
-              default=DEFAULT_MAX_REPETITIONS, show_default=True,
+              default=REQUEST.max_repetitions, show_default=True,
               help="Most timed forwards a cell takes chasing --precision; a cell that stops here short of it is "
                    "warned about.")
 @click.option("--repetitions", type=click.IntRange(MIN_REPETITIONS), default=None,
               help="A fixed count of timed forwards per cell instead of --precision.")
-@click.option("--placement", "placement_spec", default="shared", show_default=True, metavar="split|shared|SPEC",
+@click.option("--placement", "placement_spec", default=REQUEST.placement, show_default=True,
+              metavar="split|shared|SPEC",
               help="Where each lane runs while measuring (every table is measured there): split = target and "
                    "drafter on disjoint halves of the CPUs, shared = both on all of them, or "
                    "'target=PROC@CPUS[/THREADS],drafter=PROC@CPUS[/THREADS]' (e.g. target=GPUOpenCL@4-7/1,"
@@ -80,7 +81,6 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
 
         specbench profile 0A1B2C3D R5CT20XYZ --target models/target.gguf --cores big
     """
-    from specbench.app.profile import ProfileRequest
     from specbench.app.profile import profile as profile_request
 
     profile_request(ProfileRequest(

@@ -29,11 +29,11 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from specbench.core.stats import Interval
+from specbench.schemas.validation import ObservationRecord, SummaryRecord
 
 RESAMPLES = 2000
 SEED = 20261201
@@ -41,32 +41,6 @@ BIAS_LEVEL = 0.90
 """Two-sided level of the bias interval (an equivalence test at 5% on each side)."""
 ERROR_LEVEL = 0.95
 """One-sided level of the excess error's upper bound."""
-
-
-@dataclass(frozen=True)
-class Observation:
-    block: int
-    window_id: str
-    replay: float
-    native_a: float
-    native_b: float
-
-
-@dataclass(frozen=True)
-class FidelityStats:
-    blocks: int
-    observations: int
-    f0_pct: float
-    f1_pct: float
-    excess_pct: float
-    bias: float
-    """Geometric mean of replay / native."""
-    f0_interval: Interval | None
-    f1_interval: Interval | None
-    excess_upper_pct: float | None
-    """The upper 95% bound of E (one-sided), None with fewer than two blocks."""
-    bias_interval: Interval | None
-    """The 90% interval of the bias."""
 
 
 def _point(logs: np.ndarray) -> tuple[float, float, float, float]:
@@ -83,9 +57,15 @@ def block_resamples(blocks: int, resamples: int = RESAMPLES, seed: int = SEED) -
     return np.random.default_rng(seed).integers(0, blocks, size=(resamples, blocks))
 
 
-def fidelity_stats(observations: Sequence[Observation], resamples: int = RESAMPLES, seed: int = SEED) -> FidelityStats:
+def fidelity_stats(observations: Sequence[ObservationRecord], bias_bound_pct: float, error_bound_pct: float,
+                   resamples: int = RESAMPLES, seed: int = SEED) -> SummaryRecord:
+    """The summary of one (device, configuration, metric)'s observations: F0, F1, E and the bias, their
+    intervals over blocks (None with one block), and the verdict against the bounds (in percent)."""
     if not observations:
         raise ValueError("no observations")
+    device, config, metric = observations[0].device, observations[0].config, observations[0].metric
+    if any((o.device, o.config, o.metric) != (device, config, metric) for o in observations):
+        raise ValueError("observations of more than one (device, configuration, metric)")
     values = np.array([(o.replay, o.native_a, o.native_b) for o in observations], dtype=np.float64)
     if np.any(values <= 0) or not np.all(np.isfinite(values)):
         raise ValueError("fidelity needs positive finite values")
@@ -93,46 +73,47 @@ def fidelity_stats(observations: Sequence[Observation], resamples: int = RESAMPL
     ids = sorted({o.block for o in observations})
     groups = [logs[[o.block == b for o in observations]] for b in ids]
     f0, f1, excess, log_bias = _point(logs)
-    if len(groups) < 2:
-        return FidelityStats(len(groups), len(observations), f0, f1, excess, math.exp(log_bias), None, None, None, None)
-    draws = np.array([_point(np.concatenate([groups[i] for i in row])) for row in block_resamples(len(groups),
-                                                                                                  resamples, seed)])
-    tail = (1 - BIAS_LEVEL) / 2
+    f0_ends: tuple[float | None, float | None] = (None, None)
+    f1_ends = bias_ends = f0_ends
+    excess_upper: float | None = None
+    if len(groups) >= 2:
+        draws = np.array([_point(np.concatenate([groups[i] for i in row]))
+                          for row in block_resamples(len(groups), resamples, seed)])
+        tail = (1 - BIAS_LEVEL) / 2
 
-    def interval(column: int, level_tail: float) -> Interval:
-        low, high = np.quantile(draws[:, column], [level_tail, 1 - level_tail])
-        return Interval(float(low), float(high))
+        def ends(column: int) -> tuple[float, float]:
+            low, high = np.quantile(draws[:, column], [tail, 1 - tail])
+            return float(low), float(high)
 
-    bias = interval(3, tail)
-    return FidelityStats(len(groups), len(observations), f0, f1, excess, math.exp(log_bias), interval(0, tail),
-                         interval(1, tail), float(np.quantile(draws[:, 2], ERROR_LEVEL)),
-                         Interval(math.exp(bias.low), math.exp(bias.high)))
+        f0_ends, f1_ends = ends(0), ends(1)
+        excess_upper = float(np.quantile(draws[:, 2], ERROR_LEVEL))
+        log_low, log_high = ends(3)
+        bias_ends = (math.exp(log_low), math.exp(log_high))
+    unjudged = SummaryRecord(device, config, metric, len(groups), len(observations), f0, *f0_ends, f1, *f1_ends,
+                             excess, excess_upper, math.exp(log_bias), *bias_ends, bias_bound_pct, error_bound_pct,
+                             verdict="")
+    return replace(unjudged, verdict=verdict(unjudged))
 
 
-def verdict(stats: FidelityStats, bias_bound_pct: float, error_bound_pct: float) -> str:
-    """In words: "within ±X%" when the equivalence test shows it, else what was shown and what stood in the way."""
-    if stats.bias_interval is None or stats.excess_upper_pct is None:
-        return f"not shown: {stats.blocks} block (an interval needs at least 2)"
-    low, high = stats.bias_interval.low, stats.bias_interval.high
+def verdict(summary: SummaryRecord) -> str:
+    """In words, against the summary's own bounds: "within ±X%" when the equivalence test shows it, else what
+    was shown and what stood in the way."""
+    low, high, upper = summary.bias_low, summary.bias_high, summary.excess_upper_pct
+    if low is None or high is None or upper is None:
+        return f"not shown: {summary.blocks} block (an interval needs at least 2)"
+    bias_bound_pct, error_bound_pct = summary.bias_bound_pct, summary.error_bound_pct
     shown_bias = 100 * max(abs(low - 1), abs(high - 1))
     bias_ok = 1 - bias_bound_pct / 100 <= low and high <= 1 + bias_bound_pct / 100
-    error_ok = stats.excess_upper_pct < error_bound_pct
+    error_ok = upper < error_bound_pct
     if bias_ok and error_ok:
         return (f"within ±{bias_bound_pct:g}%: bias interval [{low:.3f}, {high:.3f}], excess error "
-                f"< {stats.excess_upper_pct:.1f}% (bound {error_bound_pct:g}%)")
+                f"< {upper:.1f}% (bound {error_bound_pct:g}%)")
     why = []
     if not bias_ok:
         why.append(f"bias interval [{low:.3f}, {high:.3f}] crosses ±{bias_bound_pct:g}% (shown: ±{shown_bias:.1f}%)")
     if not error_ok:
-        why.append(f"excess error up to {stats.excess_upper_pct:.1f}% (bound {error_bound_pct:g}%)")
-    return "not shown: " + "; ".join(why) + f"; floor F0 = {stats.f0_pct:.1f}%"
-
-
-def halfwidth_pct(stats: FidelityStats) -> float:
-    """Half the width of the bias interval, in percent (inf without one): the stopping rule's measure."""
-    if stats.bias_interval is None:
-        return math.inf
-    return 50 * (stats.bias_interval.high - stats.bias_interval.low)
+        why.append(f"excess error up to {upper:.1f}% (bound {error_bound_pct:g}%)")
+    return "not shown: " + "; ".join(why) + f"; floor F0 = {summary.f0_pct:.1f}%"
 
 
 @dataclass(frozen=True)

@@ -113,19 +113,11 @@ def observations(decodes: Sequence[DecodeRecord],
 def summarize(obs: Sequence[ObservationRecord], bounds: dict[Metric, Bounds]) -> list[SummaryRecord]:
     """Per (device, configuration, metric): the floor, replay's error, the excess error and the bias, with
     their intervals over blocks, and the verdict against that metric's `bounds`."""
-    groups: dict[tuple[str, str, Metric], list[fidelity.Observation]] = {}
+    groups: dict[tuple[str, str, Metric], list[ObservationRecord]] = {}
     for o in obs:
-        groups.setdefault((o.device, o.config, o.metric), []).append(
-            fidelity.Observation(o.block, o.window_id, o.replay, o.native_a, o.native_b))
-    out = []
-    for (device, config, metric), mine in groups.items():
-        s = fidelity.fidelity_stats(mine)
-        bound = bounds[metric]
-        out.append(SummaryRecord(device, config, metric, s.blocks, s.observations, s.f0_pct, *_bounds(s.f0_interval),
-                                 s.f1_pct, *_bounds(s.f1_interval), s.excess_pct, s.excess_upper_pct, s.bias,
-                                 *_bounds(s.bias_interval), bound.bias_pct, bound.error_pct,
-                                 fidelity.verdict(s, bound.bias_pct, bound.error_pct)))
-    return out
+        groups.setdefault((o.device, o.config, o.metric), []).append(o)
+    return [fidelity.fidelity_stats(mine, bounds[metric].bias_pct, bounds[metric].error_pct)
+            for (_, _, metric), mine in groups.items()]
 
 
 def op_timings(decodes: Sequence[DecodeRecord], profile: DeviceProfile, configs: Sequence[MethodConfig],

@@ -4,7 +4,7 @@
     <out>/blocks.jsonl        one BlockRecord per block attempt (voided ones too): its order and drift
     <out>/decodes.jsonl       one DecodeRecord per native decode of a kept block attempt
     <out>/probes.jsonl        one ProbeRecord per reference probe of a block attempt
-    <out>/observations.jsonl  one Observation per (device, configuration, metric, block, window)
+    <out>/observations.jsonl  one ObservationRecord per (device, configuration, metric, block, window)
     <out>/summary.jsonl       one SummaryRecord per (device, configuration, metric)
     <out>/ops.jsonl           one OpRecord per (device, model, width, depth bin): decode vs profile
     <out>/decomposition.jsonl one DecompositionRecord per (device, AS2D configuration, part of its speedup bias)
@@ -154,6 +154,9 @@ class ProbeRecord:
 
 @dataclass(frozen=True)
 class ObservationRecord:
+    """One (device, configuration, metric, block, window): replay's value and the two native runs'
+    (core/fidelity.py)."""
+
     device: str
     config: str
     metric: Metric
@@ -166,25 +169,37 @@ class ObservationRecord:
 
 @dataclass(frozen=True)
 class SummaryRecord:
+    """One (device, configuration, metric)'s fidelity (core/fidelity.py `fidelity_stats`): the statistics in
+    log space (percent), their intervals over blocks (None with fewer than two blocks), the bounds and the
+    verdict."""
+
     device: str
     config: str
     metric: Metric
     blocks: int
     observations: int
     f0_pct: float
+    """The floor: the RMS of ln Na − ln Nb."""
     f0_low: float | None
     f0_high: float | None
+    """The floor's 90% interval."""
     f1_pct: float
+    """The RMS of replay against each single run."""
     f1_low: float | None
     f1_high: float | None
     excess_pct: float
+    """The excess error E = sqrt(max(0, F1² − F0²/2))."""
     excess_upper_pct: float | None
+    """The upper 95% bound of E (one-sided)."""
     bias: float
+    """Geometric mean of replay / native."""
     bias_low: float | None
     bias_high: float | None
+    """The 90% interval of the bias."""
     bias_bound_pct: float
     error_bound_pct: float
     verdict: str
+    """core/fidelity.py `verdict`: the equivalence test against the two bounds, in words."""
 
 
 @dataclass(frozen=True)

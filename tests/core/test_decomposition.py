@@ -24,6 +24,7 @@ from specbench.core.methods.configs import As2dConfig, TargetConfig
 from specbench.core.pricing import CLASS_FORWARDS, DecodeContention
 from specbench.core.replay.reference import replay_window, simulate_as2d
 from specbench.errors import SpecbenchError
+from specbench.schemas.validation import Metric, ObservationRecord
 from tests.helpers import make_profile, make_trace, window_for
 
 Y = list(range(10, 19))  # 9 tokens: y[0] from the prefill, then 8 target forwards
@@ -200,11 +201,11 @@ def test_the_total_is_the_validations_bias_with_the_same_interval():
                                   (1.0 + 0.01 * i, 1.02), (1.01, 0.99 + 0.01 * b))
                     for b in range(3) for i in range(3)]
     parts = {p.part: p for p in decompose(observations)}
-    stats = fidelity.fidelity_stats([fidelity.Observation(o.block, o.window_id, o.priced, *o.native)
-                                     for o in observations])
+    stats = fidelity.fidelity_stats([ObservationRecord("local@split", "as2d", Metric.SPEEDUP, o.block, o.window_id,
+                                                       o.priced, *o.native) for o in observations], 3, 5)
     assert parts[Part.TOTAL].factor == pytest.approx(stats.bias)
-    assert parts[Part.TOTAL].interval.low == pytest.approx(stats.bias_interval.low)
-    assert parts[Part.TOTAL].interval.high == pytest.approx(stats.bias_interval.high)
+    assert parts[Part.TOTAL].interval.low == pytest.approx(stats.bias_low)
+    assert parts[Part.TOTAL].interval.high == pytest.approx(stats.bias_high)
     assert parts[Part.TOTAL].replay_bias == parts[Part.TOTAL].factor
     product = math.prod(parts[p].factor for p in (Part.CONTENTION, Part.PUBLICATION, Part.REMAINS))
     assert product == pytest.approx(parts[Part.TOTAL].factor)

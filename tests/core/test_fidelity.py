@@ -8,26 +8,32 @@ import numpy as np
 import pytest
 
 from specbench.core import fidelity
-from specbench.core.fidelity import Observation, fidelity_stats, verdict
+from specbench.core.fidelity import fidelity_stats, verdict
+from specbench.schemas.validation import Metric, ObservationRecord
+
+
+def observation(block: int, window_id: str, replay: float, native_a: float, native_b: float) -> ObservationRecord:
+    """An observation of one device, configuration and metric: the statistics see only these five values."""
+    return ObservationRecord("local@split", "sd[W=5]", Metric.SPEEDUP, block, window_id, replay, native_a, native_b)
 
 
 def test_point_statistics_by_hand():
     # one block: replay 1.1 against runs 1.0 and 1.2
-    s = fidelity_stats([Observation(0, "w", 1.1, 1.0, 1.2)])
+    s = fidelity_stats([observation(0, "w", 1.1, 1.0, 1.2)], 3, 5)
     f0 = 100 * abs(math.log(1.0 / 1.2))
     f1 = 100 * math.sqrt((math.log(1.1) ** 2 + math.log(1.1 / 1.2) ** 2) / 2)
     assert s.f0_pct == pytest.approx(f0) and s.f1_pct == pytest.approx(f1)
     assert s.excess_pct == pytest.approx(math.sqrt(max(0.0, f1 ** 2 - f0 ** 2 / 2)))
     assert s.bias == pytest.approx(1.1 / math.sqrt(1.2))  # geometric mean of replay / native
-    assert s.bias_interval is None and s.excess_upper_pct is None
-    assert verdict(s, 3, 5).startswith("not shown: 1 block")
+    assert s.bias_low is None and s.bias_high is None and s.excess_upper_pct is None
+    assert verdict(s).startswith("not shown: 1 block") and s.verdict == verdict(s)
 
 
 def test_replay_that_equals_a_noisy_native_has_no_excess_error():
     """Replay at the true value, native runs true × noise: E removes the noise (F0²/2), not twice it."""
     rng = np.random.default_rng(3)
-    obs = [Observation(b, f"w{i}", 1.0, *np.exp(rng.normal(0, 0.05, 2))) for b in range(20) for i in range(10)]
-    s = fidelity_stats(obs, resamples=200)
+    obs = [observation(b, f"w{i}", 1.0, *np.exp(rng.normal(0, 0.05, 2))) for b in range(20) for i in range(10)]
+    s = fidelity_stats(obs, 3, 5, resamples=200)
     assert s.f0_pct == pytest.approx(100 * 0.05 * math.sqrt(2), rel=0.1)
     assert s.excess_pct < 1.0 and s.f1_pct == pytest.approx(5.0, rel=0.1)
 
@@ -35,8 +41,8 @@ def test_replay_that_equals_a_noisy_native_has_no_excess_error():
 def test_cluster_bootstrap_draws_whole_blocks():
     """Block 0 has one window at ratio 1.1, block 1 three at 0.9: a resample of two blocks gives
     only the three pooled biases computed here by hand."""
-    obs = [Observation(0, "a", 1.1, 1.0, 1.0)] + [Observation(1, w, 0.9, 1.0, 1.0) for w in "bcd"]
-    s = fidelity_stats(obs, resamples=400)
+    obs = [observation(0, "a", 1.1, 1.0, 1.0)] + [observation(1, w, 0.9, 1.0, 1.0) for w in "bcd"]
+    s = fidelity_stats(obs, 3, 5, resamples=400)
     by_hand = {round(1.1, 9), round(0.9, 9), round(math.exp((math.log(1.1) + 3 * math.log(0.9)) / 4), 9)}
     draws = fidelity.block_resamples(2, 400)
     pooled = set()
@@ -44,18 +50,18 @@ def test_cluster_bootstrap_draws_whole_blocks():
         chosen = [o for b in row for o in obs if o.block == b]
         pooled.add(round(math.exp(np.mean([math.log(o.replay) for o in chosen])), 9))
     assert pooled == by_hand
-    assert s.bias_interval.low == pytest.approx(0.9) and s.bias_interval.high == pytest.approx(1.1)
+    assert s.bias_low == pytest.approx(0.9) and s.bias_high == pytest.approx(1.1)
 
 
 def test_verdict_is_an_equivalence_test():
-    tight = [Observation(b, f"w{i}", 1.0 + 0.001 * ((b + i) % 3), 1.0, 1.0) for b in range(6) for i in range(4)]
-    s = fidelity_stats(tight, resamples=300)
-    assert verdict(s, 3, 5).startswith("within ±3%")
+    tight = [observation(b, f"w{i}", 1.0 + 0.001 * ((b + i) % 3), 1.0, 1.0) for b in range(6) for i in range(4)]
+    s = fidelity_stats(tight, 3, 5, resamples=300)
+    assert verdict(s).startswith("within ±3%") and s.verdict == verdict(s)
     # biased by 2.5% with a spread that makes the interval cross +3%
-    wide = [Observation(b, "w", 1.025 + (0.02 if b % 2 else -0.02) * (b % 3), 1.0, 1.0) for b in range(6)]
-    s = fidelity_stats(wide, resamples=300)
-    assert s.bias_interval.high > 1.03
-    text = verdict(s, 3, 5)
+    wide = [observation(b, "w", 1.025 + (0.02 if b % 2 else -0.02) * (b % 3), 1.0, 1.0) for b in range(6)]
+    s = fidelity_stats(wide, 3, 5, resamples=300)
+    assert s.bias_high > 1.03
+    text = verdict(s)
     assert text.startswith("not shown") and "crosses ±3%" in text and "floor F0" in text
 
 

@@ -3,11 +3,22 @@ paired decodes, the block profile from two refreshes, and block drift, on cases 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from specbench.core.refresh_mean import merged_profile
-from specbench.core.validation_stats import block_drift, observations
-from specbench.schemas.validation import DecodeRecord, ProbeRecord
+from specbench.core.validation_stats import Bounds, block_drift, observations, summarize
+from specbench.schemas.validation import (
+    DecodeRecord,
+    Metric,
+    ObservationRecord,
+    ProbeRecord,
+    SummaryRecord,
+    load_records,
+    record_path,
+    write_records,
+)
 
 SD = "sd[W=5,drafter=small]"
 
@@ -145,3 +156,26 @@ def test_a_block_prices_each_width_class_at_the_mean_of_its_refreshes_decodes():
     assert merged["realised"] == pytest.approx(2.1) and merged["forwards"] == 50
     assert merged["single"] == {"realised": pytest.approx(2.5), "forwards": 40}
     assert "verify" not in merged  # one refresh's decodes had too few verifications: the pooled ratio prices them
+
+
+OBSERVATION_KEYS = ["device", "config", "metric", "block", "window_id", "replay", "native_a", "native_b"]
+SUMMARY_KEYS = ["device", "config", "metric", "blocks", "observations", "f0_pct", "f0_low", "f0_high", "f1_pct",
+                "f1_low", "f1_high", "excess_pct", "excess_upper_pct", "bias", "bias_low", "bias_high",
+                "bias_bound_pct", "error_bound_pct", "verdict"]
+
+
+def test_observations_and_their_summary_read_back_as_written_with_their_keys_in_order(tmp_path):
+    obs = [ObservationRecord("dev@split", config, metric, block, f"w{i}", 1.0 + 0.01 * i - 0.02 * block,
+                             1.0 + 0.003 * block, 0.99 + 0.004 * i)
+           for metric in Metric for config in ("target", SD) for block in range(2 if config == SD else 1)
+           for i in range(3)]
+    summary = summarize(obs, {Metric.SPEEDUP: Bounds(3.0, 5.0), Metric.THROUGHPUT: Bounds(5.0, 5.0)})
+    assert [(s.config, s.metric, s.blocks, s.observations) for s in summary] == [
+        ("target", "speedup", 1, 3), (SD, "speedup", 2, 6), ("target", "throughput", 1, 3), (SD, "throughput", 2, 6)]
+    assert summary[0].verdict == "not shown: 1 block (an interval needs at least 2)" and summary[0].bias_low is None
+    assert summary[1].bias_low is not None and summary[1].bias_bound_pct == 3.0
+    for kind, records, keys in ((ObservationRecord, obs, OBSERVATION_KEYS), (SummaryRecord, summary, SUMMARY_KEYS)):
+        write_records(tmp_path, kind, records)
+        assert load_records(tmp_path, kind) == records
+        lines = record_path(tmp_path, kind).read_text().splitlines()
+        assert all(list(json.loads(line)) == keys for line in lines)
