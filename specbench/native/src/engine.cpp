@@ -130,7 +130,7 @@ ModelSpec parse_model_spec(JobObject obj, const std::string & role, int default_
 ModelFormat model_format(const std::string & path, const std::string & role) {
     if (!file_exists(path)) {
         throw JobError(role + " model file not found: " + path,
-                       "check the path; demo models come from specbench.world.models.demo_model()");
+                       "check the path; demo models come from specbench.world.demo_models.demo_model()");
     }
     char magic[4] = {0, 0, 0, 0};
     FILE * f = std::fopen(path.c_str(), "rb");
@@ -140,7 +140,7 @@ ModelFormat model_format(const std::string & path, const std::string & role) {
     if (n == 4 && std::memcmp(magic, "lmgg", 4) == 0) return ModelFormat::whisper;  // 0x67676d6c little-endian
     throw JobError("the " + role + " model " + path + " is neither a GGUF file nor a whisper.cpp ggml file (magic '" +
                        std::string(magic, n) + "')",
-                   "pass a llama.cpp GGUF or a whisper.cpp model (specbench.world.models.demo_model)");
+                   "pass a llama.cpp GGUF or a whisper.cpp model (specbench.world.demo_models.demo_model)");
 }
 
 const char * format_name(ModelFormat f) { return f == ModelFormat::gguf ? "GGUF (llama.cpp)" : "whisper.cpp ggml"; }
