@@ -21,13 +21,13 @@ import statistics
 import wave
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from specbench.core.decomposition import NativeLanes
 from specbench.errors import SpecbenchError
-from specbench.world.build import whisper_source
 from specbench.world.devices.base import Device
 from specbench.world.dirs import cache_dir
 from specbench.world.jobs import DecodeJob, TokenizeJob
@@ -43,19 +43,23 @@ RUNS = 3
 BUDGET = 7
 """The AS2D decodes' B where the profile measured the target that wide (B + 1), else its widest less one."""
 ZERO = {"producer_startup_s": 0.0, "publish_s": 0.0, "align_s": 0.0, "producer_step_s": 0.0}
-SPEECH_SAMPLE = "samples/jfk.wav"
-"""What Whisper models hear instead of a prompt: whisper.cpp's own sample (J. F. Kennedy, 11 s, 16 kHz mono
-16-bit), in the whisper.cpp tree every Whisper runner is built from. Speech, so that the producer transcribes
-for the whole decode as on a request: 10 s of noise drew a few tokens and left the target's ratio to 8–20
-forwards."""
+SPEECH_SAMPLE = "jfk.wav"
+"""What Whisper models hear instead of a prompt, shipped in specbench/data: whisper.cpp's own sample (J. F. Kennedy,
+1961, public domain; 11 s, 16 kHz mono 16-bit; sha256 59dfb9a4…, as in whisper.cpp's `samples/`). Speech, so that
+the producer transcribes for the whole decode as on a request: 10 s of noise drew a few tokens and left the
+target's ratio to 8–20 forwards."""
 
 
-def overheads_audio(source: Path | None = None) -> Path:
+def bundled_speech_sample() -> Path:
+    return Path(str(resources.files("specbench") / "data" / SPEECH_SAMPLE))
+
+
+def overheads_audio(wav: Path | None = None) -> Path:
     """The Whisper overheads window's samples (raw float32, 16 kHz mono), made once in the specbench cache from
-    SPEECH_SAMPLE of `source` (default: `build.whisper_source()`)."""
+    `wav` (default: the bundled SPEECH_SAMPLE)."""
     path = cache_dir() / "audio" / "overheads-jfk.f32"
     if not path.is_file():
-        wav = (source or whisper_source()) / SPEECH_SAMPLE
+        wav = wav or bundled_speech_sample()
         with wave.open(str(wav)) as handle:
             if (handle.getframerate(), handle.getnchannels(), handle.getsampwidth()) != (16000, 1, 2):
                 raise SpecbenchError(f"{wav}: expected 16 kHz mono 16-bit PCM, got {handle.getframerate()} Hz, "

@@ -13,10 +13,11 @@ from specbench.app.cost_cells import sweep_plan
 from specbench.app.demo import SPEECH_SUITE, trace_threads, traces_dir
 from specbench.core.methods.configs import parse_method_specs
 from specbench.errors import SpecbenchError
+from specbench.schemas.fileio import file_sha256
 from specbench.schemas.placement import resolve
 from specbench.world.devices.local import LocalDevice
 from specbench.world.model_files import ModelFile
-from specbench.world.overheads import SPEECH_SAMPLE, overheads_audio, overheads_job
+from specbench.world.overheads import bundled_speech_sample, overheads_audio, overheads_job
 from specbench.world.profiling import sweep_job
 
 
@@ -64,24 +65,24 @@ def test_the_speech_demo_runs_natively_only_what_its_tiny_en_job_decodes():
 
 
 def test_whisper_overheads_hear_the_speech_sample_as_float32_and_a_wrong_format_is_one_line(tmp_path, monkeypatch):
-    def write_wav(root, rate, samples):
-        path = root / SPEECH_SAMPLE
-        path.parent.mkdir(parents=True)
+    def write_wav(path, rate, samples):
         with wave.open(str(path), "wb") as handle:
             handle.setnchannels(1)
             handle.setsampwidth(2)
             handle.setframerate(rate)
             handle.writeframes(np.asarray(samples, dtype="<i2").tobytes())
-        return root
+        return path
 
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
-    source = write_wav(tmp_path / "whisper.cpp", 16000, [0, 16384, -32768, 32767])
-    got = np.fromfile(overheads_audio(source), dtype="<f4")
+    got = np.fromfile(overheads_audio(write_wav(tmp_path / "a.wav", 16000, [0, 16384, -32768, 32767])), dtype="<f4")
     assert got.tolist() == [0.0, 0.5, -1.0, 32767 / 32768]
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "other-cache"))
-    wrong = write_wav(tmp_path / "resampled", 8000, [0, 1])
+    wrong = write_wav(tmp_path / "b.wav", 8000, [0, 1])
     with pytest.raises(SpecbenchError) as error:
         overheads_audio(wrong)
-    assert str(error.value) == (f"{wrong / SPEECH_SAMPLE}: expected 16 kHz mono 16-bit PCM, got 8000 Hz, 1 channels, "
-                                "16-bit")
+    assert str(error.value) == f"{wrong}: expected 16 kHz mono 16-bit PCM, got 8000 Hz, 1 channels, 16-bit"
     assert not list((tmp_path / "other-cache").rglob("*.f32"))
+    # the bundled sample: whisper.cpp's, 11 s of speech
+    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "bundled"))
+    assert file_sha256(bundled_speech_sample()) == "59dfb9a4acb36fe2a2affc14bacbee2920ff435cb13cc314a08c13f66ba7860e"
+    assert len(np.fromfile(overheads_audio(), dtype="<f4")) == 176000
