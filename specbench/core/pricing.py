@@ -143,8 +143,8 @@ class DecodeContention:
 
     def target(self, width: int) -> float:
         """The target's ratio priced at `width`: its class's, else the pooled one. A single-token step slows
-        more beside the producer than a verification does (on this project's host, Gemma 3 as the producer:
-        about 2.6 against 2.0 in `shared`), and which of them dominates a decode depends on its drafts."""
+        more beside the producer than a verification does (on this project's host in `shared`: about 2.3 against
+        1.6–1.8), and which of them dominates a decode depends on its drafts."""
         by_class = self.single if width == 1 else self.verify
         return self.realised if by_class is None else by_class
 
