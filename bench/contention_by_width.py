@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from specbench.core import fidelity
-from specbench.core.decomposition import NativeLanes, decode_contention
+from specbench.core.decomposition import decode_contention
+from specbench.core.validation_stats import decode_index, native_lanes
 from specbench.schemas.profiles import load_profile
 from specbench.schemas.validation import BlockRecord, DecodeRecord, kept, load_records
 
@@ -42,11 +42,10 @@ def main(argv: list[str] | None = None) -> int:
         label = b.device.rsplit("@", 1)[-1]
         profile = load_profile(args.validation / "profiles" / f"{label}-b{b.block:03d}" / "profile.yaml")
         mine = [d for d in decodes if (d.device, d.block) == (b.device, b.block)]
-        index = {(d.group, d.window_id, d.run, d.slot): d for d in mine}
+        index = decode_index(mine)
         for config in sorted({d.config for d in mine if d.producer is not None}):
-            runs = [NativeLanes(d.ops, d.producer,
-                                index[(d.group, d.window_id, d.run, fidelity.partner_slot(d.slot))].ops)
-                    for d in mine if d.config == config and d.producer is not None and d.lossless]
+            runs = [native_lanes(d, index) for d in mine
+                    if d.config == config and d.producer is not None and d.lossless]
             group = next(d.group for d in mine if d.config == config)
             cosched = profile.cosched(group)
             met = decode_contention(runs, profile.target_costs, cosched)

@@ -120,6 +120,9 @@ def interp_rows(matrix: np.ndarray, grid: np.ndarray, rows: np.ndarray, x: np.nd
 
 CLASS_FORWARDS = 8
 """Forwards a width class (single-token steps, verifications) needs for its own ratio."""
+DECODE_CLASSES = ("single", "verify")
+"""`DecodeContention`'s width classes, as its fields and a profile's keys name them: single-token forwards, and
+verifications (width 2 and more)."""
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from specbench.core.pricing import DECODE_CLASSES
 from specbench.errors import SpecbenchError
 
 
@@ -70,7 +71,7 @@ def mean_ratios(cosched: dict, fresh: Sequence[dict]) -> dict:
         out["decode"] = {"realised": sum(d["realised"] for d in decodes) / len(decodes),
                          "priced": sum(d["priced"] for d in decodes) / len(decodes),
                          "forwards": sum(d["forwards"] for d in decodes)}
-        for name in ("single", "verify"):  # a width class one refresh lacks is priced at the pooled ratio
+        for name in DECODE_CLASSES:  # a width class one refresh lacks is priced at the pooled ratio
             parts = [d[name] for d in decodes if name in d]
             if len(parts) == len(decodes):
                 out["decode"][name] = {"realised": sum(p["realised"] for p in parts) / len(parts),

@@ -157,6 +157,23 @@ class Decomposing:
     """Speedup observations whose native lanes could not be read back."""
 
 
+DecodeKey = tuple[str, str, PairedRun, int]
+"""A decode record's (group, window_id, run, slot)."""
+
+
+def decode_index(decodes: Sequence[DecodeRecord]) -> dict[DecodeKey, DecodeRecord]:
+    return {(d.group, d.window_id, d.run, d.slot): d for d in decodes}
+
+
+def native_lanes(decode: DecodeRecord, index: dict[DecodeKey, DecodeRecord]) -> decomposition.NativeLanes:
+    """An AS2D decode's lanes beside the target-only decode paired with it in the same run (`decode_index` of
+    its block's decodes); a SpecbenchError without a producer record."""
+    if decode.producer is None:
+        raise SpecbenchError(f"{decode.config} of window '{decode.window_id}': no producer record")
+    partner = index[(decode.group, decode.window_id, decode.run, fidelity.partner_slot(decode.slot))]
+    return decomposition.NativeLanes(decode.ops, decode.producer, partner.ops)
+
+
 def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRecord],
                     replay: dict[tuple[str, str, str], tuple[int, float]], profile: DeviceProfile,
                     traces: dict[str, TraceFile], windows: dict[str, Window], configs: Sequence[As2dConfig],
@@ -166,7 +183,7 @@ def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRe
     A run whose lanes cannot be read back (no timestamps, publications not in batches) leaves its
     observation out, counted."""
     by_label = {c.label: c for c in configs}
-    index = {(d.group, d.window_id, d.run, d.slot): d for d in decodes}
+    index = decode_index(decodes)
     for o in obs:
         config = by_label.get(o.config)
         if o.metric != Metric.SPEEDUP or config is None:
@@ -178,11 +195,7 @@ def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRe
             runs = []
             for run in PairedRun:
                 d = next(d for d in decodes if (d.window_id, d.config, d.run) == (o.window_id, o.config, run))
-                if d.producer is None:
-                    raise SpecbenchError(f"{d.config} of window '{d.window_id}': no producer record")
-                partner = index[(d.group, d.window_id, run, fidelity.partner_slot(d.slot))]
-                native = decomposition.NativeLanes(d.ops, d.producer, partner.ops)
-                runs.append(decomposition.substituted_replays(trace, cap, profile, config, native))
+                runs.append(decomposition.substituted_replays(trace, cap, profile, config, native_lanes(d, index)))
         except SpecbenchError:
             gathered.left_out += 1
             continue

@@ -52,6 +52,7 @@ import numpy as np
 from specbench.core.cosched import RHO_SLACK
 from specbench.core.pricing import (
     CLASS_FORWARDS,
+    DECODE_CLASSES,
     DEPTH_FITS,
     RATIO_FITS,
     CoSchedule,
@@ -95,8 +96,6 @@ KIND = "specbench.profile"
 #     optionally per width class (`single`: width 1, `verify`: wider), each priced for its widths.
 VERSION = 5
 VERSIONS = (VERSION,)
-DECODE_CLASSES = ("single", "verify")
-"""`cosched.decode`'s width classes: single-token forwards, and verifications (width 2 and more)."""
 
 
 @dataclass(frozen=True)
@@ -740,10 +739,10 @@ def _cosched_doc(cosched: CoSchedule) -> dict:
         decode = cosched.decode
         doc["decode"] = {"realised": float(decode.realised), "priced": float(decode.priced),
                          "forwards": int(decode.forwards)}
-        for name, ratio, forwards in (("single", decode.single, decode.single_forwards),
-                                      ("verify", decode.verify, decode.verify_forwards)):
-            if ratio is not None:
-                doc["decode"][name] = {"realised": float(ratio), "forwards": int(forwards)}
+        for name in DECODE_CLASSES:
+            if getattr(decode, name) is not None:
+                doc["decode"][name] = {"realised": float(getattr(decode, name)),
+                                       "forwards": int(getattr(decode, f"{name}_forwards"))}
     return doc
 
 

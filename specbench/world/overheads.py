@@ -151,13 +151,15 @@ class OverheadsRun:
 
 
 def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
-                      hears_audio: bool = False, windows: int = RUNS) -> OverheadsRun:
+                      target_prompt: list[int] | None = None, windows: int = RUNS) -> OverheadsRun:
     """`target`/`drafter`: the runner's model specs; `widest`: the widest target forward the profile
     prices (the decodes' B is at most one less, so that every forward they time has a price);
-    `hears_audio`: the models are Whisper's (SPEECH_SAMPLE instead of a token prompt);
-    `windows`: copies of the window (RUNS; a smoke run's profile takes 1)."""
+    `target_prompt`: PROMPT_TEXT in the target's tokens (`prompt_tokens`, made once for every drafter), or
+    None for Whisper models (they hear SPEECH_SAMPLE instead); `windows`: copies of the window (RUNS; a smoke
+    run's profile takes 1)."""
+    hears_audio = target_prompt is None
     audio = device.model_path(overheads_audio()) if hears_audio else None
-    prompts = None if hears_audio else (prompt_tokens(device, target), prompt_tokens(device, drafter))
+    prompts = None if target_prompt is None else (target_prompt, prompt_tokens(device, drafter))
     budget = max(1, min(BUDGET, widest - 1))
     out = device.run_job(overheads_job(target, drafter, prompts, audio, budget, windows).to_dict())
     window = (f"speech window ({SPEECH_SAMPLE}, cap {CAP}, encoded once per model)" if hears_audio

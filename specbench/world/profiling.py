@@ -65,7 +65,7 @@ from specbench.world.jobs import CoschedJob, SweepJob
 from specbench.world.model_files import ModelFile, model_job
 from specbench.world.overheads import RUNS as OVERHEADS_WINDOWS
 from specbench.world.overheads import ZERO as ZERO_OVERHEADS
-from specbench.world.overheads import OverheadsRun, measure_overheads
+from specbench.world.overheads import OverheadsRun, measure_overheads, prompt_tokens
 
 Progress = Callable[[int], None]
 DRAFTER_LOGITS = "last"
@@ -365,9 +365,10 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
     # per drafter: its producer's start-up and publishing, the verifier's search beside it, and the target's
     # co-scheduling ratio as the decode met it (a refresh of the ratios measures that again)
     timed = [d for d in models if plan.overheads or profiled[d.name].cosched is not None]
-    measured_with = {d.name: measure_overheads(device, model_job(device, target, plan.placement.target),
-                                               model_job(device, d, plan.placement.drafter), max(plan.widths),
-                                               target.hears_audio, plan.overheads_windows)
+    target_job = model_job(device, target, plan.placement.target)
+    target_prompt = None if target.hears_audio or not timed else prompt_tokens(device, target_job)
+    measured_with = {d.name: measure_overheads(device, target_job, model_job(device, d, plan.placement.drafter),
+                                               max(plan.widths), target_prompt, plan.overheads_windows)
                      for d in timed}
     profiled = {name: with_decode_contention(p, measured_with[name], target_costs, plan.overheads)
                 if name in measured_with else p for name, p in profiled.items()}
