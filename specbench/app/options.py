@@ -16,8 +16,10 @@ from specbench.core.methods.configs import REGISTRY, MethodConfig, TargetConfig,
 from specbench.core.repetitions import (
     DEFAULT_MAX_REPETITIONS,
     DEFAULT_PRECISION,
+    MAX_OVERHEADS_WINDOWS,
     MAX_PRECISION_REPETITIONS,
     MIN_REPETITIONS,
+    OVERHEADS_WINDOWS,
 )
 from specbench.errors import SpecbenchError
 from specbench.schemas.placement import NAMED as PLACEMENTS
@@ -28,7 +30,8 @@ from specbench.world.devices.adb_link import SERVER_HOST_ENV, SERVER_PORT_ENV
 from specbench.world.runner import RUNNERS_ENV
 
 __all__ = ["AUDIO_LAYOUTS", "DEFAULT_ARM_ARCH", "DEFAULT_MAX_REPETITIONS", "DEFAULT_METHODS", "DEFAULT_PRECISION",
-           "LAYOUTS", "MAX_PRECISION_REPETITIONS", "METHOD_NAMES", "MIN_REPETITIONS", "PACES", "PLACEMENTS", "RESULTS",
+           "LAYOUTS", "MAX_OVERHEADS_WINDOWS", "MAX_PRECISION_REPETITIONS", "METHOD_NAMES", "MIN_REPETITIONS",
+           "OVERHEADS_WINDOWS", "PACES", "PLACEMENTS", "RESULTS",
            "RUNNERS_ENV", "SERVER_HOST_ENV", "SERVER_PORT_ENV", "TASKS", "PhoneOptions", "check_output_dir",
            "check_output_path", "check_results_dir", "configs_from", "device_names"]
 

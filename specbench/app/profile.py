@@ -5,7 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from specbench.app.options import DEFAULT_MAX_REPETITIONS, DEFAULT_PRECISION, MIN_REPETITIONS, PhoneOptions
+from specbench.app.options import (
+    DEFAULT_MAX_REPETITIONS,
+    DEFAULT_PRECISION,
+    MIN_REPETITIONS,
+    OVERHEADS_WINDOWS,
+    PhoneOptions,
+)
 from specbench.errors import SpecbenchError
 
 
@@ -37,6 +43,8 @@ class ProfileRequest:
     """--placement: split, shared or an explicit placement."""
     no_cosched: bool = False
     """--no-cosched: skip the co-scheduling measurement."""
+    overheads_windows: int = OVERHEADS_WINDOWS
+    """--overheads-windows: copies of the overheads window each method decodes twice."""
     out: Path | None = None
     """--out: the profile YAML (None: device_profiles/<device>-<placement>.yaml)."""
     phone: PhoneOptions = PhoneOptions()
@@ -104,7 +112,8 @@ def profile(request: ProfileRequest) -> None:
         devices = open_devices(names, r.phone)
         plans.update({dev.name: plan_for(r.max_width, parsed_depths, resolve_on(dev, r.placement),
                                          r.repetitions or r.min_repetitions, r.drafter_max_width, not r.no_cosched,
-                                         None if rule is None else rule.precision, r.max_repetitions)
+                                         None if rule is None else rule.precision, r.max_repetitions,
+                                         r.overheads_windows)
                       for dev in devices})
         on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(drafters), one)
 

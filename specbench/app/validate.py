@@ -28,7 +28,7 @@ from specbench.app.cost_cells import sweep_plan, traced_drafter_widths
 from specbench.core import fidelity
 from specbench.core.methods.configs import As2dConfig, MethodConfig, TargetConfig, row_fields
 from specbench.core.refresh_mean import merged_profile
-from specbench.core.repetitions import DEFAULT_MAX_REPETITIONS
+from specbench.core.repetitions import DEFAULT_MAX_REPETITIONS, OVERHEADS_WINDOWS
 from specbench.core.validation_stats import (
     DEPTH_BINS,
     TARGET,
@@ -113,6 +113,8 @@ class ValidationPlan:
     probe_spreads: float = fidelity.PROBE_SPREADS
     """A window's probes may move this many times the scatter of its model's probes in the block (or
     `probe_threshold_pct`, whichever is larger) before the block is voided."""
+    overheads_windows: int = OVERHEADS_WINDOWS
+    """Copies of the overheads window in the full profile's and each refresh's overheads decodes."""
 
     def __post_init__(self) -> None:
         if not self.windows:
@@ -164,7 +166,7 @@ def cell_plan(plan: ValidationPlan, placement: Placement, full: bool) -> SweepPl
     cells = sweep_plan(plan.configs, placement, plan.depths, plan.precision, plan.max_repetitions, traced,
                        plan.repetitions)
     as2d = any(isinstance(c, As2dConfig) for c in plan.configs)
-    return replace(cells, cosched=as2d, overheads=full and as2d)
+    return replace(cells, cosched=as2d, overheads=full and as2d, overheads_windows=plan.overheads_windows)
 
 
 def manifest(plan: ValidationPlan) -> dict:

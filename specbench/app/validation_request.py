@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from specbench.app.options import DEFAULT_MAX_REPETITIONS, MAX_PRECISION_REPETITIONS, PhoneOptions
+from specbench.app.options import DEFAULT_MAX_REPETITIONS, MAX_PRECISION_REPETITIONS, OVERHEADS_WINDOWS, PhoneOptions
 from specbench.errors import SpecbenchError
 
 if TYPE_CHECKING:
@@ -61,6 +61,8 @@ class ValidationRequest:
     """--precision: profile cells to this fraction of their median (None: a fixed count)."""
     max_repetitions: int = DEFAULT_MAX_REPETITIONS
     """--max-repetitions: with a precision, most timed forwards a cell takes."""
+    overheads_windows: int = OVERHEADS_WINDOWS
+    """--overheads-windows: copies of the overheads window in the full profile and each refresh."""
     probe_repetitions: int = 5
     """--probe-repetitions: width-1 forwards per model in one probe."""
     speedup_bound_pct: float = 3.0
@@ -139,7 +141,7 @@ def validate(request: ValidationRequest) -> list[Table]:
                           r.cooldown_s, r.repetitions, r.probe_repetitions,
                           Bounds(r.speedup_bound_pct, r.error_bound_pct),
                           Bounds(r.throughput_bound_pct, r.error_bound_pct), r.precision, r.max_repetitions,
-                          r.probe_spreads)
+                          r.probe_spreads, r.overheads_windows)
     total = r.max_blocks * len(placements) * len(plan.groups()) * min(r.block_windows, len(plan.windows))
     out.mkdir(parents=True, exist_ok=True)
     with WriterLock(out, "validation directory"), progress_bar("validating (windows decoded)", total) as advance:

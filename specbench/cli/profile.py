@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from specbench.app.options import MAX_PRECISION_REPETITIONS, MIN_REPETITIONS
+from specbench.app.options import MAX_OVERHEADS_WINDOWS, MAX_PRECISION_REPETITIONS, MIN_REPETITIONS
 from specbench.app.profile import ProfileRequest
 from specbench.cli.devices import phone_options, phone_settings
 
@@ -49,6 +49,11 @@ REQUEST = ProfileRequest
                    "drafter=cpu@0-3). One profile per placement.")
 @click.option("--no-cosched", is_flag=True,
               help="Skip the co-scheduling measurement (AS2D replay then refuses the profile).")
+@click.option("--overheads-windows", type=click.IntRange(1, MAX_OVERHEADS_WINDOWS), default=REQUEST.overheads_windows,
+              show_default=True,
+              help="Copies of the 48-token window each drafter's overheads decodes take, each decoded twice by "
+                   "target-only and by AS2D (AS2D's overheads and the target's ratio beside the producer are their "
+                   "medians; fewer: a quicker, noisier profile).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Profile YAML to write (raw samples go beside it, *.samples.jsonl). Default: "
                    "device_profiles/<device>-<placement>.yaml; with several devices, <stem>-<device>.yaml each.")
@@ -56,7 +61,7 @@ REQUEST = ProfileRequest
 def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_specs: tuple[str, ...], max_width: int,
             drafter_max_width: int | None, depths: str, precision: float, min_repetitions: int,
             max_repetitions: int, repetitions: int | None, placement_spec: str, no_cosched: bool,
-            out: Path | None) -> None:
+            overheads_windows: int, out: Path | None) -> None:
     """Profile DEVICE (default: local, this host; or phone serials, in parallel): forward costs.
 
     The runner times target forwards of widths 1..--max-width (logits for every row) and
@@ -87,4 +92,4 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
         device_specs=device_specs, target=target_path, drafter_specs=drafter_specs, max_width=max_width,
         drafter_max_width=drafter_max_width, depths=depths, precision=precision, min_repetitions=min_repetitions,
         max_repetitions=max_repetitions, repetitions=repetitions, placement=placement_spec, no_cosched=no_cosched,
-        out=out, phone=phone_settings()))
+        overheads_windows=overheads_windows, out=out, phone=phone_settings()))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from specbench.app.options import MAX_PRECISION_REPETITIONS
+from specbench.app.options import MAX_OVERHEADS_WINDOWS, MAX_PRECISION_REPETITIONS
 from specbench.app.validation_request import ValidationRequest
 from specbench.cli.common import TEMPLATE_HELP, existing_dir, existing_file, method_options
 from specbench.cli.devices import phone_options, phone_settings
@@ -76,6 +76,9 @@ def _finite(ctx, param, value: float) -> float:
 @click.option("--max-repetitions", type=click.IntRange(5, MAX_PRECISION_REPETITIONS),
               default=REQUEST.max_repetitions, show_default=True,
               help="With --precision: most timed forwards a cell takes.")
+@click.option("--overheads-windows", type=click.IntRange(1, MAX_OVERHEADS_WINDOWS), default=REQUEST.overheads_windows,
+              show_default=True,
+              help="As `profile --overheads-windows`: the full profile's and each refresh's overheads decodes.")
 @click.option("--probe-repetitions", type=click.IntRange(3), default=REQUEST.probe_repetitions, show_default=True,
               help="Width-1 forwards per model in one probe (its median).")
 @click.option("--speedup-bound", type=float, default=REQUEST.speedup_bound_pct, show_default=True, callback=_percent,
@@ -94,7 +97,8 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
              method_names: str | None, method_specs: tuple[str, ...], template_specs: tuple[str, ...], device: str,
              placement_specs: tuple[str, ...], depths: str, block_windows: int, min_blocks: int, max_blocks: int,
              halfwidth_pct: float, probe_threshold_pct: float, probe_spreads: float, max_voids: int, cooldown_s: float,
-             repetitions: int, precision: float | None, max_repetitions: int, probe_repetitions: int,
+             repetitions: int, precision: float | None, max_repetitions: int, overheads_windows: int,
+             probe_repetitions: int,
              speedup_bound: float, throughput_bound: float, error_bound: float, seed: int,
              out: Path | None, resume: bool) -> None:
     """Does replay predict what DEVICE measures? Replay against native runs, in blocks.
@@ -133,7 +137,8 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
         placement_specs=placement_specs, depths=depths, block_windows=block_windows, min_blocks=min_blocks,
         max_blocks=max_blocks, halfwidth_pct=halfwidth_pct, probe_threshold_pct=probe_threshold_pct,
         probe_spreads=probe_spreads, max_voids=max_voids, cooldown_s=cooldown_s, repetitions=repetitions,
-        precision=precision, max_repetitions=max_repetitions, probe_repetitions=probe_repetitions,
+        precision=precision, max_repetitions=max_repetitions, overheads_windows=overheads_windows,
+        probe_repetitions=probe_repetitions,
         speedup_bound_pct=speedup_bound, throughput_bound_pct=throughput_bound, error_bound_pct=error_bound,
         seed=seed, out=out, resume=resume, phone=phone_settings()))
     print_rich(tables, Console())

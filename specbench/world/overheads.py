@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from specbench.core.decomposition import NativeLanes
+from specbench.core.repetitions import OVERHEADS_WINDOWS
 from specbench.errors import SpecbenchError
 from specbench.world.devices.base import Device
 from specbench.world.dirs import cache_dir
@@ -38,8 +39,6 @@ PROMPT_TEXT = ("The old lighthouse keeper climbed the spiral stairs every evenin
 decode as it would on a request (a prompt of arbitrary token ids sent Gemma 3 to its end of sequence after 8
 steps, leaving the target's ratio to a handful of forwards)."""
 CAP = 48
-RUNS = 3
-"""Windows, each decoded twice by each method (target, AS2D, AS2D, target)."""
 BUDGET = 7
 """The AS2D decodes' B where the profile measured the target that wide (B + 1), else its widest less one."""
 ZERO = {"producer_startup_s": 0.0, "publish_s": 0.0, "align_s": 0.0, "producer_step_s": 0.0}
@@ -82,7 +81,7 @@ def prompt_tokens(device: Device, model: dict) -> list[int]:
 
 
 def overheads_job(target: dict, drafter: dict, prompts: tuple[list[int], list[int]] | None = None,
-                  audio: str | None = None, budget: int = BUDGET, windows: int = RUNS) -> DecodeJob:
+                  audio: str | None = None, budget: int = BUDGET, windows: int = OVERHEADS_WINDOWS) -> DecodeJob:
     """`target`/`drafter`: the runner's model objects, with their lanes (the profile's placement);
     `prompts`: PROMPT_TEXT in the target's and in the drafter's tokens (`prompt_tokens`), for text models;
     `audio`: the device path of overheads_audio() for models that hear audio (Whisper, each window encoded
@@ -151,12 +150,12 @@ class OverheadsRun:
 
 
 def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
-                      target_prompt: list[int] | None = None, windows: int = RUNS) -> OverheadsRun:
+                      target_prompt: list[int] | None = None, windows: int = OVERHEADS_WINDOWS) -> OverheadsRun:
     """`target`/`drafter`: the runner's model specs; `widest`: the widest target forward the profile
     prices (the decodes' B is at most one less, so that every forward they time has a price);
     `target_prompt`: PROMPT_TEXT in the target's tokens (`prompt_tokens`, made once for every drafter), or
-    None for Whisper models (they hear SPEECH_SAMPLE instead); `windows`: copies of the window (RUNS; a smoke
-    run's profile takes 1)."""
+    None for Whisper models (they hear SPEECH_SAMPLE instead); `windows`: copies of the window, each decoded
+    twice by each method (target, AS2D, AS2D, target; a smoke run's profile takes 1)."""
     hears_audio = target_prompt is None
     audio = device.model_path(overheads_audio()) if hears_audio else None
     prompts = None if target_prompt is None else (target_prompt, prompt_tokens(device, drafter))
@@ -165,5 +164,6 @@ def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
     window = (f"speech window ({SPEECH_SAMPLE}, cap {CAP}, encoded once per model)" if hears_audio
               else f"{CAP}-token window continuing a fixed passage of prose")
     return OverheadsRun(overheads_from_results(out.results),
-                        f"overheads: native as2d[B={budget}], {2 * windows} runs of {windows} copies of a {window} "
+                        f"overheads: native as2d[B={budget}], {2 * windows} runs of {windows} "
+                        f"{'copy' if windows == 1 else 'copies'} of a {window} "
                         "alternating with target-only runs, medians", decode_lanes(out.results))

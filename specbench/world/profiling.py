@@ -36,8 +36,10 @@ from specbench.core.pricing import CLASS_FORWARDS, CoSchedule, CostTable, width_
 from specbench.core.repetitions import (
     DEFAULT_MAX_REPETITIONS,
     DEFAULT_PRECISION,
+    MAX_OVERHEADS_WINDOWS,
     MAX_PRECISION_REPETITIONS,
     MIN_REPETITIONS,
+    OVERHEADS_WINDOWS,
     RepetitionRule,
     achieved_precision,
 )
@@ -63,7 +65,6 @@ from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session, state
 from specbench.world.jobs import CoschedJob, SweepJob
 from specbench.world.model_files import ModelFile, model_job
-from specbench.world.overheads import RUNS as OVERHEADS_WINDOWS
 from specbench.world.overheads import ZERO as ZERO_OVERHEADS
 from specbench.world.overheads import OverheadsRun, measure_overheads, prompt_tokens
 
@@ -116,8 +117,8 @@ class SweepPlan:
                                  "median and spread")
         if self.precision is not None:
             repetition_rule(self.precision, self.repetitions, self.max_repetitions)
-        if self.overheads_windows < 1:
-            raise SpecbenchError(f"overheads windows {self.overheads_windows}: at least 1 is needed")
+        if not 1 <= self.overheads_windows <= MAX_OVERHEADS_WINDOWS:
+            raise SpecbenchError(f"--overheads-windows {self.overheads_windows}: expected 1 to {MAX_OVERHEADS_WINDOWS}")
 
     @property
     def rule(self) -> RepetitionRule:
@@ -139,10 +140,10 @@ class SweepPlan:
 
 def plan_for(max_width: int, depths: Sequence[int], placement: Placement, repetitions: int = 5,
              drafter_max_width: int | None = None, cosched: bool = True, precision: float | None = None,
-             max_repetitions: int = DEFAULT_MAX_REPETITIONS) -> SweepPlan:
+             max_repetitions: int = DEFAULT_MAX_REPETITIONS, overheads_windows: int = OVERHEADS_WINDOWS) -> SweepPlan:
     return SweepPlan(tuple(range(1, max_width + 1)), tuple(range(1, (drafter_max_width or max_width) + 1)),
                      tuple(sorted(set(depths))), placement, repetitions, 1, cosched, precision=precision,
-                     max_repetitions=max_repetitions)
+                     max_repetitions=max_repetitions, overheads_windows=overheads_windows)
 
 
 def repetition_rule(precision: float, min_repetitions: int, max_repetitions: int) -> RepetitionRule:

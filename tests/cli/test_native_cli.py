@@ -53,7 +53,8 @@ def study(tmp_path_factory, tiny, runner):
                            for i, t in enumerate(TEXTS)])
     profile = root / "profiles" / "local.yaml"
     code, profile_output = invoke("profile", "local", "--target", tiny.target, "--drafter", f"near={tiny.near}",
-                                  "--max-width", 9, "--depths", "0,32", "--placement", "split", "--out", profile)
+                                  "--max-width", 9, "--depths", "0,32", "--placement", "split", "--overheads-windows", 2,
+                                  "--out", profile)
     assert code == 0, profile_output
     code, output = invoke("trace", windows, "--target", tiny.target, "--drafter", f"near={tiny.near}",
                           "--k-max", 8, "--specasr", SPECASR, "--threads", 1, "--out", root / "traces")
@@ -95,7 +96,9 @@ def test_profile_is_a_loadable_profile(study):
     # AS2D's non-model costs come from a native as2d decode (microseconds, never negative)
     overheads = profile.overheads
     assert 0 <= overheads.producer_startup_s < 1 and 0 <= overheads.publish_s < 1 and 0 <= overheads.align_s < 1
-    assert "overheads: native as2d" in yaml.safe_load(study["profile"].read_text())["notes"]
+    # --overheads-windows 2: two copies of the window, each decoded twice by each method
+    assert "overheads: native as2d[B=7], 4 runs of 2 copies of a 48-token window" in \
+        yaml.safe_load(study["profile"].read_text())["notes"]
 
 
 def test_traces_load_and_replay_for_target_and_sd(study, runs):

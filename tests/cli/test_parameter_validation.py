@@ -158,6 +158,8 @@ def test_neither_methods_nor_method_runs_the_default_set(study, tmp_path):
     (["--min-repetitions", "12", "--max-repetitions", "10"], 1,
      "--max-repetitions 10: expected between --min-repetitions (12) and 1000"),
     (["--repetitions", "7", "--precision", "0.05"], 1, "--repetitions 7 (a fixed count) goes without --precision"),
+    (["--overheads-windows", "0"], 2, "Invalid value for '--overheads-windows': 0 is not in the range 1<=x<=50."),
+    (["--overheads-windows", "51"], 2, "Invalid value for '--overheads-windows': 51 is not in the range 1<=x<=50."),
 ])
 def test_profile_refuses_out_of_range_repetition_flags(tmp_path, flags, code, expected):
     out = tmp_path / "p.yaml"

@@ -16,6 +16,8 @@ from specbench.emuphone.thermal import status_at, step
 from specbench.errors import SchemaError
 from specbench.world.devices import adb_state as st
 
+pytestmark = pytest.mark.serial  # the emulated phone heats with the host's CPU load
+
 HOT_PHONE = Path(__file__).resolve().parents[1] / "data" / "phones" / "x86-hot-emu.yaml"
 
 

@@ -16,6 +16,8 @@ from specbench.schemas.timeline import load_timeline
 from specbench.schemas.windows import make_text_window, save_windows
 from tests.devices.phones import connected
 
+pytestmark = pytest.mark.serial  # arrivals and throttling follow the emulated phone's clock and heat
+
 TEXTS = ["hello the world", "in the heat", "a tale of the tin"]
 
 

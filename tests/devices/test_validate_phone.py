@@ -14,6 +14,8 @@ from specbench.schemas.profiles import load_profile
 from specbench.schemas.validation import BlockRecord, DecodeRecord, ProbeRecord, SummaryRecord, load_records
 from specbench.schemas.windows import make_text_window, save_windows
 
+pytestmark = pytest.mark.serial  # the void rule keeps the quiet block only when nothing runs beside it
+
 
 def invoke(*args):
     result = CliRunner().invoke(main, [str(a) for a in args])
@@ -118,6 +120,7 @@ def test_a_block_slowed_mid_block_is_voided_and_redone_and_the_quiet_redo_kept(x
     ("--max-blocks", "0", "Invalid value for '--max-blocks'"),
     ("--precision", "0", "Invalid value for '--precision'"),
     ("--max-repetitions", "4", "Invalid value for '--max-repetitions'"),
+    ("--overheads-windows", "0", "Invalid value for '--overheads-windows'"),
 ])
 def test_bad_validate_flags_are_refused_before_any_work(tmp_path, tiny, flag, value, expected):
     windows = tmp_path / "w.jsonl"

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from specbench.core.cosched import CellSamples
+
+pytestmark = pytest.mark.serial  # co-scheduling ratios below 1 are refused, and a busy host makes them
 
 
 def test_cosched_reports_every_width_with_samples_and_order(run_job, tiny):

@@ -15,6 +15,8 @@ from specbench.schemas.placement import resolve
 from specbench.schemas.profiles import load_profile
 from specbench.world.profiling import SweepPlan, drafter_widths, measured, profile_device, write_profile
 
+pytestmark = pytest.mark.serial  # the precision rule stops on the spread of what it times
+
 
 def sweep(tiny, **rule):
     return {"mode": "sweep", "threads": 1, "target": {"path": str(tiny.target)}, "drafter": {"path": str(tiny.near)},

@@ -22,6 +22,8 @@ from specbench.schemas.validation import (
 )
 from specbench.schemas.windows import make_text_window, save_windows
 
+pytestmark = pytest.mark.serial  # a validation block is voided or refused when something runs beside it
+
 AS2D = "as2d[B=2,drafter=near]"
 
 
@@ -42,7 +44,7 @@ def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_t
                           "--drafter", f"near={model}", "--method", "as2d:B=2", "--device", "local",
                           "--placement", "shared", "--depths", "0", "--block-windows", 1, "--min-blocks", 1,
                           "--max-blocks", 1, "--probe-threshold", 100000, "--max-voids", 0, "--cooldown", 0,
-                          "--out", tmp_path / "val")
+                          "--overheads-windows", 1, "--out", tmp_path / "val")
     assert code == 0, output
     out = tmp_path / "val"
     where = out / "profiles" / "shared-b000"
@@ -57,6 +59,8 @@ def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_t
             assert cell[key] == [(a + b) / 2 for a, b in zip(*mine, strict=True)]
         assert cell["repetitions"] == [10]  # 5 per refresh at the one depth, both refreshes
     assert "co-scheduling ratios: the mean of a block's two refreshes" in block["notes"]
+    # --overheads-windows 1: the full profile's overheads decodes took one copy of their window
+    assert "2 runs of 1 copy of a 48-token window" in load_yaml(out / "profiles" / "full-shared.yaml")["notes"]
     # each refresh timed the target's ratio in AS2D decodes too; the block prices their mean
     met = [r.decode for r in refreshes]
     assert all(m is not None and m.forwards >= 1 and m.realised > 0 and m.priced > 0 for m in met)
