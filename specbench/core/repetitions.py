@@ -26,7 +26,7 @@ MAX_PRECISION_REPETITIONS = 1000
 """The runner's bound on --max-repetitions (Binomial(n, 1/2) probabilities stay normal doubles)."""
 OVERHEADS_WINDOWS = 3
 """`profile --overheads-windows`: copies of the overheads window, each decoded twice by target-only and by AS2D
-(docs/METHODS.md §4.3)."""
+(docs/METHODS.md §4.4 Overheads)."""
 MAX_OVERHEADS_WINDOWS = 50
 """The most `--overheads-windows` takes (each copy is four decodes of 48 tokens)."""
 INTERVAL_TAIL = 0.025
