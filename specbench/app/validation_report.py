@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from specbench.core.decomposition import PART_REPLAY, Part
-from specbench.core.fidelity import probe_spread_pct
+from specbench.core.fidelity import block_biases, probe_spread_pct
 from specbench.core.samples import spread_pct
 from specbench.render.tables import Table
 from specbench.schemas.validation import (
@@ -58,6 +58,14 @@ def validation_tables(directory: Path) -> list[Table]:
                             {c: ".2f" for c in ("f0_pct", "f1_pct", "excess_pct", "excess_upper_pct")}
                             | {c: ".4f" for c in ("bias", "bias_low", "bias_high")},
                             keys=("device",), optional=(("bias_low", "bias_high"),)))
+    per_block = _block_biases(load_records(directory, ObservationRecord))
+    if len(per_block):
+        tables.append(Table("Speedup bias per block", "per device@placement × configuration: each kept block's "
+                            "bias alone (geometric mean of replay/native over its windows and runs) and their "
+                            "range (largest over smallest): an error of the model holds in every block, the host's "
+                            "drift moves between blocks", per_block,
+                            {c: ".3f" for c in per_block.columns if c not in ("device", "config")},
+                            keys=("device",)))
     parts = _frame(load_records(directory, DecompositionRecord), DecompositionRecord)
     if len(parts):
         parts["replay"] = parts["part"].map(lambda p: PART_REPLAY[Part(p)])
@@ -103,6 +111,19 @@ def validation_tables(directory: Path) -> list[Table]:
                             {"decode_mean_us": ".0f", "decode_median_us": ".0f", "profile_us": ".0f",
                              "decode_over_profile": ".3f"}, keys=("device",)))
     return tables
+
+
+def _block_biases(observations: list[ObservationRecord]) -> pd.DataFrame:
+    groups: dict[tuple[str, str], list[ObservationRecord]] = {}
+    for o in observations:
+        if o.metric == Metric.SPEEDUP:
+            groups.setdefault((o.device, o.config), []).append(o)
+    rows = []
+    for (device, config), mine in sorted(groups.items()):
+        biases = block_biases(mine)
+        rows.append({"device": device, "config": config} | {f"block {b}": v for b, v in biases.items()}
+                    | {"range": max(biases.values()) / min(biases.values())})
+    return pd.DataFrame(rows)
 
 
 def _probe_summary(probes: list[ProbeRecord], blocks: list[BlockRecord]) -> pd.DataFrame:

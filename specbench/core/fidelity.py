@@ -95,6 +95,18 @@ def fidelity_stats(observations: Sequence[ObservationRecord], bias_bound_pct: fl
     return replace(unjudged, verdict=verdict(unjudged))
 
 
+def block_biases(observations: Sequence[ObservationRecord]) -> dict[int, float]:
+    """Per block, the bias of its observations alone (geometric mean of replay/native over its windows and runs,
+    as `fidelity_stats` pools them): an error the model makes holds in every block, the host's drift moves
+    between them."""
+    by_block: dict[int, list[ObservationRecord]] = {}
+    for o in observations:
+        by_block.setdefault(o.block, []).append(o)
+    return {block: math.exp(_point(np.log(np.array([(o.replay, o.native_a, o.native_b) for o in mine],
+                                                   dtype=np.float64)))[3])
+            for block, mine in sorted(by_block.items())}
+
+
 def verdict(summary: SummaryRecord) -> str:
     """In words, against the summary's own bounds: "within ±X%" when the equivalence test shows it, else what
     was shown and what stood in the way."""

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from specbench.core import fidelity
-from specbench.core.fidelity import fidelity_stats, verdict
+from specbench.core.fidelity import block_biases, fidelity_stats, verdict
 from specbench.schemas.validation import Metric, ObservationRecord
 
 
@@ -36,6 +36,18 @@ def test_replay_that_equals_a_noisy_native_has_no_excess_error():
     s = fidelity_stats(obs, 3, 5, resamples=200)
     assert s.f0_pct == pytest.approx(100 * 0.05 * math.sqrt(2), rel=0.1)
     assert s.excess_pct < 1.0 and s.f1_pct == pytest.approx(5.0, rel=0.1)
+
+
+def test_each_blocks_bias_is_its_observations_pooled_alone():
+    """Block 0: replay 1.1 against runs 1.0 and 1.0, and 1.2 against 1.0 and 1.2; block 1: 0.9 against 1.0 and
+    1.0. Each block's bias is the geometric mean over its windows and runs, as the pooled bias is over all."""
+    obs = [observation(0, "a", 1.1, 1.0, 1.0), observation(0, "b", 1.2, 1.0, 1.2), observation(1, "c", 0.9, 1.0, 1.0)]
+    biases = block_biases(obs)
+    assert list(biases) == [0, 1]
+    assert biases[0] == pytest.approx(math.exp((math.log(1.1) + math.log(1.2) - math.log(1.2) / 2) / 2))
+    assert biases[1] == pytest.approx(0.9)
+    pooled = fidelity_stats(obs, 3, 5, resamples=50).bias
+    assert pooled == pytest.approx((biases[0] ** 2 * biases[1]) ** (1 / 3))  # weighted by observations
 
 
 def test_cluster_bootstrap_draws_whole_blocks():

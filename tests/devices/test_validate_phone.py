@@ -81,6 +81,9 @@ def test_validate_end_to_end_on_the_arm_phone(arm_phone, aarch64_runner, tiny, t
     titles = {json.loads(line)["title"] for line in report.splitlines()}
     assert "Replay fidelity: speedup over target-only (native: against the target-only decode beside it)" in titles
     assert "Sweep vs decode, per forward" in titles
+    # each kept block's bias beside the pooled one: the two blocks, and their range
+    [row] = [r for r in map(json.loads, report.splitlines()) if r["title"] == "Speedup bias per block"]
+    assert row["config"] == "sd[W=3,drafter=near]" and {"block 0", "block 1", "range"} <= set(row)
 
 
 def test_a_block_slowed_mid_block_is_voided_and_redone_and_the_quiet_redo_kept(x86_phone, demo_model_path, tmp_path):
