@@ -40,7 +40,7 @@ from specbench.core.methods.configs import (
     parse_method_specs,
 )
 from specbench.core.metrics import oracle
-from specbench.core.repetitions import DEFAULT_PRECISION, OVERHEADS_WINDOWS
+from specbench.core.repetitions import DEFAULT_PRECISION
 from specbench.core.replay.reference import decode_serial
 from specbench.errors import SpecbenchError
 from specbench.schemas.budgets import load_budget
@@ -121,8 +121,6 @@ class DemoSuite:
     depths: tuple[int, ...]
     reuse_encoder: bool = False
     """Natively, each Whisper model encodes a window once per job (the decode clock excludes the encoder)."""
-    overheads_windows: int = OVERHEADS_WINDOWS
-    """Copies of the overheads window its profiles decode (--quick: QUICK_OVERHEADS_WINDOWS)."""
     notes: tuple[str, ...] = ()
     """Lines the demo prints before its summary: what a reader must know to read its figures."""
 
@@ -148,14 +146,12 @@ SPEECH_SUITE = DemoSuite(
     ("as2d:B=1..3,drafter=tiny.en", "as2d:B=1..3,drafter=base-q8_0"),
     ("as2d:B=1..3,drafter=tiny.en", "as2d:B=1..3,drafter=base-q8_0"),
     tuple(c.label for c in parse_method_specs(list(SPEECH_NATIVE))), (0, 64), reuse_encoder=True,
-    overheads_windows=QUICK_OVERHEADS_WINDOWS,
     notes=("base-q8_0 is whisper-base quantized to Q8_0: the same model to 8 bits, so its acceptance is inflated by "
            "construction (it shows what verification costs with a near-perfect drafter, not that drafting pays); "
            "tiny.en is a distinct model with its own vocabulary.",))
 """Whisper base with tiny.en (another model, another vocabulary: drafts mapped through text) and base's Q8_0 copy
 (same vocabulary, SpecASR too) on the speech set's windows; natively each window is encoded once per job (the decode
-clock excludes the encoder). Its profiles decode one copy of the overheads window, as --quick's do: with three they
-took a third of the demo's cached wall time (51 of 154 s of profiling, docs/MEASUREMENTS.md)."""
+clock excludes the encoder)."""
 SUITES = {s.name: s for s in (TEXT_SUITE, SPEECH_SUITE)}
 
 ProgressFactory = Callable[[str, int], contextlib.AbstractContextManager[Callable[[int], None]]]
@@ -280,7 +276,8 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
             # clock, which excludes the encoder
             plan = sweep_plan(configs, resolved[name], suite.depths, precision=None if quick else PRECISION,
                               max_repetitions=MAX_REPETITIONS, traced=traced, repetitions=REPETITIONS, encoder=False)
-            plan = replace(plan, overheads_windows=QUICK_OVERHEADS_WINDOWS if quick else suite.overheads_windows)
+            if quick:
+                plan = replace(plan, overheads_windows=QUICK_OVERHEADS_WINDOWS)
             with progress(f"profiling this host ({name})", plan.forwards(drafters)) as advance:
                 profiled = profile_device(device, target, drafters, plan, advance)
             profile_path.parent.mkdir(parents=True, exist_ok=True)
