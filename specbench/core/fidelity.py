@@ -57,6 +57,15 @@ def block_resamples(blocks: int, resamples: int = RESAMPLES, seed: int = SEED) -
     return np.random.default_rng(seed).integers(0, blocks, size=(resamples, blocks))
 
 
+def _block_logs(observations: Sequence[ObservationRecord]) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """The (n, 3) array of ln(replay), ln(Na), ln(Nb), and its rows per block (in block order)."""
+    values = np.array([(o.replay, o.native_a, o.native_b) for o in observations], dtype=np.float64)
+    if np.any(values <= 0) or not np.all(np.isfinite(values)):
+        raise ValueError("fidelity needs positive finite values")
+    logs = np.log(values)
+    return logs, {b: logs[[o.block == b for o in observations]] for b in sorted({o.block for o in observations})}
+
+
 def fidelity_stats(observations: Sequence[ObservationRecord], bias_bound_pct: float, error_bound_pct: float,
                    resamples: int = RESAMPLES, seed: int = SEED) -> SummaryRecord:
     """The summary of one (device, configuration, metric)'s observations: F0, F1, E and the bias, their
@@ -66,19 +75,15 @@ def fidelity_stats(observations: Sequence[ObservationRecord], bias_bound_pct: fl
     device, config, metric = observations[0].device, observations[0].config, observations[0].metric
     if any((o.device, o.config, o.metric) != (device, config, metric) for o in observations):
         raise ValueError("observations of more than one (device, configuration, metric)")
-    values = np.array([(o.replay, o.native_a, o.native_b) for o in observations], dtype=np.float64)
-    if np.any(values <= 0) or not np.all(np.isfinite(values)):
-        raise ValueError("fidelity needs positive finite values")
-    logs = np.log(values)
-    ids = sorted({o.block for o in observations})
-    groups = [logs[[o.block == b for o in observations]] for b in ids]
+    logs, groups = _block_logs(observations)
     f0, f1, excess, log_bias = _point(logs)
     f0_ends: tuple[float | None, float | None] = (None, None)
     f1_ends = bias_ends = f0_ends
     excess_upper: float | None = None
     if len(groups) >= 2:
-        draws = np.array([_point(np.concatenate([groups[i] for i in row]))
-                          for row in block_resamples(len(groups), resamples, seed)])
+        blocks = list(groups.values())
+        draws = np.array([_point(np.concatenate([blocks[i] for i in row]))
+                          for row in block_resamples(len(blocks), resamples, seed)])
         tail = (1 - BIAS_LEVEL) / 2
 
         def ends(column: int) -> tuple[float, float]:
@@ -99,12 +104,7 @@ def block_biases(observations: Sequence[ObservationRecord]) -> dict[int, float]:
     """Per block, the bias of its observations alone (geometric mean of replay/native over its windows and runs,
     as `fidelity_stats` pools them): an error the model makes holds in every block, the host's drift moves
     between them."""
-    by_block: dict[int, list[ObservationRecord]] = {}
-    for o in observations:
-        by_block.setdefault(o.block, []).append(o)
-    return {block: math.exp(_point(np.log(np.array([(o.replay, o.native_a, o.native_b) for o in mine],
-                                                   dtype=np.float64)))[3])
-            for block, mine in sorted(by_block.items())}
+    return {block: math.exp(_point(logs)[3]) for block, logs in _block_logs(observations)[1].items()}
 
 
 def verdict(summary: SummaryRecord) -> str:
