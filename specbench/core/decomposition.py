@@ -37,7 +37,7 @@ import numpy as np
 
 from specbench.core.fidelity import BIAS_LEVEL, RESAMPLES, SEED, block_resamples
 from specbench.core.methods.configs import As2dConfig
-from specbench.core.pricing import CLASS_FORWARDS, CoSchedule, CostTable, DecodeContention
+from specbench.core.pricing import CLASS_FORWARDS, DECODE_CLASSES, CoSchedule, CostTable, DecodeContention
 from specbench.core.replay.reference import ProducerLane, ProducerTimeline, priced_lane, simulate_as2d
 from specbench.core.stats import Interval
 from specbench.errors import SpecbenchError
@@ -152,7 +152,8 @@ def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: Co
     §4.3 Co-scheduling ratios, "As a decode meets it"). A forward half beside the producer is left out: its
     solo part, slowed by anything else, would be charged to the overlap (`realised_contention` subtracts
     it), which a short decode on a loaded device can drive towards a zero denominator. None when no
-    forward ran wholly beside the producer, or when the ratio is no slowdown a profile may hold."""
+    forward ran wholly beside the producer, or when the ratio is no slowdown a profile may hold; a ratio
+    below 1 is priced as 1 and kept in `below_one` (a lane runs no faster beside the other)."""
     sums = {True: [0.0, 0.0, 0], False: [0.0, 0.0, 0]}  # single-token? -> [time, solo work, forwards]
     priced = 0.0
     for run in runs:
@@ -168,13 +169,21 @@ def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: Co
     spent, solo, forwards = (sum(acc[i] for acc in sums.values()) for i in range(3))
     if spent <= 0 or solo <= 0 or not 0 < spent / solo <= MAX_RHO:
         return None
+    below_one: dict[str, float] = {}
+
+    def floored(name: str, ratio: float) -> float:
+        if ratio < 1.0:
+            below_one[name] = ratio
+        return max(ratio, 1.0)
 
     def by_class(single: bool) -> tuple[float | None, int]:
         time, work, n = sums[single]
         ok = n >= CLASS_FORWARDS and work > 0 and 0 < time / work <= MAX_RHO
-        return (time / work if ok else None), int(n)
+        return (floored(DECODE_CLASSES[0 if single else 1], time / work) if ok else None), int(n)
 
-    return DecodeContention(spent / solo, priced / spent, int(forwards), *by_class(True), *by_class(False))
+    pooled = floored("realised", spent / solo)
+    return DecodeContention(pooled, priced / spent, int(forwards), *by_class(True), *by_class(False),
+                            below_one=below_one)
 
 
 def with_target_ratios(cosched: CoSchedule, rho_target: Mapping[int, float], producer_ones: bool) -> CoSchedule:

@@ -9,7 +9,7 @@ variants). The tables are what a profile file holds (schemas/profiles.py reads a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -143,6 +143,10 @@ class DecodeContention:
     verify: float | None = None
     """The ratio the verifications (width 2 and more) realised, pooled (None: fewer than CLASS_FORWARDS)."""
     verify_forwards: int = 0
+    below_one: Mapping[str, float] = field(default_factory=dict)
+    """What the decodes measured where it fell below 1 (`realised`, `single`, `verify`): a lane runs no faster
+    beside the other than alone, so such a ratio is noise (few forwards, or the target-only decodes that scale
+    the solo work ran slow) and is priced as 1, the least slowdown there is, and warned about."""
 
     def target(self, width: int) -> float:
         """The target's ratio priced at `width`: its class's, else the pooled one. A single-token step slows

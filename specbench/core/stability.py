@@ -11,7 +11,7 @@ import numpy as np
 
 from specbench.core.repetitions import achieved_precision, reaches
 from specbench.core.samples import UNSTABLE_SPREAD_PCT, spread_pct
-from specbench.schemas.profiles import StabilityWarning
+from specbench.schemas.profiles import DECODE_TABLE, DrafterProfile, StabilityWarning
 
 
 def stability_warnings(samples: Sequence[dict]) -> list[StabilityWarning]:
@@ -50,4 +50,19 @@ def stability_warnings(samples: Sequence[dict]) -> list[StabilityWarning]:
                                             round(spread_pct(values) if len(values) > 1 else 0.0, 3), len(values),
                                             ratio=float(low["value"]), ratio_low=float(low["low"]),
                                             ratio_high=float(low["high"])))
+    return out
+
+
+def decode_warnings(drafters: Sequence[DrafterProfile]) -> list[StabilityWarning]:
+    """Per drafter, the `cosched.decode` ratios its AS2D decodes measured below 1 and the profile prices as 1
+    (core/decomposition.decode_contention): width 1 for single-token steps, 2 for verifications, 0 pooled."""
+    out = []
+    for drafter in drafters:
+        decode = drafter.cosched.decode if drafter.cosched is not None else None
+        if decode is None:
+            continue
+        for key, value in decode.below_one.items():
+            forwards = {"single": decode.single_forwards, "verify": decode.verify_forwards}.get(key, decode.forwards)
+            out.append(StabilityWarning(drafter.name, f"{DECODE_TABLE} {key}", {"single": 1, "verify": 2}.get(key, 0),
+                                        0, 0.0, 0.0, int(forwards), ratio=round(float(value), 6)))
     return out

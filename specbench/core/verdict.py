@@ -19,11 +19,15 @@ target forwards, summed over the configuration's windows.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from specbench.schemas.profiles import DeviceProfile
 
 MS = 1e3
+VERDICT_TOLERANCE = 0.10
+"""How far (relative) a verdict's speedup may be from the replayed one before the summary says they disagree:
+the round prices one mean width at one depth, so a few percent apart is its approximation, not an error."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,15 @@ class Verdict:
                     f"ρD {self.rho_drafter:.2f} = {producer:.1f} ms, {keeps}")
         return (f"{f:.1f} drafter forwards ({f:.1f} × {cd:.1f} ms) + CT({self.width}) {ct:.1f} ms for τ = "
                 f"{self.tau:.2f} tokens = {per:.1f} ms a token against CT(1) {ct1:.1f} ms: {self.outcome}")
+
+
+def disagreement(found: Verdict, speedup: float) -> str:
+    """'' when the verdict's speedup (CT(1) over its cost a token) is within VERDICT_TOLERANCE of the
+    configuration's replayed `speedup`, else the clause that says they disagree and which one to read."""
+    implied = found.ct1_s / found.per_token_s
+    if not math.isfinite(speedup) or speedup <= 0 or abs(math.log(implied / speedup)) <= math.log1p(VERDICT_TOLERANCE):
+        return ""
+    return f"; replay says {speedup:.2f}x, this round {implied:.2f}x: read the speedup"
 
 
 def stated_depth(profile: DeviceProfile) -> float:

@@ -18,7 +18,8 @@ YAML layout (`kind: specbench.profile`, `schema_version: 5`), one `DeviceProfile
                    ratios: {width: {rho_target: [..], rho_drafter: [..], repetitions?: [..],
                                     achieved_precision?: [..]}},   # per depth
                    decode?: {realised, priced, forwards,   # the target's ratio a native AS2D decode met
-                             single?: {realised, forwards}, verify?: {realised, forwards}}}}   # per width class
+                             single?: {realised, forwards}, verify?: {realised, forwards},   # per width class
+                             below_one?: {realised?, single?, verify?}}}}   # measured below 1, priced as 1
     overheads: {producer_startup_s, publish_s, align_s}
     notes: how it was measured (free text, optional)
     warnings: [{model, table, width, depth, median_s, spread_pct, samples, precision?, achieved_precision?,
@@ -93,7 +94,8 @@ KIND = "specbench.profile"
 #     `ratio_high` (a ratio below 1 beyond its interval after a re-measurement of its cell).
 # 5 = `cosched.decode` (optional): the target's co-scheduling ratio a short native AS2D decode realised,
 #     priced in place of the cells' `rho_target`, and the one the cells price for the same forwards;
-#     optionally per width class (`single`: width 1, `verify`: wider), each priced for its widths.
+#     optionally per width class (`single`: width 1, `verify`: wider), each priced for its widths, and
+#     `below_one`: what the decodes measured where it fell below 1 and is priced as 1.
 VERSION = 5
 VERSIONS = (VERSION,)
 
@@ -222,6 +224,8 @@ class RunnerRecord:
 
 
 _FRACTION = rule(low=0, omit=True, expected="a fraction >= 0")
+DECODE_TABLE = "cosched decode"
+"""A warning's table for a `cosched.decode` ratio below 1, followed by its key (realised, single, verify)."""
 
 
 @dataclass(frozen=True)
@@ -250,7 +254,8 @@ class StabilityWarning:
     ratio: float | None = field(default=None, metadata=_OMIT)
     """A co-scheduling ratio below 1 beyond its interval after its cell was measured again (table
     `cosched rho_target` or `cosched rho_drafter`; median_s, spread_pct and samples are of the lane's
-    together samples); None: not such a warning."""
+    together samples), or a `cosched.decode` ratio below 1 (table `cosched decode realised|single|verify`,
+    samples its forwards, no interval); None: not such a warning."""
     ratio_low: float | None = field(default=None, metadata=_OMIT)
     """Lower end of the ratio's ~95% interval (with `ratio`)."""
     ratio_high: float | None = field(default=None, metadata=_OMIT)
@@ -264,6 +269,10 @@ class StabilityWarning:
         return self.spread_pct > UNSTABLE_SPREAD_PCT
 
     def message(self) -> str:
+        if self.table.startswith(DECODE_TABLE):
+            return (f"{self.table} of {self.model}: the target's ratio its AS2D decodes realised is {self.ratio:.3f} "
+                    f"over {self.samples} forwards, below 1 (a lane faster beside the other: too few forwards, or "
+                    "the target-only decodes that scale its solo work ran slow); priced as 1")
         if self.ratio is not None:
             return (f"{self.table} of {self.model} w={self.width} d={self.depth} is {self.ratio:.3f} "
                     f"[{self.ratio_low:.3f}, {self.ratio_high:.3f}], below 1 beyond its interval after a "
@@ -302,6 +311,10 @@ def _warning(entry: Any, where: Where) -> StabilityWarning:
     if (w.precision is None) != (w.achieved_precision is None):
         raise where.fail("both `precision` and `achieved_precision` or neither", [k for k in pair if k in entry])
     ratio = (w.ratio, w.ratio_low, w.ratio_high)
+    if w.table.startswith(DECODE_TABLE):  # a decode's ratio has no interval
+        if w.ratio is None or not 0 < w.ratio < 1 or w.ratio_low is not None or w.ratio_high is not None:
+            raise where.at("ratio").fail("a ratio in (0, 1) and no interval (a decode's ratio below 1)", w.ratio)
+        return w
     if any(v is None for v in ratio) and any(v is not None for v in ratio):
         raise where.fail("all of `ratio`, `ratio_low`, `ratio_high` or none",
                          [k for k in ("ratio", "ratio_low", "ratio_high") if k in entry])
@@ -535,7 +548,7 @@ def _decode_contention(doc: dict, where: Where) -> DecodeContention | None:
     if entry is None:
         return None
     d_where = where.at("decode")
-    reject_unknown(entry, {"realised", "priced", "forwards", *DECODE_CLASSES}, d_where)
+    reject_unknown(entry, {"realised", "priced", "forwards", "below_one", *DECODE_CLASSES}, d_where)
     ratios = [_decode_ratio(entry, key, d_where) for key in ("realised", "priced")]
     classes: list = []
     for name in DECODE_CLASSES:
@@ -546,7 +559,24 @@ def _decode_contention(doc: dict, where: Where) -> DecodeContention | None:
         reject_unknown(part, {"realised", "forwards"}, d_where.at(name))
         classes += [_decode_ratio(part, "realised", d_where.at(name)),
                     _decode_forwards(part, d_where.at(name), CLASS_FORWARDS)]
-    return DecodeContention(ratios[0], ratios[1], _decode_forwards(entry, d_where, 1), *classes)
+    decode = DecodeContention(ratios[0], ratios[1], _decode_forwards(entry, d_where, 1), *classes)
+    return replace(decode, below_one=_below_one(entry, decode, d_where))
+
+
+def _below_one(entry: dict, decode: DecodeContention, where: Where) -> dict[str, float]:
+    """`below_one: {realised?|single?|verify?: ratio}`: what the decodes measured below 1 where the entry
+    prices 1 (core/decomposition.decode_contention)."""
+    below = need(entry, "below_one", dict, where, None) or {}
+    b_where = where.at("below_one")
+    reject_unknown(below, {"realised", *DECODE_CLASSES}, b_where)
+    out = {}
+    for key, value in below.items():
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < 1:
+            raise b_where.at(key).fail("a ratio in (0, 1)", value)
+        if getattr(decode, key) != 1.0:
+            raise b_where.at(key).fail(f"a ratio only where `{key}` prices 1", value)
+        out[key] = float(value)
+    return out
 
 
 def _decode_ratio(entry: dict, key: str, where: Where) -> float:
@@ -743,6 +773,8 @@ def _cosched_doc(cosched: CoSchedule) -> dict:
             if getattr(decode, name) is not None:
                 doc["decode"][name] = {"realised": float(getattr(decode, name)),
                                        "forwards": int(getattr(decode, f"{name}_forwards"))}
+        if decode.below_one:
+            doc["decode"]["below_one"] = {k: float(v) for k, v in decode.below_one.items()}
     return doc
 
 

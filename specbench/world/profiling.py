@@ -43,7 +43,7 @@ from specbench.core.repetitions import (
     RepetitionRule,
     achieved_precision,
 )
-from specbench.core.stability import stability_warnings
+from specbench.core.stability import decode_warnings, stability_warnings
 from specbench.errors import SpecbenchError, WriteError
 from specbench.schemas.environment import KEY as ENV_KEY
 from specbench.schemas.environment import environment_to_dict, manifest_environment
@@ -450,8 +450,10 @@ def cosched_precision(cosched: CoSchedule) -> str:
 
 
 def judged(run: ProfileRun) -> ProfileRun:
-    """The run with its profile's `warnings` set to the unstable timings of its samples."""
-    return replace(run, profile=replace(run.profile, warnings=tuple(stability_warnings(run.samples))))
+    """The run with its profile's `warnings` set to the unstable timings of its samples and the decode ratios
+    below 1 it prices as 1."""
+    found = stability_warnings(run.samples) + decode_warnings(list(run.profile.drafters.values()))
+    return replace(run, profile=replace(run.profile, warnings=tuple(found)))
 
 
 def measure_cosched(device: Device, target: ModelFile, drafter: ModelFile, plan: SweepPlan,

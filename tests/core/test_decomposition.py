@@ -23,6 +23,7 @@ from specbench.core.decomposition import (
 from specbench.core.methods.configs import As2dConfig, TargetConfig
 from specbench.core.pricing import CLASS_FORWARDS, DecodeContention
 from specbench.core.replay.reference import replay_window, simulate_as2d
+from specbench.core.stability import decode_warnings
 from specbench.errors import SpecbenchError
 from specbench.schemas.validation import Metric, ObservationRecord
 from tests.helpers import make_profile, make_trace, window_for
@@ -149,6 +150,23 @@ def test_a_width_class_with_too_few_forwards_is_priced_at_the_pooled_ratio():
     assert priced.ratios(3, 0.0)[0] == pytest.approx(met.realised)
     assert priced.dense(3, 2)[0][1, 0] == pytest.approx(2.6)
     assert priced.dense(3, 2)[0][3, 2] == pytest.approx(met.realised)
+
+
+def test_a_decode_ratio_below_one_is_priced_as_one_kept_and_warned_about():
+    # single-token steps ran faster than their solo work (0.8: the target-only decodes that scale it ran
+    # slow), verifications met 1.5: no lane runs faster beside the other, so the profile prices 1
+    profile = make_profile()
+    met = decode_contention([lanes_at([(1, 0.8)] * 10 + [(3, 1.5)] * 10)], profile.target_costs,
+                            profile.cosched(None))
+    assert met.single == 1.0 and met.below_one == {"single": pytest.approx(0.8)}
+    assert met.verify == pytest.approx(1.5) and met.realised > 1.0
+    drafter = replace(profile.drafter(None), cosched=replace(profile.cosched(None), decode=met))
+    [warning] = decode_warnings([drafter])
+    assert (warning.table, warning.width, warning.samples, warning.ratio) == ("cosched decode single", 1, 10, 0.8)
+    everything = decode_contention([lanes_at([(1, 0.9)] * 4 + [(2, 0.95)] * 4)], profile.target_costs,
+                                   profile.cosched(None))
+    assert (everything.realised, everything.single, everything.verify) == (1.0, None, None)
+    assert set(everything.below_one) == {"realised"}
 
 
 def test_a_profile_priced_with_the_decodes_contention_has_no_contention_bias_left():

@@ -117,7 +117,7 @@ def test_each_verdict_is_the_profiles_costs_at_the_stated_depth(demo):
     diverged = {(r["device"], r["window_id"]) for d in demo for r in _rows(d) if not r["lossless"]}
     replay = [r for r in _rows(next(d for d in demo if d.name == "replay"))
               if r["cost_fit"] == "median" and (r["device"], r["window_id"]) not in diverged]
-    checked = 0
+    checked = disagreed = 0
     for row in summary:
         placement = row["device"].split("@")[1]
         profile = yaml.safe_load((demo[0].parent.parent / "device_profiles" / f"local-{placement}.yaml").read_text())
@@ -153,10 +153,18 @@ def test_each_verdict_is_the_profiles_costs_at_the_stated_depth(demo):
         assert row["ms_per_token"] == pytest.approx(1e3 * per_token, rel=1e-12)
         assert row["pays_pct"] == pytest.approx(pays, rel=1e-12)
         outcome = f"pays {pays:.0f}%" if pays > 0 else f"does not pay: {-pays:.0f}%"
-        assert row["verdict"].endswith(f"= {1e3 * per_token:.1f} ms a token against CT(1) {1e3 * ct(1):.1f} ms: "
-                                       f"{outcome}") or f": {outcome}; producer" in row["verdict"]
+        # more than 10% from the replayed speedup, the verdict says so and names both
+        implied, replayed = ct(1) / per_token, row["speedup"]
+        clause = (f"; replay says {replayed:.2f}x, this round {implied:.2f}x: read the speedup"
+                  if max(implied / replayed, replayed / implied) > 1.1 else "")
+        disagreed += bool(clause)
+        text = row["verdict"].removesuffix(clause)
+        assert clause in row["verdict"] and "replay says" not in text
+        assert text.endswith(f"= {1e3 * per_token:.1f} ms a token against CT(1) {1e3 * ct(1):.1f} ms: "
+                             f"{outcome}") or f": {outcome}; producer" in text
         checked += 1
     assert checked == len([r for r in summary if r["method"] != "target"]) >= 6
+    assert 0 < disagreed < checked  # the golden has verdicts that agree with replay and ones that do not
 
 
 def test_fidelity_is_shown_where_native_rows_exist(demo):

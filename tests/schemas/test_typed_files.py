@@ -121,6 +121,20 @@ BAD = {
                                  {"realised": 1.2, "priced": 1.1, "forwards": 9,
                                   "verify": {"realised": 0.0, "forwards": 9}},
                                  "drafters[0].cosched.decode.verify.realised", "a ratio in (0, 100]", "0.0"),
+    "a ratio below 1 where the class prices more": (("drafters", 0, "cosched", "decode"),
+                                                      {"realised": 1.2, "priced": 1.1, "forwards": 9,
+                                                       "below_one": {"realised": 0.9}},
+                                                      "drafters[0].cosched.decode.below_one.realised",
+                                                      "a ratio only where `realised` prices 1", "0.9"),
+    "a ratio below 1 of 1": (("drafters", 0, "cosched", "decode"),
+                             {"realised": 1.0, "priced": 1.1, "forwards": 9, "below_one": {"realised": 1.0}},
+                             "drafters[0].cosched.decode.below_one.realised", "a ratio in (0, 1)", "1.0"),
+    "a decode warning with an interval": (("warnings",), [{"model": "d", "table": "cosched decode single",
+                                                           "width": 1, "depth": 0, "median_s": 0.0,
+                                                           "spread_pct": 0.0, "samples": 25, "ratio": 0.89,
+                                                           "ratio_low": 0.8, "ratio_high": 0.95}],
+                                          "warnings[0].ratio",
+                                          "a ratio in (0, 1) and no interval (a decode's ratio below 1)", "0.89"),
     "negative spread": (("target", "costs", "spread", 1), [-1e-4, 1e-4], "target.costs.spread.1[0]",
                         "standard deviations in seconds: finite and >= 0", "-0.0001"),
     "negative overhead": (("overheads", "publish_s"), -1e-6, "overheads.publish_s", "seconds: finite and >= 0",
@@ -167,6 +181,24 @@ def test_a_profile_prices_single_steps_and_verifications_at_their_decode_ratios_
         assert cosched.ratios(2, depth)[0] == cosched.ratios(max(cosched.rho_target) + 3, depth)[0] == 2.0
     again = profile_from_dict(profiles.profile_to_dict(profile), Path("p.yaml"))
     assert again.drafters[doc["drafters"][0]["name"]].cosched.decode == cosched.decode
+
+
+def test_a_decode_ratio_measured_below_one_round_trips_beside_the_1_it_prices_and_its_warning():
+    doc = _set(_local(), ("drafters", 0, "cosched", "decode"),
+               {"realised": 1.0, "priced": 1.1, "forwards": 40, "single": {"realised": 1.0, "forwards": 25},
+                "verify": {"realised": 1.3, "forwards": 15}, "below_one": {"realised": 0.97, "single": 0.89}})
+    doc["warnings"] = [{"model": "d", "table": "cosched decode single", "width": 1, "depth": 0, "median_s": 0.0,
+                        "spread_pct": 0.0, "samples": 25, "ratio": 0.89}]
+    profile = profile_from_dict(doc, Path("p.yaml"))
+    decode = profile.drafters[doc["drafters"][0]["name"]].cosched.decode
+    assert decode.below_one == {"realised": 0.97, "single": 0.89} and decode.target(1) == 1.0
+    again = profile_from_dict(profiles.profile_to_dict(profile), Path("p.yaml"))
+    assert again.drafters[doc["drafters"][0]["name"]].cosched.decode == decode
+    assert again.warnings == profile.warnings
+    assert profile.warnings[0].message() == (
+        "cosched decode single of d: the target's ratio its AS2D decodes realised is 0.890 over 25 forwards, "
+        "below 1 (a lane faster beside the other: too few forwards, or the target-only decodes that scale its "
+        "solo work ran slow); priced as 1")
 
 
 @pytest.mark.parametrize("case", sorted(BAD))

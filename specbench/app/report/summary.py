@@ -13,7 +13,7 @@ from specbench.app.report.inputs import LoadedResults, missing_profiles, profile
 from specbench.app.report.rows import MainRows, width_or_budget
 from specbench.core import metrics
 from specbench.core.pricing import CostFit
-from specbench.core.verdict import MS, ForwardCounts, stated_depth, verdict
+from specbench.core.verdict import MS, ForwardCounts, disagreement, stated_depth, verdict
 from specbench.errors import SpecbenchError
 from specbench.render.summary import Summary, SummaryLine, SummarySection
 from specbench.render.tables import Table
@@ -67,7 +67,8 @@ def build_summary(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame,
             found = None
             if profile is not None:
                 found, reason = _verdict(profile, best, counts.loc[(device, best["config"])], depth)
-            text = found.text if found is not None else (reason if profile is not None else "")
+            text = (found.text + disagreement(found, float(best["speedup"])) if found is not None
+                    else (reason if profile is not None else ""))
             records.append(_record(best, fidelity, depth, found.per_token_s * MS if found else math.nan,
                                    found.pays_pct if found else math.nan, text or _no_verdict(device, rows, missing)))
             by_category = _by_category(categories, device, best["config"]) if categories is not None else {}

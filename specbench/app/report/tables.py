@@ -208,7 +208,7 @@ def stability_tables(loaded: LoadedResults, native: pd.DataFrame) -> list[Table]
         unstable = unstable.assign(median_s=unstable["median_s"] * 1e3).rename(columns={"median_s": "median_ms"})
         what = f"unstable profile timings (spread > {samples.UNSTABLE_SPREAD_PCT:g}% of the median)"
         if "ratio" in unstable and unstable["ratio"].notna().any():
-            what += " and co-scheduling ratios below 1 beyond their interval"
+            what += " and co-scheduling ratios below 1 (cells: beyond their interval; AS2D decodes': priced as 1)"
         tables.append(Table(what[:1].upper() + what[1:], samples.ORDER_PROFILE, unstable,
                             {"median_ms": ".4f", "spread_pct": ".1f"}, ("device", "profile"),
                             alert=f"{len(unstable)} {what}"))
