@@ -45,6 +45,8 @@ class ProfileRequest:
     """--no-cosched: skip the co-scheduling measurement."""
     overheads_windows: int = OVERHEADS_WINDOWS
     """--overheads-windows: copies of the overheads window each method decodes twice."""
+    windows: Path | None = None
+    """--windows: the workload's windows, for AS2D's overheads decodes (None: the passage of prose)."""
     out: Path | None = None
     """--out: the profile YAML (None: device_profiles/<device>-<placement>.yaml)."""
     phone: PhoneOptions = PhoneOptions()
@@ -71,6 +73,7 @@ def profile(request: ProfileRequest) -> None:
     from specbench.schemas.fileio import WriterLock, check_writable
     from specbench.schemas.placement import resolve_on
     from specbench.schemas.profiles import WARNING_HINT
+    from specbench.schemas.windows import load_windows
     from specbench.world.profiling import (
         SweepPlan,
         parse_depths,
@@ -86,6 +89,7 @@ def profile(request: ProfileRequest) -> None:
     rule = repetition_rule(r.precision, r.min_repetitions, r.max_repetitions) if r.repetitions is None else None
     names = device_names(r.device_specs)
     outs = {name: _out_path(r.out, name, r.placement, len(names)) for name in names}
+    workload = tuple(load_windows(r.windows)) if r.windows is not None else ()
     target, drafters = _models(r.target, r.drafter_specs)
     for path in outs.values():
         try:
@@ -113,7 +117,7 @@ def profile(request: ProfileRequest) -> None:
         plans.update({dev.name: plan_for(r.max_width, parsed_depths, resolve_on(dev, r.placement),
                                          r.repetitions or r.min_repetitions, r.drafter_max_width, not r.no_cosched,
                                          None if rule is None else rule.precision, r.max_repetitions,
-                                         r.overheads_windows)
+                                         r.overheads_windows, workload)
                       for dev in devices})
         on_devices(devices, "profiling", lambda dev: plans[dev.name].forwards(drafters), one)
 

@@ -54,6 +54,12 @@ REQUEST = ProfileRequest
               help="Copies of the 48-token window each drafter's overheads decodes take, each decoded twice by "
                    "target-only and by AS2D (AS2D's overheads and the target's ratio beside the producer are their "
                    "medians; fewer: a quicker, noisier profile).")
+@click.option("--windows", "windows_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The workload's windows (a windows file, as `specbench windows` writes): each drafter's overheads "
+                   "decodes run on as many of them, spread over the file, as hold the tokens of --overheads-windows "
+                   "copies, instead of a passage of prose (the target's ratio beside the producer moves with the "
+                   "windows decoded; docs/METHODS.md §4.4 Overheads). Text models; Whisper models hear the bundled "
+                   "speech sample.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Profile YAML to write (raw samples go beside it, *.samples.jsonl). Default: "
                    "device_profiles/<device>-<placement>.yaml; with several devices, <stem>-<device>.yaml each.")
@@ -61,7 +67,7 @@ REQUEST = ProfileRequest
 def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_specs: tuple[str, ...], max_width: int,
             drafter_max_width: int | None, depths: str, precision: float, min_repetitions: int,
             max_repetitions: int, repetitions: int | None, placement_spec: str, no_cosched: bool,
-            overheads_windows: int, out: Path | None) -> None:
+            overheads_windows: int, windows_path: Path | None, out: Path | None) -> None:
     """Profile DEVICE (default: local, this host; or phone serials, in parallel): forward costs.
 
     The runner times target forwards of widths 1..--max-width (logits for every row) and
@@ -92,4 +98,4 @@ def profile(device_specs: tuple[str, ...], target_path: Path | None, drafter_spe
         device_specs=device_specs, target=target_path, drafter_specs=drafter_specs, max_width=max_width,
         drafter_max_width=drafter_max_width, depths=depths, precision=precision, min_repetitions=min_repetitions,
         max_repetitions=max_repetitions, repetitions=repetitions, placement=placement_spec, no_cosched=no_cosched,
-        overheads_windows=overheads_windows, out=out, phone=phone_settings()))
+        overheads_windows=overheads_windows, windows=windows_path, out=out, phone=phone_settings()))

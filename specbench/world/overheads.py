@@ -16,6 +16,7 @@ lane timestamps give the co-scheduling ratio the target realised (core/decomposi
 
 from __future__ import annotations
 
+import itertools
 import os
 import statistics
 import wave
@@ -29,6 +30,7 @@ import numpy as np
 from specbench.core.decomposition import NativeLanes
 from specbench.core.repetitions import OVERHEADS_WINDOWS
 from specbench.errors import SpecbenchError
+from specbench.schemas.windows import Window
 from specbench.world.devices.base import Device
 from specbench.world.dirs import cache_dir
 from specbench.world.jobs import DecodeJob, TokenizeJob
@@ -81,13 +83,18 @@ def prompt_tokens(device: Device, model: dict) -> list[int]:
 
 
 def overheads_job(target: dict, drafter: dict, prompts: tuple[list[int], list[int]] | None = None,
-                  audio: str | None = None, budget: int = BUDGET, windows: int = OVERHEADS_WINDOWS) -> DecodeJob:
+                  audio: str | None = None, budget: int = BUDGET, windows: int = OVERHEADS_WINDOWS,
+                  workload: Sequence[dict] | None = None) -> DecodeJob:
     """`target`/`drafter`: the runner's model objects, with their lanes (the profile's placement);
     `prompts`: PROMPT_TEXT in the target's and in the drafter's tokens (`prompt_tokens`), for text models;
     `audio`: the device path of overheads_audio() for models that hear audio (Whisper, each window encoded
     once per model for all its decodes), else None;
     `budget`: the AS2D decodes' B (their target forwards are up to B + 1 wide); `windows`: copies of the
-    window, each decoded twice by each method."""
+    window, each decoded twice by each method; `workload`: the runner windows of the workload to decode
+    instead (`workload_windows`; text models), each decoded twice by each method."""
+    if workload:
+        return DecodeJob(target, [{"name": "target"}, {"name": "as2d", "budget": budget, "batch": 8}],
+                         list(workload), drafter, runs=2, alternate=True)
     if audio is not None:
         window = {"audio": {"path": audio, "format": "f32"}, "prompt_text": "", "cap": CAP}
     elif prompts is not None:
@@ -99,6 +106,25 @@ def overheads_job(target: dict, drafter: dict, prompts: tuple[list[int], list[in
     return DecodeJob(target, [{"name": "target"}, {"name": "as2d", "budget": budget, "batch": 8}],
                      [window | {"id": f"overheads-{i}"} for i in range(windows)], drafter, runs=2, alternate=True,
                      reuse_audio_prefill=audio is not None)
+
+
+def workload_selection(windows: Sequence[Window], copies: int = OVERHEADS_WINDOWS) -> list[Window]:
+    """The workload's windows an overheads job decodes (pure), holding as many tokens of cap as `copies` of
+    the prose window (copies x CAP): the fewest spread evenly over `windows` in their order whose caps reach
+    it, or, when all of them fall short, all of them again and again until they do."""
+    if not windows:
+        return []
+    wanted = copies * CAP
+    for count in range(1, len(windows) + 1):
+        picked = sorted({round(i * (len(windows) - 1) / max(count - 1, 1)) for i in range(count)})
+        if sum(windows[i].cap for i in picked) >= wanted:
+            return [windows[i] for i in picked]
+    out: list[Window] = []
+    for window in itertools.cycle(windows):  # every cap is at least 1
+        if sum(w.cap for w in out) >= wanted:
+            return out
+        out.append(window)
+    raise AssertionError("unreachable")
 
 
 def decode_lanes(results: Sequence[dict]) -> list[NativeLanes]:
@@ -150,16 +176,25 @@ class OverheadsRun:
 
 
 def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
-                      target_prompt: list[int] | None = None, windows: int = OVERHEADS_WINDOWS) -> OverheadsRun:
+                      target_prompt: list[int] | None = None, windows: int = OVERHEADS_WINDOWS,
+                      workload: Sequence[dict] | None = None) -> OverheadsRun:
     """`target`/`drafter`: the runner's model specs; `widest`: the widest target forward the profile
     prices (the decodes' B is at most one less, so that every forward they time has a price);
     `target_prompt`: PROMPT_TEXT in the target's tokens (`prompt_tokens`, made once for every drafter), or
     None for Whisper models (they hear SPEECH_SAMPLE instead); `windows`: copies of the window, each decoded
-    twice by each method (target, AS2D, AS2D, target; a smoke run's profile takes 1)."""
+    twice by each method (target, AS2D, AS2D, target; a smoke run's profile takes 1); `workload`: the
+    runner windows of the workload's windows (`workload_selection`) to decode instead, when given."""
+    budget = max(1, min(BUDGET, widest - 1))
+    if workload:
+        out = device.run_job(overheads_job(target, drafter, budget=budget, workload=workload).to_dict())
+        tokens = sum(int(w["cap"]) for w in workload)
+        return OverheadsRun(overheads_from_results(out.results),
+                            f"overheads: native as2d[B={budget}], 2 runs of {len(workload)} windows of the workload "
+                            f"({tokens} tokens of cap) alternating with target-only runs, medians",
+                            decode_lanes(out.results))
     hears_audio = target_prompt is None
     audio = device.model_path(overheads_audio()) if hears_audio else None
     prompts = None if target_prompt is None else (target_prompt, prompt_tokens(device, drafter))
-    budget = max(1, min(BUDGET, widest - 1))
     out = device.run_job(overheads_job(target, drafter, prompts, audio, budget, windows).to_dict())
     window = (f"speech window ({SPEECH_SAMPLE}, cap {CAP}, encoded once per model)" if hears_audio
               else f"{CAP}-token window continuing a fixed passage of prose")

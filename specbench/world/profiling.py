@@ -61,12 +61,14 @@ from specbench.schemas.profiles import (
     profile_to_dict,
     save_profile,
 )
+from specbench.schemas.windows import Window
 from specbench.world.devices.base import Device
 from specbench.world.environment import loaded_models, now, session, state
 from specbench.world.jobs import CoschedJob, SweepJob
 from specbench.world.model_files import ModelFile, model_job
 from specbench.world.overheads import ZERO as ZERO_OVERHEADS
-from specbench.world.overheads import OverheadsRun, measure_overheads, prompt_tokens
+from specbench.world.overheads import OverheadsRun, measure_overheads, prompt_tokens, workload_selection
+from specbench.world.tracing import prompts_for
 
 Progress = Callable[[int], None]
 DRAFTER_LOGITS = "last"
@@ -97,6 +99,9 @@ class SweepPlan:
     """Measure AS2D's overheads (a validation's refreshes time the cost tables only)."""
     overheads_windows: int = OVERHEADS_WINDOWS
     """Copies of the overheads job's window, each decoded twice by target-only and by AS2D."""
+    workload: tuple[Window, ...] = ()
+    """The workload's windows: text models' overheads decodes run on as many of them as hold the tokens of
+    `overheads_windows` copies (`workload_selection`) instead of the passage of prose (empty: the passage)."""
     precision: float | None = None
     """Forward-cost cells take samples until their median's ~95% interval is within this fraction
     of it (None: `repetitions` each; docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table)."""
@@ -140,10 +145,11 @@ class SweepPlan:
 
 def plan_for(max_width: int, depths: Sequence[int], placement: Placement, repetitions: int = 5,
              drafter_max_width: int | None = None, cosched: bool = True, precision: float | None = None,
-             max_repetitions: int = DEFAULT_MAX_REPETITIONS, overheads_windows: int = OVERHEADS_WINDOWS) -> SweepPlan:
+             max_repetitions: int = DEFAULT_MAX_REPETITIONS, overheads_windows: int = OVERHEADS_WINDOWS,
+             workload: Sequence[Window] = ()) -> SweepPlan:
     return SweepPlan(tuple(range(1, max_width + 1)), tuple(range(1, (drafter_max_width or max_width) + 1)),
                      tuple(sorted(set(depths))), placement, repetitions, 1, cosched, precision=precision,
-                     max_repetitions=max_repetitions, overheads_windows=overheads_windows)
+                     max_repetitions=max_repetitions, overheads_windows=overheads_windows, workload=tuple(workload))
 
 
 def repetition_rule(precision: float, min_repetitions: int, max_repetitions: int) -> RepetitionRule:
@@ -368,8 +374,18 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
     timed = [d for d in models if plan.overheads or profiled[d.name].cosched is not None]
     target_job = model_job(device, target, plan.placement.target)
     target_prompt = None if target.hears_audio or not timed else prompt_tokens(device, target_job)
+    workload = workload_selection(plan.workload, plan.overheads_windows) if target_prompt is not None else []
+
+    def workload_docs(drafter: ModelFile) -> list[dict] | None:
+        if not workload:
+            return None
+        prompts = prompts_for(device, target, drafter, list({w.window_id: w for w in workload}.values()))
+        # a window decoded again (a workload shorter than the copies' tokens) gets an id of its own
+        return [prompts.runner_window(w) | {"id": f"overheads-{i}-{w.window_id}"} for i, w in enumerate(workload)]
+
     measured_with = {d.name: measure_overheads(device, target_job, model_job(device, d, plan.placement.drafter),
-                                               max(plan.widths), target_prompt, plan.overheads_windows)
+                                               max(plan.widths), target_prompt, plan.overheads_windows,
+                                               workload_docs(d))
                      for d in timed}
     profiled = {name: with_decode_contention(p, measured_with[name], target_costs, plan.overheads)
                 if name in measured_with else p for name, p in profiled.items()}
@@ -377,7 +393,9 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         overheads, overheads_note = measured_with[models[0].name].overheads, measured_with[models[0].name].note
         overheads_note += " per drafter (the top level: the first drafter's)"
     if any(p.cosched is not None and p.cosched.decode is not None for p in profiled.values()):
-        overheads_note += ("; the target's co-scheduling ratio priced as those AS2D decodes realised it, single-token "
+        first = next(iter(measured_with.values()))
+        decodes = "those AS2D decodes" if plan.overheads else f"AS2D decodes ({first.note})"
+        overheads_note += (f"; the target's co-scheduling ratio priced as {decodes} realised it, single-token "
                            f"steps and verifications each at their own where they had {CLASS_FORWARDS} forwards")
     after = device.snapshot()
     environment = environment.finish(now(), loaded_models(device, [("target", target)]

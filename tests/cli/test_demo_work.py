@@ -17,7 +17,8 @@ from specbench.schemas.fileio import file_sha256
 from specbench.schemas.placement import resolve
 from specbench.world.devices.local import LocalDevice
 from specbench.world.model_files import ModelFile
-from specbench.world.overheads import bundled_speech_sample, overheads_audio, overheads_job
+from specbench.schemas.windows import make_text_window
+from specbench.world.overheads import bundled_speech_sample, overheads_audio, overheads_job, workload_selection
 from specbench.world.profiling import sweep_job
 
 
@@ -48,6 +49,24 @@ def test_the_overheads_whisper_decodes_encode_each_window_once_per_model():
     tokens = overheads_job({"path": "t.gguf"}, {"path": "d.gguf"}, ([1, 2, 3], [4, 5])).to_dict()
     assert "reuse_audio_prefill" not in tokens
     assert all(w["prompt"] == [1, 2, 3] and w["drafter_prompt"] == [4, 5] for w in tokens["windows"])
+
+
+def caps(*values: int) -> list:
+    return [make_text_window(f"w{i}", "text", "Repeat this.", cap, "demo", "dev") for i, cap in enumerate(values)]
+
+
+def test_the_overheads_decodes_take_the_workloads_windows_of_the_copies_tokens():
+    # 3 copies of the 48-token passage: 144 tokens of cap, the fewest windows spread over the file that hold them
+    ids = [w.window_id for w in workload_selection(caps(*[24] * 24), 3)]
+    assert ids == ["w0", "w5", "w9", "w14", "w18", "w23"]
+    assert [w.window_id for w in workload_selection(caps(100, 10, 10, 100), 3)] == ["w0", "w3"]
+    # fewer tokens than the copies hold: every window, again and again
+    assert [w.window_id for w in workload_selection(caps(6, 10), 1)] == ["w0", "w1"] * 3  # 48 tokens
+    assert workload_selection([], 3) == []
+    job = overheads_job({"path": "t.gguf"}, {"path": "d.gguf"}, budget=3,
+                        workload=[{"id": "a", "prompt": [1], "cap": 6}, {"id": "b", "prompt": [2], "cap": 9}]).to_dict()
+    assert [w["id"] for w in job["windows"]] == ["a", "b"] and job["runs"] == 2 and job["alternate"] is True
+    assert job["methods"] == [{"name": "target"}, {"name": "as2d", "budget": 3, "batch": 8}]
 
 
 def test_each_placement_is_traced_with_its_lanes_threads_in_its_own_folder(tmp_path):

@@ -7,6 +7,7 @@ import json
 import stat
 import statistics
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -54,7 +55,7 @@ def study(tmp_path_factory, tiny, runner):
     profile = root / "profiles" / "local.yaml"
     code, profile_output = invoke("profile", "local", "--target", tiny.target, "--drafter", f"near={tiny.near}",
                                   "--max-width", 9, "--depths", "0,32", "--placement", "split", "--overheads-windows", 2,
-                                  "--out", profile)
+                                  "--windows", windows, "--out", profile)
     assert code == 0, profile_output
     code, output = invoke("trace", windows, "--target", tiny.target, "--drafter", f"near={tiny.near}",
                           "--k-max", 8, "--specasr", SPECASR, "--threads", 1, "--out", root / "traces")
@@ -96,8 +97,9 @@ def test_profile_is_a_loadable_profile(study):
     # AS2D's non-model costs come from a native as2d decode (microseconds, never negative)
     overheads = profile.overheads
     assert 0 <= overheads.producer_startup_s < 1 and 0 <= overheads.publish_s < 1 and 0 <= overheads.align_s < 1
-    # --overheads-windows 2: two copies of the window, each decoded twice by each method
-    assert "overheads: native as2d[B=7], 4 runs of 2 copies of a 48-token window" in \
+    # --windows with --overheads-windows 2: the study's windows hold 80 of the two copies' 96 tokens, so all five
+    # and the first again, each decoded twice by each method
+    assert "overheads: native as2d[B=7], 2 runs of 6 windows of the workload (96 tokens of cap)" in \
         yaml.safe_load(study["profile"].read_text())["notes"]
 
 
@@ -249,7 +251,7 @@ def test_profile_prints_the_warnings_it_stores(study):
 
 def noisy_profile(study, path, noisy):
     """The study's profile judged again on its own samples made quiet (every sample the median, no
-    co-scheduling ratio below 1), but for target width 3 at depth 32 when `noisy` (one sample 1.5 x the median)."""
+    co-scheduling ratio below 1, in its cells or its decodes), but for target width 3 at depth 32 when `noisy` (one sample 1.5 x the median)."""
     samples = [json.loads(line) for line in samples_path(study["profile"]).read_text().splitlines()]
     for record in samples:
         if record["kind"] == "forward":
@@ -259,7 +261,10 @@ def noisy_profile(study, path, noisy):
         else:
             record["samples"] = {k: [float(np.median(v))] * len(v) for k, v in record["samples"].items() if v}
             record.pop("below_one", None)
-    write_profile(path, judged(ProfileRun(load_profile(study["profile"]), samples)))
+    profile = load_profile(study["profile"])
+    drafters = {name: replace(d, cosched=replace(d.cosched, decode=replace(d.cosched.decode, below_one={})))
+                if d.cosched is not None and d.cosched.decode is not None else d for name, d in profile.drafters.items()}
+    write_profile(path, judged(ProfileRun(replace(profile, drafters=drafters), samples)))
     return path
 
 

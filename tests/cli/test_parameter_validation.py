@@ -166,3 +166,11 @@ def test_profile_refuses_out_of_range_repetition_flags(tmp_path, flags, code, ex
     status, output = invoke("profile", "local", "--target", tmp_path / "t.gguf", *flags, "--out", out)
     assert status == code and error_line(output) == f"Error: {expected}"
     assert not out.exists()
+
+
+def test_profile_refuses_a_windows_file_it_cannot_read_before_measuring(tmp_path):
+    empty, out = tmp_path / "w.jsonl", tmp_path / "p.yaml"
+    empty.write_text("")
+    status, output = invoke("profile", "local", "--target", tmp_path / "t.gguf", "--windows", empty, "--out", out)
+    assert status == 1 and error_line(output) == f"Error: {empty}: empty file; expected a specbench.windows header line"
+    assert not out.exists()

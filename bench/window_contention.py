@@ -1,0 +1,86 @@
+"""Does the window decoded move the target's co-scheduling ratio beside the AS2D producer?
+
+Overheads decodes (`world/overheads.py`: target-only, AS2D, AS2D, target-only per window; batch 8) of two kinds,
+alternated P W W P P W on this host: P = the profile's passage of prose (`--copies` copies of the 48-token window),
+W = the workload's windows (`--windows`, the ones `workload_selection` takes for the same tokens). Each job's AS2D
+decodes are priced against `--profile` (`core/decomposition.decode_contention`): the ratio single-token steps and
+verifications realised. The baseline is the passage, measured in the same run.
+
+    python bench/window_contention.py --windows W.jsonl --profile P.yaml --target T.gguf \
+        --drafter gemma3=G.gguf --template gemma3=gemma --placement shared
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from specbench.core.decomposition import decode_contention
+from specbench.schemas.placement import resolve_on
+from specbench.schemas.profiles import load_profile
+from specbench.schemas.windows import load_windows
+from specbench.world.devices.local import LocalDevice
+from specbench.world.model_files import ModelFile, model_job
+from specbench.world.overheads import decode_lanes, overheads_job, prompt_tokens, workload_selection
+from specbench.world.runner import find_runner
+from specbench.world.tracing import prompts_for
+
+ORDER = "PWWPPW"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--windows", type=Path, required=True)
+    parser.add_argument("--profile", type=Path, required=True, help="prices the decodes' forwards")
+    parser.add_argument("--target", type=Path, required=True)
+    parser.add_argument("--drafter", required=True, metavar="NAME=PATH")
+    parser.add_argument("--template", default=None, metavar="NAME=TEMPLATE", help="the drafter's chat template")
+    parser.add_argument("--placement", default="shared")
+    parser.add_argument("--budget", type=int, default=3)
+    parser.add_argument("--copies", type=int, default=3)
+    parser.add_argument("--first", type=int, default=None, metavar="N",
+                        help="decode the file's first N windows instead of the ones `workload_selection` takes")
+    args = parser.parse_args(argv)
+    name, path = args.drafter.split("=", 1)
+    template = args.template.split("=", 1)[1] if args.template else None
+    profile = load_profile(args.profile)
+    device = LocalDevice(runner=find_runner(build=False))
+    placement = resolve_on(device, args.placement)
+    target_file, drafter_file = ModelFile(args.target.stem, args.target), ModelFile(name, Path(path), template=template)
+    target, drafter = model_job(device, target_file, placement.target), model_job(device, drafter_file,
+                                                                                  placement.drafter)
+    windows = load_windows(args.windows)
+    chosen = windows[:args.first] if args.first else workload_selection(windows, args.copies)
+    prompts = prompts_for(device, target_file, drafter_file, list({w.window_id: w for w in chosen}.values()))
+    workload = [prompts.runner_window(w) | {"id": f"w{i}-{w.window_id}"} for i, w in enumerate(chosen)]
+    jobs = {"P": overheads_job(target, drafter, (prompt_tokens(device, target), prompt_tokens(device, drafter)),
+                               budget=args.budget, windows=args.copies),
+            "W": overheads_job(target, drafter, budget=args.budget, workload=workload)}
+    singles: dict[str, list[float]] = {"P": [], "W": []}
+    print(f"{args.placement}, drafter {name}, B={args.budget}: P = {args.copies} copies of the prose passage, "
+          f"W = {len(workload)} of {args.windows.name}'s windows")
+    for kind in ORDER:
+        met = decode_contention(decode_lanes(device.run_job(jobs[kind].to_dict()).results), profile.target_costs,
+                                profile.drafter(name).cosched)
+        if met is None:
+            print(f"{kind}: no forward ran wholly beside the producer")
+            continue
+        if met.single is not None:
+            singles[kind].append(met.single)
+        verify = "-" if met.verify is None else f"{met.verify:.3f}"
+        single = "-" if met.single is None else f"{met.single:.3f}"
+        print(f"{kind}: single {single} ({met.single_forwards}) verify {verify} ({met.verify_forwards}) "
+              f"pooled {met.realised:.3f}, the cells' {met.priced:.3f}", flush=True)
+    if singles["P"] and singles["W"]:
+        ratio = statistics.mean(singles["W"]) / statistics.mean(singles["P"])
+        print(f"single-token ratio, mean W / mean P: {ratio:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
