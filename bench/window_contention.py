@@ -1,13 +1,16 @@
-"""Does the window decoded move the target's co-scheduling ratio beside the AS2D producer?
+"""Does the window decoded, or the job's shape, move the target's co-scheduling ratio beside the AS2D producer?
 
-Overheads decodes (`world/overheads.py`: target-only, AS2D, AS2D, target-only per window; batch 8) of two kinds,
-alternated P W W P P W on this host: P = the profile's passage of prose (`--copies` copies of the 48-token window),
-W = the workload's windows (`--windows`, the ones `workload_selection` takes for the same tokens). Each job's AS2D
-decodes are priced against `--profile` (`core/decomposition.decode_contention`): the ratio single-token steps and
-verifications realised. The baseline is the passage, measured in the same run.
+Decodes of three kinds, in the order `--order` gives (default P W W P P W), on this host: P = the profile's
+overheads job on its passage of prose (`world/overheads.py`: target-only, AS2D, AS2D, target-only per window,
+batch 8; `--copies` copies of the 48-token window); W = the same job on the workload's windows (`--windows`: the
+ones `workload_selection` takes for the same tokens, or the first `--first N`); V = a validation's decode job on
+those windows (`app/validate.py`: every AS2D option, the traced references checked, a warm-up, a probe before the
+first window and after each; needs `--traces`). Each job's AS2D decodes are priced against `--profile`
+(`core/decomposition.decode_contention`): the ratio single-token steps and verifications realised. The baseline is
+the order's first kind, measured in the same run.
 
     python bench/window_contention.py --windows W.jsonl --profile P.yaml --target T.gguf \
-        --drafter gemma3=G.gguf --template gemma3=gemma --placement shared
+        --drafter gemma3=G.gguf --template gemma3=gemma --placement shared [--order WVVWWV --traces DIR]
 """
 
 from __future__ import annotations
@@ -23,14 +26,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from specbench.core.decomposition import decode_contention
 from specbench.schemas.placement import resolve_on
 from specbench.schemas.profiles import load_profile
+from specbench.schemas.traces import load_trace_dir
 from specbench.schemas.windows import load_windows
 from specbench.world.devices.local import LocalDevice
+from specbench.world.jobs import DecodeJob, Probe
 from specbench.world.model_files import ModelFile, model_job
 from specbench.world.overheads import decode_lanes, overheads_job, prompt_tokens, workload_selection
 from specbench.world.runner import find_runner
 from specbench.world.tracing import prompts_for
-
-ORDER = "PWWPPW"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--placement", default="shared")
     parser.add_argument("--budget", type=int, default=3)
     parser.add_argument("--copies", type=int, default=3)
+    parser.add_argument("--order", default="PWWPPW", help="the jobs' kinds in order: P, W and V")
+    parser.add_argument("--traces", type=Path, default=None, help="the drafter's traces (V checks references)")
     parser.add_argument("--first", type=int, default=None, metavar="N",
                         help="decode the file's first N windows instead of the ones `workload_selection` takes")
     args = parser.parse_args(argv)
@@ -58,13 +63,22 @@ def main(argv: list[str] | None = None) -> int:
     chosen = windows[:args.first] if args.first else workload_selection(windows, args.copies)
     prompts = prompts_for(device, target_file, drafter_file, list({w.window_id: w for w in chosen}.values()))
     workload = [prompts.runner_window(w) | {"id": f"w{i}-{w.window_id}"} for i, w in enumerate(chosen)]
+    if set(args.order) - set("PWV") or ("V" in args.order and args.traces is None):
+        parser.error("--order takes P, W and V; V needs --traces")
     jobs = {"P": overheads_job(target, drafter, (prompt_tokens(device, target), prompt_tokens(device, drafter)),
                                budget=args.budget, windows=args.copies),
             "W": overheads_job(target, drafter, budget=args.budget, workload=workload)}
-    singles: dict[str, list[float]] = {"P": [], "W": []}
+    if "V" in args.order:
+        trace = load_trace_dir(args.traces)[name]
+        as2d = {"name": "as2d", "budget": args.budget, "batch": 8, "conf_stop": 0.0, "align": "anchor", "horizon": 8}
+        checked = [prompts.runner_window(w, trace.windows[w.window_id].y.tolist()) | {"id": f"w{i}-{w.window_id}"}
+                   for i, w in enumerate(chosen)]
+        jobs["V"] = DecodeJob(target, [{"name": "target"}, as2d], checked, drafter, warmup=True, runs=2,
+                              warmup_runs=0, alternate=True, probe=Probe(5))
+    singles: dict[str, list[float]] = {kind: [] for kind in args.order}
     print(f"{args.placement}, drafter {name}, B={args.budget}: P = {args.copies} copies of the prose passage, "
-          f"W = {len(workload)} of {args.windows.name}'s windows")
-    for kind in ORDER:
+          f"W/V = {len(workload)} of {args.windows.name}'s windows")
+    for kind in args.order:
         met = decode_contention(decode_lanes(device.run_job(jobs[kind].to_dict()).results), profile.target_costs,
                                 profile.drafter(name).cosched)
         if met is None:
@@ -76,9 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         single = "-" if met.single is None else f"{met.single:.3f}"
         print(f"{kind}: single {single} ({met.single_forwards}) verify {verify} ({met.verify_forwards}) "
               f"pooled {met.realised:.3f}, the cells' {met.priced:.3f}", flush=True)
-    if singles["P"] and singles["W"]:
-        ratio = statistics.mean(singles["W"]) / statistics.mean(singles["P"])
-        print(f"single-token ratio, mean W / mean P: {ratio:.3f}")
+    base = args.order[0]
+    for kind in dict.fromkeys(args.order[1:]):
+        if kind != base and singles[kind] and singles[base]:
+            ratio = statistics.mean(singles[kind]) / statistics.mean(singles[base])
+            print(f"single-token ratio, mean {kind} / mean {base}: {ratio:.3f}")
     return 0
 
 

@@ -155,18 +155,21 @@ def resolve_configs(configs: Sequence[MethodConfig], traces: dict[str, TraceFile
     return out
 
 
-def cell_plan(plan: ValidationPlan, placement: Placement, full: bool) -> SweepPlan:
+def cell_plan(plan: ValidationPlan, placement: Placement, full: bool, windows: Sequence[Window] = ()) -> SweepPlan:
     """The cells the configurations use (`cost_cells.sweep_plan`) in this placement, each cell measured as the
     validation asks (a fixed count, or to a precision), the co-scheduling ratios of the AS2D configurations'
     drafters and widths included (a block's refreshes too: each block replays with its own ratios); AS2D's
     overheads only in the `full` profile and only where an AS2D configuration is validated (no other method is
     charged them). A cross-vocabulary drafter's widths are widened to what the serial methods' replay asks of it
-    on the traces (`cost_cells.traced_drafter_widths`)."""
+    on the traces (`cost_cells.traced_drafter_widths`). The AS2D decodes that measure the overheads and the
+    target's ratio beside the producer run on `windows` (the validation's for the full profile, the block's for
+    its refreshes; docs/METHODS.md §4.4 Overheads, "On the workload's windows")."""
     traced = traced_drafter_widths(plan.traces_dir, plan.windows, plan.configs)
     cells = sweep_plan(plan.configs, placement, plan.depths, plan.precision, plan.max_repetitions, traced,
                        plan.repetitions)
     as2d = any(isinstance(c, As2dConfig) for c in plan.configs)
-    return replace(cells, cosched=as2d, overheads=full and as2d, overheads_windows=plan.overheads_windows)
+    return replace(cells, cosched=as2d, overheads=full and as2d, overheads_windows=plan.overheads_windows,
+                   workload=tuple(windows))
 
 
 def manifest(plan: ValidationPlan) -> dict:
@@ -207,15 +210,15 @@ class Validation:
         if not path.exists():
             self.log(f"profiling every cell once ({placement.label})")
             path.parent.mkdir(parents=True, exist_ok=True)
-            plan = cell_plan(self.plan, placement, True)
+            plan = cell_plan(self.plan, placement, True, self.plan.windows)
             write_profile(path, profile_device(self.plan.device, self.plan.target, self._models(), plan))
         return path
 
     def _models(self) -> list[ModelFile]:
         return [self.plan.drafters[name] for name in sorted(self.plan.drafters)]
 
-    def refresh(self, placement: Placement, path: Path) -> dict:
-        plan = cell_plan(self.plan, placement, False)
+    def refresh(self, placement: Placement, path: Path, shard: Sequence[Window]) -> dict:
+        plan = cell_plan(self.plan, placement, False, shard)
         run = profile_device(self.plan.device, self.plan.target, self._models(), plan)
         write_profile(path, run)
         return run.doc
@@ -285,7 +288,7 @@ class Validation:
             started, clock = now(), time.monotonic()
             base = {"block": block, "attempt": attempt, "device": device}
             probes = self.probes(placement, "refresh-1 before", base)
-            refreshes = [self.refresh(placement, where / f"refresh-1-a{attempt}.yaml")]
+            refreshes = [self.refresh(placement, where / f"refresh-1-a{attempt}.yaml", shard)]
             probes += self.probes(placement, "refresh-1 after", base)
             decodes = []
             for group in order.groups:
@@ -293,7 +296,7 @@ class Validation:
                 decodes += got
                 probes += seen
             probes += self.probes(placement, "refresh-2 before", base)
-            refreshes.append(self.refresh(placement, where / f"refresh-2-a{attempt}.yaml"))
+            refreshes.append(self.refresh(placement, where / f"refresh-2-a{attempt}.yaml", shard))
             probes += self.probes(placement, "refresh-2 after", base)
             drift = block_drift(probes, self.plan.probe_threshold_pct, self.plan.probe_spreads)
             voided = drift.voids and redo < self.plan.max_voids

@@ -58,8 +58,8 @@ REQUEST = ProfileRequest
               help="The workload's windows (a windows file, as `specbench windows` writes): each drafter's overheads "
                    "decodes run on as many of them, spread over the file, as hold the tokens of --overheads-windows "
                    "copies, instead of a passage of prose (the target's ratio beside the producer moves with the "
-                   "windows decoded; docs/METHODS.md §4.4 Overheads). Text models; Whisper models hear the bundled "
-                   "speech sample.")
+                   "windows decoded: pass the windows you will replay). Text models; Whisper models hear the "
+                   "bundled speech sample.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Profile YAML to write (raw samples go beside it, *.samples.jsonl). Default: "
                    "device_profiles/<device>-<placement>.yaml; with several devices, <stem>-<device>.yaml each.")

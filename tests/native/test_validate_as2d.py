@@ -59,8 +59,11 @@ def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_t
             assert cell[key] == [(a + b) / 2 for a, b in zip(*mine, strict=True)]
         assert cell["repetitions"] == [10]  # 5 per refresh at the one depth, both refreshes
     assert "co-scheduling ratios: the mean of a block's two refreshes" in block["notes"]
-    # --overheads-windows 1: the full profile's overheads decodes took one copy of their window
-    assert "2 runs of 1 copy of a 48-token window" in load_yaml(out / "profiles" / "full-shared.yaml")["notes"]
+    # --overheads-windows 1: the full profile's overheads decodes took the tokens of one copy of the 48-token
+    # window from the validation's windows (its one 6-token window, 8 times), and each refresh from its block's
+    workload = "2 runs of 8 windows of the workload (48 tokens of cap)"
+    assert workload in load_yaml(out / "profiles" / "full-shared.yaml")["notes"]
+    assert workload in load_yaml(where / f"refresh-1-a{kept[0]}.yaml")["notes"]
     # each refresh timed the target's ratio in AS2D decodes too; the block prices their mean
     met = [r.decode for r in refreshes]
     assert all(m is not None and m.forwards >= 1 and m.realised > 0 and m.priced > 0 for m in met)
