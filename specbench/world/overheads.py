@@ -90,11 +90,11 @@ def overheads_job(target: dict, drafter: dict, prompts: tuple[list[int], list[in
     `audio`: the device path of overheads_audio() for models that hear audio (Whisper, each window encoded
     once per model for all its decodes), else None;
     `budget`: the AS2D decodes' B (their target forwards are up to B + 1 wide); `windows`: copies of the
-    window, each decoded twice by each method; `workload`: the runner windows of the workload to decode
-    instead (`workload_windows`; text models), each decoded twice by each method."""
+    window, each decoded twice by each method; `workload`: the runner windows of `workload_selection`'s
+    windows to decode instead (text models), each decoded twice by each method."""
+    methods: list[dict] = [{"name": "target"}, {"name": "as2d", "budget": budget, "batch": 8}]
     if workload:
-        return DecodeJob(target, [{"name": "target"}, {"name": "as2d", "budget": budget, "batch": 8}],
-                         list(workload), drafter, runs=2, alternate=True)
+        return DecodeJob(target, methods, list(workload), drafter, runs=2, alternate=True)
     if audio is not None:
         window = {"audio": {"path": audio, "format": "f32"}, "prompt_text": "", "cap": CAP}
     elif prompts is not None:
@@ -103,9 +103,8 @@ def overheads_job(target: dict, drafter: dict, prompts: tuple[list[int], list[in
         raise ValueError("overheads_job needs the prompts of text models or the audio of Whisper models")
     # a Whisper model encodes a window once for its four decodes: the decode clock excludes the encoder, and
     # the profile's forwards run without one between them too
-    return DecodeJob(target, [{"name": "target"}, {"name": "as2d", "budget": budget, "batch": 8}],
-                     [window | {"id": f"overheads-{i}"} for i in range(windows)], drafter, runs=2, alternate=True,
-                     reuse_audio_prefill=audio is not None)
+    return DecodeJob(target, methods, [window | {"id": f"overheads-{i}"} for i in range(windows)], drafter, runs=2,
+                     alternate=True, reuse_audio_prefill=audio is not None)
 
 
 def workload_selection(windows: Sequence[Window], copies: int = OVERHEADS_WINDOWS) -> list[Window]:
@@ -120,11 +119,13 @@ def workload_selection(windows: Sequence[Window], copies: int = OVERHEADS_WINDOW
         if sum(windows[i].cap for i in picked) >= wanted:
             return [windows[i] for i in picked]
     out: list[Window] = []
+    tokens = 0
     for window in itertools.cycle(windows):  # every cap is at least 1
-        if sum(w.cap for w in out) >= wanted:
-            return out
+        if tokens >= wanted:
+            break
         out.append(window)
-    raise AssertionError("unreachable")
+        tokens += window.cap
+    return out
 
 
 def decode_lanes(results: Sequence[dict]) -> list[NativeLanes]:
