@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from specbench.core.methods.configs import SdConfig, TargetConfig
-from specbench.core.stability import stability_warnings
+from specbench.core.stability import decode_warnings, stability_warnings
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import load_yaml
 from specbench.schemas.placement import resolve
@@ -159,8 +159,9 @@ def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     # one runner job of the fixed count, its seeded width order recorded with the cell
     assert all(len(s["jobs"]) == 1 and s["jobs"][0]["width_order"][s["jobs"][0]["order"]] == s["width"]
                for s in cosched)
-    # every stored warning is one of these samples' timings, judged by the same rule
-    assert [w for w in profile.warnings] == stability_warnings(samples)
+    # every stored warning is one of these samples' timings, judged by the same rule, or a decode ratio below 1
+    # the profile prices as 1 (tiny models' decodes in split can realise one)
+    assert list(profile.warnings) == stability_warnings(samples) + decode_warnings(list(profile.drafters.values()))
     # the placement is recorded, with each lane's CPU set as the kernel reported it back
     assert profile.placement == plan.placement and profile.name == "local@split"
     lanes = profile.pinning
