@@ -272,11 +272,10 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
         for name, profile_path in profile_paths.items():  # one profile per placement
             traced = traced_drafter_widths(traces_dir(run.out, name), windows, configs)
             # --quick is a smoke run: a fixed REPETITIONS per cell, not the precision's up to MAX_REPETITIONS, and
-            # one copy's tokens of overheads decodes; no encoder timings: every figure the demo shows is on the decode
-            # clock, which excludes the encoder; AS2D's overheads decodes on the demo's own windows
-            plan = replace(sweep_plan(configs, resolved[name], suite.depths, precision=None if quick else PRECISION,
-                                      max_repetitions=MAX_REPETITIONS, traced=traced, repetitions=REPETITIONS,
-                                      encoder=False), workload=tuple(windows))
+            # one copy of the overheads window; no encoder timings: every figure the demo shows is on the decode
+            # clock, which excludes the encoder
+            plan = sweep_plan(configs, resolved[name], suite.depths, precision=None if quick else PRECISION,
+                              max_repetitions=MAX_REPETITIONS, traced=traced, repetitions=REPETITIONS, encoder=False)
             if quick:
                 plan = replace(plan, overheads_windows=QUICK_OVERHEADS_WINDOWS)
             with progress(f"profiling this host ({name})", plan.forwards(drafters)) as advance:
