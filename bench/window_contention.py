@@ -24,16 +24,17 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from specbench.core.decomposition import decode_contention
+from specbench.core.methods.configs import As2dConfig, TargetConfig
 from specbench.schemas.placement import resolve_on
 from specbench.schemas.profiles import load_profile
 from specbench.schemas.traces import load_trace_dir
 from specbench.schemas.windows import load_windows
+from specbench.world.decode_run import method_job
 from specbench.world.devices.local import LocalDevice
 from specbench.world.jobs import DecodeJob, Probe
 from specbench.world.model_files import ModelFile, model_job
-from specbench.world.overheads import decode_lanes, overheads_job, prompt_tokens, workload_selection
+from specbench.world.overheads import decode_lanes, overheads_job, prompt_tokens, workload_selection, workload_windows
 from specbench.world.runner import find_runner
-from specbench.world.tracing import prompts_for
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,8 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                                                                                   placement.drafter)
     windows = load_windows(args.windows)
     chosen = windows[:args.first] if args.first else workload_selection(windows, args.copies)
-    prompts = prompts_for(device, target_file, drafter_file, list({w.window_id: w for w in chosen}.values()))
-    workload = [prompts.runner_window(w) | {"id": f"w{i}-{w.window_id}"} for i, w in enumerate(chosen)]
+    workload = workload_windows(device, target_file, drafter_file, chosen)
     if set(args.order) - set("PWV") or ("V" in args.order and args.traces is None):
         parser.error("--order takes P, W and V; V needs --traces")
     jobs = {"P": overheads_job(target, drafter, (prompt_tokens(device, target), prompt_tokens(device, drafter)),
@@ -70,11 +70,10 @@ def main(argv: list[str] | None = None) -> int:
             "W": overheads_job(target, drafter, budget=args.budget, workload=workload)}
     if "V" in args.order:
         trace = load_trace_dir(args.traces)[name]
-        as2d = {"name": "as2d", "budget": args.budget, "batch": 8, "conf_stop": 0.0, "align": "anchor", "horizon": 8}
-        checked = [prompts.runner_window(w, trace.windows[w.window_id].y.tolist()) | {"id": f"w{i}-{w.window_id}"}
-                   for i, w in enumerate(chosen)]
-        jobs["V"] = DecodeJob(target, [{"name": "target"}, as2d], checked, drafter, warmup=True, runs=2,
-                              warmup_runs=0, alternate=True, probe=Probe(5))
+        references = {w.window_id: trace.windows[w.window_id].y.tolist() for w in chosen}
+        checked = workload_windows(device, target_file, drafter_file, chosen, references)
+        jobs["V"] = DecodeJob(target, [method_job(TargetConfig()), method_job(As2dConfig(budget=args.budget))],
+                              checked, drafter, warmup=True, runs=2, warmup_runs=0, alternate=True, probe=Probe(5))
     singles: dict[str, list[float]] = {kind: [] for kind in args.order}
     print(f"{args.placement}, drafter {name}, B={args.budget}: P = {args.copies} copies of the prose passage, "
           f"W/V = {len(workload)} of {args.windows.name}'s windows")

@@ -20,7 +20,7 @@ import itertools
 import os
 import statistics
 import wave
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -34,6 +34,8 @@ from specbench.schemas.windows import Window
 from specbench.world.devices.base import Device
 from specbench.world.dirs import cache_dir
 from specbench.world.jobs import DecodeJob, TokenizeJob
+from specbench.world.model_files import ModelFile
+from specbench.world.tracing import prompts_for
 
 PROMPT_TEXT = ("The old lighthouse keeper climbed the spiral stairs every evening at dusk, counting the steps as his "
                "father had taught him, and when he reached the lamp room he would look out across the harbour")
@@ -128,6 +130,16 @@ def workload_selection(windows: Sequence[Window], copies: int = OVERHEADS_WINDOW
     return out
 
 
+def workload_windows(device: Device, target: ModelFile, drafter: ModelFile, chosen: Sequence[Window],
+                     references: Mapping[str, Sequence[int]] | None = None) -> list[dict]:
+    """The runner windows of `chosen` (`workload_selection`'s) for `target` and `drafter`, each distinct window
+    tokenized once, each decode with an id of its own (a workload shorter than the copies' tokens decodes a window
+    again); with `references`, each checked against its traced output."""
+    prompts = prompts_for(device, target, drafter, list({w.window_id: w for w in chosen}.values()))
+    return [prompts.runner_window(w, None if references is None else references[w.window_id])
+            | {"id": f"overheads-{i}-{w.window_id}"} for i, w in enumerate(chosen)]
+
+
 def decode_lanes(results: Sequence[dict]) -> list[NativeLanes]:
     """The AS2D decodes of an overheads job as lanes, each beside every target-only decode of the job (pure)."""
     decodes = [r for r in results if r.get("kind") == "decode"]
@@ -187,19 +199,18 @@ def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
     runner windows of the workload's windows (`workload_selection`) to decode instead, when given."""
     budget = max(1, min(BUDGET, widest - 1))
     if workload:
-        out = device.run_job(overheads_job(target, drafter, budget=budget, workload=workload).to_dict())
-        tokens = sum(int(w["cap"]) for w in workload)
-        return OverheadsRun(overheads_from_results(out.results),
-                            f"overheads: native as2d[B={budget}], 2 runs of {len(workload)} windows of the workload "
-                            f"({tokens} tokens of cap) alternating with target-only runs, medians",
-                            decode_lanes(out.results))
-    hears_audio = target_prompt is None
-    audio = device.model_path(overheads_audio()) if hears_audio else None
-    prompts = None if target_prompt is None else (target_prompt, prompt_tokens(device, drafter))
-    out = device.run_job(overheads_job(target, drafter, prompts, audio, budget, windows).to_dict())
-    window = (f"speech window ({SPEECH_SAMPLE}, cap {CAP}, encoded once per model)" if hears_audio
-              else f"{CAP}-token window continuing a fixed passage of prose")
+        job = overheads_job(target, drafter, budget=budget, workload=workload)
+        decoded = (f"2 runs of {len(workload)} windows of the workload "
+                   f"({sum(int(w['cap']) for w in workload)} tokens of cap)")
+    else:
+        hears_audio = target_prompt is None
+        audio = device.model_path(overheads_audio()) if hears_audio else None
+        prompts = None if target_prompt is None else (target_prompt, prompt_tokens(device, drafter))
+        job = overheads_job(target, drafter, prompts, audio, budget, windows)
+        window = (f"speech window ({SPEECH_SAMPLE}, cap {CAP}, encoded once per model)" if hears_audio
+                  else f"{CAP}-token window continuing a fixed passage of prose")
+        decoded = f"{2 * windows} runs of {windows} {'copy' if windows == 1 else 'copies'} of a {window}"
+    out = device.run_job(job.to_dict())
     return OverheadsRun(overheads_from_results(out.results),
-                        f"overheads: native as2d[B={budget}], {2 * windows} runs of {windows} "
-                        f"{'copy' if windows == 1 else 'copies'} of a {window} "
-                        "alternating with target-only runs, medians", decode_lanes(out.results))
+                        f"overheads: native as2d[B={budget}], {decoded} alternating with target-only runs, medians",
+                        decode_lanes(out.results))

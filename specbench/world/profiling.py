@@ -67,8 +67,13 @@ from specbench.world.environment import loaded_models, now, session, state
 from specbench.world.jobs import CoschedJob, SweepJob
 from specbench.world.model_files import ModelFile, model_job
 from specbench.world.overheads import ZERO as ZERO_OVERHEADS
-from specbench.world.overheads import OverheadsRun, measure_overheads, prompt_tokens, workload_selection
-from specbench.world.tracing import prompts_for
+from specbench.world.overheads import (
+    OverheadsRun,
+    measure_overheads,
+    prompt_tokens,
+    workload_selection,
+    workload_windows,
+)
 
 Progress = Callable[[int], None]
 DRAFTER_LOGITS = "last"
@@ -375,17 +380,9 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
     target_job = model_job(device, target, plan.placement.target)
     target_prompt = None if target.hears_audio or not timed else prompt_tokens(device, target_job)
     workload = workload_selection(plan.workload, plan.overheads_windows) if target_prompt is not None else []
-
-    def workload_docs(drafter: ModelFile) -> list[dict] | None:
-        if not workload:
-            return None
-        prompts = prompts_for(device, target, drafter, list({w.window_id: w for w in workload}.values()))
-        # a window decoded again (a workload shorter than the copies' tokens) gets an id of its own
-        return [prompts.runner_window(w) | {"id": f"overheads-{i}-{w.window_id}"} for i, w in enumerate(workload)]
-
     measured_with = {d.name: measure_overheads(device, target_job, model_job(device, d, plan.placement.drafter),
                                                max(plan.widths), target_prompt, plan.overheads_windows,
-                                               workload_docs(d))
+                                               workload_windows(device, target, d, workload) if workload else None)
                      for d in timed}
     profiled = {name: with_decode_contention(p, measured_with[name], target_costs, plan.overheads)
                 if name in measured_with else p for name, p in profiled.items()}
