@@ -25,7 +25,7 @@ def battery_phone(adb_server, tmp_path):
         yield handle
 
 
-# serial: on a loaded host the adb shell that reads the battery ran across a power tick, which counted a busy CPU
+# serial: on a host loaded by a test beside it, a power tick counted a busy CPU (likely the adb read across it)
 # (busy CPUs {0, 1} in a fresh-clone run on two workers)
 @pytest.mark.serial
 def test_idle_phone_shows_the_idle_draw_over_adb(battery_phone):
