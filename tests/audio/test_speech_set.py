@@ -1,5 +1,5 @@
 """The speech set (specbench.world.speech_clips): at least 24 windows of 16 kHz mono speech under Whisper's
-30 s, recorded clips as pinned, synthetic ones labelled, each reference belonging to its clip (Whisper base
+30 s, recorded clips as pinned, synthetic ones labelled, each reference belonging to its clip (Whisper tiny.en
 transcribes the recorded ones close to their references), and a changed clip refused.
 
 Needs `make demo-model` (the set, cached) and, for the transcripts, `make runners` (whisper-cli).
@@ -54,15 +54,17 @@ def test_the_set_has_24_windows_of_speech_under_30_s(windows_path):
 
 
 def test_recorded_references_belong_to_their_clips(windows_path):
-    """Whisper base's greedy transcripts against the references: pooled WER well under 0.3 (a reference on
-    the wrong clip alone would push it past that), jfk exact."""
+    """Whisper tiny.en's greedy transcripts against the references: pooled WER well under 0.3 (a reference on
+    the wrong clip alone would push it past that), jfk's words exact. tiny.en, not base: its encoder takes
+    half base's time and its pooled WER is base's (0.10 against 0.11 on this set); base's exact jfk
+    transcript is test_whisper_models'."""
     cli = REPO / "runners" / host_abi() / "whisper-cli"
     if not cli.exists():
         pytest.skip(f"{cli} missing: run `scripts/build-runner --whisper`")
     try:
-        model = demo_models.demo_model("whisper-base", download=False)
+        model = demo_models.demo_model("whisper-tiny.en", download=False)
     except SpecbenchError as err:
-        pytest.skip(f"whisper-base not cached ({err})")
+        pytest.skip(f"whisper-tiny.en not cached ({err})")
     word_edits = ref_words = 0
     for w in load_windows(windows_path):
         if w.dataset == speech_clips.SYNTHETIC_DATASET:
@@ -72,8 +74,8 @@ def test_recorded_references_belong_to_their_clips(windows_path):
         assert done.returncode == 0, done.stderr[-1000:]
         e = edits(w.reference or "", done.stdout)  # the cards' digits ("5 5" for "five five") count as errors
         word_edits, ref_words = word_edits + e.word_edits, ref_words + e.ref_words
-        if w.window_id == "jfk":
-            assert done.stdout.strip() == w.reference
+        if w.window_id == "jfk":  # tiny.en drops the comma after "Americans"
+            assert edits(w.reference or "", done.stdout).word_edits == 0
     assert word_edits / ref_words < 0.3
 
 
