@@ -27,7 +27,7 @@ from pathlib import Path
 from specbench.app.cost_cells import sweep_plan, traced_drafter_widths
 from specbench.core import fidelity
 from specbench.core.methods.configs import As2dConfig, MethodConfig, TargetConfig, row_fields
-from specbench.core.refresh_mean import merged_profile
+from specbench.core.refresh_mean import merged_profile, pooled_decodes
 from specbench.core.repetitions import DEFAULT_MAX_REPETITIONS, OVERHEADS_WINDOWS
 from specbench.core.validation_stats import (
     DEPTH_BINS,
@@ -45,7 +45,7 @@ from specbench.core.validation_stats import (
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import load_yaml
 from specbench.schemas.placement import Placement, device_label
-from specbench.schemas.profiles import load_profile, profile_from_dict, save_profile
+from specbench.schemas.profiles import DeviceProfile, profile_from_dict, save_profile
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.validation import (
     OP_KEYS,
@@ -376,6 +376,19 @@ def decode_record(r: dict, slots: Sequence[str], base: dict) -> DecodeRecord:
 
 
 
+def block_profiles(out: Path, blocks: Sequence[BlockRecord]) -> dict[tuple[str, int], DeviceProfile]:
+    """Each kept block's profile, by (device, block), with the target's decode ratio beside each producer
+    pooled over the kept blocks of its placement (core/refresh_mean.pooled_decodes)."""
+    paths = {(b.device, b.block): out / "profiles" / f"{b.device.rsplit('@', 1)[-1]}-b{b.block:03d}" / "profile.yaml"
+             for b in blocks}
+    profiles = {}
+    for device in sorted({b.device for b in blocks}):
+        keys = [k for k in paths if k[0] == device]
+        for key, doc in zip(keys, pooled_decodes([load_yaml(paths[k]) for k in keys]), strict=True):
+            profiles[key] = profile_from_dict(doc, paths[key])
+    return profiles
+
+
 def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], configs: Sequence[MethodConfig],
             lookups: set[str], bounds: dict[Metric, Bounds]) -> list[SummaryRecord]:
     """Replay every kept block with its profile, then write observations, summary, the op
@@ -389,9 +402,9 @@ def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], 
     obs: list[ObservationRecord] = []
     timings: list[tuple[str, fidelity.OpTiming]] = []
     parts: dict[tuple[str, str], Decomposing] = {}
+    profiles = block_profiles(out, blocks)
     for b in blocks:
-        label = b.device.rsplit("@", 1)[-1]
-        profile = load_profile(out / "profiles" / f"{label}-b{b.block:03d}" / "profile.yaml")
+        profile = profiles[(b.device, b.block)]
         frame = replay_study_in_processes([by_id[w] for w in b.windows], traces, [profile], configs, workers=1)
         per_block = {(b.device, c, w): (int(t), float(s)) for c, w, t, s in
                      zip(frame["config"], frame["window_id"], frame["tokens"], frame["decode_s"], strict=False)}

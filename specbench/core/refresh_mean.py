@@ -68,12 +68,37 @@ def mean_ratios(cosched: dict, fresh: Sequence[dict]) -> dict:
     out = cosched | {"ratios": ratios}
     decodes = [f["decode"] for f in fresh if "decode" in f]
     if decodes and len(decodes) == len(fresh):  # the target's ratio as each refresh's AS2D decodes met it
-        out["decode"] = {"realised": sum(d["realised"] for d in decodes) / len(decodes),
-                         "priced": sum(d["priced"] for d in decodes) / len(decodes),
-                         "forwards": sum(d["forwards"] for d in decodes)}
-        for name in DECODE_CLASSES:  # a width class one refresh lacks is priced at the pooled ratio
-            parts = [d[name] for d in decodes if name in d]
-            if len(parts) == len(decodes):
-                out["decode"][name] = {"realised": sum(p["realised"] for p in parts) / len(parts),
-                                       "forwards": sum(p["forwards"] for p in parts)}
+        out["decode"] = mean_decode(decodes)
     return out
+
+
+def mean_decode(decodes: Sequence[dict]) -> dict:
+    """The target's ratio in AS2D decodes (a `cosched.decode` entry) as the mean of several measurements:
+    pooled and priced the mean, forwards the sum; a width class some measurement lacks is left out (priced
+    at the pooled ratio)."""
+    out = {"realised": sum(d["realised"] for d in decodes) / len(decodes),
+           "priced": sum(d["priced"] for d in decodes) / len(decodes),
+           "forwards": sum(d["forwards"] for d in decodes)}
+    for name in DECODE_CLASSES:
+        parts = [d[name] for d in decodes if name in d]
+        if len(parts) == len(decodes):
+            out[name] = {"realised": sum(p["realised"] for p in parts) / len(parts),
+                         "forwards": sum(p["forwards"] for p in parts)}
+    return out
+
+
+def pooled_decodes(blocks: Sequence[dict]) -> list[dict]:
+    """The block profiles of one placement with each drafter's decode ratio (`cosched.decode`) replaced by
+    the mean over every block that has one (docs/METHODS.md §7.9 Validation: does replay predict the device?,
+    "The decode ratio, pooled"): one job's
+    ratio scatters from the next about as much as the blocks' ratios scatter, so a block's own two
+    refreshes measure noise rather than drift. Pure: profile documents in and out."""
+    pooled: dict[str, dict] = {}
+    for name in {d["name"] for doc in blocks for d in doc["drafters"]}:
+        decodes = [d["cosched"]["decode"] for doc in blocks for d in doc["drafters"]
+                   if d["name"] == name and "decode" in d.get("cosched", {})]
+        if decodes:
+            pooled[name] = mean_decode(decodes)
+    return [doc | {"drafters": [d | {"cosched": d["cosched"] | {"decode": pooled[d["name"]]}}
+                                if d["name"] in pooled and "cosched" in d else d for d in doc["drafters"]]}
+            for doc in blocks]

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from specbench.core.refresh_mean import merged_profile
+from specbench.core.refresh_mean import merged_profile, pooled_decodes
 from specbench.core.validation_stats import Bounds, block_drift, observations, summarize
 from specbench.schemas.validation import (
     DecodeRecord,
@@ -156,6 +156,34 @@ def test_a_block_prices_each_width_class_at_the_mean_of_its_refreshes_decodes():
     assert merged["realised"] == pytest.approx(2.1) and merged["forwards"] == 50
     assert merged["single"] == {"realised": pytest.approx(2.5), "forwards": 40}
     assert "verify" not in merged  # one refresh's decodes had too few verifications: the pooled ratio prices them
+
+
+
+def test_each_block_prices_the_decode_ratio_pooled_over_its_placements_blocks():
+    def doc(decode, name="small"):
+        cosched = {"depths": [0], "ratios": {1: {"rho_target": [1.5], "rho_drafter": [1.2]}}}
+        lookup = {"name": "copy", "costs": {}}  # prompt lookup: no co-scheduling, left as it is
+        return {"drafters": [{"name": name, "cosched": cosched | ({} if decode is None else {"decode": decode})},
+                             lookup]}
+
+    b0 = {"realised": 2.0, "priced": 1.5, "forwards": 30, "single": {"realised": 2.4, "forwards": 20},
+          "verify": {"realised": 1.8, "forwards": 10}}
+    b1 = {"realised": 1.0, "priced": 1.7, "forwards": 20, "single": {"realised": 1.0, "forwards": 20},
+          "below_one": {"realised": 0.9, "single": 0.95}}  # priced 1: its own warning stays with its refreshes
+    b2 = {"realised": 2.3, "priced": 1.6, "forwards": 10, "single": {"realised": 2.6, "forwards": 10},
+          "verify": {"realised": 1.9, "forwards": 9}}
+    pooled = pooled_decodes([doc(b0), doc(b1), doc(b2), doc(None)])
+    decodes = [p["drafters"][0]["cosched"]["decode"] for p in pooled]
+    expected = {"realised": pytest.approx(5.3 / 3), "priced": pytest.approx(1.6), "forwards": 60,
+                "single": {"realised": pytest.approx(2.0), "forwards": 50}}
+    assert decodes == [expected] * 4  # a block without a decode ratio gets the pool too
+    assert "verify" not in decodes[0]  # one block had too few verifications: the pooled ratio prices them
+    assert [p["drafters"][1] for p in pooled] == [{"name": "copy", "costs": {}}] * 4
+    assert b1["below_one"] == {"realised": 0.9, "single": 0.95}  # the inputs are not changed
+    # each drafter's pool is its own
+    mixed = pooled_decodes([doc(b0), doc(b2, "other")])
+    assert [(p["drafters"][0]["name"], p["drafters"][0]["cosched"]["decode"]["realised"]) for p in mixed] == [
+        ("small", 2.0), ("other", 2.3)]
 
 
 OBSERVATION_KEYS = ["device", "config", "metric", "block", "window_id", "replay", "native_a", "native_b"]
