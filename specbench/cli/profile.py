@@ -56,10 +56,10 @@ REQUEST = ProfileRequest
                    "medians; fewer: a quicker, noisier profile).")
 @click.option("--windows", "windows_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="The workload's windows (a windows file, as `specbench windows` writes): each drafter's overheads "
-                   "decodes run on as many of them, spread over the file, as hold the tokens of --overheads-windows "
-                   "copies, instead of a passage of prose (the target's ratio beside the producer moves with the "
-                   "windows decoded: pass the windows you will replay). Text models; Whisper models hear the "
-                   "bundled speech sample.")
+                   "decodes run on as many of them, spread over the file, as hold --overheads-windows copies of "
+                   "the passage of prose (text models: its tokens) or of the bundled speech sample (Whisper "
+                   "models: its seconds of speech) instead of those copies (the target's ratio beside the "
+                   "producer moves with the windows decoded: pass the windows you will replay).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Profile YAML to write (raw samples go beside it, *.samples.jsonl). Default: "
                    "device_profiles/<device>-<placement>.yaml; with several devices, <stem>-<device>.yaml each.")

@@ -51,6 +51,8 @@ SPEECH_SAMPLE = "jfk.wav"
 1961, public domain; 11 s, 16 kHz mono 16-bit; sha256 59dfb9a4…, as in whisper.cpp's `samples/`). Speech, so that
 the producer transcribes for the whole decode as on a request: 10 s of noise drew a few tokens and left the
 target's ratio to 8–20 forwards."""
+SAMPLE_SECONDS = 11.0
+"""SPEECH_SAMPLE's length: a copy of it, in a workload of audio windows, is this much of their speech."""
 
 
 def bundled_speech_sample() -> Path:
@@ -93,10 +95,11 @@ def overheads_job(target: dict, drafter: dict, prompts: tuple[list[int], list[in
     once per model for all its decodes), else None;
     `budget`: the AS2D decodes' B (their target forwards are up to B + 1 wide); `windows`: copies of the
     window, each decoded twice by each method; `workload`: the runner windows of `workload_selection`'s
-    windows to decode instead (text models), each decoded twice by each method."""
+    windows to decode instead, each decoded twice by each method (audio windows encoded once per model)."""
     methods: list[dict] = [{"name": "target"}, {"name": "as2d", "budget": budget, "batch": 8}]
     if workload:
-        return DecodeJob(target, methods, list(workload), drafter, runs=2, alternate=True)
+        return DecodeJob(target, methods, list(workload), drafter, runs=2, alternate=True,
+                         reuse_audio_prefill=any("audio" in w for w in workload))
     if audio is not None:
         window = {"audio": {"path": audio, "format": "f32"}, "prompt_text": "", "cap": CAP}
     elif prompts is not None:
@@ -109,25 +112,38 @@ def overheads_job(target: dict, drafter: dict, prompts: tuple[list[int], list[in
                      alternate=True, reuse_audio_prefill=audio is not None)
 
 
-def workload_selection(windows: Sequence[Window], copies: int = OVERHEADS_WINDOWS) -> list[Window]:
-    """The workload's windows an overheads job decodes (pure), holding as many tokens of cap as `copies` of
-    the prose window (copies x CAP): the fewest spread evenly over `windows` in their order whose caps reach
-    it, or, when all of them fall short, all of them again and again until they do."""
+def workload_selection(windows: Sequence[Window], copies: int = OVERHEADS_WINDOWS,
+                       hears_audio: bool = False) -> list[Window]:
+    """The workload's windows an overheads job decodes (pure), holding as much as `copies` of the window they
+    replace: for text models as many tokens of cap as copies of the prose window (copies x CAP), for models
+    that hear audio as many seconds of speech as copies of the speech sample (copies x SAMPLE_SECONDS; a
+    speech window stops at its end of text, long before its cap). The fewest windows spread evenly over
+    `windows` in their order that reach it, or, when all of them fall short, all of them again and again
+    until they do."""
     if not windows:
         return []
-    wanted = copies * CAP
+    size, wanted = (_speech_seconds, copies * SAMPLE_SECONDS) if hears_audio else (_cap, copies * CAP)
     for count in range(1, len(windows) + 1):
         picked = sorted({round(i * (len(windows) - 1) / max(count - 1, 1)) for i in range(count)})
-        if sum(windows[i].cap for i in picked) >= wanted:
+        if sum(size(windows[i]) for i in picked) >= wanted:
             return [windows[i] for i in picked]
     out: list[Window] = []
-    tokens = 0
-    for window in itertools.cycle(windows):  # every cap is at least 1
-        if tokens >= wanted:
+    held = 0.0
+    for window in itertools.cycle(windows):  # every window holds something
+        if held >= wanted:
             break
         out.append(window)
-        tokens += window.cap
+        held += size(window)
     return out
+
+
+def _cap(window: Window) -> float:
+    return window.cap
+
+
+def _speech_seconds(window: Window) -> float:
+    """An audio window's length (a window of a whole file states none: counted as one sample)."""
+    return window.input.duration_s or SAMPLE_SECONDS
 
 
 def workload_windows(device: Device, target: ModelFile, drafter: ModelFile, chosen: Sequence[Window],
@@ -200,8 +216,9 @@ def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
     budget = max(1, min(BUDGET, widest - 1))
     if workload:
         job = overheads_job(target, drafter, budget=budget, workload=workload)
-        decoded = (f"2 runs of {len(workload)} windows of the workload "
-                   f"({sum(int(w['cap']) for w in workload)} tokens of cap)")
+        held = ("speech, each encoded once per model" if any("audio" in w for w in workload)
+                else f"{sum(int(w['cap']) for w in workload)} tokens of cap")
+        decoded = f"2 runs of {len(workload)} windows of the workload ({held})"
     else:
         hears_audio = target_prompt is None
         audio = device.model_path(overheads_audio()) if hears_audio else None

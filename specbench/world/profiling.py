@@ -105,8 +105,9 @@ class SweepPlan:
     overheads_windows: int = OVERHEADS_WINDOWS
     """Copies of the overheads job's window, each decoded twice by target-only and by AS2D."""
     workload: tuple[Window, ...] = ()
-    """The workload's windows: text models' overheads decodes run on as many of them as hold the tokens of
-    `overheads_windows` copies (`workload_selection`) instead of the passage of prose (empty: the passage)."""
+    """The workload's windows: the overheads decodes run on as many of them as hold `overheads_windows` copies
+    of the passage of prose (text models) or of the speech sample (Whisper models) instead of those copies
+    (`workload_selection`; empty: the copies)."""
     precision: float | None = None
     """Forward-cost cells take samples until their median's ~95% interval is within this fraction
     of it (None: `repetitions` each; docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table)."""
@@ -379,7 +380,7 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
     timed = [d for d in models if plan.overheads or profiled[d.name].cosched is not None]
     target_job = model_job(device, target, plan.placement.target)
     target_prompt = None if target.hears_audio or not timed else prompt_tokens(device, target_job)
-    workload = workload_selection(plan.workload, plan.overheads_windows) if target_prompt is not None else []
+    workload = workload_selection(plan.workload, plan.overheads_windows, target.hears_audio) if timed else []
     measured_with = {d.name: measure_overheads(device, target_job, model_job(device, d, plan.placement.drafter),
                                                max(plan.widths), target_prompt, plan.overheads_windows,
                                                workload_windows(device, target, d, workload) if workload else None)

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from specbench.cli import main
+from specbench.schemas.profiles import load_profile
 from specbench.schemas.results import load_results
 from specbench.schemas.traces import load_trace_file
 from specbench.schemas.windows import make_text_window, save_windows
@@ -46,7 +47,7 @@ def study(tiny_whisper, librispeech_tree, run_job, tmp_path_factory):
                           "specasr:k_max=4,tau=0.5", "--threads", 1, "--out", root / "traces")
     assert code == 0, output
     code, output = invoke("profile", "local", *models, "--max-width", 5, "--depths", "0,16", "--repetitions", 5,
-                          "--placement", "split", "--out", root / "split.yaml")
+                          "--placement", "split", "--windows", root / "windows.jsonl", "--out", root / "split.yaml")
     assert code == 0, output
     return root, models, windows
 
@@ -58,6 +59,12 @@ def test_trace_records_the_whisper_prompt_and_no_template(study):
     assert trace.templates == {"target": "whisper-task", "drafter": "whisper-task"}
     assert trace.target.n_vocab == 50257  # an English-only vocabulary: the text tokens and <|endoftext|>
     assert all(t.n_prompt == 2 for t in trace.windows.values())  # <|startoftranscript|> <|notimestamps|>
+
+
+def test_the_profiles_overheads_decodes_hear_the_workloads_speech(study):
+    notes = load_profile(study[0] / "split.yaml").notes
+    assert "windows of the workload (speech, each encoded once per model)" in notes, notes
+    assert "jfk.wav" not in notes
 
 
 def test_replay_and_native_runs_are_lossless_and_decide_as_traced(study):

@@ -4,6 +4,7 @@ lanes' threads, in a folder of its own that its replay, budget and native run re
 
 from __future__ import annotations
 
+import dataclasses
 import wave
 
 import numpy as np
@@ -17,7 +18,7 @@ from specbench.schemas.fileio import file_sha256
 from specbench.schemas.placement import resolve
 from specbench.world.devices.local import LocalDevice
 from specbench.world.model_files import ModelFile
-from specbench.schemas.windows import make_text_window
+from specbench.schemas.windows import InputView, make_text_window
 from specbench.world.overheads import bundled_speech_sample, overheads_audio, overheads_job, workload_selection
 from specbench.world.profiling import sweep_job
 
@@ -68,6 +69,22 @@ def test_the_overheads_decodes_take_the_workloads_windows_of_the_copies_tokens()
     assert [w["id"] for w in job["windows"]] == ["a", "b"] and job["runs"] == 2 and job["alternate"] is True
     assert job["methods"] == [{"name": "target"}, {"name": "as2d", "budget": 3, "batch": 8}]
 
+
+
+def test_speech_overheads_take_the_workloads_windows_of_the_samples_seconds():
+    def speech(*seconds):  # an audio window of each length (None: to the end of its file)
+        return [dataclasses.replace(w, input=InputView("audio", audio_path=f"{w.window_id}.wav", duration_s=s))
+                for w, s in zip(caps(*[96] * len(seconds)), seconds, strict=True)]
+
+    # 3 copies of the 11 s sample: 33 s of speech, whatever the caps (a speech window ends long before its cap)
+    assert [w.window_id for w in workload_selection(speech(*[4.0] * 12), 3, hears_audio=True)] == [
+        "w0", "w1", "w3", "w4", "w6", "w7", "w8", "w10", "w11"]
+    assert [w.window_id for w in workload_selection(speech(20.0, 1.0, 15.0), 3, hears_audio=True)] == ["w0", "w2"]
+    assert [w.window_id for w in workload_selection(speech(None, 2.0), 1, hears_audio=True)] == ["w0"]  # one sample
+    assert [w.window_id for w in workload_selection(speech(5.0), 1, hears_audio=True)] == ["w0"] * 3  # 15 s
+    job = overheads_job({"path": "base.bin"}, {"path": "tiny.bin"}, budget=3,
+                        workload=[{"id": "a", "audio": {"path": "a.f32", "format": "f32"}, "cap": 96}]).to_dict()
+    assert job["reuse_audio_prefill"] is True  # each window encoded once per model for its four decodes
 
 def test_each_placement_is_traced_with_its_lanes_threads_in_its_own_folder(tmp_path):
     split, shared = resolve("split", [0, 1]), resolve("shared", [0, 1])
