@@ -70,7 +70,6 @@ def test_the_overheads_decodes_take_the_workloads_windows_of_the_copies_tokens()
     assert job["methods"] == [{"name": "target"}, {"name": "as2d", "budget": 3, "batch": 8}]
 
 
-
 def test_speech_overheads_take_the_workloads_windows_of_the_samples_seconds():
     def speech(*seconds):  # an audio window of each length (None: to the end of its file)
         return [dataclasses.replace(w, input=InputView("audio", audio_path=f"{w.window_id}.wav", duration_s=s))
@@ -85,6 +84,7 @@ def test_speech_overheads_take_the_workloads_windows_of_the_samples_seconds():
     job = overheads_job({"path": "base.bin"}, {"path": "tiny.bin"}, budget=3,
                         workload=[{"id": "a", "audio": {"path": "a.f32", "format": "f32"}, "cap": 96}]).to_dict()
     assert job["reuse_audio_prefill"] is True  # each window encoded once per model for its four decodes
+
 
 def test_each_placement_is_traced_with_its_lanes_threads_in_its_own_folder(tmp_path):
     split, shared = resolve("split", [0, 1]), resolve("shared", [0, 1])

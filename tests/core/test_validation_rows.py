@@ -158,7 +158,6 @@ def test_a_block_prices_each_width_class_at_the_mean_of_its_refreshes_decodes():
     assert "verify" not in merged  # one refresh's decodes had too few verifications: the pooled ratio prices them
 
 
-
 def test_each_block_prices_the_decode_ratio_pooled_over_its_placements_blocks():
     def doc(decode, name="small"):
         cosched = {"depths": [0], "ratios": {1: {"rho_target": [1.5], "rho_drafter": [1.2]}}}
