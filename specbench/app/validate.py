@@ -375,7 +375,6 @@ def decode_record(r: dict, slots: Sequence[str], base: dict) -> DecodeRecord:
                         None if producer is None else {k: producer[k] for k in PRODUCER_KEYS if k in producer})
 
 
-
 def block_profiles(out: Path, blocks: Sequence[BlockRecord]) -> dict[tuple[str, int], DeviceProfile]:
     """Each kept block's profile, by (device, block), with the target's decode ratio beside each producer
     pooled over the kept blocks of its placement (core/refresh_mean.pooled_decodes)."""
