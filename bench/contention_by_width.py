@@ -6,7 +6,8 @@ per placement × AS2D configuration × kept block, the decodes' target forwards 
 pooled as the profile's overheads decodes pool them (`core/decomposition.py` `decode_contention`): the ratio
 single-token steps (width 1) and verifications (width 2 and more) realised, and the profile's `cosched.decode`
 for the same drafter, which replay priced (docs/METHODS.md §4.3 Co-scheduling ratios, "As a decode meets it").
-The baseline is the block profile's: `met/priced` is the validation's ratio over it.
+The baseline is the block's profile as the validation's replay prices it (the decode ratio pooled over the
+placement's kept blocks, `app/validate.block_profiles`): `met/priced` is the validation's ratio over it.
 
     python bench/contention_by_width.py DIR/validation
 """
@@ -20,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from specbench.app.validate import block_profiles
 from specbench.core.decomposition import decode_contention
 from specbench.core.validation_stats import decode_index, native_lanes
-from specbench.schemas.profiles import load_profile
 from specbench.schemas.validation import BlockRecord, DecodeRecord, kept, load_records
 
 
@@ -38,9 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     decodes = list(kept(load_records(args.validation, DecodeRecord), blocks))
     print(f"{'device':14s} {'block':>5s} {'config':28s} {'class':7s} {'met (forwards)':>15s} "
           f"{'priced (forwards)':>18s} {'met/priced':>10s}")
+    profiles = block_profiles(args.validation, blocks)
     for b in sorted(blocks, key=lambda b: (b.device, b.block)):
-        label = b.device.rsplit("@", 1)[-1]
-        profile = load_profile(args.validation / "profiles" / f"{label}-b{b.block:03d}" / "profile.yaml")
+        profile = profiles[(b.device, b.block)]
         mine = [d for d in decodes if (d.device, d.block) == (b.device, b.block)]
         index = decode_index(mine)
         for config in sorted({d.config for d in mine if d.producer is not None}):

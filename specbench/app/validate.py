@@ -275,7 +275,7 @@ class Validation:
         device = device_label(self.plan.device.name, placement)
         order = fidelity.block_order(self.plan.seed, block, device,
                                      {g: [c.label for c in cs] for g, cs in self.plan.groups().items()})
-        where = self.out / "profiles" / f"{placement.label}-b{block:03d}"
+        where = block_dir(self.out, placement.label, block)
         where.mkdir(parents=True, exist_ok=True)
         start_snapshot = self.plan.device.snapshot()
         # an attempt cut short (its records written, its BlockRecord not) keeps its number: never kept
@@ -375,10 +375,16 @@ def decode_record(r: dict, slots: Sequence[str], base: dict) -> DecodeRecord:
                         None if producer is None else {k: producer[k] for k in PRODUCER_KEYS if k in producer})
 
 
+def block_dir(out: Path, placement_label: str, block: int) -> Path:
+    """Where a block's refreshes and its profile (profile.yaml) are kept."""
+    return out / "profiles" / f"{placement_label}-b{block:03d}"
+
+
 def block_profiles(out: Path, blocks: Sequence[BlockRecord]) -> dict[tuple[str, int], DeviceProfile]:
-    """Each kept block's profile, by (device, block), with the target's decode ratio beside each producer
-    pooled over the kept blocks of its placement (core/refresh_mean.pooled_decodes)."""
-    paths = {(b.device, b.block): out / "profiles" / f"{b.device.rsplit('@', 1)[-1]}-b{b.block:03d}" / "profile.yaml"
+    """Each kept block's profile as replay prices it, by (device, block): its profile.yaml with the target's
+    decode ratio beside each producer pooled over the kept blocks of its placement
+    (core/refresh_mean.pooled_decodes)."""
+    paths = {(b.device, b.block): block_dir(out, b.device.rsplit("@", 1)[-1], b.block) / "profile.yaml"
              for b in blocks}
     profiles = {}
     for device in sorted({b.device for b in blocks}):
