@@ -73,6 +73,9 @@ class NativeLanes:
     """The producer's timing record: started_us, step_start_us, step_us, publish_us, publish_count, publish_step."""
     solo_ops: Sequence[Mapping]
     """The op log of the target-only decode beside it in the same run: the target's solo speed then."""
+    drafter_prompt: int | None = None
+    """The drafter's prompt tokens (`n_prompt_drafter`): its forward s >= 1 runs at depth drafter_prompt + s - 1
+    (None: not recorded; the producer's ratio is not measured from this run)."""
 
 
 @dataclass(frozen=True)
@@ -144,7 +147,41 @@ def realised_contention(native: NativeLanes, costs: CostTable, cosched: CoSchedu
                               sum(a[2] for a in kept.values()) / 1e6)
 
 
-def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: CoSchedule) -> DecodeContention | None:
+def producer_contention(runs: Sequence[NativeLanes], drafter_costs: CostTable,
+                        cosched: CoSchedule) -> tuple[float, float, int] | None:
+    """The producer's co-scheduling ratio as native AS2D decodes met it (docs/METHODS.md §4.3 Co-scheduling
+    ratios, "As a decode meets it"): (realised, the cells' price for the same forwards, forwards), pooled over
+    every producer forward that overlapped a target forward, by processor sharing as replay prices it: a forward
+    of `d` microseconds that overlapped the target for `o` of them did solo work `(d - o) + o / rho`, its solo
+    work being the profile's CD(1, depth). Unlike the target's, a producer forward partly beside the target is
+    kept: the target runs nearly without pause, so leaving out the forwards that straddle its boundaries would
+    keep the shorter, less slowed ones. None with fewer than CLASS_FORWARDS such forwards, a run without its
+    drafter prompt, or a pooled denominator <= 0."""
+    overlap = solo = priced = 0.0
+    forwards = 0
+    for run in runs:
+        if run.drafter_prompt is None:
+            return None
+        spans = [(float(_field(op, "t_us", "a target op")), float(op["us"]), int(op["width"]), float(op["depth"]))
+                 for op in run.ops if op["model"] == "target"]
+        steps = zip(run.producer.get("step_start_us", []), run.producer.get("step_us", []), strict=True)
+        for s, (start, end) in enumerate(steps):
+            beside = [(min(end, t0 + us) - max(start, t0), width, depth) for t0, us, width, depth in spans
+                      if t0 < end and start < t0 + us]
+            if not beside:
+                continue
+            o = sum(part for part, _, _ in beside)
+            solo += 1e6 * drafter_costs.cost(1, run.drafter_prompt + s) - (end - start - o)
+            overlap += o
+            priced += sum(part * cosched.ratios(width, depth)[1] for part, width, depth in beside)
+            forwards += 1
+    if forwards < CLASS_FORWARDS or solo <= 0 or overlap <= 0:
+        return None
+    return overlap / solo, priced / overlap, forwards
+
+
+def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: CoSchedule,
+                      drafter_costs: CostTable | None = None) -> DecodeContention | None:
     """The target's ratio as native AS2D decodes met it, pooled over every run's target forwards that ran
     wholly inside the producer's span (their time over their solo work, the profile's price times the
     target-only decodes' speed), and per width class (single-token steps, verifications) where the class
@@ -153,7 +190,8 @@ def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: Co
     solo part, slowed by anything else, would be charged to the overlap (`realised_contention` subtracts
     it), which a short decode on a loaded device can drive towards a zero denominator. None when no
     forward ran wholly beside the producer, or when the ratio is no slowdown a profile may hold; a ratio
-    below 1 is priced as 1 and kept in `below_one` (a lane runs no faster beside the other)."""
+    below 1 is priced as 1 and kept in `below_one` (a lane runs no faster beside the other). With
+    `drafter_costs`, the producer's ratio beside it (`producer_contention`), the same way."""
     sums = {True: [0.0, 0.0, 0], False: [0.0, 0.0, 0]}  # single-token? -> [time, solo work, forwards]
     priced = 0.0
     for run in runs:
@@ -182,18 +220,22 @@ def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: Co
         return (floored(DECODE_CLASSES[0 if single else 1], time / work) if ok else None), int(n)
 
     pooled = floored("realised", spent / solo)
+    met = None if drafter_costs is None else producer_contention(runs, drafter_costs, cosched)
+    producer = (None, None, 0) if met is None or met[0] > MAX_RHO else (floored("producer", met[0]), *met[1:])
     return DecodeContention(pooled, priced / spent, int(forwards), *by_class(True), *by_class(False),
-                            below_one=below_one)
+                            below_one=below_one, producer=producer[0], producer_priced=producer[1],
+                            producer_forwards=producer[2])
 
 
 def with_target_ratios(cosched: CoSchedule, rho_target: Mapping[int, float], producer_ones: bool) -> CoSchedule:
     """The profile's ratios with the target's replaced at every depth where `rho_target` has the width
-    (a width the profile did not measure stays filled as the profile fills it); with `producer_ones`
-    the producer's ratio 1 at every width (a timeline on the native clock has nothing to stretch)."""
+    (a width the profile did not measure stays filled as the profile fills it), the producer's as the profile
+    prices it; with `producer_ones` the producer's ratio 1 at every width (a timeline on the native clock has
+    nothing to stretch)."""
     n = len(cosched.depths)
     target = {w: np.full(n, float(rho_target[w])) if w in rho_target else cosched.row(w)[0]
               for w in cosched.rho_target}
-    drafter = {w: np.ones(n) for w in cosched.rho_drafter} if producer_ones else dict(cosched.rho_drafter)
+    drafter = {w: np.ones(n) if producer_ones else cosched.row(w)[1] for w in cosched.rho_drafter}
     return CoSchedule(cosched.depths, target, drafter, cosched.fit)
 
 

@@ -144,9 +144,16 @@ class DecodeContention:
     """The ratio the verifications (width 2 and more) realised, pooled (None: fewer than CLASS_FORWARDS)."""
     verify_forwards: int = 0
     below_one: Mapping[str, float] = field(default_factory=dict)
-    """What the decodes measured where it fell below 1 (`realised`, `single`, `verify`): a lane runs no faster
-    beside the other than alone, so such a ratio is noise (few forwards, or the target-only decodes that scale
-    the solo work ran slow) and is priced as 1, the least slowdown there is, and warned about."""
+    """What the decodes measured where it fell below 1 (`realised`, `single`, `verify`, `producer`): a lane runs
+    no faster beside the other than alone, so such a ratio is noise (few forwards, or the target-only decodes that
+    scale the solo work ran slow) and is priced as 1, the least slowdown there is, and warned about."""
+    producer: float | None = None
+    """The producer's ratio the same decodes realised, pooled over its forwards that overlapped a target forward
+    (`decomposition.producer_contention`), priced at every width and depth in place of the cells' `rho_drafter`
+    (None: fewer than CLASS_FORWARDS such forwards, or not measured; the cells are priced)."""
+    producer_priced: float | None = None
+    """The cells' `rho_drafter` for the same forwards, weighted by their overlap."""
+    producer_forwards: int = 0
 
     def target(self, width: int) -> float:
         """The target's ratio priced at `width`: its class's, else the pooled one. A single-token step slows
@@ -179,11 +186,16 @@ class CoSchedule:
     precision: float | None = None
     """The relative half-width the cells were measured to (None: a fixed count of repetitions)."""
     decode: DecodeContention | None = None
-    """The target's ratio as a native AS2D decode met it, per width class (`DecodeContention.target`), priced
-    at every depth in place of the cells' `rho_target` (None: not measured; the cells are priced)."""
+    """Both lanes' ratios as a native AS2D decode met them: the target's per width class
+    (`DecodeContention.target`) and the producer's, each priced at every depth in place of the cells' (None: not
+    measured; the cells are priced)."""
 
     def _target(self, width: int, values: np.ndarray) -> np.ndarray:
         return values if self.decode is None else np.full(len(self.depths), self.decode.target(width))
+
+    def _drafter(self, values: np.ndarray) -> np.ndarray:
+        producer = None if self.decode is None else self.decode.producer
+        return values if producer is None else np.full(len(self.depths), producer)
 
     def _fill(self, measured: Mapping[int, np.ndarray]) -> np.ndarray:
         values = np.stack(list(measured.values()))
@@ -194,8 +206,8 @@ class CoSchedule:
     def row(self, width: int) -> tuple[np.ndarray, np.ndarray, bool]:
         """(rho_target, rho_drafter, filled) as priced at each measured depth for one target width."""
         if width in self.rho_target and width in self.rho_drafter:
-            return self._target(width, self.rho_target[width]), self.rho_drafter[width], False
-        return self._target(width, self._fill(self.rho_target)), self._fill(self.rho_drafter), True
+            return self._target(width, self.rho_target[width]), self._drafter(self.rho_drafter[width]), False
+        return self._target(width, self._fill(self.rho_target)), self._drafter(self._fill(self.rho_drafter)), True
 
     def ratios(self, width: int, depth: float) -> tuple[float, float, bool]:
         """(rho_target, rho_drafter, extrapolated) for one target width at one KV depth."""

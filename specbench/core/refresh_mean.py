@@ -74,17 +74,17 @@ def mean_ratios(cosched: dict, fresh: Sequence[dict]) -> dict:
 
 
 def mean_decode(decodes: Sequence[dict]) -> dict:
-    """The target's ratio in AS2D decodes (a `cosched.decode` entry) as the mean of several measurements:
-    pooled and priced the mean, forwards the sum; a width class some measurement lacks is left out (priced
-    at the pooled ratio)."""
+    """Both lanes' ratios in AS2D decodes (a `cosched.decode` entry) as the mean of several measurements:
+    ratios the mean, forwards the sum; a width class or producer ratio some measurement lacks is left out (priced
+    at the pooled ratio, or the cells')."""
     out = {"realised": sum(d["realised"] for d in decodes) / len(decodes),
            "priced": sum(d["priced"] for d in decodes) / len(decodes),
            "forwards": sum(d["forwards"] for d in decodes)}
-    for name in DECODE_CLASSES:
+    for name in (*DECODE_CLASSES, "producer"):
         parts = [d[name] for d in decodes if name in d]
         if len(parts) == len(decodes):
-            out[name] = {"realised": sum(p["realised"] for p in parts) / len(parts),
-                         "forwards": sum(p["forwards"] for p in parts)}
+            out[name] = {key: sum(p[key] for p in parts) if key == "forwards" else
+                         sum(p[key] for p in parts) / len(parts) for key in parts[0]}
     return out
 
 

@@ -19,7 +19,8 @@ YAML layout (`kind: specbench.profile`, `schema_version: 5`), one `DeviceProfile
                                     achieved_precision?: [..]}},   # per depth
                    decode?: {realised, priced, forwards,   # the target's ratio a native AS2D decode met
                              single?: {realised, forwards}, verify?: {realised, forwards},   # per width class
-                             below_one?: {realised?, single?, verify?}}}}   # measured below 1, priced as 1
+                             producer?: {realised, priced, forwards},   # the producer's ratio beside the target
+                             below_one?: {realised?, single?, verify?, producer?}}}}   # measured below 1, priced as 1
     overheads: {producer_startup_s, publish_s, align_s}
     notes: how it was measured (free text, optional)
     warnings: [{model, table, width, depth, median_s, spread_pct, samples, precision?, achieved_precision?,
@@ -95,7 +96,9 @@ KIND = "specbench.profile"
 # 5 = `cosched.decode` (optional): the target's co-scheduling ratio a short native AS2D decode realised,
 #     priced in place of the cells' `rho_target`, and the one the cells price for the same forwards;
 #     optionally per width class (`single`: width 1, `verify`: wider), each priced for its widths, and
-#     `below_one`: what the decodes measured where it fell below 1 and is priced as 1.
+#     `below_one`: what the decodes measured where it fell below 1 and is priced as 1; optionally `producer`,
+#     the producer's ratio the same decodes realised, priced in place of the cells' `rho_drafter` (a reader
+#     without it refuses the key rather than price the cells).
 VERSION = 5
 VERSIONS = (VERSION,)
 
@@ -269,6 +272,10 @@ class StabilityWarning:
         return self.spread_pct > UNSTABLE_SPREAD_PCT
 
     def message(self) -> str:
+        if self.table == f"{DECODE_TABLE} producer":
+            return (f"{self.table} of {self.model}: the producer's ratio its AS2D decodes realised is {self.ratio:.3f} "
+                    f"over {self.samples} forwards, below 1 (a lane faster beside the other: its forwards ran faster "
+                    "than the profile's drafter cells); priced as 1")
         if self.table.startswith(DECODE_TABLE):
             return (f"{self.table} of {self.model}: the target's ratio its AS2D decodes realised is {self.ratio:.3f} "
                     f"over {self.samples} forwards, below 1 (a lane faster beside the other: too few forwards, or "
@@ -542,13 +549,13 @@ def _cosched(doc: dict, where: Where) -> CoSchedule:
 
 
 def _decode_contention(doc: dict, where: Where) -> DecodeContention | None:
-    """`decode: {realised, priced, forwards, single?: {realised, forwards}, verify?: {realised, forwards}}`,
-    or None."""
+    """`decode: {realised, priced, forwards, single?: {realised, forwards}, verify?: {realised, forwards},
+    producer?: {realised, priced, forwards}}`, or None."""
     entry = need(doc, "decode", dict, where, None)
     if entry is None:
         return None
     d_where = where.at("decode")
-    reject_unknown(entry, {"realised", "priced", "forwards", "below_one", *DECODE_CLASSES}, d_where)
+    reject_unknown(entry, {"realised", "priced", "forwards", "below_one", "producer", *DECODE_CLASSES}, d_where)
     ratios = [_decode_ratio(entry, key, d_where) for key in ("realised", "priced")]
     classes: list = []
     for name in DECODE_CLASSES:
@@ -560,15 +567,22 @@ def _decode_contention(doc: dict, where: Where) -> DecodeContention | None:
         classes += [_decode_ratio(part, "realised", d_where.at(name)),
                     _decode_forwards(part, d_where.at(name), CLASS_FORWARDS)]
     decode = DecodeContention(ratios[0], ratios[1], _decode_forwards(entry, d_where, 1), *classes)
+    producer = need(entry, "producer", dict, d_where, None)
+    if producer is not None:
+        p_where = d_where.at("producer")
+        reject_unknown(producer, {"realised", "priced", "forwards"}, p_where)
+        decode = replace(decode, producer=_decode_ratio(producer, "realised", p_where),
+                         producer_priced=_decode_ratio(producer, "priced", p_where),
+                         producer_forwards=_decode_forwards(producer, p_where, CLASS_FORWARDS))
     return replace(decode, below_one=_below_one(entry, decode, d_where))
 
 
 def _below_one(entry: dict, decode: DecodeContention, where: Where) -> dict[str, float]:
-    """`below_one: {realised?|single?|verify?: ratio}`: what the decodes measured below 1 where the entry
+    """`below_one: {realised?|single?|verify?|producer?: ratio}`: what the decodes measured below 1 where the entry
     prices 1 (core/decomposition.decode_contention)."""
     below = need(entry, "below_one", dict, where, None) or {}
     b_where = where.at("below_one")
-    reject_unknown(below, {"realised", *DECODE_CLASSES}, b_where)
+    reject_unknown(below, {"realised", "producer", *DECODE_CLASSES}, b_where)
     out = {}
     for key, value in below.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < 1:
@@ -773,6 +787,10 @@ def _cosched_doc(cosched: CoSchedule) -> dict:
             if getattr(decode, name) is not None:
                 doc["decode"][name] = {"realised": float(getattr(decode, name)),
                                        "forwards": int(getattr(decode, f"{name}_forwards"))}
+        if decode.producer is not None:
+            assert decode.producer_priced is not None  # measured together (core/decomposition.producer_contention)
+            doc["decode"]["producer"] = {"realised": float(decode.producer), "priced": float(decode.producer_priced),
+                                         "forwards": int(decode.producer_forwards)}
         if decode.below_one:
             doc["decode"]["below_one"] = {k: float(v) for k, v in decode.below_one.items()}
     return doc

@@ -160,7 +160,7 @@ def decode_lanes(results: Sequence[dict]) -> list[NativeLanes]:
     """The AS2D decodes of an overheads job as lanes, each beside every target-only decode of the job (pure)."""
     decodes = [r for r in results if r.get("kind") == "decode"]
     solo = [op for r in decodes if "producer" not in r for op in r["ops"]]
-    return [NativeLanes(r["ops"], r["producer"], solo) for r in decodes if "producer" in r]
+    return [NativeLanes(r["ops"], r["producer"], solo, r.get("n_prompt_drafter")) for r in decodes if "producer" in r]
 
 
 def overheads_from_results(results: Sequence[dict]) -> dict:

@@ -415,14 +415,15 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
 def with_decode_contention(drafter: DrafterProfile, run: OverheadsRun, target_costs: CostTable,
                            overheads: bool) -> DrafterProfile:
     """The drafter's entry with the overheads `run` measured (when `overheads`) and its co-scheduling
-    ratios' `decode`: the target's ratio in the run's AS2D decodes, and the cells' for the same forwards
+    ratios' `decode`: both lanes' ratios in the run's AS2D decodes, and the cells' for the same forwards
     (docs/METHODS.md §4.3 Co-scheduling ratios)."""
     if overheads:
         drafter = replace(drafter, overheads=Overheads(**run.overheads))
     if drafter.cosched is None:
         return drafter
     return replace(drafter, cosched=replace(drafter.cosched,
-                                            decode=decode_contention(run.lanes, target_costs, drafter.cosched)))
+                                            decode=decode_contention(run.lanes, target_costs, drafter.cosched,
+                                                                     drafter.costs)))
 
 
 def measured(profile: DeviceProfile) -> str:

@@ -169,6 +169,48 @@ def test_a_decode_ratio_below_one_is_priced_as_one_kept_and_warned_about():
     assert set(everything.below_one) == {"realised"}
 
 
+def producer_beside(steps: list[tuple[float, float]], lanes: NativeLanes, drafter_prompt: int | None = 4) -> NativeLanes:
+    """`lanes` with a producer whose forwards (start, end in seconds on the decode clock) are `steps`."""
+    producer = {"started_us": 0, "step_start_us": [round(1e6 * a) for a, _ in steps],
+                "step_us": [round(1e6 * b) for _, b in steps], "publish_us": []}
+    return replace(lanes, producer=producer, drafter_prompt=drafter_prompt)
+
+
+def test_the_producers_ratio_is_recovered_from_its_forwards_beside_the_target():
+    # the target runs 20 s of width-1 forwards back to back; the producer's forwards (CD(1) = 0.25 s solo) took
+    # 0.45 s beside it (rho 1.8, where the cells say 3.0), and the last one ran 0.2 s past the target's end:
+    # alone for 0.2 s it did 0.2 s of work, the other 0.05 s of work took 0.09 s beside the target
+    profile = make_profile(rho=(1.2, 3.0))
+    target = lanes_at([(1, 2.0)] * 10)
+    steps = [(0.45 * s, 0.45 * (s + 1)) for s in range(CLASS_FORWARDS + 2)] + [(19.91, 20.2)]
+    met = decode_contention([producer_beside(steps, target)], profile.target_costs, profile.cosched(None),
+                            profile.drafter(None).costs)
+    assert met.producer == pytest.approx(1.8) and met.producer_priced == pytest.approx(3.0)
+    assert met.producer_forwards == CLASS_FORWARDS + 3
+    priced = replace(profile.cosched(None), decode=met)
+    assert priced.ratios(1, 0.0)[1] == priced.ratios(7, 300.0)[1] == pytest.approx(1.8)
+    assert (priced.dense(3, 2)[1] == met.producer).all()
+    # the target's ratio is priced as before
+    assert priced.ratios(1, 0.0)[0] == pytest.approx(2.0)
+
+
+def test_the_producers_ratio_is_left_to_the_cells_without_enough_forwards_or_its_prompt():
+    profile = make_profile(rho=(1.2, 3.0))
+    target = lanes_at([(1, 2.0)] * 10)
+    steps = [(0.45 * s, 0.45 * (s + 1)) for s in range(CLASS_FORWARDS)]
+    for lanes in (producer_beside(steps[:-1], target), producer_beside(steps, target, drafter_prompt=None)):
+        met = decode_contention([lanes], profile.target_costs, profile.cosched(None), profile.drafter(None).costs)
+        assert (met.producer, met.producer_forwards) == (None, 0)
+        assert replace(profile.cosched(None), decode=met).ratios(1, 0.0)[1] == 3.0
+    faster = [(0.2 * s, 0.2 * (s + 1)) for s in range(100)]  # 0.2 s for 0.25 s of work: noise
+    met = decode_contention([producer_beside(faster, target)], profile.target_costs, profile.cosched(None),
+                            profile.drafter(None).costs)
+    assert met.producer == 1.0 and met.below_one == {"producer": pytest.approx(0.8)}
+    drafter = replace(profile.drafter(None), cosched=replace(profile.cosched(None), decode=met))
+    [warning] = decode_warnings([drafter])
+    assert (warning.table, warning.samples, warning.ratio) == ("cosched decode producer", 100, 0.8)
+
+
 def test_a_profile_priced_with_the_decodes_contention_has_no_contention_bias_left():
     # the profile's cells say 1.2; its AS2D decode met 1.5 where the cells priced 1.2: replay prices 1.5 at
     # every width and depth

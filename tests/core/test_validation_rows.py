@@ -176,6 +176,7 @@ def test_each_block_prices_the_decode_ratio_pooled_over_its_placements_blocks():
     expected = {"realised": pytest.approx(5.3 / 3), "priced": pytest.approx(1.6), "forwards": 60,
                 "single": {"realised": pytest.approx(2.0), "forwards": 50}}
     assert decodes == [expected] * 4  # a block without a decode ratio gets the pool too
+    assert isinstance(decodes[0]["single"]["forwards"], int)  # a count, as a profile holds it
     assert "verify" not in decodes[0]  # one block had too few verifications: the pooled ratio prices them
     assert [p["drafters"][1] for p in pooled] == [{"name": "copy", "costs": {}}] * 4
     assert b1["below_one"] == {"realised": 0.9, "single": 0.95}  # the inputs are not changed
@@ -183,6 +184,11 @@ def test_each_block_prices_the_decode_ratio_pooled_over_its_placements_blocks():
     mixed = pooled_decodes([doc(b0), doc(b2, "other")])
     assert [(p["drafters"][0]["name"], p["drafters"][0]["cosched"]["decode"]["realised"]) for p in mixed] == [
         ("small", 2.0), ("other", 2.3)]
+    # the producer's ratio pooled the same way, where every block measured it
+    b3, b4 = (b | {"producer": {"realised": r, "priced": 3.0, "forwards": 100}} for b, r in ((b0, 1.9), (b2, 2.1)))
+    producer = pooled_decodes([doc(b3), doc(b4)])[0]["drafters"][0]["cosched"]["decode"]["producer"]
+    assert producer == {"realised": pytest.approx(2.0), "priced": pytest.approx(3.0), "forwards": 200}
+    assert "producer" not in pooled_decodes([doc(b3), doc(b2)])[0]["drafters"][0]["cosched"]["decode"]
 
 
 OBSERVATION_KEYS = ["device", "config", "metric", "block", "window_id", "replay", "native_a", "native_b"]

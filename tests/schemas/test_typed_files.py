@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from specbench.core.pricing import CLASS_FORWARDS
 from specbench.errors import SpecbenchError
 from specbench.schemas import profiles
 from specbench.schemas.profiles import load_profile, profile_from_dict, profile_to_dict, save_profile
@@ -181,6 +182,26 @@ def test_a_profile_prices_single_steps_and_verifications_at_their_decode_ratios_
         assert cosched.ratios(2, depth)[0] == cosched.ratios(max(cosched.rho_target) + 3, depth)[0] == 2.0
     again = profile_from_dict(profiles.profile_to_dict(profile), Path("p.yaml"))
     assert again.drafters[doc["drafters"][0]["name"]].cosched.decode == cosched.decode
+
+
+def test_a_profile_prices_the_producer_at_its_decode_ratio_and_round_trips():
+    doc = _set(_local(), ("drafters", 0, "cosched", "decode"),
+               {"realised": 2.3, "priced": 1.1, "forwards": 40,
+                "producer": {"realised": 1.97, "priced": 3.6, "forwards": 140}})
+    profile = profile_from_dict(doc, Path("p.yaml"))
+    cosched = profile.drafters[doc["drafters"][0]["name"]].cosched
+    assert (cosched.decode.producer, cosched.decode.producer_priced, cosched.decode.producer_forwards) == (
+        1.97, 3.6, 140)
+    for width in (1, max(cosched.rho_drafter) + 3):  # measured and filled widths alike, at any depth
+        for depth in (cosched.depths[0], cosched.depths[-1] + 100):
+            assert cosched.ratios(width, depth)[1] == 1.97
+    assert (cosched.dense(3, 2)[1] == 1.97).all()
+    again = profile_from_dict(profiles.profile_to_dict(profile), Path("p.yaml"))
+    assert again.drafters[doc["drafters"][0]["name"]].cosched.decode == cosched.decode
+    with pytest.raises(SpecbenchError) as error:
+        profile_from_dict(_set(doc, ("drafters", 0, "cosched", "decode", "producer", "forwards"), 3), Path("p.yaml"))
+    assert str(error.value) == ("p.yaml: key 'drafters[0].cosched.decode.producer.forwards': expected a count >= "
+                                f"{CLASS_FORWARDS}, got 3")
 
 
 def test_a_decode_ratio_measured_below_one_round_trips_beside_the_1_it_prices_and_its_warning():
