@@ -123,6 +123,23 @@ def test_shipped_profiles_validate(path):
     assert errors("profile", yaml.safe_load(path.read_text())) == []
 
 
+def test_a_profile_with_both_lanes_decode_ratios_validates_and_a_bad_one_is_refused_by_both(tmp_path):
+    doc = yaml.safe_load((ROOT / "device_profiles" / "local-shared.yaml").read_text())
+    doc["drafters"][0]["cosched"]["decode"] = {
+        "realised": 1.0, "priced": 1.9, "forwards": 120, "single": {"realised": 1.0, "forwards": 60},
+        "verify": {"realised": 1.7, "forwards": 60}, "producer": {"realised": 2.0, "priced": 3.6, "forwards": 140},
+        "below_one": {"realised": 0.98, "single": 0.95}}
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    profiles.load_profile(path)
+    assert errors("profile", doc) == []
+    doc["drafters"][0]["cosched"]["decode"]["producer"]["forwards"] = 3  # fewer than a ratio needs
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(SpecbenchError):
+        profiles.load_profile(path)
+    assert errors("profile", doc) != []
+
+
 @pytest.mark.parametrize("run", ["results", "sustained/cooldown", "sustained/no-cooldown"])
 def test_golden_results_validate(run):
     load_results(GOLDEN / run)
