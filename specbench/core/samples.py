@@ -19,9 +19,9 @@ ORDER = ("per window: spread = 100 x standard deviation / median of its decode t
          f"{UNSTABLE_SPREAD_PCT:g}%")
 ORDER_PROFILE = ("per profiled timing (model, table, width, depth) whose samples spread more than "
                  f"{UNSTABLE_SPREAD_PCT:g}% of their median (100 x standard deviation / median), as the runs' "
-                 "manifests recorded them from the profile; a table `cosched decode` row is the target's ratio "
-                 "an AS2D decode realised below 1 (width 1: single-token steps, 2: verifications, 0: pooled), "
-                 "samples its forwards, priced as 1")
+                 "manifests recorded them from the profile; a table `cosched decode` row is a ratio an AS2D decode "
+                 "realised below 1 (the target's: width 1 single-token steps, 2 verifications, 0 pooled; "
+                 "`cosched decode producer`: the producer's), samples its forwards, priced as 1")
 IDENTITY = ("method", "drafter", "width", "budget")
 """Configuration fields a spread table carries beside the label."""
 

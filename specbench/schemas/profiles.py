@@ -257,7 +257,7 @@ class StabilityWarning:
     ratio: float | None = field(default=None, metadata=_OMIT)
     """A co-scheduling ratio below 1 beyond its interval after its cell was measured again (table
     `cosched rho_target` or `cosched rho_drafter`; median_s, spread_pct and samples are of the lane's
-    together samples), or a `cosched.decode` ratio below 1 (table `cosched decode realised|single|verify`,
+    together samples), or a `cosched.decode` ratio below 1 (table `cosched decode realised|single|verify|producer`,
     samples its forwards, no interval); None: not such a warning."""
     ratio_low: float | None = field(default=None, metadata=_OMIT)
     """Lower end of the ratio's ~95% interval (with `ratio`)."""
