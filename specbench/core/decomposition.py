@@ -156,7 +156,7 @@ def producer_contention(runs: Sequence[NativeLanes], drafter_costs: CostTable,
     work being the profile's CD(1, depth). Unlike the target's, a producer forward partly beside the target is
     kept: the target runs nearly without pause, so leaving out the forwards that straddle its boundaries would
     keep the shorter, less slowed ones. None with fewer than CLASS_FORWARDS such forwards, a run without its
-    drafter prompt, or a pooled denominator <= 0."""
+    drafter prompt, or a ratio that is no slowdown a profile may hold (a pooled denominator <= 0, above MAX_RHO)."""
     overlap = solo = priced = 0.0
     forwards = 0
     for run in runs:
@@ -175,7 +175,7 @@ def producer_contention(runs: Sequence[NativeLanes], drafter_costs: CostTable,
             overlap += o
             priced += sum(part * cosched.ratios(width, depth)[1] for part, width, depth in beside)
             forwards += 1
-    if forwards < CLASS_FORWARDS or solo <= 0 or overlap <= 0:
+    if forwards < CLASS_FORWARDS or solo <= 0 or overlap <= 0 or overlap / solo > MAX_RHO:
         return None
     return overlap / solo, priced / overlap, forwards
 
@@ -221,10 +221,10 @@ def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: Co
 
     pooled = floored("realised", spent / solo)
     met = None if drafter_costs is None else producer_contention(runs, drafter_costs, cosched)
-    producer = (None, None, 0) if met is None or met[0] > MAX_RHO else (floored("producer", met[0]), *met[1:])
+    producer = None if met is None else floored("producer", met[0])  # before below_one is handed over
     return DecodeContention(pooled, priced / spent, int(forwards), *by_class(True), *by_class(False),
-                            below_one=below_one, producer=producer[0], producer_priced=producer[1],
-                            producer_forwards=producer[2])
+                            below_one=below_one, producer=producer, producer_priced=None if met is None else met[1],
+                            producer_forwards=0 if met is None else met[2])
 
 
 def with_target_ratios(cosched: CoSchedule, rho_target: Mapping[int, float], producer_ones: bool) -> CoSchedule:
