@@ -18,6 +18,8 @@ from specbench.schemas.traces import load_trace_file
 from specbench.schemas.windows import make_text_window, save_windows
 from specbench.world.datasets import build_windows, read_librispeech
 
+pytestmark = pytest.mark.serial  # the split profile refuses co-scheduling ratios a busy host makes below 1
+
 CAP = 12
 METHODS = ["--method", "target", "--method", "sd:W=4", "--method", "specasr:k_max=4,tau=0.5",
            "--method", "as2d:B=3"]
