@@ -8,10 +8,11 @@ ratios' intervals, and the profile's repetition rule (core/repetitions.py, the o
 cost cells) says when a cell stops: its count is its target forwards per side.
 
 `measure_to_rule` drives the measurement through a given `measure` (the runner's cosched job
-in world/profiling.py): every cell the rule has not stopped gets more samples, in growing
-steps, never past the maximum; a ratio below 1 beyond its interval, or below 1 - RHO_SLACK (a lane
-faster beside the other: physically impossible, so noise or a disturbed measurement) is measured once more
-from scratch, and what stays below 1 comes back as a `BelowOne` for the profile's warnings.
+in world/profiling.py): every cell the rule has not stopped gets the samples its interval
+projects it to need (the half-width shrinking as 1/sqrt(n)), never past the maximum; a ratio
+below 1 beyond its interval, or below 1 - RHO_SLACK (a lane faster beside the other: physically
+impossible, so noise or a disturbed measurement) is measured once more from scratch, and what
+stays below 1 comes back as a `BelowOne` for the profile's warnings.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ RHO_SLACK = 0.25
 """How far below 1 a co-scheduling ratio may fall as noise at least: a ratio of two medians on a busy host
 is noisier than either timing (split profiles on this project's host hold ratios near 0.92). A point
 ratio further below 1 is measured again even when its interval, from few samples, reaches 1."""
-GROWTH = 0.5
-"""A cell short of its precision takes this fraction of its count more in the next job (at least 2)."""
+MIN_STEP = 2
+"""The fewest forwards per side a cell short of its precision takes in its next job."""
 MEASURES = ("target_alone_us", "target_together_us", "drafter_alone_us", "drafter_together_us")
 """The runner's sample lists of a cosched record, in microseconds."""
 
@@ -154,10 +155,18 @@ def cell_done(rule: RepetitionRule, cell: CellSamples) -> bool:
 
 def next_count(rule: RepetitionRule, cell: CellSamples) -> int:
     """Target forwards per side the next job takes for a cell the rule has not stopped: the
-    minimum at first, then GROWTH of its count (at least 2), never past the maximum."""
+    minimum at first, then what its interval projects it to need, n (achieved / precision)^2 in
+    all (a half-width shrinks as 1/sqrt(n)), at least MIN_STEP more, never past the maximum.
+    Each job reloads both models (and re-encodes a Whisper window), so a cell that cannot reach
+    the precision goes to the maximum in one job rather than in several growing ones."""
     if not cell.count:
         return rule.min_repetitions
-    return max(1, min(max(2, math.ceil(GROWTH * cell.count)), rule.max_repetitions - cell.count))
+    left = rule.max_repetitions - cell.count
+    achieved = cell.achieved_precision()
+    if rule.precision is None or not math.isfinite(achieved):
+        return max(1, left)
+    projected = math.ceil(cell.count * (achieved / rule.precision) ** 2) - cell.count
+    return max(1, min(max(MIN_STEP, projected), left))
 
 
 @dataclass(frozen=True)
@@ -196,11 +205,14 @@ def _to_rule(measure: Measure, cells: Sequence[Cell], rule: RepetitionRule, job:
     got = {c: CellSamples.empty(c) for c in cells}
     pending = list(cells)
     while pending:
-        counts = {c: next_count(rule, got[c]) for c in pending}
-        # one job per count, so that every cell of a job takes the same repetitions
-        for count in sorted(set(counts.values())):
-            batch = [c for c in pending if counts[c] == count]
-            records = {(int(r["width"]), int(r["depth"])): r for r in measure(batch, count, job)}
+        # one job for the cells that have the same count: it takes the largest step any of them needs
+        # (never past their maximum), so every cell of a job takes the same repetitions
+        steps: dict[int, int] = {}
+        for c in pending:
+            steps[got[c].count] = max(steps.get(got[c].count, 0), next_count(rule, got[c]))
+        for count, step in sorted(steps.items()):
+            batch = [c for c in pending if got[c].count == count]
+            records = {(int(r["width"]), int(r["depth"])): r for r in measure(batch, step, job)}
             job += 1
             missing = [c for c in batch if c not in records]
             if missing:

@@ -5,6 +5,7 @@ itself: tests/native/test_cosched.py, tests/native/test_local_device.py)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -57,7 +58,10 @@ def test_the_rule_stops_every_cell_within_its_bounds_and_records_its_precision()
     cells = [(1, 0), (2, 0), (1, 64), (2, 64)]
     # quiet cells reach 2% early; noisy ones run to the maximum short of it
     quiet = measure_to_rule(Samples({c: 1.3 for c in cells}, 0.001), cells, rule)
-    noisy = measure_to_rule(Samples({c: 1.3 for c in cells}, 0.3), cells, rule)
+    noisy_source = Samples({c: 1.3 for c in cells}, 0.3)
+    noisy = measure_to_rule(noisy_source, cells, rule)
+    # a cell far from the precision goes to the maximum in one more job (each job reloads the models)
+    assert noisy_source.jobs == [(tuple(cells), 5), (tuple(cells), 15)]
     for measured, stop in ((quiet, lambda c: c.count == 5), (noisy, lambda c: c.count == 20)):
         assert set(measured.cells) == set(cells) and not measured.below_one and not measured.remeasured
         assert all(5 <= c.count <= 20 and stop(c) for c in measured.cells.values())
@@ -73,6 +77,20 @@ def test_the_rule_stops_every_cell_within_its_bounds_and_records_its_precision()
     fixed = Samples({c: 1.3 for c in cells}, 0.3)
     assert all(c.count == 7 for c in measure_to_rule(fixed, cells, RepetitionRule.fixed(7)).cells.values())
     assert fixed.jobs == [(tuple(cells), 7)]
+
+
+def test_a_cell_near_its_precision_takes_the_samples_its_interval_projects():
+    rule = RepetitionRule(5, 200, 0.02)
+    cell = [(1, 0)]
+    # the first job's samples, drawn again from the same seed
+    first = CellSamples.empty((1, 0)).add(Samples({(1, 0): 1.3}, 0.03, seed=5)(cell, 5, 0)[0])
+    source = Samples({(1, 0): 1.3}, 0.03, seed=5)
+    measured = measure_to_rule(source, cell, rule).cells[(1, 0)]
+    counts = [n for _, n in source.jobs]
+    # short of 2% after 5, it takes n (achieved / precision)^2 in all next, well short of the maximum
+    assert counts[0] == 5 and first.achieved_precision() > 0.02
+    assert 5 + counts[1] == max(7, math.ceil(5 * (first.achieved_precision() / 0.02) ** 2)) < 200
+    assert measured.count == sum(counts) < 200
 
 
 def test_a_ratio_below_one_is_measured_again_then_warned_about_and_kept_in_the_profile(tmp_path):
