@@ -69,7 +69,9 @@ def test_recorded_references_belong_to_their_clips(windows_path):
     for w in load_windows(windows_path):
         if w.dataset == speech_clips.SYNTHETIC_DATASET:
             continue
-        done = subprocess.run([str(cli), "-m", str(model), "-f", w.input.audio_path, "-t", "2", "-bs", "1", "-nf",
+        # one thread: beside another test worker on two cores, ggml's two spinning threads took 20 s for the
+        # twelve clips where one took 17 (alone: 13 and 20.5)
+        done = subprocess.run([str(cli), "-m", str(model), "-f", w.input.audio_path, "-t", "1", "-bs", "1", "-nf",
                                "-nt", "-np"], capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-1000:]
         e = edits(w.reference or "", done.stdout)  # the cards' digits ("5 5" for "five five") count as errors
