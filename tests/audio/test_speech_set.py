@@ -70,7 +70,7 @@ def test_recorded_references_belong_to_their_clips(windows_path):
         if w.dataset == speech_clips.SYNTHETIC_DATASET:
             continue
         # one thread: beside another test worker on two cores, ggml's two spinning threads took 20 s for the
-        # twelve clips where one took 17 (alone: 13 and 20.5)
+        # twelve clips where one took 17 (on an idle host two took 13 s, one 20.5)
         done = subprocess.run([str(cli), "-m", str(model), "-f", w.input.audio_path, "-t", "1", "-bs", "1", "-nf",
                                "-nt", "-np"], capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-1000:]
