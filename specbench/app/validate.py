@@ -420,7 +420,7 @@ def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], 
         decompose_block(block_obs, mine, per_block, profile, traces, by_id,
                         [c for c in configs if isinstance(c, As2dConfig) and c.drafter not in lookups], parts)
     write_records(out, ObservationRecord, obs)
-    summary = summarize(obs, bounds)
+    summary = summarize(obs, bounds, {(b.device, b.block) for b in blocks if b.kept_after_voids})
     write_records(out, SummaryRecord, summary)
     ops = []
     for device in sorted({d for d, _ in timings}):

@@ -112,20 +112,34 @@ def verdict(summary: SummaryRecord) -> str:
     was shown and what stood in the way."""
     low, high, upper = summary.bias_low, summary.bias_high, summary.excess_upper_pct
     if low is None or high is None or upper is None:
-        return f"not shown: {summary.blocks} block (an interval needs at least 2)"
+        return f"not shown: {summary.blocks} block (an interval needs at least 2)" + _past_allowance(summary)
     bias_bound_pct, error_bound_pct = summary.bias_bound_pct, summary.error_bound_pct
     shown_bias = 100 * max(abs(low - 1), abs(high - 1))
     bias_ok = 1 - bias_bound_pct / 100 <= low and high <= 1 + bias_bound_pct / 100
     error_ok = upper < error_bound_pct
     if bias_ok and error_ok:
         return (f"within ±{bias_bound_pct:g}%: bias interval [{low:.3f}, {high:.3f}], excess error "
-                f"< {upper:.1f}% (bound {error_bound_pct:g}%)")
+                f"< {upper:.1f}% (bound {error_bound_pct:g}%)") + _past_allowance(summary)
     why = []
     if not bias_ok:
         why.append(f"bias interval [{low:.3f}, {high:.3f}] crosses ±{bias_bound_pct:g}% (shown: ±{shown_bias:.1f}%)")
     if not error_ok:
         why.append(f"excess error up to {upper:.1f}% (bound {error_bound_pct:g}%)")
-    return "not shown: " + "; ".join(why) + f"; floor F0 = {summary.f0_pct:.1f}%"
+    return "not shown: " + "; ".join(why) + f"; floor F0 = {summary.f0_pct:.1f}%" + _past_allowance(summary)
+
+
+def _past_allowance(summary: SummaryRecord) -> str:
+    """The verdict's note of blocks pooled although the void rule judged them disturbed ("" when none)."""
+    if not summary.past_allowance:
+        return ""
+    return (f"; {summary.past_allowance} of {summary.blocks} blocks kept past their drift allowance "
+            "(--max-voids spent)")
+
+
+def judged_past_allowance(summary: SummaryRecord, blocks: int) -> SummaryRecord:
+    """`summary` with `blocks` of its blocks kept past their drift allowance, and its verdict saying so."""
+    marked = replace(summary, past_allowance=blocks)
+    return replace(marked, verdict=verdict(marked))
 
 
 @dataclass(frozen=True)

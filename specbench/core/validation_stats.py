@@ -5,7 +5,7 @@ Pure: records and profiles in, records out (the blocks and their files are app/v
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
 from specbench.core import decomposition, fidelity
@@ -110,14 +110,20 @@ def observations(decodes: Sequence[DecodeRecord],
     return out
 
 
-def summarize(obs: Sequence[ObservationRecord], bounds: dict[Metric, Bounds]) -> list[SummaryRecord]:
+def summarize(obs: Sequence[ObservationRecord], bounds: dict[Metric, Bounds],
+              past_allowance: Collection[tuple[str, int]] = ()) -> list[SummaryRecord]:
     """Per (device, configuration, metric): the floor, replay's error, the excess error and the bias, with
-    their intervals over blocks, and the verdict against that metric's `bounds`."""
+    their intervals over blocks, and the verdict against that metric's `bounds`; the verdict names the
+    blocks among them in `past_allowance` ((device, block) kept although their drift exceeded its allowance)."""
     groups: dict[tuple[str, str, Metric], list[ObservationRecord]] = {}
     for o in obs:
         groups.setdefault((o.device, o.config, o.metric), []).append(o)
-    return [fidelity.fidelity_stats(mine, bounds[metric].bias_pct, bounds[metric].error_pct)
-            for (_, _, metric), mine in groups.items()]
+    out = []
+    for (device, _, metric), mine in groups.items():
+        summary = fidelity.fidelity_stats(mine, bounds[metric].bias_pct, bounds[metric].error_pct)
+        disturbed = len({o.block for o in mine if (device, o.block) in past_allowance})
+        out.append(fidelity.judged_past_allowance(summary, disturbed) if disturbed else summary)
+    return out
 
 
 def op_timings(decodes: Sequence[DecodeRecord], profile: DeviceProfile, configs: Sequence[MethodConfig],

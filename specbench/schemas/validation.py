@@ -200,6 +200,9 @@ class SummaryRecord:
     error_bound_pct: float
     verdict: str
     """core/fidelity.py `verdict`: the equivalence test against the two bounds, in words."""
+    past_allowance: int = 0
+    """Of `blocks`, those kept although their drift exceeded its allowance (the redo budget, --max-voids, was
+    spent): the verdict names them, since the void rule judged them disturbed."""
 
 
 @dataclass(frozen=True)

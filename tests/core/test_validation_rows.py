@@ -194,7 +194,7 @@ def test_each_block_prices_the_decode_ratio_pooled_over_its_placements_blocks():
 OBSERVATION_KEYS = ["device", "config", "metric", "block", "window_id", "replay", "native_a", "native_b"]
 SUMMARY_KEYS = ["device", "config", "metric", "blocks", "observations", "f0_pct", "f0_low", "f0_high", "f1_pct",
                 "f1_low", "f1_high", "excess_pct", "excess_upper_pct", "bias", "bias_low", "bias_high",
-                "bias_bound_pct", "error_bound_pct", "verdict"]
+                "bias_bound_pct", "error_bound_pct", "verdict", "past_allowance"]
 
 
 def test_observations_and_their_summary_read_back_as_written_with_their_keys_in_order(tmp_path):
@@ -212,3 +212,23 @@ def test_observations_and_their_summary_read_back_as_written_with_their_keys_in_
         assert load_records(tmp_path, kind) == records
         lines = record_path(tmp_path, kind).read_text().splitlines()
         assert all(list(json.loads(line)) == keys for line in lines)
+    # a summary written before `past_allowance` existed reads back with none
+    path = record_path(tmp_path, SummaryRecord)
+    path.write_text("".join(line.replace(',"past_allowance":0', "") + "\n"
+                            for line in path.read_text().splitlines()))
+    assert "past_allowance" not in path.read_text() and load_records(tmp_path, SummaryRecord) == summary
+
+
+def test_a_block_kept_past_its_drift_allowance_is_named_in_the_verdicts_that_pool_it():
+    obs = [ObservationRecord(device, SD, Metric.SPEEDUP, block, f"w{i}", 1.0 + 0.001 * i, 1.0, 1.0)
+           for device in ("dev@split", "dev@shared") for block in range(3) for i in range(4)]
+    bounds = {Metric.SPEEDUP: Bounds(3.0, 5.0)}
+    clean = {s.device: s for s in summarize(obs, bounds)}
+    # block 1 of dev@shared was kept although it drifted past its allowance; dev@split's block 1 was not
+    marked = {s.device: s for s in summarize(obs, bounds, {("dev@shared", 1), ("dev@other", 0)})}
+    assert marked["dev@split"] == clean["dev@split"] and clean["dev@split"].past_allowance == 0
+    shared = marked["dev@shared"]
+    assert shared.past_allowance == 1 and shared.bias == clean["dev@shared"].bias
+    assert shared.verdict == clean["dev@shared"].verdict + "; 1 of 3 blocks kept past their drift allowance " \
+                                                           "(--max-voids spent)"
+    assert shared.verdict.startswith("within ±3%")  # the judgment stands; the reader is told what it rests on
