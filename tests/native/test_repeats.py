@@ -67,9 +67,10 @@ def test_a_row_is_its_median_sample_and_keeps_every_sample(run_job, tiny):
         runs = [r for r in out.results if r["method"]["name"] == config.label.split("[")[0]]
         assert row.samples_s == [r["decode_s"] for r in runs]
         assert row.decode_s == statistics.median(row.samples_s)
-        median = next(r for r in runs if r["decode_s"] == row.decode_s)
-        # the row's time terms are that decode's own
-        assert row.v_s == sum(op["us"] for op in median["ops"] if op["model"] == "target") / 1e6
+        # the row's time terms are that decode's own (a tiny model's decodes can tie to the microsecond: then
+        # either tied sample is the median one)
+        medians = [r for r in runs if r["decode_s"] == row.decode_s]
+        assert row.v_s in {sum(op["us"] for op in r["ops"] if op["model"] == "target") / 1e6 for r in medians}
         assert spread_pct(row.samples_s or []) >= 0
 
 
