@@ -118,16 +118,20 @@ def solo_factor(solo_ops: Sequence[Mapping], costs: CostTable) -> float:
     return sum(float(op["us"]) for op in forwards) / (1e6 * priced)
 
 
+def _target_forwards(native: NativeLanes) -> Iterator[tuple[float, float, int, float]]:
+    """(start t_us, us, width, depth) of each target forward of the decode's op log."""
+    for op in native.ops:
+        if op["model"] == "target":
+            yield float(_field(op, "t_us", "a target op")), float(op["us"]), int(op["width"]), float(op["depth"])
+
+
 def _beside_producer(native: NativeLanes) -> Iterator[tuple[int, float, float, float]]:
     """(width, depth, us, overlap_us) of each target forward that overlapped the producer's span."""
     start, end = producer_span_us(native.producer)
-    for op in native.ops:
-        if op["model"] != "target":
-            continue
-        t0, us = float(_field(op, "t_us", "a target op")), float(op["us"])
+    for t0, us, width, depth in _target_forwards(native):
         overlap = min(t0 + us, end) - max(t0, start)
         if overlap > 0:
-            yield int(op["width"]), float(op["depth"]), us, overlap
+            yield width, depth, us, overlap
 
 
 def realised_contention(native: NativeLanes, costs: CostTable, cosched: CoSchedule) -> RealisedContention:
@@ -162,8 +166,7 @@ def producer_contention(runs: Sequence[NativeLanes], drafter_costs: CostTable,
     for run in runs:
         if run.drafter_prompt is None:
             return None
-        spans = [(float(_field(op, "t_us", "a target op")), float(op["us"]), int(op["width"]), float(op["depth"]))
-                 for op in run.ops if op["model"] == "target"]
+        spans = list(_target_forwards(run))
         steps = zip(run.producer.get("step_start_us", []), run.producer.get("step_us", []), strict=True)
         for s, (start, end) in enumerate(steps):
             beside = [(min(end, t0 + us) - max(start, t0), width, depth) for t0, us, width, depth in spans
