@@ -67,9 +67,10 @@ def _block_logs(observations: Sequence[ObservationRecord]) -> tuple[np.ndarray, 
 
 
 def fidelity_stats(observations: Sequence[ObservationRecord], bias_bound_pct: float, error_bound_pct: float,
-                   resamples: int = RESAMPLES, seed: int = SEED) -> SummaryRecord:
+                   resamples: int = RESAMPLES, seed: int = SEED, past_allowance: int = 0) -> SummaryRecord:
     """The summary of one (device, configuration, metric)'s observations: F0, F1, E and the bias, their
-    intervals over blocks (None with one block), and the verdict against the bounds (in percent)."""
+    intervals over blocks (None with one block), and the verdict against the bounds (in percent), which names
+    the `past_allowance` of its blocks kept past their drift allowance."""
     if not observations:
         raise ValueError("no observations")
     device, config, metric = observations[0].device, observations[0].config, observations[0].metric
@@ -96,7 +97,7 @@ def fidelity_stats(observations: Sequence[ObservationRecord], bias_bound_pct: fl
         bias_ends = (math.exp(log_low), math.exp(log_high))
     unjudged = SummaryRecord(device, config, metric, len(groups), len(observations), f0, *f0_ends, f1, *f1_ends,
                              excess, excess_upper, math.exp(log_bias), *bias_ends, bias_bound_pct, error_bound_pct,
-                             verdict="")
+                             verdict="", past_allowance=past_allowance)
     return replace(unjudged, verdict=verdict(unjudged))
 
 
@@ -134,12 +135,6 @@ def _past_allowance(summary: SummaryRecord) -> str:
         return ""
     return (f"; {summary.past_allowance} of {summary.blocks} blocks kept past their drift allowance "
             "(--max-voids spent)")
-
-
-def judged_past_allowance(summary: SummaryRecord, blocks: int) -> SummaryRecord:
-    """`summary` with `blocks` of its blocks kept past their drift allowance, and its verdict saying so."""
-    marked = replace(summary, past_allowance=blocks)
-    return replace(marked, verdict=verdict(marked))
 
 
 @dataclass(frozen=True)

@@ -118,12 +118,9 @@ def summarize(obs: Sequence[ObservationRecord], bounds: dict[Metric, Bounds],
     groups: dict[tuple[str, str, Metric], list[ObservationRecord]] = {}
     for o in obs:
         groups.setdefault((o.device, o.config, o.metric), []).append(o)
-    out = []
-    for (device, _, metric), mine in groups.items():
-        summary = fidelity.fidelity_stats(mine, bounds[metric].bias_pct, bounds[metric].error_pct)
-        disturbed = len({o.block for o in mine if (device, o.block) in past_allowance})
-        out.append(fidelity.judged_past_allowance(summary, disturbed) if disturbed else summary)
-    return out
+    return [fidelity.fidelity_stats(mine, bounds[metric].bias_pct, bounds[metric].error_pct,
+                                    past_allowance=len({o.block for o in mine if (device, o.block) in past_allowance}))
+            for (device, _, metric), mine in groups.items()]
 
 
 def op_timings(decodes: Sequence[DecodeRecord], profile: DeviceProfile, configs: Sequence[MethodConfig],
