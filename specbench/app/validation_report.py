@@ -27,16 +27,17 @@ from specbench.schemas.validation import (
 
 FIDELITY_ORDER = ("per device@placement × configuration × metric: log errors over (block, window, run); F0 = RMS "
                   "ln(Na/Nb), F1 = RMS ln(replay/N) over single runs, E = sqrt(max(0, F1² − F0²/2)), bias = "
-                  "geometric mean replay/native; intervals: cluster bootstrap over blocks (2000 resamples, "
-                  "percentile; 90% for F0, F1 and the bias, one-sided 95% upper bound for E)")
+                  "geometric mean replay/native; intervals: Student t over the blocks' means (blocks − 1 "
+                  "degrees of freedom; 90% for F0, F1 and the bias, one-sided 95% upper bound for E)")
 DECOMPOSITION_ORDER = ("per device@placement × AS2D configuration: its speedup bias (total, replay as priced over "
                        "native) = contention × publication × remains. Each native run's window replayed again with the "
                        "target's co-scheduling ratios it realised (from the lanes' timestamps; rho_priced and "
                        "rho_realised: the profile's and the realised ratio of its overlapped forwards), then also "
                        "with its producer's publication times; a part is the ratio of the biases before and after "
                        "its substitution, remains the bias after both; replay_bias: the bias of the replay with the "
-                       "substitutions so far. Geometric means over (block, window), 90% block bootstrap intervals "
-                       "(the bias's resamples); left_out: observations whose native lanes could not be read back")
+                       "substitutions so far. Geometric means over (block, window), 90% intervals as the bias's "
+                       "(Student t over the blocks' means); left_out: observations whose native lanes could not be "
+                       "read back")
 
 
 def _frame(records: list, kind: type) -> pd.DataFrame:

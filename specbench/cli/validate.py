@@ -115,8 +115,8 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
 
     It reports, per placement and configuration, for the speedup over target-only and for
     tokens/s: the floor F0 (Na against Nb), replay's error F1, the excess error E over the
-    floor and the bias b (geometric mean of replay/native), with intervals from a bootstrap
-    over blocks, and a verdict: "within ±X%" only when b's 90% interval lies inside ±X%
+    floor and the bias b (geometric mean of replay/native), with Student t intervals over
+    the blocks' means, and a verdict: "within ±X%" only when b's 90% interval lies inside ±X%
     and E's upper 95% bound is below --error-bound; otherwise what was shown and the floor
     in the way. Tables go to stdout (and OUT/validation.md), figures to OUT/figures.
 

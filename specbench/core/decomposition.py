@@ -21,8 +21,8 @@ same two-lane simulation with inputs taken from each native run, one kind at a t
   realignment searches, drift within the block, and the two-lane model itself.
 
 Each part is a ratio of geometric means of replay over native, so that `total = contention x
-publication x remains` (in log space a sum), each with the block bootstrap interval the validation's
-bias has (same resamples, same level).
+publication x remains` (in log space a sum), each with the interval the validation's bias has: Student t
+over the blocks' means, at the same level.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from specbench.core.fidelity import BIAS_LEVEL, RESAMPLES, SEED, block_resamples
+from specbench.core.fidelity import BIAS_LEVEL, t_halfwidths
 from specbench.core.methods.configs import As2dConfig
 from specbench.core.pricing import CLASS_FORWARDS, DECODE_CLASSES, CoSchedule, CostTable, DecodeContention
 from specbench.core.replay.reference import ProducerLane, ProducerTimeline, priced_lane, simulate_as2d
@@ -307,7 +307,7 @@ class PartBias:
     factor: float
     """Geometric mean over the windows of this part's ratio (TOTAL: replay as priced over native)."""
     interval: Interval | None
-    """Its 90% block bootstrap interval (None with one block)."""
+    """Its 90% Student t interval over the blocks' means (None with one block)."""
     replay_bias: float | None
     """The bias of the replay with the substitutions up to this part (None for REMAINS, which is the last one's)."""
     replay_interval: Interval | None
@@ -318,9 +318,9 @@ _PARTS = {Part.TOTAL: (1, 0, 0), Part.CONTENTION: (1, -1, 0), Part.PUBLICATION: 
 _REPLAY = {Part.TOTAL: 0, Part.CONTENTION: 1, Part.PUBLICATION: 2}
 
 
-def decompose(windows: Sequence[WindowReplays], resamples: int = RESAMPLES, seed: int = SEED) -> list[PartBias]:
-    """The parts of the speedup bias with block bootstrap intervals: the validation's resampling of
-    whole blocks (`fidelity.block_resamples`, the same draws for every part)."""
+def decompose(windows: Sequence[WindowReplays]) -> list[PartBias]:
+    """The parts of the speedup bias, each with the validation's bias interval: Student t over the blocks'
+    mean log values (`fidelity.t_halfwidths`), centred on the mean over every window."""
     if not windows:
         raise ValueError("no windows")
     values = np.array([(*w.native, w.priced, *w.contention, *w.publication) for w in windows], dtype=np.float64)
@@ -331,23 +331,18 @@ def decompose(windows: Sequence[WindowReplays], resamples: int = RESAMPLES, seed
     # per window, each replay's log bias; a per-run substitution is the mean of Na's and Nb's
     bias = np.stack([logs[:, 2] - native, (logs[:, 3] + logs[:, 4]) / 2 - native,
                      (logs[:, 5] + logs[:, 6]) / 2 - native], axis=1)
-    ids = sorted({w.block for w in windows})
-    index = np.array([ids.index(w.block) for w in windows])
-    sums, counts = np.zeros((len(ids), 3)), np.zeros(len(ids))
-    np.add.at(sums, index, bias)
-    np.add.at(counts, index, 1.0)
+    blocks = sorted({w.block for w in windows})
     point = bias.mean(axis=0)
-    draws = None
-    if len(ids) >= 2:
-        rows = block_resamples(len(ids), resamples, seed)
-        draws = sums[rows].sum(axis=1) / counts[rows].sum(axis=1)[:, None]
-    tail = (1 - BIAS_LEVEL) / 2
+    # a part is a fixed combination of the three replays' log biases: its block means are that of theirs
+    means = np.stack([bias[[w.block == b for w in windows]].mean(axis=0) for b in blocks])
 
     def interval(weights: tuple[int, ...]) -> Interval | None:
-        if draws is None:
+        if len(blocks) < 2:
             return None
-        low, high = np.quantile(draws @ np.array(weights, dtype=np.float64), [tail, 1 - tail])
-        return Interval(math.exp(low), math.exp(high))
+        combined = np.array(weights, dtype=np.float64)
+        half = float(t_halfwidths((means @ combined)[:, None], BIAS_LEVEL)[0])
+        centre = float(point @ combined)
+        return Interval(math.exp(centre - half), math.exp(centre + half))
 
     out = []
     for part, weights in _PARTS.items():

@@ -18,10 +18,15 @@ error in percent for errors below 5%), so that a ratio and its inverse err alike
   would remove the noise twice and understate replay's error;
 * the bias `b`: the geometric mean of replay over native (the mean of Na and Nb in log space).
 
-Windows decoded in one block share the host's state, so they are not independent: each
-interval is a cluster bootstrap that draws whole blocks with replacement (percentile
-method, fixed seed). The verdict is an equivalence test: "within ±X%" only when the 90%
-interval of `b` lies inside ±X% and the upper 95% bound of `E` is below the error bound.
+Windows decoded in one block share the host's state, so they are not independent: the block
+is the unit an interval counts. Each statistic is a mean over observations of one term
+(`(ln Na − ln Nb)²` for F0², the mean squared error against the two runs for F1², their
+difference for E², `ln replay − (ln Na + ln Nb)/2` for ln b), so each gets a Student t
+interval over the blocks' own means of that term, with blocks − 1 degrees of freedom,
+centred on the pooled value. A percentile bootstrap over whole blocks covers far less than
+its level with few blocks: with two it is the range of the two block means, which holds the
+true mean half the time, not 90%. The verdict is an equivalence test: "within ±X%" only when
+the 90% interval of `b` lies inside ±X% and the upper 95% bound of `E` is below the error bound.
 """
 
 from __future__ import annotations
@@ -32,29 +37,35 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy import stats
 
 from specbench.schemas.validation import ObservationRecord, SummaryRecord
 
-RESAMPLES = 2000
-SEED = 20261201
 BIAS_LEVEL = 0.90
 """Two-sided level of the bias interval (an equivalence test at 5% on each side)."""
 ERROR_LEVEL = 0.95
 """One-sided level of the excess error's upper bound."""
 
+_F0, _F1, _E, _BIAS = range(4)
+"""Columns of `_terms`: what F0², F1², E² and ln b are the means of."""
 
-def _point(logs: np.ndarray) -> tuple[float, float, float, float]:
-    """(F0, F1, E, ln b) of an (n, 3) array of ln(replay), ln(Na), ln(Nb)."""
+
+def _terms(logs: np.ndarray) -> np.ndarray:
+    """(n, 4) per observation of an (n, 3) array of ln(replay), ln(Na), ln(Nb): (ln Na − ln Nb)², the
+    mean squared log error of replay against the two runs, their difference F1² − F0²/2 (whose mean is E²:
+    a run's noise σ² enters F1² once, F0² twice), and the log bias against the runs' log mean."""
     lr, la, lb = logs[:, 0], logs[:, 1], logs[:, 2]
-    f0_sq = float(np.mean((la - lb) ** 2))
-    f1_sq = float(np.mean(((lr - la) ** 2 + (lr - lb) ** 2) / 2))
-    excess = math.sqrt(max(0.0, f1_sq - f0_sq / 2))
-    return 100 * math.sqrt(f0_sq), 100 * math.sqrt(f1_sq), 100 * excess, float(np.mean(lr - (la + lb) / 2))
+    f0_sq = (la - lb) ** 2
+    f1_sq = ((lr - la) ** 2 + (lr - lb) ** 2) / 2
+    return np.stack([f0_sq, f1_sq, f1_sq - f0_sq / 2, lr - (la + lb) / 2], axis=1)
 
 
-def block_resamples(blocks: int, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
-    """(resamples, blocks) indices of blocks drawn with replacement: the cluster bootstrap's draws."""
-    return np.random.default_rng(seed).integers(0, blocks, size=(resamples, blocks))
+def t_halfwidths(block_means: np.ndarray, level: float, one_sided: bool = False) -> np.ndarray:
+    """Per column of a (blocks, m) array of per-block means (blocks >= 2): the half-width of a Student t
+    interval for their mean at `level` (two-sided, or a one-sided bound), t(blocks − 1) × sd / √blocks."""
+    blocks = block_means.shape[0]
+    quantile = level if one_sided else 1 - (1 - level) / 2
+    return float(stats.t.ppf(quantile, blocks - 1)) * block_means.std(axis=0, ddof=1) / math.sqrt(blocks)
 
 
 def _block_logs(observations: Sequence[ObservationRecord]) -> tuple[np.ndarray, dict[int, np.ndarray]]:
@@ -66,8 +77,12 @@ def _block_logs(observations: Sequence[ObservationRecord]) -> tuple[np.ndarray, 
     return logs, {b: logs[[o.block == b for o in observations]] for b in sorted({o.block for o in observations})}
 
 
+def _pct(mean_square: float) -> float:
+    return 100 * math.sqrt(max(0.0, mean_square))
+
+
 def fidelity_stats(observations: Sequence[ObservationRecord], bias_bound_pct: float, error_bound_pct: float,
-                   resamples: int = RESAMPLES, seed: int = SEED, past_allowance: int = 0) -> SummaryRecord:
+                   past_allowance: int = 0) -> SummaryRecord:
     """The summary of one (device, configuration, metric)'s observations: F0, F1, E and the bias, their
     intervals over blocks (None with one block), and the verdict against the bounds (in percent), which names
     the `past_allowance` of its blocks kept past their drift allowance."""
@@ -77,27 +92,20 @@ def fidelity_stats(observations: Sequence[ObservationRecord], bias_bound_pct: fl
     if any((o.device, o.config, o.metric) != (device, config, metric) for o in observations):
         raise ValueError("observations of more than one (device, configuration, metric)")
     logs, groups = _block_logs(observations)
-    f0, f1, excess, log_bias = _point(logs)
+    point = _terms(logs).mean(axis=0)
     f0_ends: tuple[float | None, float | None] = (None, None)
     f1_ends = bias_ends = f0_ends
     excess_upper: float | None = None
     if len(groups) >= 2:
-        blocks = list(groups.values())
-        draws = np.array([_point(np.concatenate([blocks[i] for i in row]))
-                          for row in block_resamples(len(blocks), resamples, seed)])
-        tail = (1 - BIAS_LEVEL) / 2
-
-        def ends(column: int) -> tuple[float, float]:
-            low, high = np.quantile(draws[:, column], [tail, 1 - tail])
-            return float(low), float(high)
-
-        f0_ends, f1_ends = ends(0), ends(1)
-        excess_upper = float(np.quantile(draws[:, 2], ERROR_LEVEL))
-        log_low, log_high = ends(3)
-        bias_ends = (math.exp(log_low), math.exp(log_high))
-    unjudged = SummaryRecord(device, config, metric, len(groups), len(observations), f0, *f0_ends, f1, *f1_ends,
-                             excess, excess_upper, math.exp(log_bias), *bias_ends, bias_bound_pct, error_bound_pct,
-                             verdict="", past_allowance=past_allowance)
+        means = np.stack([_terms(rows).mean(axis=0) for rows in groups.values()])
+        two, one = t_halfwidths(means, BIAS_LEVEL), t_halfwidths(means, ERROR_LEVEL, one_sided=True)
+        f0_ends = (_pct(point[_F0] - two[_F0]), _pct(point[_F0] + two[_F0]))
+        f1_ends = (_pct(point[_F1] - two[_F1]), _pct(point[_F1] + two[_F1]))
+        excess_upper = _pct(point[_E] + one[_E])
+        bias_ends = (math.exp(point[_BIAS] - two[_BIAS]), math.exp(point[_BIAS] + two[_BIAS]))
+    unjudged = SummaryRecord(device, config, metric, len(groups), len(observations), _pct(point[_F0]), *f0_ends,
+                             _pct(point[_F1]), *f1_ends, _pct(point[_E]), excess_upper, math.exp(point[_BIAS]),
+                             *bias_ends, bias_bound_pct, error_bound_pct, verdict="", past_allowance=past_allowance)
     return replace(unjudged, verdict=verdict(unjudged))
 
 
@@ -105,7 +113,8 @@ def block_biases(observations: Sequence[ObservationRecord]) -> dict[int, float]:
     """Per block, the bias of its observations alone (geometric mean of replay/native over its windows and runs,
     as `fidelity_stats` pools them): an error the model makes holds in every block, the host's drift moves
     between them."""
-    return {block: math.exp(_point(logs)[3]) for block, logs in _block_logs(observations)[1].items()}
+    blocks = _block_logs(observations)[1]
+    return {block: math.exp(float(_terms(logs)[:, _BIAS].mean())) for block, logs in blocks.items()}
 
 
 def verdict(summary: SummaryRecord) -> str:

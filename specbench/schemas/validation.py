@@ -237,7 +237,7 @@ class DecompositionRecord:
     """Geometric mean of this part's ratio over the observations."""
     factor_low: float | None
     factor_high: float | None
-    """Its 90% block bootstrap interval (None with one block)."""
+    """Its 90% Student t interval over the blocks' means (None with one block)."""
     replay_bias: float | None
     """The bias (replay over native) of the replay with the substitutions up to this part; None for remains."""
     replay_low: float | None

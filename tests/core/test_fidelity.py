@@ -33,7 +33,7 @@ def test_replay_that_equals_a_noisy_native_has_no_excess_error():
     """Replay at the true value, native runs true × noise: E removes the noise (F0²/2), not twice it."""
     rng = np.random.default_rng(3)
     obs = [observation(b, f"w{i}", 1.0, *np.exp(rng.normal(0, 0.05, 2))) for b in range(20) for i in range(10)]
-    s = fidelity_stats(obs, 3, 5, resamples=200)
+    s = fidelity_stats(obs, 3, 5)
     assert s.f0_pct == pytest.approx(100 * 0.05 * math.sqrt(2), rel=0.1)
     assert s.excess_pct < 1.0 and s.f1_pct == pytest.approx(5.0, rel=0.1)
 
@@ -46,32 +46,68 @@ def test_each_blocks_bias_is_its_observations_pooled_alone():
     assert list(biases) == [0, 1]
     assert biases[0] == pytest.approx(math.exp((math.log(1.1) + math.log(1.2) - math.log(1.2) / 2) / 2))
     assert biases[1] == pytest.approx(0.9)
-    pooled = fidelity_stats(obs, 3, 5, resamples=50).bias
+    pooled = fidelity_stats(obs, 3, 5).bias
     assert pooled == pytest.approx((biases[0] ** 2 * biases[1]) ** (1 / 3))  # weighted by observations
 
 
-def test_cluster_bootstrap_draws_whole_blocks():
-    """Block 0 has one window at ratio 1.1, block 1 three at 0.9: a resample of two blocks gives
-    only the three pooled biases computed here by hand."""
+def test_the_bias_interval_is_students_t_over_the_blocks_biases():
+    """Block 0: one window at replay/native 1.1; block 1: three at 0.9. The blocks' log biases are ln 1.1 and
+    ln 0.9; the interval is centred on the pooled bias (weighted by observations) and is t(1) at 95% times
+    their standard deviation over √2: with two blocks, 6.31 standard errors each side."""
     obs = [observation(0, "a", 1.1, 1.0, 1.0)] + [observation(1, w, 0.9, 1.0, 1.0) for w in "bcd"]
-    s = fidelity_stats(obs, 3, 5, resamples=400)
-    by_hand = {round(1.1, 9), round(0.9, 9), round(math.exp((math.log(1.1) + 3 * math.log(0.9)) / 4), 9)}
-    draws = fidelity.block_resamples(2, 400)
-    pooled = set()
-    for row in draws:
-        chosen = [o for b in row for o in obs if o.block == b]
-        pooled.add(round(math.exp(np.mean([math.log(o.replay) for o in chosen])), 9))
-    assert pooled == by_hand
-    assert s.bias_low == pytest.approx(0.9) and s.bias_high == pytest.approx(1.1)
+    s = fidelity_stats(obs, 3, 5)
+    centre = (math.log(1.1) + 3 * math.log(0.9)) / 4
+    half = 6.313751514675 * abs(math.log(1.1) - math.log(0.9)) / math.sqrt(2) / math.sqrt(2)
+    assert s.bias == pytest.approx(math.exp(centre))
+    assert s.bias_low == pytest.approx(math.exp(centre - half))
+    assert s.bias_high == pytest.approx(math.exp(centre + half))
+    assert s.verdict.startswith("not shown: bias interval")
+
+
+def test_the_excess_errors_bound_is_t_over_the_blocks_mean_squares():
+    """E² is the mean of F1² − F0²/2 per observation: its one-sided 95% bound is t over the blocks' means of it."""
+    obs = [observation(0, "a", 1.3, 1.0, 1.2), observation(0, "b", 1.1, 1.0, 1.0),
+           observation(1, "c", 1.25, 1.1, 1.0), observation(2, "d", 0.8, 1.0, 0.9)]
+
+    def term(o: ObservationRecord) -> float:
+        lr, la, lb = math.log(o.replay), math.log(o.native_a), math.log(o.native_b)
+        return ((lr - la) ** 2 + (lr - lb) ** 2) / 2 - (la - lb) ** 2 / 2
+
+    per_block = [np.mean([term(o) for o in obs if o.block == b]) for b in range(3)]
+    upper = np.mean([term(o) for o in obs]) + 2.919985580 * np.std(per_block, ddof=1) / math.sqrt(3)
+    assert fidelity_stats(obs, 3, 5).excess_upper_pct == pytest.approx(100 * math.sqrt(upper))
+
+
+@pytest.mark.parametrize("blocks", [2, 4])
+def test_the_bias_interval_covers_the_true_bias_at_its_level(blocks):
+    """Simulated validations whose replay is right on average: each block shares a host offset (sd 4%), each run
+    its own noise (sd 8%). The 90% interval holds the true bias (1) in about 90% of them; the range of the blocks'
+    biases, what a percentile bootstrap over two blocks spans, in about half of the two-block ones."""
+    rng = np.random.default_rng(11)
+    held = spanned = 0
+    trials = 1000
+    for _ in range(trials):
+        obs = []
+        for b in range(blocks):
+            offset = rng.normal(0, 0.04)
+            for i in range(12):
+                obs.append(observation(b, f"w{i}", 1.0, *np.exp(offset + rng.normal(0, 0.08, 2))))
+        s = fidelity_stats(obs, 3, 5)
+        held += s.bias_low <= 1.0 <= s.bias_high
+        per_block = block_biases(obs).values()
+        spanned += min(per_block) <= 1.0 <= max(per_block)
+    assert 0.86 <= held / trials <= 0.94
+    if blocks == 2:
+        assert 0.45 <= spanned / trials <= 0.6
 
 
 def test_verdict_is_an_equivalence_test():
     tight = [observation(b, f"w{i}", 1.0 + 0.001 * ((b + i) % 3), 1.0, 1.0) for b in range(6) for i in range(4)]
-    s = fidelity_stats(tight, 3, 5, resamples=300)
+    s = fidelity_stats(tight, 3, 5)
     assert verdict(s).startswith("within ±3%") and s.verdict == verdict(s)
     # biased by 2.5% with a spread that makes the interval cross +3%
     wide = [observation(b, "w", 1.025 + (0.02 if b % 2 else -0.02) * (b % 3), 1.0, 1.0) for b in range(6)]
-    s = fidelity_stats(wide, 3, 5, resamples=300)
+    s = fidelity_stats(wide, 3, 5)
     assert s.bias_high > 1.03
     text = verdict(s)
     assert text.startswith("not shown") and "crosses ±3%" in text and "floor F0" in text
