@@ -91,7 +91,8 @@ def _finite(ctx, param, value: float) -> float:
 @click.option("--seed", type=int, default=REQUEST.seed, show_default=True, help="Seed of the blocks' random orders.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Validation directory (default: results/validate-<device>).")
-@click.option("--resume", is_flag=True, help="Continue an interrupted validation in --out (finished blocks are kept).")
+@click.option("--resume", is_flag=True, help="Continue a validation in --out (finished blocks are kept); --min-blocks, "
+                                                "--max-blocks and --halfwidth may change, to add blocks.")
 @phone_options
 def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: tuple[str, ...],
              method_names: str | None, method_specs: tuple[str, ...], template_specs: tuple[str, ...], device: str,

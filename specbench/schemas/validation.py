@@ -324,8 +324,13 @@ def read_manifest(directory: Path) -> dict:
     return doc
 
 
+STOPPING = ("min_blocks", "max_blocks", "halfwidth_pct")
+"""Settings that only say when a validation stops: a resume may change them (more blocks narrow its intervals)."""
+
+
 def open_validation(directory: Path, manifest: dict, resume: bool) -> None:
-    """Start a validation directory, or resume one whose settings are the same (naming the one that differs)."""
+    """Start a validation directory, or resume one whose settings are the same (naming the one that differs) but
+    for when it stops (STOPPING), which the resume's values replace."""
     directory = Path(directory)
     path = directory / MANIFEST
     doc = {"kind": KIND, "schema_version": VERSIONS[-1]} | manifest
@@ -335,9 +340,12 @@ def open_validation(directory: Path, manifest: dict, resume: bool) -> None:
                                  hint="pass --resume to continue it, or choose another --out")
         old = read_manifest(directory)
         for key in sorted(set(doc) | set(old)):
-            if key != "environment" and old.get(key) != doc.get(key):
+            if key != "environment" and key not in STOPPING and old.get(key) != doc.get(key):
                 raise SpecbenchError(f"{directory}: cannot resume: validation.json field '{key}' differs "
                                      f"({old.get(key)!r} before, {doc.get(key)!r} now)")
+        stopping = {key: doc[key] for key in STOPPING if key in doc}
+        if any(old.get(key) != value for key, value in stopping.items()):
+            write_atomic(path, json.dumps(old | stopping, indent=2, sort_keys=True) + "\n")
         return
     directory.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")

@@ -16,9 +16,12 @@ from specbench.schemas.validation import (
     ProbeRecord,
     SummaryRecord,
     load_records,
+    open_validation,
+    read_manifest,
     record_path,
     write_records,
 )
+from specbench.errors import SpecbenchError
 
 SD = "sd[W=5,drafter=small]"
 
@@ -232,3 +235,16 @@ def test_a_block_kept_past_its_drift_allowance_is_named_in_the_verdicts_that_poo
     assert shared.verdict == clean["dev@shared"].verdict + "; 1 of 3 blocks kept past their drift allowance " \
                                                            "(--max-voids spent)"
     assert shared.verdict.startswith("within ±3%")  # the judgment stands; the reader is told what it rests on
+
+
+def test_a_resume_may_change_when_the_validation_stops_but_nothing_it_measured(tmp_path):
+    settings = {"methods": ["sd[W=5]"], "block_windows": 12, "min_blocks": 2, "max_blocks": 2, "halfwidth_pct": 1.0}
+    open_validation(tmp_path, settings, resume=False)
+    # more blocks on the same validation: its intervals narrow, nothing measured so far changes meaning
+    open_validation(tmp_path, settings | {"max_blocks": 6, "halfwidth_pct": 2.0}, resume=True)
+    written = read_manifest(tmp_path)
+    assert (written["max_blocks"], written["halfwidth_pct"], written["block_windows"]) == (6, 2.0, 12)
+    with pytest.raises(SpecbenchError, match=r"cannot resume: validation.json field 'block_windows' differs "
+                                             r"\(12 before, 6 now\)"):
+        open_validation(tmp_path, settings | {"max_blocks": 6, "block_windows": 6}, resume=True)
+    assert read_manifest(tmp_path)["block_windows"] == 12
