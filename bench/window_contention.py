@@ -7,7 +7,9 @@ ones `workload_selection` takes for the same tokens, or the first `--first N`); 
 those windows (`app/validate.py`: every AS2D option, the traced references checked, a warm-up, a probe before the
 first window and after each; needs `--traces`). Each job's AS2D decodes are priced against `--profile`
 (`core/decomposition.decode_contention`): the ratio single-token steps and verifications realised. The baseline is
-the order's first kind, measured in the same run.
+the order's first kind, measured in the same run. A kind run three times or more also gets its pooled ratio's
+scatter between jobs, split into what the job's own sample explains (its windows' ratios, even against odd,
+within the job) and what is left between jobs (a host or load that moves the contention from one job to the next).
 
     python bench/window_contention.py --windows W.jsonl --profile P.yaml --target T.gguf \
         --drafter gemma3=G.gguf --template gemma3=gemma --placement shared [--order WVVWWV --traces DIR]
@@ -16,6 +18,7 @@ the order's first kind, measured in the same run.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -74,27 +77,55 @@ def main(argv: list[str] | None = None) -> int:
         checked = workload_windows(device, target_file, drafter_file, chosen, references)
         jobs["V"] = DecodeJob(target, [method_job(TargetConfig()), method_job(As2dConfig(budget=args.budget))],
                               checked, drafter, warmup=True, runs=2, warmup_runs=0, alternate=True, probe=Probe(5))
+
+    def contention(results: list[dict]):
+        return decode_contention(decode_lanes(results), profile.target_costs, profile.drafter(name).cosched)
+
     singles: dict[str, list[float]] = {kind: [] for kind in args.order}
+    pooled: dict[str, list[float]] = {kind: [] for kind in args.order}
+    halves: dict[str, list[float]] = {kind: [] for kind in args.order}  # ln(even windows' / odd windows')
     print(f"{args.placement}, drafter {name}, B={args.budget}: P = {args.copies} copies of the prose passage, "
           f"W/V = {len(workload)} of {args.windows.name}'s windows")
     for kind in args.order:
-        met = decode_contention(decode_lanes(device.run_job(jobs[kind].to_dict()).results), profile.target_costs,
-                                profile.drafter(name).cosched)
+        results = device.run_job(jobs[kind].to_dict()).results
+        met = contention(results)
         if met is None:
             print(f"{kind}: no forward ran wholly beside the producer")
             continue
+        pooled[kind].append(met.realised)
+        order = list(dict.fromkeys(r["window_id"] for r in results if r.get("kind") == "decode"))
+        even, odd = (contention([r for r in results if r.get("kind") == "decode"
+                                 and order.index(r["window_id"]) % 2 == parity]) for parity in (0, 1))
+        if even is not None and odd is not None:
+            halves[kind].append(math.log(even.realised / odd.realised))
         if met.single is not None:
             singles[kind].append(met.single)
         verify = "-" if met.verify is None else f"{met.verify:.3f}"
         single = "-" if met.single is None else f"{met.single:.3f}"
         print(f"{kind}: single {single} ({met.single_forwards}) verify {verify} ({met.verify_forwards}) "
               f"pooled {met.realised:.3f}, the cells' {met.priced:.3f}", flush=True)
+    for kind, values in pooled.items():
+        if len(values) >= 3:
+            print(scatter(kind, values, halves[kind]))
     base = args.order[0]
     for kind in dict.fromkeys(args.order[1:]):
         if kind != base and singles[kind] and singles[base]:
             ratio = statistics.mean(singles[kind]) / statistics.mean(singles[base])
             print(f"single-token ratio, mean {kind} / mean {base}: {ratio:.3f}")
     return 0
+
+
+def scatter(kind: str, pooled: list[float], halves: list[float]) -> str:
+    """A kind's pooled ratios over its jobs: their scatter (sd of the log, in %), the part a job's own sample
+    explains (half-samples of one job differ by twice its variance: var = mean(halves²) / 4) and the rest, between
+    jobs."""
+    logs = [math.log(v) for v in pooled]
+    total = statistics.variance(logs)
+    within = sum(h * h for h in halves) / len(halves) / 4 if halves else float("nan")
+    between = math.sqrt(max(0.0, total - within)) if halves else float("nan")
+    return (f"{kind}: {len(pooled)} jobs, pooled ratio mean {statistics.mean(pooled):.3f}, range {min(pooled):.3f}"
+            f"..{max(pooled):.3f}, sd {100 * math.sqrt(total):.1f}% = within a job {100 * math.sqrt(within):.1f}% "
+            f"(even against odd windows) and between jobs {100 * between:.1f}%")
 
 
 if __name__ == "__main__":
