@@ -5,14 +5,17 @@ AS2D's replay prices a window with the profile's co-scheduling ratios and a prod
 priced from the drafter's costs and overheads (`replay.reference.simulate_as2d`). A validation's
 native decode keeps both lanes on its decode clock: each target forward's start `t_us` and length
 `us`, the producer's start, forwards and publications. The window is replayed again through the
-same two-lane simulation with inputs taken from each native run, one kind at a time, cumulatively:
+same two-lane simulation with inputs taken from the native runs, one kind at a time, cumulatively:
 
-* **contention**: the target's co-scheduling ratio per width as the native run realised it,
-  instead of the profile's. A target forward overlapping the producer for `o` of its `us`
-  microseconds did solo work `(us - o) + o / rho` (processor sharing, as replay prices it), and
-  its solo work is the profile's price times `k`, the native target's solo speed against the
-  profile in that run (the target-only decode beside it, pooled over its forwards); so per width,
-  pooled over the run's overlapped forwards, `rho = sum(o) / sum(k * price - (us - o))`;
+* **contention**: the target's co-scheduling ratio as the block's native runs of the configuration
+  realised it, pooled, instead of the profile's: the estimator a profile's overheads decodes use
+  (`decode_contention`: the target forwards that ran wholly beside the producer, their time over their
+  solo work, the profile's price times `k`, the run's native solo speed against the profile from the
+  target-only decode beside it; single-token steps and verifications each at their own where they had
+  enough forwards). Pooled over the block, not per run: one run's `k` scatters as much as the contention
+  does (0.85-1.31 x the profile's price over one validation's windows on this project's host), and a
+  forward only partly beside the producer can make one run's per-width ratio anything, so a per-run
+  substitution charges the run's own noise to the contention model;
 * **publication**: besides, the producer as the native run realised it: a timeline on the native
   decode clock (each batch visible at its native publication time, the producer busy from its
   thread's start to its last forward or publication), with the producer's ratio 1 (its clock is
@@ -79,18 +82,16 @@ class NativeLanes:
 
 
 @dataclass(frozen=True)
-class RealisedContention:
-    """The target's co-scheduling stretch in one native AS2D decode."""
+class BlockContention:
+    """The target's co-scheduling ratio as one block's native runs of an AS2D configuration realised it."""
 
-    rho_target: Mapping[int, float]
-    """Per width the decode ran overlapping the producer: the ratio it realised."""
-    overlap_s: float
-    """Time the forwards behind `rho_target` overlapped the producer."""
-    overlap_solo_s: float
-    """Their solo work done meanwhile (native seconds): `overlap_s / overlap_solo_s` is the pooled ratio."""
-    priced_overlap_s: float
-    """Their overlap weighted by the profile's ratio at each forward's width and depth: over `overlap_s`,
-    the ratio the profile prices for the same forwards."""
+    cosched: CoSchedule
+    """The profile's ratios with the target's replaced by the realised ones (the producer's as priced)."""
+    priced: float | None
+    """The profile's ratio for the forwards behind `realised`, weighted by their time (None: no forward ran
+    wholly beside the producer, and nothing is substituted)."""
+    realised: float | None
+    forwards: int
 
 
 def _field(record: Mapping, key: str, what: str) -> Any:
@@ -134,21 +135,18 @@ def _beside_producer(native: NativeLanes) -> Iterator[tuple[int, float, float, f
             yield width, depth, us, overlap
 
 
-def realised_contention(native: NativeLanes, costs: CostTable, cosched: CoSchedule) -> RealisedContention:
-    """Per width, the co-scheduling ratio the decode's target forwards realised (module docstring);
-    a width whose forwards took longer than their solo work however stretched (a pooled denominator
-    <= 0) realised none."""
-    k = solo_factor(native.solo_ops, costs)
-    sums: dict[int, list[float]] = {}  # width -> [overlap, solo work while overlapped, overlap x priced ratio]
-    for width, depth, us, overlap in _beside_producer(native):
-        acc = sums.setdefault(width, [0.0, 0.0, 0.0])
-        acc[0] += overlap
-        acc[1] += k * 1e6 * costs.cost(width, depth) - (us - overlap)
-        acc[2] += overlap * cosched.ratios(width, depth)[0]
-    kept = {width: acc for width, acc in sums.items() if acc[1] > 0}
-    return RealisedContention({width: acc[0] / acc[1] for width, acc in sorted(kept.items())},
-                              sum(a[0] for a in kept.values()) / 1e6, sum(a[1] for a in kept.values()) / 1e6,
-                              sum(a[2] for a in kept.values()) / 1e6)
+def block_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: CoSchedule) -> BlockContention:
+    """The target's ratio the block's `runs` realised, pooled as a profile pools its overheads decodes
+    (`decode_contention`), in place of `cosched`'s; the producer keeps its price (the decodes' ratio where the
+    profile holds one, else the cells'). Nothing is replaced when no forward ran wholly beside the producer."""
+    met = decode_contention(runs, costs, cosched)
+    if met is None:
+        return BlockContention(cosched, None, None, 0)
+    old = cosched.decode
+    if old is not None:
+        met = replace(met, producer=old.producer, producer_priced=old.producer_priced,
+                      producer_forwards=old.producer_forwards)
+    return BlockContention(replace(cosched, decode=met), met.priced, met.realised, met.forwards)
 
 
 def producer_contention(runs: Sequence[NativeLanes], drafter_costs: CostTable,
@@ -190,8 +188,8 @@ def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: Co
     target-only decodes' speed), and per width class (single-token steps, verifications) where the class
     had CLASS_FORWARDS of them, against the ratio `cosched` prices for the same forwards (docs/METHODS.md
     §4.3 Co-scheduling ratios, "As a decode meets it"). A forward half beside the producer is left out: its
-    solo part, slowed by anything else, would be charged to the overlap (`realised_contention` subtracts
-    it), which a short decode on a loaded device can drive towards a zero denominator. None when no
+    solo part, slowed by anything else, would be charged to the overlap, which a short decode on a loaded
+    device can drive towards a zero denominator. None when no
     forward ran wholly beside the producer, or when the ratio is no slowdown a profile may hold; a ratio
     below 1 is priced as 1 and kept in `below_one` (a lane runs no faster beside the other). With
     `drafter_costs`, the producer's ratio beside it (`producer_contention`), the same way."""
@@ -267,22 +265,20 @@ class Substituted:
     """One native run's substitutions into one window's AS2D replay."""
 
     contention_s: float
-    """Replay's decode seconds with the run's realised contention."""
+    """Replay's decode seconds with the block's realised contention."""
     publication_s: float
     """... and the run's producer timeline besides."""
-    realised: RealisedContention
 
 
 def substituted_replays(trace: WindowTrace, cap: int, profile: DeviceProfile, config: As2dConfig,
-                        native: NativeLanes) -> Substituted:
-    """Replay a window with one native run's realised contention, then also with its publications:
-    `simulate_as2d` with substituted inputs (module docstring)."""
+                        native: NativeLanes, contended: BlockContention) -> Substituted:
+    """Replay a window with its block's realised contention (`block_contention`), then also with one native
+    run's publications: `simulate_as2d` with substituted inputs (module docstring)."""
     priced = priced_lane(trace, profile, config)
-    realised = realised_contention(native, profile.target_costs, priced.cosched)
-    contention = replace(priced, cosched=with_target_ratios(priced.cosched, realised.rho_target, False))
-    publication = native_lane(native, config.batch, with_target_ratios(priced.cosched, realised.rho_target, True))
+    contention = replace(priced, cosched=contended.cosched)
+    publication = native_lane(native, config.batch, with_target_ratios(contended.cosched, {}, True))
     return Substituted(simulate_as2d(trace, cap, profile, config, lane=contention)[0].decode_s,
-                       simulate_as2d(trace, cap, profile, config, lane=publication)[0].decode_s, realised)
+                       simulate_as2d(trace, cap, profile, config, lane=publication)[0].decode_s)
 
 
 @dataclass(frozen=True)

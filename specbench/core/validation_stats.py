@@ -154,8 +154,8 @@ class Decomposing:
     """One AS2D configuration's decomposed observations, gathered over the blocks."""
 
     windows: list[decomposition.WindowReplays] = field(default_factory=list)
-    realised: list[decomposition.RealisedContention] = field(default_factory=list)
-    """Every decomposed native run's realised contention."""
+    contended: list[decomposition.BlockContention] = field(default_factory=list)
+    """Every decomposed block's realised contention."""
     left_out: int = 0
     """Speedup observations whose native lanes could not be read back."""
 
@@ -182,11 +182,12 @@ def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRe
                     traces: dict[str, TraceFile], windows: dict[str, Window], configs: Sequence[As2dConfig],
                     into: dict[tuple[str, str], Decomposing]) -> None:
     """Each speedup observation of an AS2D configuration in one block (`decodes`, `replay`: the
-    block's): replay's speedup again under each native run's substitutions (core/decomposition.py).
-    A run whose lanes cannot be read back (no timestamps, publications not in batches) leaves its
-    observation out, counted."""
+    block's): replay's speedup again with the contention the block's native runs of the configuration
+    realised, then with each run's publications besides (core/decomposition.py). A run whose lanes
+    cannot be read back (no timestamps, publications not in batches) leaves its observation out, counted."""
     by_label = {c.label: c for c in configs}
     index = decode_index(decodes)
+    contended = {label: _block_contention(decodes, index, profile, config) for label, config in by_label.items()}
     for o in obs:
         config = by_label.get(o.config)
         if o.metric != Metric.SPEEDUP or config is None:
@@ -198,7 +199,8 @@ def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRe
             runs = []
             for run in PairedRun:
                 d = next(d for d in decodes if (d.window_id, d.config, d.run) == (o.window_id, o.config, run))
-                runs.append(decomposition.substituted_replays(trace, cap, profile, config, native_lanes(d, index)))
+                runs.append(decomposition.substituted_replays(trace, cap, profile, config, native_lanes(d, index),
+                                                              contended[o.config]))
         except SpecbenchError:
             gathered.left_out += 1
             continue
@@ -209,7 +211,26 @@ def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRe
         gathered.windows.append(decomposition.WindowReplays(o.block, o.window_id, (o.native_a, o.native_b), o.replay,
                                                             (contention[0], contention[1]),
                                                             (publication[0], publication[1])))
-        gathered.realised += [r.realised for r in runs]
+    for label, met in contended.items():
+        if label in {o.config for o in obs} and met.realised is not None:
+            into.setdefault((obs[0].device, label), Decomposing()).contended.append(met)
+
+
+def _block_contention(decodes: Sequence[DecodeRecord], index: dict[DecodeKey, DecodeRecord], profile: DeviceProfile,
+                      config: As2dConfig) -> decomposition.BlockContention:
+    """The contention the block's native runs of `config` realised, over those whose lanes read back."""
+    cosched = profile.cosched(config.drafter)
+    lanes = []
+    for d in decodes:
+        if d.config == config.label and d.producer is not None:
+            try:
+                lanes.append(native_lanes(d, index))
+            except SpecbenchError:
+                continue
+    try:
+        return decomposition.block_contention(lanes, profile.target_costs, cosched)
+    except SpecbenchError:  # a run without the lanes' timestamps: nothing substituted, its observations left out
+        return decomposition.BlockContention(cosched, None, None, 0)
 
 
 def decomposition_records(gathered: dict[tuple[str, str], Decomposing]) -> list[DecompositionRecord]:
@@ -218,9 +239,12 @@ def decomposition_records(gathered: dict[tuple[str, str], Decomposing]) -> list[
     for (device, config), mine in sorted(gathered.items()):
         if not mine.windows:
             continue
-        overlap = sum(r.overlap_s for r in mine.realised)
-        rho = ((sum(r.priced_overlap_s for r in mine.realised) / overlap,
-                overlap / sum(r.overlap_solo_s for r in mine.realised)) if overlap > 0 else (None, None))
+        met = [(c.forwards, c.priced, c.realised) for c in mine.contended
+               if c.priced is not None and c.realised is not None]
+        forwards = sum(n for n, _, _ in met)
+        # the blocks' ratios, weighted by the forwards behind each
+        rho = ((sum(n * priced for n, priced, _ in met) / forwards,
+                sum(n * realised for n, _, realised in met) / forwards) if forwards else (None, None))
         blocks = len({w.block for w in mine.windows})
         for p in decomposition.decompose(mine.windows):
             out.append(DecompositionRecord(

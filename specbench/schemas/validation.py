@@ -243,10 +243,11 @@ class DecompositionRecord:
     replay_low: float | None
     replay_high: float | None
     rho_priced: float | None
-    """contention: the target's co-scheduling ratio the profile prices for the native runs' overlapped
-    forwards (weighted by their overlap); None on the other parts or without overlap."""
+    """contention: the target's co-scheduling ratio the profile prices for the native forwards that ran wholly
+    beside the producer (the blocks' mean, weighted by those forwards); None on the other parts or without any."""
     rho_realised: float | None
-    """contention: the ratio those forwards realised, pooled over the runs."""
+    """contention: the ratio those forwards realised, each block's pooled over its runs, the blocks' mean weighted
+    by forwards."""
 
 
 FILES = {BlockRecord: "blocks.jsonl", DecodeRecord: "decodes.jsonl", ProbeRecord: "probes.jsonl",

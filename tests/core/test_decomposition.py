@@ -14,10 +14,10 @@ from specbench.core.decomposition import (
     NativeLanes,
     Part,
     WindowReplays,
+    block_contention,
     decode_contention,
     decompose,
     native_lane,
-    realised_contention,
     substituted_replays,
 )
 from specbench.core.methods.configs import As2dConfig, TargetConfig
@@ -57,31 +57,34 @@ def decomposed(profile, trace, config, blocks=2, windows=2) -> dict[Part, object
     native, native_speedup = native_run()
     target_s = replay_window(window, trace, profile, TargetConfig()).decode_s
     priced_s = simulate_as2d(trace, window.cap, profile, config)[0].decode_s
-    subs = substituted_replays(trace, window.cap, profile, config, native)
+    contended = block_contention([native, native], profile.target_costs, profile.cosched(None))
+    subs = substituted_replays(trace, window.cap, profile, config, native, contended)
     observations = [WindowReplays(b, f"w{i}", (native_speedup, native_speedup), target_s / priced_s,
                                   (target_s / subs.contention_s,) * 2, (target_s / subs.publication_s,) * 2)
                     for b in range(blocks) for i in range(windows)]
     return {p.part: p for p in decompose(observations)}
 
 
-def test_realised_contention_is_recovered_from_the_lanes_timestamps():
-    profile = make_profile(rho=(1.2, 1.0))
+def test_the_blocks_contention_is_the_ratio_its_runs_realised_and_the_producer_keeps_its_price():
+    profile = make_profile(rho=(1.2, 1.3))
     native, _ = native_run()
-    realised = realised_contention(native, profile.target_costs, profile.cosched(None))
-    assert realised.rho_target == {1: pytest.approx(RHO_TRUE)}  # the solo speed of the run (SOLO) is no contention
-    assert realised.overlap_s / realised.overlap_solo_s == pytest.approx(RHO_TRUE)
-    assert realised.priced_overlap_s / realised.overlap_s == pytest.approx(1.2)
+    contended = block_contention([native, native], profile.target_costs, profile.cosched(None))
+    # the run's solo speed (SOLO) is no contention: the target's ratio is RHO_TRUE, against 1.2 priced
+    assert (contended.realised, contended.priced, contended.forwards) == (pytest.approx(RHO_TRUE),
+                                                                          pytest.approx(1.2), 2 * (len(Y) - 1))
+    assert contended.cosched.ratios(1, 0.0)[0] == pytest.approx(RHO_TRUE)
+    assert contended.cosched.ratios(1, 0.0)[1] == profile.cosched(None).ratios(1, 0.0)[1] == pytest.approx(1.3)
 
 
-def test_a_forward_half_overlapped_realises_its_ratio():
-    # solo 1 s: 0.5 s alone does half its work, the other half at half speed beside the producer takes
-    # 1 s (rho = 2), so the forward lasts 1.5 s and overlaps the producer (started at 0.5 s) for 1 s
-    profile = make_profile()
+def test_a_block_with_no_forward_wholly_beside_the_producer_substitutes_nothing():
+    # the forward's first half ran before the producer started: a block gives no ratio from it
+    profile = make_profile(rho=(1.2, 1.0))
     ops = [{"model": "target", "width": 1, "depth": 0, "us": 1_500_000, "t_us": 0}]
     producer = {"started_us": 500_000, "step_us": [9_000_000], "publish_us": []}
     solo = [{"model": "target", "width": 1, "depth": 0, "us": 1_000_000}]
-    realised = realised_contention(NativeLanes(ops, producer, solo), profile.target_costs, profile.cosched(None))
-    assert realised.rho_target == {1: pytest.approx(2.0)}
+    priced = profile.cosched(None)
+    contended = block_contention([NativeLanes(ops, producer, solo)], profile.target_costs, priced)
+    assert contended.cosched is priced and (contended.realised, contended.forwards) == (None, 0)
 
 
 def test_decode_contention_pools_runs_and_prices_their_forwards_with_the_cells():
@@ -286,4 +289,4 @@ def test_publications_that_are_not_batches_are_refused():
         native_lane(bad, 4, profile.cosched(None))
     no_clock = NativeLanes([{"model": "target", "width": 1, "depth": 0, "us": 5}], native.producer, native.solo_ops)
     with pytest.raises(SpecbenchError, match="a target op has no 't_us'"):
-        realised_contention(no_clock, profile.target_costs, profile.cosched(None))
+        block_contention([no_clock], profile.target_costs, profile.cosched(None))
