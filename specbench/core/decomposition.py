@@ -189,10 +189,10 @@ def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: Co
     had CLASS_FORWARDS of them, against the ratio `cosched` prices for the same forwards (docs/METHODS.md
     §4.3 Co-scheduling ratios, "As a decode meets it"). A forward half beside the producer is left out: its
     solo part, slowed by anything else, would be charged to the overlap, which a short decode on a loaded
-    device can drive towards a zero denominator. None when no
-    forward ran wholly beside the producer, or when the ratio is no slowdown a profile may hold; a ratio
-    below 1 is priced as 1 and kept in `below_one` (a lane runs no faster beside the other). With
-    `drafter_costs`, the producer's ratio beside it (`producer_contention`), the same way."""
+    device can drive towards a zero denominator. None when no forward ran wholly beside the producer, or
+    when the ratio is no slowdown a profile may hold; a ratio below 1 is priced as 1 and kept in
+    `below_one` (a lane runs no faster beside the other). With `drafter_costs`, the producer's ratio
+    beside it (`producer_contention`), the same way."""
     sums = {True: [0.0, 0.0, 0], False: [0.0, 0.0, 0]}  # single-token? -> [time, solo work, forwards]
     priced = 0.0
     for run in runs:
