@@ -187,7 +187,15 @@ def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRe
     cannot be read back (no timestamps, publications not in batches) leaves its observation out, counted."""
     by_label = {c.label: c for c in configs}
     index = decode_index(decodes)
-    contended = {label: _block_contention(decodes, index, profile, config) for label, config in by_label.items()}
+    lanes: dict[tuple[str, str, PairedRun], decomposition.NativeLanes] = {}  # (config, window, run), read once
+    for d in decodes:
+        if d.config in by_label:
+            try:
+                lanes[(d.config, d.window_id, d.run)] = native_lanes(d, index)
+            except SpecbenchError:  # no producer record: its observation is left out below
+                continue
+    contended = {label: _block_contention([run for key, run in lanes.items() if key[0] == label], profile, config)
+                 for label, config in by_label.items()}
     for o in obs:
         config = by_label.get(o.config)
         if o.metric != Metric.SPEEDUP or config is None:
@@ -195,12 +203,12 @@ def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRe
         gathered = into.setdefault((o.device, o.config), Decomposing())
         trace, cap = traces[str(config.drafter)].windows[o.window_id], windows[o.window_id].cap
         priced_s = replay[(o.device, o.config, o.window_id)][1]
+        keys = [(o.config, o.window_id, run) for run in PairedRun]
         try:
-            runs = []
-            for run in PairedRun:
-                d = next(d for d in decodes if (d.window_id, d.config, d.run) == (o.window_id, o.config, run))
-                runs.append(decomposition.substituted_replays(trace, cap, profile, config, native_lanes(d, index),
-                                                              contended[o.config]))
+            if any(key not in lanes for key in keys):
+                raise SpecbenchError(f"{o.config} of window '{o.window_id}': no producer record")
+            runs = [decomposition.substituted_replays(trace, cap, profile, config, lanes[key], contended[o.config])
+                    for key in keys]
         except SpecbenchError:
             gathered.left_out += 1
             continue
@@ -211,24 +219,18 @@ def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRe
         gathered.windows.append(decomposition.WindowReplays(o.block, o.window_id, (o.native_a, o.native_b), o.replay,
                                                             (contention[0], contention[1]),
                                                             (publication[0], publication[1])))
+    observed = {o.config for o in obs}
     for label, met in contended.items():
-        if label in {o.config for o in obs} and met.realised is not None:
+        if label in observed and met.realised is not None:
             into.setdefault((obs[0].device, label), Decomposing()).contended.append(met)
 
 
-def _block_contention(decodes: Sequence[DecodeRecord], index: dict[DecodeKey, DecodeRecord], profile: DeviceProfile,
+def _block_contention(runs: Sequence[decomposition.NativeLanes], profile: DeviceProfile,
                       config: As2dConfig) -> decomposition.BlockContention:
-    """The contention the block's native runs of `config` realised, over those whose lanes read back."""
+    """The contention the block's native runs of `config` (those whose lanes read back) realised."""
     cosched = profile.cosched(config.drafter)
-    lanes = []
-    for d in decodes:
-        if d.config == config.label and d.producer is not None:
-            try:
-                lanes.append(native_lanes(d, index))
-            except SpecbenchError:
-                continue
     try:
-        return decomposition.block_contention(lanes, profile.target_costs, cosched)
+        return decomposition.block_contention(runs, profile.target_costs, cosched)
     except SpecbenchError:  # a run without the lanes' timestamps: nothing substituted, its observations left out
         return decomposition.BlockContention(cosched, None, None, 0)
 
