@@ -23,6 +23,18 @@ from specbench.core.fidelity import BIAS_LEVEL, block_biases, fidelity_stats
 from specbench.schemas.validation import Metric, ObservationRecord
 
 
+def simulated_validation(rng: np.random.Generator, blocks: int, windows: int, block_sd: float,
+                         run_sd: float) -> list[ObservationRecord]:
+    """Speedup observations of a validation whose replay is right on average (1): each block's native runs share
+    a host offset (log sd `block_sd`), each run has its own noise (log sd `run_sd`)."""
+    obs = []
+    for b in range(blocks):
+        offset = rng.normal(0, block_sd)
+        obs += [ObservationRecord("local@split", "sd[W=5]", Metric.SPEEDUP, b, f"w{i}", 1.0,
+                                  *np.exp(offset + rng.normal(0, run_sd, 2))) for i in range(windows)]
+    return obs
+
+
 def percentile_bootstrap_holds(block_logs: np.ndarray, rng: np.random.Generator, resamples: int = 2000) -> bool:
     """Whether the percentile bootstrap over whole blocks (equal blocks: the mean of the drawn blocks' biases)
     holds a log bias of 0 at BIAS_LEVEL."""
@@ -47,12 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         rng = np.random.default_rng(args.seed)
         held_t = held_boot = 0
         for _ in range(args.trials):
-            obs = []
-            for b in range(blocks):
-                offset = rng.normal(0, args.block_sd)
-                obs += [ObservationRecord("d", "c", Metric.SPEEDUP, b, f"w{i}", 1.0,
-                                          *np.exp(offset + rng.normal(0, args.run_sd, 2)))
-                        for i in range(args.windows)]
+            obs = simulated_validation(rng, blocks, args.windows, args.block_sd, args.run_sd)
             s = fidelity_stats(obs, 3, 5)
             held_t += s.bias_low <= 1.0 <= s.bias_high
             held_boot += percentile_bootstrap_holds(np.log(list(block_biases(obs).values())), rng)

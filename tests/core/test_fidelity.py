@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from bench.validation_coverage import simulated_validation
 from specbench.core import fidelity
 from specbench.core.fidelity import block_biases, fidelity_stats, verdict
 from specbench.schemas.validation import Metric, ObservationRecord
@@ -87,11 +88,7 @@ def test_the_bias_interval_covers_the_true_bias_at_its_level(blocks):
     held = spanned = 0
     trials = 1000
     for _ in range(trials):
-        obs = []
-        for b in range(blocks):
-            offset = rng.normal(0, 0.04)
-            for i in range(12):
-                obs.append(observation(b, f"w{i}", 1.0, *np.exp(offset + rng.normal(0, 0.08, 2))))
+        obs = simulated_validation(rng, blocks, windows=12, block_sd=0.04, run_sd=0.08)
         s = fidelity_stats(obs, 3, 5)
         held += s.bias_low <= 1.0 <= s.bias_high
         per_block = block_biases(obs).values()
