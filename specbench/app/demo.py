@@ -219,9 +219,13 @@ class Deployment:
     """How far the chosen configuration falls short of the oracle, percent."""
 
     def summary(self) -> str:
-        return (f"{self.device}: budget {self.config} chosen on {self.dev_windows} dev windows; on "
-                f"{self.test_windows} test windows {self.deployed_tokens_per_s:.2f} tokens/s against the per-window "
-                f"oracle's {self.oracle_tokens_per_s:.2f} (gap {self.gap_pct:.1f}%; {self.budget_path.name})")
+        def windows(n: int, split: str) -> str:
+            return f"{n} {split} window{'' if n == 1 else 's'}"
+
+        return (f"{self.device}: budget {self.config} chosen on {windows(self.dev_windows, 'dev')}; on "
+                f"{windows(self.test_windows, 'test')} {self.deployed_tokens_per_s:.2f} tokens/s against the "
+                f"per-window oracle's {self.oracle_tokens_per_s:.2f} (gap {self.gap_pct:.1f}%; "
+                f"{self.budget_path.name})")
 
 def prepare_out(out: Path) -> None:
     """A fresh demo directory: an earlier demo's outputs are replaced, anything else is refused."""
@@ -411,7 +415,7 @@ def demo(request: DemoRequest) -> None:
     from specbench.app.device_runs import refuse_mismatches
     from specbench.app.progress import progress_bar, stderr
     from specbench.app.report import build_report
-    from specbench.render.summary import print_summary
+    from specbench.render.summary import print_lines, print_summary
     from specbench.render.tables import print_rich, render, screen_lines
 
     start = time.perf_counter()
@@ -421,17 +425,14 @@ def demo(request: DemoRequest) -> None:
                    SPEECH_SUITE if request.speech else TEXT_SUITE)
     built = build_report(load_demo_results(run.out))
     console = Console()
-    for note in run.notes:
-        console.print(f"note: {note}", highlight=False, markup=False)
+    print_lines([f"note: {note}" for note in run.notes], console)
     print_summary(built.summary, console)  # one screen first, then the detail tables
     protocol = [BUDGET_PROTOCOL, *(f"  {d.summary()}" for d in run.deployments)] if run.deployments else []
-    for line in protocol:
-        console.print(line, highlight=False, markup=False)
+    print_lines(protocol, console)
     if request.detail:
         print_rich(built.tables, console)
     else:
-        for line in screen_lines(built.tables, str(run.out / "report.md")):
-            console.print(line, highlight=False, markup=False)
+        print_lines(screen_lines(built.tables, str(run.out / "report.md")), console)
     report = render(built.all_tables(), "md")
     if protocol:
         report = "\n".join([f"### {protocol[0]}", "", *(f"* {line.strip()}" for line in protocol[1:]), "", report])

@@ -96,7 +96,7 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, export_md: 
 def show(view: ReportView) -> None:
     """A report on stdout: a terminal (--format table) gets the one-screen summary first when the
     view has one, and the tables themselves only with --detail; other formats the rendered tables."""
-    from specbench.render.summary import print_summary
+    from specbench.render.summary import print_lines, print_summary
     from specbench.render.tables import print_rich, render, screen_lines
 
     if view.fmt != "table":
@@ -110,7 +110,6 @@ def show(view: ReportView) -> None:
         print_summary(view.summary, console)
         tables = view.screen_tables
         if not view.detail:
-            for line in screen_lines(tables, "--detail"):
-                console.print(line, highlight=False, markup=False)
+            print_lines(screen_lines(tables, "--detail"), console)
             return
     print_rich(tables, console)

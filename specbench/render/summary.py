@@ -61,8 +61,7 @@ def summary_lines(summary: Summary, width: int) -> list[str]:
         return ("  " + name.ljust(names) + "".join("  " + values[i].rjust(w) for i, w in cells.items())).rstrip()
 
     def wrapped(text: str, indent: int) -> list[str]:
-        return textwrap.wrap(text, width, initial_indent=" " * indent, subsequent_indent=" " * (indent + 2),
-                             break_on_hyphens=False) or [""]
+        return wrap_line(" " * indent + text, width)
 
     out = wrapped(summary.title, 0)
     for section in summary.sections:
@@ -78,6 +77,23 @@ def summary_lines(summary: Summary, width: int) -> list[str]:
     for note in summary.notes:
         out += wrapped(note, 0)
     return out
+
+
+def wrap_line(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` columns, broken between words, each continuation indented two
+    columns past the text's own indent; a word longer than the line (a path) stays whole."""
+    indent = len(text) - len(text.lstrip(" "))
+    return textwrap.wrap(text.lstrip(" "), width, initial_indent=" " * indent,
+                         subsequent_indent=" " * (indent + 2), break_on_hyphens=False,
+                         break_long_words=False) or [""]
+
+
+def print_lines(lines: list[str], console: Console) -> None:
+    """Lines of prose on a terminal, each wrapped at its width by `wrap_line` (the terminal's own wrap
+    would break a line mid-phrase and start its continuation at column 0)."""
+    for line in lines:
+        for part in wrap_line(line, console.width):
+            console.print(escape(part), highlight=False, soft_wrap=True)
 
 
 def print_summary(summary: Summary, console: Console) -> None:

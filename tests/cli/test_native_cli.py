@@ -457,7 +457,7 @@ def test_demo_quick_on_the_real_demo_models(tmp_path, runner):
     # the paper's protocol: a budget chosen on the dev windows, deployed on the test ones, the gap to the oracle
     words = " ".join(output.split())  # the protocol's lines wrap at 80 columns
     assert "The paper's protocol: an AS2D budget chosen on the dev windows" in words
-    assert "local@split: budget as2d[B=" in words and "chosen on 2 dev windows; on 1 test windows" in words
+    assert "local@split: budget as2d[B=" in words and "chosen on 2 dev windows; on 1 test window " in words
     assert (tmp_path / "demo" / "results" / "budgets" / "local-split.yaml").exists()
     assert "gap " in (tmp_path / "demo" / "report.md").read_text().split("### Summary")[0]
 

@@ -79,6 +79,19 @@ def test_a_terminal_gets_one_screen_and_detail_rows_one_line_each(demo):
     assert "local-split.yaml" in "\n".join(detail[unstable:])  # a profile path in a footnote or a column
 
 
+def test_prose_lines_wrap_between_words_with_their_continuations_indented():
+    from specbench.render.summary import wrap_line
+
+    path = "/a/results/directory/of/a/demo/whose/name/is/longer/than/the/forty/columns/report.md"
+    text = f"  local@split: budget as2d[B=1,drafter=gemma3] chosen on 2 dev windows; see {path}"
+    lines = wrap_line(text, 40)
+    assert lines[0].startswith("  local@split:") and all(line.startswith("    ") for line in lines[1:])
+    assert path in [line.strip() for line in lines]  # a path longer than a line stays whole
+    assert all(len(line) <= 40 and line == line.rstrip() for line in lines if path not in line)
+    assert " ".join(" ".join(lines).split()) == " ".join(text.split())  # every word, in order
+    assert wrap_line("", 40) == [""]
+
+
 def _table_bodies(lines: list[str]) -> list[int]:
     """Per printed table, in order, the lines between its header rule and its caption."""
     bodies, i = [], 0
