@@ -150,7 +150,8 @@ def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: 
                             "native, then mean and max per device x configuration; flagged above 10%",
                             fidelity, {"mean_abs_error_pct": ".2f", "max_abs_error_pct": ".2f"},
                             alert=f"replay fidelity: {flagged} of {len(fidelity)} configurations off native by more "
-                                  "than 10% (mean over windows)" if flagged else ""))
+                                  "than 10% (mean over windows; the host's drift and run-to-run noise included, "
+                                  "which `specbench validate` measures apart)" if flagged else ""))
     if text_metrics.has_text(frame):
         # WER/CER from the same rows as the other tables, or the native rows when only those have text
         scored, scored_suffix = (main, suffix) if text_metrics.has_text(main) else (native, NATIVE_SUFFIX)
