@@ -228,16 +228,12 @@ def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: Co
                             producer_forwards=0 if met is None else met[2])
 
 
-def with_target_ratios(cosched: CoSchedule, rho_target: Mapping[int, float], producer_ones: bool) -> CoSchedule:
-    """The profile's ratios with the target's replaced at every depth where `rho_target` has the width
-    (a width the profile did not measure stays filled as the profile fills it), the producer's as the profile
-    prices it; with `producer_ones` the producer's ratio 1 at every width (a timeline on the native clock has
-    nothing to stretch)."""
-    n = len(cosched.depths)
-    target = {w: np.full(n, float(rho_target[w])) if w in rho_target else cosched.row(w)[0]
-              for w in cosched.rho_target}
-    drafter = {w: np.ones(n) if producer_ones else cosched.row(w)[1] for w in cosched.rho_drafter}
-    return CoSchedule(cosched.depths, target, drafter, cosched.fit)
+def producer_at_one(cosched: CoSchedule) -> CoSchedule:
+    """`cosched` with the producer's ratio 1 at every width and depth (a timeline on the native clock has nothing
+    to stretch); the target's priced as `cosched` prices it, a decode's ratio included."""
+    ones = {w: np.ones(len(cosched.depths)) for w in cosched.rho_drafter}
+    decode = None if cosched.decode is None else replace(cosched.decode, producer=None)
+    return replace(cosched, rho_drafter=ones, decode=decode)
 
 
 def native_lane(native: NativeLanes, batch: int, cosched: CoSchedule) -> ProducerLane:
@@ -276,7 +272,7 @@ def substituted_replays(trace: WindowTrace, cap: int, profile: DeviceProfile, co
     run's publications: `simulate_as2d` with substituted inputs (module docstring)."""
     priced = priced_lane(trace, profile, config)
     contention = replace(priced, cosched=contended.cosched)
-    publication = native_lane(native, config.batch, with_target_ratios(contended.cosched, {}, True))
+    publication = native_lane(native, config.batch, producer_at_one(contended.cosched))
     return Substituted(simulate_as2d(trace, cap, profile, config, lane=contention)[0].decode_s,
                        simulate_as2d(trace, cap, profile, config, lane=publication)[0].decode_s)
 

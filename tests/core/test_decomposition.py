@@ -107,7 +107,7 @@ def test_decode_contention_is_none_when_no_forward_overlapped_the_producer():
 
 def test_decode_contention_leaves_out_a_forward_half_beside_the_producer():
     # the first forward starts 0.5 s before the producer and ran 10 s on a loaded device: its solo part
-    # would eat its whole solo work and more (realised_contention's denominator <= 0); left out here
+    # would eat its whole solo work and more (the solo work left for its overlap <= 0); left out here
     profile = make_profile(rho=(1.2, 1.0))
     native, _ = native_run()
     slow = [dict(native.ops[0], us=10_000_000)] + [dict(op, t_us=op["t_us"] + 10_000_000) for op in native.ops[1:]]
