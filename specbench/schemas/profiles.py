@@ -229,6 +229,8 @@ class RunnerRecord:
 _FRACTION = rule(low=0, omit=True, expected="a fraction >= 0")
 DECODE_TABLE = "cosched decode"
 """A warning's table for a `cosched.decode` ratio below 1, followed by its key (realised, single, verify)."""
+COSCHED_RATIO_TABLES = ("cosched rho_target", "cosched rho_drafter")
+"""A warning's table for a co-scheduling cell's ratio below 1 beyond its interval after a re-measurement."""
 
 
 @dataclass(frozen=True)
@@ -611,12 +613,16 @@ RHO_SPREADS = 2.0
 """How many of the lanes' measured spreads a ratio may fall below 1 (two: about 95% of the noise)."""
 
 
-def _check_ratio_floor(cosched: CoSchedule, target: CostTable, drafter: CostTable, where: Where) -> None:
+def _check_ratio_floor(cosched: CoSchedule, target: CostTable, drafter: CostTable, warned: set[tuple[str, int, int]],
+                       where: Where) -> None:
     """A lane runs no faster beside the other than alone: a ratio below 1 is noise. Both lanes ran
     while it was measured, so its noise is bounded by RHO_SPREADS times the two solo timings'
     measured spreads (standard deviation / median, the largest over depths: the target's at the
-    width, the drafter's step), or RHO_SLACK, whichever is larger. A ratio below 1 minus that is
-    refused."""
+    width, the drafter's step), or RHO_SLACK, whichever is larger; or, for a cell measured to a
+    precision, by its own recorded interval (relative half-width p: a ratio of at least 1 / (1 + p)
+    has an interval that reaches 1). A ratio below both is refused unless the profile warns of it
+    (`warned`: (ratio name, width, depth) of its `cosched rho_*` warnings, the ratios that stayed
+    below 1 after a re-measurement, priced as measured)."""
     def spread(table: CostTable, width: int) -> float:
         if table.spread is None or width not in table.spread or width not in table.seconds:
             return 0.0
@@ -624,12 +630,16 @@ def _check_ratio_floor(cosched: CoSchedule, target: CostTable, drafter: CostTabl
 
     for width in cosched.rho_target:
         least = 1 - max(RHO_SLACK, RHO_SPREADS * (spread(target, width) + spread(drafter, 1)))
+        achieved = None if cosched.achieved_precision is None else cosched.achieved_precision[width]
         for name, values in (("rho_target", cosched.rho_target[width]), ("rho_drafter", cosched.rho_drafter[width])):
-            if (values < least).any():
-                i = int(np.argmax(values < least))
+            for i, value in enumerate(values):
+                own = achieved is not None and np.isfinite(achieved[i]) and value * (1 + achieved[i]) >= 1
+                if value >= least or own or (name, width, int(cosched.depths[i])) in warned:
+                    continue
                 raise where.at("ratios").at(str(width)).at(name).at(i).fail(
-                    f"a slowdown ratio >= {least:.3g} (1 minus twice the lanes' measured spread, "
-                    f"at least {RHO_SLACK:g})", float(values[i]))
+                    f"a slowdown ratio >= {least:.3g} (1 minus twice the lanes' measured spread, at least "
+                    f"{RHO_SLACK:g}), one whose recorded interval reaches 1, or one the profile warns of",
+                    float(value))
 
 
 def _declared(entry: dict, where: Where) -> DeclaredCost | None:
@@ -683,6 +693,7 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
     reject_unknown(target, {"model", "processor", "costs", "threads"}, t_where)
     target_costs = _cost_table(need(target, "costs", dict, t_where), t_where.at("costs"), f"profile {path} target")
     drafters: dict[str, DrafterProfile] = {}
+    warnings = warnings_from_doc(doc.get("warnings", []), where.at("warnings"))
     for i, entry in enumerate(need(doc, "drafters", list, where, [])):
         d_where = where.at("drafters").at(i)
         reject_unknown(entry, {"name", "model", "processor", "costs", "costs_all_rows", "cosched", "threads",
@@ -704,7 +715,9 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
                                                                      f"{label} (all logit rows)")
         cosched = None if cosched_doc is None else _cosched(cosched_doc, d_where.at("cosched"))
         if cosched is not None:
-            _check_ratio_floor(cosched, target_costs, costs, d_where.at("cosched"))
+            warned = {(w.table.removeprefix("cosched "), w.width, w.depth) for w in warnings
+                      if w.model == name and w.ratio is not None and w.table in COSCHED_RATIO_TABLES}
+            _check_ratio_floor(cosched, target_costs, costs, warned, d_where.at("cosched"))
         drafters[name] = DrafterProfile(
             name, from_dict(ModelId, need(entry, "model", dict, d_where), d_where.at("model")),
             need(entry, "processor", str, d_where), costs, cosched, all_rows, declared, _threads(entry, d_where),
@@ -724,7 +737,7 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
         {} if pinning_doc is None else _pinning(pinning_doc, where.at("pinning")), snapshot,
         None if runner_doc is None else from_dict(RunnerRecord, runner_doc, where.at("runner")),
         _threads(target, t_where),
-        need(doc, "notes", str, where, ""), warnings_from_doc(doc.get("warnings", []), where.at("warnings")),
+        need(doc, "notes", str, where, ""), warnings,
         environment, _audio_prefill(need(doc, "audio_prefill_s", dict, where, {}), set(drafters),
                                     where.at("audio_prefill_s")), path)
 

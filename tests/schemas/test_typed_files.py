@@ -108,7 +108,8 @@ BAD = {
     "co-scheduling ratio below its noise": (("drafters", 0, "cosched", "ratios", 1, "rho_target"), [0.2, 1.1],
                                             "drafters[0].cosched.ratios.1.rho_target[0]",
                                             "a slowdown ratio >= 0.706 (1 minus twice the lanes' measured spread, "
-                                            "at least 0.25)", "0.2"),
+                                            "at least 0.25), one whose recorded interval reaches 1, or one the "
+                                            "profile warns of", "0.2"),
     "decode contention of 0": (("drafters", 0, "cosched", "decode"), {"realised": 0, "priced": 1.1, "forwards": 9},
                                "drafters[0].cosched.decode.realised", "a ratio in (0, 100]", "0"),
     "decode contention of no forwards": (("drafters", 0, "cosched", "decode"),
@@ -220,6 +221,28 @@ def test_a_decode_ratio_measured_below_one_round_trips_beside_the_1_it_prices_an
         "cosched decode single of d: the target's ratio its AS2D decodes realised is 0.890 over 25 forwards, "
         "below 1 (a lane faster beside the other: too few forwards, or the target-only decodes that scale its "
         "solo work ran slow); priced as 1")
+
+
+def test_a_ratio_below_the_spread_floor_loads_when_its_own_interval_reaches_1_or_a_warning_names_it():
+    # what a profile run writes: a noisy cell re-measured and still low, its interval spanning 1 (a
+    # fixed-count cell of a sub-millisecond model), or below 1 beyond its interval and warned of
+    low = _set(_local(), ("drafters", 0, "cosched", "ratios", 1, "rho_target"), [0.6, 1.1])
+    name = low["drafters"][0]["name"]
+    noisy = _set(low, ("drafters", 0, "cosched", "ratios", 1, "achieved_precision"), [0.7, 0.1])
+    for ratios in noisy["drafters"][0]["cosched"]["ratios"].values():
+        ratios.setdefault("achieved_precision", [0.1] * len(ratios["rho_target"]))
+    assert profile_from_dict(noisy, Path("p.yaml")).drafters[name].cosched.rho_target[1][0] == 0.6
+    tight = _set(noisy, ("drafters", 0, "cosched", "ratios", 1, "achieved_precision"), [0.6, 0.1])
+    with pytest.raises(SpecbenchError, match=r"rho_target\[0\]': expected a slowdown ratio >= 0\.\d+ .*got 0\.6$"):
+        profile_from_dict(tight, Path("p.yaml"))  # 0.6 x 1.6 < 1: its interval lies below 1
+    depth = low["drafters"][0]["cosched"]["depths"][0]
+    warned = low | {"warnings": [{"model": name, "table": "cosched rho_target", "width": 1, "depth": depth,
+                                  "median_s": 0.001, "spread_pct": 3.0, "samples": 20, "ratio": 0.6,
+                                  "ratio_low": 0.55, "ratio_high": 0.65}]}
+    assert profile_from_dict(warned, Path("p.yaml")).drafters[name].cosched.rho_target[1][0] == 0.6
+    elsewhere = low | {"warnings": [warned["warnings"][0] | {"width": 2}]}
+    with pytest.raises(SpecbenchError, match="rho_target"):
+        profile_from_dict(elsewhere, Path("p.yaml"))
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
