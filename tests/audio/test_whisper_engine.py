@@ -9,6 +9,7 @@ Needs `make demo-model` and `make runners`; skips, saying which, without them.
 
 from __future__ import annotations
 
+import os
 import wave
 from pathlib import Path
 
@@ -70,6 +71,29 @@ def test_every_method_decodes_jfk_losslessly(run_job, jfk, drafter):
     if drafter == "whisper-base":  # drafting for itself: verification's rows decided every token
         verifications = [op for op in by_method["sd"]["ops"] if op["model"] == "target"]
         assert all(op["accepted"] == op["width"] - 1 for op in verifications[:-1])
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two lanes apart need two CPUs")
+def test_lanes_apart_encode_a_window_at_once_each_on_its_own_lane_and_report_it_once(run_job, jfk):
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    job = {"mode": "decode", "threads": 1, "reuse_audio_prefill": True, "warmup": False,
+           "target": {"path": cached("whisper-base"), "cpus": cpus[:1]},
+           "drafter": {"path": cached("whisper-tiny.en"), "cpus": cpus[1:]},
+           "methods": [{"name": "target"}, {"name": "sd", "width": 4}, {"name": "target"}], "windows": [window(jfk)]}
+    out = run_job(job, timeout=900)
+    assert out.returncode == 0, out.error or out.stderr[-2000:]
+    first, sd, again = [r for r in out.results if r["kind"] == "decode"]
+    assert first["tokens"] == sd["tokens"] == again["tokens"] and first["text"].strip() == JFK_TEXT
+    # each encode is reported once, by the window's first decode that uses its model: the target's by the
+    # target-only decode, tiny.en's by SD's (which keeps the target's output); the third keeps both
+    assert first["audio_prefill_us"] > 0 and "audio_prefill_reused" not in first
+    assert sd["audio_prefill_us"] > 0 and sd["audio_prefill_reused"] is True
+    assert again["audio_prefill_us"] == 0 and again["audio_prefill_reused"] is True
+    # tiny.en encoded on a thread of its own, pinned to its lane, beside the target's: SD's drafter forwards
+    # run on the job's thread, so the drafter lane was pinned from two threads, each read back on its CPU
+    [pinning] = [e for e in out.events if e.get("event") == "pinning"]
+    lanes = [lane for lane in pinning["lanes"] if lane["lane"] == "drafter"]
+    assert len({lane["tid"] for lane in lanes}) == 2 and all(lane["read_back"] == cpus[1:] for lane in lanes)
 
 
 def test_trace_records_target_only_y(run_job, jfk):

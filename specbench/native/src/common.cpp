@@ -3,6 +3,7 @@
 #include "vocabmap.h"
 
 #include <algorithm>
+#include <exception>
 #include <thread>
 
 CommonOptions parse_common(JobObject & job) {
@@ -154,6 +155,36 @@ void refuse_audio_for_lookup(const Window & w) {
         throw JobError("window '" + w.id + "': the lookup drafter " + LOOKUP_NAME +
                        " reads prompt token ids; an audio prompt has embeddings");
     }
+}
+
+bool lanes_apart(const Model & a, const Model & b) {
+    if (a.cpus().empty() || b.cpus().empty()) return false;
+    for (int c : a.cpus()) {
+        if (std::find(b.cpus().begin(), b.cpus().end(), c) != b.cpus().end()) return false;
+    }
+    return true;
+}
+
+void encode_window_ahead(Model & target, Model * drafter, const Window & w) {
+    if (!w.pcm || !drafter || !target.hears_audio() || !drafter->hears_audio() || !lanes_apart(target, *drafter)) {
+        return;
+    }
+    std::exception_ptr failed;
+    std::thread lane([&] {  // pins itself to the drafter's lane on encoding
+        try {
+            drafter->encode_audio_ahead(*w.pcm);
+        } catch (...) {
+            failed = std::current_exception();
+        }
+    });
+    try {
+        target.encode_audio_ahead(*w.pcm);
+    } catch (...) {
+        lane.join();
+        throw;
+    }
+    lane.join();
+    if (failed) std::rethrow_exception(failed);
 }
 
 Prefill prefill_window(Model & target, Model * drafter, const Window & w) {

@@ -572,6 +572,7 @@ void run_decode(JobObject & job) {
     // within a window reaches every method alike. Probes: before the first window and after each.
     emit_probe(*target, drafter, choice.lookup, probe, "start");
     for (const Window & w : windows) {
+        if (reuse_audio) encode_window_ahead(*target, drafter, w);
         for (int s = 0; s < runs; s++) {
             const bool reversed = alternate && s % 2 == 1;
             for (size_t i = 0; i < methods.size(); i++) {

@@ -163,6 +163,12 @@ int64_t Model::encode_audio(const std::vector<float> &) {
     throw JobError("internal: the " + spec_.role + " (" + spec_.path + ") does not encode audio itself");
 }
 
+void Model::encode_audio_ahead(const std::vector<float> & pcm) {
+    ahead_us_ = -1;
+    const int64_t us = encode_audio(pcm);
+    if (!audio_reused_) ahead_us_ = us;
+}
+
 LlamaModel::LlamaModel(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs)
     : Model(spec, n_ctx, n_batch, max_outputs) {
     if (model_format(spec.path, spec.role) != ModelFormat::gguf) {

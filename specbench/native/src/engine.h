@@ -114,6 +114,11 @@ class Model {
     // keep: encode_audio of the very samples it encoded last (the same window's vector) keeps that encoder
     // output and returns 0 (a decode job's "reuse_audio_prefill": the decode clock excludes the prefill).
     void keep_audio_prefill(bool keep) { keep_audio_ = keep; }
+    // Encodes the samples now, on the calling thread (pinned to this lane), for the decodes of their window:
+    // with keep_audio_prefill, the next encode_audio of the same samples returns this encode's time once (the
+    // window's first decode that uses this model reports it, as though it had encoded them), then 0 as kept.
+    void encode_audio_ahead(const std::vector<float> & pcm);
+    const std::vector<int> & cpus() const { return spec_.cpus; }
     bool audio_prefill_reused() const { return audio_reused_; }  // the last encode_audio kept its output
 
     // Text of one token (special tokens rendered only when `special`), and the tokenizer.
@@ -146,6 +151,7 @@ class Model {
     int64_t last_forward_start_us_ = 0;
     bool keep_audio_ = false;
     bool audio_reused_ = false;
+    int64_t ahead_us_ = -1;  // encode_audio_ahead's time, until an encode_audio reports it; -1: none
     mutable std::vector<llama_token> byte_tokens_;
 };
 

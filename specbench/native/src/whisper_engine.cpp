@@ -148,7 +148,12 @@ class WhisperModel : public Model {
     }
     int64_t encode_audio(const std::vector<float> & pcm) override {
         audio_reused_ = keep_audio_ && encoded_ == pcm.data() && encoded_size_ == pcm.size();
-        if (audio_reused_) return 0;  // the state still holds this window's encoder output (decodes never change it)
+        if (audio_reused_) {  // the state still holds this window's encoder output (decodes never change it)
+            if (ahead_us_ < 0) return 0;
+            audio_reused_ = false;  // encoded ahead for this decode (encode_audio_ahead): reported once, here
+            return std::exchange(ahead_us_, -1);
+        }
+        ahead_us_ = -1;
         encoded_ = nullptr;
         pin();
         const int64_t t0 = now_us();
