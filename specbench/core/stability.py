@@ -11,7 +11,7 @@ import numpy as np
 
 from specbench.core.repetitions import achieved_precision, reaches
 from specbench.core.samples import UNSTABLE_SPREAD_PCT, spread_pct
-from specbench.schemas.profiles import DECODE_TABLE, DrafterProfile, StabilityWarning
+from specbench.schemas.profiles import DECODE_TABLE, DrafterProfile, StabilityWarning, cosched_ratio_table
 
 
 def stability_warnings(samples: Sequence[dict]) -> list[StabilityWarning]:
@@ -45,7 +45,7 @@ def stability_warnings(samples: Sequence[dict]) -> list[StabilityWarning]:
             for low in record.get("below_one") or []:  # core/cosched.py: after a re-measurement
                 lane = "target" if low["ratio"] == "rho_target" else "drafter"
                 values = (record.get("samples") or {}).get(f"{lane}_together_us") or []
-                out.append(StabilityWarning(name, f"cosched {low['ratio']}", int(record["width"]),
+                out.append(StabilityWarning(name, cosched_ratio_table(low["ratio"]), int(record["width"]),
                                             int(record["depth"]), float(np.median(values)) / 1e6,
                                             round(spread_pct(values) if len(values) > 1 else 0.0, 3), len(values),
                                             ratio=float(low["value"]), ratio_low=float(low["low"]),

@@ -229,8 +229,12 @@ class RunnerRecord:
 _FRACTION = rule(low=0, omit=True, expected="a fraction >= 0")
 DECODE_TABLE = "cosched decode"
 """A warning's table for a `cosched.decode` ratio below 1, followed by its key (realised, single, verify)."""
-COSCHED_RATIO_TABLES = ("cosched rho_target", "cosched rho_drafter")
-"""A warning's table for a co-scheduling cell's ratio below 1 beyond its interval after a re-measurement."""
+
+
+def cosched_ratio_table(ratio: str) -> str:
+    """A warning's table for a co-scheduling cell's ratio (rho_target or rho_drafter) below 1 beyond its interval
+    after a re-measurement."""
+    return f"cosched {ratio}"
 
 
 @dataclass(frozen=True)
@@ -621,8 +625,8 @@ def _check_ratio_floor(cosched: CoSchedule, target: CostTable, drafter: CostTabl
     width, the drafter's step), or RHO_SLACK, whichever is larger; or, for a cell measured to a
     precision, by its own recorded interval (relative half-width p: a ratio of at least 1 / (1 + p)
     has an interval that reaches 1). A ratio below both is refused unless the profile warns of it
-    (`warned`: (ratio name, width, depth) of its `cosched rho_*` warnings, the ratios that stayed
-    below 1 after a re-measurement, priced as measured)."""
+    (`warned`: (table, width, depth) of this drafter's ratio warnings, the ratios that stayed below 1
+    after a re-measurement, priced as measured)."""
     def spread(table: CostTable, width: int) -> float:
         if table.spread is None or width not in table.spread or width not in table.seconds:
             return 0.0
@@ -634,7 +638,7 @@ def _check_ratio_floor(cosched: CoSchedule, target: CostTable, drafter: CostTabl
         for name, values in (("rho_target", cosched.rho_target[width]), ("rho_drafter", cosched.rho_drafter[width])):
             for i, value in enumerate(values):
                 own = achieved is not None and np.isfinite(achieved[i]) and value * (1 + achieved[i]) >= 1
-                if value >= least or own or (name, width, int(cosched.depths[i])) in warned:
+                if value >= least or own or (cosched_ratio_table(name), width, int(cosched.depths[i])) in warned:
                     continue
                 raise where.at("ratios").at(str(width)).at(name).at(i).fail(
                     f"a slowdown ratio >= {least:.3g} (1 minus twice the lanes' measured spread, at least "
@@ -715,8 +719,7 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
                                                                      f"{label} (all logit rows)")
         cosched = None if cosched_doc is None else _cosched(cosched_doc, d_where.at("cosched"))
         if cosched is not None:
-            warned = {(w.table.removeprefix("cosched "), w.width, w.depth) for w in warnings
-                      if w.model == name and w.ratio is not None and w.table in COSCHED_RATIO_TABLES}
+            warned = {(w.table, w.width, w.depth) for w in warnings if w.model == name and w.ratio is not None}
             _check_ratio_floor(cosched, target_costs, costs, warned, d_where.at("cosched"))
         drafters[name] = DrafterProfile(
             name, from_dict(ModelId, need(entry, "model", dict, d_where), d_where.at("model")),
