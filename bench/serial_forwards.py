@@ -1,0 +1,89 @@
+"""SD's forwards against their cells, as a validation's native serial decodes met them, beside what each block's
+profile priced for them (docs/METHODS.md §4.4 Overheads, "Serial decodes").
+
+Reads a validation directory (`specbench validate --out`, or `bench/fidelity.py --out DIR`'s `DIR/validation`):
+per placement and kept block, each class of the SD decodes' forwards — the target's verifications, the drafter's
+first forward after a verification (`after`) and its later drafting steps (`steps`) — as their time over the
+block's cells, and over the same ratio of the block's target-only decodes (`/target`: what replay's `serial`
+factor stands for). `priced` is the block profile's factor for the class (the verifications', the drafter's).
+
+    python bench/serial_forwards.py DIR/validation
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from specbench.app.validate import block_profiles
+from specbench.schemas.validation import BlockRecord, DecodeRecord, kept, load_records
+
+CLASSES = ("verify", "after", "steps")
+
+
+def op_class(op: dict, previous: str | None) -> str | None:
+    """The class of one op of an SD decode's log (None: a single-token target step, rare)."""
+    if op["model"] == "target":
+        return "verify" if int(op["width"]) > 1 else None
+    return "after" if previous == "target" else "steps"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("validation", type=Path, help="a validation directory (holds blocks.jsonl)")
+    args = parser.parse_args(argv)
+    blocks = [b for b in load_records(args.validation, BlockRecord) if not b.voided]
+    decodes = list(kept(load_records(args.validation, DecodeRecord), blocks))
+    profiles = block_profiles(args.validation, blocks)
+    print(f"{'device':14s} {'block':>5s} {'config':24s} {'target-only':>11s} "
+          + " ".join(f"{c + ' /target (n)':>22s}" for c in CLASSES) + f" {'priced v, d':>12s}")
+    pooled: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0, 0]))
+    for b in sorted(blocks, key=lambda b: (b.device, b.block)):
+        profile = profiles[(b.device, b.block)]
+        mine = [d for d in decodes if (d.device, d.block) == (b.device, b.block) and d.lossless]
+        solo = [0.0, 0.0]
+        for d in mine:
+            if d.config == "target":
+                for op in d.ops:
+                    solo[0] += op["us"]
+                    solo[1] += 1e6 * profile.target_costs.cost(op["width"], op["depth"])
+        for config in sorted({d.config for d in mine if d.config.startswith("sd[")}):
+            group = next(d.group for d in mine if d.config == config)
+            drafter = profile.drafter(group)
+            sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
+            for d in (d for d in mine if d.config == config):
+                previous = None
+                for op in d.ops:
+                    name = op_class(op, previous)
+                    previous = "target" if op["model"] == "target" else "drafter"
+                    if name is None:
+                        continue
+                    table = profile.target_costs if op["model"] == "target" else drafter.costs
+                    for acc in (sums[name], pooled[(b.device, config)][name]):
+                        acc[0] += op["us"]
+                        acc[1] += 1e6 * table.cost(op["width"], op["depth"])
+                        acc[2] += 1
+            for acc, value in zip((pooled[(b.device, config)]["solo"],), (solo,), strict=True):
+                acc[0] += value[0]
+                acc[1] += value[1]
+            k = solo[0] / solo[1]
+            serial = drafter.serial
+            priced = "-" if serial is None else f"{serial.target(2):.3f}, {serial.draft():.3f}"
+            print(f"{b.device:14s} {b.block:5d} {config:24s} {k:11.3f} "
+                  + " ".join(f"{sums[c][0] / sums[c][1] / k:14.3f} ({sums[c][2]:5d})" if sums[c][1] else f"{'-':>22s}"
+                             for c in CLASSES) + f" {priced:>12s}")
+    for (device, config), sums in sorted(pooled.items()):
+        k = sums["solo"][0] / sums["solo"][1]
+        print(f"{device:14s} {'all':>5s} {config:24s} {k:11.3f} "
+              + " ".join(f"{sums[c][0] / sums[c][1] / k:14.3f} ({sums[c][2]:5d})" if sums[c][1] else f"{'-':>22s}"
+                         for c in CLASSES))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
