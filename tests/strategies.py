@@ -9,7 +9,7 @@ from bench.synthetic_study import EOS, _Drafter, _TableDrafts
 from specbench.core.methods.base import TargetOracle
 from specbench.core.methods.configs import As2dConfig, SdConfig, SpecAsrConfig, TargetConfig
 from specbench.core.methods.specasr import decode_specasr
-from specbench.core.pricing import CoSchedule, CostTable, SerialDecode
+from specbench.core.pricing import CoSchedule, CostTable
 from specbench.schemas.profiles import DeviceInfo, DeviceProfile, DrafterProfile, ModelId, Overheads
 from specbench.schemas.traces import ProducerStream, WindowTrace
 
@@ -81,11 +81,7 @@ def profiles(draw):
     overheads = Overheads(producer_startup_s=draw(st.sampled_from([0.0, 0.05, 1.0, 1e6])),
                           publish_s=draw(st.sampled_from([0.0, 0.01])), align_s=draw(st.sampled_from([0.0, 0.02])),
                           producer_step_s=draw(st.sampled_from([0.0, 0.003])))
-    factor = st.one_of(st.none(), st.floats(0.5, 2.0))
-    serial = draw(st.one_of(st.none(), st.builds(SerialDecode, single=factor, single_forwards=st.just(8),
-                                                 verify=factor, verify_forwards=st.just(20), drafter=factor,
-                                                 drafter_forwards=st.just(40))))
-    drafter = DrafterProfile("drafter", ModelId("d"), "cpu", _costs(draw, "random drafter"), cosched, serial=serial)
+    drafter = DrafterProfile("drafter", ModelId("d"), "cpu", _costs(draw, "random drafter"), cosched)
     return DeviceProfile(DeviceInfo("random"), ModelId("t"), "gpu", _costs(draw, "random target"),
                          {"drafter": drafter}, overheads)
 

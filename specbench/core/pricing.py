@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specbench.errors import MissingCostError
-from specbench.schemas.fileio import Invalid, StrEnum, rule
+from specbench.schemas.fileio import StrEnum
 
 DEPTH_POLICY = "linear-in-depth, flat outside the measured depths"
 
@@ -161,48 +161,6 @@ class DecodeContention:
         1.6–1.8), and which of them dominates a decode depends on its drafts."""
         by_class = self.single if width == 1 else self.verify
         return self.realised if by_class is None else by_class
-
-
-SERIAL_LIMITS = (0.5, 2.0)
-"""The least and largest `SerialDecode` ratio a profile prices: a serial decode's forward met at under half or over
-twice its cell's price relative to target-only's beside it is a disturbed measurement, not a property of the device."""
-_SERIAL_RATIO = rule(low=SERIAL_LIMITS[0], high=SERIAL_LIMITS[1], omit=True,
-                     expected=f"a ratio in [{SERIAL_LIMITS[0]:g}, {SERIAL_LIMITS[1]:g}]")
-_FORWARDS = rule(low=0, omit=True)
-
-
-@dataclass(frozen=True)
-class SerialDecode:
-    """A serial drafted decode's forwards (SD's) as short native decodes met them: per class, their time over the
-    cells' price for the same forwards, divided by the same ratio of the target-only decodes beside them in the
-    same job, so that the device's drift between the cells and the decodes cancels (docs/METHODS.md §4.4 Overheads,
-    "Serial decodes"). Multiplies the cells' price of SD's and SpecASR's forwards; a class left unmeasured (None:
-    fewer than CLASS_FORWARDS forwards) is priced at its cells."""
-
-    single: float | None = field(default=None, metadata=_SERIAL_RATIO)
-    """The target's single-token forwards in SD decodes (a verification whose drafter proposed nothing)."""
-    single_forwards: int = field(default=0, metadata=_FORWARDS)
-    verify: float | None = field(default=None, metadata=_SERIAL_RATIO)
-    """The target's verifications (width 2 and more)."""
-    verify_forwards: int = field(default=0, metadata=_FORWARDS)
-    drafter: float | None = field(default=None, metadata=_SERIAL_RATIO)
-    """The drafter's forwards (its drafting steps and the ingest after each verification)."""
-    drafter_forwards: int = field(default=0, metadata=_FORWARDS)
-
-    def __post_init__(self) -> None:
-        for name in ("single", "verify", "drafter"):
-            if getattr(self, name) is not None and getattr(self, f"{name}_forwards") < CLASS_FORWARDS:
-                raise Invalid(f"{name}_forwards", f"a count >= {CLASS_FORWARDS} beside a measured `{name}`",
-                              getattr(self, f"{name}_forwards"))
-
-    def target(self, width: int) -> float:
-        """The factor on a target forward of `width` in a drafted serial decode (1: its class unmeasured)."""
-        ratio = self.single if width == 1 else self.verify
-        return 1.0 if ratio is None else ratio
-
-    def draft(self) -> float:
-        """The factor on a drafter forward (1: unmeasured)."""
-        return 1.0 if self.drafter is None else self.drafter
 
 
 @dataclass(frozen=True)

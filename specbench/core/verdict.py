@@ -67,10 +67,9 @@ class Verdict:
     ct1_s: float
     """CT(1) at `depth`: target-only's seconds a token."""
     rho_target: float
-    """AS2D: the target lane's co-scheduling ratio at `width`; SD and SpecASR: the drafter's serial factor on a
-    target forward of `width` (core/pricing.SerialDecode; 1: unmeasured)."""
+    """AS2D: the target lane's co-scheduling ratio at `width` (1 for serial methods)."""
     rho_drafter: float
-    """AS2D: the producer's co-scheduling ratio at `width`; SD and SpecASR: the serial factor on a drafter forward."""
+    """AS2D: the producer's co-scheduling ratio at `width` (1 for serial methods)."""
     per_token_s: float
     """The configuration's seconds a token by this arithmetic."""
     coverage: float = 0.0
@@ -98,10 +97,6 @@ class Verdict:
                     f"(coverage {100 * self.coverage:.0f}%) = "
                     f"{per:.1f} ms a token against CT(1) {ct1:.1f} ms: {self.outcome}; producer CD(1) {cd:.1f} ms × "
                     f"ρD {self.rho_drafter:.2f} = {producer:.1f} ms, {keeps}")
-        if (self.rho_target, self.rho_drafter) != (1.0, 1.0):  # the serial decodes' factors
-            return (f"{f:.1f} drafter forwards ({f:.1f} × {cd:.1f} ms × {self.rho_drafter:.2f}) + CT({self.width}) "
-                    f"{ct:.1f} ms × {self.rho_target:.2f} for τ = {self.tau:.2f} tokens = {per:.1f} ms a token "
-                    f"against CT(1) {ct1:.1f} ms: {self.outcome}")
         return (f"{f:.1f} drafter forwards ({f:.1f} × {cd:.1f} ms) + CT({self.width}) {ct:.1f} ms for τ = "
                 f"{self.tau:.2f} tokens = {per:.1f} ms a token against CT(1) {ct1:.1f} ms: {self.outcome}")
 
@@ -139,9 +134,6 @@ def verdict(profile: DeviceProfile, method: str, drafter: str | None, counts: Fo
         rho_t, rho_d, _ = profile.cosched(drafter).ratios(width, depth)
         per_token = rho_t * ct / tau
     else:
-        serial = profile.drafter(drafter).serial
-        if serial is not None:
-            rho_t, rho_d = serial.target(width), serial.draft()
-        per_token = (per_forward * cd * rho_d + ct * rho_t) / tau
+        per_token = (per_forward * cd + ct) / tau
     return Verdict(method, depth, width, tau, per_forward, ct, cd, ct1, rho_t, rho_d, per_token,
                    counts.accepted / counts.tokens)

@@ -20,9 +20,7 @@ YAML layout (`kind: specbench.profile`, `schema_version: 5`), one `DeviceProfile
                    decode?: {realised, priced, forwards,   # the target's ratio a native AS2D decode met
                              single?: {realised, forwards}, verify?: {realised, forwards},   # per width class
                              producer?: {realised, priced, forwards},   # the producer's ratio beside the target
-                             below_one?: {realised?, single?, verify?, producer?}}},   # measured below 1, priced as 1
-         serial?: {single?, single_forwards?, verify?, verify_forwards?, drafter?, drafter_forwards?}}
-         # SD's forwards as serial decodes met them, relative to target-only's (core/pricing.SerialDecode)
+                             below_one?: {realised?, single?, verify?, producer?}}}}   # measured below 1, priced as 1
     overheads: {producer_startup_s, publish_s, align_s}
     notes: how it was measured (free text, optional)
     warnings: [{model, table, width, depth, median_s, spread_pct, samples, precision?, achieved_precision?,
@@ -63,7 +61,6 @@ from specbench.core.pricing import (
     CostFit,
     CostTable,
     DecodeContention,
-    SerialDecode,
     width_ranges,
 )
 from specbench.core.samples import UNSTABLE_SPREAD_PCT
@@ -101,8 +98,7 @@ KIND = "specbench.profile"
 #     optionally per width class (`single`: width 1, `verify`: wider), each priced for its widths, and
 #     `below_one`: what the decodes measured where it fell below 1 and is priced as 1; optionally `producer`,
 #     the producer's ratio the same decodes realised, priced in place of the cells' `rho_drafter` (a reader
-#     without it refuses the key rather than price the cells); per drafter `serial` (optional): SD's forwards as
-#     serial decodes met them, relative to target-only's, priced on the cells of SD's and SpecASR's forwards.
+#     without it refuses the key rather than price the cells).
 VERSION = 5
 VERSIONS = (VERSION,)
 
@@ -173,9 +169,6 @@ class DrafterProfile:
     overheads: Overheads | None = None
     """AS2D's non-model costs measured with this drafter as the producer (None: the profile's, measured with its
     first drafter)."""
-    serial: SerialDecode | None = None
-    """SD's forwards as the overheads job's serial decodes met them, relative to target-only's (None: not measured;
-    the cells are priced)."""
 
     def ingest_costs(self) -> CostTable:
         """The table a forward with a row per token is priced from; a profile without one (the
@@ -708,7 +701,7 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
     for i, entry in enumerate(need(doc, "drafters", list, where, [])):
         d_where = where.at("drafters").at(i)
         reject_unknown(entry, {"name", "model", "processor", "costs", "costs_all_rows", "cosched", "threads",
-                               "declared", "overheads", "serial"}, d_where)
+                               "declared", "overheads"}, d_where)
         name = need(entry, "name", str, d_where)
         if name in drafters:
             raise d_where.at("name").fail("a drafter name not used by another entry", name)
@@ -731,8 +724,7 @@ def profile_from_dict(doc: dict, path: Path) -> DeviceProfile:
         drafters[name] = DrafterProfile(
             name, from_dict(ModelId, need(entry, "model", dict, d_where), d_where.at("model")),
             need(entry, "processor", str, d_where), costs, cosched, all_rows, declared, _threads(entry, d_where),
-            None if "overheads" not in entry else from_dict(Overheads, entry["overheads"], d_where.at("overheads")),
-            None if "serial" not in entry else from_dict(SerialDecode, entry["serial"], d_where.at("serial")))
+            None if "overheads" not in entry else from_dict(Overheads, entry["overheads"], d_where.at("overheads")))
     environment = manifest_environment(doc, where)
     runner_doc = need(doc, "runner", dict, where, None)
     if runner_doc is not None and environment is not None and environment.runner is not None:
@@ -839,8 +831,6 @@ def profile_to_dict(profile: DeviceProfile) -> dict:
             entry["cosched"] = _cosched_doc(d.cosched)
         if d.overheads is not None:
             entry["overheads"] = to_dict(d.overheads)
-        if d.serial is not None:
-            entry["serial"] = to_dict(d.serial)
         drafters.append(_with_threads(entry, d.threads))
     doc: dict = {"kind": KIND, "schema_version": VERSION}
     if profile.environment is not None:

@@ -8,11 +8,10 @@ planning step with a realignment search. Each is the median over the runs (publi
 the mean per batch, since the runner sums it). A profile without a drafter leaves them
 at 0 and says so in its notes.
 
-Target-only decodes of the same window alternate with the AS2D ones (target, AS2D, SD, then SD, AS2D,
-target per window), so that the target's solo speed in the same minutes is known: with it, the AS2D decodes'
+Target-only decodes of the same window alternate with the AS2D ones (target, AS2D, AS2D, target per
+window), so that the target's solo speed in the same minutes is known: with it, the AS2D decodes'
 lane timestamps give the co-scheduling ratio the target realised (core/decomposition.py
-`decode_contention`), and the SD decodes (W = B + 1) what a serial decode's forwards cost beyond a target-only
-one's (core/serial_decode.py).
+`decode_contention`).
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ import numpy as np
 
 from specbench.core.decomposition import NativeLanes
 from specbench.core.repetitions import OVERHEADS_WINDOWS
-from specbench.core.serial_decode import method_of
 from specbench.errors import SpecbenchError
 from specbench.schemas.windows import Window
 from specbench.world.devices.base import Device
@@ -98,9 +96,7 @@ def overheads_job(target: dict, drafter: dict, prompts: tuple[list[int], list[in
     `budget`: the AS2D decodes' B (their target forwards are up to B + 1 wide); `windows`: copies of the
     window, each decoded twice by each method; `workload`: the runner windows of `workload_selection`'s
     windows to decode instead, each decoded twice by each method (audio windows encoded once per model)."""
-    # SD last: the AS2D decodes stay next to the target-only ones whose speed scales their solo work
-    methods: list[dict] = [{"name": "target"}, {"name": "as2d", "budget": budget, "batch": 8},
-                           {"name": "sd", "width": budget + 1}]
+    methods: list[dict] = [{"name": "target"}, {"name": "as2d", "budget": budget, "batch": 8}]
     if workload:
         return DecodeJob(target, methods, list(workload), drafter, runs=2, alternate=True,
                          reuse_audio_prefill=any("audio" in w for w in workload))
@@ -110,7 +106,7 @@ def overheads_job(target: dict, drafter: dict, prompts: tuple[list[int], list[in
         window = {"prompt": prompts[0], "drafter_prompt": prompts[1], "cap": CAP}
     else:
         raise ValueError("overheads_job needs the prompts of text models or the audio of Whisper models")
-    # a Whisper model encodes a window once for its six decodes: the decode clock excludes the encoder, and
+    # a Whisper model encodes a window once for its four decodes: the decode clock excludes the encoder, and
     # the profile's forwards run without one between them too
     return DecodeJob(target, methods, [window | {"id": f"overheads-{i}"} for i in range(windows)], drafter, runs=2,
                      alternate=True, reuse_audio_prefill=audio is not None)
@@ -163,7 +159,7 @@ def workload_windows(device: Device, target: ModelFile, drafter: ModelFile, chos
 def decode_lanes(results: Sequence[dict]) -> list[NativeLanes]:
     """The AS2D decodes of an overheads job as lanes, each beside every target-only decode of the job (pure)."""
     decodes = [r for r in results if r.get("kind") == "decode"]
-    solo = [op for r in decodes if method_of(r) == "target" for op in r["ops"]]
+    solo = [op for r in decodes if "producer" not in r for op in r["ops"]]
     return [NativeLanes(r["ops"], r["producer"], solo, r.get("n_prompt_drafter")) for r in decodes if "producer" in r]
 
 
@@ -206,8 +202,6 @@ class OverheadsRun:
     """How, for the profile's notes."""
     lanes: list[NativeLanes]
     """Its AS2D decodes' lanes, for the contention they met."""
-    decodes: list[dict]
-    """Its decode records (target-only, AS2D and SD), for what the SD decodes' forwards met."""
 
 
 def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
@@ -217,7 +211,7 @@ def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
     prices (the decodes' B is at most one less, so that every forward they time has a price);
     `target_prompt`: PROMPT_TEXT in the target's tokens (`prompt_tokens`, made once for every drafter), or
     None for Whisper models (they hear SPEECH_SAMPLE instead); `windows`: copies of the window, each decoded
-    twice by each method (target, AS2D, SD, SD, AS2D, target; a smoke run's profile takes 1); `workload`: the
+    twice by each method (target, AS2D, AS2D, target; a smoke run's profile takes 1); `workload`: the
     runner windows of the workload's windows (`workload_selection`) to decode instead, when given."""
     budget = max(1, min(BUDGET, widest - 1))
     if workload:
@@ -235,6 +229,5 @@ def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
         decoded = f"{2 * windows} runs of {windows} {'copy' if windows == 1 else 'copies'} of a {window}"
     out = device.run_job(job.to_dict())
     return OverheadsRun(overheads_from_results(out.results),
-                        f"overheads: native as2d[B={budget}], {decoded} alternating with target-only and "
-                        f"sd[W={budget + 1}] runs, medians",
-                        decode_lanes(out.results), [r for r in out.results if r.get("kind") == "decode"])
+                        f"overheads: native as2d[B={budget}], {decoded} alternating with target-only runs, medians",
+                        decode_lanes(out.results))

@@ -43,7 +43,6 @@ from specbench.core.repetitions import (
     RepetitionRule,
     achieved_precision,
 )
-from specbench.core.serial_decode import serial_decode
 from specbench.core.stability import decode_warnings, stability_warnings
 from specbench.errors import SpecbenchError, WriteError
 from specbench.schemas.environment import KEY as ENV_KEY
@@ -415,12 +414,11 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
 
 def with_decode_contention(drafter: DrafterProfile, run: OverheadsRun, target_costs: CostTable,
                            overheads: bool) -> DrafterProfile:
-    """The drafter's entry with the overheads `run` measured (when `overheads`), what its SD decodes' forwards
-    met (`serial`, docs/METHODS.md §4.4 Overheads) and its co-scheduling ratios' `decode`: both lanes' ratios in
-    the run's AS2D decodes, and the cells' for the same forwards (docs/METHODS.md §4.3 Co-scheduling ratios)."""
+    """The drafter's entry with the overheads `run` measured (when `overheads`) and its co-scheduling
+    ratios' `decode`: both lanes' ratios in the run's AS2D decodes, and the cells' for the same forwards
+    (docs/METHODS.md §4.3 Co-scheduling ratios)."""
     if overheads:
         drafter = replace(drafter, overheads=Overheads(**run.overheads))
-    drafter = replace(drafter, serial=serial_decode(run.decodes, target_costs, drafter.costs))
     if drafter.cosched is None:
         return drafter
     return replace(drafter, cosched=replace(drafter.cosched,

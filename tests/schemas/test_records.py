@@ -14,7 +14,6 @@ import pytest
 
 from specbench.core.divergence import Explanation
 from specbench.core.methods.configs import As2dConfig, SdConfig, row_fields
-from specbench.core.pricing import SerialDecode
 from specbench.errors import SpecbenchError
 from specbench.schemas import (
     budgets,
@@ -112,7 +111,6 @@ EXAMPLES = [
     REPLAY, NATIVE,
     DeclaredCost("one decoder block + LM head", 0.25), DeclaredCost("another harness"), ModelId("t"),
     ModelId("t", "a" * 64), Overheads(0.01, 0.001, 0.002, 0.0005), Overheads(),
-    SerialDecode(verify=1.03, verify_forwards=120, drafter=0.98, drafter_forwards=400), SerialDecode(),
     DeviceInfo("pixel", {"kind": "adb", "cores": 8}), Snapshots({"temp_c": 30.0}, {"temp_c": 41.0}),
     LanePinning((0, 1), (0, 1), 2), RunnerRecord("ab" * 32, "0.1.0", 1, None, ("-DX=1",), "/bin/runner"),
     RunnerRecord("ab" * 32), WARNING, RATIO_WARNING,

@@ -18,7 +18,7 @@ import pandas as pd
 
 from specbench.core.methods.configs import As2dConfig, MethodConfig, SdConfig, TargetConfig, row_fields
 from specbench.core.positions import counts, histograms
-from specbench.core.pricing import CostFit, SerialDecode
+from specbench.core.pricing import CostFit
 from specbench.core.replay.lockstep import Simulation, simulate_lockstep
 from specbench.core.replay.serial import sd_ops_many, serial_ops
 from specbench.errors import SpecbenchError
@@ -99,12 +99,8 @@ def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], pr
     positions = [pd.Series(c, dtype=object) for c in counts(*histograms(t_owner, t_width - 1, t_accepted, n))]
     frames = []
     for profile in profiles:
-        # a drafted decode's forwards at their cells times the drafter's serial factors, as `price_serial` does
-        drafted = None if isinstance(config, TargetConfig) else profile.drafter(getattr(config, "drafter", None))
-        serial = SerialDecode() if drafted is None or drafted.serial is None else drafted.serial
         v = np.zeros(n)
-        t_factor = np.where(t_width == 1, serial.target(1), serial.target(2))
-        np.add.at(v, t_owner, profile.target_costs.costs(t_width, t_depth) * t_factor)  # in op order, as the scalar sum
+        np.add.at(v, t_owner, profile.target_costs.costs(t_width, t_depth))  # in op order, like the scalar sum
         outside = np.bincount(t_owner, weights=profile.target_costs.extrapolates(t_depth), minlength=n)
         d = np.zeros(n)
         if len(d_width):
@@ -114,7 +110,7 @@ def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], pr
             if d_all_rows.any():
                 cost[d_all_rows] = drafter.ingest_costs().costs(d_width[d_all_rows], d_depth[d_all_rows])
                 outside_d[d_all_rows] = drafter.ingest_costs().extrapolates(d_depth[d_all_rows])
-            np.add.at(d, d_owner, cost * serial.draft())
+            np.add.at(d, d_owner, cost)
             outside += np.bincount(d_owner, weights=outside_d, minlength=n)
         columns = _base_columns(profile, config, windows, [trace for _, trace in used])
         columns["reached_at"], columns["accepted_at"] = positions

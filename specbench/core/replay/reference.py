@@ -33,7 +33,7 @@ from specbench.core.methods.sd import decode_sd, drafter_kv
 from specbench.core.methods.specasr import decode_specasr
 from specbench.core.methods.target import decode_target
 from specbench.core.positions import position_counts
-from specbench.core.pricing import CoSchedule, CostTable, SerialDecode
+from specbench.core.pricing import CoSchedule, CostTable
 from specbench.errors import SpecbenchError
 from specbench.schemas.profiles import DeviceProfile, DrafterProfile
 from specbench.schemas.results import WindowResult
@@ -71,21 +71,19 @@ def decode_serial(config: MethodConfig, trace: WindowTrace, cap: int, drafter_na
 
 
 def price_serial(decoded: Decoded, target_costs: CostTable, drafter: DrafterProfile | None) -> Timing:
-    """Serial: nothing overlaps, so T = D + V exactly and O = H = 0. A drafted decode's forwards are priced at
-    their cells times the drafter's `serial` factors (docs/METHODS.md §4.4 Overheads, "Serial decodes")."""
-    serial = SerialDecode() if drafter is None or drafter.serial is None else drafter.serial
+    """Serial: nothing overlaps, so T = D + V exactly and O = H = 0."""
     d_s = v_s = 0.0
     drafter_forwards = 0
     depth_extrapolated = False
     for op in decoded.ops:
         if op.model is Model.TARGET:
-            v_s += target_costs.cost(op.width, op.depth) * serial.target(op.width)
+            v_s += target_costs.cost(op.width, op.depth)
             depth_extrapolated |= bool(target_costs.extrapolates(op.depth))
         else:
             if drafter is None:
                 raise SpecbenchError("a drafter forward needs a drafter cost table")
             table = drafter.ingest_costs() if op.all_rows else drafter.costs
-            d_s += table.cost(op.width, op.depth) * serial.draft()
+            d_s += table.cost(op.width, op.depth)
             depth_extrapolated |= bool(table.extrapolates(op.depth))
             drafter_forwards += 1
     return Timing(d_s + v_s, d_s, v_s, 0.0, 0.0, drafter_forwards, depth_extrapolated=depth_extrapolated)
