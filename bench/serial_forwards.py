@@ -1,11 +1,11 @@
-"""SD's forwards against their cells, as a validation's native serial decodes met them, beside what each block's
-profile priced for them (docs/METHODS.md §4.4 Overheads, "Serial decodes").
+"""SD's forwards against their cells, as a validation's native serial decodes met them (docs/METHODS.md §5.1 Serial
+pricing prices each at its cell).
 
 Reads a validation directory (`specbench validate --out`, or `bench/fidelity.py --out DIR`'s `DIR/validation`):
 per placement and kept block, each class of the SD decodes' forwards — the target's verifications, the drafter's
 first forward after a verification (`after`) and its later drafting steps (`steps`) — as their time over the
-block's cells, and over the same ratio of the block's target-only decodes (`/target`: what replay's `serial`
-factor stands for). `priced` is the block profile's factor for the class (the verifications', the drafter's).
+block's cells, and over the same ratio of the block's target-only decodes (`/target`: what a serial decode's
+forwards cost beyond a target-only one's, the device's drift between the cells and the decodes divided out).
 
     python bench/serial_forwards.py DIR/validation
 """
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     decodes = list(kept(load_records(args.validation, DecodeRecord), blocks))
     profiles = block_profiles(args.validation, blocks)
     print(f"{'device':14s} {'block':>5s} {'config':24s} {'target-only':>11s} "
-          + " ".join(f"{c + ' /target (n)':>22s}" for c in CLASSES) + f" {'priced v, d':>12s}")
+          + " ".join(f"{c + ' /target (n)':>22s}" for c in CLASSES))
     pooled: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0, 0]))
     for b in sorted(blocks, key=lambda b: (b.device, b.block)):
         profile = profiles[(b.device, b.block)]
@@ -72,11 +72,9 @@ def main(argv: list[str] | None = None) -> int:
                 acc[0] += value[0]
                 acc[1] += value[1]
             k = solo[0] / solo[1]
-            serial = drafter.serial
-            priced = "-" if serial is None else f"{serial.target(2):.3f}, {serial.draft():.3f}"
             print(f"{b.device:14s} {b.block:5d} {config:24s} {k:11.3f} "
                   + " ".join(f"{sums[c][0] / sums[c][1] / k:14.3f} ({sums[c][2]:5d})" if sums[c][1] else f"{'-':>22s}"
-                             for c in CLASSES) + f" {priced:>12s}")
+                             for c in CLASSES))
     for (device, config), sums in sorted(pooled.items()):
         k = sums["solo"][0] / sums["solo"][1]
         print(f"{device:14s} {'all':>5s} {config:24s} {k:11.3f} "
