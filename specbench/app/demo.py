@@ -121,6 +121,8 @@ class DemoSuite:
     depths: tuple[int, ...]
     reuse_encoder: bool = False
     """Natively, each Whisper model encodes a window once per job (the decode clock excludes the encoder)."""
+    cosched_fixed: bool = False
+    """Its profiles measure co-scheduling cells at a fixed count (`SweepPlan.cosched_fixed`)."""
     notes: tuple[str, ...] = ()
     """Lines the demo prints before its summary: what a reader must know to read its figures."""
 
@@ -145,13 +147,17 @@ SPEECH_SUITE = DemoSuite(
     {"tiny.en": 4, "base-q8_0": 4}, SPEECH_METHODS, SPEECH_QUICK,
     ("as2d:B=1..3,drafter=tiny.en", "as2d:B=1..3,drafter=base-q8_0"),
     ("as2d:B=1..3,drafter=tiny.en", "as2d:B=1..3,drafter=base-q8_0"),
-    tuple(c.label for c in parse_method_specs(list(SPEECH_NATIVE))), (0, 64), reuse_encoder=True,
+    tuple(c.label for c in parse_method_specs(list(SPEECH_NATIVE))), (0, 64), reuse_encoder=True, cosched_fixed=True,
     notes=("base-q8_0 is whisper-base quantized to Q8_0: the same model to 8 bits, so its acceptance is inflated by "
            "construction (it shows what verification costs with a near-perfect drafter, not that drafting pays); "
            "tiny.en is a distinct model with its own vocabulary.",))
 """Whisper base with tiny.en (another model, another vocabulary: drafts mapped through text) and base's Q8_0 copy
 (same vocabulary, SpecASR too) on the speech set's windows; natively each window is encoded once per job (the decode
-clock excludes the encoder)."""
+clock excludes the encoder). Its co-scheduling cells take a fixed count: every AS2D forward of its replays and
+verdicts is priced at the ratios its profiles' overheads decodes realised (both lanes, each width class or their
+pooled ratio; docs/METHODS.md §4.3 Co-scheduling ratios) wherever those decodes measured one, so the cells are
+their fallback, and measuring them to the precision (every cell ran to the maximum short of it) took a quarter
+of the demo's time."""
 SUITES = {s.name: s for s in (TEXT_SUITE, SPEECH_SUITE)}
 
 ProgressFactory = Callable[[str, int], contextlib.AbstractContextManager[Callable[[int], None]]]
@@ -280,6 +286,7 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
             # clock, which excludes the encoder
             plan = sweep_plan(configs, resolved[name], suite.depths, precision=None if quick else PRECISION,
                               max_repetitions=MAX_REPETITIONS, traced=traced, repetitions=REPETITIONS, encoder=False)
+            plan = replace(plan, cosched_fixed=suite.cosched_fixed)
             if quick:
                 plan = replace(plan, overheads_windows=QUICK_OVERHEADS_WINDOWS)
             with progress(f"profiling this host ({name})", plan.forwards(drafters)) as advance:

@@ -117,6 +117,10 @@ class SweepPlan:
     """Per drafter name, the drafter widths swept (None, or a drafter not named: `drafter_widths`)."""
     encoder: bool = True
     """Time each Whisper model's encoder over one window (the profile's `audio_prefill_s`; False: left out)."""
+    cosched_fixed: bool = False
+    """Co-scheduling cells at `repetitions` each whatever the `precision` (`demo --speech`: its overheads decodes'
+    ratios price every AS2D forward, so the cells are their fallback; docs/METHODS.md §4.3 Co-scheduling
+    ratios)."""
 
     def __post_init__(self) -> None:
         if not self.widths or min(self.widths) < 1 or (self.drafter_widths and min(self.drafter_widths) < 1):
@@ -137,6 +141,11 @@ class SweepPlan:
         if self.precision is None:
             return RepetitionRule.fixed(self.repetitions)
         return repetition_rule(self.precision, self.repetitions, self.max_repetitions)
+
+    @property
+    def cosched_rule(self) -> RepetitionRule:
+        """How many target forwards a side each co-scheduling cell takes: `rule`, or the fixed count."""
+        return RepetitionRule.fixed(self.repetitions) if self.cosched_fixed else self.rule
 
     def forwards(self, drafters: Sequence[ModelFile]) -> int:
         """Timed (model, width, depth) records `profile_device` collects for these drafters (a
@@ -406,7 +415,9 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         ModelId(target.name, target.sha256), target_lane.processor, target_costs, profiled,
         Overheads(**overheads), plan.placement, pinning, Snapshots(before, after),
         target_threads=target_lane.threads,
-        notes=(f"sweep: warmup {plan.warmup}, {plan.rule.describe()}, median seconds; target logits for "
+        notes=(f"sweep: warmup {plan.warmup}, {plan.rule.describe()}, median seconds"
+               + (f" (co-scheduling cells: {plan.cosched_rule.describe()})" if plan.cosched_fixed else "")
+               + "; target logits for "
                f"all rows, drafter logits '{DRAFTER_LOGITS}'; {overheads_note}"),
         environment=environment, audio_prefill_s=encoders)
     return judged(ProfileRun(profile, samples))
@@ -476,7 +487,7 @@ def judged(run: ProfileRun) -> ProfileRun:
 def measure_cosched(device: Device, target: ModelFile, drafter: ModelFile, plan: SweepPlan,
                     pinned) -> tuple[CoSchedule, list[dict]]:
     """Co-scheduling ratios per target width and depth, both lanes pinned as native AS2D runs
-    them, each cell measured until the profile's repetition rule stops it (core/cosched.py), and
+    them, each cell measured until the plan's `cosched_rule` stops it (core/cosched.py), and
     one record per cell (its samples go to the samples file)."""
     lanes = (model_job(device, target, plan.placement.target), model_job(device, drafter, plan.placement.drafter))
     widths = plan.widths if plan.cosched_widths is None else plan.cosched_widths[drafter.name]
@@ -487,11 +498,11 @@ def measure_cosched(device: Device, target: ModelFile, drafter: ModelFile, plan:
         return [r for r in pinned(device.run_job(doc), "co-scheduling").results if r.get("kind") == "cosched"]
 
     try:
-        measured = measure_to_rule(measure, [(w, d) for d in plan.depths for w in widths], plan.rule)
+        measured = measure_to_rule(measure, [(w, d) for d in plan.depths for w in widths], plan.cosched_rule)
     except ValueError as error:
         raise SpecbenchError(f"drafter '{drafter.name}': {error}") from None
     records = [cosched_record(cell, measured) for cell in measured.cells.values()]
-    ratios = co_schedule(records, plan.depths, plan.rule.precision)
+    ratios = co_schedule(records, plan.depths, plan.cosched_rule.precision)
     if ratios is None:
         raise SpecbenchError(f"the runner's cosched job returned no ratios for drafter '{drafter.name}'")
     return ratios, records

@@ -130,6 +130,25 @@ def test_co_scheduling_ratios_take_the_profiles_rule_and_record_their_precision(
         measured(load_profile(tmp_path / "p.yaml"))
 
 
+def test_co_scheduling_cells_at_a_fixed_count_take_one_job_while_the_cost_cells_keep_the_precision(device, models,
+                                                                                                    tmp_path):
+    """`SweepPlan.cosched_fixed` (`demo --speech`): the co-scheduling cells take the plan's minimum in one job, the
+    cost cells still run to the precision's maximum, and the profile records both."""
+    target, near = models
+    placement = resolve("shared", device.cpus(), device.processors())
+    plan = SweepPlan((1, 2), (1,), (0,), placement, 5, cosched=True, all_rows=frozenset(), overheads=False,
+                     precision=1e-6, max_repetitions=7, cosched_fixed=True)
+    run = profile_device(device, target, [near], plan)
+    write_profile(tmp_path / "p.yaml", run)
+    profile = load_profile(tmp_path / "p.yaml")
+    cosched = profile.drafter("near").cosched
+    assert cosched.precision is None and all((n == 5).all() for n in cosched.repetitions.values())
+    assert all([job["repetitions"] for job in r["jobs"]] == [5] for r in run.samples if r["kind"] == "cosched")
+    assert profile.target_costs.precision == 1e-6 and all((n == 7).all() for n in profile.target_costs.repetitions.values())
+    assert "(co-scheduling cells: 5 repetitions)" in profile.notes
+    assert "co-scheduled near w=1..2 (" in measured(profile) and "5 repetitions each side" in measured(profile)
+
+
 def test_the_demos_profiles_measure_exactly_the_cells_its_replay_checks():
     """docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table: target widths up to W, k_max + 1 or B + 1;
     drafter widths up to 2 (SD), k_max (SpecASR, both tables) or 1 (AS2D); co-scheduled widths up to B + 1."""
