@@ -31,15 +31,20 @@ def _fmt(ratio: float | None, forwards: int) -> str:
     return f"{'-':>6} ({forwards:4d})" if ratio is None else f"{ratio:6.3f} ({forwards:4d})"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def kept_records(doc: str, argv: list[str] | None) -> tuple[Path, list[BlockRecord], list[DecodeRecord]]:
+    """A bench's one argument, a validation directory, and its kept blocks and their decodes."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("validation", type=Path, help="a validation directory (holds blocks.jsonl)")
     args = parser.parse_args(argv)
     blocks = [b for b in load_records(args.validation, BlockRecord) if not b.voided]
-    decodes = list(kept(load_records(args.validation, DecodeRecord), blocks))
+    return args.validation, blocks, list(kept(load_records(args.validation, DecodeRecord), blocks))
+
+
+def main(argv: list[str] | None = None) -> int:
+    validation, blocks, decodes = kept_records(__doc__, argv)
     print(f"{'device':14s} {'block':>5s} {'config':28s} {'class':7s} {'met (forwards)':>15s} "
           f"{'priced (forwards)':>18s} {'met/priced':>10s}")
-    profiles = block_profiles(args.validation, blocks)
+    profiles = block_profiles(validation, blocks)
     for b in sorted(blocks, key=lambda b: (b.device, b.block)):
         profile = profiles[(b.device, b.block)]
         mine = [d for d in decodes if (d.device, d.block) == (b.device, b.block)]

@@ -12,16 +12,14 @@ forwards cost beyond a target-only one's, the device's drift between the cells a
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections import defaultdict
-from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.contention_by_width import kept_records
 from specbench.app.validate import block_profiles
-from specbench.schemas.validation import BlockRecord, DecodeRecord, kept, load_records
 
 CLASSES = ("verify", "after", "steps")
 
@@ -34,12 +32,8 @@ def op_class(op: dict, previous: str | None) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("validation", type=Path, help="a validation directory (holds blocks.jsonl)")
-    args = parser.parse_args(argv)
-    blocks = [b for b in load_records(args.validation, BlockRecord) if not b.voided]
-    decodes = list(kept(load_records(args.validation, DecodeRecord), blocks))
-    profiles = block_profiles(args.validation, blocks)
+    validation, blocks, decodes = kept_records(__doc__, argv)
+    profiles = block_profiles(validation, blocks)
     print(f"{'device':14s} {'block':>5s} {'config':24s} {'target-only':>11s} "
           + " ".join(f"{c + ' /target (n)':>22s}" for c in CLASSES))
     pooled: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0, 0]))
