@@ -26,7 +26,8 @@ REQUEST = DemoRequest
               help="The speech demo: Whisper base (whisper.cpp) with tiny.en and base's Q8_0 copy as drafters, on "
                    "the speech set (26 windows, 12 recorded, 14 synthetic; fetched and checked on first use); "
                    "each Whisper model encodes a window once per native job; natively target, SD and AS2D with "
-                   "tiny.en (the Q8_0 copy's configurations are replayed only); WER per configuration.")
+                   "tiny.en (the Q8_0 copy's configurations are replayed only); co-scheduling cells at a fixed 5 "
+                   "forwards (AS2D is priced at the ratios the profiles' decodes realised); WER per configuration.")
 @click.option("--detail", is_flag=True, help="Print every table of the report after the summary (report.md has them).")
 @runner_option
 def demo(out: Path, quick: bool, placements: tuple[str, ...], speech: bool, detail: bool) -> None:
