@@ -31,6 +31,14 @@ def op_class(op: dict, previous: str | None) -> str | None:
     return "after" if previous == "target" else "steps"
 
 
+def row(device: str, block: str, config: str, sums: dict[str, list[float]]) -> str:
+    """One printed line: target-only's time over its cells, then each class's over its cells and over that."""
+    k = sums["solo"][0] / sums["solo"][1]
+    return (f"{device:14s} {block:>5s} {config:24s} {k:11.3f} "
+            + " ".join(f"{sums[c][0] / sums[c][1] / k:14.3f} ({sums[c][2]:5d})" if sums[c][1] else f"{'-':>22s}"
+                       for c in CLASSES))
+
+
 def main(argv: list[str] | None = None) -> int:
     validation, blocks, decodes = kept_records(__doc__, argv)
     profiles = block_profiles(validation, blocks)
@@ -40,16 +48,15 @@ def main(argv: list[str] | None = None) -> int:
     for b in sorted(blocks, key=lambda b: (b.device, b.block)):
         profile = profiles[(b.device, b.block)]
         mine = [d for d in decodes if (d.device, d.block) == (b.device, b.block) and d.lossless]
-        solo = [0.0, 0.0]
-        for d in mine:
-            if d.config == "target":
-                for op in d.ops:
-                    solo[0] += op["us"]
-                    solo[1] += 1e6 * profile.target_costs.cost(op["width"], op["depth"])
+        solo = [0.0, 0.0, 0]
+        for op in (op for d in mine if d.config == "target" for op in d.ops):
+            solo[0] += op["us"]
+            solo[1] += 1e6 * profile.target_costs.cost(op["width"], op["depth"])
+            solo[2] += 1
         for config in sorted({d.config for d in mine if d.config.startswith("sd[")}):
             group = next(d.group for d in mine if d.config == config)
             drafter = profile.drafter(group)
-            sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
+            sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0], solo=solo)
             for d in (d for d in mine if d.config == config):
                 previous = None
                 for op in d.ops:
@@ -62,18 +69,11 @@ def main(argv: list[str] | None = None) -> int:
                         acc[0] += op["us"]
                         acc[1] += 1e6 * table.cost(op["width"], op["depth"])
                         acc[2] += 1
-            for acc, value in zip((pooled[(b.device, config)]["solo"],), (solo,), strict=True):
-                acc[0] += value[0]
-                acc[1] += value[1]
-            k = solo[0] / solo[1]
-            print(f"{b.device:14s} {b.block:5d} {config:24s} {k:11.3f} "
-                  + " ".join(f"{sums[c][0] / sums[c][1] / k:14.3f} ({sums[c][2]:5d})" if sums[c][1] else f"{'-':>22s}"
-                             for c in CLASSES))
+            pooled[(b.device, config)]["solo"] = [a + v for a, v in zip(pooled[(b.device, config)]["solo"], solo,
+                                                                        strict=True)]
+            print(row(b.device, str(b.block), config, sums))
     for (device, config), sums in sorted(pooled.items()):
-        k = sums["solo"][0] / sums["solo"][1]
-        print(f"{device:14s} {'all':>5s} {config:24s} {k:11.3f} "
-              + " ".join(f"{sums[c][0] / sums[c][1] / k:14.3f} ({sums[c][2]:5d})" if sums[c][1] else f"{'-':>22s}"
-                         for c in CLASSES))
+        print(row(device, "all", config, sums))
     return 0
 
 

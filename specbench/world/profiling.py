@@ -408,6 +408,7 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
     environment = environment.finish(now(), loaded_models(device, [("target", target)]
                                                           + [("drafter", d) for d in drafters]), state(after))
     target_lane = plan.placement.lanes()[0]
+    cosched_note = f" (co-scheduling cells: {plan.cosched_rule.describe()})" if plan.cosched_fixed else ""
     encoders = {("target" if r["model"] == "target" else r["model_name"]): r["median_us"] / 1e6
                 for r in samples if r.get("kind") == "encoder"}
     profile = DeviceProfile(
@@ -415,10 +416,8 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         ModelId(target.name, target.sha256), target_lane.processor, target_costs, profiled,
         Overheads(**overheads), plan.placement, pinning, Snapshots(before, after),
         target_threads=target_lane.threads,
-        notes=(f"sweep: warmup {plan.warmup}, {plan.rule.describe()}, median seconds"
-               + (f" (co-scheduling cells: {plan.cosched_rule.describe()})" if plan.cosched_fixed else "")
-               + "; target logits for "
-               f"all rows, drafter logits '{DRAFTER_LOGITS}'; {overheads_note}"),
+        notes=(f"sweep: warmup {plan.warmup}, {plan.rule.describe()}, median seconds{cosched_note}; target logits "
+               f"for all rows, drafter logits '{DRAFTER_LOGITS}'; {overheads_note}"),
         environment=environment, audio_prefill_s=encoders)
     return judged(ProfileRun(profile, samples))
 

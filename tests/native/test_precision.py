@@ -144,7 +144,8 @@ def test_co_scheduling_cells_at_a_fixed_count_take_one_job_while_the_cost_cells_
     cosched = profile.drafter("near").cosched
     assert cosched.precision is None and all((n == 5).all() for n in cosched.repetitions.values())
     assert all([job["repetitions"] for job in r["jobs"]] == [5] for r in run.samples if r["kind"] == "cosched")
-    assert profile.target_costs.precision == 1e-6 and all((n == 7).all() for n in profile.target_costs.repetitions.values())
+    assert profile.target_costs.precision == 1e-6
+    assert all((n == 7).all() for n in profile.target_costs.repetitions.values())
     assert "(co-scheduling cells: 5 repetitions)" in profile.notes
     assert "co-scheduled near w=1..2 (" in measured(profile) and "5 repetitions each side" in measured(profile)
 
