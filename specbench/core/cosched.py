@@ -68,6 +68,14 @@ class RatioEstimate:
         return self.below_one() or self.ratio < 1.0 - RHO_SLACK
 
 
+def reaches_one(ratio: float, precision: float) -> bool:
+    """A ratio's interval reaches 1 as the profile records it: ratio × (1 + the cell's achieved precision). What
+    the profile's loader accepts below its floor, and what the measurement warns of when a re-measured ratio fails
+    it (`CellSamples.below_one`), so that a bootstrap interval skewed up to 1 around a low ratio, which the
+    profile's symmetric record does not reach 1 with, is warned of rather than written and then refused."""
+    return ratio * (1.0 + precision) >= 1.0
+
+
 def ratio_of_medians(alone: Sequence[float], together: Sequence[float], resamples: int = RESAMPLES,
                      seed: int = SEED) -> RatioEstimate:
     """median(together) / median(alone) with a percentile bootstrap interval (INTERVAL_TAIL in each tail)."""
@@ -139,9 +147,12 @@ class CellSamples:
         return max(self.rho_target().precision, math.inf if drafter is None else drafter.precision)
 
     def below_one(self) -> list[tuple[str, RatioEstimate]]:
-        """The ratios (rho_target, rho_drafter) whose interval lies below 1."""
+        """The ratios (rho_target, rho_drafter) whose interval lies below 1, or does not reach 1 as the profile
+        records it (`reaches_one`)."""
         ratios = [("rho_target", self.rho_target()), ("rho_drafter", self.rho_drafter())]
-        return [(name, r) for name, r in ratios if r is not None and r.below_one()]
+        achieved = self.achieved_precision()
+        return [(name, r) for name, r in ratios
+                if r is not None and (r.below_one() or not reaches_one(r.ratio, achieved))]
 
     def implausible(self) -> bool:
         """A ratio of this cell is implausible (`RatioEstimate.implausible`)."""

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from specbench.core.cosched import RHO_SLACK
+from specbench.core.cosched import RHO_SLACK, reaches_one
 from specbench.core.pricing import (
     CLASS_FORWARDS,
     DECODE_CLASSES,
@@ -637,7 +637,7 @@ def _check_ratio_floor(cosched: CoSchedule, target: CostTable, drafter: CostTabl
         achieved = None if cosched.achieved_precision is None else cosched.achieved_precision[width]
         for name, values in (("rho_target", cosched.rho_target[width]), ("rho_drafter", cosched.rho_drafter[width])):
             for i, value in enumerate(values):
-                own = achieved is not None and np.isfinite(achieved[i]) and value * (1 + achieved[i]) >= 1
+                own = achieved is not None and np.isfinite(achieved[i]) and reaches_one(value, achieved[i])
                 if value >= least or own or (cosched_ratio_table(name), width, int(cosched.depths[i])) in warned:
                     continue
                 raise where.at("ratios").at(str(width)).at(name).at(i).fail(

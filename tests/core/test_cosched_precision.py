@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from specbench.core.cosched import CellSamples, measure_to_rule, ratio_of_medians
+from specbench.core.cosched import CellSamples, measure_to_rule, ratio_of_medians, reaches_one
 from specbench.core.repetitions import RepetitionRule
 from specbench.core.stability import stability_warnings
 from specbench.schemas.fileio import dumps_line
@@ -162,3 +162,14 @@ def test_a_ratio_far_below_one_is_measured_again_even_when_its_interval_reaches_
     measured = measure_to_rule(source, cells, rule)
     assert measured.remeasured == ((4, 0),) and not measured.below_one
     assert measured.cells[(4, 0)].rho_target().ratio > 0.75  # the second measurement is the one priced
+
+
+def test_a_ratio_whose_skewed_interval_reaches_1_but_not_as_the_profile_records_it_is_warned_of():
+    # the bootstrap's upper end reaches 1 (1.02), but ratio x (1 + achieved precision), the interval the profile
+    # records and its loader reads, does not: warned of, so the profile the measurement writes also loads
+    cell = CellSamples(5, 0, {"target_alone_us": (100,) * 7, "target_together_us": (60, 70, 73, 74, 101, 102, 103),
+                              "drafter_alone_us": (10,) * 7, "drafter_together_us": (10,) * 7})
+    ratio = cell.rho_target()
+    assert not ratio.below_one() and ratio.high >= 1.0
+    assert not reaches_one(ratio.ratio, cell.achieved_precision())
+    assert [name for name, _ in cell.below_one()] == ["rho_target"]
