@@ -182,7 +182,8 @@ def next_count(rule: RepetitionRule, cell: CellSamples) -> int:
 
 @dataclass(frozen=True)
 class BelowOne:
-    """A ratio that stayed below 1 beyond its interval after a second measurement of its cell."""
+    """A ratio that stayed below 1 beyond its interval, or short of 1 as the profile records it (`reaches_one`),
+    after a second measurement of its cell."""
 
     width: int
     depth: int
@@ -237,7 +238,7 @@ def _to_rule(measure: Measure, cells: Sequence[Cell], rule: RepetitionRule, job:
 
 def measure_to_rule(measure: Measure, cells: Sequence[Cell], rule: RepetitionRule) -> Measured:
     """Every cell measured until the rule stops it; a cell with an implausible ratio measured once
-    more from scratch, and what stays below 1 beyond its interval returned as warnings."""
+    more from scratch, and what stays below 1 (`CellSamples.below_one`) returned as warnings."""
     got, jobs = _to_rule(measure, cells, rule, 0)
     low = [c for c in cells if got[c].implausible()]
     if not low:

@@ -92,7 +92,8 @@ KIND = "specbench.profile"
 #     may carry `precision` and `achieved_precision` (a cell that hit the maximum short of it).
 # 4 = co-scheduling ratios measured to the profile's precision: `cosched.precision`, and per width
 #     `repetitions` and `achieved_precision` per depth; a warning may carry `ratio`, `ratio_low` and
-#     `ratio_high` (a ratio below 1 beyond its interval after a re-measurement of its cell).
+#     `ratio_high` (a ratio below 1 beyond its interval, or short of 1 as the profile records it, after
+#     a re-measurement of its cell).
 # 5 = `cosched.decode` (optional): the target's co-scheduling ratio a short native AS2D decode realised,
 #     priced in place of the cells' `rho_target`, and the one the cells price for the same forwards;
 #     optionally per width class (`single`: width 1, `verify`: wider), each priced for its widths, and
@@ -268,7 +269,9 @@ class StabilityWarning:
     ratio_low: float | None = field(default=None, metadata=_OMIT)
     """Lower end of the ratio's ~95% interval (with `ratio`)."""
     ratio_high: float | None = field(default=None, metadata=_OMIT)
-    """Upper end of the ratio's ~95% interval, below 1 (with `ratio`)."""
+    """Upper end of the ratio's ~95% interval (with `ratio`): below 1, or a skewed interval's end at or above 1
+    around a ratio that the profile's record of it, ratio × (1 + the cell's achieved precision), keeps below 1
+    (core/cosched.reaches_one)."""
 
     def short_of_precision(self) -> bool:
         """The cell hit the maximum count without reaching the precision."""
@@ -287,10 +290,12 @@ class StabilityWarning:
                     f"over {self.samples} forwards, below 1 (a lane faster beside the other: too few forwards, or "
                     "the target-only decodes that scale its solo work ran slow); priced as 1")
         if self.ratio is not None:
+            assert self.ratio_high is not None
+            below = ("below 1 beyond its interval" if self.ratio_high < 1 else
+                     "below 1, short of 1 as the profile records it (a skewed interval)")
             return (f"{self.table} of {self.model} w={self.width} d={self.depth} is {self.ratio:.3f} "
-                    f"[{self.ratio_low:.3f}, {self.ratio_high:.3f}], below 1 beyond its interval after a "
-                    f"re-measurement (a lane faster beside the other; priced as measured, over {self.samples} "
-                    "samples)")
+                    f"[{self.ratio_low:.3f}, {self.ratio_high:.3f}], {below} after a re-measurement (a lane "
+                    f"faster beside the other; priced as measured, over {self.samples} samples)")
         spread = (f"spread {self.spread_pct:.1f}% of the median {self.median_s * 1e3:.3f} ms over {self.samples} "
                   f"samples (> {UNSTABLE_SPREAD_PCT:g}%)")
         if not self.short_of_precision():
@@ -331,8 +336,10 @@ def _warning(entry: Any, where: Where) -> StabilityWarning:
     if any(v is None for v in ratio) and any(v is not None for v in ratio):
         raise where.fail("all of `ratio`, `ratio_low`, `ratio_high` or none",
                          [k for k in ("ratio", "ratio_low", "ratio_high") if k in entry])
-    if w.ratio_low is not None and w.ratio_high is not None and not 0 < w.ratio_low <= w.ratio_high < 1:
-        raise where.at("ratio_high").fail("0 < ratio_low <= ratio_high < 1 (a ratio below 1 beyond its interval)",
+    if w.ratio is not None and not 0 < w.ratio < 1:
+        raise where.at("ratio").fail("a ratio in (0, 1) (a co-scheduling ratio below 1)", w.ratio)
+    if w.ratio_low is not None and w.ratio_high is not None and not 0 < w.ratio_low <= w.ratio_high:
+        raise where.at("ratio_high").fail("0 < ratio_low <= ratio_high (the ratio's interval)",
                                           [w.ratio_low, w.ratio_high])
     return w
 

@@ -164,12 +164,29 @@ def test_a_ratio_far_below_one_is_measured_again_even_when_its_interval_reaches_
     assert measured.cells[(4, 0)].rho_target().ratio > 0.75  # the second measurement is the one priced
 
 
-def test_a_ratio_whose_skewed_interval_reaches_1_but_not_as_the_profile_records_it_is_warned_of():
-    # the bootstrap's upper end reaches 1 (1.02), but ratio x (1 + achieved precision), the interval the profile
+def test_a_ratio_whose_skewed_interval_reaches_1_but_not_as_the_profile_records_it_is_warned_of(tmp_path):
+    # the bootstrap's upper end reaches 1, but ratio x (1 + achieved precision), the interval the profile
     # records and its loader reads, does not: warned of, so the profile the measurement writes also loads
-    cell = CellSamples(5, 0, {"target_alone_us": (100,) * 7, "target_together_us": (60, 70, 73, 74, 101, 102, 103),
-                              "drafter_alone_us": (10,) * 7, "drafter_together_us": (10,) * 7})
+    skewed = {"target_alone_us": [100.0] * 7, "target_together_us": [60.0, 70, 73, 74, 101, 102, 103],
+              "drafter_alone_us": [10.0] * 7, "drafter_together_us": [10.0] * 7}
+    cell = CellSamples(5, 0, {k: tuple(v) for k, v in skewed.items()})
     ratio = cell.rho_target()
     assert not ratio.below_one() and ratio.high >= 1.0
     assert not reaches_one(ratio.ratio, cell.achieved_precision())
     assert [name for name, _ in cell.below_one()] == ["rho_target"]
+
+    def same_samples(cells, repetitions, job):  # the cell measured again gives the same samples
+        return [{"kind": "cosched", "width": w, "depth": d, "seed": 42 + job, "order": i, "samples": skewed}
+                for i, (w, d) in enumerate(cells)]
+
+    measured = measure_to_rule(same_samples, [(5, 0)], RepetitionRule.fixed(7))
+    assert measured.remeasured == ((5, 0),) and [b.ratio for b in measured.below_one] == ["rho_target"]
+    records = [cosched_record(c, measured) | {"model_name": "drafter"} for c in measured.cells.values()]
+    low = next(w for w in stability_warnings(records) if w.ratio is not None)
+    assert low.ratio_high >= 1 and "short of 1 as the profile records it" in low.message()
+    base = make_profile()
+    drafter = base.drafters["drafter"]
+    profile = replace(base, drafters={"drafter": replace(drafter, cosched=co_schedule(records, (0,), None))},
+                      warnings=(low,))
+    save_profile(tmp_path / "p.yaml", profile)
+    assert load_profile(tmp_path / "p.yaml").warnings == (low,)
