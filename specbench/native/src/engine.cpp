@@ -16,6 +16,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace {
 
@@ -60,6 +63,33 @@ std::vector<int> read_affinity(pid_t tid) {
 std::mutex g_pin_mutex;
 json g_pinned = json::array();
 
+// Where ggml runs a forward's threads as an OpenMP team (the host build), the calling thread's team is pinned
+// one worker to a CPU of the lane, worker i to cpus[i % n]; the calling thread keeps the lane's whole set. ggml's
+// forwards reuse the same team, member i on the same pool thread. Unpinned, the scheduler could leave two
+// threads of one lane on one CPU while the other lane's ran on the other, for tens of milliseconds after the
+// other lane stopped: in `shared` a forward straddling the end of an AS2D producer ran 1.4-1.5 times what
+// processor sharing gives it, and serial SD's forwards 4-15% above their cells (docs/MEASUREMENTS.md,
+// "Pinning each lane's OpenMP workers"). Builds without OpenMP (Android, aarch64) start ggml's own threads per
+// forward and are not pinned here.
+void pin_team(const std::vector<int> & cpus, int threads) {
+#ifdef _OPENMP
+    if (threads < 2 || cpus.size() < 2) return;
+#pragma omp parallel num_threads(threads)
+    {
+        const int i = omp_get_thread_num();
+        if (i > 0) {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(cpus[(size_t) i % cpus.size()], &one);
+            sched_setaffinity(0, sizeof one, &one);  // a refusal leaves the worker on the lane's set
+        }
+    }
+#else
+    (void) cpus;
+    (void) threads;
+#endif
+}
+
 }  // namespace
 
 void pin_lane(const std::string & role, const std::vector<int> & cpus, int threads) {
@@ -81,6 +111,7 @@ void pin_lane(const std::string & role, const std::vector<int> & cpus, int threa
                            "name CPUs this device lets the runner use (see the placement)");
         }
         current = cpus;
+        pin_team(cpus, threads);
     }
     if (recorded.insert(role).second) {
         std::lock_guard<std::mutex> lock(g_pin_mutex);
