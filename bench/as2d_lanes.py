@@ -6,12 +6,12 @@ producer's span on the decode clock (`core/decomposition.producer_span_us`: from
 forward or publication): `beside` (wholly inside it), `start` (overlapping its start: the decode's first forward),
 `end` (overlapping its end) and `after` (wholly after it). The baseline is each forward's solo work as the
 decodes' own target-only partner met it: the block's profile price times `k`, the partner decode's time over its
-price (`core/decomposition.solo_factor`). Printed per class: its share of the target's forward time, `us/solo` (its time
-over that solo work: about the co-scheduling ratio beside the producer, 1 alone), and for `start` and `end`
-`us/shared`: its time over what the two-lane simulation's processor sharing gives it (docs/METHODS.md §5.2) with
-the block's `beside` ratio over the part that overlaps the span and solo speed over the rest. Last, `end`'s
-`tail`: how long after the span's end the forward behaves as if the producer still ran (median over forwards;
-0 when replay's step change at the span's end holds).
+price (`core/decomposition.solo_factor`). Printed per class: its share of the target's forward time,
+`us/solo` (its time over that solo work: about the co-scheduling ratio beside the producer, 1 alone), and for
+`start` and `end` `us/shared`: its time over what processor sharing gives it, with the block's `beside` ratio
+over the part that overlaps the span and solo speed over the rest (docs/METHODS.md §5.2 The two-lane AS2D simulation).
+Last, `end`'s `tail`: how long after the span's end the forward behaves as if the producer still ran (median over
+forwards; 0 when replay's step change at the span's end holds).
 
     python bench/as2d_lanes.py DIR/validation
 """
@@ -57,8 +57,8 @@ def forward_class(t0: float, us: float, start: float, end: float) -> str | None:
 
 
 def shared_us(solo_us: float, lead_us: float, rho: float, at_start: bool) -> float:
-    """The forward's time under the simulation's processor sharing (docs/METHODS.md §5.2): at the start, solo for
-    `lead_us` and the rest at `rho`; at the end, at `rho` for `lead_us` and the rest solo."""
+    """The forward's time under processor sharing (docs/METHODS.md §5.2 The two-lane AS2D simulation): at the
+    start, solo for `lead_us` and the rest at `rho`; at the end, at `rho` for `lead_us` and the rest solo."""
     if at_start:
         return lead_us + rho * max(0.0, solo_us - lead_us)
     return rho * solo_us if solo_us * rho <= lead_us else lead_us + solo_us - lead_us / rho
