@@ -4,6 +4,8 @@ decode, losslessness of speculative decoding, and trace/decode consistency."""
 from __future__ import annotations
 
 import importlib
+import os
+import subprocess
 
 import pytest
 
@@ -291,3 +293,23 @@ def test_a_drafter_whose_vocabulary_cannot_be_mapped_is_a_json_error(run_job, ti
     assert out.error["error"].startswith(f"cannot map between the vocabularies of the target ({tiny.target}) and the "
                                          f"drafter ({lossy}): the drafter's tokenizer does not round-trip text")
     assert "same-vocabulary drafter" in out.error["hint"] and out.results == []
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="a lane of two threads needs two CPUs")
+def test_a_lanes_openmp_workers_are_pinned_one_to_a_cpu_and_its_own_thread_keeps_the_set(run_job, runner, tiny):
+    # the host build runs ggml's threads as an OpenMP team: its worker i goes to the lane's i-th CPU, so two
+    # lanes on the same CPUs never leave two threads of one lane stacked on one CPU (docs/METHODS.md §4.1
+    # Placement); the lane's own thread keeps the whole set, as the read-back says
+    if "libgomp" not in subprocess.run(["ldd", str(runner)], capture_output=True, text=True).stdout:
+        pytest.skip("this runner build has no OpenMP: ggml starts its threads per forward, unpinned within the set")
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    lanes = {"path": str(tiny.target), "cpus": cpus}
+    out = run_job({"mode": "decode", "threads": 2, "target": lanes, "drafter": lanes | {"path": str(tiny.near)},
+                   "methods": [{"name": "target"}, {"name": "sd", "width": 3}], "windows": WINDOWS[:1]})
+    assert out.returncode == 0, (out.error, out.stderr[-2000:])
+    [pinning] = [e for e in out.events if e.get("event") == "pinning"]
+    assert {lane["lane"]: lane["read_back"] for lane in pinning["lanes"]} == {"target": cpus, "drafter": cpus}
+    by_tid = {t["tid"]: t["cpus"] for t in pinning["threads"]}
+    job_thread = pinning["lanes"][0]["tid"]
+    assert by_tid[job_thread] == cpus
+    assert [c for tid, c in by_tid.items() if tid != job_thread] == [cpus[1:]]
