@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import signal
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -167,6 +170,47 @@ def test_the_parallel_replay_returns_the_sequential_rows_in_the_same_order():
     parallel = parallel_replay.replay_study_in_processes(study.windows, study.traces, study.profiles, configs,
                                                          workers=2, cost_fit="max")
     pd.testing.assert_frame_equal(parallel, sequential, check_exact=True)
+
+
+def test_a_replay_worker_that_dies_ends_the_replay_with_an_error_instead_of_a_wait(monkeypatch):
+    """A worker killed mid-piece (the OOM killer, a signal) leaves its piece undone: the replay says so and
+    stops, where a pool that waits for every piece would wait forever."""
+    from bench.synthetic_study import synthetic_study
+    from specbench.app import parallel_replay
+    from specbench.core.methods.configs import parse_method_specs
+    from specbench.errors import SpecbenchError
+
+    study = synthetic_study(n_windows=4, n_devices=2)
+    configs = parse_method_specs(["target", "sd:W=5,drafter=small"])
+    real = parallel_replay.run_task
+
+    def killed_on_sd(windows, traces, profiles, configs, task):  # forked workers inherit the patch
+        if task[0] == "serial" and task[1].label.startswith("sd"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(windows, traces, profiles, configs, task)
+
+    monkeypatch.setattr(parallel_replay, "run_task", killed_on_sd)
+    with pytest.raises(SpecbenchError, match="a replay worker process died"):
+        parallel_replay.replay_study_in_processes(study.windows, study.traces, study.profiles, configs, workers=2)
+
+
+def test_a_small_study_replays_in_the_calling_process_unless_workers_are_asked_for(monkeypatch):
+    from bench.synthetic_study import synthetic_study
+    from specbench.app import parallel_replay
+    from specbench.core.methods.configs import parse_method_specs
+
+    study = synthetic_study(n_windows=4, n_devices=1)
+    configs = parse_method_specs(["target", "sd:W=5,drafter=small"])
+    pids = set()
+    real = parallel_replay.run_task
+
+    def noted(*args):
+        pids.add(os.getpid())
+        return real(*args)
+
+    monkeypatch.setattr(parallel_replay, "run_task", noted)
+    parallel_replay.replay_study_in_processes(study.windows, study.traces, study.profiles, configs)
+    assert pids == {os.getpid()}
 
 
 def test_each_drafter_is_priced_with_its_own_overheads_in_bulk_and_reference_alike():
