@@ -72,8 +72,8 @@ def replay_study_in_processes(windows: Sequence[Window], traces: Mapping[str, Tr
 
 SMALL_STUDY = 10_000_000
 """A study whose work (`_work`) is below this replays in the calling process: about 2 s of replay on
-this project's 2-core host, where forking the workers and gathering their rows cost a good part of
-what two processes save (bench/replay_speed.py)."""
+this project's 2-core host, where two workers save little (a study of 3.1M took 0.70 s here and
+0.60-0.64 s in two workers; docs/MEASUREMENTS.md)."""
 
 
 def _work(tasks: Sequence[tuple[Task, int]], traces: Mapping[str, TraceFile]) -> int:
@@ -87,8 +87,8 @@ def _start_worker() -> None:
     fork, and the worker flushes its streams as it exits); and let it die at SIGTERM, as the pool's
     shutdown expects: a handler that raises KeyboardInterrupt (the CLI's) interrupting a worker that
     holds the call queue's lock would leave the others waiting for it forever."""
-    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 (the worker's stream until it exits)
-    sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+    sys.stdout = open(1, "w", closefd=False)
+    sys.stderr = open(2, "w", closefd=False)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
