@@ -36,7 +36,7 @@ if TYPE_CHECKING:
               help="Also replay AS2D with the min and max measured co-scheduling ratios for unmeasured widths, "
                    "and every method with costs beyond the measured KV depths extended linearly (depth-linear).")
 @click.option("--workers", type=click.IntRange(1), default=None,
-              help="Processes for replay (default: one per CPU; none for a small study).")
+              help="Processes for replay (default: one per CPU, or this one alone for a study of under about 2 s).")
 @native_options
 def run(windows: Path, traces_dir: Path | None, profile_paths: tuple[Path, ...], method_names: str | None,
         method_specs: tuple[str, ...], drafter_specs: tuple[str, ...], budget_path: Path | None, split: str | None,
