@@ -92,16 +92,18 @@ def main(argv: list[str] | None = None) -> int:
             half = ratios([d for d in mine if d.window_id in folds[1 - k]], profiles, configs)
             shown.append(f"{b.device} block {b.block} fold {k}: " + ", ".join(
                 f"{m} w{'1' if c == 1 else '>1'} {v:.3f}" for (m, c), v in sorted(half.items())))
-            for source, r in (("as priced", {}), ("half", half), ("others", others)):
+            priced = [o for o in observed if (o.device, o.block) == (b.device, b.block) and o.window_id in fold]
+            for o in priced:  # as priced: the validation's own replay, kept in the observation
+                logs[("as priced", o.config, b.block)] += [math.log(o.replay / n) for n in (o.native_a, o.native_b)]
+            for source, r in (("half", half), ("others", others)):
                 profile = scaled(profiles[(b.device, b.block)], r)
                 frame = replay_study_in_processes([by_id[w] for w in sorted(fold)], traces, [profile], configs,
                                                   workers=1)
                 rate = {(c, w): t / s for c, w, t, s in
                         zip(frame["config"], frame["window_id"], frame["tokens"], frame["decode_s"], strict=True)}
-                for o in observed:
-                    if (o.device, o.block) == (b.device, b.block) and o.window_id in fold:
-                        speedup = rate[(o.config, o.window_id)] / rate[("target", o.window_id)]
-                        logs[(source, o.config, b.block)] += [math.log(speedup / n) for n in (o.native_a, o.native_b)]
+                for o in priced:
+                    speedup = rate[(o.config, o.window_id)] / rate[("target", o.window_id)]
+                    logs[(source, o.config, b.block)] += [math.log(speedup / n) for n in (o.native_a, o.native_b)]
     for config in sds:
         print(config)
         for source in ("as priced", "half", "others"):
