@@ -2,9 +2,10 @@
 
 Reads a finished validation directory (`bench/fidelity.py --out DIR`'s `DIR/validation`). Per kept block it takes
 the serial decodes' forwards against the block's refreshed cells (`core/validation_stats.op_timings`: op time /
-the cell's price at its width and depth) and averages them per model (target, drafter) and width class (1, wider).
-Then it replays each block's windows for target-only and every SD configuration with the block profile's cells
-scaled by those ratios, measured on other windows so that no window prices itself:
+the cell's price at its width and depth, the refreshes' decode ratios left out) and averages them per model
+(target, drafter) and width class (1, wider). Then it replays each block's windows for target-only and every SD
+configuration with the block profile's cells alone (`cells`: what a profile without decode ratios prices) and
+with the cells scaled by those ratios, measured on other windows so that no window prices itself:
 
 * `half`: the same block's other half of the windows (even windows price the odd ones and back): a ratio
   measured beside the decodes, as a block's own refresh could measure it (an upper bound: the folds share the
@@ -12,8 +13,9 @@ scaled by those ratios, measured on other windows so that no window prices itsel
 * `others`: the other blocks' windows: a ratio fixed once, as a profile would hold it.
 
 Printed per SD configuration: the speedup bias (geometric mean of replay / native over blocks, windows and the two
-runs), the RMS of ln(replay / native) and each block's bias, as priced and with each source of ratios; then the
-ratios per block. Compare the RMS with the validation's F0 (the native runs' own scatter).
+runs), the RMS of ln(replay / native) and each block's bias, as priced (the validation's own replay: the cells
+times the refreshes' decode ratios where its profiles hold them), with the cells alone and with each source of
+ratios; then the ratios per block. Compare the RMS with the validation's F0 (the native runs' own scatter).
 
     python bench/decode_ratios.py DIR/validation
 """
@@ -58,8 +60,10 @@ def ratios(decodes: Sequence[DecodeRecord], profiles: dict, configs) -> Ratios:
 
 
 def scaled(profile: DeviceProfile, r: Ratios) -> DeviceProfile:
+    """`profile`'s cells times `r` (an empty `r`: the cells alone), the profile's own decode ratios left out."""
     def table(t: CostTable, model: str) -> CostTable:
-        return dataclasses.replace(t, seconds={w: s * r.get((model, min(w, 2)), 1.0) for w, s in t.seconds.items()})
+        return dataclasses.replace(t, seconds={w: s * r.get((model, min(w, 2)), 1.0) for w, s in t.seconds.items()},
+                                   decode=None)
 
     return dataclasses.replace(profile, target_costs=table(profile.target_costs, "target"),
                                drafters={n: dataclasses.replace(d, costs=table(d.costs, n))
@@ -79,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     traces = load_trace_dir(Path(plan["traces"]))
     by_id = {w.window_id: w for w in load_windows(Path(plan["windows"]["path"]))}
-    profiles = block_profiles(validation, blocks)
+    profiles = {key: scaled(p, {}) for key, p in block_profiles(validation, blocks).items()}  # the cells alone
     observed = [o for o in load_records(validation, ObservationRecord) if o.metric == "speedup" and o.config in sds]
     logs: dict[tuple[str, str, int], list[float]] = defaultdict(list)  # (source, config, block) -> ln(replay/native)
     shown: list[str] = []
@@ -95,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             priced = [o for o in observed if (o.device, o.block) == (b.device, b.block) and o.window_id in fold]
             for o in priced:  # as priced: the validation's own replay, kept in the observation
                 logs[("as priced", o.config, b.block)] += [math.log(o.replay / n) for n in (o.native_a, o.native_b)]
-            for source, r in (("half", half), ("others", others)):
+            for source, r in (("cells", {}), ("half", half), ("others", others)):
                 profile = scaled(profiles[(b.device, b.block)], r)
                 frame = replay_study_in_processes([by_id[w] for w in sorted(fold)], traces, [profile], configs,
                                                   workers=1)
@@ -106,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                     logs[(source, o.config, b.block)] += [math.log(speedup / n) for n in (o.native_a, o.native_b)]
     for config in sds:
         print(config)
-        for source in ("as priced", "half", "others"):
+        for source in ("as priced", "cells", "half", "others"):
             per = [logs[(source, config, b.block)] for b in blocks]
             every = [v for p in per for v in p]
             rms = 100 * math.sqrt(np.mean(np.square(every)))

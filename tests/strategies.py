@@ -9,7 +9,7 @@ from bench.synthetic_study import EOS, _Drafter, _TableDrafts
 from specbench.core.methods.base import TargetOracle
 from specbench.core.methods.configs import As2dConfig, SdConfig, SpecAsrConfig, TargetConfig
 from specbench.core.methods.specasr import decode_specasr
-from specbench.core.pricing import CoSchedule, CostTable
+from specbench.core.pricing import CoSchedule, CostTable, DecodeRatio
 from specbench.schemas.profiles import DeviceInfo, DeviceProfile, DrafterProfile, ModelId, Overheads
 from specbench.schemas.traces import ProducerStream, WindowTrace
 
@@ -70,7 +70,11 @@ def _costs(draw, label: str) -> CostTable:
     for width in range(1, MAX_WIDTH + 1):
         low = draw(st.floats(0.01, 1.0))
         seconds[width] = np.array([low, low * draw(st.floats(1.0, 2.0))])
-    return CostTable(depths, seconds, label)
+    # a serial decode's ratio (pooled, with or without either class) scales every price
+    decode = draw(st.one_of(st.none(), st.builds(
+        DecodeRatio, st.floats(0.5, 2.0), st.just(40), st.one_of(st.none(), st.floats(0.5, 2.0)), st.just(20),
+        st.one_of(st.none(), st.floats(0.5, 2.0)), st.just(20))))
+    return CostTable(depths, seconds, label, decode=decode)
 
 
 @st.composite

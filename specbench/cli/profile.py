@@ -52,8 +52,9 @@ REQUEST = ProfileRequest
 @click.option("--overheads-windows", type=click.IntRange(1, MAX_OVERHEADS_WINDOWS), default=REQUEST.overheads_windows,
               show_default=True,
               help="Copies of the 48-token window each drafter's overheads decodes take, each decoded twice by "
-                   "target-only and by AS2D (AS2D's overheads and the target's ratio beside the producer are their "
-                   "medians; fewer: a quicker, noisier profile).")
+                   "target-only, by AS2D and by SD (AS2D's overheads and the target's ratio beside the producer are "
+                   "their medians, each model's decode ratio their serial decodes' pooled; fewer: a quicker, noisier "
+                   "profile).")
 @click.option("--windows", "windows_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="The workload's windows (a windows file, as `specbench windows` writes): each drafter's overheads "
                    "decodes run on as many of them, spread over the file, as hold --overheads-windows copies of "

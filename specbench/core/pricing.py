@@ -8,8 +8,8 @@ variants). The tables are what a profile file holds (schemas/profiles.py reads a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -40,6 +40,57 @@ DEPTH_FITS = (CostFit.DEPTH_FLAT, CostFit.DEPTH_LINEAR)
 """Fills of costs outside the measured depths."""
 
 
+SERIAL_CLASSES = ("single", "wider")
+"""`DecodeRatio`'s width classes, as its fields and a profile's keys name them: width 1, and widths 2 and more."""
+
+
+@dataclass(frozen=True)
+class DecodeRatio:
+    """A model's forwards as short native serial decodes (target-only and SD) met them, over the cells' price for
+    the same forwards (docs/METHODS.md §4.4 Overheads, "Serial decodes"): pooled, and per width class where the
+    class had CLASS_FORWARDS forwards. The cells time one model's forwards back to back on random tokens; a decode
+    interleaves two models on its own tokens, and on this project's host its forwards ran 0.83-1.20 x the cells
+    of a validation block's refreshes, by model, width class and block."""
+
+    realised: float
+    """Pooled: the decodes' time over the cells' price for the same forwards."""
+    forwards: int
+    single: float | None = None
+    """Width 1 alone (None: fewer than CLASS_FORWARDS such forwards)."""
+    single_forwards: int = 0
+    wider: float | None = None
+    """Widths 2 and more, pooled (None: fewer than CLASS_FORWARDS)."""
+    wider_forwards: int = 0
+
+    def at(self, width: int) -> float:
+        """The ratio priced at `width`: its class's, else the pooled one."""
+        by_class = self.single if width == 1 else self.wider
+        return self.realised if by_class is None else by_class
+
+
+def decode_ratio(forwards: Sequence[tuple[int, float, float]], cells: CostTable) -> DecodeRatio | None:
+    """The ratio `forwards` ((width, depth, microseconds) of one model in serial decodes) met against `cells`' own
+    price (their `decode` ratio left out), over the forwards of widths the cells measured; None without one."""
+    cells = replace(cells, decode=None)
+    sums = {True: [0.0, 0.0, 0], False: [0.0, 0.0, 0]}  # single-token? -> [time, price, forwards]
+    for width, depth, us in forwards:
+        if width not in cells.seconds:
+            continue  # a width the profile does not price needs no ratio
+        acc = sums[width == 1]
+        acc[0] += us
+        acc[1] += 1e6 * cells.cost(width, depth)
+        acc[2] += 1
+    time, price, n = (sum(acc[i] for acc in sums.values()) for i in range(3))
+    if n == 0 or price <= 0:
+        return None
+
+    def by_class(single: bool) -> tuple[float | None, int]:
+        t, p, k = sums[single]
+        return (t / p if k >= CLASS_FORWARDS and p > 0 else None), int(k)
+
+    return DecodeRatio(time / price, int(n), *by_class(True), *by_class(False))
+
+
 @dataclass(frozen=True)
 class CostTable:
     """Seconds per forward of `width` tokens at KV depth, for one model on one processor."""
@@ -61,17 +112,21 @@ class CostTable:
     docs/METHODS.md §4.2 Forward costs: CT, CD and the all-rows table)."""
     precision: float | None = None
     """The relative half-width the cells were measured to (None: a fixed count of repetitions)."""
+    decode: DecodeRatio | None = None
+    """The model's forwards as short native serial decodes met them, over these cells' price: every price is the
+    cell times its width class's ratio (None: not measured; the cells are priced as they are)."""
 
     def widths(self) -> list[int]:
         return sorted(self.seconds)
 
     def require(self, width: int) -> np.ndarray:
+        """The priced seconds of `width` at each measured depth: its cells, times the decodes' ratio."""
         costs = self.seconds.get(int(width))
         if costs is None:
             raise MissingCostError(f"{self.label}: no measured cost for width {width} "
                                    f"(measured widths: {width_ranges(self.widths())})",
                                    hint="profile the device with a larger --max-width")
-        return costs
+        return costs if self.decode is None else costs * self.decode.at(int(width))
 
     def cost(self, width: int, depth: float) -> float:
         costs = self.require(width)
@@ -86,9 +141,9 @@ class CostTable:
     def matrix(self, max_width: int) -> np.ndarray:
         """[max_width + 1, n_depths] costs; NaN rows for widths not measured."""
         out = np.full((max_width + 1, len(self.depths)), np.nan)
-        for width, costs in self.seconds.items():
+        for width in self.seconds:
             if width <= max_width:
-                out[width] = costs
+                out[width] = self.require(width)
         return out
 
     def costs(self, widths: np.ndarray, depths: np.ndarray) -> np.ndarray:

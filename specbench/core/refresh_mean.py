@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from specbench.core.pricing import DECODE_CLASSES
+from specbench.core.pricing import DECODE_CLASSES, SERIAL_CLASSES
 from specbench.errors import SpecbenchError
 
 
@@ -24,7 +24,10 @@ def merged_profile(full: dict, refreshes: Sequence[dict]) -> dict:
         for width in fresh[0]["seconds"]:
             columns = [f["seconds"][width] for f in fresh]
             seconds[width] = [sum(v) / len(v) for v in zip(*columns, strict=False)]
-        return table | {"seconds": seconds}
+        out = table | {"seconds": seconds}
+        if all("decode" in f for f in fresh):  # the model's serial decodes beside each refresh's cells
+            out["decode"] = mean_ratio([f["decode"] for f in fresh], SERIAL_CLASSES)
+        return out
 
     out["target"] = full["target"] | {"costs": mean_table(full["target"]["costs"],
                                                           [r["target"]["costs"] for r in refreshes])}
@@ -77,14 +80,20 @@ def mean_decode(decodes: Sequence[dict]) -> dict:
     """Both lanes' ratios in AS2D decodes (a `cosched.decode` entry) as the mean of several measurements:
     ratios the mean, forwards the sum; a width class or producer ratio some measurement lacks is left out (priced
     at the pooled ratio, or the cells')."""
-    out = {"realised": sum(d["realised"] for d in decodes) / len(decodes),
-           "priced": sum(d["priced"] for d in decodes) / len(decodes),
-           "forwards": sum(d["forwards"] for d in decodes)}
-    for name in (*DECODE_CLASSES, "producer"):
-        parts = [d[name] for d in decodes if name in d]
-        if len(parts) == len(decodes):
-            out[name] = {key: sum(p[key] for p in parts) if key == "forwards" else
-                         sum(p[key] for p in parts) / len(parts) for key in parts[0]}
+    return mean_ratio(decodes, (*DECODE_CLASSES, "producer"))
+
+
+def mean_ratio(decodes: Sequence[dict], parts: Sequence[str]) -> dict:
+    """Decode ratios (a `cosched.decode` entry, or a cost table's `decode`) as the mean of several measurements:
+    ratios the mean, forwards the sum; one of `parts` (a width class, the producer's) some measurement lacks is
+    left out (priced at the pooled ratio, or the cells')."""
+    out = {key: sum(d[key] for d in decodes) if key == "forwards" else sum(d[key] for d in decodes) / len(decodes)
+           for key in decodes[0] if key not in parts and key != "below_one"}
+    for name in parts:
+        measured = [d[name] for d in decodes if name in d]
+        if len(measured) == len(decodes):
+            out[name] = {key: sum(p[key] for p in measured) if key == "forwards" else
+                         sum(p[key] for p in measured) / len(measured) for key in measured[0]}
     return out
 
 

@@ -25,10 +25,10 @@ DEFAULT_MAX_REPETITIONS = 30
 MAX_PRECISION_REPETITIONS = 1000
 """The runner's bound on --max-repetitions (Binomial(n, 1/2) probabilities stay normal doubles)."""
 OVERHEADS_WINDOWS = 3
-"""`profile --overheads-windows`: copies of the overheads window, each decoded twice by target-only and by AS2D
-(docs/METHODS.md §4.4 Overheads)."""
+"""`profile --overheads-windows`: copies of the overheads window, each decoded twice by target-only, by AS2D
+and by SD (docs/METHODS.md §4.4 Overheads)."""
 MAX_OVERHEADS_WINDOWS = 50
-"""The most `--overheads-windows` takes (each copy is four decodes of 48 tokens)."""
+"""The most `--overheads-windows` takes (each copy is six decodes of 48 tokens)."""
 INTERVAL_TAIL = 0.025
 """Probability in each tail of the median's interval (a ~95% interval)."""
 

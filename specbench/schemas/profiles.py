@@ -1,7 +1,7 @@
 """Device cost profiles (docs/METHODS.md §4 The device profile and its placement): measured forward costs and
 co-scheduling slowdowns.
 
-YAML layout (`kind: specbench.profile`, `schema_version: 5`), one `DeviceProfile`:
+YAML layout (`kind: specbench.profile`, `schema_version: 6`), one `DeviceProfile`:
 
     environment: {...}   # schemas/environment.py: specbench, command, times, runner build, models, device
     device: {name, serial, model, soc, abi, ...}   # what the device says about itself
@@ -11,7 +11,9 @@ YAML layout (`kind: specbench.profile`, `schema_version: 5`), one `DeviceProfile
     snapshot: {before: {...}, after: {...}}   # device state before/after measuring (optional)
     target:  {model: {name, sha256}, processor, threads,
               costs: {depths: [...], seconds: {width: [per depth]}, spread: {width: [per depth]},
-                      repetitions: {width: [per depth]}, achieved_precision: {width: [per depth]}, precision}}
+                      repetitions: {width: [per depth]}, achieved_precision: {width: [per depth]}, precision,
+                      decode?: {realised, forwards,   # the model's forwards in serial decodes over the cells
+                                single?: {realised, forwards}, wider?: {realised, forwards}}}}   # per width class
     drafters:
       - {name, model: {...}, processor, threads, costs: {...}, costs_all_rows: {...},   # last row / every row
          cosched: {depths: [...], precision?,   # measured widths; precision: what the cells were measured to
@@ -57,10 +59,12 @@ from specbench.core.pricing import (
     DECODE_CLASSES,
     DEPTH_FITS,
     RATIO_FITS,
+    SERIAL_CLASSES,
     CoSchedule,
     CostFit,
     CostTable,
     DecodeContention,
+    DecodeRatio,
     width_ranges,
 )
 from specbench.core.samples import UNSTABLE_SPREAD_PCT
@@ -100,7 +104,11 @@ KIND = "specbench.profile"
 #     `below_one`: what the decodes measured where it fell below 1 and is priced as 1; optionally `producer`,
 #     the producer's ratio the same decodes realised, priced in place of the cells' `rho_drafter` (a reader
 #     without it refuses the key rather than price the cells).
-VERSION = 5
+# 6 = a cost table's `decode` (optional): its model's forwards as short native serial decodes met them over the
+#     cells' price, pooled (`realised`, `forwards`) and per width class (`single`: width 1, `wider`: wider), each
+#     priced for its widths as a factor on the cells (a reader without it refuses the key rather than price the
+#     cells alone).
+VERSION = 6
 VERSIONS = (VERSION,)
 
 
@@ -481,7 +489,8 @@ def _per_width(doc: dict, key: str, widths: Sequence[int], n: int, where: Where,
 
 
 def _cost_table(doc: dict, where: Where, label: str) -> CostTable:
-    reject_unknown(doc, {"depths", "seconds", "spread", "repetitions", "achieved_precision", "precision"}, where)
+    reject_unknown(doc, {"depths", "seconds", "spread", "repetitions", "achieved_precision", "precision", "decode"},
+                   where)
     depths = _depths(doc, where)
     seconds_doc = need(doc, "seconds", dict, where)
     if not seconds_doc:
@@ -504,7 +513,28 @@ def _cost_table(doc: dict, where: Where, label: str) -> CostTable:
     if precision is not None and not 0 < precision < 1:
         raise where.at("precision").fail("a fraction of the median in (0, 1)", precision)
     return CostTable(np.asarray(depths, dtype=np.float64), seconds, label, spread=spread, repetitions=repetitions,
-                     achieved_precision=achieved, precision=None if precision is None else float(precision))
+                     achieved_precision=achieved, precision=None if precision is None else float(precision),
+                     decode=_serial_decode(doc, where))
+
+
+def _serial_decode(doc: dict, where: Where) -> DecodeRatio | None:
+    """A cost table's `decode: {realised, forwards, single?: {realised, forwards}, wider?: {realised, forwards}}`,
+    or None."""
+    entry = need(doc, "decode", dict, where, None)
+    if entry is None:
+        return None
+    d_where = where.at("decode")
+    reject_unknown(entry, {"realised", "forwards", *SERIAL_CLASSES}, d_where)
+    classes: list = []
+    for name in SERIAL_CLASSES:
+        part = need(entry, name, dict, d_where, None)
+        if part is None:
+            classes += [None, 0]
+            continue
+        reject_unknown(part, {"realised", "forwards"}, d_where.at(name))
+        classes += [_decode_ratio(part, "realised", d_where.at(name)),
+                    _decode_forwards(part, d_where.at(name), CLASS_FORWARDS)]
+    return DecodeRatio(_decode_ratio(entry, "realised", d_where), _decode_forwards(entry, d_where, 1), *classes)
 
 
 def _width_key(key: Any, where: Where) -> int:  # any YAML or JSON key; int() says which are widths
@@ -787,6 +817,12 @@ def _table_doc(table: CostTable) -> dict:
                                      for w in sorted(table.achieved_precision)}
     if table.precision is not None:
         doc["precision"] = float(table.precision)
+    if table.decode is not None:
+        doc["decode"] = {"realised": float(table.decode.realised), "forwards": int(table.decode.forwards)}
+        for name in SERIAL_CLASSES:
+            if getattr(table.decode, name) is not None:
+                doc["decode"][name] = {"realised": float(getattr(table.decode, name)),
+                                       "forwards": int(getattr(table.decode, f"{name}_forwards"))}
     return doc
 
 

@@ -8,10 +8,12 @@ planning step with a realignment search. Each is the median over the runs (publi
 the mean per batch, since the runner sums it). A profile without a drafter leaves them
 at 0 and says so in its notes.
 
-Target-only decodes of the same window alternate with the AS2D ones (target, AS2D, AS2D, target per
-window), so that the target's solo speed in the same minutes is known: with it, the AS2D decodes'
+Target-only and SD decodes of the same window alternate with the AS2D ones (target, AS2D, SD, SD, AS2D,
+target per window), so that the target's solo speed in the same minutes is known: with it, the AS2D decodes'
 lane timestamps give the co-scheduling ratio the target realised (core/decomposition.py
-`decode_contention`).
+`decode_contention`). The serial decodes' forwards give each model's decode ratio (core/pricing.py
+`decode_ratio`): its forwards as a decode meets them, interleaved with the other model's on real tokens, over the
+cells' price.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ steps, leaving the target's ratio to a handful of forwards)."""
 CAP = 48
 BUDGET = 7
 """The AS2D decodes' B where the profile measured the target that wide (B + 1), else its widest less one."""
+SD_WIDTH = 5
+"""The SD decodes' W (target forwards up to W wide) where the profile measured the target that wide, else its
+widest; the paper-sized configurations verify 4-8 tokens."""
 ZERO = {"producer_startup_s": 0.0, "publish_s": 0.0, "align_s": 0.0, "producer_step_s": 0.0}
 SPEECH_SAMPLE = "jfk.wav"
 """What Whisper models hear instead of a prompt, shipped in specbench/data: whisper.cpp's own sample (J. F. Kennedy,
@@ -88,15 +93,21 @@ def prompt_tokens(device: Device, model: dict) -> list[int]:
 
 def overheads_job(target: dict, drafter: dict, prompts: tuple[list[int], list[int]] | None = None,
                   audio: str | None = None, budget: int = BUDGET, windows: int = OVERHEADS_WINDOWS,
-                  workload: Sequence[dict] | None = None) -> DecodeJob:
+                  workload: Sequence[dict] | None = None, as2d: bool = True) -> DecodeJob:
     """`target`/`drafter`: the runner's model objects, with their lanes (the profile's placement);
     `prompts`: PROMPT_TEXT in the target's and in the drafter's tokens (`prompt_tokens`), for text models;
     `audio`: the device path of overheads_audio() for models that hear audio (Whisper, each window encoded
     once per model for all its decodes), else None;
     `budget`: the AS2D decodes' B (their target forwards are up to B + 1 wide); `windows`: copies of the
     window, each decoded twice by each method; `workload`: the runner windows of `workload_selection`'s
-    windows to decode instead, each decoded twice by each method (audio windows encoded once per model)."""
-    methods: list[dict] = [{"name": "target"}, {"name": "as2d", "budget": budget, "batch": 8}]
+    windows to decode instead, each decoded twice by each method (audio windows encoded once per model);
+    `as2d`: decode AS2D too (a drafter that no AS2D configuration uses needs only the serial decodes). SD
+    decodes at W = `budget` + 1, capped at SD_WIDTH, run beside them where that is 2 or more."""
+    methods: list[dict] = [{"name": "target"}]
+    if as2d:
+        methods.append({"name": "as2d", "budget": budget, "batch": 8})
+    if min(budget + 1, SD_WIDTH) >= 2:
+        methods.append({"name": "sd", "width": min(budget + 1, SD_WIDTH)})
     if workload:
         return DecodeJob(target, methods, list(workload), drafter, runs=2, alternate=True,
                          reuse_audio_prefill=any("audio" in w for w in workload))
@@ -106,7 +117,7 @@ def overheads_job(target: dict, drafter: dict, prompts: tuple[list[int], list[in
         window = {"prompt": prompts[0], "drafter_prompt": prompts[1], "cap": CAP}
     else:
         raise ValueError("overheads_job needs the prompts of text models or the audio of Whisper models")
-    # a Whisper model encodes a window once for its four decodes: the decode clock excludes the encoder, and
+    # a Whisper model encodes a window once for its six decodes: the decode clock excludes the encoder, and
     # the profile's forwards run without one between them too
     return DecodeJob(target, methods, [window | {"id": f"overheads-{i}"} for i in range(windows)], drafter, runs=2,
                      alternate=True, reuse_audio_prefill=audio is not None)
@@ -159,8 +170,19 @@ def workload_windows(device: Device, target: ModelFile, drafter: ModelFile, chos
 def decode_lanes(results: Sequence[dict]) -> list[NativeLanes]:
     """The AS2D decodes of an overheads job as lanes, each beside every target-only decode of the job (pure)."""
     decodes = [r for r in results if r.get("kind") == "decode"]
-    solo = [op for r in decodes if "producer" not in r for op in r["ops"]]
+    solo = [op for r in decodes if r["method"]["name"] == "target" for op in r["ops"]]
     return [NativeLanes(r["ops"], r["producer"], solo, r.get("n_prompt_drafter")) for r in decodes if "producer" in r]
+
+
+def serial_forwards(results: Sequence[dict]) -> dict[str, list[tuple[int, float, float]]]:
+    """(width, depth, microseconds) of every forward of the job's serial decodes (target-only and SD), by the
+    model that ran it ('target', 'drafter'), for `core.pricing.decode_ratio` (pure)."""
+    out: dict[str, list[tuple[int, float, float]]] = {"target": [], "drafter": []}
+    for r in results:
+        if r.get("kind") == "decode" and r["method"]["name"] in ("target", "sd"):
+            for op in r["ops"]:
+                out[op["model"]].append((int(op["width"]), float(op["depth"]), float(op["us"])))
+    return out
 
 
 def overheads_from_results(results: Sequence[dict]) -> dict:
@@ -201,21 +223,24 @@ class OverheadsRun:
     note: str
     """How, for the profile's notes."""
     lanes: list[NativeLanes]
-    """Its AS2D decodes' lanes, for the contention they met."""
+    """Its AS2D decodes' lanes, for the contention they met (none when it decoded no AS2D)."""
+    serial: dict[str, list[tuple[int, float, float]]]
+    """Its serial decodes' forwards by model (`serial_forwards`), for each model's decode ratio."""
 
 
 def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
                       target_prompt: list[int] | None = None, windows: int = OVERHEADS_WINDOWS,
-                      workload: Sequence[dict] | None = None) -> OverheadsRun:
+                      workload: Sequence[dict] | None = None, as2d: bool = True) -> OverheadsRun:
     """`target`/`drafter`: the runner's model specs; `widest`: the widest target forward the profile
     prices (the decodes' B is at most one less, so that every forward they time has a price);
     `target_prompt`: PROMPT_TEXT in the target's tokens (`prompt_tokens`, made once for every drafter), or
     None for Whisper models (they hear SPEECH_SAMPLE instead); `windows`: copies of the window, each decoded
-    twice by each method (target, AS2D, AS2D, target; a smoke run's profile takes 1); `workload`: the
-    runner windows of the workload's windows (`workload_selection`) to decode instead, when given."""
+    twice by each method (target, AS2D, SD, SD, AS2D, target; a smoke run's profile takes 1); `workload`: the
+    runner windows of the workload's windows (`workload_selection`) to decode instead, when given; `as2d`:
+    False to time the serial decodes alone (no overheads, no lanes: a drafter no AS2D configuration uses)."""
     budget = max(1, min(BUDGET, widest - 1))
     if workload:
-        job = overheads_job(target, drafter, budget=budget, workload=workload)
+        job = overheads_job(target, drafter, budget=budget, workload=workload, as2d=as2d)
         held = ("speech, each encoded once per model" if any("audio" in w for w in workload)
                 else f"{sum(int(w['cap']) for w in workload)} tokens of cap")
         decoded = f"2 runs of {len(workload)} windows of the workload ({held})"
@@ -223,11 +248,15 @@ def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
         hears_audio = target_prompt is None
         audio = device.model_path(overheads_audio()) if hears_audio else None
         prompts = None if target_prompt is None else (target_prompt, prompt_tokens(device, drafter))
-        job = overheads_job(target, drafter, prompts, audio, budget, windows)
+        job = overheads_job(target, drafter, prompts, audio, budget, windows, as2d=as2d)
         window = (f"speech window ({SPEECH_SAMPLE}, cap {CAP}, encoded once per model)" if hears_audio
                   else f"{CAP}-token window continuing a fixed passage of prose")
         decoded = f"{2 * windows} runs of {windows} {'copy' if windows == 1 else 'copies'} of a {window}"
     out = device.run_job(job.to_dict())
-    return OverheadsRun(overheads_from_results(out.results),
-                        f"overheads: native as2d[B={budget}], {decoded} alternating with target-only runs, medians",
-                        decode_lanes(out.results))
+    labels = {"as2d": f"as2d[B={budget}]", "sd": f"sd[W={min(budget + 1, SD_WIDTH)}]"}
+    note = (f"native {' and '.join(labels[m['name']] for m in job.methods if m['name'] in labels)}, {decoded} "
+            "alternating with target-only runs")
+    if not as2d:
+        return OverheadsRun(dict(ZERO), f"serial decodes: {note}", [], serial_forwards(out.results))
+    return OverheadsRun(overheads_from_results(out.results), f"overheads: {note}, medians",
+                        decode_lanes(out.results), serial_forwards(out.results))

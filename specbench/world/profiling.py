@@ -32,7 +32,15 @@ import numpy as np
 
 from specbench.core.cosched import CellSamples, Measured, measure_to_rule
 from specbench.core.decomposition import decode_contention
-from specbench.core.pricing import CLASS_FORWARDS, CoSchedule, CostTable, width_ranges
+from specbench.core.pricing import (
+    CLASS_FORWARDS,
+    SERIAL_CLASSES,
+    CoSchedule,
+    CostTable,
+    DecodeRatio,
+    decode_ratio,
+    width_ranges,
+)
 from specbench.core.repetitions import (
     DEFAULT_MAX_REPETITIONS,
     DEFAULT_PRECISION,
@@ -103,7 +111,7 @@ class SweepPlan:
     overheads: bool = True
     """Measure AS2D's overheads (a validation's refreshes time the cost tables only)."""
     overheads_windows: int = OVERHEADS_WINDOWS
-    """Copies of the overheads job's window, each decoded twice by target-only and by AS2D."""
+    """Copies of the overheads job's window, each decoded twice by target-only, by AS2D and by SD."""
     workload: tuple[Window, ...] = ()
     """The workload's windows: the overheads decodes run on as many of them as hold `overheads_windows` copies
     of the passage of prose (text models) or of the speech sample (Whisper models) instead of those copies
@@ -384,21 +392,30 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
     models = [d for d in drafters if not d.lookup]
     if models and not plan.overheads:
         overheads_note = "overheads not measured (cost tables only)"
-    # per drafter: its producer's start-up and publishing, the verifier's search beside it, and the target's
-    # co-scheduling ratio as the decode met it (a refresh of the ratios measures that again)
-    timed = [d for d in models if plan.overheads or profiled[d.name].cosched is not None]
+    # per drafter: both models' forwards as serial decodes meet them, and (where AS2D is measured) its producer's
+    # start-up and publishing, the verifier's search beside it, and both lanes' co-scheduling ratios as the decode
+    # met them (a validation's refresh measures these again)
     target_job = model_job(device, target, plan.placement.target)
-    target_prompt = None if target.hears_audio or not timed else prompt_tokens(device, target_job)
-    workload = workload_selection(plan.workload, plan.overheads_windows, target.hears_audio) if timed else []
+    target_prompt = None if target.hears_audio or not models else prompt_tokens(device, target_job)
+    workload = workload_selection(plan.workload, plan.overheads_windows, target.hears_audio) if models else []
     measured_with = {d.name: measure_overheads(device, target_job, model_job(device, d, plan.placement.drafter),
                                                max(plan.widths), target_prompt, plan.overheads_windows,
-                                               workload_windows(device, target, d, workload) if workload else None)
-                     for d in timed}
-    profiled = {name: with_decode_contention(p, measured_with[name], target_costs, plan.overheads)
+                                               workload_windows(device, target, d, workload) if workload else None,
+                                               as2d=plan.overheads or profiled[d.name].cosched is not None)
+                     for d in models}
+    target_costs = replace(target_costs, decode=decode_ratio(
+        [f for run in measured_with.values() for f in run.serial["target"]], target_costs))
+    profiled = {name: with_decode_contention(with_decode_ratio(p, measured_with[name]), measured_with[name],
+                                             target_costs, plan.overheads)
                 if name in measured_with else p for name, p in profiled.items()}
     if models and plan.overheads:
         overheads, overheads_note = measured_with[models[0].name].overheads, measured_with[models[0].name].note
         overheads_note += " per drafter (the top level: the first drafter's)"
+    if target_costs.decode is not None:
+        serial = ("the serial decodes beside them" if plan.overheads
+                  else f"serial decodes ({measured_with[models[0].name].note})")
+        overheads_note += (f"; every forward priced at its cells times its model's ratio in {serial}, width 1 and "
+                           f"wider each at their own where they had {CLASS_FORWARDS} forwards")
     if any(p.cosched is not None and p.cosched.decode is not None for p in profiled.values()):
         first = next(iter(measured_with.values()))
         decodes = "those AS2D decodes" if plan.overheads else f"AS2D decodes ({first.note})"
@@ -420,6 +437,15 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
                f"for all rows, drafter logits '{DRAFTER_LOGITS}'; {overheads_note}"),
         environment=environment, audio_prefill_s=encoders)
     return judged(ProfileRun(profile, samples))
+
+
+def with_decode_ratio(drafter: DrafterProfile, run: OverheadsRun) -> DrafterProfile:
+    """The drafter's entry with its cost tables priced at the ratio its forwards met in the `run`'s serial
+    decodes (docs/METHODS.md §4.4 Overheads, "Serial decodes"); the all-rows table at the same ratio."""
+    ratio = decode_ratio(run.serial["drafter"], drafter.costs)
+    return replace(drafter, costs=replace(drafter.costs, decode=ratio),
+                   all_rows_costs=None if drafter.all_rows_costs is None else
+                   replace(drafter.all_rows_costs, decode=ratio))
 
 
 def with_decode_contention(drafter: DrafterProfile, run: OverheadsRun, target_costs: CostTable,
@@ -460,7 +486,18 @@ def measured(profile: DeviceProfile) -> str:
     elif counts:
         parts.append(f"{min(counts)} repetitions each" if min(counts) == max(counts) else
                      f"{min(counts)}..{max(counts)} repetitions")
+    decoded = [("target", profile.target_costs)] + [(name, d.costs) for name, d in profile.drafters.items()]
+    ratios = [f"{label} {decode_ratio_text(t.decode)}" for label, t in decoded if t.decode is not None]
+    if ratios:
+        parts.append(f"serial decodes over the cells: {', '.join(ratios)}")
     return "; ".join(parts)
+
+
+def decode_ratio_text(ratio: DecodeRatio) -> str:
+    """e.g. '×1.04 (w=1 ×1.02, wider ×1.09)'."""
+    classes = [f"{'w=1' if name == 'single' else name} ×{getattr(ratio, name):.2f}" for name in SERIAL_CLASSES
+               if getattr(ratio, name) is not None]
+    return f"×{ratio.realised:.2f}" + (f" ({', '.join(classes)})" if classes else "")
 
 
 def cosched_precision(cosched: CoSchedule) -> str:

@@ -67,7 +67,10 @@ def test_the_overheads_decodes_take_the_workloads_windows_of_the_copies_tokens()
     job = overheads_job({"path": "t.gguf"}, {"path": "d.gguf"}, budget=3,
                         workload=[{"id": "a", "prompt": [1], "cap": 6}, {"id": "b", "prompt": [2], "cap": 9}]).to_dict()
     assert [w["id"] for w in job["windows"]] == ["a", "b"] and job["runs"] == 2 and job["alternate"] is True
-    assert job["methods"] == [{"name": "target"}, {"name": "as2d", "budget": 3, "batch": 8}]
+    # SD beside AS2D, as wide as the AS2D decodes' widest forward: each model's forwards as a serial decode meets them
+    assert job["methods"] == [{"name": "target"}, {"name": "as2d", "budget": 3, "batch": 8}, {"name": "sd", "width": 4}]
+    serial = overheads_job({"path": "t.gguf"}, {"path": "d.gguf"}, ([1], [2]), budget=7, as2d=False).to_dict()
+    assert serial["methods"] == [{"name": "target"}, {"name": "sd", "width": 5}]
 
 
 def test_speech_overheads_take_the_workloads_windows_of_the_samples_seconds():

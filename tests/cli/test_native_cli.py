@@ -103,8 +103,13 @@ def test_profile_is_a_loadable_profile(study):
     assert 0 <= overheads.producer_startup_s < 1 and 0 <= overheads.publish_s < 1 and 0 <= overheads.align_s < 1
     # --windows with --overheads-windows 2: the study's windows hold 80 of the two copies' 96 tokens, so all five
     # and the first again, each decoded twice by each method
-    assert "overheads: native as2d[B=7], 2 runs of 6 windows of the workload (96 tokens of cap)" in \
+    assert "overheads: native as2d[B=7] and sd[W=5], 2 runs of 6 windows of the workload (96 tokens of cap)" in \
         yaml.safe_load(study["profile"].read_text())["notes"]
+    # every forward priced at its model's ratio in those SD and target-only decodes, each class at its own
+    for table in (profile.target_costs, profile.drafter("near").costs):
+        assert table.decode is not None and table.decode.single_forwards >= CLASS_FORWARDS
+        assert table.decode.wider_forwards >= CLASS_FORWARDS and 0.2 < table.decode.realised < 5
+        assert table.cost(1, 0) == pytest.approx(table.seconds[1][0] * table.decode.single)
 
 
 def test_traces_load_and_replay_for_target_and_sd(study, runs):

@@ -254,7 +254,7 @@ def test_unknown_profile_version(study, tmp_path):
     code, output = invoke("run", study["windows"], "--traces", study["traces"], "--profile", bad,
                           "--out", tmp_path / "r")
     assert code == 1
-    assert error_line(output) == (f"Error: {bad}: schema_version 7, this specbench reads 5 "
+    assert error_line(output) == (f"Error: {bad}: schema_version 7, this specbench reads 6 "
                                   "(hint: write the file again with this specbench)")
 
 

@@ -92,6 +92,29 @@ def test_block_ratios_are_the_mean_of_its_refreshes():
     assert merged["drafters"][0]["cosched"]["ratios"][1]["achieved_precision"] == [None, None]
 
 
+def test_a_block_prices_each_model_at_the_mean_of_its_refreshes_serial_decode_ratios():
+    def doc(target=None, drafter=None):
+        def costs(decode):
+            return {"depths": [0], "seconds": {1: [1.0]}} | ({} if decode is None else {"decode": decode})
+        return {"target": {"costs": costs(target)}, "drafters": [{"name": "small", "costs": costs(drafter)}],
+                "notes": "n"}
+
+    one = doc({"realised": 1.0, "forwards": 40, "single": {"realised": 0.9, "forwards": 30}},
+              {"realised": 0.8, "forwards": 50, "wider": {"realised": 1.2, "forwards": 10}})
+    two = doc({"realised": 1.2, "forwards": 60, "single": {"realised": 1.1, "forwards": 50}},
+              {"realised": 1.0, "forwards": 70})
+    full = doc({"realised": 2.0, "forwards": 9})
+    merged = merged_profile(full, [one, two])
+    target = merged["target"]["costs"]["decode"]
+    assert target["realised"] == pytest.approx(1.1) and target["forwards"] == 100 and set(target) == {
+        "realised", "forwards", "single"}
+    assert target["single"] == {"realised": pytest.approx(1.0), "forwards": 80}
+    # a class one refresh lacks is left to the pooled ratio
+    assert merged["drafters"][0]["costs"]["decode"] == pytest.approx({"realised": 0.9, "forwards": 120})
+    # refreshes without serial decodes keep the full profile's
+    assert merged_profile(full, [doc(), doc()])["target"]["costs"]["decode"] == full["target"]["costs"]["decode"]
+
+
 def probe(series, target, drafter=None, window=None, where="after"):
     return ProbeRecord(0, 0, "d", series, where if window is None and series.startswith("refresh") else
                        ("start" if window is None else "after"), window, "small", target, drafter, -1, -1, [], 0)
