@@ -458,6 +458,10 @@ MAX_FORWARD_S = 3600.0
 """The most seconds a profile's forward may cost: an hour for one forward is a broken clock or file."""
 MAX_RHO = 100.0
 """The largest co-scheduling ratio a profile may hold: a lane slowed a hundredfold is no sharing but a stall."""
+MAX_DECODE_RATIO = 10_000.0
+"""The most a cost table's decode ratio may be: a decode's host work per forward (sampling over the vocabulary) can
+dwarf a tiny model's forward (ratios of about 150 measured on the test suite's microsecond drafter), so only a
+broken clock or file goes past this."""
 
 
 def _per_depth(values: object, n: int, where: Where, expected: str, least: float = 0.0,
@@ -532,9 +536,10 @@ def _serial_decode(doc: dict, where: Where) -> DecodeRatio | None:
             classes += [None, 0]
             continue
         reject_unknown(part, {"realised", "forwards"}, d_where.at(name))
-        classes += [_decode_ratio(part, "realised", d_where.at(name)),
+        classes += [_decode_ratio(part, "realised", d_where.at(name), MAX_DECODE_RATIO),
                     _decode_forwards(part, d_where.at(name), CLASS_FORWARDS)]
-    return DecodeRatio(_decode_ratio(entry, "realised", d_where), _decode_forwards(entry, d_where, 1), *classes)
+    return DecodeRatio(_decode_ratio(entry, "realised", d_where, MAX_DECODE_RATIO), _decode_forwards(entry, d_where, 1),
+                       *classes)
 
 
 def _width_key(key: Any, where: Where) -> int:  # any YAML or JSON key; int() says which are widths
@@ -636,10 +641,10 @@ def _below_one(entry: dict, decode: DecodeContention, where: Where) -> dict[str,
     return out
 
 
-def _decode_ratio(entry: dict, key: str, where: Where) -> float:
+def _decode_ratio(entry: dict, key: str, where: Where, most: float = MAX_RHO) -> float:
     value = need(entry, key, float, where)
-    if not 0 < value <= MAX_RHO:
-        raise where.at(key).fail(f"a ratio in (0, {MAX_RHO:g}]", value)
+    if not 0 < value <= most:
+        raise where.at(key).fail(f"a ratio in (0, {most:g}]", value)
     return float(value)
 
 

@@ -108,7 +108,7 @@ def test_profile_is_a_loadable_profile(study):
     # every forward priced at its model's ratio in those SD and target-only decodes, each class at its own
     for table in (profile.target_costs, profile.drafter("near").costs):
         assert table.decode is not None and table.decode.single_forwards >= CLASS_FORWARDS
-        assert table.decode.wider_forwards >= CLASS_FORWARDS and 0.2 < table.decode.realised < 5
+        assert table.decode.wider_forwards >= CLASS_FORWARDS and table.decode.realised > 0
         assert table.cost(1, 0) == pytest.approx(table.seconds[1][0] * table.decode.single)
 
 

@@ -144,7 +144,8 @@ def test_cost_tables_with_serial_decode_ratios_price_them_round_trip_and_a_bad_o
     doc = yaml.safe_load((ROOT / "device_profiles" / "local-shared.yaml").read_text())
     doc["target"]["costs"]["decode"] = {"realised": 1.1, "forwards": 90, "single": {"realised": 1.05, "forwards": 60},
                                         "wider": {"realised": 1.2, "forwards": 30}}
-    doc["drafters"][0]["costs"]["decode"] = {"realised": 0.9, "forwards": 4}  # too few for a class: pooled
+    # too few forwards for a class: the pooled ratio; a decode's host work can dwarf a tiny model's forward
+    doc["drafters"][0]["costs"]["decode"] = {"realised": 150.0, "forwards": 4}
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(doc))
     profile = profiles.load_profile(path)
@@ -153,17 +154,19 @@ def test_cost_tables_with_serial_decode_ratios_price_them_round_trip_and_a_bad_o
     assert profile.target_costs.cost(1, 0) == pytest.approx(1.05 * cells[1][0])
     assert profile.target_costs.cost(3, 0) == pytest.approx(1.2 * cells[3][0])
     first = doc["drafters"][0]
-    assert profile.drafter(first["name"]).costs.cost(1, 0) == pytest.approx(0.9 * first["costs"]["seconds"][1][0])
+    assert profile.drafter(first["name"]).costs.cost(1, 0) == pytest.approx(150 * first["costs"]["seconds"][1][0])
     profiles.save_profile(tmp_path / "again.yaml", profile)
     again = yaml.safe_load((tmp_path / "again.yaml").read_text())
     assert again["schema_version"] == profiles.VERSION
     assert again["target"]["costs"]["decode"] == doc["target"]["costs"]["decode"]
     assert again["target"]["costs"]["seconds"] == {int(w): v for w, v in cells.items()}  # the cells as measured
-    doc["target"]["costs"]["decode"]["wider"]["forwards"] = 3  # fewer than a class's ratio needs
-    path.write_text(yaml.safe_dump(doc))
-    with pytest.raises(SpecbenchError, match=r"target.costs.decode.wider.forwards"):
-        profiles.load_profile(path)
-    assert errors("profile", doc) != []
+    for key, value, bad in (("forwards", 3, "a count >= 8"), ("realised", 2e4, "a ratio in \\(0, 10000\\]")):
+        wrong = copy.deepcopy(doc)
+        wrong["target"]["costs"]["decode"]["wider"][key] = value  # too few for a class; no clock's ratio
+        path.write_text(yaml.safe_dump(wrong))
+        with pytest.raises(SpecbenchError, match=rf"target.costs.decode.wider.{key}': expected {bad}"):
+            profiles.load_profile(path)
+        assert errors("profile", wrong) != []
 
 
 @pytest.mark.parametrize("run", ["results", "sustained/cooldown", "sustained/no-cooldown"])
