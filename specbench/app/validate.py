@@ -2,13 +2,14 @@
 replay predict the device?)
 
 Once per placement a full profile of the cells the configurations use; then blocks. A
-block, on one window shard and one placement: a probe, a refresh of the cost tables (and of
-the AS2D configurations' co-scheduling ratios), a probe; per drafter group (in a random
+block, on one window shard and one placement: a probe, a refresh of the cost tables (with each model's
+decode ratio from target-only and SD decodes of the block's windows) and of the AS2D configurations'
+co-scheduling ratios, a probe; per drafter group (in a random
 order) one decode job running every window twice, `Na` in a random order of the group's
 configurations and `Nb` reversed, each configuration beside a target-only decode of its
 own, probes before the first window and after each; a probe, a second refresh, a probe.
-Replay prices the block with the full profile whose cost tables and ratios are the mean of
-the two refreshes (linear drift between them cancels). A block where both probes around a window
+Replay prices the block with the full profile whose cost tables, decode ratios and co-scheduling ratios are
+the mean of the two refreshes (linear drift between them cancels). A block where both probes around a window
 moved from the probes around the refreshes, the same way, by more than an allowance (the threshold, or
 a multiple of the probes' scatter in the block, whichever is larger) is voided, and redone after a
 cool-down, at most `max_voids` times. Blocks cycle through the shards until every bias interval is as narrow as
