@@ -103,14 +103,18 @@ def test_a_block_slowed_mid_block_is_voided_and_redone_and_the_quiet_redo_kept(x
                                          "--max-voids", 2, "--cooldown", 0))
     assert code == 0, output
     blocks = load_records(tmp_path / "val", BlockRecord)
-    assert [(b.attempt, b.voided) for b in blocks] == [(0, True), (1, False)], [b.drift_pct for b in blocks]
+    # the slowed attempt is voided and a quiet redo kept; on a busy host a redo may move past the threshold too
+    # (one redo of 2026-12-05 moved 42.6%), and the rule voids it as well
+    voided = [(b.attempt, b.voided) for b in blocks]
+    assert voided[0] == (0, True) and voided[-1] == (len(blocks) - 1, False) and len(blocks) <= 3, \
+        [b.drift_pct for b in blocks]
     assert "decode:near" in blocks[0].drift_series  # the slowed job's window, against the refreshes
-    assert blocks[0].drift_pct > blocks[0].allowance_pct >= 40 and blocks[1].drift_pct <= blocks[1].allowance_pct
+    assert blocks[0].drift_pct > blocks[0].allowance_pct >= 40 and blocks[-1].drift_pct <= blocks[-1].allowance_pct
     probes = load_records(tmp_path / "val", ProbeRecord)
     assert probes and all(len(p.target_samples_us) == len(p.drafter_samples_us) == 5 for p in probes)
     assert "voided" in output  # every void is reported
     decodes = load_records(tmp_path / "val", DecodeRecord)
-    assert {d.attempt for d in decodes} == {0, 1}  # both attempts recorded; the analysis keeps attempt 1
+    assert {d.attempt for d in decodes} == {b.attempt for b in blocks}  # every attempt recorded; the last is kept
     summary = load_records(tmp_path / "val", SummaryRecord)
     assert summary and all(s.blocks == 1 and s.bias_low is None for s in summary)
     assert all(s.verdict == "not shown: 1 block (an interval needs at least 2)" for s in summary)
