@@ -459,9 +459,9 @@ MAX_FORWARD_S = 3600.0
 MAX_RHO = 100.0
 """The largest co-scheduling ratio a profile may hold: a lane slowed a hundredfold is no sharing but a stall."""
 MAX_DECODE_RATIO = 10_000.0
-"""The most a cost table's decode ratio may be: a decode's host work per forward (sampling over the vocabulary) can
-dwarf a tiny model's forward (ratios of about 150 measured on the test suite's microsecond drafter), so only a
-broken clock or file goes past this."""
+"""The most a cost table's decode ratio may be: a decode's host work per forward (sampling over the vocabulary,
+and the preemptions a loaded host adds) can dwarf a tiny model's forward (ratios of 120–150 measured on the test
+suite's sub-millisecond fixtures under load), so only a broken clock or file goes past this."""
 
 
 def _per_depth(values: object, n: int, where: Where, expected: str, least: float = 0.0,
