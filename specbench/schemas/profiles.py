@@ -529,17 +529,23 @@ def _serial_decode(doc: dict, where: Where) -> DecodeRatio | None:
         return None
     d_where = where.at("decode")
     reject_unknown(entry, {"realised", "forwards", *SERIAL_CLASSES}, d_where)
-    classes: list = []
-    for name in SERIAL_CLASSES:
-        part = need(entry, name, dict, d_where, None)
-        if part is None:
-            classes += [None, 0]
-            continue
-        reject_unknown(part, {"realised", "forwards"}, d_where.at(name))
-        classes += [_decode_ratio(part, "realised", d_where.at(name), MAX_DECODE_RATIO),
-                    _decode_forwards(part, d_where.at(name), CLASS_FORWARDS)]
     return DecodeRatio(_decode_ratio(entry, "realised", d_where, MAX_DECODE_RATIO), _decode_forwards(entry, d_where, 1),
-                       *classes)
+                       *_class_ratios(entry, SERIAL_CLASSES, d_where, MAX_DECODE_RATIO))
+
+
+def _class_ratios(entry: dict, names: Sequence[str], where: Where, most: float) -> list:
+    """[ratio, forwards] of each width class in `names` (`{realised, forwards}`; an absent class: None, 0), in
+    order, as a decode ratio's dataclass takes them."""
+    out: list = []
+    for name in names:
+        part = need(entry, name, dict, where, None)
+        if part is None:
+            out += [None, 0]
+            continue
+        reject_unknown(part, {"realised", "forwards"}, where.at(name))
+        out += [_decode_ratio(part, "realised", where.at(name), most),
+                _decode_forwards(part, where.at(name), CLASS_FORWARDS)]
+    return out
 
 
 def _width_key(key: Any, where: Where) -> int:  # any YAML or JSON key; int() says which are widths
@@ -605,16 +611,8 @@ def _decode_contention(doc: dict, where: Where) -> DecodeContention | None:
     d_where = where.at("decode")
     reject_unknown(entry, {"realised", "priced", "forwards", "below_one", "producer", *DECODE_CLASSES}, d_where)
     ratios = [_decode_ratio(entry, key, d_where) for key in ("realised", "priced")]
-    classes: list = []
-    for name in DECODE_CLASSES:
-        part = need(entry, name, dict, d_where, None)
-        if part is None:
-            classes += [None, 0]
-            continue
-        reject_unknown(part, {"realised", "forwards"}, d_where.at(name))
-        classes += [_decode_ratio(part, "realised", d_where.at(name)),
-                    _decode_forwards(part, d_where.at(name), CLASS_FORWARDS)]
-    decode = DecodeContention(ratios[0], ratios[1], _decode_forwards(entry, d_where, 1), *classes)
+    decode = DecodeContention(ratios[0], ratios[1], _decode_forwards(entry, d_where, 1),
+                              *_class_ratios(entry, DECODE_CLASSES, d_where, MAX_RHO))
     producer = need(entry, "producer", dict, d_where, None)
     if producer is not None:
         p_where = d_where.at("producer")
@@ -823,12 +821,15 @@ def _table_doc(table: CostTable) -> dict:
     if table.precision is not None:
         doc["precision"] = float(table.precision)
     if table.decode is not None:
-        doc["decode"] = {"realised": float(table.decode.realised), "forwards": int(table.decode.forwards)}
-        for name in SERIAL_CLASSES:
-            if getattr(table.decode, name) is not None:
-                doc["decode"][name] = {"realised": float(getattr(table.decode, name)),
-                                       "forwards": int(getattr(table.decode, f"{name}_forwards"))}
+        doc["decode"] = {"realised": float(table.decode.realised), "forwards": int(table.decode.forwards),
+                         **_classes_doc(table.decode, SERIAL_CLASSES)}
     return doc
+
+
+def _classes_doc(decode: DecodeRatio | DecodeContention, names: Sequence[str]) -> dict:
+    """`{name: {realised, forwards}}` of each width class in `names` that `decode` measured."""
+    return {name: {"realised": float(getattr(decode, name)), "forwards": int(getattr(decode, f"{name}_forwards"))}
+            for name in names if getattr(decode, name) is not None}
 
 
 def _cosched_doc(cosched: CoSchedule) -> dict:
@@ -846,11 +847,7 @@ def _cosched_doc(cosched: CoSchedule) -> dict:
     if cosched.decode is not None:
         decode = cosched.decode
         doc["decode"] = {"realised": float(decode.realised), "priced": float(decode.priced),
-                         "forwards": int(decode.forwards)}
-        for name in DECODE_CLASSES:
-            if getattr(decode, name) is not None:
-                doc["decode"][name] = {"realised": float(getattr(decode, name)),
-                                       "forwards": int(getattr(decode, f"{name}_forwards"))}
+                         "forwards": int(decode.forwards), **_classes_doc(decode, DECODE_CLASSES)}
         if decode.producer is not None:
             assert decode.producer_priced is not None  # measured together (core/decomposition.producer_contention)
             doc["decode"]["producer"] = {"realised": float(decode.producer), "priced": float(decode.producer_priced),

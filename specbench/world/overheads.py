@@ -253,9 +253,9 @@ def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
                   else f"{CAP}-token window continuing a fixed passage of prose")
         decoded = f"{2 * windows} runs of {windows} {'copy' if windows == 1 else 'copies'} of a {window}"
     out = device.run_job(job.to_dict())
-    labels = {"as2d": f"as2d[B={budget}]", "sd": f"sd[W={min(budget + 1, SD_WIDTH)}]"}
-    note = (f"native {' and '.join(labels[m['name']] for m in job.methods if m['name'] in labels)}, {decoded} "
-            "alternating with target-only runs")
+    beside = [f"as2d[B={m['budget']}]" if m["name"] == "as2d" else f"sd[W={m['width']}]"
+              for m in job.methods if m["name"] != "target"]  # the job's own methods, as it ran them
+    note = f"native {' and '.join(beside)}, {decoded} alternating with target-only runs"
     if not as2d:
         return OverheadsRun(dict(ZERO), f"serial decodes: {note}", [], serial_forwards(out.results))
     return OverheadsRun(overheads_from_results(out.results), f"overheads: {note}, medians",
