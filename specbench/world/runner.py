@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -20,7 +21,8 @@ import sys
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -227,6 +229,40 @@ def sweep_job_folders() -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+@contextmanager
+def job_folder() -> Iterator[Path]:
+    """A fresh job folder in the temporary directory, removed on the way out.
+
+    A Ctrl-C or SIGTERM (raised as KeyboardInterrupt) cannot leave it behind: the mkdir is the
+    first thing inside the `try`, so an interrupt right after it still reaches the removal, and
+    an interrupt during the removal finishes the removal before it is raised again.
+    """
+    folder = Path(tempfile.gettempdir()) / f"{JOB_PREFIX}{os.getpid()}-{secrets.token_hex(8)}"
+    ours = True
+    try:
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:  # another's folder (64 random bits: never in practice): not ours to remove
+            ours = False
+            raise
+        yield folder
+    finally:
+        if ours:
+            _remove_through_interrupts(folder)
+
+
+def _remove_through_interrupts(folder: Path) -> None:
+    interrupted = False
+    while True:
+        try:
+            shutil.rmtree(folder, ignore_errors=True)
+            break
+        except KeyboardInterrupt:
+            interrupted = True
+    if interrupted:
+        raise KeyboardInterrupt
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -247,8 +283,8 @@ def run_job(path: Path, job: dict, on_line: LineHandler | None = None, timeout_s
     """
     out = RunOutput()
     sweep_job_folders()
-    with tempfile.TemporaryDirectory(prefix=f"{JOB_PREFIX}{os.getpid()}-") as tmp:
-        job_path = Path(tmp) / "job.json"
+    with job_folder() as tmp:
+        job_path = tmp / "job.json"
         job_path.write_text(json.dumps(job), encoding="utf-8")
         try:
             proc = subprocess.Popen([*argv_prefix, str(path), str(job_path)], stdout=subprocess.PIPE,

@@ -458,6 +458,49 @@ def test_a_killed_process_job_folder_is_swept_at_the_next_job(tmp_path, monkeypa
     assert out.results and not stale.exists() and alive.exists()
 
 
+def test_an_interrupt_right_after_the_job_folder_is_made_still_removes_it(tmp_path, monkeypatch):
+    """The SIGTERM test's race made certain: the interrupt lands as the mkdir returns."""
+    import tempfile
+
+    from specbench.world import runner as runner_module
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    make = Path.mkdir
+
+    def make_then_interrupt(self, *args, **kwargs):
+        make(self, *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "mkdir", make_then_interrupt)
+    with pytest.raises(KeyboardInterrupt), runner_module.job_folder():
+        pytest.fail("the body must not run")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_interrupt_during_the_job_folders_removal_finishes_it_then_is_raised(tmp_path, monkeypatch):
+    import shutil
+    import tempfile
+
+    from specbench.world import runner as runner_module
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    remove = shutil.rmtree
+    calls = []
+
+    def interrupted_once(path, *args, **kwargs):
+        calls.append(path)
+        if len(calls) == 1:
+            (Path(path) / "job.json").unlink()  # midway: part removed
+            raise KeyboardInterrupt
+        remove(path, *args, **kwargs)
+
+    monkeypatch.setattr(runner_module.shutil, "rmtree", interrupted_once)
+    with pytest.raises(KeyboardInterrupt), runner_module.job_folder() as folder:
+        (folder / "job.json").write_text("{}")
+        (folder / "out.jsonl").write_text("")
+    assert len(calls) == 2 and list(tmp_path.iterdir()) == []
+
+
 def test_a_refused_run_removes_only_what_it_created(tmp_path):
     from specbench.errors import SpecbenchError
     from specbench.schemas.results import ResultsDir, removed_if_refused
