@@ -115,11 +115,23 @@ def test_a_divergent_window_leaves_every_aggregate_of_its_device(tmp_path):
     assert {(r["device"], r["windows"]) for r in fidelity} == {("A", 2)}
     assert all(r["mean_abs_error_pct"] == pytest.approx(25.0) for r in fidelity)
 
-    listed = tables["Divergent windows, excluded from every table (1 window)"]
+    listed = tables["Divergent windows, excluded from every table (1 of 3 windows on A)"]
     assert listed == [{"device": "A", "window_id": "w2", "dataset": "d", "config": "as2d[B=7]", "source": "native",
                        "explanation": "near-tie"}]
-    assert "warning: divergent windows, excluded from every table (1 window); see that table" in result.stderr
+    assert "warning: divergent windows, excluded from every table (1 of 3 windows on A); see that table" in result.stderr
 
+
+
+def test_the_divergent_table_counts_windows_per_device_against_the_windows_each_ran():
+    """Two placements of one 8-window study, two windows diverged on each: 2 of 8 twice, never "4 windows"."""
+    from specbench.app.report.tables import divergent_count
+
+    every = pd.DataFrame([{"device": d, "window_id": f"w{i}"} for d in ("p@split", "p@shared") for i in range(8)]
+                         + [{"device": "q", "window_id": "w0"}])
+    diverged = pd.DataFrame([{"device": d, "window_id": w, "config": c} for d in ("p@split", "p@shared")
+                             for w in ("w1", "w5") for c in ("sd", "as2d")])
+    assert divergent_count(diverged, every) == "2 of 8 windows on p@shared, 2 of 8 on p@split"
+    assert divergent_count(diverged[diverged["device"] == "p@split"].head(1), every) == "1 of 8 windows on p@split"
 
 # SD decode seconds per W on the same three windows
 SD_TIMES = {"sd[W=5]": {"w1": 3.0, "w2": 3.0, "w3": 3.0}, "sd[W=6]": {"w1": 2.0, "w2": 5.0, "w3": 6.0},

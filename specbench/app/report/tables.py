@@ -112,8 +112,7 @@ def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: 
         tables.insert(0, Table(title, metrics.ORDER["decisions"], shown.reset_index(drop=True),
                                warning=f"{title[0].lower()}{title[1:]}"))
     if len(rows.diverged):
-        windows = len(rows.diverged[["device", "window_id"]].drop_duplicates())
-        title = f"{DIVERGENT} ({windows} window{'' if windows == 1 else 's'})"
+        title = f"{DIVERGENT} ({divergent_count(rows.diverged, loaded.frame)})"
         explained = rows.diverged.assign(explanation=[
             loaded.explanations.get((r.device, r.window_id, r.config), "") for r in rows.diverged.itertuples()])
         tables.insert(0, Table(title, metrics.ORDER["divergent"], explained,
@@ -332,3 +331,14 @@ def horizon_report(loaded: LoadedResults) -> list[Table]:
                   {"tau": ".3f", "tokens_per_s": ".2f", "speedup": ".3f"}),
             Table("Per-depth acceptance P(accept at d | reached d)", "counts over all rounds of all windows", depths,
                   {"acceptance": ".3f"})]
+
+
+def divergent_count(diverged: pd.DataFrame, every_row: pd.DataFrame) -> str:
+    """How many windows diverged against how many ran, per device: "2 of 8 windows on local@split, 2 of 8 on
+    local@shared" (a sum over devices would read as more of the windows than diverged)."""
+    parts = []
+    for device, rows in diverged.groupby("device", sort=True):
+        ran = every_row.loc[every_row["device"] == device, "window_id"].nunique()
+        parts.append(f"{rows['window_id'].nunique()} of {ran}" + (" windows" if not parts else "") + f" on {device}")
+    return ", ".join(parts)
+
