@@ -336,7 +336,7 @@ def horizon_report(loaded: LoadedResults) -> list[Table]:
 def divergent_count(diverged: pd.DataFrame, every_row: pd.DataFrame) -> str:
     """How many windows diverged against how many ran, per device: "2 of 8 windows on local@split, 2 of 8 on
     local@shared" (a sum over devices would read as more of the windows than diverged)."""
-    parts = []
+    parts: list[str] = []
     for device, rows in diverged.groupby("device", sort=True):
         ran = every_row.loc[every_row["device"] == device, "window_id"].nunique()
         parts.append(f"{rows['window_id'].nunique()} of {ran}" + (" windows" if not parts else "") + f" on {device}")
