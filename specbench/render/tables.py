@@ -45,7 +45,8 @@ class Table:
     leaves it out where the keys tell its values apart (every other output keeps it)."""
     warning: str = ""
     """Non-empty for a table the reader must not miss: the one-line message a command prints on
-    stderr ("answer text differs between methods (1 window)"); a terminal prints its title in red."""
+    stderr ("answer text differs between methods (1 of 8 windows on local@split)"); a terminal prints its
+    title in red."""
     alert: str = ""
     """Non-empty for a table worth a look that is no warning: the one line, with its count, that a
     terminal's one-screen view prints in its place ("12 unstable profile timings ...")."""

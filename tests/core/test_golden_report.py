@@ -294,17 +294,20 @@ def test_a_method_whose_text_differs_is_flagged(tmp_path):
     results, windows = _with_text(tmp_path, answer)
     code, output = report(results, "--windows", windows, "--format", "jsonl", "--bundle", tmp_path / "bundle")
     assert code == 0, output
-    assert "warning: answer text differs between methods (1 window); see that table" in output
+    assert "warning: answer text differs between methods (1 of 4 windows on synthetic-A); see that table" in output
     tables = _tables(output)
     assert tables["Lossless in text (answer texts identical across methods)"][0]["differing"] == 1
-    differs = tables["WARNING: answer text differs between methods (1 window)"]
+    differs = tables["WARNING: answer text differs between methods (1 of 4 windows on synthetic-A)"]
     assert [tuple(r.values()) for r in differs] == [("synthetic", "synthetic-A", "syn-0001", "as2d[B=7,drafter=small]",
                                                      "replay", "target (replay)", 6, "a b c x", "a b c y")]
     bundled = (tmp_path / "bundle" / "report.md").read_text()
-    assert "### WARNING: answer text differs between methods (1 window)" in bundled
+    assert "### WARNING: answer text differs between methods (1 of 4 windows on synthetic-A)" in bundled
     assert "### Transcripts: WER / CER" in bundled
     index = pd.read_csv(tmp_path / "bundle" / "csv" / "index.csv")
-    assert "WARNING: answer text differs between methods (1 window)" in set(index["title"])
+    assert "WARNING: answer text differs between methods (1 of 4 windows on synthetic-A)" in set(index["title"])
+    code, screen = report(results, "--windows", windows)
+    assert code == 0 and ("lossless in text: every configuration's transcript is target-only's on 3 of 4 windows on "
+                          "synthetic-A; the others differ, see --detail") in " ".join(screen.split())
 
 
 def test_without_references_the_text_check_stays_and_a_note_says_why(tmp_path, monkeypatch):

@@ -71,3 +71,10 @@ def width_or_budget(method: str, width: int | None, budget: int | None) -> str |
         return MEAN_WIDTHS if width is None else str(width)
     return str(budget) if method == "as2d" else None
 
+
+def windows_per_device(counts: Sequence[tuple[str, int, int]]) -> str:
+    """(device, windows, of windows) as "2 of 8 windows on local@split, 2 of 8 on local@shared": a count of
+    (device, window) pairs summed over devices would read as more windows than the study has."""
+    return ", ".join(f"{n} of {total}" + (" windows" if not i else "") + f" on {device}"
+                     for i, (device, n, total) in enumerate(counts))
+

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from specbench.app.report.inputs import LoadedResults, missing_profiles, profile_paths
-from specbench.app.report.rows import MainRows, width_or_budget
+from specbench.app.report.rows import MainRows, width_or_budget, windows_per_device
 from specbench.core import metrics
 from specbench.core.pricing import CostFit
 from specbench.core.verdict import MS, ForwardCounts, disagreement, stated_depth, verdict
@@ -109,11 +109,17 @@ def _transcript_notes(loaded: LoadedResults, rows: MainRows) -> list[str]:
                         if words[device] > 0)
         if wer:
             notes.append(f"transcripts: target-only's WER against the references {wer}")
-    summary, _ = text_metrics.text_check(rows.frame[rows.frame["cost_fit"] == CostFit.MEDIAN])
-    checked, differing = int(summary.at[0, "windows_checked"]), int(summary.at[0, "differing"])
-    if checked:
-        notes.append(f"lossless in text: every configuration's transcript is target-only's on {checked - differing} "
-                     f"of {checked} windows" + (f"; {differing} differ, see --detail" if differing else ""))
+    compared = rows.frame[rows.frame["cost_fit"] == CostFit.MEDIAN]
+    counts: list[tuple[str, int, int]] = []
+    for device, mine in compared.groupby("device", sort=True):
+        summary, _ = text_metrics.text_check(mine)
+        checked, differing = int(summary.at[0, "windows_checked"]), int(summary.at[0, "differing"])
+        if checked:
+            counts.append((str(device), checked - differing, checked))
+    if counts:
+        notes.append("lossless in text: every configuration's transcript is target-only's on "
+                     f"{windows_per_device(counts)}" + ("; the others differ, see --detail"
+                                                        if any(n < total for _, n, total in counts) else ""))
     return notes
 
 

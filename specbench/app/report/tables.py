@@ -9,7 +9,15 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from specbench.app.report.inputs import LoadedResults, declared_costs, unstable_timings
-from specbench.app.report.rows import IDENTITY, NATIVE_SUFFIX, MainRows, configs_of, main_rows, width_or_budget
+from specbench.app.report.rows import (
+    IDENTITY,
+    NATIVE_SUFFIX,
+    MainRows,
+    configs_of,
+    main_rows,
+    width_or_budget,
+    windows_per_device,
+)
 from specbench.app.report.sustained import sustained_tables
 from specbench.core import metrics, samples, text_metrics
 from specbench.core.methods.configs import CONFIG_COLUMNS, As2dConfig
@@ -283,8 +291,11 @@ def text_tables(frame: pd.DataFrame, scored: pd.DataFrame, references: dict[str,
     tables.append(Table("Lossless in text (answer texts identical across methods)",
                         text_metrics.ORDER["lossless_text"], summary))
     if len(differing):
-        windows = int(summary.at[0, "differing"])
-        title = f"{TEXT_DIFFERS} ({windows} window{'' if windows == 1 else 's'})"
+        checked = {device: int(text_metrics.text_check(mine)[0].at[0, "windows_checked"])
+                   for device, mine in frame.groupby("device", sort=True)}
+        counts = windows_per_device([(str(device), mine["window_id"].nunique(), checked[device])
+                                     for device, mine in differing.groupby("device", sort=True)])
+        title = f"{TEXT_DIFFERS} ({counts})"
         tables.append(Table(title, text_metrics.ORDER["text_differs"], differing,
                             warning=title.removeprefix("WARNING: ")))
     return tables
@@ -334,11 +345,7 @@ def horizon_report(loaded: LoadedResults) -> list[Table]:
 
 
 def divergent_count(diverged: pd.DataFrame, every_row: pd.DataFrame) -> str:
-    """How many windows diverged against how many ran, per device: "2 of 8 windows on local@split, 2 of 8 on
-    local@shared" (a sum over devices would read as more of the windows than diverged)."""
-    parts: list[str] = []
-    for device, rows in diverged.groupby("device", sort=True):
-        ran = every_row.loc[every_row["device"] == device, "window_id"].nunique()
-        parts.append(f"{rows['window_id'].nunique()} of {ran}" + (" windows" if not parts else "") + f" on {device}")
-    return ", ".join(parts)
-
+    """Per device, the windows that diverged against the windows it ran."""
+    return windows_per_device([(str(device), rows["window_id"].nunique(),
+                                every_row.loc[every_row["device"] == device, "window_id"].nunique())
+                               for device, rows in diverged.groupby("device", sort=True)])
