@@ -68,7 +68,7 @@ def test_a_terminal_gets_one_screen_and_detail_rows_one_line_each(demo):
     assert "warning: divergent windows, excluded from every table (1 of 7 windows on local@split); see --detail" in words
     assert "282 unstable profile timings (spread > 10% of the median); see --detail" in words
     # a fidelity flag says what else it holds besides the model's error, and where that is measured apart
-    assert ("replay fidelity: 3 of 3 configurations off native by more than 10% (mean over windows; the host's "
+    assert ("replay fidelity: 3 of 3 configurations on local@split off native by more than 10% (mean over windows; the host's "
             "drift and run-to-run noise included, which `specbench validate` measures apart); see --detail") in words
     assert "Unstable profile timings" not in words and "12 detail tables (" in words
     detail = report(*demo, "--detail").splitlines()

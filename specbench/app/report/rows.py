@@ -72,9 +72,8 @@ def width_or_budget(method: str, width: int | None, budget: int | None) -> str |
     return str(budget) if method == "as2d" else None
 
 
-def windows_per_device(counts: Sequence[tuple[str, int, int]]) -> str:
-    """(device, windows, of windows) as "2 of 8 windows on local@split, 2 of 8 on local@shared": a count of
-    (device, window) pairs summed over devices would read as more windows than the study has."""
-    return ", ".join(f"{n} of {total}" + (" windows" if not i else "") + f" on {device}"
+def per_device(counts: Sequence[tuple[str, int, int]], noun: str = "windows") -> str:
+    """(device, n, of) as "2 of 8 windows on local@split, 2 of 8 on local@shared": a count of (device, window)
+    pairs summed over devices would read as more windows (or configurations) than the study has."""
+    return ", ".join(f"{n} of {total}" + (f" {noun}" if not i else "") + f" on {device}"
                      for i, (device, n, total) in enumerate(counts))
-

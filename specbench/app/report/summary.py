@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from specbench.app.report.inputs import LoadedResults, missing_profiles, profile_paths
-from specbench.app.report.rows import MainRows, width_or_budget, windows_per_device
+from specbench.app.report.rows import MainRows, per_device, width_or_budget
 from specbench.core import metrics
 from specbench.core.pricing import CostFit
 from specbench.core.verdict import MS, ForwardCounts, disagreement, stated_depth, verdict
@@ -118,7 +118,7 @@ def _transcript_notes(loaded: LoadedResults, rows: MainRows) -> list[str]:
             counts.append((str(device), checked - differing, checked))
     if counts:
         notes.append("lossless in text: every configuration's transcript is target-only's on "
-                     f"{windows_per_device(counts)}" + ("; the others differ, see --detail"
+                     f"{per_device(counts)}" + ("; the others differ, see --detail"
                                                         if any(n < total for _, n, total in counts) else ""))
     return notes
 

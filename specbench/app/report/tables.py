@@ -15,8 +15,8 @@ from specbench.app.report.rows import (
     MainRows,
     configs_of,
     main_rows,
+    per_device,
     width_or_budget,
-    windows_per_device,
 )
 from specbench.app.report.sustained import sustained_tables
 from specbench.core import metrics, samples, text_metrics
@@ -152,11 +152,13 @@ def _tables(loaded: LoadedResults, rows: MainRows, pooled: pd.DataFrame, macro: 
                             {c: ".2f" for c in (flat, linear, "low", "high", "range_pct")}))
     if len(native) and len(rows.replayed):
         fidelity = metrics.replay_fidelity(frame)
-        flagged = int(fidelity["flagged"].sum())
+        flagged = per_device([(str(device), int(mine["flagged"].sum()), len(mine))
+                              for device, mine in fidelity.groupby("device", sort=True) if mine["flagged"].any()],
+                             "configurations")
         tables.append(Table("Replay fidelity (replay vs native throughput)", "per window |replay - native| / "
                             "native, then mean and max per device x configuration; flagged above 10%",
                             fidelity, {"mean_abs_error_pct": ".2f", "max_abs_error_pct": ".2f"},
-                            alert=f"replay fidelity: {flagged} of {len(fidelity)} configurations off native by more "
+                            alert=f"replay fidelity: {flagged} off native by more "
                                   "than 10% (mean over windows; the host's drift and run-to-run noise included, "
                                   "which `specbench validate` measures apart)" if flagged else ""))
     if text_metrics.has_text(frame):
@@ -293,7 +295,7 @@ def text_tables(frame: pd.DataFrame, scored: pd.DataFrame, references: dict[str,
     if len(differing):
         checked = {device: int(text_metrics.text_check(mine)[0].at[0, "windows_checked"])
                    for device, mine in frame.groupby("device", sort=True)}
-        counts = windows_per_device([(str(device), mine["window_id"].nunique(), checked[device])
+        counts = per_device([(str(device), mine["window_id"].nunique(), checked[device])
                                      for device, mine in differing.groupby("device", sort=True)])
         title = f"{TEXT_DIFFERS} ({counts})"
         tables.append(Table(title, text_metrics.ORDER["text_differs"], differing,
@@ -346,6 +348,6 @@ def horizon_report(loaded: LoadedResults) -> list[Table]:
 
 def divergent_count(diverged: pd.DataFrame, every_row: pd.DataFrame) -> str:
     """Per device, the windows that diverged against the windows it ran."""
-    return windows_per_device([(str(device), rows["window_id"].nunique(),
+    return per_device([(str(device), rows["window_id"].nunique(),
                                 every_row.loc[every_row["device"] == device, "window_id"].nunique())
                                for device, rows in diverged.groupby("device", sort=True)])
