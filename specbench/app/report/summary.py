@@ -117,9 +117,9 @@ def _transcript_notes(loaded: LoadedResults, rows: MainRows) -> list[str]:
         if checked:
             counts.append((str(device), checked - differing, checked))
     if counts:
+        differ = any(n < total for _, n, total in counts)
         notes.append("lossless in text: every configuration's transcript is target-only's on "
-                     f"{per_device(counts)}" + ("; the others differ, see --detail"
-                                                        if any(n < total for _, n, total in counts) else ""))
+                     f"{per_device(counts)}" + ("; the others differ, see --detail" if differ else ""))
     return notes
 
 

@@ -296,7 +296,7 @@ def text_tables(frame: pd.DataFrame, scored: pd.DataFrame, references: dict[str,
         checked = {device: int(text_metrics.text_check(mine)[0].at[0, "windows_checked"])
                    for device, mine in frame.groupby("device", sort=True)}
         counts = per_device([(str(device), mine["window_id"].nunique(), checked[device])
-                                     for device, mine in differing.groupby("device", sort=True)])
+                             for device, mine in differing.groupby("device", sort=True)])
         title = f"{TEXT_DIFFERS} ({counts})"
         tables.append(Table(title, text_metrics.ORDER["text_differs"], differing,
                             warning=title.removeprefix("WARNING: ")))
@@ -349,5 +349,5 @@ def horizon_report(loaded: LoadedResults) -> list[Table]:
 def divergent_count(diverged: pd.DataFrame, every_row: pd.DataFrame) -> str:
     """Per device, the windows that diverged against the windows it ran."""
     return per_device([(str(device), rows["window_id"].nunique(),
-                                every_row.loc[every_row["device"] == device, "window_id"].nunique())
-                               for device, rows in diverged.groupby("device", sort=True)])
+                        every_row.loc[every_row["device"] == device, "window_id"].nunique())
+                       for device, rows in diverged.groupby("device", sort=True)])
