@@ -149,6 +149,22 @@ def _excerpt(text: str, at: int, width: int = 12) -> str:
     return before + text[max(0, at - width):at + width] + after
 
 
+def _checked_windows(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, device, window) with text in at least two rows: its rows with text (`size`) and their
+    distinct texts (`nunique`)."""
+    sizes = frame[frame["text"] != ""].groupby(["dataset", "device", "window_id"], sort=False)["text"].agg(
+        ["size", "nunique"])
+    return sizes[sizes["size"] >= 2]
+
+
+def text_check_by_device(frame: pd.DataFrame) -> list[tuple[str, int, int]]:
+    """Lossless in text per device, in device order: (device, windows checked, windows whose texts differ), as
+    `text_check` counts them; devices with no window checked are left out."""
+    checked = _checked_windows(frame)
+    differs = (checked["nunique"] > 1).groupby(level="device").agg(["size", "sum"])
+    return [(str(device), int(row["size"]), int(row["sum"])) for device, row in differs.sort_index().iterrows()]
+
+
 def text_check(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Lossless in text: (a one-row summary, the differing rows).
 
@@ -156,8 +172,7 @@ def text_check(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     differing, rows_compared, rows_without_text."""
     with_text = frame[frame["text"] != ""]
     keys = ["dataset", "device", "window_id"]
-    sizes = with_text.groupby(keys, sort=False)["text"].agg(["size", "nunique"])
-    checked = sizes[sizes["size"] >= 2]
+    checked = _checked_windows(frame)
     differing = checked[checked["nunique"] > 1]
     summary = pd.DataFrame([{"windows_checked": len(checked), "identical": len(checked) - len(differing),
                              "differing": len(differing), "rows_compared": int(checked["size"].sum()),

@@ -109,17 +109,12 @@ def _transcript_notes(loaded: LoadedResults, rows: MainRows) -> list[str]:
                         if words[device] > 0)
         if wer:
             notes.append(f"transcripts: target-only's WER against the references {wer}")
-    compared = rows.frame[rows.frame["cost_fit"] == CostFit.MEDIAN]
-    counts: list[tuple[str, int, int]] = []
-    for device, mine in compared.groupby("device", sort=True):
-        summary, _ = text_metrics.text_check(mine)
-        checked, differing = int(summary.at[0, "windows_checked"]), int(summary.at[0, "differing"])
-        if checked:
-            counts.append((str(device), checked - differing, checked))
-    if counts:
-        differ = any(n < total for _, n, total in counts)
-        notes.append("lossless in text: every configuration's transcript is target-only's on "
-                     f"{per_device(counts)}" + ("; the others differ, see --detail" if differ else ""))
+    checks = text_metrics.text_check_by_device(rows.frame[rows.frame["cost_fit"] == CostFit.MEDIAN])
+    if checks:
+        identical = per_device([(device, checked - differing, checked) for device, checked, differing in checks])
+        differ = any(differing for _, _, differing in checks)
+        notes.append(f"lossless in text: every configuration's transcript is target-only's on {identical}"
+                     + ("; the others differ, see --detail" if differ else ""))
     return notes
 
 

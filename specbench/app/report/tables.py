@@ -293,10 +293,8 @@ def text_tables(frame: pd.DataFrame, scored: pd.DataFrame, references: dict[str,
     tables.append(Table("Lossless in text (answer texts identical across methods)",
                         text_metrics.ORDER["lossless_text"], summary))
     if len(differing):
-        checked = {device: int(text_metrics.text_check(mine)[0].at[0, "windows_checked"])
-                   for device, mine in frame.groupby("device", sort=True)}
-        counts = per_device([(str(device), mine["window_id"].nunique(), checked[device])
-                             for device, mine in differing.groupby("device", sort=True)])
+        counts = per_device([(device, differ, checked)
+                             for device, checked, differ in text_metrics.text_check_by_device(frame) if differ])
         title = f"{TEXT_DIFFERS} ({counts})"
         tables.append(Table(title, text_metrics.ORDER["text_differs"], differing,
                             warning=title.removeprefix("WARNING: ")))
