@@ -1,7 +1,8 @@
 """Batched verification on whisper.cpp (the patched `whisper_decode_all_logits_with_state`, built by
 `scripts/build-runner --whisper` into specbench-whisper-check): every row of a width-W forward equals width-1
 decoding of the same prefix within TOLERANCE, greedy decoding gives jfk.wav's reference, and a forward with
-rejected drafts is undone by decoding at the rolled-back n_past.
+rejected drafts is undone by decoding at the rolled-back n_past; the encoder's output does not depend on its
+thread count (what lets a split placement encode on both lanes' CPUs and still decide as its trace did).
 
 Needs `make demo-model` and `make runners`; skips, saying which, without them.
 """
@@ -29,7 +30,7 @@ jfk.wav (2026-12-02): base 0.13 (width 4), tiny.en 0.19 / 0.17 (widths 4 / 7), b
 no argmax changed; through the added call at width 1 they are equal."""
 
 
-def check(model: str, width: int) -> dict:
+def check(model: str, width: int, threads: int = 2, encoder_threads: int = 2) -> dict:
     tool = REPO / "runners" / host_abi() / "specbench-whisper-check"
     if not tool.exists():
         pytest.skip(f"{tool} missing: run `scripts/build-runner --whisper` (`make runners`)")
@@ -37,15 +38,16 @@ def check(model: str, width: int) -> dict:
         path = demo_models.demo_model(model, download=False)
     except SpecbenchError as err:
         pytest.skip(f"{model} not cached ({err}): run `make demo-model`")
-    return checked(tool, path, width)
+    return checked(tool, path, width, threads, encoder_threads)
 
 
 @functools.cache
-def checked(tool: Path, model: Path, width: int) -> dict:
-    """specbench-whisper-check's report on jfk.wav, run once per (model, width): two tests read base at width 4."""
+def checked(tool: Path, model: Path, width: int, threads: int, encoder_threads: int) -> dict:
+    """specbench-whisper-check's report on jfk.wav, run once per (model, width, threads): two tests read base at
+    width 4."""
     jfk = whisper_source() / "samples" / "jfk.wav"
-    done = subprocess.run([str(tool), str(model), str(jfk), str(width), "2"], capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run([str(tool), str(model), str(jfk), str(width), str(threads), str(encoder_threads)],
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
 
@@ -71,3 +73,12 @@ def test_greedy_decoding_gives_jfk_reference():
     got = check("whisper-base", 4)
     assert got["text"].strip() == JFK_TEXT
     assert got["argmax_mismatches"] == []  # verification's tokens are width-1 greedy's on jfk.wav
+
+
+@pytest.mark.parametrize("model", ["whisper-base", "whisper-tiny.en"])
+def test_the_encoders_output_does_not_depend_on_its_threads(model):
+    # decoding on one thread after an encoder on one and on two: every width-1 logit equal to the bit (a split
+    # placement's native job encodes on both lanes' CPUs; its trace encoded on the lane's one thread)
+    one, two = check(model, 1, threads=1, encoder_threads=1), check(model, 1, threads=1, encoder_threads=2)
+    assert one["tokens"] and one["tokens"] == two["tokens"]
+    assert one["logits_fnv1a"] == two["logits_fnv1a"]

@@ -1,5 +1,6 @@
-// specbench-whisper-check MODEL WAV WIDTH THREADS: batched verification on whisper.cpp, checked against
-// width-1 decoding on one audio file (16 kHz mono 16-bit WAV).
+// specbench-whisper-check MODEL WAV WIDTH THREADS [ENCODER_THREADS]: batched verification on whisper.cpp,
+// checked against width-1 decoding on one audio file (16 kHz mono 16-bit WAV); the encoder runs on
+// ENCODER_THREADS (default THREADS), every decode on THREADS.
 //
 // 1. Greedy width-1 decoding after the prompt <|startoftranscript|> [<|en|>] <|transcribe|> <|notimestamps|>
 //    (argmax over the text tokens and <|endoftext|>), keeping each step's logits.
@@ -8,8 +9,9 @@
 //    (WIDTH 1 repeats step 1's computations: no difference at all).
 // 3. Rollback of rejected drafts: WIDTH-1 wrong tokens after the first generated one, then decoding at the
 //    rolled-back n_past must give the width-1 logits again.
-// Prints one JSON object: the tokens, the text, the largest |difference| of any logit, the rows whose argmax
-// differs with their width-1 top-2 margin, and the rollback's largest difference.
+// Prints one JSON object: the tokens, the text, a hash of every width-1 logit's bits (FNV-1a, 64 bits: two runs
+// that differ only in ENCODER_THREADS compare the encoder's outputs through it), the largest |difference| of any
+// logit, the rows whose argmax differs with their width-1 top-2 margin, and the rollback's largest difference.
 #include "whisper.h"
 
 #include <algorithm>
@@ -61,13 +63,15 @@ static float margin(const float * row, int n) {
 }
 
 int main(int argc, char ** argv) {
-    if (argc != 5) {
-        fprintf(stderr, "usage: %s MODEL WAV WIDTH THREADS\n", argv[0]);
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: %s MODEL WAV WIDTH THREADS [ENCODER_THREADS]\n", argv[0]);
         return 2;
     }
     const int width = atoi(argv[3]), threads = atoi(argv[4]);
-    if (width < 1 || width > 64 || threads < 1) {
-        fprintf(stderr, "error: WIDTH must be 1..64 and THREADS >= 1 (got %s, %s)\n", argv[3], argv[4]);
+    const int encoder_threads = argc == 6 ? atoi(argv[5]) : threads;
+    if (width < 1 || width > 64 || threads < 1 || encoder_threads < 1) {
+        fprintf(stderr, "error: WIDTH must be 1..64, THREADS and ENCODER_THREADS >= 1 (got %s, %s, %s)\n", argv[3],
+                argv[4], argc == 6 ? argv[5] : argv[4]);
         return 2;
     }
     std::vector<float> pcm;
@@ -83,8 +87,8 @@ int main(int argc, char ** argv) {
         return 1;
     }
     whisper_state * st = whisper_init_state(ctx);
-    if (!st || whisper_pcm_to_mel_with_state(ctx, st, pcm.data(), int(pcm.size()), threads) != 0 ||
-        whisper_encode_with_state(ctx, st, 0, threads) != 0) {
+    if (!st || whisper_pcm_to_mel_with_state(ctx, st, pcm.data(), int(pcm.size()), encoder_threads) != 0 ||
+        whisper_encode_with_state(ctx, st, 0, encoder_threads) != 0) {
         fprintf(stderr, "error: encoding %s failed\n", argv[2]);
         return 1;
     }
@@ -110,6 +114,11 @@ int main(int argc, char ** argv) {
     }
     std::string text;
     for (whisper_token t : tokens) text += whisper_token_to_str(ctx, t);
+    uint64_t hash = 1469598103934665603ull;
+    for (const std::vector<float> & row : logits1) {
+        const unsigned char * bytes = reinterpret_cast<const unsigned char *>(row.data());
+        for (size_t i = 0; i < row.size() * sizeof(float); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+    }
 
     // 2. rollback to n_past 0: the prompt in one forward (as in 1; its last row predicts tokens[0]), then the
     //    tokens WIDTH at a time: row i of a forward fed at tokens[pos..] predicts what follows tokens[pos+i]
@@ -155,9 +164,10 @@ int main(int argc, char ** argv) {
         if (c == '"' || c == '\\') esc += '\\';
         if ((unsigned char) c >= 0x20) esc += c;
     }
-    printf("{\"width\":%d,\"tokens\":[%s],\"text\":\"%s\",\"rows\":%d,\"max_abs_diff\":%.6g,"
-           "\"argmax_mismatches\":[%s],\"rollback_max_abs_diff\":%.6g}\n",
-           width, tok.c_str(), esc.c_str(), rows, max_diff, mismatches.c_str(), rollback_diff);
+    printf("{\"width\":%d,\"tokens\":[%s],\"text\":\"%s\",\"logits_fnv1a\":\"%016llx\",\"rows\":%d,"
+           "\"max_abs_diff\":%.6g,\"argmax_mismatches\":[%s],\"rollback_max_abs_diff\":%.6g}\n",
+           width, tok.c_str(), esc.c_str(), (unsigned long long) hash, rows, max_diff, mismatches.c_str(),
+           rollback_diff);
     whisper_free_state(st);
     whisper_free(ctx);
     return 0;
