@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -311,7 +310,7 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
                            for name, path in profile_paths.items()]
         for deployment in run.deployments:
             log(deployment.summary())
-    with timed(run, "native", log), encoder_outputs(run.out, suite.reuse_encoder) as kept:
+    with timed(run, "native", log):
         available = device.runner().methods
         wanted = suite.quick_native if quick else suite.native
         native = [c for c in configs if method_name(c) in available and c.label in wanted]
@@ -322,25 +321,13 @@ def run_demo(out: Path, quick: bool, progress: ProgressFactory, log: Log,
             [profile] = placed.profiles
             plan_native = NativePlan(device, windows, target, tuple(drafters), native, profile.placement,
                                      placed.traces, str(windows_path), profile_ref(profile),
-                                     reuse_audio_prefill=suite.reuse_encoder, encoder_cache=kept)
+                                     reuse_audio_prefill=suite.reuse_encoder)
             with progress(f"running natively ({profile.placement.label})", native_steps(plan_native)) as advance:
                 outcome = run_native(plan_native, native_dir(run.out, profile.placement.label), False, advance)
             report_outcome(outcome, log)
             run.divergences += outcome.diverged
             run.native.append(outcome)
     return run
-
-
-@contextlib.contextmanager
-def encoder_outputs(out: Path, keep: bool) -> Iterator[str | None]:
-    """A folder in `out` for the native step's Whisper encoder outputs (`NativePlan.encoder_cache`: the second
-    placement's job restores the windows the first encoded), removed after the step however it ends; None
-    without `keep`."""
-    if not keep:
-        yield None
-        return
-    with tempfile.TemporaryDirectory(prefix=".encoder-outputs-", dir=out) as folder:
-        yield folder
 
 
 def quick_windows(windows: list[Window]) -> list[Window]:

@@ -98,9 +98,7 @@ class SourceEdit:
 
 # Batched verification needs every row's logits of one forward; whisper_decode_with_state copies out only the
 # last row (whisper_batch_prep_legacy flags it alone). An added call flags every row; whisper_full and every
-# existing call are unchanged. Three more calls read and restore the encoder's output as the decoder reads it
-# (the cross-attention keys and values), so that a runner can keep it between jobs (a decode job's
-# `encoder_cache`).
+# existing call are unchanged.
 WHISPER_EDITS = (
     SourceEdit("include/whisper.h", """    WHISPER_API int whisper_decode_with_state(
             struct whisper_context * ctx,
@@ -119,12 +117,6 @@ WHISPER_EDITS = (
                                int   n_tokens,
                                int   n_past,
                                int   n_threads);
-
-    // specbench: the encoder's output as the decoder reads it (the cross-attention keys and values): its size in
-    // bytes, a copy of it, and its restoration from such a copy (every decode after reads it as after the encode).
-    WHISPER_API size_t whisper_cross_kv_size(struct whisper_state * state);
-    WHISPER_API void whisper_get_cross_kv(struct whisper_state * state, void * dst);
-    WHISPER_API void whisper_set_cross_kv(struct whisper_state * state, const void * src);
 """),
     SourceEdit("src/whisper.cpp", "    return whisper_decode_with_state(ctx, ctx->state, tokens, n_tokens, n_past, "
                "n_threads);\n}\n", """
@@ -143,22 +135,6 @@ int whisper_decode_all_logits_with_state(struct whisper_context * ctx, struct wh
     }
 
     return 0;
-}
-
-size_t whisper_cross_kv_size(struct whisper_state * state) {
-    return ggml_nbytes(state->kv_cross.k) + ggml_nbytes(state->kv_cross.v);
-}
-
-void whisper_get_cross_kv(struct whisper_state * state, void * dst) {
-    ggml_backend_tensor_get(state->kv_cross.k, dst, 0, ggml_nbytes(state->kv_cross.k));
-    ggml_backend_tensor_get(state->kv_cross.v, (char *) dst + ggml_nbytes(state->kv_cross.k), 0,
-                            ggml_nbytes(state->kv_cross.v));
-}
-
-void whisper_set_cross_kv(struct whisper_state * state, const void * src) {
-    ggml_backend_tensor_set(state->kv_cross.k, src, 0, ggml_nbytes(state->kv_cross.k));
-    ggml_backend_tensor_set(state->kv_cross.v, (const char *) src + ggml_nbytes(state->kv_cross.k), 0,
-                            ggml_nbytes(state->kv_cross.v));
 }
 """),
 )

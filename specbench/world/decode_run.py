@@ -301,15 +301,9 @@ class NativePlan:
     """Battery sampling by the runner (`--energy-interval`); None: off."""
     reuse_audio_prefill: bool = False
     """Whisper models encode each window once per job (`--reuse-encoder`; the decode clock excludes it anyway)."""
-    encoder_cache: str | None = None
-    """With reuse_audio_prefill: a directory on the device whose Whisper encoder outputs the run's later jobs restore
-    instead of encoding the same window with the same model again (the encoder's output does not depend on the
-    lane it ran on); None: each job encodes its windows."""
 
     def __post_init__(self) -> None:
         check_repeats(self.runs, self.warmup)
-        if self.encoder_cache is not None and not self.reuse_audio_prefill:
-            raise ValueError("NativePlan.encoder_cache keeps what reuse_audio_prefill reuses: set both")
         unique = {d.name for d in self.drafters}
         if len(unique) != len(self.drafters):
             raise SpecbenchError("a drafter name is given twice; name each --drafter differently")
@@ -527,7 +521,7 @@ def _decode(plan: NativePlan, drafter: ModelFile | None, wanted: list[MethodConf
                     [prompts.runner_window(w, refs.get(w.window_id)) for w in todo],
                     None if drafter is None else model_job(plan.device, drafter, plan.placement.drafter), warmup=True,
                     runs=plan.runs if repeated else None, warmup_runs=plan.warmup if repeated else None,
-                    reuse_audio_prefill=plan.reuse_audio_prefill, encoder_cache=plan.encoder_cache,
+                    reuse_audio_prefill=plan.reuse_audio_prefill,
                     energy=None if plan.energy is None else plan.energy.job())
     per_window = len(run_configs) * plan.runs
     energy = None if plan.energy is None else EnergyLog(plan.energy, results.directory)

@@ -55,9 +55,6 @@ class DecodeJob(RunnerJob):
     """A reference probe before a window's first decode and after each window."""
     reuse_audio_prefill: bool = field(default=False, metadata=_OMIT)
     """A Whisper model encodes each window once for all its decodes (none of them times it)."""
-    encoder_cache: str | None = field(default=None, metadata=_OMIT)
-    """With reuse_audio_prefill: a directory on the device where each Whisper encoder output is kept, by model
-    file and samples, for the later jobs of the same run to restore instead of encoding again."""
     energy: dict | None = field(default=None, metadata=_OMIT)
     """Battery sampling (`native_energy.EnergySettings.job`)."""
     pace: dict | None = field(default=None, metadata=_OMIT)

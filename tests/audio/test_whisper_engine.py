@@ -129,37 +129,6 @@ def test_windows_of_one_audio_file_are_encoded_once_with_reuse(run_job, jfk):
             for r in again.results if r["kind"] == "decode"] == [True, True]
 
 
-def test_an_encoder_cache_carries_encoder_outputs_to_a_later_job(run_job, jfk, tmp_path):
-    kept = tmp_path / "kept"
-    kept.mkdir()
-    job = {"mode": "decode", "threads": 2, "reuse_audio_prefill": True, "encoder_cache": str(kept), "warmup": False,
-           "target": {"path": cached("whisper-base")}, "drafter": {"path": cached("whisper-tiny.en")},
-           "methods": [{"name": "target"}, {"name": "sd", "width": 4}], "windows": [window(jfk)]}
-
-    def decodes(out) -> list[dict]:
-        assert out.returncode == 0, out.error or out.stderr[-2000:]
-        return [r for r in out.results if r["kind"] == "decode"]
-
-    first = decodes(run_job(job, timeout=900))
-    assert [r["audio_prefill_us"] > 0 for r in first] == [True, True]  # base's encode, then tiny.en's
-    files = sorted(kept.iterdir())
-    assert len(files) == 2 and all(f.suffix == ".kv" and f.stat().st_size > 0 for f in files)
-    # a later job restores both: nothing encoded, every decode as the first job's
-    later = decodes(run_job(job, timeout=900))
-    assert [(r["audio_prefill_us"], r["audio_prefill_reused"]) for r in later] == [(0, True), (0, True)]
-    assert [(r["tokens"], [(op["model"], op["width"], op.get("accepted")) for op in r["ops"]]) for r in later] == \
-        [(r["tokens"], [(op["model"], op["width"], op.get("accepted")) for op in r["ops"]]) for r in first]
-    assert later[0]["text"].strip() == JFK_TEXT
-    # a kept output cut short is not restored: encoded again and kept whole
-    whole = files[0].stat().st_size
-    files[0].write_bytes(files[0].read_bytes()[: whole // 2])
-    again = decodes(run_job(job, timeout=900))
-    assert sum(r["audio_prefill_us"] > 0 for r in again) == 1 and files[0].stat().st_size == whole
-    # the cache keeps what reuse_audio_prefill reuses: alone it is refused
-    refused = run_job(job | {"reuse_audio_prefill": False}, timeout=900)
-    assert refused.returncode != 0 and "encoder_cache" in refused.error["error"]
-
-
 def test_trace_records_target_only_y(run_job, jfk):
     job = {"mode": "trace", "threads": 2, "target": {"path": cached("whisper-base")},
            "drafter": {"path": cached("whisper-tiny.en")}, "k_max": 4, "producer": True, "windows": [window(jfk)]}

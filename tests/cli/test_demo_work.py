@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import wave
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from specbench.app.cost_cells import sweep_plan
-from specbench.app.demo import SPEECH_SUITE, encoder_outputs, trace_threads, traces_dir
+from specbench.app.demo import SPEECH_SUITE, trace_threads, traces_dir
 from specbench.core.methods.configs import parse_method_specs
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import file_sha256
@@ -126,16 +125,3 @@ def test_whisper_overheads_hear_the_speech_sample_as_float32_and_a_wrong_format_
     monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "bundled"))
     assert file_sha256(bundled_speech_sample()) == "59dfb9a4acb36fe2a2affc14bacbee2920ff435cb13cc314a08c13f66ba7860e"
     assert len(np.fromfile(overheads_audio(), dtype="<f4")) == 176000
-
-
-def test_the_speech_demos_native_step_keeps_encoder_outputs_in_a_folder_it_removes(tmp_path):
-    assert SPEECH_SUITE.reuse_encoder
-    with encoder_outputs(tmp_path, True) as kept:
-        assert kept is not None and Path(kept).parent == tmp_path and Path(kept).is_dir()
-        (Path(kept) / "output.kv").write_bytes(b"kv")
-    assert list(tmp_path.iterdir()) == []
-    with pytest.raises(KeyboardInterrupt), encoder_outputs(tmp_path, True) as kept:  # however the step ends
-        raise KeyboardInterrupt
-    assert list(tmp_path.iterdir()) == []
-    with encoder_outputs(tmp_path, False) as kept:  # the text demo keeps none
-        assert kept is None

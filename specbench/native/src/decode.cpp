@@ -463,9 +463,6 @@ void run_decode(JobObject & job) {
     // reuse_audio_prefill: a Whisper model encodes a window once and keeps the encoder output for the next
     // decodes of the same window (methods, runs), which the decode clock excludes anyway.
     const bool reuse_audio = job.get<bool>("reuse_audio_prefill", false);
-    // encoder_cache (with reuse_audio_prefill): a directory whose encoder outputs later jobs of the same run
-    // restore instead of encoding again (the encoder's output does not depend on the lane it ran on)
-    const std::string encoder_cache = job.get<std::string>("encoder_cache", "");
     const ProbeOptions probe = parse_probe(job);
     const Pace pace = parse_pace(job, windows.size());
     const EnergyOptions energy = parse_energy(job);
@@ -529,12 +526,8 @@ void run_decode(JobObject & job) {
     Model * const target = loaded.target.get();
     Model * const drafter = loaded.drafter.get();
     const bool cross = loaded.cross;
-    if (!encoder_cache.empty() && !reuse_audio) {
-        throw JobError("job key 'encoder_cache' keeps encoder outputs that reuse_audio_prefill reuses",
-                       "add \"reuse_audio_prefill\": true, or drop encoder_cache");
-    }
-    target->keep_audio_prefill(reuse_audio, encoder_cache);
-    if (drafter) drafter->keep_audio_prefill(reuse_audio, encoder_cache);
+    target->keep_audio_prefill(reuse_audio);
+    if (drafter) drafter->keep_audio_prefill(reuse_audio);
     if (warmup) {
         warm(*target, max_w);
         if (drafter) warm(*drafter, 1);

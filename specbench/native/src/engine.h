@@ -122,12 +122,7 @@ class Model {
     int64_t encode_audio(const std::vector<float> & pcm) { return encode_audio_on(pcm, lane()); }
     // keep: encode_audio of the very samples it encoded last (the same window's vector) keeps that encoder
     // output and returns 0 (a decode job's "reuse_audio_prefill": the decode clock excludes the prefill).
-    // cache (with keep): a directory where each encoder output is kept for later jobs too, by model file and
-    // samples (a decode job's "encoder_cache"); an output found there is restored, returns 0 and counts as kept.
-    void keep_audio_prefill(bool keep, const std::string & cache = "") {
-        keep_audio_ = keep;
-        encoder_cache_ = keep ? cache : "";
-    }
+    void keep_audio_prefill(bool keep) { keep_audio_ = keep; }
     // Encodes the samples now, on the calling thread pinned to `on`, for the decodes of their window: with
     // keep_audio_prefill, the next encode_audio of the same samples returns this encode's time once (the
     // window's first decode that uses this model reports it, as though it had encoded them), then 0 as kept.
@@ -167,7 +162,6 @@ class Model {
     int kv_len_ = 0;
     int64_t last_forward_start_us_ = 0;
     bool keep_audio_ = false;
-    std::string encoder_cache_;  // keep_audio_prefill's directory; "" when none
     bool audio_reused_ = false;
     int64_t ahead_us_ = -1;  // encode_audio_ahead's time, until an encode_audio reports it; -1: none
     mutable std::vector<llama_token> byte_tokens_;

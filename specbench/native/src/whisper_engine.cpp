@@ -1,20 +1,14 @@
 // The whisper.cpp engine: a Whisper model's decoder behind the Model interface, its encoder as the
-// window's audio prefill. Batched verification uses whisper_decode_all_logits_with_state (one of specbench's
-// calls added to the vendored tree, WHISPER_EDITS in specbench/world/build.py): every row's logits from one
-// forward; an encoder cache, whisper_get_cross_kv / whisper_set_cross_kv. A rollback only moves n_past: each
-// decode first drops the KV cells at positions >= n_past.
+// window's audio prefill. Batched verification uses whisper_decode_all_logits_with_state (specbench's
+// one edit to the vendored tree, WHISPER_EDITS in specbench/world/build.py): every row's logits from one
+// forward. A rollback only moves n_past: each decode first drops the KV cells at positions >= n_past.
 #include "engine.h"
 #include "whisper.h"
 
 #include "ggml.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <tuple>
 #include <utility>
 
@@ -152,7 +146,6 @@ class WhisperModel : public Model {
         p.push_back(whisper_token_not(ctx_));
         return p;
     }
-
   protected:
     int64_t encode_audio_on(const std::vector<float> & pcm, const Lane & on) override {
         audio_reused_ = keep_audio_ && encoded_ == pcm.data() && encoded_size_ == pcm.size();
@@ -163,26 +156,19 @@ class WhisperModel : public Model {
         }
         ahead_us_ = -1;
         encoded_ = nullptr;
-        const std::string cached = encoder_cache_.empty() ? "" : cache_file(pcm);
-        audio_reused_ = !cached.empty() && restore(cached);  // kept by an earlier job: as kept in this one
-        int64_t us = 0;
-        if (!audio_reused_) {
-            on.pin();
-            const int64_t t0 = now_us();
-            if (whisper_pcm_to_mel_with_state(ctx_, state_, pcm.data(), (int) pcm.size(), on.threads) != 0 ||
-                whisper_encode_with_state(ctx_, state_, 0, on.threads) != 0) {
-                throw JobError("whisper.cpp could not encode the audio for the " + spec_.role,
-                               "the log on stderr says why");
-            }
-            us = now_us() - t0;
-            if (!cached.empty()) keep(cached);
+        on.pin();
+        const int64_t t0 = now_us();
+        if (whisper_pcm_to_mel_with_state(ctx_, state_, pcm.data(), (int) pcm.size(), on.threads) != 0 ||
+            whisper_encode_with_state(ctx_, state_, 0, on.threads) != 0) {
+            throw JobError("whisper.cpp could not encode the audio for the " + spec_.role, "the log on stderr says why");
         }
         encoded_ = pcm.data();
         encoded_size_ = pcm.size();
-        return us;
+        return now_us() - t0;
     }
 
   public:
+
     std::string piece(llama_token t, bool special) const override {
         if (t < 0 || t >= stride_) return "";
         if (t >= eot_ && !special) return "";  // special tokens have no text
@@ -217,50 +203,6 @@ class WhisperModel : public Model {
     }
 
   private:
-    // The encoder cache's file for `pcm` with this model: FNV-1a (64 bits) over the model file's path, size and
-    // modification time and the samples' bits, with the output's size in the name.
-    std::string cache_file(const std::vector<float> & pcm) const {
-        struct stat st {};
-        if (stat(spec_.path.c_str(), &st) != 0) return "";
-        uint64_t h = 1469598103934665603ull;
-        auto mix = [&](const void * data, size_t n) {
-            const unsigned char * b = static_cast<const unsigned char *>(data);
-            for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-        };
-        const int64_t stamp[2] = {(int64_t) st.st_size, (int64_t) st.st_mtime};
-        mix(spec_.path.data(), spec_.path.size());
-        mix(stamp, sizeof stamp);
-        mix(pcm.data(), pcm.size() * sizeof(float));
-        char name[64];
-        std::snprintf(name, sizeof name, "/%016llx-%zu.kv", (unsigned long long) h, whisper_cross_kv_size(state_));
-        return encoder_cache_ + name;
-    }
-    // Restores an encoder output kept in `file`; false when there is none of the right size.
-    bool restore(const std::string & file) {
-        std::vector<char> kv(whisper_cross_kv_size(state_));
-        FILE * f = std::fopen(file.c_str(), "rb");
-        if (!f) return false;
-        const bool whole = std::fread(kv.data(), 1, kv.size(), f) == kv.size() && std::fgetc(f) == EOF;
-        std::fclose(f);
-        if (whole) whisper_set_cross_kv(state_, kv.data());
-        return whole;
-    }
-    // Keeps the state's encoder output in `file` (written aside, then renamed: a reader sees all of it or none),
-    // on disk before the window's decodes: written back later, tens of megabytes a window slowed the next job's
-    // decodes in `shared` by 12-17% (docs/MEASUREMENTS.md).
-    void keep(const std::string & file) const {
-        std::vector<char> kv(whisper_cross_kv_size(state_));
-        whisper_get_cross_kv(state_, kv.data());
-        const std::string part = file + ".part";
-        FILE * f = std::fopen(part.c_str(), "wb");
-        const bool written = f && std::fwrite(kv.data(), 1, kv.size(), f) == kv.size() && std::fflush(f) == 0 &&
-                             fsync(fileno(f)) == 0;
-        if (f && std::fclose(f) == 0 && written && std::rename(part.c_str(), file.c_str()) == 0) return;
-        std::remove(part.c_str());
-        throw JobError("could not keep the " + spec_.role + "'s encoder output in " + file + ": " + std::strerror(errno),
-                       "give the job an \"encoder_cache\" directory it can write, with room for it");
-    }
-
     const float * encoded_ = nullptr;  // the samples whose encoder output the state holds (keep_audio_prefill)
     size_t encoded_size_ = 0;
     void check_fits(int n) const {
