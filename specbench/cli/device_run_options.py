@@ -50,9 +50,9 @@ _NATIVE_OPTIONS = (  # in the order --help lists them
                       "(text windows need it)."),
     click.option("--reuse-encoder", is_flag=True,
                  help="--native with Whisper models: encode each window once and keep the encoder's output for "
-                      "its other decodes (methods, --runs), in a split placement ahead of them, one model after "
-                      "the other on both lanes' CPUs; the decode clock excludes the encoder either way, and rows "
-                      "say so (audio_prefill_reused)."),
+                      "its other decodes (methods, --runs), in a split placement both models at once, each on its "
+                      "lane; the decode clock excludes the encoder either way, and rows say so "
+                      "(audio_prefill_reused)."),
     click.option("--no-cooldown", is_flag=True,
                  help="--sustained: no cool-down between the methods' streams either (heat carries over)."),
     click.option("--template", "template_specs", multiple=True, metavar="NAME=TEMPLATE",

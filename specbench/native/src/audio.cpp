@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <map>
 
 #ifdef SPECBENCH_WITH_MTMD
 #include "mtmd-helper.h"
@@ -52,18 +51,13 @@ constexpr int kWhisperWindowSamples = 30 * 16000;
 // A whisper.cpp model hears each window through its own encoder: the samples go with the window,
 // the decoder prompt is the model's task prompt (the window's prompt text is not used).
 void attach_whisper(Model & m, std::vector<Window> & windows, bool drafter) {
-    // Windows of one audio file share its samples: read once, and an encoder that keeps its output
-    // (reuse_audio_prefill) encodes them once for all those windows' decodes, as for one window's.
-    std::map<std::pair<std::string, std::string>, std::shared_ptr<const std::vector<float>>> files;
     for (Window & w : windows) {
         if (!w.is_audio()) {
             throw JobError("window '" + w.id + "' has no audio, but the " + m.role() + " " + m.path() +
                                " is a whisper.cpp model, which transcribes audio windows only",
                            "give the window an \"audio\" object, or pass a GGUF model for text windows");
         }
-        std::shared_ptr<const std::vector<float>> & read = files[{w.audio_path, w.audio_format}];
-        if (!w.pcm && read) w.pcm = read;
-        if (!w.pcm) {  // read once per file: the target's and the drafter's encoders hear the same samples
+        if (!w.pcm) {  // read once per window: the target's and the drafter's encoders hear the same samples
             auto samples = std::make_shared<std::vector<float>>(read_samples(w));
             if ((int64_t) samples->size() > kWhisperWindowSamples) {
                 char secs[32];
@@ -72,7 +66,7 @@ void attach_whisper(Model & m, std::vector<Window> & windows, bool drafter) {
                                    " s, longer than Whisper's 30 s window",
                                "split the audio into windows of at most 30 s");
             }
-            w.pcm = read = std::move(samples);
+            w.pcm = std::move(samples);
         }
         (drafter ? w.drafter_prompt : w.prompt) = m.audio_prompt();
     }

@@ -3,6 +3,7 @@
 #include "vocabmap.h"
 
 #include <algorithm>
+#include <exception>
 #include <thread>
 
 CommonOptions parse_common(JobObject & job) {
@@ -168,13 +169,22 @@ void encode_window_ahead(Model & target, Model * drafter, const Window & w) {
     if (!w.pcm || !drafter || !target.hears_audio() || !drafter->hears_audio() || !lanes_apart(target, *drafter)) {
         return;
     }
-    // The whole device for each encoder in turn, not a lane each at once: the encoder's output does not depend on
-    // its thread count (whisper.cpp on this project's speech set, checked bit for bit: docs/SPEECH.md), the decode
-    // clock excludes it, and a lane of its own would leave the smaller model's lane idle while the larger encodes.
-    Lane both{"encoder", target.cpus(), target.threads() + drafter->threads()};
-    both.cpus.insert(both.cpus.end(), drafter->cpus().begin(), drafter->cpus().end());
-    target.encode_audio_ahead(*w.pcm, both);
-    drafter->encode_audio_ahead(*w.pcm, both);
+    std::exception_ptr failed;
+    std::thread lane([&] {  // pins itself to the drafter's lane on encoding
+        try {
+            drafter->encode_audio_ahead(*w.pcm);
+        } catch (...) {
+            failed = std::current_exception();
+        }
+    });
+    try {
+        target.encode_audio_ahead(*w.pcm);
+    } catch (...) {
+        lane.join();
+        throw;
+    }
+    lane.join();
+    if (failed) std::rethrow_exception(failed);
 }
 
 Prefill prefill_window(Model & target, Model * drafter, const Window & w) {

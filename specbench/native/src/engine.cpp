@@ -190,13 +190,13 @@ std::unique_ptr<Model> open_model(const ModelSpec & spec, int n_ctx, int n_batch
     return std::make_unique<LlamaModel>(spec, n_ctx, n_batch, max_outputs);
 }
 
-int64_t Model::encode_audio_on(const std::vector<float> &, const Lane &) {
+int64_t Model::encode_audio(const std::vector<float> &) {
     throw JobError("internal: the " + spec_.role + " (" + spec_.path + ") does not encode audio itself");
 }
 
-void Model::encode_audio_ahead(const std::vector<float> & pcm, const Lane & on) {
+void Model::encode_audio_ahead(const std::vector<float> & pcm) {
     ahead_us_ = -1;
-    const int64_t us = encode_audio_on(pcm, on);
+    const int64_t us = encode_audio(pcm);
     if (!audio_reused_) ahead_us_ = us;
 }
 

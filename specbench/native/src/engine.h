@@ -25,14 +25,6 @@ struct ModelSpec {
 // Pins the calling thread to `cpus` for `role` (no-op when empty or already pinned there) and
 // records, once per (role, thread), the CPU set read back from the kernel.
 void pin_lane(const std::string & role, const std::vector<int> & cpus, int threads);
-
-// Where work runs: the name its pinning is recorded under, its CPU set (empty: not pinned), its threads.
-struct Lane {
-    std::string role;
-    std::vector<int> cpus;
-    int threads = 0;
-    void pin() const { pin_lane(role, cpus, threads); }
-};
 // Every recorded lane pinning, and the CPU set of every thread of this process, read back.
 json pinning_report();
 
@@ -117,18 +109,16 @@ class Model {
     virtual bool hears_audio() const { return false; }
     // The decoder prompt after the audio (whisper.cpp's task tokens); empty for llama.cpp.
     virtual std::vector<llama_token> audio_prompt() const { return {}; }
-    // Encodes 16 kHz mono samples (at most 30 s) as the window's audio prefill on this model's lane; the
-    // synchronized time in µs.
-    int64_t encode_audio(const std::vector<float> & pcm) { return encode_audio_on(pcm, lane()); }
+    // Encodes 16 kHz mono samples (at most 30 s) as the window's audio prefill; the synchronized time in µs.
+    virtual int64_t encode_audio(const std::vector<float> & pcm);
     // keep: encode_audio of the very samples it encoded last (the same window's vector) keeps that encoder
     // output and returns 0 (a decode job's "reuse_audio_prefill": the decode clock excludes the prefill).
     void keep_audio_prefill(bool keep) { keep_audio_ = keep; }
-    // Encodes the samples now, on the calling thread pinned to `on`, for the decodes of their window: with
-    // keep_audio_prefill, the next encode_audio of the same samples returns this encode's time once (the
+    // Encodes the samples now, on the calling thread (pinned to this lane), for the decodes of their window:
+    // with keep_audio_prefill, the next encode_audio of the same samples returns this encode's time once (the
     // window's first decode that uses this model reports it, as though it had encoded them), then 0 as kept.
-    void encode_audio_ahead(const std::vector<float> & pcm, const Lane & on);
+    void encode_audio_ahead(const std::vector<float> & pcm);
     const std::vector<int> & cpus() const { return spec_.cpus; }
-    Lane lane() const { return {spec_.role, spec_.cpus, spec_.threads}; }
     bool audio_prefill_reused() const { return audio_reused_; }  // the last encode_audio kept its output
 
     // Text of one token (special tokens rendered only when `special`), and the tokenizer.
@@ -147,8 +137,6 @@ class Model {
     llama_token byte_token(unsigned char b) const { return byte_tokens_.empty() ? -1 : byte_tokens_[b]; }
 
   protected:
-    // encode_audio with the calling thread pinned to `on` and its thread count (engines that hear audio).
-    virtual int64_t encode_audio_on(const std::vector<float> & pcm, const Lane & on);
     Model(const ModelSpec & spec, int n_ctx, int n_batch, int max_outputs)
         : spec_(spec), n_batch_(n_batch), max_outputs_(std::min(max_outputs, n_batch)), n_ctx_(n_ctx) {}
     // Logits of output row `row` of the last forward (-1: the last row); never null.

@@ -111,8 +111,8 @@ struct Prefill {
 Prefill prefill_window(Model & target, Model * drafter, const Window & w);
 // Whether two lanes' CPU sets are both pinned and share no CPU (a split placement).
 bool lanes_apart(const Model & a, const Model & b);
-// Both Whisper models of a split placement encode the window ahead of its decodes, one after the other on both
-// lanes' CPUs with both lanes' threads (Model::encode_audio_ahead; they keep their outputs with
+// Both Whisper models of a split placement encode the window at once, each on its own lane (as a phone's two
+// lanes hear the audio), ahead of the window's decodes (Model::encode_audio_ahead; they keep their outputs with
 // reuse_audio_prefill). A no-op unless both models hear audio and their lanes are apart.
 void encode_window_ahead(Model & target, Model * drafter, const Window & w);
 // Result keys of the request clock (decode_us: end of the prefills to the last commit).

@@ -146,8 +146,7 @@ class WhisperModel : public Model {
         p.push_back(whisper_token_not(ctx_));
         return p;
     }
-  protected:
-    int64_t encode_audio_on(const std::vector<float> & pcm, const Lane & on) override {
+    int64_t encode_audio(const std::vector<float> & pcm) override {
         audio_reused_ = keep_audio_ && encoded_ == pcm.data() && encoded_size_ == pcm.size();
         if (audio_reused_) {  // the state still holds this window's encoder output (decodes never change it)
             if (ahead_us_ < 0) return 0;
@@ -156,18 +155,16 @@ class WhisperModel : public Model {
         }
         ahead_us_ = -1;
         encoded_ = nullptr;
-        on.pin();
+        pin();
         const int64_t t0 = now_us();
-        if (whisper_pcm_to_mel_with_state(ctx_, state_, pcm.data(), (int) pcm.size(), on.threads) != 0 ||
-            whisper_encode_with_state(ctx_, state_, 0, on.threads) != 0) {
+        if (whisper_pcm_to_mel_with_state(ctx_, state_, pcm.data(), (int) pcm.size(), spec_.threads) != 0 ||
+            whisper_encode_with_state(ctx_, state_, 0, spec_.threads) != 0) {
             throw JobError("whisper.cpp could not encode the audio for the " + spec_.role, "the log on stderr says why");
         }
         encoded_ = pcm.data();
         encoded_size_ = pcm.size();
         return now_us() - t0;
     }
-
-  public:
 
     std::string piece(llama_token t, bool special) const override {
         if (t < 0 || t >= stride_) return "";
