@@ -2,7 +2,7 @@
 `scripts/build-runner --whisper` into specbench-whisper-check): every row of a width-W forward equals width-1
 decoding of the same prefix within TOLERANCE, greedy decoding gives jfk.wav's reference, and a forward with
 rejected drafts is undone by decoding at the rolled-back n_past; the encoder's output does not depend on its
-thread count (what lets a split placement encode on both lanes' CPUs and still decide as its trace did).
+thread count (the decoder's thread count is what can change a stream, docs/SPEECH.md "Threads decide").
 
 Needs `make demo-model` and `make runners`; skips, saying which, without them.
 """
@@ -77,8 +77,7 @@ def test_greedy_decoding_gives_jfk_reference():
 
 @pytest.mark.parametrize("model", ["whisper-base", "whisper-tiny.en"])
 def test_the_encoders_output_does_not_depend_on_its_threads(model):
-    # decoding on one thread after an encoder on one and on two: every width-1 logit equal to the bit (a split
-    # placement's native job encodes on both lanes' CPUs; its trace encoded on the lane's one thread)
+    # decoding on one thread after an encoder on one and on two: every width-1 logit equal to the bit
     one, two = check(model, 1, threads=1, encoder_threads=1), check(model, 1, threads=1, encoder_threads=2)
     assert one["tokens"] and one["tokens"] == two["tokens"]
     assert one["logits_fnv1a"] == two["logits_fnv1a"]
