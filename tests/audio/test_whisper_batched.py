@@ -81,3 +81,14 @@ def test_the_encoders_output_does_not_depend_on_its_threads(model):
     one, two = check(model, 1, threads=1, encoder_threads=1), check(model, 1, threads=1, encoder_threads=2)
     assert one["tokens"] and one["tokens"] == two["tokens"]
     assert one["logits_fnv1a"] == two["logits_fnv1a"]
+
+
+def test_encoder_threads_below_1_are_one_line_errors():
+    tool = REPO / "runners" / host_abi() / "specbench-whisper-check"
+    if not tool.exists():
+        pytest.skip(f"{tool} missing: run `scripts/build-runner --whisper` (`make runners`)")
+    jfk = whisper_source() / "samples" / "jfk.wav"
+    done = subprocess.run([str(tool), "model.bin", str(jfk), "1", "1", "0"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == "error: WIDTH must be 1..64, THREADS and ENCODER_THREADS >= 1 (got 1, 1, 0)\n"
