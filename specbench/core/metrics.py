@@ -250,10 +250,17 @@ def window_counts(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def counts(df: pd.DataFrame) -> pd.DataFrame:
-    """tau, acceptance, coverage, multi-token-forward fraction and forwards, as ratios of sums."""
+    """tau, acceptance, coverage, multi-token-forward fraction and forwards, as ratios of sums; `verifications`:
+    the target forwards that verified a candidate (NaN where a row with candidates has no per-position counts)."""
     df = _comparable(df)
+    positions = df["reached_at"] if "reached_at" in df else [()] * len(df)
+    df = df.assign(verifications=[float(reached[0]) if len(reached) else (0.0 if proposed == 0 else np.nan)
+                                  for reached, proposed in zip(positions, df["proposed"], strict=True)])
     sums = df.groupby(KEYS, sort=False)[["tokens", "target_forwards", "proposed", "accepted", "multi_token_forwards",
                                          "drafter_forwards"]].sum().reset_index()
+    # a sum over a configuration with any unrecorded row is unknown, not a count of the recorded ones
+    sums["verifications"] = df.groupby(KEYS, sort=False)["verifications"].agg(
+        lambda v: v.sum(skipna=False)).to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
         sums["tau"] = sums["tokens"] / sums["target_forwards"]
         sums["acceptance"] = sums["accepted"] / sums["proposed"]

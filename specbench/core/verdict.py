@@ -1,20 +1,25 @@
 """Why a method pays or does not on one device@placement, in the profile's own costs
 (docs/METHODS.md §7.10 The one-screen summary). Pure: a profile and a run's counts in, a sentence out.
 
-The arithmetic prices one verification round the way replay prices its forwards (§5.1 Serial pricing,
-§5.2 The two-lane AS2D simulation), with the same cost functions (`CostTable.cost`, `CoSchedule.ratios`)
-at one stated KV depth:
+The arithmetic prices one target forward of the run, its single-token steps and its verifications
+each at their own cost, the way replay prices its forwards (§5.1 Serial pricing, §5.2 The two-lane
+AS2D simulation), with the same cost functions (`CostTable.cost`, `CoSchedule.ratios`) at one stated
+KV depth. A share s of the run's target forwards verified no candidate (single-token steps, CT(1));
+the others verified, at w, the measured width nearest their mean 1 + proposed / verifications:
 
 * serial (sd, specasr): per target forward, its drafter forwards at CD(1) and the target's
-  forward at CT(w), over the tokens one forward commits (τ):
-  (f × CD(1) + CT(w)) / τ seconds a token;
-* as2d: the target never waits for the producer, so a token costs the target lane's forward
-  slowed by its co-scheduling ratio, over τ: ρT(w) × CT(w) / τ; the producer's lane, ρD(w) ×
-  CD(1) a drafter forward, says whether it kept ahead;
+  forward, over the tokens one forward commits (τ):
+  (f × CD(1) + s × CT(1) + (1 − s) × CT(w)) / τ seconds a token;
+* as2d: the target never waits for the producer, so a token costs the target lane's forwards
+  slowed by their co-scheduling ratios, over τ: (s × ρT(1) × CT(1) + (1 − s) × ρT(w) × CT(w)) / τ;
+  the producer's lane, ρD × CD(1) a drafter forward (ρD at w, or at 1 without verifications),
+  says whether it kept ahead;
 
-against target-only's CT(1) a token. f, w and τ are the run's own: f = drafter forwards /
-target forwards, w = the nearest width to 1 + proposed / target forwards, τ = tokens /
-target forwards, summed over the configuration's windows.
+against target-only's CT(1) a token. f, s, w and τ are the run's own: f = drafter forwards /
+target forwards, τ = tokens / target forwards, summed over the configuration's windows. Both
+classes are priced apart because a forward's cost is far from linear in its width (CT(2) is
+well above CT(1), CT(4) little above CT(2)): an AS2D run of mostly single steps and a few wide
+verifications, priced as its mean width, came out 20% slower than its replay.
 """
 
 from __future__ import annotations
@@ -44,6 +49,9 @@ class ForwardCounts:
     """Candidates the target verified."""
     accepted: int = 0
     """Candidates the target accepted."""
+    verifications: int | None = None
+    """Target forwards that verified at least one candidate (the rows' `reached_at[0]`); the others were
+    single-token steps. None: not recorded, every forward taken as a verification."""
 
 
 @dataclass(frozen=True)
@@ -55,11 +63,13 @@ class Verdict:
     depth: float
     """The KV depth every cost was read at."""
     width: int
-    """The target forward's width priced (the nearest to the run's mean width)."""
+    """The verifications' width priced (the measured width nearest their mean; 1 without verifications)."""
     tau: float
     """Tokens committed per target forward."""
     drafter_per_forward: float
     """Drafter forwards per target forward."""
+    single_share: float
+    """Share of the target forwards that were single-token steps (verified no candidate)."""
     ct_s: float
     """CT(width) at `depth`."""
     cd_s: float
@@ -68,6 +78,8 @@ class Verdict:
     """CT(1) at `depth`: target-only's seconds a token."""
     rho_target: float
     """AS2D: the target lane's co-scheduling ratio at `width` (1 for serial methods)."""
+    rho_single: float
+    """AS2D: the target lane's co-scheduling ratio at width 1, its single steps' (1 for serial methods)."""
     rho_drafter: float
     """AS2D: the producer's co-scheduling ratio at `width` (1 for serial methods)."""
     per_token_s: float
@@ -88,17 +100,31 @@ class Verdict:
     def text(self) -> str:
         """The arithmetic in one sentence, e.g. '4.0 drafter forwards (4.0 × 12.2 ms) + CT(5) 40.0 ms
         for τ = 4.50 tokens = 19.7 ms a token against CT(1) 20.9 ms: pays 6%'."""
-        f, cd, ct, per, ct1 = (self.drafter_per_forward, self.cd_s * MS, self.ct_s * MS, self.per_token_s * MS,
-                               self.ct1_s * MS)
+        f, cd, per, ct1 = self.drafter_per_forward, self.cd_s * MS, self.per_token_s * MS, self.ct1_s * MS
+        forward = self._target_forward()
         if self.method == "as2d":
             producer = self.rho_drafter * cd
             keeps = "keeps up" if producer <= per else "lags"
-            return (f"CT({self.width}) {ct:.1f} ms × ρT {self.rho_target:.2f} for τ = {self.tau:.2f} tokens "
-                    f"(coverage {100 * self.coverage:.0f}%) = "
+            return (f"{forward} for τ = {self.tau:.2f} tokens (coverage {100 * self.coverage:.0f}%) = "
                     f"{per:.1f} ms a token against CT(1) {ct1:.1f} ms: {self.outcome}; producer CD(1) {cd:.1f} ms × "
                     f"ρD {self.rho_drafter:.2f} = {producer:.1f} ms, {keeps}")
-        return (f"{f:.1f} drafter forwards ({f:.1f} × {cd:.1f} ms) + CT({self.width}) {ct:.1f} ms for τ = "
+        return (f"{f:.1f} drafter forwards ({f:.1f} × {cd:.1f} ms) + {forward} for τ = "
                 f"{self.tau:.2f} tokens = {per:.1f} ms a token against CT(1) {ct1:.1f} ms: {self.outcome}")
+
+    def _target_forward(self) -> str:
+        """The target forward's cost: 'CT(5) 40.0 ms' (× ρT for AS2D), or its two classes with their shares."""
+        as2d = self.method == "as2d"
+
+        def cost(width: int, ct_ms: float, rho: float) -> str:
+            return f"CT({width}) {ct_ms:.1f} ms" + (f" × ρT {rho:.2f}" if as2d else "")
+
+        single = cost(1, self.ct1_s * MS, self.rho_single)
+        verify = cost(self.width, self.ct_s * MS, self.rho_target)
+        if self.single_share <= 0 or self.width == 1:
+            return verify
+        if self.single_share >= 1:
+            return single
+        return f"{self.single_share:.2f} × {single} + {1 - self.single_share:.2f} × {verify}"
 
 
 def disagreement(found: Verdict, speedup: float) -> str:
@@ -122,18 +148,26 @@ def verdict(profile: DeviceProfile, method: str, drafter: str | None, counts: Fo
     if counts.target_forwards <= 0 or counts.tokens <= 0:
         raise ValueError("a verdict needs a configuration that committed tokens")
     measured = profile.target_costs.widths()
-    mean_width = 1.0 + counts.proposed / counts.target_forwards
-    width = min(measured, key=lambda w: (abs(w - mean_width), w))
+    verifications = counts.target_forwards if counts.verifications is None else counts.verifications
+    if not 0 <= verifications <= counts.target_forwards:
+        raise ValueError(f"{verifications} verifications of {counts.target_forwards} target forwards")
+    width = 1
+    if verifications:
+        mean_width = 1.0 + counts.proposed / verifications
+        width = min(measured, key=lambda w: (abs(w - mean_width), w))
+    single = 1.0 - verifications / counts.target_forwards
     ct = profile.target_costs.cost(width, depth)
     ct1 = profile.target_costs.cost(1, depth)
     cd = profile.drafter(drafter).costs.cost(1, depth)
     tau = counts.tokens / counts.target_forwards
     per_forward = counts.drafter_forwards / counts.target_forwards
-    rho_t = rho_d = 1.0
+    rho_t = rho_1 = rho_d = 1.0
     if method == "as2d":
-        rho_t, rho_d, _ = profile.cosched(drafter).ratios(width, depth)
-        per_token = rho_t * ct / tau
+        ratios = profile.cosched(drafter).ratios
+        rho_t, rho_d, _ = ratios(width, depth)
+        rho_1 = ratios(1, depth)[0]
+        per_token = (single * rho_1 * ct1 + (1.0 - single) * rho_t * ct) / tau
     else:
-        per_token = (per_forward * cd + ct) / tau
-    return Verdict(method, depth, width, tau, per_forward, ct, cd, ct1, rho_t, rho_d, per_token,
+        per_token = (per_forward * cd + single * ct1 + (1.0 - single) * ct) / tau
+    return Verdict(method, depth, width, tau, per_forward, single, ct, cd, ct1, rho_t, rho_1, rho_d, per_token,
                    counts.accepted / counts.tokens)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -77,6 +78,10 @@ def test_counts_and_decomposition_are_ratios_of_sums():
     counts = metrics.counts(STUDY).set_index("config")
     assert counts.at["as2d[B=1]", "tau"] == 30 / (5 + 10 + 1)
     assert counts.at["as2d[B=1]", "acceptance"] == 15 / 30
+    # forwards that verified a candidate: unknown where rows with candidates hold no per-position counts
+    assert np.isnan(counts.at["as2d[B=1]", "verifications"])
+    positioned = STUDY.assign(reached_at=[(2, 1) if m != "target" else () for m in STUDY["method"]])
+    assert metrics.counts(positioned).set_index("config").at["as2d[B=1]", "verifications"] == 2 * 3
     parts = metrics.decomposition(STUDY).set_index("config")
     assert parts.at["target", "decode_s"] == 7.0 and parts.at["target", "d_s"] == 3.5
 

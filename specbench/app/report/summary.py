@@ -23,10 +23,11 @@ TITLE = "Summary: each method's best configuration per device@placement"
 ORDER = ("per device@placement x method x drafter: the configuration of highest pooled speedup (the SD mean over "
          "W left out); speedup and its interval as in the pooled table; vs_best_target = against the fastest "
          "target-only of the device in any placement; fidelity_pct = mean over windows of |replay - native| / "
-         "native throughput, where native rows exist; verdict: one verification round priced with the "
+         "native throughput, where native rows exist; verdict: the run's mean target forward priced with the "
          "profile's costs at KV depth `depth` (docs/METHODS.md §7.10 The one-screen summary): "
-         "serial (f x CD(1) + CT(w)) / tau, "
-         "as2d rhoT(w) x CT(w) / tau, against CT(1); f, w, tau the run's own means")
+         "serial (f x CD(1) + s x CT(1) + (1 - s) x CT(w)) / tau, "
+         "as2d (s x rhoT(1) x CT(1) + (1 - s) x rhoT(w) x CT(w)) / tau, against CT(1); s the share of target "
+         "forwards that verified no candidate, w the verifications' mean width, f and tau the run's own means")
 CATEGORY_ORDER = ("; pays_in, loses_in, unclear_in: the windows' categories where the configuration's pooled "
                   "speedup interval (the per-category table's) lies above 1, below 1, or spans 1 (or has none)")
 COLUMNS = ("speedup", "95% interval", "vs best", "fidelity")
@@ -163,10 +164,11 @@ def _verdict(profile, best: pd.Series, counts: pd.Series, depth: float):
     """(the verdict, None), or (None, why there is none)."""
     drafter = None if pd.isna(best["drafter"]) else best["drafter"]
     try:
+        verifications = None if pd.isna(counts["verifications"]) else int(counts["verifications"])
         found = verdict(profile, best["method"], drafter,
                         ForwardCounts(int(counts["tokens"]), int(counts["target_forwards"]),
                                     int(counts["drafter_forwards"]), int(counts["proposed"]),
-                                    int(counts["accepted"])), depth)
+                                    int(counts["accepted"]), verifications), depth)
     except (SpecbenchError, ValueError) as exc:
         return None, f"no verdict: {exc}"
     return found, None
