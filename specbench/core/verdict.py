@@ -119,12 +119,10 @@ class Verdict:
         def cost(width: int, ct_ms: float, rho: float) -> str:
             return f"CT({width}) {ct_ms:.1f} ms" + (f" × ρT {rho:.2f}" if as2d else "")
 
-        single = cost(1, self.ct1_s * MS, self.rho_single)
         verify = cost(self.width, self.ct_s * MS, self.rho_target)
-        if self.single_share <= 0 or self.width == 1:
+        if self.single_share <= 0 or self.width == 1:  # one class: all verifications, or all single steps
             return verify
-        if self.single_share >= 1:
-            return single
+        single = cost(1, self.ct1_s * MS, self.rho_single)
         return f"{self.single_share:.2f} × {single} + {1 - self.single_share:.2f} × {verify}"
 
 
