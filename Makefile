@@ -7,7 +7,7 @@ BIN     = $(VENV)/bin
 # compiler and qemu-user build the arm runner and run it inside the emulated phone (tests/devices).
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install deps runners demo-model demo lint test bench clean
+.PHONY: install deps runners demo-model demo lint test test-slow bench clean
 
 # uv resolves and installs the package and its test extras in seconds where pip takes most of a minute.
 $(BIN)/specbench: pyproject.toml
@@ -53,9 +53,14 @@ lint: install
 	$(BIN)/mypy
 
 # The steps of lint, deps, runners and demo-model, overlapped where one waits on the network while
-# another uses the CPU, then pytest; scripts/make-test prints each step's time at the end.
+# another uses the CPU, then pytest; scripts/make-test prints each step's time at the end. `make test`
+# leaves out the tests marked `slow` (end-to-end runs on real models and emulated phones, 20-75 s each,
+# alone); `make test-slow` runs them; CI (.ci/run) runs both.
 test:
 	@MAKE="$(MAKE)" scripts/make-test
+
+test-slow:
+	@MAKE="$(MAKE)" TESTS=slow scripts/make-test
 
 bench: install
 	$(BIN)/python bench/replay_speed.py

@@ -407,6 +407,7 @@ def _demo_models_cached() -> bool:
 # serial: whether the target takes single-token steps beside the Q4_1 producer in the one overheads window rests on
 # the producer keeping ahead, which a test beside it on two cores changed once in four runs (0 single steps of 19)
 @pytest.mark.serial
+@pytest.mark.slow
 @pytest.mark.skipif(not _demo_models_cached(), reason="demo models or runner not cached (run `specbench demo` once)")
 def test_demo_quick_on_the_real_demo_models(tmp_path, runner):
     """The one test with real models: `demo --quick --placement split` (3 windows, one configuration per

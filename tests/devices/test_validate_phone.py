@@ -38,6 +38,7 @@ def validate_args(tmp_path, tiny, serial, windows, *extra):
             "--overheads-windows", 1, "--out", tmp_path / "val", *extra]  # one copy: each refresh's serial decodes
 
 
+@pytest.mark.slow
 def test_validate_end_to_end_on_the_arm_phone(arm_phone, aarch64_runner, tiny, tmp_path):
     windows = study(tmp_path, tiny, arm_phone.serial)
     code, output = invoke(*validate_args(tmp_path, tiny, arm_phone.serial, windows, "--block-windows", 1,
@@ -86,6 +87,7 @@ def test_validate_end_to_end_on_the_arm_phone(arm_phone, aarch64_runner, tiny, t
     assert row["config"] == "sd[W=3,drafter=near]" and {"block 0", "block 1", "range"} <= set(row)
 
 
+@pytest.mark.slow
 def test_a_block_slowed_mid_block_is_voided_and_redone_and_the_quiet_redo_kept(x86_phone, demo_model_path, tmp_path):
     """Real weights (SmolLM2-135M Q4_1 drafting for itself): a forward lasts milliseconds, so CPU
     contention shows in the probes (a tiny model's 50 µs forward fits between preemptions). A window voids

@@ -32,6 +32,7 @@ def invoke(*args):
     return result.exit_code, result.output
 
 
+@pytest.mark.slow
 def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_timestamps(runner, demo_model_path,
                                                                                           tmp_path):
     model = demo_model_path("smollm2-135m")
