@@ -60,7 +60,7 @@ def runner_job(device, tiny_asr, windows, mode: str, **keys) -> dict:
 
     target, drafter = models(tiny_asr)
     prompts = prompts_for(device, target, drafter, windows)
-    return {"mode": mode, "threads": 2, "target": model_job(device, target), "drafter": model_job(device, drafter),
+    return {"mode": mode, "threads": 1, "target": model_job(device, target), "drafter": model_job(device, drafter),
             "windows": [prompts.runner_window(w) for w in windows]} | keys
 
 

@@ -30,7 +30,7 @@ jfk.wav (2026-12-02): base 0.13 (width 4), tiny.en 0.19 / 0.17 (widths 4 / 7), b
 no argmax changed; through the added call at width 1 they are equal."""
 
 
-def check(model: str, width: int, threads: int = 2, encoder_threads: int = 2) -> dict:
+def check(model: str, width: int, threads: int = 1, encoder_threads: int = 1) -> dict:
     tool = REPO / "runners" / host_abi() / "specbench-whisper-check"
     if not tool.exists():
         pytest.skip(f"{tool} missing: run `scripts/build-runner --whisper` (`make runners`)")

@@ -45,7 +45,7 @@ def window(audio: Path, cap: int = 96) -> dict:
 
 def decode(run, target: str, drafter: str, methods: list[dict], audio: Path):
     # each model encodes the window once for all methods (decodes never change the encoder's output)
-    return run({"mode": "decode", "threads": 2, "reuse_audio_prefill": True, "target": {"path": target},
+    return run({"mode": "decode", "threads": 1, "reuse_audio_prefill": True, "target": {"path": target},
                 "drafter": {"path": drafter}, "methods": methods, "windows": [window(audio)]}, timeout=900)
 
 
@@ -97,7 +97,7 @@ def test_lanes_apart_encode_a_window_at_once_each_on_its_own_lane_and_report_it_
 
 
 def test_trace_records_target_only_y(run_job, jfk):
-    job = {"mode": "trace", "threads": 2, "target": {"path": cached("whisper-base")},
+    job = {"mode": "trace", "threads": 1, "target": {"path": cached("whisper-base")},
            "drafter": {"path": cached("whisper-tiny.en")}, "k_max": 4, "producer": True, "windows": [window(jfk)]}
     out = run_job(job, timeout=900)
     assert out.returncode == 0, out.error or out.stderr[-2000:]
@@ -142,7 +142,7 @@ def test_a_window_longer_than_30_s_is_refused(run_job, jfk, tmp_path):
 
 
 def test_sweep_times_the_encoder_per_window_and_the_decoder_per_width_and_depth(run_job):
-    job = {"mode": "sweep", "threads": 2, "target": {"path": cached("whisper-tiny.en")}, "widths": [1, 4],
+    job = {"mode": "sweep", "threads": 1, "target": {"path": cached("whisper-tiny.en")}, "widths": [1, 4],
            "depths": [0, 32], "warmup": 0, "repetitions": 5}
     out = run_job(job, timeout=900)
     assert out.returncode == 0, out.error or out.stderr[-2000:]

@@ -97,8 +97,8 @@ def test_the_two_models_have_whisper_base_and_tiny_shapes():
 
 
 def greedy(model: Path, wav: Path) -> str:
-    """whisper-cli's greedy transcript (beam size 1, no temperature fallback), 2 threads."""
-    done = subprocess.run([str(tool("whisper-cli")), "-m", str(model), "-f", str(wav), "-t", "2", "-bs", "1", "-nf",
+    """whisper-cli's greedy transcript (beam size 1, no temperature fallback), one thread (scripts/make-test)."""
+    done = subprocess.run([str(tool("whisper-cli")), "-m", str(model), "-f", str(wav), "-t", "1", "-bs", "1", "-nf",
                            "-nt", "-np"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout.strip()

@@ -97,14 +97,15 @@ def test_installed_specbench_builds_profiles_and_runs_natively(installed, tiny, 
     assert json.loads((built.parent / "manifest.json").read_text())["sha256"]
 
     sh([specbench, "profile", "local", "--target", tiny.target, "--drafter", f"near={tiny.near}", "--max-width", 3,
-        "--depths", "0", "--no-cosched", "--out", "local.yaml"], work, env)
+        "--depths", "0", "--no-cosched", "--placement", "split", "--out", "local.yaml"], work, env)
     profile = load_profile(work / "local.yaml")
     assert profile.runner.sha256 == file_sha256(built)  # measured with the runner just installed
 
     save_windows(work / "windows.jsonl", [make_text_window(f"w{i}", text, "Repeat this.", 8, "tiny", "test")
                                           for i, text in enumerate(["hello the world", "in the heat"])])
     sh([specbench, "run", "windows.jsonl", "--native", "--device", "local", "--target", tiny.target,
-        "--drafter", f"near={tiny.near}", "--methods", "target", "--method", "sd:W=3", "--out", "res"], work, env)
+        "--drafter", f"near={tiny.near}", "--methods", "target", "--method", "sd:W=3", "--placement", "split",
+        "--out", "res"], work, env)
     manifest, rows = load_results(work / "res")
     assert len(rows) == 4 and set(rows["source"]) == {"native"} and rows["lossless"].all()
     assert manifest.environment.runner.sha256 == file_sha256(built)

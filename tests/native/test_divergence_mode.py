@@ -17,7 +17,7 @@ CAP = 32
 
 def traced_and_decoded(run_job, target, drafter, window):
     """The trace's y and width-1 margins, and an SD W=5 decode of the same window checked against y."""
-    models = {"target": {"path": str(target), "threads": 2}, "drafter": {"path": str(drafter), "threads": 2}}
+    models = {"target": {"path": str(target), "threads": 1}, "drafter": {"path": str(drafter), "threads": 1}}
     trace = run_job(models | {"mode": "trace", "k_max": 4, "margins": True, "producer": False, "windows": [window]})
     assert trace.returncode == 0, trace.error
     y, margins = trace.results[0]["y"], trace.results[0]["y_margin"]
@@ -57,7 +57,7 @@ def diverged(run_job, demo_model_path):
 
 
 def explain(run_job, decoded, cases):
-    out = run_job({"mode": "divergence", "target": {"path": str(decoded["target"]), "threads": 2},
+    out = run_job({"mode": "divergence", "target": {"path": str(decoded["target"]), "threads": 1},
                    "windows": [decoded["window"]], "cases": cases})
     assert out.returncode == 0, out.error
     return out.results
