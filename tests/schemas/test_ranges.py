@@ -4,6 +4,8 @@ the file and the key (issue 31)."""
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 from specbench.core.methods.configs import TargetConfig, row_fields
 from specbench.errors import SpecbenchError
 from specbench.schemas.budgets import load_budget
+from specbench.schemas.fileio import dump_yaml, load_yaml
 from specbench.schemas.profiles import load_profile
 from specbench.schemas.results import COUNTS, MAX_ROW_S, SECONDS, ResultsDir, WindowResult
 from specbench.schemas.traces import ModelRef, TraceWriter, load_trace_file
@@ -107,11 +110,16 @@ def test_a_trace_count_token_or_probability_out_of_range_is_refused(tmp_path_fac
     refused(lambda: load_trace_file(path), path, key)
 
 
+@functools.cache
+def profile_doc() -> dict:
+    return load_yaml(PROFILE)
+
+
 @settings(max_examples=40, deadline=None)
 @given(where=st.sampled_from(["target", "drafter", "rho_target", "rho_drafter"]),
        value=st.one_of(negative, st.floats(3601, 1e308), st.just(0.0)))
 def test_a_profile_cost_or_ratio_out_of_range_is_refused(tmp_path_factory, where, value):
-    doc = yaml.safe_load(PROFILE.read_text())
+    doc = copy.deepcopy(profile_doc())
     drafter = doc["drafters"][0]
     if where == "target":
         doc["target"]["costs"]["seconds"][1][0] = value
@@ -120,5 +128,5 @@ def test_a_profile_cost_or_ratio_out_of_range_is_refused(tmp_path_factory, where
     else:
         drafter["cosched"]["ratios"][1][where][0] = value if value <= 0 or value > 3600 else 101 + value
     path = tmp_path_factory.mktemp("profile") / "p.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    path.write_text(dump_yaml(doc))
     refused(lambda: load_profile(path), path, where if where.startswith("rho") else "costs.seconds.1[0]")
