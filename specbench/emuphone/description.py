@@ -41,7 +41,6 @@ from typing import Any
 import yaml
 
 from specbench.errors import SchemaError
-from specbench.schemas.fileio import parse_yaml
 
 FORMAT_VERSION = 1
 
@@ -209,7 +208,7 @@ def load_description(path: str | Path) -> PhoneDescription:
     """Read and validate a description file."""
     path = Path(path)
     try:
-        raw = parse_yaml(path.read_text(encoding="utf-8"))
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SchemaError(path, "<file>", "a readable YAML file", exc.strerror) from exc
     except yaml.YAMLError as exc:
