@@ -11,6 +11,13 @@ import pytest
 from tests.native.runner_jobs import job_runner, runner_path
 
 
+def pytest_collection_modifyitems(config, items):
+    """`make test-slow` runs only the serial phase (scripts/make-test): a `slow` test must be `serial` too."""
+    loose = [item.nodeid for item in items if item.get_closest_marker("slow") and not item.get_closest_marker("serial")]
+    if loose:
+        raise pytest.UsageError(f"marked slow but not serial, so `make test-slow` would skip them: {', '.join(loose)}")
+
+
 @pytest.fixture(scope="session")
 def runner() -> Path:
     path = runner_path()

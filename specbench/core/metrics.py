@@ -22,6 +22,7 @@ per-configuration tables carry the configuration's fields (`CONFIG_COLUMNS`) bes
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any
@@ -288,8 +289,9 @@ def oracle(df: pd.DataFrame, catalog: list[str], deployed: dict[str, str] | None
     for (device, dataset), group in rows.groupby(["device", "dataset"], sort=False):
         best = group.groupby("window_id")["decode_s"].min()
         tokens = group.groupby("window_id")["tokens"].first()
-        oracle_tp = tokens.sum() / best.sum()
-        pooled_by_config = group.groupby("config").apply(lambda g: g["tokens"].sum() / g["decode_s"].sum(),
+        # exactly rounded sums (fsum), so that a configuration best on every window shows a gap of 0, not -0.0
+        oracle_tp = math.fsum(tokens) / math.fsum(best)
+        pooled_by_config = group.groupby("config").apply(lambda g: math.fsum(g["tokens"]) / math.fsum(g["decode_s"]),
                                                          include_groups=False)
         chosen = (deployed or {}).get(device) or str(pooled_by_config.idxmax())
         if chosen not in pooled_by_config:

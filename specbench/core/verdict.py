@@ -128,9 +128,13 @@ class Verdict:
 
 def disagreement(found: Verdict, speedup: float) -> str:
     """'' when the verdict's speedup (CT(1) over its cost a token) is within VERDICT_TOLERANCE of the
-    configuration's replayed `speedup`, else the clause that says they disagree and which one to read."""
+    configuration's replayed `speedup` and both say the same of whether it pays, else the clause that says
+    they disagree and which one to read ("pays 3%" beside a replayed 0.98x would contradict the row's figure)."""
     implied = found.ct1_s / found.per_token_s
-    if not math.isfinite(speedup) or speedup <= 0 or abs(math.log(implied / speedup)) <= math.log1p(VERDICT_TOLERANCE):
+    if not math.isfinite(speedup) or speedup <= 0:
+        return ""
+    close = abs(math.log(implied / speedup)) <= math.log1p(VERDICT_TOLERANCE)
+    if close and (implied > 1.0) == (speedup > 1.0):
         return ""
     return f"; replay says {speedup:.2f}x, this round {implied:.2f}x: read the speedup"
 

@@ -180,10 +180,10 @@ def test_each_verdict_is_the_profiles_costs_at_the_stated_depth(demo):
         assert row["ms_per_token"] == pytest.approx(1e3 * per_token, rel=1e-12)
         assert row["pays_pct"] == pytest.approx(pays, rel=1e-12)
         outcome = f"pays {pays:.0f}%" if pays > 0 else f"does not pay: {-pays:.0f}%"
-        # more than 10% from the replayed speedup, the verdict says so and names both
+        # more than 10% from the replayed speedup, or on the other side of 1, the verdict says so and names both
         implied, replayed = ct(1) / per_token, row["speedup"]
-        clause = (f"; replay says {replayed:.2f}x, this round {implied:.2f}x: read the speedup"
-                  if max(implied / replayed, replayed / implied) > 1.1 else "")
+        apart = max(implied / replayed, replayed / implied) > 1.1 or (implied > 1) != (replayed > 1)
+        clause = f"; replay says {replayed:.2f}x, this round {implied:.2f}x: read the speedup" if apart else ""
         disagreed += bool(clause)
         text = row["verdict"].removesuffix(clause)
         assert clause in row["verdict"] and "replay says" not in text
@@ -214,3 +214,21 @@ def test_the_summary_leads_every_format(demo):
     markdown = report(*demo, "--format", "md")
     assert markdown.startswith("### Summary: each method's best configuration per device@placement")
     assert markdown.index("### Summary") < markdown.index("### Pooled decode throughput")
+
+
+@pytest.mark.parametrize("implied, replayed, flagged", [
+    (1.03, 0.98, True),   # "pays 3%" beside a replayed loss: within 10%, yet it would contradict the row
+    (0.97, 1.02, True),   # and the other way round
+    (1.03, 1.01, False),  # the same side of 1 and close: the verdict's approximation
+    (0.90, 0.95, False),
+    (1.30, 1.10, True),   # more than 10% apart on the same side
+])
+def test_a_verdict_on_the_other_side_of_1_from_replay_names_both(implied, replayed, flagged):
+    from specbench.core.verdict import Verdict, disagreement
+
+    found = Verdict("sd", 64.0, 7, 6.41, 6.3, 0.0, 0.0281, 0.0073, 0.012, 1.0, 1.0, 1.0, 0.012 / implied)
+    clause = disagreement(found, replayed)
+    assert bool(clause) == flagged
+    if flagged:
+        assert clause == f"; replay says {replayed:.2f}x, this round {implied:.2f}x: read the speedup"
+    assert found.outcome.startswith("pays") == (implied > 1)
