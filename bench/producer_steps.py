@@ -106,9 +106,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{device:14s} {config:28s} {kind:7s} {len(met):6d} {sum(met) / sum(priced):10.3f} "
                   f"{statistics.median(steps.over_cell[kind]):10.3f} {statistics.median(steps.rho[kind]):10.3f}")
         if steps.host_us:
-            print(f"{device:14s} {config:28s} host work between steps: median {statistics.median(steps.host_us):.0f} "
-                  f"us, mean {statistics.mean(steps.host_us):.0f} us; priced {statistics.median(steps.host_priced_us):.0f}"
-                  " us")
+            host, priced_host = statistics.median(steps.host_us), statistics.median(steps.host_priced_us)
+            print(f"{device:14s} {config:28s} host work between steps: median {host:.0f} us, mean "
+                  f"{statistics.mean(steps.host_us):.0f} us; priced {priced_host:.0f} us")
         if steps.start_us:
             print(f"{device:14s} {config:28s} start: median {statistics.median(steps.start_us):.0f} us; priced "
                   f"{statistics.median(steps.start_priced_us):.0f} us")
