@@ -40,7 +40,15 @@ import numpy as np
 
 from specbench.core.fidelity import BIAS_LEVEL, t_halfwidths
 from specbench.core.methods.configs import As2dConfig
-from specbench.core.pricing import CLASS_FORWARDS, DECODE_CLASSES, CoSchedule, CostTable, DecodeContention
+from specbench.core.pricing import (
+    CLASS_FORWARDS,
+    DECODE_CLASSES,
+    PRODUCER_CLASSES,
+    PRODUCER_FIELDS,
+    CoSchedule,
+    CostTable,
+    DecodeContention,
+)
 from specbench.core.replay.reference import ProducerLane, ProducerTimeline, priced_lane, simulate_as2d
 from specbench.core.stats import Interval
 from specbench.errors import SpecbenchError
@@ -144,23 +152,40 @@ def block_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: CoS
         return BlockContention(cosched, None, None, 0)
     old = cosched.decode
     if old is not None:
-        met = replace(met, producer=old.producer, producer_priced=old.producer_priced,
-                      producer_forwards=old.producer_forwards)
+        met = replace(met, **{name: getattr(old, name) for name in PRODUCER_FIELDS})
     return BlockContention(replace(cosched, decode=met), met.priced, met.realised, met.forwards)
 
 
+@dataclass(frozen=True)
+class ProducerContention:
+    """The producer's ratio as native AS2D decodes met it, pooled and by the class of target forward it ran
+    beside (`producer_contention`)."""
+
+    realised: float
+    priced: float
+    """The cells' `rho_drafter` for the same forwards, weighted by their overlap."""
+    forwards: int
+    single: float | None
+    """Over the producer forwards that overlapped single-token steps most (None: fewer than CLASS_FORWARDS)."""
+    single_forwards: int
+    verify: float | None
+    """Over those that overlapped verifications most (None: fewer than CLASS_FORWARDS)."""
+    verify_forwards: int
+
+
 def producer_contention(runs: Sequence[NativeLanes], drafter_costs: CostTable,
-                        cosched: CoSchedule) -> tuple[float, float, int] | None:
+                        cosched: CoSchedule) -> ProducerContention | None:
     """The producer's co-scheduling ratio as native AS2D decodes met it (docs/METHODS.md §4.3 Co-scheduling
-    ratios, "As a decode meets it"): (realised, the cells' price for the same forwards, forwards), pooled over
-    every producer forward that overlapped a target forward, by processor sharing as replay prices it: a forward
-    of `d` microseconds that overlapped the target for `o` of them did solo work `(d - o) + o / rho`, its solo
-    work being the profile's CD(1, depth). Unlike the target's, a producer forward partly beside the target is
-    kept: the target runs nearly without pause, so leaving out the forwards that straddle its boundaries would
-    keep the shorter, less slowed ones. None with fewer than CLASS_FORWARDS such forwards, a run without its
-    drafter prompt, or a ratio that is no slowdown a profile may hold (a pooled denominator <= 0, above MAX_RHO)."""
-    overlap = solo = priced = 0.0
-    forwards = 0
+    ratios, "As a decode meets it"), pooled over every producer forward that overlapped a target forward, by
+    processor sharing as replay prices it: a forward of `d` microseconds that overlapped the target for `o` of
+    them did solo work `(d - o) + o / rho`, its solo work being the profile's CD(1, depth). Unlike the target's, a
+    producer forward partly beside the target is kept: the target runs nearly without pause, so leaving out the
+    forwards that straddle its boundaries would keep the shorter, less slowed ones. Each forward also counts
+    towards the class (single-token step, verification) of the target forward it overlapped most, whose ratio
+    replay prices beside that class. None with fewer than CLASS_FORWARDS such forwards, a run without its drafter
+    prompt, or a ratio that is no slowdown a profile may hold (a pooled denominator <= 0, above MAX_RHO)."""
+    sums = {True: [0.0, 0.0, 0], False: [0.0, 0.0, 0]}  # beside single-token steps? -> [overlap, solo, forwards]
+    priced = 0.0
     for run in runs:
         if run.drafter_prompt is None:
             return None
@@ -172,13 +197,21 @@ def producer_contention(runs: Sequence[NativeLanes], drafter_costs: CostTable,
             if not beside:
                 continue
             o = sum(part for part, _, _ in beside)
-            solo += 1e6 * drafter_costs.cost(1, run.drafter_prompt + s) - (end - start - o)
-            overlap += o
+            acc = sums[max(beside)[1] == 1]
+            acc[0] += o
+            acc[1] += 1e6 * drafter_costs.cost(1, run.drafter_prompt + s) - (end - start - o)
+            acc[2] += 1
             priced += sum(part * cosched.ratios(width, depth)[1] for part, width, depth in beside)
-            forwards += 1
+    overlap, solo, forwards = (sum(acc[i] for acc in sums.values()) for i in range(3))
     if forwards < CLASS_FORWARDS or solo <= 0 or overlap <= 0 or overlap / solo > MAX_RHO:
         return None
-    return overlap / solo, priced / overlap, forwards
+
+    def by_class(single: bool) -> tuple[float | None, int]:
+        o, work, n = sums[single]
+        ok = n >= CLASS_FORWARDS and work > 0 and 0 < o / work <= MAX_RHO
+        return (o / work if ok else None), int(n)
+
+    return ProducerContention(overlap / solo, priced / overlap, int(forwards), *by_class(True), *by_class(False))
 
 
 def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: CoSchedule,
@@ -221,18 +254,25 @@ def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: Co
         return (floored(DECODE_CLASSES[0 if single else 1], time / work) if ok else None), int(n)
 
     pooled = floored("realised", spent / solo)
+    decode = DecodeContention(pooled, priced / spent, int(forwards), *by_class(True), *by_class(False))
     met = None if drafter_costs is None else producer_contention(runs, drafter_costs, cosched)
-    producer = None if met is None else floored("producer", met[0])  # before below_one is handed over
-    return DecodeContention(pooled, priced / spent, int(forwards), *by_class(True), *by_class(False),
-                            below_one=below_one, producer=producer, producer_priced=None if met is None else met[1],
-                            producer_forwards=0 if met is None else met[2])
+    if met is not None:  # floored before below_one is handed over
+        producer = floored("producer", met.realised)
+        single, verify = ((None if r is None else floored(name, r))
+                          for name, r in zip(PRODUCER_CLASSES, (met.single, met.verify), strict=True))
+        decode = replace(decode, producer=producer, producer_priced=met.priced,
+                         producer_forwards=met.forwards, producer_single=single,
+                         producer_single_forwards=met.single_forwards, producer_verify=verify,
+                         producer_verify_forwards=met.verify_forwards)
+    return replace(decode, below_one=below_one)
 
 
 def producer_at_one(cosched: CoSchedule) -> CoSchedule:
     """`cosched` with the producer's ratio 1 at every width and depth (a timeline on the native clock has nothing
     to stretch); the target's priced as `cosched` prices it, a decode's ratio included."""
     ones = {w: np.ones(len(cosched.depths)) for w in cosched.rho_drafter}
-    decode = None if cosched.decode is None else replace(cosched.decode, producer=None)
+    decode = None if cosched.decode is None else replace(cosched.decode, producer=None, producer_single=None,
+                                                         producer_verify=None)
     return replace(cosched, rho_drafter=ones, decode=decode)
 
 

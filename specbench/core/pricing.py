@@ -178,6 +178,12 @@ CLASS_FORWARDS = 8
 DECODE_CLASSES = ("single", "verify")
 """`DecodeContention`'s width classes, as its fields and a profile's keys name them: single-token forwards, and
 verifications (width 2 and more)."""
+PRODUCER_CLASSES = ("producer_single", "producer_verify")
+"""The producer's ratio in AS2D decodes by the target forward it ran beside: a single-token step (width 1) or a
+verification (width 2 and more); named apart from the target's classes in a profile's `cosched.decode`."""
+PRODUCER_FIELDS = ("producer", "producer_priced", "producer_forwards", "producer_single", "producer_single_forwards",
+                   "producer_verify", "producer_verify_forwards")
+"""`DecodeContention`'s fields that hold the producer's ratios, measured together."""
 
 
 @dataclass(frozen=True)
@@ -209,6 +215,14 @@ class DecodeContention:
     producer_priced: float | None = None
     """The cells' `rho_drafter` for the same forwards, weighted by their overlap."""
     producer_forwards: int = 0
+    producer_single: float | None = None
+    """The producer's ratio over its forwards that ran mostly beside single-token steps, pooled the same way
+    (None: fewer than CLASS_FORWARDS of them)."""
+    producer_single_forwards: int = 0
+    producer_verify: float | None = None
+    """The producer's ratio over its forwards that ran mostly beside verifications (None: fewer than
+    CLASS_FORWARDS)."""
+    producer_verify_forwards: int = 0
 
     def target(self, width: int) -> float:
         """The target's ratio priced at `width`: its class's, else the pooled one. A single-token step slows
@@ -216,6 +230,14 @@ class DecodeContention:
         1.6–1.8), and which of them dominates a decode depends on its drafts."""
         by_class = self.single if width == 1 else self.verify
         return self.realised if by_class is None else by_class
+
+    def drafter(self, width: int) -> float | None:
+        """The producer's ratio priced beside a target forward of `width`: its class's, else the pooled one (None:
+        not measured, the cells' are priced). A drafter forward beside a verification slows more than one beside
+        a single-token step (on this project's host in `shared`, Gemma's: 2.62 against 1.96), and a profile's
+        decodes (AS2D B=7) hold another mix of the two than a decode at B=3."""
+        by_class = self.producer_single if width == 1 else self.producer_verify
+        return self.producer if by_class is None else by_class
 
 
 @dataclass(frozen=True)
@@ -248,8 +270,8 @@ class CoSchedule:
     def _target(self, width: int, values: np.ndarray) -> np.ndarray:
         return values if self.decode is None else np.full(len(self.depths), self.decode.target(width))
 
-    def _drafter(self, values: np.ndarray) -> np.ndarray:
-        producer = None if self.decode is None else self.decode.producer
+    def _drafter(self, width: int, values: np.ndarray) -> np.ndarray:
+        producer = None if self.decode is None else self.decode.drafter(width)
         return values if producer is None else np.full(len(self.depths), producer)
 
     def _fill(self, measured: Mapping[int, np.ndarray]) -> np.ndarray:
@@ -261,8 +283,10 @@ class CoSchedule:
     def row(self, width: int) -> tuple[np.ndarray, np.ndarray, bool]:
         """(rho_target, rho_drafter, filled) as priced at each measured depth for one target width."""
         if width in self.rho_target and width in self.rho_drafter:
-            return self._target(width, self.rho_target[width]), self._drafter(self.rho_drafter[width]), False
-        return self._target(width, self._fill(self.rho_target)), self._drafter(self._fill(self.rho_drafter)), True
+            return (self._target(width, self.rho_target[width]), self._drafter(width, self.rho_drafter[width]),
+                    False)
+        return (self._target(width, self._fill(self.rho_target)), self._drafter(width, self._fill(self.rho_drafter)),
+                True)
 
     def ratios(self, width: int, depth: float) -> tuple[float, float, bool]:
         """(rho_target, rho_drafter, extrapolated) for one target width at one KV depth."""

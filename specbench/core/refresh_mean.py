@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from specbench.core.pricing import DECODE_CLASSES, SERIAL_CLASSES
+from specbench.core.pricing import DECODE_CLASSES, PRODUCER_CLASSES, SERIAL_CLASSES
 from specbench.errors import SpecbenchError
 
 
@@ -80,7 +80,7 @@ def mean_decode(decodes: Sequence[dict]) -> dict:
     """Both lanes' ratios in AS2D decodes (a `cosched.decode` entry) as the mean of several measurements:
     ratios the mean, forwards the sum; a width class or producer ratio some measurement lacks is left out (priced
     at the pooled ratio, or the cells')."""
-    return mean_ratio(decodes, (*DECODE_CLASSES, "producer"))
+    return mean_ratio(decodes, (*DECODE_CLASSES, "producer", *PRODUCER_CLASSES))
 
 
 def mean_ratio(decodes: Sequence[dict], parts: Sequence[str]) -> dict:

@@ -55,8 +55,8 @@ def stability_warnings(samples: Sequence[dict]) -> list[StabilityWarning]:
 
 def decode_warnings(drafters: Sequence[DrafterProfile]) -> list[StabilityWarning]:
     """Per drafter, the `cosched.decode` ratios its AS2D decodes measured below 1 and the profile prices as 1
-    (core/decomposition.decode_contention): width 1 for single-token steps, 2 for verifications, 0 pooled or the
-    producer's."""
+    (core/decomposition.decode_contention): width 1 for single-token steps and the producer beside them, 2 for
+    verifications and the producer beside them, 0 for either lane's pooled ratio."""
     out = []
     for drafter in drafters:
         decode = drafter.cosched.decode if drafter.cosched is not None else None
@@ -64,7 +64,9 @@ def decode_warnings(drafters: Sequence[DrafterProfile]) -> list[StabilityWarning
             continue
         for key, value in decode.below_one.items():
             forwards = {"single": decode.single_forwards, "verify": decode.verify_forwards,
-                        "producer": decode.producer_forwards}.get(key, decode.forwards)
-            out.append(StabilityWarning(drafter.name, f"{DECODE_TABLE} {key}", {"single": 1, "verify": 2}.get(key, 0),
+                        "producer": decode.producer_forwards, "producer_single": decode.producer_single_forwards,
+                        "producer_verify": decode.producer_verify_forwards}.get(key, decode.forwards)
+            width = {"single": 1, "verify": 2, "producer_single": 1, "producer_verify": 2}.get(key, 0)
+            out.append(StabilityWarning(drafter.name, f"{DECODE_TABLE} {key}", width,
                                         0, 0.0, 0.0, int(forwards), ratio=round(float(value), 6)))
     return out

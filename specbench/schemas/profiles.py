@@ -58,6 +58,8 @@ from specbench.core.pricing import (
     CLASS_FORWARDS,
     DECODE_CLASSES,
     DEPTH_FITS,
+    PRODUCER_CLASSES,
+    PRODUCER_FIELDS,
     RATIO_FITS,
     SERIAL_CLASSES,
     CoSchedule,
@@ -604,12 +606,14 @@ def _cosched(doc: dict, where: Where) -> CoSchedule:
 
 def _decode_contention(doc: dict, where: Where) -> DecodeContention | None:
     """`decode: {realised, priced, forwards, single?: {realised, forwards}, verify?: {realised, forwards},
-    producer?: {realised, priced, forwards}}`, or None."""
+    producer?: {realised, priced, forwards}, producer_single?: {realised, forwards}, producer_verify?: {...}}`,
+    or None."""
     entry = need(doc, "decode", dict, where, None)
     if entry is None:
         return None
     d_where = where.at("decode")
-    reject_unknown(entry, {"realised", "priced", "forwards", "below_one", "producer", *DECODE_CLASSES}, d_where)
+    reject_unknown(entry, {"realised", "priced", "forwards", "below_one", "producer", *DECODE_CLASSES,
+                           *PRODUCER_CLASSES}, d_where)
     ratios = [_decode_ratio(entry, key, d_where) for key in ("realised", "priced")]
     decode = DecodeContention(ratios[0], ratios[1], _decode_forwards(entry, d_where, 1),
                               *_class_ratios(entry, DECODE_CLASSES, d_where, MAX_RHO))
@@ -620,6 +624,11 @@ def _decode_contention(doc: dict, where: Where) -> DecodeContention | None:
         decode = replace(decode, producer=_decode_ratio(producer, "realised", p_where),
                          producer_priced=_decode_ratio(producer, "priced", p_where),
                          producer_forwards=_decode_forwards(producer, p_where, CLASS_FORWARDS))
+    classes = _class_ratios(entry, PRODUCER_CLASSES, d_where, MAX_RHO)
+    if producer is None and any(c is not None for c in classes[::2]):
+        raise d_where.fail("`producer` beside `producer_single` or `producer_verify` (measured together)",
+                           sorted(k for k in entry if k in PRODUCER_CLASSES))
+    decode = replace(decode, **dict(zip(PRODUCER_FIELDS[3:], classes, strict=True)))
     return replace(decode, below_one=_below_one(entry, decode, d_where))
 
 
@@ -628,7 +637,7 @@ def _below_one(entry: dict, decode: DecodeContention, where: Where) -> dict[str,
     prices 1 (core/decomposition.decode_contention)."""
     below = need(entry, "below_one", dict, where, None) or {}
     b_where = where.at("below_one")
-    reject_unknown(below, {"realised", "producer", *DECODE_CLASSES}, b_where)
+    reject_unknown(below, {"realised", "producer", *DECODE_CLASSES, *PRODUCER_CLASSES}, b_where)
     out = {}
     for key, value in below.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < 1:
@@ -852,6 +861,7 @@ def _cosched_doc(cosched: CoSchedule) -> dict:
             assert decode.producer_priced is not None  # measured together (core/decomposition.producer_contention)
             doc["decode"]["producer"] = {"realised": float(decode.producer), "priced": float(decode.producer_priced),
                                          "forwards": int(decode.producer_forwards)}
+            doc["decode"].update(_classes_doc(decode, PRODUCER_CLASSES))
         if decode.below_one:
             doc["decode"]["below_one"] = {k: float(v) for k, v in decode.below_one.items()}
     return doc

@@ -208,10 +208,34 @@ def test_the_producers_ratio_is_left_to_the_cells_without_enough_forwards_or_its
     faster = [(0.2 * s, 0.2 * (s + 1)) for s in range(100)]  # 0.2 s for 0.25 s of work: noise
     met = decode_contention([producer_beside(faster, target)], profile.target_costs, profile.cosched(None),
                             profile.drafter(None).costs)
-    assert met.producer == 1.0 and met.below_one == {"producer": pytest.approx(0.8)}
+    # every forward ran beside single-token steps: that class measured the same noise
+    assert met.producer == met.producer_single == 1.0 and met.producer_verify is None
+    assert met.below_one == {"producer": pytest.approx(0.8), "producer_single": pytest.approx(0.8)}
     drafter = replace(profile.drafter(None), cosched=replace(profile.cosched(None), decode=met))
-    [warning] = decode_warnings([drafter])
-    assert (warning.table, warning.samples, warning.ratio) == ("cosched decode producer", 100, 0.8)
+    warnings = decode_warnings([drafter])
+    assert [(w.table, w.width, w.samples, w.ratio) for w in warnings] == [
+        ("cosched decode producer", 0, 100, 0.8), ("cosched decode producer_single", 1, 100, 0.8)]
+
+
+def test_the_producers_ratio_beside_each_class_of_target_forward_is_priced_beside_that_class():
+    # 10 s of single-token steps, then 10 s of width-4 verifications; the producer's forwards (CD(1) = 0.25 s
+    # solo) took 0.45 s beside the first (rho 1.8) and 0.75 s beside the second (rho 3.0)
+    profile = make_profile(rho=(1.2, 2.0))
+    target = lanes_at([(1, 2.0)] * 5 + [(4, 2.0)] * 5)
+    steps = [(0.45 * s, 0.45 * (s + 1)) for s in range(20)] + [(10 + 0.75 * s, 10 + 0.75 * (s + 1)) for s in range(12)]
+    met = decode_contention([producer_beside(steps, target)], profile.target_costs, profile.cosched(None),
+                            profile.drafter(None).costs)
+    assert (met.producer_single, met.producer_single_forwards) == (pytest.approx(1.8), 20)
+    assert (met.producer_verify, met.producer_verify_forwards) == (pytest.approx(3.0), 12)
+    assert met.producer == pytest.approx(18 / (32 * 0.25)) and met.producer_forwards == 32  # pooled: 2.25
+    priced = replace(profile.cosched(None), decode=met)
+    assert priced.ratios(1, 0.0)[1] == pytest.approx(1.8) and priced.ratios(4, 9.0)[1] == pytest.approx(3.0)
+    assert priced.dense(4, 2)[1][1].tolist() == pytest.approx([1.8] * 3)
+    assert priced.dense(4, 2)[1][2:].flatten().tolist() == pytest.approx([3.0] * 9)
+    # a class short of CLASS_FORWARDS is priced at the pooled ratio
+    few = decode_contention([producer_beside(steps[:20] + steps[20:20 + CLASS_FORWARDS - 1], target)],
+                            profile.target_costs, profile.cosched(None), profile.drafter(None).costs)
+    assert few.producer_verify is None and few.drafter(4) == few.producer and few.drafter(1) == few.producer_single
 
 
 def test_a_profile_priced_with_the_decodes_contention_has_no_contention_bias_left():

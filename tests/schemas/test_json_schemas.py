@@ -128,6 +128,7 @@ def test_a_profile_with_both_lanes_decode_ratios_validates_and_a_bad_one_is_refu
     doc["drafters"][0]["cosched"]["decode"] = {
         "realised": 1.0, "priced": 1.9, "forwards": 120, "single": {"realised": 1.0, "forwards": 60},
         "verify": {"realised": 1.7, "forwards": 60}, "producer": {"realised": 2.0, "priced": 3.6, "forwards": 140},
+        "producer_single": {"realised": 1.9, "forwards": 100}, "producer_verify": {"realised": 2.4, "forwards": 40},
         "below_one": {"realised": 0.98, "single": 0.95}}
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(doc))

@@ -205,6 +205,22 @@ def test_a_profile_prices_the_producer_at_its_decode_ratio_and_round_trips():
                                 f"{CLASS_FORWARDS}, got 3")
 
 
+def test_a_profile_prices_the_producer_beside_each_class_at_its_decode_ratio_and_round_trips():
+    doc = _set(_local(), ("drafters", 0, "cosched", "decode"),
+               {"realised": 2.3, "priced": 1.1, "forwards": 40, "producer": {"realised": 2.1, "priced": 3.6, "forwards": 140},
+                "producer_single": {"realised": 1.96, "forwards": 100}, "producer_verify": {"realised": 2.62, "forwards": 40}})
+    profile = profile_from_dict(doc, Path("p.yaml"))
+    cosched = profile.drafters[doc["drafters"][0]["name"]].cosched
+    for depth in (cosched.depths[0], cosched.depths[-1] + 100):
+        assert cosched.ratios(1, depth)[1] == 1.96
+        assert cosched.ratios(2, depth)[1] == cosched.ratios(max(cosched.rho_drafter) + 3, depth)[1] == 2.62
+    again = profile_from_dict(profiles.profile_to_dict(profile), Path("p.yaml"))
+    assert again.drafters[doc["drafters"][0]["name"]].cosched.decode == cosched.decode
+    del doc["drafters"][0]["cosched"]["decode"]["producer"]
+    with pytest.raises(SpecbenchError, match="producer_single"):  # a class without the pooled ratio it refines
+        profile_from_dict(doc, Path("p.yaml"))
+
+
 def test_a_decode_ratio_measured_below_one_round_trips_beside_the_1_it_prices_and_its_warning():
     doc = _set(_local(), ("drafters", 0, "cosched", "decode"),
                {"realised": 1.0, "priced": 1.1, "forwards": 40, "single": {"realised": 1.0, "forwards": 25},
