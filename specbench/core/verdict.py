@@ -12,8 +12,8 @@ the others verified, at w, the measured width nearest their mean 1 + proposed / 
   (f × CD(1) + s × CT(1) + (1 − s) × CT(w)) / τ seconds a token;
 * as2d: the target never waits for the producer, so a token costs the target lane's forwards
   slowed by their co-scheduling ratios, over τ: (s × ρT(1) × CT(1) + (1 − s) × ρT(w) × CT(w)) / τ;
-  the producer's lane, ρD × CD(1) a drafter forward (ρD at w, or at 1 without verifications),
-  says whether it kept ahead;
+  the producer's lane, ρD × CD(1) a drafter forward (ρD beside single steps and beside verifications,
+  weighted by the target lane's time in each), says whether it kept ahead;
 
 against target-only's CT(1) a token. f, s, w and τ are the run's own: f = drafter forwards /
 target forwards, τ = tokens / target forwards, summed over the configuration's windows. Both
@@ -82,7 +82,8 @@ class Verdict:
     rho_single: float
     """AS2D: the target lane's co-scheduling ratio at width 1, its single steps' (1 for serial methods)."""
     rho_drafter: float
-    """AS2D: the producer's co-scheduling ratio at `width` (1 for serial methods)."""
+    """AS2D: the producer's co-scheduling ratio beside the target's single steps and beside its verifications at
+    `width`, weighted by the target lane's time in each (1 for serial methods)."""
     per_token_s: float
     """The configuration's seconds a token by this arithmetic."""
     coverage: float = 0.0
@@ -167,9 +168,12 @@ def verdict(profile: DeviceProfile, method: str, drafter: str | None, counts: Fo
     rho_t = rho_1 = rho_d = 1.0
     if method == "as2d":
         ratios = profile.cosched(drafter).ratios
-        rho_t, rho_d, _ = ratios(width, depth)
-        rho_1 = ratios(1, depth)[0]
-        per_token = (single * rho_1 * ct1 + (1.0 - single) * rho_t * ct) / tau
+        rho_t, rho_d_verify, _ = ratios(width, depth)
+        rho_1, rho_d_single, _ = ratios(1, depth)
+        singles, verifies = single * rho_1 * ct1, (1.0 - single) * rho_t * ct
+        per_token = (singles + verifies) / tau
+        # the producer runs beside both classes: its ratio beside each, weighted by the target lane's time in it
+        rho_d = (singles * rho_d_single + verifies * rho_d_verify) / (singles + verifies)
     else:
         per_token = (per_forward * cd + single * ct1 + (1.0 - single) * ct) / tau
     return Verdict(method, depth, width, tau, per_forward, single, ct, cd, ct1, rho_t, rho_1, rho_d, per_token,
