@@ -23,17 +23,20 @@ class SandboxLoad:
 
     def __init__(self, root: Path):
         self._marker = f"EMUPHONE_ROOT={root}".encode()
-        self._members: dict[tuple[int, int], bool] = {}  # (pid, start time) -> runs in this sandbox
+        self._members: dict[tuple[int, int, bytes], bool] = {}  # (pid, start time, command) -> in this sandbox
 
     def running_threads(self) -> int:
         """Threads of the sandbox's processes in state R now."""
         running = 0
-        seen: dict[tuple[int, int], bool] = {}
+        seen: dict[tuple[int, int, bytes], bool] = {}
         for name in os.listdir("/proc"):
             if not name.isdigit():
                 continue
             try:
-                key = (int(name), int(_stat_fields(f"/proc/{name}/stat")[19]))  # start time: pids are reused
+                command, fields = _stat(f"/proc/{name}/stat")
+                # start time: pids are reused; the command name, which an exec changes while pid and start time
+                # stay: a child seen between fork and exec still has its parent's environment, not the sandbox's
+                key = (int(name), int(fields[19]), command)
                 member = self._members.get(key)
                 if member is None:
                     with open(f"/proc/{name}/environ", "rb") as handle:
@@ -48,10 +51,16 @@ class SandboxLoad:
         return running
 
 
+def _stat(path: str) -> tuple[bytes, list[bytes]]:
+    """A /proc stat file's command name and its fields after it (field 3, the state, is [0])."""
+    with open(path, "rb") as handle:
+        head, tail = handle.read().rsplit(b")", 1)
+    return head.split(b"(", 1)[1], tail.split()
+
+
 def _stat_fields(path: str) -> list[bytes]:
     """The fields of a /proc stat file after the command name (field 3, the state, is [0])."""
-    with open(path, "rb") as handle:
-        return handle.read().rsplit(b")", 1)[1].split()
+    return _stat(path)[1]
 
 
 class LoadModel(Protocol):

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,32 @@ def test_cli_serves_until_sigterm(tmp_path):
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
     assert os.path.isdir(tmp_path / "phone/data/local/tmp")
+
+
+# --- load ---
+def test_a_process_seen_before_its_exec_counts_once_it_runs_in_the_sandbox(tmp_path):
+    from specbench.emuphone.load import SandboxLoad
+
+    # seen first between fork and exec (the parent's environment, no sandbox marker), then exec'd into a busy
+    # loop with the sandbox's environment, as a runner an adb shell starts; a once-only look would miss it
+    root = tmp_path / "phone"
+    ready = tmp_path / "ready"
+    code = f"import os, pathlib; pathlib.Path({str(ready)!r}).write_text('1'); " \
+           f"os.execve('/bin/sh', ['sh', '-c', 'while :; do :; done'], " \
+           f"dict(os.environ, EMUPHONE_ROOT={str(root)!r}))"
+    load = SandboxLoad(root)
+    env = {k: v for k, v in os.environ.items() if k != "EMUPHONE_ROOT"}
+    child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(0.5); {code}"], env=env)
+    try:
+        assert load.running_threads() == 0  # the child, asleep, without the marker: remembered as not ours
+        deadline = time.monotonic() + 10
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        busy = 0
+        while busy == 0 and time.monotonic() < deadline:  # the exec'd loop, runnable at some tick
+            time.sleep(0.05)
+            busy = load.running_threads()
+        assert busy >= 1
+    finally:
+        child.kill()
+        child.wait()
