@@ -63,10 +63,9 @@ def decode_warnings(drafters: Sequence[DrafterProfile]) -> list[StabilityWarning
         if decode is None:
             continue
         for key, value in decode.below_one.items():
-            forwards = {"single": decode.single_forwards, "verify": decode.verify_forwards,
-                        "producer": decode.producer_forwards, "producer_single": decode.producer_single_forwards,
-                        "producer_verify": decode.producer_verify_forwards}.get(key, decode.forwards)
-            width = {"single": 1, "verify": 2, "producer_single": 1, "producer_verify": 2}.get(key, 0)
+            # every ratio `below_one` names has its count in `<name>_forwards`, but the pooled target's (`forwards`)
+            forwards = getattr(decode, f"{key}_forwards", decode.forwards)
+            width = 1 if key.endswith("single") else 2 if key.endswith("verify") else 0
             out.append(StabilityWarning(drafter.name, f"{DECODE_TABLE} {key}", width,
                                         0, 0.0, 0.0, int(forwards), ratio=round(float(value), 6)))
     return out

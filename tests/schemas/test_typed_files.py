@@ -172,17 +172,28 @@ def test_a_profile_with_its_decode_contention_round_trips_and_prices_the_target_
     assert again.drafters[name].cosched.decode == cosched.decode
 
 
-def test_a_profile_prices_single_steps_and_verifications_at_their_decode_ratios_and_round_trips():
+PRODUCER = {"producer": {"realised": 2.1, "priced": 3.6, "forwards": 140}}
+
+
+@pytest.mark.parametrize("lane, single, verify, pooled", [
+    (0, "single", "verify", {}),  # the target's ratio beside the producer, per width class
+    (1, "producer_single", "producer_verify", PRODUCER),  # the producer's, beside each class of target forward
+])
+def test_a_profile_prices_each_lanes_classes_at_their_decode_ratios_and_round_trips(lane, single, verify, pooled):
     doc = _set(_local(), ("drafters", 0, "cosched", "decode"),
-               {"realised": 2.3, "priced": 1.1, "forwards": 40, "single": {"realised": 2.6, "forwards": 30},
-                "verify": {"realised": 2.0, "forwards": 10}})
+               {"realised": 2.3, "priced": 1.1, "forwards": 40, **pooled, single: {"realised": 2.6, "forwards": 30},
+                verify: {"realised": 2.0, "forwards": 10}})
     profile = profile_from_dict(doc, Path("p.yaml"))
     cosched = profile.drafters[doc["drafters"][0]["name"]].cosched
     for depth in (cosched.depths[0], cosched.depths[-1] + 100):
-        assert cosched.ratios(1, depth)[0] == 2.6
-        assert cosched.ratios(2, depth)[0] == cosched.ratios(max(cosched.rho_target) + 3, depth)[0] == 2.0
+        assert cosched.ratios(1, depth)[lane] == 2.6
+        assert cosched.ratios(2, depth)[lane] == cosched.ratios(max(cosched.rho_target) + 3, depth)[lane] == 2.0
     again = profile_from_dict(profiles.profile_to_dict(profile), Path("p.yaml"))
     assert again.drafters[doc["drafters"][0]["name"]].cosched.decode == cosched.decode
+    if pooled:
+        del doc["drafters"][0]["cosched"]["decode"]["producer"]
+        with pytest.raises(SpecbenchError, match="producer_single"):  # a class without the pooled ratio it refines
+            profile_from_dict(doc, Path("p.yaml"))
 
 
 def test_a_profile_prices_the_producer_at_its_decode_ratio_and_round_trips():
@@ -203,22 +214,6 @@ def test_a_profile_prices_the_producer_at_its_decode_ratio_and_round_trips():
         profile_from_dict(_set(doc, ("drafters", 0, "cosched", "decode", "producer", "forwards"), 3), Path("p.yaml"))
     assert str(error.value) == ("p.yaml: key 'drafters[0].cosched.decode.producer.forwards': expected a count >= "
                                 f"{CLASS_FORWARDS}, got 3")
-
-
-def test_a_profile_prices_the_producer_beside_each_class_at_its_decode_ratio_and_round_trips():
-    doc = _set(_local(), ("drafters", 0, "cosched", "decode"),
-               {"realised": 2.3, "priced": 1.1, "forwards": 40, "producer": {"realised": 2.1, "priced": 3.6, "forwards": 140},
-                "producer_single": {"realised": 1.96, "forwards": 100}, "producer_verify": {"realised": 2.62, "forwards": 40}})
-    profile = profile_from_dict(doc, Path("p.yaml"))
-    cosched = profile.drafters[doc["drafters"][0]["name"]].cosched
-    for depth in (cosched.depths[0], cosched.depths[-1] + 100):
-        assert cosched.ratios(1, depth)[1] == 1.96
-        assert cosched.ratios(2, depth)[1] == cosched.ratios(max(cosched.rho_drafter) + 3, depth)[1] == 2.62
-    again = profile_from_dict(profiles.profile_to_dict(profile), Path("p.yaml"))
-    assert again.drafters[doc["drafters"][0]["name"]].cosched.decode == cosched.decode
-    del doc["drafters"][0]["cosched"]["decode"]["producer"]
-    with pytest.raises(SpecbenchError, match="producer_single"):  # a class without the pooled ratio it refines
-        profile_from_dict(doc, Path("p.yaml"))
 
 
 def test_a_decode_ratio_measured_below_one_round_trips_beside_the_1_it_prices_and_its_warning():
