@@ -14,7 +14,8 @@ moved from the probes around the refreshes, the same way, by more than an allowa
 a multiple of the probes' scatter in the block, whichever is larger) is voided, and redone after a
 cool-down, at most `max_voids` times. Blocks cycle through the shards until every bias interval is as narrow as
 asked, or the block budget is spent. The analysis also takes each AS2D configuration's speedup bias
-apart (core/decomposition.py): contention, publications, and what remains.
+apart (core/decomposition.py): contention, publications, and what remains; and replays each half of a block's
+windows with the ratios the other half's decodes met (core/crossfit.py), which tells the model's error from drift.
 """
 
 
@@ -22,11 +23,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from specbench.app.cost_cells import sweep_plan, traced_drafter_widths
-from specbench.core import fidelity
+from specbench.core import crossfit, fidelity
 from specbench.core.methods.configs import As2dConfig, MethodConfig, TargetConfig, row_fields
 from specbench.core.refresh_mean import merged_profile, pooled_decodes
 from specbench.core.repetitions import DEFAULT_MAX_REPETITIONS, OVERHEADS_WINDOWS
@@ -53,6 +54,7 @@ from specbench.schemas.validation import (
     PRODUCER_KEYS,
     Attempted,
     BlockRecord,
+    CrossFitRecord,
     DecodeRecord,
     DecompositionRecord,
     Metric,
@@ -395,13 +397,37 @@ def block_profiles(out: Path, blocks: Sequence[BlockRecord]) -> dict[tuple[str, 
     return profiles
 
 
-def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], configs: Sequence[MethodConfig],
-            lookups: set[str], bounds: dict[Metric, Bounds]) -> list[SummaryRecord]:
-    """Replay every kept block with its profile, then write observations, summary, the op
-    comparison and AS2D's decomposed speedup bias (`lookups`: the drafter groups that are prompt
-    lookup, whose ops no table prices and whose producer neither computes nor contends)."""
+def replayed(device: str, windows: Sequence[Window], traces: dict[str, TraceFile], profile: DeviceProfile,
+             configs: Sequence[MethodConfig]) -> dict[tuple[str, str, str], tuple[int, float]]:
+    """(device, configuration, window) -> replay's (tokens, decode seconds) of `windows` priced by `profile`."""
     from specbench.app.parallel_replay import replay_study_in_processes
 
+    frame = replay_study_in_processes(windows, traces, [profile], configs, workers=1)
+    return {(device, c, w): (int(t), float(s)) for c, w, t, s in
+            zip(frame["config"], frame["window_id"], frame["tokens"], frame["decode_s"], strict=True)}
+
+
+def priced_beside(device: str, decodes: Sequence[DecodeRecord], windows: dict[str, Window],
+                  traces: dict[str, TraceFile], profile: DeviceProfile, configs: Sequence[MethodConfig],
+                  lookups: set[str]) -> list[ObservationRecord]:
+    """One block's observations with each fold of its windows priced by the ratios the other fold's native decodes
+    met (core/crossfit.py)."""
+    out: list[ObservationRecord] = []
+    halves = crossfit.folds({d.window_id for d in decodes})
+    for fold, other in zip(halves, reversed(halves), strict=True):
+        if not fold:
+            continue
+        priced = crossfit.beside_profile(profile, [d for d in decodes if d.window_id in other], configs, lookups)
+        out += observations([d for d in decodes if d.window_id in fold],
+                            replayed(device, [windows[w] for w in sorted(fold)], traces, priced, configs))
+    return out
+
+
+def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], configs: Sequence[MethodConfig],
+            lookups: set[str], bounds: dict[Metric, Bounds]) -> list[SummaryRecord]:
+    """Replay every kept block with its profile, then write observations, summary, the summary priced beside the
+    decodes (core/crossfit.py), the op comparison and AS2D's decomposed speedup bias (`lookups`: the drafter
+    groups that are prompt lookup, whose ops no table prices and whose producer neither computes nor contends)."""
     blocks = [b for b in load_records(out, BlockRecord) if not b.voided]
     decodes = list(kept(load_records(out, DecodeRecord), blocks))
     by_id = {w.window_id: w for w in windows}
@@ -409,20 +435,22 @@ def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], 
     timings: list[tuple[str, fidelity.OpTiming]] = []
     parts: dict[tuple[str, str], Decomposing] = {}
     profiles = block_profiles(out, blocks)
+    beside: list[ObservationRecord] = []
     for b in blocks:
         profile = profiles[(b.device, b.block)]
-        frame = replay_study_in_processes([by_id[w] for w in b.windows], traces, [profile], configs, workers=1)
-        per_block = {(b.device, c, w): (int(t), float(s)) for c, w, t, s in
-                     zip(frame["config"], frame["window_id"], frame["tokens"], frame["decode_s"], strict=False)}
+        per_block = replayed(b.device, [by_id[w] for w in b.windows], traces, profile, configs)
         mine = [d for d in decodes if (d.device, d.block) == (b.device, b.block)]
         block_obs = observations(mine, per_block)
         obs += block_obs
+        beside += priced_beside(b.device, mine, by_id, traces, profile, configs, lookups)
         timings += [(b.device, t) for t in op_timings(mine, profile, configs, lookups)]
         decompose_block(block_obs, mine, per_block, profile, traces, by_id,
                         [c for c in configs if isinstance(c, As2dConfig) and c.drafter not in lookups], parts)
     write_records(out, ObservationRecord, obs)
-    summary = summarize(obs, bounds, {(b.device, b.block) for b in blocks if b.kept_after_voids})
+    past_allowance = {(b.device, b.block) for b in blocks if b.kept_after_voids}
+    summary = summarize(obs, bounds, past_allowance)
     write_records(out, SummaryRecord, summary)
+    write_records(out, CrossFitRecord, [CrossFitRecord(**asdict(s)) for s in summarize(beside, bounds, past_allowance)])
     ops = []
     for device in sorted({d for d, _ in timings}):
         ops += [OpRecord(device=device, **row) for row in

@@ -8,6 +8,8 @@
     <out>/summary.jsonl       one SummaryRecord per (device, configuration, metric)
     <out>/ops.jsonl           one OpRecord per (device, model, width, depth bin): decode vs profile
     <out>/decomposition.jsonl one DecompositionRecord per (device, AS2D configuration, part of its speedup bias)
+    <out>/crossfit.jsonl      one CrossFitRecord per (device, configuration, metric): the summary of the replay
+                              priced with ratios measured beside the decodes
     <out>/profiles/           the full profile of each placement, and per block its two refreshes
                               and the profile replay priced it with
 
@@ -206,6 +208,12 @@ class SummaryRecord:
 
 
 @dataclass(frozen=True)
+class CrossFitRecord(SummaryRecord):
+    """A SummaryRecord of the replay that prices each half of a block's windows with the ratios the other half's
+    native decodes met (core/crossfit.py): the model's error without the drift between refreshes and decodes."""
+
+
+@dataclass(frozen=True)
 class OpRecord:
     device: str
     config: str
@@ -252,9 +260,9 @@ class DecompositionRecord:
 
 FILES = {BlockRecord: "blocks.jsonl", DecodeRecord: "decodes.jsonl", ProbeRecord: "probes.jsonl",
          ObservationRecord: "observations.jsonl", SummaryRecord: "summary.jsonl", OpRecord: "ops.jsonl",
-         DecompositionRecord: "decomposition.jsonl"}
+         DecompositionRecord: "decomposition.jsonl", CrossFitRecord: "crossfit.jsonl"}
 Record = TypeVar("Record", BlockRecord, DecodeRecord, ProbeRecord, ObservationRecord, SummaryRecord, OpRecord,
-                 DecompositionRecord)
+                 DecompositionRecord, CrossFitRecord)
 
 
 class Attempted(Protocol):

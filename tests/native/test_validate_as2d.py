@@ -16,6 +16,7 @@ from specbench.schemas.validation import (
     PRODUCER_KEYS,
     BlockRecord,
     DecodeRecord,
+    CrossFitRecord,
     DecompositionRecord,
     SummaryRecord,
     load_records,
@@ -100,3 +101,9 @@ def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_t
     assert product == pytest.approx(parts["total"].factor)
     assert parts["contention"].rho_priced > 0 and parts["contention"].rho_realised > 0
     assert "AS2D's speedup bias, decomposed" in (out / "validation.md").read_text()
+    # priced beside the decodes: the same configurations and observations, each fold at the other fold's ratios
+    summary = {(s.config, s.metric): s for s in load_records(out, SummaryRecord)}
+    beside = {(s.config, s.metric): s for s in load_records(out, CrossFitRecord)}
+    assert set(beside) == set(summary)
+    assert all(beside[k].observations == summary[k].observations for k in summary)
+    assert "Replay fidelity priced beside the decodes" in (out / "validation.md").read_text()

@@ -1,0 +1,103 @@
+"""A validation block priced with its ratios measured beside its decodes (docs/METHODS.md §7.9 Validation: does
+replay predict the device?, "Priced beside the decodes").
+
+A block's replay prices each forward at its refreshed cells times ratios its refreshes measured minutes before and
+after the decodes: each model's decode ratio in serial decodes, both lanes' co-scheduling ratios in AS2D decodes.
+On a host whose ratios drift within minutes, that drift is charged to the model. Here the block's windows are
+split into two folds and each fold is replayed with those ratios measured on the *other* fold's native decodes
+of the same jobs, with the same estimators the refreshes use (`pricing.decode_ratio`,
+`decomposition.decode_contention`): no window prices itself. The cells, the overheads and whatever a fold's
+decodes cannot measure stay as the block's profile has them. What this replay still gets wrong is the model's
+error, plus what the ratios drift within one decode job; what it gets right that the block's own replay did not
+is drift between the refreshes and the decodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import replace
+
+from specbench.core import decomposition, fidelity
+from specbench.core.methods.configs import As2dConfig, MethodConfig, SdConfig, SpecAsrConfig, TargetConfig
+from specbench.core.pricing import CostTable, decode_ratio
+from specbench.core.validation_stats import decode_index, native_lanes
+from specbench.errors import SpecbenchError
+from specbench.schemas.profiles import DeviceProfile, DrafterProfile
+from specbench.schemas.validation import DecodeRecord
+
+Forward = tuple[int, float, float]
+"""(width, depth, microseconds) of one forward in a serial decode."""
+
+
+def folds(window_ids: Collection[str]) -> tuple[set[str], set[str]]:
+    """A block's windows in two folds, alternating in window order (neighbours in a shard land apart)."""
+    ordered = sorted(window_ids)
+    return set(ordered[0::2]), set(ordered[1::2])
+
+
+def serial_forwards(decodes: Sequence[DecodeRecord], configs: Sequence[MethodConfig],
+                    lookups: Collection[str]) -> tuple[list[Forward], dict[str, list[Forward]]]:
+    """The target's forwards in every serial decode (target-only, SD, SpecASR) and each drafter's in its SD decodes,
+    as a refresh's serial decodes give them (SpecASR's drafter ingests are priced from another table, a lookup
+    runs no model). Divergent decodes are left out."""
+    serial = {c.label: c for c in configs if isinstance(c, (TargetConfig, SdConfig, SpecAsrConfig))}
+    target: list[Forward] = []
+    drafters: dict[str, list[Forward]] = {}
+    for d in decodes:
+        config = serial.get(d.config)
+        if config is None or not d.lossless:
+            continue
+        for op in d.ops:
+            forward = (int(op["width"]), float(op["depth"]), float(op["us"]))
+            if op["model"] == "target":
+                target.append(forward)
+            elif isinstance(config, SdConfig) and d.group not in lookups:
+                drafters.setdefault(d.group, []).append(forward)
+    return target, drafters
+
+
+def _with_ratio(table: CostTable, forwards: Sequence[Forward]) -> CostTable:
+    ratio = decode_ratio(forwards, table)
+    return table if ratio is None else replace(table, decode=ratio)
+
+
+def as2d_lanes(decodes: Sequence[DecodeRecord], configs: Sequence[MethodConfig],
+               drafter: str) -> list[decomposition.NativeLanes]:
+    """The lanes of every lossless AS2D decode drafted by `drafter` whose producer record reads back, each beside
+    the target-only decode paired with it."""
+    as2d = {c.label for c in configs if isinstance(c, As2dConfig) and c.drafter == drafter}
+    index = decode_index(decodes)
+    out = []
+    for d in decodes:
+        if d.config in as2d and d.lossless and d.producer is not None:
+            partner = index.get((d.group, d.window_id, d.run, fidelity.partner_slot(d.slot)))
+            if partner is not None:
+                out.append(native_lanes(d, index))
+    return out
+
+
+def beside_profile(profile: DeviceProfile, decodes: Sequence[DecodeRecord], configs: Sequence[MethodConfig],
+                   lookups: Collection[str]) -> DeviceProfile:
+    """`profile` with the ratios `decodes` (one fold's native decodes) met: the target's and each drafter's decode
+    ratio, and per drafter both lanes' co-scheduling ratios in its AS2D decodes, where the decodes measure
+    them; the rest as `profile` prices it."""
+    target_forwards, drafter_forwards = serial_forwards(decodes, configs, lookups)
+    target_costs = _with_ratio(profile.target_costs, target_forwards)
+    drafters: dict[str, DrafterProfile] = {}
+    for name, drafter in profile.drafters.items():
+        if name in lookups:
+            drafters[name] = drafter
+            continue
+        costs = _with_ratio(drafter.costs, drafter_forwards.get(name, []))
+        all_rows = None if drafter.all_rows_costs is None else replace(drafter.all_rows_costs, decode=costs.decode)
+        cosched = drafter.cosched
+        if cosched is not None:
+            try:
+                met = decomposition.decode_contention(as2d_lanes(decodes, configs, name), target_costs, cosched,
+                                                      costs)
+            except SpecbenchError:  # a run without the lanes' timestamps: the block's ratios stay
+                met = None
+            if met is not None:
+                cosched = replace(cosched, decode=met)
+        drafters[name] = replace(drafter, costs=costs, all_rows_costs=all_rows, cosched=cosched)
+    return replace(profile, target_costs=target_costs, drafters=drafters)
