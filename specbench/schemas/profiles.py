@@ -59,7 +59,6 @@ from specbench.core.pricing import (
     DECODE_CLASSES,
     DEPTH_FITS,
     PRODUCER_CLASSES,
-    PRODUCER_FIELDS,
     RATIO_FITS,
     SERIAL_CLASSES,
     CoSchedule,
@@ -628,7 +627,8 @@ def _decode_contention(doc: dict, where: Where) -> DecodeContention | None:
     if producer is None and any(c is not None for c in classes[::2]):
         raise d_where.fail("`producer` beside `producer_single` or `producer_verify` (measured together)",
                            sorted(k for k in entry if k in PRODUCER_CLASSES))
-    decode = replace(decode, **dict(zip(PRODUCER_FIELDS[3:], classes, strict=True)))
+    fields = [field for name in PRODUCER_CLASSES for field in (name, f"{name}_forwards")]  # as _class_ratios lists
+    decode = replace(decode, **dict(zip(fields, classes, strict=True)))
     return replace(decode, below_one=_below_one(entry, decode, d_where))
 
 
