@@ -413,11 +413,13 @@ def priced_beside(device: str, decodes: Sequence[DecodeRecord], windows: dict[st
     """One block's observations with each fold of its windows priced by the ratios the other fold's native decodes
     met (core/crossfit.py)."""
     out: list[ObservationRecord] = []
+    prompts = {name: {w: t.n_prompt_drafter for w, t in trace.windows.items()} for name, trace in traces.items()}
     halves = crossfit.folds({d.window_id for d in decodes})
     for fold, other in zip(halves, reversed(halves), strict=True):
         if not fold:
             continue
-        priced = crossfit.beside_profile(profile, [d for d in decodes if d.window_id in other], configs, lookups)
+        priced = crossfit.beside_profile(profile, [d for d in decodes if d.window_id in other], configs, lookups,
+                                         prompts)
         out += observations([d for d in decodes if d.window_id in fold],
                             replayed(device, [windows[w] for w in sorted(fold)], traces, priced, configs))
     return out

@@ -14,7 +14,7 @@ is drift between the refreshes and the decodes.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
 from specbench.core import decomposition, fidelity
@@ -61,10 +61,11 @@ def _with_ratio(table: CostTable, forwards: Sequence[Forward]) -> CostTable:
     return table if ratio is None else replace(table, decode=ratio)
 
 
-def as2d_lanes(decodes: Sequence[DecodeRecord], configs: Sequence[MethodConfig],
-               drafter: str) -> list[decomposition.NativeLanes]:
+def as2d_lanes(decodes: Sequence[DecodeRecord], configs: Sequence[MethodConfig], drafter: str,
+               drafter_prompts: Mapping[str, int]) -> list[decomposition.NativeLanes]:
     """The lanes of every lossless AS2D decode drafted by `drafter` whose producer record reads back, each beside
-    the target-only decode paired with it."""
+    the target-only decode paired with it, with the drafter's prompt length of its window where `drafter_prompts`
+    (by window) has it (the producer's ratio is measured only from those)."""
     as2d = {c.label for c in configs if isinstance(c, As2dConfig) and c.drafter == drafter}
     index = decode_index(decodes)
     out = []
@@ -72,15 +73,17 @@ def as2d_lanes(decodes: Sequence[DecodeRecord], configs: Sequence[MethodConfig],
         if d.config in as2d and d.lossless and d.producer is not None:
             partner = index.get((d.group, d.window_id, d.run, fidelity.partner_slot(d.slot)))
             if partner is not None:
-                out.append(native_lanes(d, index))
+                out.append(replace(native_lanes(d, index), drafter_prompt=drafter_prompts.get(d.window_id)))
     return out
 
 
 def beside_profile(profile: DeviceProfile, decodes: Sequence[DecodeRecord], configs: Sequence[MethodConfig],
-                   lookups: Collection[str]) -> DeviceProfile:
+                   lookups: Collection[str],
+                   drafter_prompts: Mapping[str, Mapping[str, int]] | None = None) -> DeviceProfile:
     """`profile` with the ratios `decodes` (one fold's native decodes) met: the target's and each drafter's decode
     ratio, and per drafter both lanes' co-scheduling ratios in its AS2D decodes, where the decodes measure
-    them; the rest as `profile` prices it."""
+    them; the rest as `profile` prices it (the producer's ratio needs each window's drafter prompt length,
+    `drafter_prompts` by drafter and window: the trace's `n_prompt_drafter`)."""
     target_forwards, drafter_forwards = serial_forwards(decodes, configs, lookups)
     target_costs = _with_ratio(profile.target_costs, target_forwards)
     drafters: dict[str, DrafterProfile] = {}
@@ -92,12 +95,14 @@ def beside_profile(profile: DeviceProfile, decodes: Sequence[DecodeRecord], conf
         all_rows = None if drafter.all_rows_costs is None else replace(drafter.all_rows_costs, decode=costs.decode)
         cosched = drafter.cosched
         if cosched is not None:
+            lanes = as2d_lanes(decodes, configs, name, (drafter_prompts or {}).get(name, {}))
             try:
-                met = decomposition.decode_contention(as2d_lanes(decodes, configs, name), target_costs, cosched,
-                                                      costs)
+                met = decomposition.decode_contention(lanes, target_costs, cosched, costs)
             except SpecbenchError:  # a run without the lanes' timestamps: the block's ratios stay
                 met = None
             if met is not None:
+                if met.producer is None:  # not measured here: the producer keeps the block's price
+                    met = decomposition.producer_as(met, cosched.decode)
                 cosched = replace(cosched, decode=met)
         drafters[name] = replace(drafter, costs=costs, all_rows_costs=all_rows, cosched=cosched)
     return replace(profile, target_costs=target_costs, drafters=drafters)

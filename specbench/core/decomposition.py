@@ -150,10 +150,13 @@ def block_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: CoS
     met = decode_contention(runs, costs, cosched)
     if met is None:
         return BlockContention(cosched, None, None, 0)
-    old = cosched.decode
-    if old is not None:
-        met = replace(met, **{name: getattr(old, name) for name in PRODUCER_FIELDS})
+    met = producer_as(met, cosched.decode)
     return BlockContention(replace(cosched, decode=met), met.priced, met.realised, met.forwards)
+
+
+def producer_as(met: DecodeContention, old: DecodeContention | None) -> DecodeContention:
+    """`met` with the producer's ratios `old` prices (none without `old`)."""
+    return met if old is None else replace(met, **{name: getattr(old, name) for name in PRODUCER_FIELDS})
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import pytest
 from specbench.app.validate import priced_beside, replayed
 from specbench.core.crossfit import beside_profile, folds, serial_forwards
 from specbench.core.methods.configs import As2dConfig, SdConfig, TargetConfig
-from specbench.core.pricing import DecodeRatio
+from specbench.core.pricing import DecodeContention, DecodeRatio
 from specbench.core.validation_stats import observations
 from specbench.schemas.traces import ModelRef, TraceFile
 from specbench.schemas.validation import DecodeRecord, Metric, PairedRun
@@ -124,3 +124,21 @@ def test_the_targets_ratio_beside_the_producer_is_the_one_the_as2d_decodes_met()
     # a run without its producer record measures nothing: the block's ratios stay
     bare = [dataclasses.replace(d, producer=None) for d in decodes]
     assert beside_profile(profile, bare, [TargetConfig(), as2d], ()).cosched("drafter") == profile.cosched("drafter")
+
+
+def test_the_producers_ratio_is_measured_where_the_drafters_prompt_is_known_else_kept_as_the_block_priced_it():
+    priced = DecodeContention(1.2, 1.2, 16, producer=2.0, producer_priced=2.0, producer_forwards=40)
+    profile = make_profile(rho=(1.2, 1.3))
+    drafter = profile.drafter("drafter")
+    profile = dataclasses.replace(profile, drafters={"drafter": dataclasses.replace(
+        drafter, cosched=dataclasses.replace(drafter.cosched, decode=priced))})
+    as2d = As2dConfig(3, drafter="drafter")
+    native, _ = native_run()
+    decodes = [DecodeRecord(0, 0, DEVICE, "drafter", PairedRun.A, slot, label, "w0", len(Y) - 1, 1.0, True, ops,
+                            native.producer if slot == 1 else None)
+               for slot, label, ops in ((0, "target", native.solo_ops), (1, as2d.label, native.ops))]
+    kept = beside_profile(profile, decodes, [TargetConfig(), as2d], ()).cosched("drafter").decode
+    assert (kept.realised, kept.producer, kept.producer_forwards) == (pytest.approx(RHO_TRUE), 2.0, 40)
+    # each 0.3 s producer step ran wholly beside a target forward and CD(1) = 0.25 s: 0.3 / 0.25
+    met = beside_profile(profile, decodes, [TargetConfig(), as2d], (), {"drafter": {"w0": 0}}).cosched("drafter")
+    assert met.decode.producer == pytest.approx(1.2) and met.decode.producer_forwards == 44
