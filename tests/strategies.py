@@ -9,7 +9,7 @@ from bench.synthetic_study import EOS, _Drafter, _TableDrafts
 from specbench.core.methods.base import TargetOracle
 from specbench.core.methods.configs import As2dConfig, SdConfig, SpecAsrConfig, TargetConfig
 from specbench.core.methods.specasr import decode_specasr
-from specbench.core.pricing import CoSchedule, CostTable, DecodeRatio
+from specbench.core.pricing import CoSchedule, CostTable, DecodeContention, DecodeRatio
 from specbench.schemas.profiles import DeviceInfo, DeviceProfile, DrafterProfile, ModelId, Overheads
 from specbench.schemas.traces import ProducerStream, WindowTrace
 
@@ -81,7 +81,12 @@ def _costs(draw, label: str) -> CostTable:
 def profiles(draw):
     measured = draw(st.lists(st.integers(1, MAX_WIDTH), min_size=1, max_size=MAX_WIDTH, unique=True))
     ratio = st.lists(st.floats(1.0, 3.0), min_size=2, max_size=2).map(np.array)
-    cosched = CoSchedule(np.array([0.0, 64.0]), {w: draw(ratio) for w in measured}, {w: draw(ratio) for w in measured})
+    # the ratios AS2D decodes met, where measured, price both lanes (and the producer's host work) in their stead
+    met = st.floats(1.0, 3.0)
+    decode = draw(st.one_of(st.none(), st.builds(DecodeContention, met, met, st.just(40), producer=st.one_of(
+        st.none(), met))))
+    cosched = CoSchedule(np.array([0.0, 64.0]), {w: draw(ratio) for w in measured}, {w: draw(ratio) for w in measured},
+                         decode=decode)
     overheads = Overheads(producer_startup_s=draw(st.sampled_from([0.0, 0.05, 1.0, 1e6])),
                           publish_s=draw(st.sampled_from([0.0, 0.01])), align_s=draw(st.sampled_from([0.0, 0.02])),
                           producer_step_s=draw(st.sampled_from([0.0, 0.003])))

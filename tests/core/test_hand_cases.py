@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from specbench.core.methods.configs import As2dConfig, SdConfig, SpecAsrConfig, TargetConfig
+from specbench.core.pricing import DecodeContention
 from specbench.core.replay.bulk import replay_study
-from specbench.core.replay.reference import replay_window
+from specbench.core.replay.reference import priced_lane, replay_window
 from specbench.schemas.profiles import Overheads
 from specbench.schemas.traces import ModelRef, RecycleAnswer, TraceFile
 from tests.helpers import linear_costs, make_profile, make_trace, perfect_drafts, window_for
@@ -147,6 +149,23 @@ def test_as2d_producer_never_ready_equals_target_only():
     target = run(TargetConfig(), trace, profile=profile)
     assert as2d.decode_s == target.decode_s == 6.0
     assert (as2d.target_forwards, as2d.proposed, as2d.d_s, as2d.o_s, as2d.h_s) == (6, 0, 0.0, 0.0, 0.0)
+
+
+def test_as2d_producers_host_work_beside_the_target_takes_the_time_it_was_measured_to_take():
+    # producer_step_s = 0.5 s was measured between the producer's forwards in AS2D decodes where the producer met a
+    # ratio of 2 beside the target: 0.25 s of solo work, which processor sharing stretches back to 0.5 s
+    overheads = Overheads(publish_s=0.25, producer_step_s=0.5)
+    profile = make_profile(rho=(1.0, 2.0), overheads=overheads)
+    drafter = profile.drafters["drafter"]
+    met = DecodeContention(1.0, 1.0, 40, producer=2.0, producer_priced=2.0, producer_forwards=40)
+    measured = replace(profile, drafters={"drafter": replace(drafter, cosched=replace(drafter.cosched, decode=met))})
+    trace = make_trace(Y, producer=Y)
+    lane = priced_lane(trace, measured, As2dConfig(budget=7, batch=4))
+    # step 1: CD(1) = 0.25 s and 0.25 s of host work; the batch published at step 3 adds 0.125 s
+    assert list(np.diff(lane.timeline.cum)[:4]) == [0.25, 0.5, 0.5, 0.625]
+    # without a ratio met in AS2D decodes the measurements enter as they are
+    cells = priced_lane(trace, profile, As2dConfig(budget=7, batch=4))
+    assert list(np.diff(cells.timeline.cum)[:4]) == [0.5, 0.75, 0.75, 1.0]
 
 
 def test_as2d_producer_far_ahead():

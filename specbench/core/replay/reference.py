@@ -179,9 +179,9 @@ class ProducerCosts:
     startup_s: float
     """From the clock's start until the producer's first step."""
     publish_s: float
-    """Producer-lane time to publish one batch."""
+    """Producer-lane work to publish one batch, in solo seconds."""
     step_s: float = 0.0
-    """Producer-lane host work of every step besides its forward and publishing."""
+    """Producer-lane host work of every step besides its forward and publishing, in solo seconds."""
 
 
 def producer_costs(profile: DeviceProfile, config: As2dConfig, trace: WindowTrace,
@@ -195,8 +195,20 @@ def producer_costs(profile: DeviceProfile, config: As2dConfig, trace: WindowTrac
         ones = {width: np.ones(1) for width in range(1, (max_width or config.budget + 1) + 1)}
         return ProducerCosts(CoSchedule(np.zeros(1), ones, ones), 0.0, 0.0)
     overheads = profile.overheads_of(config.drafter)
-    return ProducerCosts(profile.cosched(config.drafter), overheads.producer_startup_s, overheads.publish_s,
-                         overheads.producer_step_s or 0.0)
+    cosched = profile.cosched(config.drafter)
+    solo = solo_host_work(cosched)
+    return ProducerCosts(cosched, overheads.producer_startup_s, solo * overheads.publish_s,
+                         solo * (overheads.producer_step_s or 0.0))
+
+
+def solo_host_work(cosched: CoSchedule) -> float:
+    """What a second of the producer's host work measured in AS2D decodes is in solo seconds (docs/METHODS.md §5.2
+    The two-lane AS2D simulation, "Producer timeline"): `producer_step_s` and `publish_s` are elapsed time on the
+    producer's lane, beside the target, so already stretched by the contention, which processor sharing applies to
+    the timeline's work again. Divided by the producer's ratio those decodes met (`cosched.decode`, pooled), they
+    take their measured time beside the target; 1 where no such ratio was measured."""
+    met = None if cosched.decode is None else cosched.decode.producer
+    return 1.0 if met is None else 1.0 / met
 
 
 class _Lanes:
