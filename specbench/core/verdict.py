@@ -13,7 +13,7 @@ the others verified, at w, the measured width nearest their mean 1 + proposed / 
 * as2d: the target never waits for the producer, so a token costs the target lane's forwards
   slowed by their co-scheduling ratios, over τ: (s × ρT(1) × CT(1) + (1 − s) × ρT(w) × CT(w)) / τ;
   the producer's lane, ρD × CD(1) a drafter forward (ρD beside single steps and beside verifications,
-  weighted by the target lane's time in each), says whether it kept ahead;
+  weighted by the target lane's time in each) plus its host work a step, says whether it kept ahead;
 
 against target-only's CT(1) a token. f, s, w and τ are the run's own: f = drafter forwards /
 target forwards, τ = tokens / target forwards, summed over the configuration's windows. Both
@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from specbench.core.replay.reference import solo_host_work
 from specbench.schemas.profiles import DeviceProfile
 
 MS = 1e3
@@ -88,6 +89,9 @@ class Verdict:
     """The configuration's seconds a token by this arithmetic."""
     coverage: float = 0.0
     """Accepted drafts per committed token: how much of the output the drafter supplied."""
+    host_s: float = 0.0
+    """AS2D: the producer's host work a step beside the target, as replay charges it (its measured
+    `producer_step_s`; docs/METHODS.md §5.2 The two-lane AS2D simulation); 0 for serial methods."""
 
     @property
     def pays_pct(self) -> float:
@@ -105,11 +109,13 @@ class Verdict:
         f, cd, per, ct1 = self.drafter_per_forward, self.cd_s * MS, self.per_token_s * MS, self.ct1_s * MS
         forward = self._target_forward()
         if self.method == "as2d":
-            producer = self.rho_drafter * cd
+            host = self.host_s * MS
+            producer = self.rho_drafter * cd + host
             keeps = "keeps up" if producer <= per else "lags"
             return (f"{forward} for τ = {self.tau:.2f} tokens (coverage {100 * self.coverage:.0f}%) = "
                     f"{per:.1f} ms a token against CT(1) {ct1:.1f} ms: {self.outcome}; producer CD(1) {cd:.1f} ms × "
-                    f"ρD {self.rho_drafter:.2f} = {producer:.1f} ms, {keeps}")
+                    f"ρD {self.rho_drafter:.2f}" + (f" + host {host:.1f} ms" if host > 0 else "")
+                    + f" = {producer:.1f} ms, {keeps}")
         return (f"{f:.1f} drafter forwards ({f:.1f} × {cd:.1f} ms) + {forward} for τ = "
                 f"{self.tau:.2f} tokens = {per:.1f} ms a token against CT(1) {ct1:.1f} ms: {self.outcome}")
 
@@ -166,15 +172,19 @@ def verdict(profile: DeviceProfile, method: str, drafter: str | None, counts: Fo
     tau = counts.tokens / counts.target_forwards
     per_forward = counts.drafter_forwards / counts.target_forwards
     rho_t = rho_1 = rho_d = 1.0
+    host = 0.0
     if method == "as2d":
-        ratios = profile.cosched(drafter).ratios
+        cosched = profile.cosched(drafter)
+        ratios = cosched.ratios
         rho_t, rho_d_verify, _ = ratios(width, depth)
         rho_1, rho_d_single, _ = ratios(1, depth)
         singles, verifies = single * rho_1 * ct1, (1.0 - single) * rho_t * ct
         per_token = (singles + verifies) / tau
         # the producer runs beside both classes: its ratio beside each, weighted by the target lane's time in it
         rho_d = (singles * rho_d_single + verifies * rho_d_verify) / (singles + verifies)
+        # a step's host work, in solo seconds as the timeline holds it, stretched as the producer's forward is
+        host = rho_d * solo_host_work(cosched) * (profile.overheads_of(drafter).producer_step_s or 0.0)
     else:
         per_token = (per_forward * cd + single * ct1 + (1.0 - single) * ct) / tau
     return Verdict(method, depth, width, tau, per_forward, single, ct, cd, ct1, rho_t, rho_1, rho_d, per_token,
-                   counts.accepted / counts.tokens)
+                   counts.accepted / counts.tokens, host)

@@ -232,3 +232,23 @@ def test_a_verdict_on_the_other_side_of_1_from_replay_names_both(implied, replay
     if flagged:
         assert clause == f"; replay says {replayed:.2f}x, this round {implied:.2f}x: read the speedup"
     assert found.outcome.startswith("pays") == (implied > 1)
+
+
+def test_the_as2d_verdicts_producer_carries_its_host_work_as_replay_charges_it():
+    from dataclasses import replace
+
+    from specbench.core.pricing import DecodeContention
+    from specbench.core.verdict import ForwardCounts, verdict
+    from specbench.schemas.profiles import Overheads
+    from tests.helpers import make_profile
+
+    # CD(1) = 0.25 s beside ρD 2: 0.5 s a draft; 0.3 s of host work measured beside a producer ratio of 2 is
+    # 0.15 s solo, stretched back to 0.3 s; the verifier spends 1 s x ρT 1 a token (single steps, τ = 1)
+    profile = make_profile(rho=(1.0, 2.0), overheads=Overheads(producer_step_s=0.3))
+    drafter = profile.drafters["drafter"]
+    met = DecodeContention(1.0, 1.0, 40, producer=2.0, producer_priced=2.0, producer_forwards=40)
+    profile = replace(profile, drafters={"drafter": replace(drafter, cosched=replace(drafter.cosched, decode=met))})
+    counts = ForwardCounts(target_forwards=4, tokens=4, drafter_forwards=4, proposed=0, accepted=0, verifications=0)
+    found = verdict(profile, "as2d", "drafter", counts, 0.0)
+    assert found.host_s == pytest.approx(0.3)
+    assert found.text.endswith("producer CD(1) 250.0 ms × ρD 2.00 + host 300.0 ms = 800.0 ms, keeps up")
