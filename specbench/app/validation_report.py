@@ -63,8 +63,9 @@ def validation_tables(directory: Path) -> list[Table]:
         tables.append(_fidelity_table(f"Replay fidelity: {what}", FIDELITY_ORDER, summary, metric))
     beside = _frame(load_records(directory, CrossFitRecord), CrossFitRecord)
     if len(beside):
-        tables.append(_fidelity_table("Replay fidelity priced beside the decodes: speedup over target-only",
-                                      CROSSFIT_ORDER, beside, Metric.SPEEDUP))
+        for metric, what in titles.items():
+            tables.append(_fidelity_table(f"Replay fidelity priced beside the decodes: {what}", CROSSFIT_ORDER,
+                                          beside, metric))
     per_block = _block_biases(load_records(directory, ObservationRecord))
     if len(per_block):
         tables.append(Table("Speedup bias per block", "per device@placement × configuration: each kept block's "
