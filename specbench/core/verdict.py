@@ -112,10 +112,10 @@ class Verdict:
             host = self.host_s * MS
             producer = self.rho_drafter * cd + host
             keeps = "keeps up" if producer <= per else "lags"
+            shown = f" + host {host:.1f} ms" if host >= 0.05 else ""  # what rounds to 0.0 ms stays in the sum only
             return (f"{forward} for τ = {self.tau:.2f} tokens (coverage {100 * self.coverage:.0f}%) = "
                     f"{per:.1f} ms a token against CT(1) {ct1:.1f} ms: {self.outcome}; producer CD(1) {cd:.1f} ms × "
-                    f"ρD {self.rho_drafter:.2f}" + (f" + host {host:.1f} ms" if host > 0 else "")
-                    + f" = {producer:.1f} ms, {keeps}")
+                    f"ρD {self.rho_drafter:.2f}{shown} = {producer:.1f} ms, {keeps}")
         return (f"{f:.1f} drafter forwards ({f:.1f} × {cd:.1f} ms) + {forward} for τ = "
                 f"{self.tau:.2f} tokens = {per:.1f} ms a token against CT(1) {ct1:.1f} ms: {self.outcome}")
 

@@ -252,3 +252,6 @@ def test_the_as2d_verdicts_producer_carries_its_host_work_as_replay_charges_it()
     found = verdict(profile, "as2d", "drafter", counts, 0.0)
     assert found.host_s == pytest.approx(0.3)
     assert found.text.endswith("producer CD(1) 250.0 ms × ρD 2.00 + host 300.0 ms = 800.0 ms, keeps up")
+    # host work that would print as 0.0 ms stays in the sum, out of the sentence
+    tiny = replace(found, host_s=1e-5)
+    assert tiny.text.endswith("producer CD(1) 250.0 ms × ρD 2.00 = 500.0 ms, keeps up")
