@@ -15,8 +15,8 @@ from specbench.schemas.profiles import load_profile
 from specbench.schemas.validation import (
     PRODUCER_KEYS,
     BlockRecord,
-    DecodeRecord,
     CrossFitRecord,
+    DecodeRecord,
     DecompositionRecord,
     SummaryRecord,
     load_records,
