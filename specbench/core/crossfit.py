@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
-from specbench.core import decomposition, fidelity
-from specbench.core.methods.configs import As2dConfig, MethodConfig, SdConfig, SpecAsrConfig, TargetConfig
+from specbench.core import decomposition
+from specbench.core.methods.configs import As2dConfig, MethodConfig
 from specbench.core.pricing import CostTable, decode_ratio
-from specbench.core.validation_stats import decode_index, native_lanes
+from specbench.core.validation_stats import decode_index, native_lanes, op_timings
 from specbench.errors import SpecbenchError
 from specbench.schemas.profiles import DeviceProfile, DrafterProfile
 from specbench.schemas.validation import DecodeRecord
@@ -35,25 +35,15 @@ def folds(window_ids: Collection[str]) -> tuple[set[str], set[str]]:
     return set(ordered[0::2]), set(ordered[1::2])
 
 
-def serial_forwards(decodes: Sequence[DecodeRecord], configs: Sequence[MethodConfig],
-                    lookups: Collection[str]) -> tuple[list[Forward], dict[str, list[Forward]]]:
-    """The target's forwards in every serial decode (target-only, SD, SpecASR) and each drafter's in its SD decodes,
-    as a refresh's serial decodes give them (SpecASR's drafter ingests are priced from another table, a lookup
-    runs no model). Divergent decodes are left out."""
-    serial = {c.label: c for c in configs if isinstance(c, (TargetConfig, SdConfig, SpecAsrConfig))}
-    target: list[Forward] = []
-    drafters: dict[str, list[Forward]] = {}
-    for d in decodes:
-        config = serial.get(d.config)
-        if config is None or not d.lossless:
-            continue
-        for op in d.ops:
-            forward = (int(op["width"]), float(op["depth"]), float(op["us"]))
-            if op["model"] == "target":
-                target.append(forward)
-            elif isinstance(config, SdConfig) and d.group not in lookups:
-                drafters.setdefault(d.group, []).append(forward)
-    return target, drafters
+def serial_forwards(decodes: Sequence[DecodeRecord], profile: DeviceProfile, configs: Sequence[MethodConfig],
+                    lookups: Collection[str]) -> dict[str, list[Forward]]:
+    """By model ('target', or the drafter's name), the forwards of the serial decodes that `profile`'s tables price,
+    as the op comparison takes them (`validation_stats.op_timings`: lossless decodes; no lookup's or SpecASR's
+    drafter ops)."""
+    out: dict[str, list[Forward]] = {}
+    for t in op_timings(decodes, profile, configs, set(lookups)):
+        out.setdefault(t.model, []).append((t.width, t.depth, t.us))
+    return out
 
 
 def _with_ratio(table: CostTable, forwards: Sequence[Forward]) -> CostTable:
@@ -70,10 +60,8 @@ def as2d_lanes(decodes: Sequence[DecodeRecord], configs: Sequence[MethodConfig],
     index = decode_index(decodes)
     out = []
     for d in decodes:
-        if d.config in as2d and d.lossless and d.producer is not None:
-            partner = index.get((d.group, d.window_id, d.run, fidelity.partner_slot(d.slot)))
-            if partner is not None:
-                out.append(replace(native_lanes(d, index), drafter_prompt=drafter_prompts.get(d.window_id)))
+        if d.config in as2d and d.lossless and d.producer is not None:  # a decode job records every slot
+            out.append(replace(native_lanes(d, index), drafter_prompt=drafter_prompts.get(d.window_id)))
     return out
 
 
@@ -84,14 +72,14 @@ def beside_profile(profile: DeviceProfile, decodes: Sequence[DecodeRecord], conf
     ratio, and per drafter both lanes' co-scheduling ratios in its AS2D decodes, where the decodes measure
     them; the rest as `profile` prices it (the producer's ratio needs each window's drafter prompt length,
     `drafter_prompts` by drafter and window: the trace's `n_prompt_drafter`)."""
-    target_forwards, drafter_forwards = serial_forwards(decodes, configs, lookups)
-    target_costs = _with_ratio(profile.target_costs, target_forwards)
+    forwards = serial_forwards(decodes, profile, configs, lookups)
+    target_costs = _with_ratio(profile.target_costs, forwards.get("target", []))
     drafters: dict[str, DrafterProfile] = {}
     for name, drafter in profile.drafters.items():
         if name in lookups:
             drafters[name] = drafter
             continue
-        costs = _with_ratio(drafter.costs, drafter_forwards.get(name, []))
+        costs = _with_ratio(drafter.costs, forwards.get(name, []))
         all_rows = None if drafter.all_rows_costs is None else replace(drafter.all_rows_costs, decode=costs.decode)
         cosched = drafter.cosched
         if cosched is not None:
