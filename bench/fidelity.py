@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--probe-threshold", type=float, default=5.0)
     parser.add_argument("--probe-spreads", type=float, default=3.0)
     parser.add_argument("--max-voids", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=1, help="decodes of each window and slot in each of Na, Nb")
     parser.add_argument("--cooldown", type=float, default=30.0)
     parser.add_argument("--precision", type=float, default=None,
                         help="profile cells to this precision, as `profile --precision` (default: a fixed 5 forwards)")
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                           max_blocks=args.max_blocks, probe_threshold_pct=args.probe_threshold,
                           probe_spreads=args.probe_spreads,
                           max_voids=args.max_voids, cooldown_s=args.cooldown, precision=args.precision,
-                          max_repetitions=args.max_repetitions)
+                          max_repetitions=args.max_repetitions, repeats=args.repeats)
     validation = out / "validation"
     Validation(plan, validation, note).run()
     tables = validation_tables(validation)

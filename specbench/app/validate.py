@@ -7,7 +7,8 @@ decode ratio from target-only and SD decodes of the block's windows) and of the 
 co-scheduling ratios, a probe; per drafter group (in a random
 order) one decode job running every window twice, `Na` in a random order of the group's
 configurations and `Nb` reversed, each configuration beside a target-only decode of its
-own, probes before the first window and after each; a probe, a second refresh, a probe.
+own (with `repeats` > 1, each run `repeats` times over, alternately), probes before the first window and after
+each; a probe, a second refresh, a probe.
 Replay prices the block with the full profile whose cost tables, decode ratios and co-scheduling ratios are
 the mean of the two refreshes (linear drift between them cancels). A block where both probes around a window
 moved from the probes around the refreshes, the same way, by more than an allowance (the threshold, or
@@ -118,10 +119,16 @@ class ValidationPlan:
     `probe_threshold_pct`, whichever is larger) before the block is voided."""
     overheads_windows: int = OVERHEADS_WINDOWS
     """Copies of the overheads window in the full profile's and each refresh's overheads decodes."""
+    repeats: int = 1
+    """Decodes of every (window, slot) in each of Na and Nb, whose mean a run's value is: the host's jitter
+    between consecutive decodes averages out (docs/METHODS.md §7.9 Validation: does replay predict the device?,
+    "Repeats")."""
 
     def __post_init__(self) -> None:
         if not self.windows:
             raise SpecbenchError(f"{self.windows_path}: no windows to validate on")
+        if self.repeats < 1:
+            raise SpecbenchError(f"repeats {self.repeats}: expected >= 1")
 
     def groups(self) -> dict[str, list[MethodConfig]]:
         """Per drafter, the configurations other than target-only that draft with it."""
@@ -184,7 +191,7 @@ def manifest(plan: ValidationPlan) -> dict:
             "depths": list(plan.depths), "seed": plan.seed, "block_windows": plan.block_windows,
             "min_blocks": plan.min_blocks, "max_blocks": plan.max_blocks, "halfwidth_pct": plan.halfwidth_pct,
             "probe_threshold_pct": plan.probe_threshold_pct, "probe_spreads": plan.probe_spreads,
-            "max_voids": plan.max_voids,
+            "max_voids": plan.max_voids, "repeats": plan.repeats,
             "repetitions": plan.repetitions, "probe_repetitions": plan.probe_repetitions,
             "bounds": {Metric.SPEEDUP.value: vars(plan.speedup), Metric.THROUGHPUT.value: vars(plan.throughput)}}
 
@@ -251,7 +258,8 @@ class Validation:
         job = DecodeJob(model_job(self.plan.device, self.plan.target, placement.target),
                         [method_job(by_label[label]) for label in slots],
                         [self.prompts[group].runner_window(w, refs[w.window_id]) for w in shard],
-                        model_job(self.plan.device, drafter, placement.drafter), warmup=True, runs=2,
+                        model_job(self.plan.device, drafter, placement.drafter), warmup=True,
+                        runs=2 * self.plan.repeats,
                         warmup_runs=0, alternate=True, probe=Probe(self.plan.probe_repetitions),
                         # Whisper: a window's four decodes share one encoding (none is timed)
                         reuse_audio_prefill=self.plan.target.hears_audio)
@@ -268,7 +276,7 @@ class Validation:
                 probes.append(probe_record(r, base | {"series": f"decode:{group}", "drafter": group}))
             elif r.get("kind") in ("decode", "divergence"):
                 decodes.append(decode_record(r, slots, base | {"group": group}))
-        expected = 2 * len(slots) * len(shard)
+        expected = 2 * self.plan.repeats * len(slots) * len(shard)
         if len(decodes) != expected:
             raise SpecbenchError(f"the runner returned {len(decodes)} decodes of group {group}, expected {expected}")
         return decodes, probes
@@ -367,6 +375,8 @@ def _samples(values: list | None) -> list[float] | None:
 
 
 def decode_record(r: dict, slots: Sequence[str], base: dict) -> DecodeRecord:
+    """A runner decode result as a record: the runner's `alternate` runs odd samples reversed, so an even sample
+    is Na's and an odd one Nb's, repeat sample // 2."""
     ok = r["kind"] == "decode"
     tokens = len(r["tokens"]) - 1 if ok else 0  # y[0] comes from the prefill, before the clock
     ops = [{k: op[k] for k in OP_KEYS if k in op} for op in r.get("ops", [])] if ok else []
@@ -375,7 +385,8 @@ def decode_record(r: dict, slots: Sequence[str], base: dict) -> DecodeRecord:
                         (PairedRun.A, PairedRun.B)[int(r["sample"]) % 2],
                         int(r["slot"]), slots[int(r["slot"])], r["window_id"], tokens,
                         float(r["decode_s"]) if ok else 0.0, ok, ops,
-                        None if producer is None else {k: producer[k] for k in PRODUCER_KEYS if k in producer})
+                        None if producer is None else {k: producer[k] for k in PRODUCER_KEYS if k in producer},
+                        int(r["sample"]) // 2)
 
 
 def block_dir(out: Path, placement_label: str, block: int) -> Path:

@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from specbench.render.tables import Table
 
 
+MAX_REPEATS = 10
+"""Most --repeats: past it a block's decodes outlast the drift its refreshes bracket."""
+
+
 @dataclass(frozen=True)
 class ValidationRequest:
     """`validate`'s arguments and options, as given (each one's range checked where it is parsed)."""
@@ -65,6 +69,8 @@ class ValidationRequest:
     """--overheads-windows: copies of the overheads window in the full profile and each refresh."""
     probe_repetitions: int = 5
     """--probe-repetitions: width-1 forwards per model in one probe."""
+    repeats: int = 1
+    """--repeats: decodes of every (window, configuration) in each of Na and Nb."""
     speedup_bound_pct: float = 3.0
     """--speedup-bound: the speedup bias's 90% interval must lie within ±this (%)."""
     throughput_bound_pct: float = 5.0
@@ -141,7 +147,7 @@ def validate(request: ValidationRequest) -> list[Table]:
                           r.cooldown_s, r.repetitions, r.probe_repetitions,
                           Bounds(r.speedup_bound_pct, r.error_bound_pct),
                           Bounds(r.throughput_bound_pct, r.error_bound_pct), r.precision, r.max_repetitions,
-                          r.probe_spreads, r.overheads_windows)
+                          r.probe_spreads, r.overheads_windows, r.repeats)
     total = r.max_blocks * len(placements) * len(plan.groups()) * min(r.block_windows, len(plan.windows))
     out.mkdir(parents=True, exist_ok=True)
     with WriterLock(out, "validation directory"), progress_bar("validating (windows decoded)", total) as advance:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from specbench.app.options import MAX_OVERHEADS_WINDOWS, MAX_PRECISION_REPETITIONS
-from specbench.app.validation_request import ValidationRequest
+from specbench.app.validation_request import MAX_REPEATS, ValidationRequest
 from specbench.cli.common import TEMPLATE_HELP, existing_dir, existing_file, method_options
 from specbench.cli.devices import phone_options, phone_settings
 
@@ -81,6 +81,10 @@ def _finite(ctx, param, value: float) -> float:
               help="As `profile --overheads-windows`: the full profile's and each refresh's overheads decodes.")
 @click.option("--probe-repetitions", type=click.IntRange(3), default=REQUEST.probe_repetitions, show_default=True,
               help="Width-1 forwards per model in one probe (its median).")
+@click.option("--repeats", type=click.IntRange(1, MAX_REPEATS), default=REQUEST.repeats, show_default=True,
+              help="Decodes of every (window, configuration) in each of a block's two native runs Na and Nb "
+                   "(alternately); a run's value is their mean: the host's jitter between consecutive decodes "
+                   "averages out, which narrows F0 and E's bound, and the decodes take this many times as long.")
 @click.option("--speedup-bound", type=float, default=REQUEST.speedup_bound_pct, show_default=True, callback=_percent,
               help="Speedup verdict: the bias's 90% interval must lie within ±this (%).")
 @click.option("--throughput-bound", type=float, default=REQUEST.throughput_bound_pct,
@@ -99,7 +103,7 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
              placement_specs: tuple[str, ...], depths: str, block_windows: int, min_blocks: int, max_blocks: int,
              halfwidth_pct: float, probe_threshold_pct: float, probe_spreads: float, max_voids: int, cooldown_s: float,
              repetitions: int, precision: float | None, max_repetitions: int, overheads_windows: int,
-             probe_repetitions: int,
+             probe_repetitions: int, repeats: int,
              speedup_bound: float, throughput_bound: float, error_bound: float, seed: int,
              out: Path | None, resume: bool) -> None:
     """Does replay predict what DEVICE measures? Replay against native runs, in blocks.
@@ -139,7 +143,7 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
         max_blocks=max_blocks, halfwidth_pct=halfwidth_pct, probe_threshold_pct=probe_threshold_pct,
         probe_spreads=probe_spreads, max_voids=max_voids, cooldown_s=cooldown_s, repetitions=repetitions,
         precision=precision, max_repetitions=max_repetitions, overheads_windows=overheads_windows,
-        probe_repetitions=probe_repetitions,
+        probe_repetitions=probe_repetitions, repeats=repeats,
         speedup_bound_pct=speedup_bound, throughput_bound_pct=throughput_bound, error_bound_pct=error_bound,
         seed=seed, out=out, resume=resume, phone=phone_settings()))
     print_rich(tables, Console())

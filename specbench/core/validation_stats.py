@@ -5,6 +5,7 @@ Pure: records and profiles in, records out (the blocks and their files are app/v
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -73,41 +74,44 @@ def observations(decodes: Sequence[DecodeRecord],
                  replay: dict[tuple[str, str, str], tuple[int, float]]) -> list[ObservationRecord]:
     """Per (device, configuration, window): speedup and throughput of replay, Na and Nb (pure).
 
-    `replay` maps (device, config, window_id) to the block's replayed (tokens, decode_s).
-    A native speedup divides a configuration's throughput by that of
-    the target-only decode in the slot before it (Na) or after it (Nb); target-only's own
-    throughput is the mean over its decodes in the run. Windows with a divergent decode are left out."""
+    `replay` maps (device, config, window_id) to the block's replayed (tokens, decode_s). A run's
+    throughput is tokens over the mean time of its decodes (its repeats; target-only's: every target-only
+    decode of the run); a native speedup divides a configuration's throughput by that of the target-only
+    decodes paired with it, in the slot before it (Na) or after it (Nb), in the same repeats.
+    Windows with a divergent decode are left out."""
     out = []
-    index: dict[tuple, DecodeRecord] = {(d.device, d.block, d.group, d.window_id, d.run, d.slot): d for d in decodes}
-    keys = sorted({(d.device, d.block, d.window_id) for d in decodes})
-    for device, block, window_id in keys:
-        mine = [d for d in decodes if (d.device, d.block, d.window_id) == (device, block, window_id)]
+    runs: dict[tuple, list[DecodeRecord]] = {}
+    for d in decodes:
+        runs.setdefault((d.device, d.block, d.window_id), []).append(d)
+    for (device, block, window_id), mine in sorted(runs.items()):
         if not all(d.lossless for d in mine):
             continue
         rep_t = replay.get((device, TARGET, window_id))
         if rep_t is None:
             continue
-        target_tokens = next(d.tokens for d in mine if d.config == TARGET)
-        native_target = {}
-        for run in PairedRun:
-            times = [d.decode_s for d in mine if d.config == TARGET and d.run == run]
-            native_target[run] = target_tokens / (sum(times) / len(times))
+
         out.append(ObservationRecord(device, TARGET, Metric.THROUGHPUT, block, window_id, rep_t[0] / rep_t[1],
-                                     native_target[PairedRun.A], native_target[PairedRun.B]))
-        for d in (d for d in mine if d.config != TARGET and d.run == PairedRun.A):
+                                     run_throughput(mine, PairedRun.A), run_throughput(mine, PairedRun.B)))
+        for d in (d for d in mine if d.config != TARGET and d.run == PairedRun.A and d.repeat == 0):
             rep = replay.get((device, d.config, window_id))
             if rep is None:
                 continue
-            b = index[(device, block, d.group, window_id, PairedRun.B, d.slot)]
-            pa = index[(device, block, d.group, window_id, PairedRun.A, fidelity.partner_slot(d.slot))]
-            pb = index[(device, block, d.group, window_id, PairedRun.B, fidelity.partner_slot(d.slot))]
-            tps = (d.tokens / d.decode_s, b.tokens / b.decode_s)
+            tps = [run_throughput(mine, run, d.slot, d.group) for run in PairedRun]
+            paired = [run_throughput(mine, run, fidelity.partner_slot(d.slot), d.group) for run in PairedRun]
             out.append(ObservationRecord(device, d.config, Metric.THROUGHPUT, block, window_id, rep[0] / rep[1],
                                          *tps))
             out.append(ObservationRecord(device, d.config, Metric.SPEEDUP, block, window_id,
-                                         (rep[0] / rep[1]) / (rep_t[0] / rep_t[1]), tps[0] / (pa.tokens / pa.decode_s),
-                                         tps[1] / (pb.tokens / pb.decode_s)))
+                                         (rep[0] / rep[1]) / (rep_t[0] / rep_t[1]),
+                                         tps[0] / paired[0], tps[1] / paired[1]))
     return out
+
+
+def run_throughput(decodes: Sequence[DecodeRecord], run: PairedRun, slot: int | None = None, group: str = "") -> float:
+    """One window's tokens/s in `run`: tokens over the mean time of its decodes in (group, slot), target-only's
+    (no slot) over every target-only decode of the run."""
+    chosen = [d for d in decodes if d.run == run
+              and (d.config == TARGET if slot is None else (d.group, d.slot) == (group, slot))]
+    return chosen[0].tokens / (sum(d.decode_s for d in chosen) / len(chosen))
 
 
 def summarize(obs: Sequence[ObservationRecord], bounds: dict[Metric, Bounds],
@@ -160,20 +164,20 @@ class Decomposing:
     """Speedup observations whose native lanes could not be read back."""
 
 
-DecodeKey = tuple[str, str, PairedRun, int]
-"""A decode record's (group, window_id, run, slot)."""
+DecodeKey = tuple[str, str, PairedRun, int, int]
+"""A decode record's (group, window_id, run, repeat, slot)."""
 
 
 def decode_index(decodes: Sequence[DecodeRecord]) -> dict[DecodeKey, DecodeRecord]:
-    return {(d.group, d.window_id, d.run, d.slot): d for d in decodes}
+    return {(d.group, d.window_id, d.run, d.repeat, d.slot): d for d in decodes}
 
 
 def native_lanes(decode: DecodeRecord, index: dict[DecodeKey, DecodeRecord]) -> decomposition.NativeLanes:
-    """An AS2D decode's lanes beside the target-only decode paired with it in the same run (`decode_index` of
+    """An AS2D decode's lanes beside the target-only decode paired with it in the same run and repeat (`decode_index` of
     its block's decodes); a SpecbenchError without a producer record."""
     if decode.producer is None:
         raise SpecbenchError(f"{decode.config} of window '{decode.window_id}': no producer record")
-    partner = index[(decode.group, decode.window_id, decode.run, fidelity.partner_slot(decode.slot))]
+    partner = index[(decode.group, decode.window_id, decode.run, decode.repeat, fidelity.partner_slot(decode.slot))]
     return decomposition.NativeLanes(decode.ops, decode.producer, partner.ops)
 
 
@@ -183,18 +187,21 @@ def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRe
                     into: dict[tuple[str, str], Decomposing]) -> None:
     """Each speedup observation of an AS2D configuration in one block (`decodes`, `replay`: the
     block's): replay's speedup again with the contention the block's native runs of the configuration
-    realised, then with each run's publications besides (core/decomposition.py). A run whose lanes
-    cannot be read back (no timestamps, publications not in batches) leaves its observation out, counted."""
+    realised, then with each run's publications besides (core/decomposition.py); a run's substituted decode time
+    is the mean over its repeats'. A decode whose lanes cannot be read back (no timestamps, publications not in
+    batches) leaves its observation out, counted."""
     by_label = {c.label: c for c in configs}
     index = decode_index(decodes)
-    lanes: dict[tuple[str, str, PairedRun], decomposition.NativeLanes] = {}  # (config, window, run), read once
+    lanes: dict[tuple[str, str, PairedRun], list[decomposition.NativeLanes | None]] = {}  # (config, window, run)
     for d in decodes:
         if d.config in by_label:
             try:
-                lanes[(d.config, d.window_id, d.run)] = native_lanes(d, index)
+                read: decomposition.NativeLanes | None = native_lanes(d, index)
             except SpecbenchError:  # no producer record: its observation is left out below
-                continue
-    contended = {label: _block_contention([run for key, run in lanes.items() if key[0] == label], profile, config)
+                read = None
+            lanes.setdefault((d.config, d.window_id, d.run), []).append(read)
+    contended = {label: _block_contention([run for key, runs in lanes.items() if key[0] == label
+                                           for run in runs if run is not None], profile, config)
                  for label, config in by_label.items()}
     for o in obs:
         config = by_label.get(o.config)
@@ -205,17 +212,17 @@ def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRe
         priced_s = replay[(o.device, o.config, o.window_id)][1]
         keys = [(o.config, o.window_id, run) for run in PairedRun]
         try:
-            if any(key not in lanes for key in keys):
+            if any(None in lanes.get(key, [None]) for key in keys):
                 raise SpecbenchError(f"{o.config} of window '{o.window_id}': no producer record")
-            runs = [decomposition.substituted_replays(trace, cap, profile, config, lanes[key], contended[o.config])
-                    for key in keys]
+            runs = [[decomposition.substituted_replays(trace, cap, profile, config, repeat, contended[o.config])
+                     for repeat in lanes[key] if repeat is not None] for key in keys]
         except SpecbenchError:
             gathered.left_out += 1
             continue
 
-        # the priced speedup with another decode time: the target-only replay stays
-        contention = tuple(o.replay * priced_s / r.contention_s for r in runs)
-        publication = tuple(o.replay * priced_s / r.publication_s for r in runs)
+        # the priced speedup with another decode time (a run's: the mean over its repeats); target-only's replay stays
+        contention = tuple(o.replay * priced_s / statistics.fmean(r.contention_s for r in run) for run in runs)
+        publication = tuple(o.replay * priced_s / statistics.fmean(r.publication_s for r in run) for run in runs)
         gathered.windows.append(decomposition.WindowReplays(o.block, o.window_id, (o.native_a, o.native_b), o.replay,
                                                             (contention[0], contention[1]),
                                                             (publication[0], publication[1])))

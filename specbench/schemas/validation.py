@@ -46,8 +46,9 @@ KIND = "specbench.validation"
 #     published, start, accepted, plan_us), and an AS2D decode keeps its `producer` timing record.
 # 3 = a ProbeRecord keeps its bursts' samples, a BlockRecord the allowance its decisive window was held to
 #     (the void rule weighs a window's move against the probes' scatter); version 2 is read with neither.
-VERSION = 3
-VERSIONS = (2, VERSION)
+# 4 = a DecodeRecord names its repeat within its run (`validate --repeats`); versions 2 and 3 are read as repeat 0.
+VERSION = 4
+VERSIONS = (2, 3, VERSION)
 MANIFEST = "validation.json"
 
 
@@ -128,6 +129,9 @@ class DecodeRecord:
     """AS2D: the producer's timing record, its PRODUCER_KEYS (publication times, counts and steps,
     each drafter step's start and end on the decode clock), so that the lanes' overlap and the
     publication times can be recovered; None for the serial methods."""
+    repeat: int = 0
+    """Which of the run's `--repeats` decodes of this (window, slot) it is: the runner's sample // 2 (even samples
+    are Na, odd ones Nb)."""
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ from specbench.core.pricing import CLASS_FORWARDS, DecodeContention
 from specbench.core.replay.reference import replay_window, simulate_as2d
 from specbench.core.stability import decode_warnings
 from specbench.errors import SpecbenchError
-from specbench.schemas.validation import Metric, ObservationRecord
+from specbench.core.validation_stats import decode_index, native_lanes
+from specbench.schemas.validation import DecodeRecord, Metric, ObservationRecord, PairedRun
 from tests.helpers import make_profile, make_trace, window_for
 
 Y = list(range(10, 19))  # 9 tokens: y[0] from the prefill, then 8 target forwards
@@ -314,3 +315,18 @@ def test_publications_that_are_not_batches_are_refused():
     no_clock = NativeLanes([{"model": "target", "width": 1, "depth": 0, "us": 5}], native.producer, native.solo_ops)
     with pytest.raises(SpecbenchError, match="a target op has no 't_us'"):
         block_contention([no_clock], profile.target_costs, profile.cosched(None))
+
+
+def test_each_repeat_of_a_run_is_read_beside_its_own_target_only_decode():
+    # --repeats 2: the AS2D decode of repeat r is paired with the target-only decode of the same run and repeat
+    def record(run, slot, config, repeat, us):
+        ops = [{"model": "target", "width": 1, "depth": 0, "us": us, "t_us": 0}]
+        return DecodeRecord(0, 0, "dev@shared", "small", run, slot, config, "w", 1, us / 1e6, True, ops,
+                            producer={} if config != "target" else None, repeat=repeat)
+
+    decodes = [record(run, slot, config, repeat, 1000 * (10 * repeat + slot + (5 if run == "b" else 0)))
+               for run in PairedRun for repeat in (0, 1) for slot, config in enumerate(("target", "as2d"))]
+    index = decode_index(decodes)
+    for d in decodes[1::2]:
+        partner = next(p for p in decodes if (p.run, p.repeat, p.slot) == (d.run, d.repeat, 0))
+        assert native_lanes(d, index).solo_ops == partner.ops

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from specbench.app.validate import decode_record
 from specbench.core.refresh_mean import merged_profile, pooled_decodes
 from specbench.core.validation_stats import Bounds, block_drift, observations, summarize
 from specbench.schemas.validation import (
@@ -26,8 +27,9 @@ from specbench.errors import SpecbenchError
 SD = "sd[W=5,drafter=small]"
 
 
-def decode(run, slot, config, tokens, seconds, window="w", lossless=True):
-    return DecodeRecord(0, 0, "dev@split", "small", run, slot, config, window, tokens, seconds, lossless, [])
+def decode(run, slot, config, tokens, seconds, window="w", lossless=True, repeat=0):
+    return DecodeRecord(0, 0, "dev@split", "small", run, slot, config, window, tokens, seconds, lossless, [],
+                        repeat=repeat)
 
 
 def test_speedups_pair_each_method_with_its_own_target_decode():
@@ -42,6 +44,31 @@ def test_speedups_pair_each_method_with_its_own_target_decode():
     assert (throughput.replay, throughput.native_a, throughput.native_b) == pytest.approx((10 / 1.1, 10.0, 10 / 1.5))
     target = obs[("target", "throughput")]
     assert (target.native_a, target.native_b) == pytest.approx((5.0, 4.0))
+
+
+def test_a_runs_value_is_taken_over_its_repeats():
+    # --repeats 2: Na = [target, sd] twice, Nb = [sd, target] twice; a run's time is the mean of its repeats'
+    decodes = [decode("a", 0, "target", 10, 2.0), decode("a", 1, SD, 10, 1.0),
+               decode("b", 1, SD, 10, 1.5), decode("b", 0, "target", 10, 2.5),
+               decode("a", 0, "target", 10, 3.0, repeat=1), decode("a", 1, SD, 10, 1.5, repeat=1),
+               decode("b", 1, SD, 10, 2.5, repeat=1), decode("b", 0, "target", 10, 3.5, repeat=1)]
+    replay = {("dev@split", "target", "w"): (10, 2.2), ("dev@split", SD, "w"): (10, 1.1)}
+    obs = {(o.config, o.metric): o for o in observations(decodes, replay)}
+    assert len(obs) == 3  # one observation per (configuration, metric), not one per repeat
+    speedup = obs[(SD, "speedup")]  # Na: (10 / 1.25) / (10 / 2.5); Nb: (10 / 2.0) / (10 / 3.0)
+    assert (speedup.native_a, speedup.native_b) == pytest.approx((2.0, 1.5))
+    throughput = obs[(SD, "throughput")]
+    assert (throughput.native_a, throughput.native_b) == pytest.approx((8.0, 5.0))
+    target = obs[("target", "throughput")]
+    assert (target.native_a, target.native_b) == pytest.approx((4.0, 10 / 3))
+
+
+@pytest.mark.parametrize("sample, run, repeat", [(0, "a", 0), (1, "b", 0), (2, "a", 1), (5, "b", 2)])
+def test_a_runner_sample_is_read_as_its_run_and_repeat(sample, run, repeat):
+    # the runner's `alternate` reverses odd samples: even samples are Na's, odd ones Nb's
+    result = {"kind": "decode", "sample": sample, "slot": 1, "window_id": "w", "tokens": [1, 2, 3], "decode_s": 0.5}
+    record = decode_record(result, ["target", SD], {"block": 0, "attempt": 0, "device": "dev@split", "group": "small"})
+    assert (record.run, record.repeat, record.config, record.tokens) == (run, repeat, SD, 2)
 
 
 def test_a_window_with_a_divergent_decode_is_left_out():

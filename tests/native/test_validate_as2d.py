@@ -46,7 +46,7 @@ def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_t
                           "--drafter", f"near={model}", "--method", "as2d:B=2", "--device", "local",
                           "--placement", "shared", "--depths", "0", "--block-windows", 1, "--min-blocks", 1,
                           "--max-blocks", 1, "--probe-threshold", 100000, "--max-voids", 0, "--cooldown", 0,
-                          "--overheads-windows", 1, "--out", tmp_path / "val")
+                          "--overheads-windows", 1, "--repeats", 2, "--out", tmp_path / "val")
     assert code == 0, output
     out = tmp_path / "val"
     where = out / "profiles" / "shared-b000"
@@ -81,7 +81,8 @@ def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_t
     both = met[0].verify is not None and met[1].verify is not None
     assert ("verify" in decode) == both
     decodes = [d for d in load_records(out, DecodeRecord) if d.config == AS2D and d.lossless and d.attempt == kept[0]]
-    assert decodes
+    # --repeats 2: each run decoded the window twice, each repeat read beside its own target-only decode
+    assert sorted((d.run, d.repeat) for d in decodes) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
     for d in decodes:
         targets = [op for op in d.ops if op["model"] == "target"]
         assert targets and all({"t_us", "us", "published", "width", "depth"} <= set(op) for op in targets)
@@ -91,7 +92,8 @@ def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_t
     serial = [d for d in load_records(out, DecodeRecord) if d.config == "target"]
     assert serial and all(d.producer is None for d in serial)
     # the speedup bias taken apart from those timestamps: every observation's lanes read back, the total is
-    # the validation's bias and the product of its parts, the realised ratio recovered beside the priced one
+    # the validation's bias and the product of its parts, the realised ratio recovered beside the priced one; one
+    # observation per window and configuration, its runs' repeats taken together
     bias = next(s for s in load_records(out, SummaryRecord) if (s.config, s.metric) == (AS2D, "speedup"))
     parts = {p.part: p for p in load_records(out, DecompositionRecord)}
     assert set(parts) == {"total", "contention", "publication", "remains"}
