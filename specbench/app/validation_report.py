@@ -54,17 +54,18 @@ def _frame(records: list, kind: type) -> pd.DataFrame:
 
 def validation_tables(directory: Path) -> list[Table]:
     directory = Path(directory)
-    read_manifest(directory)
+    repeats = read_manifest(directory).get("repeats", 1)
+    runs = f"; a run (Na, Nb) is the mean of its {repeats} decodes of the window (--repeats)" if repeats > 1 else ""
     summary = _frame(load_records(directory, SummaryRecord), SummaryRecord)
     tables = []
     titles = {Metric.SPEEDUP: "speedup over target-only (native: against the target-only decode beside it)",
               Metric.THROUGHPUT: "throughput (tokens/s)"}
     for metric, what in titles.items():
-        tables.append(_fidelity_table(f"Replay fidelity: {what}", FIDELITY_ORDER, summary, metric))
+        tables.append(_fidelity_table(f"Replay fidelity: {what}", FIDELITY_ORDER + runs, summary, metric))
     beside = _frame(load_records(directory, CrossFitRecord), CrossFitRecord)
     if len(beside):
         for metric, what in titles.items():
-            tables.append(_fidelity_table(f"Replay fidelity priced beside the decodes: {what}", CROSSFIT_ORDER,
+            tables.append(_fidelity_table(f"Replay fidelity priced beside the decodes: {what}", CROSSFIT_ORDER + runs,
                                           beside, metric))
     per_block = _block_biases(load_records(directory, ObservationRecord))
     if len(per_block):
