@@ -251,34 +251,42 @@ class Validation:
 
     def decode_group(self, placement: Placement, group: str, order: Sequence[str], shard: list[Window],
                      base: dict) -> tuple[list[DecodeRecord], list[ProbeRecord]]:
+        """The group's native runs of the shard: one decode job per pass (Na, Nb, Na, Nb, ... `repeats` of
+        each), every pass over all its windows, Na's slots in the block's order and Nb's reversed."""
         by_label = {c.label: c for c in self.plan.configs}
         slots = fidelity.paired_slots(order, TARGET)
-        drafter = self.plan.drafters[group]
         refs = self.references[group]
-        job = DecodeJob(model_job(self.plan.device, self.plan.target, placement.target),
-                        [method_job(by_label[label]) for label in slots],
-                        [self.prompts[group].runner_window(w, refs[w.window_id]) for w in shard],
-                        model_job(self.plan.device, drafter, placement.drafter), warmup=True,
-                        runs=2 * self.plan.repeats,
-                        warmup_runs=0, alternate=True, probe=Probe(self.plan.probe_repetitions),
-                        # Whisper: a window's four decodes share one encoding (none is timed)
-                        reuse_audio_prefill=self.plan.target.hears_audio)
+        windows = [self.prompts[group].runner_window(w, refs[w.window_id]) for w in shard]
         decodes, probes = [], []
 
-        def on_line(doc: dict) -> None:
+        def on_line(doc: dict) -> None:  # a window of a pass decoded
             r = doc.get("result") or {}
-            if r.get("kind") in ("decode", "divergence") and r.get("slot", 0) == len(slots) - 1 and r["sample"] == 0:
+            if r.get("kind") in ("decode", "divergence") and r.get("slot", 0) == len(slots) - 1:
                 self.advance(1)
 
-        results = self.plan.device.run_job(job.to_dict(), on_line).results
-        for r in results:
-            if r.get("kind") == "probe":
-                probes.append(probe_record(r, base | {"series": f"decode:{group}", "drafter": group}))
-            elif r.get("kind") in ("decode", "divergence"):
-                decodes.append(decode_record(r, slots, base | {"group": group}))
-        expected = 2 * self.plan.repeats * len(slots) * len(shard)
-        if len(decodes) != expected:
-            raise SpecbenchError(f"the runner returned {len(decodes)} decodes of group {group}, expected {expected}")
+        for repeat in range(self.plan.repeats):
+            for run in PairedRun:
+                ran = fidelity.run_order(slots, reverse=run is PairedRun.B)
+                job = DecodeJob(model_job(self.plan.device, self.plan.target, placement.target),
+                                [method_job(by_label[label]) for _, label in ran], windows,
+                                model_job(self.plan.device, self.plan.drafters[group], placement.drafter),
+                                warmup=True, runs=1, warmup_runs=0, probe=Probe(self.plan.probe_repetitions),
+                                # Whisper: a window's decodes in the pass share one encoding (none is timed)
+                                reuse_audio_prefill=self.plan.target.hears_audio)
+
+                here = base | {"group": group, "run": run, "repeat": repeat}
+                got = []
+                for r in self.plan.device.run_job(job.to_dict(), on_line).results:
+                    if r.get("kind") == "probe":
+                        probes.append(probe_record(r, base | {"series": f"decode:{group} {run.value}{repeat}",
+                                                              "drafter": group}))
+                    elif r.get("kind") in ("decode", "divergence"):
+                        slot, label = ran[int(r["slot"])]
+                        got.append(decode_record(r, label, slot, here))
+                if len(got) != len(slots) * len(shard):
+                    raise SpecbenchError(f"the runner returned {len(got)} decodes of group {group} (N{run.value}), "
+                                         f"expected {len(slots) * len(shard)}")
+                decodes += got
         return decodes, probes
 
     # -- blocks ---------------------------------------------------------------------------------------
@@ -374,19 +382,17 @@ def _samples(values: list | None) -> list[float] | None:
     return None if values is None else [float(v) for v in values]
 
 
-def decode_record(r: dict, slots: Sequence[str], base: dict) -> DecodeRecord:
-    """A runner decode result as a record: the runner's `alternate` runs odd samples reversed, so an even sample
-    is Na's and an odd one Nb's, repeat sample // 2."""
+def decode_record(r: dict, config: str, slot: int, base: dict) -> DecodeRecord:
+    """A runner decode result as the record of `config` in `slot` (Na's numbering) of the pass `base` names
+    (block, attempt, device, group, run, repeat)."""
     ok = r["kind"] == "decode"
     tokens = len(r["tokens"]) - 1 if ok else 0  # y[0] comes from the prefill, before the clock
     ops = [{k: op[k] for k in OP_KEYS if k in op} for op in r.get("ops", [])] if ok else []
     producer = r.get("producer") if ok else None
-    return DecodeRecord(base["block"], base["attempt"], base["device"], base["group"],
-                        (PairedRun.A, PairedRun.B)[int(r["sample"]) % 2],
-                        int(r["slot"]), slots[int(r["slot"])], r["window_id"], tokens,
-                        float(r["decode_s"]) if ok else 0.0, ok, ops,
+    return DecodeRecord(base["block"], base["attempt"], base["device"], base["group"], base["run"], slot, config,
+                        r["window_id"], tokens, float(r["decode_s"]) if ok else 0.0, ok, ops,
                         None if producer is None else {k: producer[k] for k in PRODUCER_KEYS if k in producer},
-                        int(r["sample"]) // 2)
+                        base["repeat"])
 
 
 def block_dir(out: Path, placement_label: str, block: int) -> Path:

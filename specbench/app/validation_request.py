@@ -148,7 +148,9 @@ def validate(request: ValidationRequest) -> list[Table]:
                           Bounds(r.speedup_bound_pct, r.error_bound_pct),
                           Bounds(r.throughput_bound_pct, r.error_bound_pct), r.precision, r.max_repetitions,
                           r.probe_spreads, r.overheads_windows, r.repeats)
-    total = r.max_blocks * len(placements) * len(plan.groups()) * min(r.block_windows, len(plan.windows))
+    # every window once per pass: Na and Nb, `repeats` times each
+    total = (r.max_blocks * len(placements) * len(plan.groups()) * min(r.block_windows, len(plan.windows))
+             * 2 * r.repeats)
     out.mkdir(parents=True, exist_ok=True)
     with WriterLock(out, "validation directory"), progress_bar("validating (windows decoded)", total) as advance:
         Validation(plan, out, lambda line: stderr.print(line, markup=False), advance).run()

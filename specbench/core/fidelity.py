@@ -181,6 +181,13 @@ def paired_slots(methods: Sequence[str], target: str) -> list[str]:
     return out
 
 
+def run_order(slots: Sequence[str], reverse: bool) -> list[tuple[int, str]]:
+    """A run's decodes of one window in the order they run, as (slot, configuration) with the slot numbered as
+    in `slots` (Na's order): Na runs them as paired, Nb (`reverse`) the other way round."""
+    ordered = list(enumerate(slots))
+    return ordered[::-1] if reverse else ordered
+
+
 def partner_slot(slot: int) -> int:
     """The target-only slot paired with the method in `slot` (odd) of `paired_slots`."""
     return slot - 1

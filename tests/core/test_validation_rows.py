@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from specbench.app.validate import decode_record
+from specbench.core.fidelity import paired_slots, partner_slot, run_order
 from specbench.core.refresh_mean import merged_profile, pooled_decodes
 from specbench.core.validation_stats import Bounds, block_drift, observations, summarize
 from specbench.schemas.validation import (
@@ -63,12 +63,15 @@ def test_a_runs_value_is_taken_over_its_repeats():
     assert (target.native_a, target.native_b) == pytest.approx((4.0, 10 / 3))
 
 
-@pytest.mark.parametrize("sample, run, repeat", [(0, "a", 0), (1, "b", 0), (2, "a", 1), (5, "b", 2)])
-def test_a_runner_sample_is_read_as_its_run_and_repeat(sample, run, repeat):
-    # the runner's `alternate` reverses odd samples: even samples are Na's, odd ones Nb's
-    result = {"kind": "decode", "sample": sample, "slot": 1, "window_id": "w", "tokens": [1, 2, 3], "decode_s": 0.5}
-    record = decode_record(result, ["target", SD], {"block": 0, "attempt": 0, "device": "dev@split", "group": "small"})
-    assert (record.run, record.repeat, record.config, record.tokens) == (run, repeat, SD, 2)
+def test_nb_runs_each_window_s_decodes_in_reverse_so_each_method_and_its_target_only_decode_are_abba():
+    slots = paired_slots(["m1", "m2"], "target")
+    na, nb = run_order(slots, reverse=False), run_order(slots, reverse=True)
+    assert [label for _, label in na] == ["target", "m1", "target", "m2"]
+    assert [label for _, label in nb] == ["m2", "target", "m1", "target"]
+    for order in (na, nb):
+        assert all(label == slots[slot] for slot, label in order)  # slots keep Na's numbering
+    # Na: each method right after its target-only decode; Nb: right before it
+    assert [slot for slot, _ in nb] == [3, 2, 1, 0] and all(partner_slot(s) == s - 1 for s in (1, 3))
 
 
 def test_a_window_with_a_divergent_decode_is_left_out():

@@ -83,6 +83,8 @@ def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_t
     decodes = [d for d in load_records(out, DecodeRecord) if d.config == AS2D and d.lossless and d.attempt == kept[0]]
     # --repeats 2: each run decoded the window twice, each repeat read beside its own target-only decode
     assert sorted((d.run, d.repeat) for d in decodes) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+    every = [d for d in load_records(out, DecodeRecord) if d.attempt == kept[0]]
+    assert all(d.config == ("target", AS2D)[d.slot] for d in every)  # Nb's decodes named in Na's slots
     for d in decodes:
         targets = [op for op in d.ops if op["model"] == "target"]
         assert targets and all({"t_us", "us", "published", "width", "depth"} <= set(op) for op in targets)
