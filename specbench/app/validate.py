@@ -5,10 +5,9 @@ Once per placement a full profile of the cells the configurations use; then bloc
 block, on one window shard and one placement: a probe, a refresh of the cost tables (with each model's
 decode ratio from target-only and SD decodes of the block's windows) and of the AS2D configurations'
 co-scheduling ratios, a probe; per drafter group (in a random
-order) one decode job running every window twice, `Na` in a random order of the group's
-configurations and `Nb` reversed, each configuration beside a target-only decode of its
-own (with `repeats` > 1, each run `repeats` times over, alternately), probes before the first window and after
-each; a probe, a second refresh, a probe.
+order) two passes over the shard's windows, one decode job each: `Na` in a random order of the group's
+configurations and `Nb` reversed, each configuration beside a target-only decode of its own (with `repeats`
+> 1, that many passes of each, alternately), probes before the first window and after each; a probe, a second refresh, a probe.
 Replay prices the block with the full profile whose cost tables, decode ratios and co-scheduling ratios are
 the mean of the two refreshes (linear drift between them cancels). A block where both probes around a window
 moved from the probes around the refreshes, the same way, by more than an allowance (the threshold, or

@@ -110,8 +110,8 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
 
     Each block (one shard of WINDOWS, one placement): a refresh of the profile's cost
     cells (and of AS2D's co-scheduling ratios), two native runs Na and Nb of every
-    configuration (a random order, Nb reversed, each configuration beside a target-only
-    decode of its own), another refresh. Replay prices the block from the mean of its
+    configuration, each a pass over the block's windows (a random order, Nb reversed, each
+    configuration beside a target-only decode of its own), another refresh. Replay prices the block from the mean of its
     refreshes. Reference probes run before and after every window and refresh; a block where
     both probes around a window moved from those around the refreshes beyond an allowance
     (--probe-threshold, or --probe-spreads times the probes' scatter in the block, whichever

@@ -46,7 +46,8 @@ KIND = "specbench.validation"
 #     published, start, accepted, plan_us), and an AS2D decode keeps its `producer` timing record.
 # 3 = a ProbeRecord keeps its bursts' samples, a BlockRecord the allowance its decisive window was held to
 #     (the void rule weighs a window's move against the probes' scatter); version 2 is read with neither.
-# 4 = a DecodeRecord names its repeat within its run (`validate --repeats`); versions 2 and 3 are read as repeat 0.
+# 4 = a DecodeRecord names its repeat within its run (`validate --repeats`), and Na and Nb are separate passes over
+#     the block's windows (versions 2 and 3 decoded a window's runs back to back; read as repeat 0).
 VERSION = 4
 VERSIONS = (2, 3, VERSION)
 MANIFEST = "validation.json"
