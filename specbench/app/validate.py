@@ -7,7 +7,8 @@ decode ratio from target-only and SD decodes of the block's windows) and of the 
 co-scheduling ratios, a probe; per drafter group (in a random
 order) two passes over the shard's windows, one decode job each: `Na` in a random order of the group's
 configurations and `Nb` reversed, each configuration beside a target-only decode of its own (with `repeats`
-> 1, that many passes of each, alternately), probes before the first window and after each; a probe, a second refresh, a probe.
+> 1, that many passes of each, alternately), probes before the first window and after each; a probe, a second
+refresh, a probe.
 Replay prices the block with the full profile whose cost tables, decode ratios and co-scheduling ratios are
 the mean of the two refreshes (linear drift between them cancels). A block where both probes around a window
 moved from the probes around the refreshes, the same way, by more than an allowance (the threshold, or
@@ -119,8 +120,8 @@ class ValidationPlan:
     overheads_windows: int = OVERHEADS_WINDOWS
     """Copies of the overheads window in the full profile's and each refresh's overheads decodes."""
     repeats: int = 1
-    """Decodes of every (window, slot) in each of Na and Nb, whose mean a run's value is: the host's jitter
-    between consecutive decodes averages out (docs/METHODS.md §7.9 Validation: does replay predict the device?,
+    """Passes of each of Na and Nb over the block's windows; a run's value is over all of its passes, so that the
+    host's jitter between them averages out (docs/METHODS.md §7.9 Validation: does replay predict the device?,
     "Repeats")."""
 
     def __post_init__(self) -> None:

@@ -55,7 +55,8 @@ def _frame(records: list, kind: type) -> pd.DataFrame:
 def validation_tables(directory: Path) -> list[Table]:
     directory = Path(directory)
     repeats = read_manifest(directory).get("repeats", 1)
-    runs = f"; a run (Na, Nb) is the mean of its {repeats} decodes of the window (--repeats)" if repeats > 1 else ""
+    runs = (f"; a run (Na, Nb) is the mean of its {repeats} passes' decodes of the window (--repeats)"
+            if repeats > 1 else "")
     summary = _frame(load_records(directory, SummaryRecord), SummaryRecord)
     tables = []
     titles = {Metric.SPEEDUP: "speedup over target-only (native: against the target-only decode beside it)",

@@ -70,7 +70,7 @@ class ValidationRequest:
     probe_repetitions: int = 5
     """--probe-repetitions: width-1 forwards per model in one probe."""
     repeats: int = 1
-    """--repeats: decodes of every (window, configuration) in each of Na and Nb."""
+    """--repeats: passes of each of Na and Nb over a block's windows."""
     speedup_bound_pct: float = 3.0
     """--speedup-bound: the speedup bias's 90% interval must lie within ±this (%)."""
     throughput_bound_pct: float = 5.0

@@ -82,9 +82,9 @@ def _finite(ctx, param, value: float) -> float:
 @click.option("--probe-repetitions", type=click.IntRange(3), default=REQUEST.probe_repetitions, show_default=True,
               help="Width-1 forwards per model in one probe (its median).")
 @click.option("--repeats", type=click.IntRange(1, MAX_REPEATS), default=REQUEST.repeats, show_default=True,
-              help="Decodes of every (window, configuration) in each of a block's two native runs Na and Nb "
-                   "(alternately); a run's value is their mean: the host's jitter between consecutive decodes "
-                   "averages out, which narrows F0 and E's bound, and the decodes take this many times as long.")
+              help="Passes of each of a block's two native runs Na and Nb over its windows (Na, Nb, Na, Nb, "
+                   "...); a run's value is over all of its passes: the host's jitter between them averages out, "
+                   "which narrows F0 and E's bound, and the decodes take this many times as long.")
 @click.option("--speedup-bound", type=float, default=REQUEST.speedup_bound_pct, show_default=True, callback=_percent,
               help="Speedup verdict: the bias's 90% interval must lie within ±this (%).")
 @click.option("--throughput-bound", type=float, default=REQUEST.throughput_bound_pct,
@@ -111,11 +111,11 @@ def validate(windows: Path, traces_dir: Path, target_path: Path, drafter_specs: 
     Each block (one shard of WINDOWS, one placement): a refresh of the profile's cost
     cells (and of AS2D's co-scheduling ratios), two native runs Na and Nb of every
     configuration, each a pass over the block's windows (a random order, Nb reversed, each
-    configuration beside a target-only decode of its own), another refresh. Replay prices the block from the mean of its
-    refreshes. Reference probes run before and after every window and refresh; a block where
-    both probes around a window moved from those around the refreshes beyond an allowance
-    (--probe-threshold, or --probe-spreads times the probes' scatter in the block, whichever
-    is larger) is voided and redone.
+    configuration beside a target-only decode of its own), another refresh. Replay prices
+    the block from the mean of its refreshes. Reference probes run before and after every
+    window and refresh; a block where both probes around a window moved from those around
+    the refreshes beyond an allowance (--probe-threshold, or --probe-spreads times the
+    probes' scatter in the block, whichever is larger) is voided and redone.
     Blocks repeat until every bias interval is within --halfwidth or --max-blocks is spent.
 
     It reports, per placement and configuration, for the speedup over target-only and for

@@ -2,8 +2,9 @@
 replay predict the device?).
 
 A validation runs blocks. In a block every (window, configuration) is decoded twice, `Na`
-then `Nb` (each a mean over `--repeats` decodes), right after one profile refresh and right
-before another, and replay prices the block from the mean of its two refreshes. An observation is one (block, window,
+then `Nb`, each a pass over the block's windows (`--repeats` passes of each, a run's value over
+all of its), right after one profile refresh and right before another, and replay prices the
+block from the mean of its two refreshes. An observation is one (block, window,
 configuration) with three values of one metric: replay's and the two native runs'. The
 metric is a speedup over target-only (the native one measured against the target-only
 decode beside it) or a throughput in tokens/s.

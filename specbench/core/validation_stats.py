@@ -89,7 +89,6 @@ def observations(decodes: Sequence[DecodeRecord],
         rep_t = replay.get((device, TARGET, window_id))
         if rep_t is None:
             continue
-
         out.append(ObservationRecord(device, TARGET, Metric.THROUGHPUT, block, window_id, rep_t[0] / rep_t[1],
                                      run_throughput(mine, PairedRun.A), run_throughput(mine, PairedRun.B)))
         for d in (d for d in mine if d.config != TARGET and d.run == PairedRun.A and d.repeat == 0):
@@ -173,8 +172,8 @@ def decode_index(decodes: Sequence[DecodeRecord]) -> dict[DecodeKey, DecodeRecor
 
 
 def native_lanes(decode: DecodeRecord, index: dict[DecodeKey, DecodeRecord]) -> decomposition.NativeLanes:
-    """An AS2D decode's lanes beside the target-only decode paired with it in the same run and repeat (`decode_index` of
-    its block's decodes); a SpecbenchError without a producer record."""
+    """An AS2D decode's lanes beside the target-only decode paired with it in the same pass (`decode_index` of its
+    block's decodes); a SpecbenchError without a producer record."""
     if decode.producer is None:
         raise SpecbenchError(f"{decode.config} of window '{decode.window_id}': no producer record")
     partner = index[(decode.group, decode.window_id, decode.run, decode.repeat, fidelity.partner_slot(decode.slot))]

@@ -131,8 +131,7 @@ class DecodeRecord:
     each drafter step's start and end on the decode clock), so that the lanes' overlap and the
     publication times can be recovered; None for the serial methods."""
     repeat: int = 0
-    """Which of the run's `--repeats` decodes of this (window, slot) it is: the runner's sample // 2 (even samples
-    are Na, odd ones Nb)."""
+    """Which of the run's `--repeats` passes over the block's windows decoded it (0 first)."""
 
 
 @dataclass(frozen=True)

@@ -111,4 +111,4 @@ def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_t
     assert set(beside) == set(summary)
     assert all(beside[k].observations == summary[k].observations for k in summary)
     assert "Replay fidelity priced beside the decodes" in (out / "validation.md").read_text()
-    assert "a run (Na, Nb) is the mean of its 2 decodes of the window (--repeats)" in (out / "validation.md").read_text()
+    assert "a run (Na, Nb) is the mean of its 2 passes' decodes of the window (--repeats)" in (out / "validation.md").read_text()
