@@ -63,10 +63,11 @@ def test_validate_end_to_end_on_the_arm_phone(arm_phone, aarch64_runner, tiny, t
     assert sorted((d.block, d.run, d.slot, d.config) for d in decodes) == sorted(
         (b, run, slot, name) for b in (0, 1) for run in "ab" for slot, name in enumerate(["target", "sd[W=3,drafter=near]"]))
     probes = load_records(out, ProbeRecord)
-    for b in (0, 1):  # probes before the first window and after each, and around both refreshes
+    for b in (0, 1):  # around both refreshes, and in each pass (Na, then Nb) before the first window and after each
         mine = [(p.series, p.where, p.window_id) for p in probes if p.block == b]
         assert mine == [("refresh:near", "refresh-1 before", None), ("refresh:near", "refresh-1 after", None),
-                        ("decode:near", "start", None), ("decode:near", "after", f"w{b}"),
+                        ("decode:near a0", "start", None), ("decode:near a0", "after", f"w{b}"),
+                        ("decode:near b0", "start", None), ("decode:near b0", "after", f"w{b}"),
                         ("refresh:near", "refresh-2 before", None), ("refresh:near", "refresh-2 after", None)]
     summary = {(s.config, s.metric): s for s in load_records(out, SummaryRecord)}
     assert set(summary) == {("target", "throughput"), ("sd[W=3,drafter=near]", "throughput"),
@@ -97,9 +98,10 @@ def test_a_block_slowed_mid_block_is_voided_and_redone_and_the_quiet_redo_kept(x
     model = demo_model_path("smollm2-135m")
     models = type("Models", (), {"target": model, "near": model})
     windows = study(tmp_path, models, x86_phone.serial, cap=8)
-    # the block's decode job (the only one alternating its methods with probes between windows; the refreshes'
-    # serial decodes alternate without) runs beside 3 busy processes per CPU: its forwards slow about fourfold
-    x86_phone.phone.faults.add_slowdowns(SlowFault(b'"alternate": true, "probe"', hogs_per_cpu=3), 1)
+    # the block's first decode pass (Na: the only jobs decoding with probes between windows; the refreshes'
+    # serial decodes alternate their methods without) runs beside 3 busy processes per CPU: its forwards slow
+    # about fourfold
+    x86_phone.phone.faults.add_slowdowns(SlowFault(b'"runs": 1, "warmup_runs": 0, "probe"', hogs_per_cpu=3), 1)
     code, output = invoke(*validate_args(tmp_path, models, x86_phone.serial, windows, "--block-windows", 2,
                                          "--min-blocks", 1, "--max-blocks", 1, "--probe-threshold", 40,
                                          "--max-voids", 2, "--cooldown", 0))
