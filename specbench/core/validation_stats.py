@@ -191,16 +191,17 @@ def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRe
     batches) leaves its observation out, counted."""
     by_label = {c.label: c for c in configs}
     index = decode_index(decodes)
-    lanes: dict[tuple[str, str, PairedRun], list[decomposition.NativeLanes | None]] = {}  # (config, window, run)
+    lanes: dict[tuple[str, str, PairedRun], list[decomposition.NativeLanes]] = {}  # (config, window, run): repeats
+    unread: set[tuple[str, str, PairedRun]] = set()  # a decode without a producer record: observation left out below
     for d in decodes:
         if d.config in by_label:
+            key = (d.config, d.window_id, d.run)
             try:
-                read: decomposition.NativeLanes | None = native_lanes(d, index)
-            except SpecbenchError:  # no producer record: its observation is left out below
-                read = None
-            lanes.setdefault((d.config, d.window_id, d.run), []).append(read)
-    contended = {label: _block_contention([run for key, runs in lanes.items() if key[0] == label
-                                           for run in runs if run is not None], profile, config)
+                lanes.setdefault(key, []).append(native_lanes(d, index))
+            except SpecbenchError:
+                unread.add(key)
+    contended = {label: _block_contention([run for key, runs in lanes.items() if key[0] == label for run in runs],
+                                          profile, config)
                  for label, config in by_label.items()}
     for o in obs:
         config = by_label.get(o.config)
@@ -211,10 +212,10 @@ def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRe
         priced_s = replay[(o.device, o.config, o.window_id)][1]
         keys = [(o.config, o.window_id, run) for run in PairedRun]
         try:
-            if any(None in lanes.get(key, [None]) for key in keys):
+            if any(key in unread or key not in lanes for key in keys):
                 raise SpecbenchError(f"{o.config} of window '{o.window_id}': no producer record")
             runs = [[decomposition.substituted_replays(trace, cap, profile, config, repeat, contended[o.config])
-                     for repeat in lanes[key] if repeat is not None] for key in keys]
+                     for repeat in lanes[key]] for key in keys]
         except SpecbenchError:
             gathered.left_out += 1
             continue
