@@ -31,29 +31,45 @@ from specbench.schemas.validation import Metric, ObservationRecord, ProbeRecord,
 MODELS = ("target", "drafter")
 
 
-def window_moves(probes: list[ProbeRecord]) -> dict[tuple[str, int, str], dict[str, float]]:
-    """(device, block, window) -> per model, its move around the window (percent, log), over the decode jobs."""
+def job_levels(probes: list[ProbeRecord]) -> dict[tuple[str, int, str, str], dict[str, float]]:
+    """(device, block, decode job's series, window) -> per model ('target', 'drafter': the job's), the geometric mean
+    of the job's probes before and after the window over the block's reference for that model (the median of its
+    probes around the refreshes)."""
     by_block: dict[tuple[str, int], list[ProbeRecord]] = defaultdict(list)
     for p in probes:
         by_block[(p.device, p.block)].append(p)
-    out: dict[tuple[str, int, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    out: dict[tuple[str, int, str, str], dict[str, float]] = {}
     for (device, block), mine in by_block.items():
         around = [p for p in mine if not p.series.startswith("decode:")]
-        reference = {"target": statistics.median(p.target_us for p in around),
-                     "drafter": statistics.median(p.drafter_us for p in around if p.drafter_us is not None)}
+        target_reference = statistics.median(p.target_us for p in around)
+        drafter_us: dict[str | None, list[float]] = defaultdict(list)
+        for p in around:
+            if p.drafter_us is not None:
+                drafter_us[p.drafter].append(p.drafter_us)
+        drafter_reference = {name: statistics.median(v) for name, v in drafter_us.items()}
         jobs: dict[str, list[ProbeRecord]] = defaultdict(list)
         for p in mine:
             if p.series.startswith("decode:"):
                 jobs[p.series].append(p)
-        for job in jobs.values():
+        for series, job in jobs.items():
             job.sort(key=lambda p: p.t_us)
             for before, after in zip(job, job[1:], strict=False):
                 if after.window_id is None:
                     continue
-                for model, value in (("target", lambda p: p.target_us), ("drafter", lambda p: p.drafter_us)):
-                    if value(before) is not None and value(after) is not None:
-                        level = math.sqrt(value(before) * value(after))
-                        out[(device, block, after.window_id)][model].append(100 * math.log(level / reference[model]))
+                levels = {"target": math.sqrt(before.target_us * after.target_us) / target_reference}
+                reference = drafter_reference.get(after.drafter)
+                if before.drafter_us is not None and after.drafter_us is not None and reference is not None:
+                    levels["drafter"] = math.sqrt(before.drafter_us * after.drafter_us) / reference
+                out[(device, block, series, after.window_id)] = levels
+    return out
+
+
+def window_moves(probes: list[ProbeRecord]) -> dict[tuple[str, int, str], dict[str, float]]:
+    """(device, block, window) -> per model, its move around the window (percent, log), over the decode jobs."""
+    out: dict[tuple[str, int, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for (device, block, _, window_id), levels in job_levels(probes).items():
+        for model, level in levels.items():
+            out[(device, block, window_id)][model].append(100 * math.log(level))
     return {key: {m: statistics.fmean(v) for m, v in moves.items()} for key, moves in out.items()}
 
 

@@ -43,7 +43,9 @@ DECOMPOSITION_ORDER = ("per device@placement × AS2D configuration: its speedup 
                        "wholly beside the producer, the blocks' mean weighted by forwards), then also with each "
                        "run's producer publication times; a part is the ratio of the biases before and after "
                        "its substitution, remains the bias after both; replay_bias: the bias of the replay with the "
-                       "substitutions so far. Geometric means over (block, window), 90% intervals as the bias's "
+                       "substitutions so far, and its excess error E (upper: the one-sided 95% bound; a replay "
+                       "substituting a run's own publications is judged against that run, so the noise it explains "
+                       "leaves F0 too). Geometric means over (block, window), 90% intervals as the bias's "
                        "(Student t over the blocks' means); left_out: observations whose native lanes could not be "
                        "read back")
 
@@ -81,11 +83,13 @@ def validation_tables(directory: Path) -> list[Table]:
         parts["replay"] = parts["part"].map(lambda p: PART_REPLAY[Part(p)])
         tables.append(Table("AS2D's speedup bias, decomposed", DECOMPOSITION_ORDER, parts[
             ["device", "config", "part", "replay", "factor", "factor_low", "factor_high", "replay_bias", "replay_low",
-             "replay_high", "rho_priced", "rho_realised", "blocks", "observations", "left_out"]],
+             "replay_high", "excess_pct", "excess_upper_pct", "rho_priced", "rho_realised", "blocks", "observations",
+             "left_out"]],
             {c: ".4f" for c in ("factor", "factor_low", "factor_high", "replay_bias", "replay_low", "replay_high")}
-            | {"rho_priced": ".3f", "rho_realised": ".3f"}, keys=("device", "config"),
+            | {"rho_priced": ".3f", "rho_realised": ".3f", "excess_pct": ".2f", "excess_upper_pct": ".2f"},
+            keys=("device", "config"),
             optional=(("factor_low", "factor_high"), ("replay_bias", "replay_low", "replay_high"),
-                      ("rho_priced", "rho_realised"))))
+                      ("excess_pct", "excess_upper_pct"), ("rho_priced", "rho_realised"))))
     blocks = load_records(directory, BlockRecord)
     frame = _frame(blocks, BlockRecord)
     if len(frame):

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from specbench.core.fidelity import BIAS_LEVEL, t_halfwidths
+from specbench.core.fidelity import BIAS_LEVEL, ERROR_LEVEL, root_pct, t_halfwidths
 from specbench.core.methods.configs import As2dConfig
 from specbench.core.pricing import (
     CLASS_FORWARDS,
@@ -346,11 +346,32 @@ class PartBias:
     replay_bias: float | None
     """The bias of the replay with the substitutions up to this part (None for REMAINS, which is the last one's)."""
     replay_interval: Interval | None
+    excess_pct: float | None = None
+    """The excess error E of that replay (`excess_errors`; None for REMAINS)."""
+    excess_upper_pct: float | None = None
+    """Its one-sided 95% upper bound (None with one block)."""
 
 
 _PARTS = {Part.TOTAL: (1, 0, 0), Part.CONTENTION: (1, -1, 0), Part.PUBLICATION: (0, 1, -1), Part.REMAINS: (0, 0, 1)}
 """Each part on the mean log biases of the three replays (priced, + contention, + publications)."""
 _REPLAY = {Part.TOTAL: 0, Part.CONTENTION: 1, Part.PUBLICATION: 2}
+
+
+def excess_errors(run_errors: np.ndarray, blocks: Sequence[int]) -> list[tuple[float, float | None]]:
+    """Per replay, the excess error E and its upper bound (percent) as `fidelity.fidelity_stats` takes them, from
+    an (n, replays, 2) array of each run's log error (ln replay − ln N, for Na then Nb; a per-run substitution
+    replays each run on its own). E² is the mean of F1² − F0²/2 per observation, which for errors `x`, `y` of the
+    two runs is `x·y`: a run's noise is independent of the other's and leaves the product's mean, while an error
+    of the model shared by both runs stays. Where a substitution takes a run's own realised input, F0 is measured
+    on what that replay leaves of each run, so the noise it explains leaves both F1 and F0."""
+    terms = run_errors[:, :, 0] * run_errors[:, :, 1]
+    point = terms.mean(axis=0)
+    groups = sorted(set(blocks))
+    upper: list[float | None] = [None] * terms.shape[1]
+    if len(groups) >= 2:
+        means = np.stack([terms[[b == g for b in blocks]].mean(axis=0) for g in groups])
+        upper = [root_pct(u) for u in point + t_halfwidths(means, ERROR_LEVEL, one_sided=True)]
+    return [(root_pct(p), u) for p, u in zip(point, upper, strict=True)]
 
 
 def decompose(windows: Sequence[WindowReplays]) -> list[PartBias]:
@@ -363,6 +384,9 @@ def decompose(windows: Sequence[WindowReplays]) -> list[PartBias]:
         raise ValueError("a decomposition needs positive finite speedups")
     logs = np.log(values)
     native = (logs[:, 0] + logs[:, 1]) / 2
+    # per window, replay and run: as priced against both runs, then each substitution's replay of each run
+    errors = np.stack([logs[:, [2, 2]], logs[:, 3:5], logs[:, 5:7]], axis=1) - logs[:, None, 0:2]
+    excess = excess_errors(errors, [w.block for w in windows])
     # per window, each replay's log bias; a per-run substitution is the mean of Na's and Nb's
     bias = np.stack([logs[:, 2] - native, (logs[:, 3] + logs[:, 4]) / 2 - native,
                      (logs[:, 5] + logs[:, 6]) / 2 - native], axis=1)
@@ -385,5 +409,6 @@ def decompose(windows: Sequence[WindowReplays]) -> list[PartBias]:
         unit = tuple(int(i == replay) for i in range(3))
         out.append(PartBias(part, math.exp(float(point @ np.array(weights, dtype=np.float64))), interval(weights),
                             None if replay is None else math.exp(float(point[replay])),
-                            None if replay is None else interval(unit)))
+                            None if replay is None else interval(unit),
+                            *((None, None) if replay is None else excess[replay])))
     return out

@@ -78,7 +78,8 @@ def _block_logs(observations: Sequence[ObservationRecord]) -> tuple[np.ndarray, 
     return logs, {b: logs[[o.block == b for o in observations]] for b in sorted({o.block for o in observations})}
 
 
-def _pct(mean_square: float) -> float:
+def root_pct(mean_square: float) -> float:
+    """100 × the root of a mean square of log errors (a negative one, E² below 0: 0)."""
     return 100 * math.sqrt(max(0.0, mean_square))
 
 
@@ -100,12 +101,12 @@ def fidelity_stats(observations: Sequence[ObservationRecord], bias_bound_pct: fl
     if len(groups) >= 2:
         means = np.stack([_terms(rows).mean(axis=0) for rows in groups.values()])
         two, one = t_halfwidths(means, BIAS_LEVEL), t_halfwidths(means, ERROR_LEVEL, one_sided=True)
-        f0_ends = (_pct(point[_F0] - two[_F0]), _pct(point[_F0] + two[_F0]))
-        f1_ends = (_pct(point[_F1] - two[_F1]), _pct(point[_F1] + two[_F1]))
-        excess_upper = _pct(point[_E] + one[_E])
+        f0_ends = (root_pct(point[_F0] - two[_F0]), root_pct(point[_F0] + two[_F0]))
+        f1_ends = (root_pct(point[_F1] - two[_F1]), root_pct(point[_F1] + two[_F1]))
+        excess_upper = root_pct(point[_E] + one[_E])
         bias_ends = (math.exp(point[_BIAS] - two[_BIAS]), math.exp(point[_BIAS] + two[_BIAS]))
-    unjudged = SummaryRecord(device, config, metric, len(groups), len(observations), _pct(point[_F0]), *f0_ends,
-                             _pct(point[_F1]), *f1_ends, _pct(point[_E]), excess_upper, math.exp(point[_BIAS]),
+    unjudged = SummaryRecord(device, config, metric, len(groups), len(observations), root_pct(point[_F0]), *f0_ends,
+                             root_pct(point[_F1]), *f1_ends, root_pct(point[_E]), excess_upper, math.exp(point[_BIAS]),
                              *bias_ends, bias_bound_pct, error_bound_pct, verdict="", past_allowance=past_allowance)
     return replace(unjudged, verdict=verdict(unjudged))
 

@@ -252,14 +252,16 @@ def decomposition_records(gathered: dict[tuple[str, str], Decomposing]) -> list[
                if c.priced is not None and c.realised is not None]
         forwards = sum(n for n, _, _ in met)
         # the blocks' ratios, weighted by the forwards behind each
-        rho = ((sum(n * priced for n, priced, _ in met) / forwards,
-                sum(n * realised for n, _, realised in met) / forwards) if forwards else (None, None))
+        rho: tuple[float | None, float | None] = (
+            (sum(n * priced for n, priced, _ in met) / forwards, sum(n * realised for n, _, realised in met) / forwards)
+            if forwards else (None, None))
         blocks = len({w.block for w in mine.windows})
         for p in decomposition.decompose(mine.windows):
             out.append(DecompositionRecord(
                 device, config, p.part.value, blocks, len(mine.windows), mine.left_out, p.factor,
                 *_bounds(p.interval), p.replay_bias, *_bounds(p.replay_interval),
-                *(rho if p.part is decomposition.Part.CONTENTION else (None, None))))
+                *(rho if p.part is decomposition.Part.CONTENTION else (None, None)), p.excess_pct,
+                p.excess_upper_pct))
     return out
 
 

@@ -260,6 +260,11 @@ class DecompositionRecord:
     rho_realised: float | None
     """contention: the ratio those forwards realised, each block's pooled over its runs, the blocks' mean weighted
     by forwards."""
+    excess_pct: float | None = None
+    """The excess error E of the replay with the substitutions up to this part (a per-run substitution judged
+    against its own run; core.decomposition.excess_errors); None for remains, or a file written before it."""
+    excess_upper_pct: float | None = None
+    """Its one-sided 95% upper bound (Student t over the blocks' means; None with one block)."""
 
 
 FILES = {BlockRecord: "blocks.jsonl", DecodeRecord: "decodes.jsonl", ProbeRecord: "probes.jsonl",

@@ -268,6 +268,10 @@ def test_the_decomposition_recovers_a_contention_the_profile_lacks():
     # every observation alike: each interval is the point
     assert parts[Part.TOTAL].interval.low == pytest.approx(RHO_TRUE / 1.2)
     assert parts[Part.TOTAL].interval.high == pytest.approx(RHO_TRUE / 1.2)
+    # E: every run off by the same ln(1.5 / 1.2) as priced, by nothing with the realised contention
+    assert parts[Part.TOTAL].excess_pct == pytest.approx(100 * math.log(RHO_TRUE / 1.2))
+    assert parts[Part.CONTENTION].excess_pct == pytest.approx(0, abs=1e-6)
+    assert parts[Part.REMAINS].excess_pct is None
 
 
 def test_the_decomposition_recovers_publications_that_came_late_natively():
@@ -298,11 +302,29 @@ def test_the_total_is_the_validations_bias_with_the_same_interval():
     product = math.prod(parts[p].factor for p in (Part.CONTENTION, Part.PUBLICATION, Part.REMAINS))
     assert product == pytest.approx(parts[Part.TOTAL].factor)
     assert parts[Part.REMAINS].replay_bias is None
+    # E of the replay as priced is the validation's, bound included
+    assert parts[Part.TOTAL].excess_pct == pytest.approx(stats.excess_pct)
+    assert parts[Part.TOTAL].excess_upper_pct == pytest.approx(stats.excess_upper_pct)
+
+
+def test_a_replay_per_run_is_judged_against_its_own_run():
+    # one window, two blocks alike: priced 1.0 against runs at 0.96 and 0.92 of it, ln errors 0.04 and 0.08
+    # (E = sqrt(0.04 x 0.08)); with each run's contention the errors are 0.04 and -0.02 (opposite signs: noise
+    # about a replay that is right, E 0); with each run's publications both runs are met exactly
+    native = (1 / math.exp(0.04), 1 / math.exp(0.08))
+    contention = (1.0, native[1] * math.exp(-0.02))
+    observations = [WindowReplays(b, "w0", native, 1.0, contention, native) for b in range(2)]
+    parts = {p.part: p for p in decompose(observations)}
+    assert parts[Part.TOTAL].excess_pct == pytest.approx(100 * math.sqrt(0.04 * 0.08))
+    assert parts[Part.CONTENTION].excess_pct == 0.0
+    assert parts[Part.PUBLICATION].excess_pct == pytest.approx(0, abs=1e-6)
+    # both blocks alike: each bound is its point
+    assert parts[Part.TOTAL].excess_upper_pct == pytest.approx(parts[Part.TOTAL].excess_pct)
 
 
 def test_one_block_gives_no_interval():
     parts = decompose([WindowReplays(0, "w0", (1.0, 1.0), 1.1, (1.0, 1.0), (1.0, 1.0))])
-    assert all(p.interval is None for p in parts)
+    assert all(p.interval is None and p.excess_upper_pct is None for p in parts)
 
 
 def test_publications_that_are_not_batches_are_refused():
