@@ -101,6 +101,9 @@ def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_t
     assert set(parts) == {"total", "contention", "publication", "remains"}
     assert all((p.config, p.observations, p.left_out) == (AS2D, bias.observations, 0) for p in parts.values())
     assert parts["total"].factor == pytest.approx(bias.bias)
+    assert parts["total"].excess_pct == pytest.approx(bias.excess_pct)  # each replay's E; as priced, the summary's
+    assert all(parts[p].excess_pct is not None for p in ("contention", "publication"))
+    assert parts["remains"].excess_pct is None
     product = parts["contention"].factor * parts["publication"].factor * parts["remains"].factor
     assert product == pytest.approx(parts["total"].factor)
     assert parts["contention"].rho_priced > 0 and parts["contention"].rho_realised > 0
