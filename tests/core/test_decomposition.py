@@ -309,8 +309,8 @@ def test_the_total_is_the_validations_bias_with_the_same_interval():
 
 def test_a_replay_per_run_is_judged_against_its_own_run():
     # one window, two blocks alike: priced 1.0 against runs at 0.96 and 0.92 of it, ln errors 0.04 and 0.08
-    # (E = sqrt(0.04 x 0.08)); with each run's contention the errors are 0.04 and -0.02 (opposite signs: noise
-    # about a replay that is right, E 0); with each run's publications both runs are met exactly
+    # (E = sqrt(0.04 x 0.08)); with the contention substituted the runs' errors are 0.04 and -0.02 (opposite signs:
+    # noise about a replay that is right, E 0); with each run's publications both runs are met exactly
     native = (1 / math.exp(0.04), 1 / math.exp(0.08))
     contention = (1.0, native[1] * math.exp(-0.02))
     observations = [WindowReplays(b, "w0", native, 1.0, contention, native) for b in range(2)]
