@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from specbench.core.fidelity import BIAS_LEVEL, ERROR_LEVEL, root_pct, t_halfwidths
+from specbench.core.fidelity import BIAS_LEVEL, ERROR_LEVEL, excess_terms, root_pct, t_halfwidths
 from specbench.core.methods.configs import As2dConfig
 from specbench.core.pricing import (
     CLASS_FORWARDS,
@@ -360,11 +360,9 @@ _REPLAY = {Part.TOTAL: 0, Part.CONTENTION: 1, Part.PUBLICATION: 2}
 def excess_errors(run_errors: np.ndarray, blocks: Sequence[int]) -> list[tuple[float, float | None]]:
     """Per replay, the excess error E and its upper bound (percent) as `fidelity.fidelity_stats` takes them, from
     an (n, replays, 2) array of each run's log error (ln replay − ln N, for Na then Nb; a per-run substitution
-    replays each run on its own). E² is the mean of F1² − F0²/2 per observation, which for errors `x`, `y` of the
-    two runs is `x·y`: a run's noise is independent of the other's and leaves the product's mean, while an error
-    of the model shared by both runs stays. Where a substitution takes a run's own realised input, F0 is measured
-    on what that replay leaves of each run, so the noise it explains leaves both F1 and F0."""
-    terms = run_errors[:, :, 0] * run_errors[:, :, 1]
+    replays each run on its own, `fidelity.excess_terms`). Where a substitution takes a run's own realised input,
+    F0 is measured on what that replay leaves of each run, so the noise it explains leaves both F1 and F0."""
+    terms = excess_terms(run_errors[:, :, 0], run_errors[:, :, 1])
     point = terms.mean(axis=0)
     groups = sorted(set(blocks))
     upper: list[float | None] = [None] * terms.shape[1]

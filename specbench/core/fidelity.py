@@ -58,7 +58,15 @@ def _terms(logs: np.ndarray) -> np.ndarray:
     lr, la, lb = logs[:, 0], logs[:, 1], logs[:, 2]
     f0_sq = (la - lb) ** 2
     f1_sq = ((lr - la) ** 2 + (lr - lb) ** 2) / 2
-    return np.stack([f0_sq, f1_sq, f1_sq - f0_sq / 2, lr - (la + lb) / 2], axis=1)
+    return np.stack([f0_sq, f1_sq, excess_terms(lr - la, lr - lb), lr - (la + lb) / 2], axis=1)
+
+
+def excess_terms(error_a: np.ndarray, error_b: np.ndarray) -> np.ndarray:
+    """Per observation, the term whose mean is E², from each run's log error (ln replay − ln N): F1² − F0²/2,
+    which for errors x, y of the two runs is x·y. A run's noise is independent of the other's and leaves the
+    product's mean; an error shared by both runs stays. A replay of each run on its own (a per-run substitution)
+    is so judged against that run alone."""
+    return error_a * error_b
 
 
 def t_halfwidths(block_means: np.ndarray, level: float, one_sided: bool = False) -> np.ndarray:
