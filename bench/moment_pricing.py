@@ -37,7 +37,15 @@ from specbench.core.pricing import CostTable
 from specbench.core.validation_stats import TARGET, Bounds, observations, summarize
 from specbench.schemas.profiles import DeviceProfile
 from specbench.schemas.traces import load_trace_dir
-from specbench.schemas.validation import Metric, ObservationRecord, ProbeRecord, kept, load_records
+from specbench.schemas.validation import (
+    Metric,
+    ObservationRecord,
+    PairedRun,
+    ProbeRecord,
+    kept,
+    load_records,
+    series_pass,
+)
 from specbench.schemas.windows import load_windows
 
 SOURCES = ("both", "target", "drafter")
@@ -59,16 +67,16 @@ def scaled(profile: DeviceProfile, target: float, drafter: float) -> DeviceProfi
 
 def run_levels(levels: Mapping[tuple[str, int, str, str], dict[str, float]], device: str,
                block: int) -> dict[tuple[str, str], dict[str, float]]:
-    """(window, run 'a' or 'b') -> per model, the mean of its levels over the run's decode jobs (a job's series
-    ends in its run and repeat, 'decode:<group> a0'; a series without one ran both runs)."""
+    """(window, run 'a' or 'b') -> per model, the mean of its levels over the run's decode jobs (`series_pass`; a
+    job that ran both runs counts for both)."""
     acc: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for (d, b, series, window_id), mine in levels.items():
         if (d, b) != (device, block):
             continue
-        tag = series.rsplit(" ", 1)[-1] if " " in series else ""
-        for run in ([tag[0]] if tag[:1] in ("a", "b") else ["a", "b"]):
+        named = series_pass(series)
+        for run in (list(PairedRun) if named is None else [named[0]]):
             for model, level in mine.items():
-                acc[(window_id, run)][model].append(level)
+                acc[(window_id, run.value)][model].append(level)
     return {key: {m: statistics.fmean(v) for m, v in by_model.items()} for key, by_model in acc.items()}
 
 

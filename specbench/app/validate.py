@@ -65,6 +65,7 @@ from specbench.schemas.validation import (
     ProbeRecord,
     SummaryRecord,
     append_records,
+    decode_series,
     kept,
     load_records,
     open_validation,
@@ -278,7 +279,7 @@ class Validation:
                 got = []
                 for r in self.plan.device.run_job(job.to_dict(), on_line).results:
                     if r.get("kind") == "probe":
-                        probes.append(probe_record(r, base | {"series": f"decode:{group} {run.value}{repeat}",
+                        probes.append(probe_record(r, base | {"series": decode_series(group, run, repeat),
                                                               "drafter": group}))
                     elif r.get("kind") in ("decode", "divergence"):
                         slot, label = ran[int(r["slot"])]

@@ -134,13 +134,27 @@ class DecodeRecord:
     """Which of the run's `--repeats` passes over the block's windows decoded it (0 first)."""
 
 
+def decode_series(group: str, run: PairedRun, repeat: int) -> str:
+    """The probe series of one decode pass: 'decode:<group> <run><repeat>' ('decode:smollm2 a0')."""
+    return f"decode:{group} {run.value}{repeat}"
+
+
+def series_pass(series: str) -> tuple[PairedRun, int] | None:
+    """The (run, repeat) a `decode_series` names; None for a refresh's series, or a decode job's written before
+    Na and Nb were passes of their own ('decode:<group>', one job for both runs)."""
+    if not series.startswith("decode:") or " " not in series:
+        return None
+    tag = series.rsplit(" ", 1)[1]
+    return PairedRun(tag[0]), int(tag[1:])
+
+
 @dataclass(frozen=True)
 class ProbeRecord:
     block: int
     attempt: int
     device: str
     series: str
-    """refresh:<drafter> (a probe job beside a refresh) or decode:<group> (inside a decode job)."""
+    """refresh:<drafter> (a probe job beside a refresh) or `decode_series` (inside a decode job)."""
     where: str
     window_id: str | None
     drafter: str | None

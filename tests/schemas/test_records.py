@@ -63,6 +63,7 @@ from specbench.schemas.results import (
 )
 from specbench.schemas.timeline import TimelineRecord
 from specbench.schemas.traces import LookupDrafts, ModelRef, Shard, TraceKey, load_trace_file
+from specbench.schemas.validation import PairedRun, decode_series, series_pass
 from specbench.schemas.windows import InputView, Window, load_windows, make_text_window, window_to_dict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -307,3 +308,10 @@ def test_a_field_plan_says_what_a_missing_key_lacks():
     assert plans["runner"].missing == "a mapping or null (missing)" and not plans["runner"].required
     assert plans["argv"].required and plans["argv"].missing == "a list (missing)"
     assert fileio.record_keys(Window) == windows._WINDOW_KEYS
+
+
+def test_a_decode_pass_series_names_its_run_and_repeat_and_others_name_none():
+    assert decode_series("gemma3", PairedRun.B, 1) == "decode:gemma3 b1"
+    assert series_pass(decode_series("tiny.en", PairedRun.A, 10)) == (PairedRun.A, 10)
+    assert series_pass("refresh:gemma3") is None
+    assert series_pass("decode:gemma3") is None  # one job for both runs, before passes
