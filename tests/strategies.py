@@ -9,7 +9,7 @@ from bench.synthetic_study import EOS, _Drafter, _TableDrafts
 from specbench.core.methods.base import TargetOracle
 from specbench.core.methods.configs import As2dConfig, SdConfig, SpecAsrConfig, TargetConfig
 from specbench.core.methods.specasr import decode_specasr
-from specbench.core.pricing import CoSchedule, CostTable, DecodeContention, DecodeRatio
+from specbench.core.pricing import CoSchedule, CostTable, DecodeContention, DecodeRatio, HostWork
 from specbench.schemas.profiles import DeviceInfo, DeviceProfile, DrafterProfile, ModelId, Overheads
 from specbench.schemas.traces import ProducerStream, WindowTrace
 
@@ -70,10 +70,14 @@ def _costs(draw, label: str) -> CostTable:
     for width in range(1, MAX_WIDTH + 1):
         low = draw(st.floats(0.01, 1.0))
         seconds[width] = np.array([low, low * draw(st.floats(1.0, 2.0))])
-    # a serial decode's ratio (pooled, with or without either class) scales every price
+    # a serial decode's ratio (pooled, with or without either class) scales every price, and the host work after
+    # each forward (pooled, with or without either class) adds to it
+    seconds_after = st.floats(0.0, 0.05)
+    host = st.one_of(st.none(), st.builds(HostWork, seconds_after, st.just(40), st.one_of(st.none(), seconds_after),
+                                          st.just(20), st.one_of(st.none(), seconds_after), st.just(20)))
     decode = draw(st.one_of(st.none(), st.builds(
         DecodeRatio, st.floats(0.5, 2.0), st.just(40), st.one_of(st.none(), st.floats(0.5, 2.0)), st.just(20),
-        st.one_of(st.none(), st.floats(0.5, 2.0)), st.just(20))))
+        st.one_of(st.none(), st.floats(0.5, 2.0)), st.just(20), host=host)))
     return CostTable(depths, seconds, label, decode=decode)
 
 

@@ -19,14 +19,11 @@ from dataclasses import replace
 
 from specbench.core import decomposition
 from specbench.core.methods.configs import As2dConfig, MethodConfig
-from specbench.core.pricing import CostTable, decode_ratio
+from specbench.core.pricing import CostTable, SerialForward, decode_ratio
 from specbench.core.validation_stats import decode_index, native_lanes, op_timings
 from specbench.errors import SpecbenchError
 from specbench.schemas.profiles import DeviceProfile, DrafterProfile
 from specbench.schemas.validation import DecodeRecord
-
-Forward = tuple[int, float, float]
-"""(width, depth, microseconds) of one forward in a serial decode."""
 
 
 def folds(window_ids: Collection[str]) -> tuple[set[str], set[str]]:
@@ -36,19 +33,24 @@ def folds(window_ids: Collection[str]) -> tuple[set[str], set[str]]:
 
 
 def serial_forwards(decodes: Sequence[DecodeRecord], profile: DeviceProfile, configs: Sequence[MethodConfig],
-                    lookups: Collection[str]) -> dict[str, list[Forward]]:
+                    lookups: Collection[str]) -> dict[str, list[SerialForward]]:
     """By model ('target', or the drafter's name), the forwards of the serial decodes that `profile`'s tables price,
     as the op comparison takes them (`validation_stats.op_timings`: lossless decodes; no lookup's or SpecASR's
     drafter ops)."""
-    out: dict[str, list[Forward]] = {}
+    out: dict[str, list[SerialForward]] = {}
     for t in op_timings(decodes, profile, configs, set(lookups)):
-        out.setdefault(t.model, []).append((t.width, t.depth, t.us))
+        out.setdefault(t.model, []).append((t.width, t.depth, t.us, t.host_us))
     return out
 
 
-def _with_ratio(table: CostTable, forwards: Sequence[Forward]) -> CostTable:
+def _with_ratio(table: CostTable, forwards: Sequence[SerialForward]) -> CostTable:
+    """`table` at the ratio `forwards` met; the host work after them where they timed it, else `table`'s."""
     ratio = decode_ratio(forwards, table)
-    return table if ratio is None else replace(table, decode=ratio)
+    if ratio is None:
+        return table
+    if ratio.host is None and table.decode is not None:
+        ratio = replace(ratio, host=table.decode.host)
+    return replace(table, decode=ratio)
 
 
 def as2d_lanes(decodes: Sequence[DecodeRecord], configs: Sequence[MethodConfig], drafter: str,

@@ -273,7 +273,9 @@ class OpTiming:
     us: float
     """What the forward took in the native decode."""
     priced_us: float
-    """What the block's refreshed profile charges for that width at that depth."""
+    """What the block's refreshed profile charges for that width at that depth (the forward alone)."""
+    host_us: float | None = None
+    """The decode's host work after it (`pricing.timed_forwards`; None: the runner recorded no op starts)."""
 
 
 def op_comparison(ops: Sequence[OpTiming], depth_bins: Sequence[int]) -> list[dict]:

@@ -61,25 +61,61 @@ class DecodeRatio:
     wider: float | None = None
     """Widths 2 and more, pooled (None: fewer than CLASS_FORWARDS)."""
     wider_forwards: int = 0
+    host: HostWork | None = None
+    """The host work after each forward in the same decodes (None: not measured; nothing is priced for it)."""
 
     def at(self, width: int) -> float:
         """The ratio priced at `width`: its class's, else the pooled one."""
         by_class = self.single if width == 1 else self.wider
         return self.realised if by_class is None else by_class
 
+    def host_at(self, width: int) -> float:
+        """Seconds of host work priced after a forward of `width`: its class's, else the pooled one, else 0."""
+        return 0.0 if self.host is None else self.host.at(width)
 
-def decode_ratio(forwards: Sequence[tuple[int, float, float]], cells: CostTable) -> DecodeRatio | None:
-    """The ratio `forwards` ((width, depth, microseconds) of one model in serial decodes) met against `cells`' own
-    price (their `decode` ratio left out), over the forwards of widths the cells measured; None without one."""
+
+@dataclass(frozen=True)
+class HostWork:
+    """Seconds a serial decode spent after a model's forward before the next forward began, or the decode ended
+    (docs/METHODS.md §4.4 Overheads, "Serial decodes"): reading its logits and choosing the greedy token over every
+    row it verified, rolling the KV cache back, mapping a draft into the other vocabulary. A forward's `us` times the
+    forward alone, so without it a method's time is the sum of its forwards."""
+
+    seconds: float
+    """Mean over every timed forward."""
+    forwards: int
+    single: float | None = None
+    """After width-1 forwards alone (None: fewer than CLASS_FORWARDS such forwards)."""
+    single_forwards: int = 0
+    wider: float | None = None
+    """After forwards of widths 2 and more (None: fewer than CLASS_FORWARDS)."""
+    wider_forwards: int = 0
+
+    def at(self, width: int) -> float:
+        by_class = self.single if width == 1 else self.wider
+        return self.seconds if by_class is None else by_class
+
+
+SerialForward = tuple[int, float, float, float | None]
+"""(width, depth, microseconds, host microseconds after it or None) of one forward in a serial decode."""
+
+
+def decode_ratio(forwards: Sequence[SerialForward], cells: CostTable) -> DecodeRatio | None:
+    """The ratio `forwards` (of one model in serial decodes) met against `cells`' own price (their `decode` ratio
+    left out), over the forwards of widths the cells measured, with the host work after them (`HostWork`, over
+    those whose host time was timed); None without one."""
     cells = replace(cells, decode=None)
     sums = {True: [0.0, 0.0, 0], False: [0.0, 0.0, 0]}  # single-token? -> [time, price, forwards]
-    for width, depth, us in forwards:
+    hosts: dict[bool, list[float]] = {True: [], False: []}
+    for width, depth, us, host_us in forwards:
         if width not in cells.seconds:
             continue  # a width the profile does not price needs no ratio
         acc = sums[width == 1]
         acc[0] += us
         acc[1] += 1e6 * cells.cost(width, depth)
         acc[2] += 1
+        if host_us is not None:
+            hosts[width == 1].append(host_us / 1e6)
     time, price, n = (sum(acc[i] for acc in sums.values()) for i in range(3))
     if n == 0 or price <= 0:
         return None
@@ -88,7 +124,35 @@ def decode_ratio(forwards: Sequence[tuple[int, float, float]], cells: CostTable)
         t, p, k = sums[single]
         return (t / p if k >= CLASS_FORWARDS and p > 0 else None), int(k)
 
-    return DecodeRatio(time / price, int(n), *by_class(True), *by_class(False))
+    return DecodeRatio(time / price, int(n), *by_class(True), *by_class(False), host=host_work(hosts))
+
+
+def timed_forwards(ops: Sequence[Mapping], decode_us: float) -> list[tuple[str, SerialForward]]:
+    """(model, forward) of each op of a serial decode's op log, in order, the host work after it being the time
+    from its end to the next op's start (`t_us` on the decode clock), or to the decode's end (`decode_us`) after
+    the last; None for every op where the runner recorded no starts."""
+    timed = all("t_us" in op for op in ops)
+    out = []
+    for i, op in enumerate(ops):
+        host = None
+        if timed:
+            follows = float(ops[i + 1]["t_us"]) if i + 1 < len(ops) else decode_us
+            host = max(follows - float(op["t_us"]) - float(op["us"]), 0.0)  # clocks a microsecond apart
+        out.append((str(op["model"]), (int(op["width"]), float(op["depth"]), float(op["us"]), host)))
+    return out
+
+
+def host_work(hosts: Mapping[bool, Sequence[float]]) -> HostWork | None:
+    """`HostWork` from the seconds after each forward, by whether it was width 1; None with none."""
+    every = [*hosts[True], *hosts[False]]
+    if not every:
+        return None
+
+    def by_class(single: bool) -> tuple[float | None, int]:
+        mine = hosts[single]
+        return (sum(mine) / len(mine) if len(mine) >= CLASS_FORWARDS else None), len(mine)
+
+    return HostWork(sum(every) / len(every), len(every), *by_class(True), *by_class(False))
 
 
 @dataclass(frozen=True)
@@ -127,6 +191,25 @@ class CostTable:
                                    f"(measured widths: {width_ranges(self.widths())})",
                                    hint="profile the device with a larger --max-width")
         return costs if self.decode is None else costs * self.decode.at(int(width))
+
+    def host(self, width: int) -> float:
+        """Seconds of host work a decode spends after a forward of `width` (`HostWork`; 0 where not measured)."""
+        return 0.0 if self.decode is None else self.decode.host_at(int(width))
+
+    def price(self, width: int, depth: float) -> float:
+        """What a forward costs a decode: the forward (`cost`) and the host work after it (`host`)."""
+        return self.cost(width, depth) + self.host(width)
+
+    def hosts(self, widths: np.ndarray) -> np.ndarray:
+        """Vectorised `host`."""
+        widths = np.asarray(widths, dtype=np.int64)
+        if self.decode is None or self.decode.host is None:
+            return np.zeros(len(widths))
+        return np.where(widths == 1, self.host(1), self.host(2))
+
+    def prices(self, widths: np.ndarray, depths: np.ndarray) -> np.ndarray:
+        """Vectorised `price`, the same sums."""
+        return self.costs(widths, depths) + self.hosts(widths)
 
     def cost(self, width: int, depth: float) -> float:
         costs = self.require(width)

@@ -26,7 +26,11 @@ def merged_profile(full: dict, refreshes: Sequence[dict]) -> dict:
             seconds[width] = [sum(v) / len(v) for v in zip(*columns, strict=False)]
         out = table | {"seconds": seconds}
         if all("decode" in f for f in fresh):  # the model's serial decodes beside each refresh's cells
-            out["decode"] = mean_ratio([f["decode"] for f in fresh], SERIAL_CLASSES)
+            decodes = [f["decode"] for f in fresh]
+            out["decode"] = mean_ratio([{k: v for k, v in d.items() if k != "host"} for d in decodes], SERIAL_CLASSES)
+            hosts = [d["host"] for d in decodes if "host" in d]
+            if len(hosts) == len(decodes):  # the host work after each forward, the same way
+                out["decode"]["host"] = mean_ratio(hosts, SERIAL_CLASSES)
         return out
 
     out["target"] = full["target"] | {"costs": mean_table(full["target"]["costs"],
@@ -84,8 +88,8 @@ def mean_decode(decodes: Sequence[dict]) -> dict:
 
 
 def mean_ratio(decodes: Sequence[dict], parts: Sequence[str]) -> dict:
-    """Decode ratios (a `cosched.decode` entry, or a cost table's `decode`) as the mean of several measurements:
-    ratios the mean, forwards the sum; one of `parts` (a width class, the producer's) some measurement lacks is
+    """Decode ratios (a `cosched.decode` entry, or a cost table's `decode` or its `host`) as the mean of several
+    measurements: ratios (or seconds) the mean, forwards the sum; one of `parts` (a width class, the producer's) some measurement lacks is
     left out (priced at the pooled ratio, or the cells')."""
     out = {key: sum(d[key] for d in decodes) if key == "forwards" else sum(d[key] for d in decodes) / len(decodes)
            for key in decodes[0] if key not in parts and key != "below_one"}

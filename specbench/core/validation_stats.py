@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from specbench.core import decomposition, fidelity
 from specbench.core.methods.configs import As2dConfig, MethodConfig, SpecAsrConfig, TargetConfig
+from specbench.core.pricing import timed_forwards
 from specbench.core.stats import Interval
 from specbench.errors import SpecbenchError
 from specbench.schemas.profiles import DeviceProfile
@@ -137,7 +138,8 @@ def op_timings(decodes: Sequence[DecodeRecord], profile: DeviceProfile, configs:
         if config is None or not d.lossless:
             continue
         lookup = d.group in lookups
-        for op in d.ops:
+        hosts = [host for _, (_, _, _, host) in timed_forwards(d.ops, 1e6 * d.decode_s)]
+        for op, host in zip(d.ops, hosts, strict=True):
             if op["model"] == "target":
                 table, model = profile.target_costs, "target"
             elif lookup or isinstance(config, SpecAsrConfig):
@@ -147,7 +149,7 @@ def op_timings(decodes: Sequence[DecodeRecord], profile: DeviceProfile, configs:
             if op["width"] not in table.widths():
                 continue
             out.append(fidelity.OpTiming(d.config, model, int(op["width"]), int(op["depth"]), float(op["us"]),
-                                         1e6 * table.cost(int(op["width"]), float(op["depth"]))))
+                                         1e6 * table.cost(int(op["width"]), float(op["depth"])), host))
     return out
 
 

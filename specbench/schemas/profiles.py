@@ -1,7 +1,7 @@
 """Device cost profiles (docs/METHODS.md §4 The device profile and its placement): measured forward costs and
 co-scheduling slowdowns.
 
-YAML layout (`kind: specbench.profile`, `schema_version: 6`), one `DeviceProfile`:
+YAML layout (`kind: specbench.profile`, `schema_version: 7`), one `DeviceProfile`:
 
     environment: {...}   # schemas/environment.py: specbench, command, times, runner build, models, device
     device: {name, serial, model, soc, abi, ...}   # what the device says about itself
@@ -13,7 +13,9 @@ YAML layout (`kind: specbench.profile`, `schema_version: 6`), one `DeviceProfile
               costs: {depths: [...], seconds: {width: [per depth]}, spread: {width: [per depth]},
                       repetitions: {width: [per depth]}, achieved_precision: {width: [per depth]}, precision,
                       decode?: {realised, forwards,   # the model's forwards in serial decodes over the cells
-                                single?: {realised, forwards}, wider?: {realised, forwards}}}}   # per width class
+                                single?: {realised, forwards}, wider?: {realised, forwards},   # per width class
+                                host?: {seconds, forwards, single?: {seconds, forwards},   # host work after each
+                                        wider?: {seconds, forwards}}}}}                    # forward, by class
     drafters:
       - {name, model: {...}, processor, threads, costs: {...}, costs_all_rows: {...},   # last row / every row
          cosched: {depths: [...], precision?,   # measured widths; precision: what the cells were measured to
@@ -66,6 +68,7 @@ from specbench.core.pricing import (
     CostTable,
     DecodeContention,
     DecodeRatio,
+    HostWork,
     width_ranges,
 )
 from specbench.core.samples import UNSTABLE_SPREAD_PCT
@@ -109,7 +112,10 @@ KIND = "specbench.profile"
 #     cells' price, pooled (`realised`, `forwards`) and per width class (`single`: width 1, `wider`: wider), each
 #     priced for its widths as a factor on the cells (a reader without it refuses the key rather than price the
 #     cells alone).
-VERSION = 6
+# 7 = a cost table's `decode` may hold `host` (optional): the host work after each forward in the same decodes,
+#     seconds per forward pooled (`seconds`, `forwards`) and per width class, priced after each forward (a reader
+#     without it refuses the key rather than price the forwards alone).
+VERSION = 7
 VERSIONS = (VERSION,)
 
 
@@ -529,9 +535,34 @@ def _serial_decode(doc: dict, where: Where) -> DecodeRatio | None:
     if entry is None:
         return None
     d_where = where.at("decode")
-    reject_unknown(entry, {"realised", "forwards", *SERIAL_CLASSES}, d_where)
-    return DecodeRatio(_decode_ratio(entry, "realised", d_where, MAX_DECODE_RATIO), _decode_forwards(entry, d_where, 1),
-                       *_class_ratios(entry, SERIAL_CLASSES, d_where, MAX_DECODE_RATIO))
+    reject_unknown(entry, {"realised", "forwards", *SERIAL_CLASSES, "host"}, d_where)
+    realised = _decode_ratio(entry, "realised", d_where, MAX_DECODE_RATIO)
+    ratio = DecodeRatio(realised, _decode_forwards(entry, d_where, 1),
+                        *_class_ratios(entry, SERIAL_CLASSES, d_where, MAX_DECODE_RATIO))
+    return replace(ratio, host=_host_work(entry, d_where))
+
+
+def _host_work(entry: dict, where: Where) -> HostWork | None:
+    """A decode's `host: {seconds, forwards, single?: {seconds, forwards}, wider?: {seconds, forwards}}`, or None."""
+    host = need(entry, "host", dict, where, None)
+    if host is None:
+        return None
+    h_where = where.at("host")
+    reject_unknown(host, {"seconds", "forwards", *SERIAL_CLASSES}, h_where)
+
+    def part(doc: dict, at: Where, least: int) -> tuple[float, int]:
+        seconds = need(doc, "seconds", float, at)
+        if not 0 <= seconds <= MAX_FORWARD_S:
+            raise at.at("seconds").fail(f"seconds in [0, {MAX_FORWARD_S:g}]", seconds)
+        return float(seconds), _decode_forwards(doc, at, least)
+
+    classes: list = []
+    for name in SERIAL_CLASSES:
+        doc = need(host, name, dict, h_where, None)
+        if doc is not None:
+            reject_unknown(doc, {"seconds", "forwards"}, h_where.at(name))
+        classes += [None, 0] if doc is None else list(part(doc, h_where.at(name), CLASS_FORWARDS))
+    return HostWork(*part(host, h_where, 1), *classes)
 
 
 def _class_ratios(entry: dict, names: Sequence[str], where: Where, most: float) -> list:
@@ -832,6 +863,12 @@ def _table_doc(table: CostTable) -> dict:
     if table.decode is not None:
         doc["decode"] = {"realised": float(table.decode.realised), "forwards": int(table.decode.forwards),
                          **_classes_doc(table.decode, SERIAL_CLASSES)}
+        host = table.decode.host
+        if host is not None:
+            doc["decode"]["host"] = {"seconds": float(host.seconds), "forwards": int(host.forwards),
+                                     **{name: {"seconds": float(getattr(host, name)),
+                                               "forwards": int(getattr(host, f"{name}_forwards"))}
+                                        for name in SERIAL_CLASSES if getattr(host, name) is not None}}
     return doc
 
 

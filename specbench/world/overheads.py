@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from specbench.core.decomposition import NativeLanes
+from specbench.core.pricing import SerialForward, timed_forwards
 from specbench.core.repetitions import OVERHEADS_WINDOWS
 from specbench.errors import SpecbenchError
 from specbench.schemas.windows import Window
@@ -174,14 +175,15 @@ def decode_lanes(results: Sequence[dict]) -> list[NativeLanes]:
     return [NativeLanes(r["ops"], r["producer"], solo, r.get("n_prompt_drafter")) for r in decodes if "producer" in r]
 
 
-def serial_forwards(results: Sequence[dict]) -> dict[str, list[tuple[int, float, float]]]:
-    """(width, depth, microseconds) of every forward of the job's serial decodes (target-only and SD), by the
-    model that ran it ('target', 'drafter'), for `core.pricing.decode_ratio` (pure)."""
-    out: dict[str, list[tuple[int, float, float]]] = {"target": [], "drafter": []}
+def serial_forwards(results: Sequence[dict]) -> dict[str, list[SerialForward]]:
+    """Every forward of the job's serial decodes (target-only and SD) with the host work after it
+    (`core.pricing.timed_forwards`), by the model that ran it ('target', 'drafter'), for
+    `core.pricing.decode_ratio` (pure)."""
+    out: dict[str, list[SerialForward]] = {"target": [], "drafter": []}
     for r in results:
         if r.get("kind") == "decode" and r["method"]["name"] in ("target", "sd"):
-            for op in r["ops"]:
-                out[op["model"]].append((int(op["width"]), float(op["depth"]), float(op["us"])))
+            for model, forward in timed_forwards(r["ops"], 1e6 * float(r["decode_s"])):
+                out[model].append(forward)
     return out
 
 
@@ -224,7 +226,7 @@ class OverheadsRun:
     """How, for the profile's notes."""
     lanes: list[NativeLanes]
     """Its AS2D decodes' lanes, for the contention they met (none when it decoded no AS2D)."""
-    serial: dict[str, list[tuple[int, float, float]]]
+    serial: dict[str, list[SerialForward]]
     """Its serial decodes' forwards by model (`serial_forwards`), for each model's decode ratio."""
 
 

@@ -415,7 +415,8 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         serial = ("the serial decodes beside them" if plan.overheads
                   else f"serial decodes ({measured_with[models[0].name].note})")
         overheads_note += (f"; every forward priced at its cells times its model's ratio in {serial}, width 1 and "
-                           f"wider each at their own where they had {CLASS_FORWARDS} forwards")
+                           f"wider each at their own where they had {CLASS_FORWARDS} forwards, and the host work "
+                           "those decodes did after it")
     if any(p.cosched is not None and p.cosched.decode is not None for p in profiled.values()):
         first = next(iter(measured_with.values()))
         decodes = "those AS2D decodes" if plan.overheads else f"AS2D decodes ({first.note})"
@@ -494,10 +495,16 @@ def measured(profile: DeviceProfile) -> str:
 
 
 def decode_ratio_text(ratio: DecodeRatio) -> str:
-    """e.g. '×1.04 (w=1 ×1.02, wider ×1.09)'."""
+    """e.g. '×1.04 (w=1 ×1.02, wider ×1.09) + 0.05 ms host (w=1 0.04, wider 0.31)'."""
     classes = [f"{'w=1' if name == 'single' else name} ×{getattr(ratio, name):.2f}" for name in SERIAL_CLASSES
                if getattr(ratio, name) is not None]
-    return f"×{ratio.realised:.2f}" + (f" ({', '.join(classes)})" if classes else "")
+    text = f"×{ratio.realised:.2f}" + (f" ({', '.join(classes)})" if classes else "")
+    host = ratio.host
+    if host is not None:
+        after = [f"{'w=1' if name == 'single' else name} {1e3 * getattr(host, name):.2f}" for name in SERIAL_CLASSES
+                 if getattr(host, name) is not None]
+        text += f" + {1e3 * host.seconds:.2f} ms host" + (f" ({', '.join(after)})" if after else "")
+    return text
 
 
 def cosched_precision(cosched: CoSchedule) -> str:

@@ -110,6 +110,10 @@ def test_profile_is_a_loadable_profile(study):
         assert table.decode is not None and table.decode.single_forwards >= CLASS_FORWARDS
         assert table.decode.wider_forwards >= CLASS_FORWARDS and table.decode.realised > 0
         assert table.cost(1, 0) == pytest.approx(table.seconds[1][0] * table.decode.single)
+        # and the host work those decodes did after each forward, timed from the runner's op starts
+        host = table.decode.host
+        assert host is not None and host.forwards == table.decode.forwards and host.single is not None
+        assert 0 <= host.single < 1 and table.price(1, 0) == table.cost(1, 0) + host.single
 
 
 def test_traces_load_and_replay_for_target_and_sd(study, runs):

@@ -77,7 +77,7 @@ def test_cosched_samples_are_judged_per_measurement(tmp_path):
 
 
 PROFILE = """kind: specbench.profile
-schema_version: 6
+schema_version: 7
 device: {name: host}
 placement: {name: shared, target: {processor: cpu, cpus: [0], threads: 1},
             drafter: {processor: cpu, cpus: [0], threads: 1}}

@@ -143,6 +143,14 @@ def test_a_block_prices_each_model_at_the_mean_of_its_refreshes_serial_decode_ra
     assert merged["drafters"][0]["costs"]["decode"] == pytest.approx({"realised": 0.9, "forwards": 120})
     # refreshes without serial decodes keep the full profile's
     assert merged_profile(full, [doc(), doc()])["target"]["costs"]["decode"] == full["target"]["costs"]["decode"]
+    # the host work after each forward: seconds the mean, forwards the sum, a class one refresh lacks left out;
+    # kept only where every refresh timed it
+    host = ({"seconds": 1e-4, "forwards": 40, "wider": {"seconds": 3e-4, "forwards": 10}},
+            {"seconds": 2e-4, "forwards": 60})
+    timed = [doc(one["target"]["costs"]["decode"] | {"host": h}) for h in host]
+    assert merged_profile(full, timed)["target"]["costs"]["decode"]["host"] == pytest.approx(
+        {"seconds": 1.5e-4, "forwards": 100})
+    assert "host" not in merged_profile(full, [timed[0], one])["target"]["costs"]["decode"]
 
 
 def probe(series, target, drafter=None, window=None, where="after"):

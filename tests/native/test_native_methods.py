@@ -44,6 +44,20 @@ def test_specasr_is_lossless(run_job, tiny, drafter):
         assert t == len(r["tokens"])
 
 
+def test_every_serial_op_starts_on_the_decode_clock_after_the_one_before_ended(run_job, tiny, tiny_other_vocab):
+    # the gaps between forwards: the host work a profile prices (docs/METHODS.md §4.4 Overheads)
+    methods = [{"name": "target"}, {"name": "sd", "width": 4}, specasr_method(*SPECASR_CONFIGS[1])]
+    results = decode(run_job, tiny.target, tiny.near, methods)
+    results += decode(run_job, tiny.target, tiny_other_vocab, [{"name": "sd", "width": 4}])
+    assert {r["method"]["name"] for r in results} == {"target", "sd", "specasr"}
+    for r in results:
+        ended = 0
+        for op in r["ops"]:
+            assert op["t_us"] >= ended, (r["method"], op)
+            ended = op["t_us"] + op["us"]
+        assert ended <= round(r["decode_s"] * 1e6) + 1  # the decode's clock stops after the last commit
+
+
 def specasr_trace(run_job, tiny, drafter, configs, windows=WINDOWS, k_max=16):
     job = {"mode": "trace", "threads": 1, "target": {"path": str(tiny.target)}, "drafter": {"path": str(drafter)},
            "k_max": k_max, "windows": windows, "producer": False,

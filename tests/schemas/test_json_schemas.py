@@ -526,3 +526,26 @@ def test_a_budget_field_out_of_range_is_refused_in_one_line(tmp_path, keys, valu
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(SpecbenchError, match=rf"^{path}: {re.escape(message)}"):
         load_budget(path)
+
+
+def test_the_host_work_after_each_forward_is_priced_round_trips_and_a_bad_one_is_refused_by_both(tmp_path):
+    doc = yaml.safe_load((ROOT / "device_profiles" / "local-shared.yaml").read_text())
+    host = {"seconds": 2e-4, "forwards": 90, "single": {"seconds": 5e-5, "forwards": 60},
+            "wider": {"seconds": 5e-4, "forwards": 30}}
+    doc["target"]["costs"]["decode"] = {"realised": 1.0, "forwards": 90, "host": host}
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    profile = profiles.load_profile(path)
+    assert errors("profile", doc) == []
+    cells = doc["target"]["costs"]["seconds"]
+    assert profile.target_costs.price(1, 0) == pytest.approx(cells[1][0] + 5e-5)
+    assert profile.target_costs.price(3, 0) == pytest.approx(cells[3][0] + 5e-4)
+    profiles.save_profile(tmp_path / "again.yaml", profile)
+    assert yaml.safe_load((tmp_path / "again.yaml").read_text())["target"]["costs"]["decode"]["host"] == host
+    for key, value, bad in (("seconds", -1e-6, "seconds in \\[0, 3600\\]"), ("forwards", 3, "a count >= 8")):
+        wrong = copy.deepcopy(doc)
+        wrong["target"]["costs"]["decode"]["host"]["single"][key] = value
+        path.write_text(yaml.safe_dump(wrong))
+        with pytest.raises(SpecbenchError, match=rf"target.costs.decode.host.single.{key}': expected {bad}"):
+            profiles.load_profile(path)
+        assert errors("profile", wrong) != []

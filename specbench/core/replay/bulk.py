@@ -100,15 +100,15 @@ def replay_serial(windows: Sequence[Window], traces: Mapping[str, TraceFile], pr
     frames = []
     for profile in profiles:
         v = np.zeros(n)
-        np.add.at(v, t_owner, profile.target_costs.costs(t_width, t_depth))  # in op order, like the scalar sum
+        np.add.at(v, t_owner, profile.target_costs.prices(t_width, t_depth))  # in op order, like the scalar sum
         outside = np.bincount(t_owner, weights=profile.target_costs.extrapolates(t_depth), minlength=n)
         d = np.zeros(n)
         if len(d_width):
             drafter = profile.drafter(getattr(config, "drafter", None))
-            cost = drafter.costs.costs(d_width, d_depth)
+            cost = drafter.costs.prices(d_width, d_depth)
             outside_d = drafter.costs.extrapolates(d_depth)
             if d_all_rows.any():
-                cost[d_all_rows] = drafter.ingest_costs().costs(d_width[d_all_rows], d_depth[d_all_rows])
+                cost[d_all_rows] = drafter.ingest_costs().prices(d_width[d_all_rows], d_depth[d_all_rows])
                 outside_d[d_all_rows] = drafter.ingest_costs().extrapolates(d_depth[d_all_rows])
             np.add.at(d, d_owner, cost)
             outside += np.bincount(d_owner, weights=outside_d, minlength=n)

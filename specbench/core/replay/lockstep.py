@@ -126,7 +126,9 @@ class _Study:
 
         max_depth = max(max(t.n_prompt, t.n_prompt_drafter) + max(len(t.y), p.steps)
                         for t, p in zip(trace_list, producers_of_trace, strict=True))
-        self.target_costs = dense_costs(profile.target_costs, max_width, max_depth)
+        # the target's forwards at their price: each forward and the host work after it (`CostTable.price`)
+        self.target_costs = dense_costs(profile.target_costs, max_width, max_depth) + profile.target_costs.hosts(
+            np.arange(max_width + 1))[:, None]
         self.target_label = profile.target_costs.label
         self.target_outside = profile.target_costs.extrapolates(np.arange(max_depth + 1))
         # The producer's costs depend on the drafter and whether the trace's drafter is the lookup one.

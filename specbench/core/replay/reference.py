@@ -71,19 +71,20 @@ def decode_serial(config: MethodConfig, trace: WindowTrace, cap: int, drafter_na
 
 
 def price_serial(decoded: Decoded, target_costs: CostTable, drafter: DrafterProfile | None) -> Timing:
-    """Serial: nothing overlaps, so T = D + V exactly and O = H = 0."""
+    """Serial: nothing overlaps, so T = D + V exactly and O = H = 0; each forward at its `price`, the host work
+    after it included."""
     d_s = v_s = 0.0
     drafter_forwards = 0
     depth_extrapolated = False
     for op in decoded.ops:
         if op.model is Model.TARGET:
-            v_s += target_costs.cost(op.width, op.depth)
+            v_s += target_costs.price(op.width, op.depth)
             depth_extrapolated |= bool(target_costs.extrapolates(op.depth))
         else:
             if drafter is None:
                 raise SpecbenchError("a drafter forward needs a drafter cost table")
             table = drafter.ingest_costs() if op.all_rows else drafter.costs
-            d_s += table.cost(op.width, op.depth)
+            d_s += table.price(op.width, op.depth)
             depth_extrapolated |= bool(table.extrapolates(op.depth))
             drafter_forwards += 1
     return Timing(d_s + v_s, d_s, v_s, 0.0, 0.0, drafter_forwards, depth_extrapolated=depth_extrapolated)
@@ -310,7 +311,7 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
         rho_t, rho_d, extra = cosched.ratios(width, depth)
         extrapolated |= extra
         depth_extrapolated |= bool(profile.target_costs.extrapolates(depth))
-        lanes.run(profile.target_costs.cost(width, depth), rho_t, rho_d, forward=True)
+        lanes.run(profile.target_costs.price(width, depth), rho_t, rho_d, forward=True)
         accepted, committed = oracle.verify(plan.candidates)
         verifier.observe(plan, accepted, committed)
         counts["target_forwards"] += 1

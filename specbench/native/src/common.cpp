@@ -98,6 +98,20 @@ json op_json(const Op & op) {
     return j;
 }
 
+Op forward_op(const char * model, const Model & m, int width, int depth, int accepted, int64_t us, json extra) {
+    Op op{model, width, depth, accepted, us, std::move(extra)};
+    op.start_us = m.last_forward_start_us();
+    return op;
+}
+
+void stamp_ops(std::vector<Op> & ops, int64_t clock_start) {
+    for (Op & op : ops) {
+        if (op.start_us < 0) continue;
+        if (!op.extra.is_object()) op.extra = json::object();
+        op.extra["t_us"] = op.start_us - clock_start;
+    }
+}
+
 int verify_round(Model & target, std::vector<llama_token> & y, const std::vector<llama_token> & c, const Window & w,
                  std::vector<Op> & ops, json extra) {
     std::vector<llama_token> batch = {y.back()};
@@ -114,7 +128,7 @@ int verify_round(Model & target, std::vector<llama_token> & y, const std::vector
         }
     }
     if (!ended && (int) y.size() < w.cap) y.push_back(target.argmax(a));
-    ops.push_back(Op{"target", (int) batch.size(), depth, a, us, std::move(extra)});
+    ops.push_back(forward_op("target", target, (int) batch.size(), depth, a, us, std::move(extra)));
     target.rollback((int) w.prompt.size() + (int) y.size() - 1);
     return a;
 }
@@ -237,10 +251,11 @@ GreedyRun greedy_target(Model & target, const Window & w, bool with_margins) {
     while (!target.is_eog(run.y.back()) && (int) run.y.size() < w.cap) {
         const int depth = target.kv_len();
         const int64_t us = target.forward(&run.y.back(), 1, false);
-        run.ops.push_back(Op{"target", 1, depth, 0, us});
+        run.ops.push_back(forward_op("target", target, 1, depth, 0, us));
         commit();
     }
     run.decode_us = now_us() - start;
+    stamp_ops(run.ops, start);
     run.stop_reason = target.is_eog(run.y.back()) ? "eos" : "cap";
     return run;
 }

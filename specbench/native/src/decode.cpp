@@ -74,6 +74,7 @@ DecodeRun run_serial(Model & target, Model * drafter, const Window & w, std::vec
     y.push_back(target.argmax(-1));
     while (!target.is_eog(y.back()) && (int) y.size() < w.cap) round(r.ops);
     r.decode_us = now_us() - start;
+    stamp_ops(r.ops, start);
     r.stop_reason = target.is_eog(y.back()) ? "eos" : "cap";
     r.tokens = y;
     return r;
@@ -120,7 +121,8 @@ class SpecDecoder : DrafterDecoder {
         const int t = (int) y_.size();
         int depth = drafter_.kv_len();
         std::vector<llama_token> lacking(y_.begin() + have_, y_.end());
-        ops.push_back(Op{"drafter", (int) lacking.size(), depth, -1, drafter_.forward(lacking, false)});
+        const int64_t ingest_us = drafter_.forward(lacking, false);
+        ops.push_back(forward_op("drafter", drafter_, (int) lacking.size(), depth, -1, ingest_us));
         have_ = t;
         std::vector<llama_token> c;
         fed_ = 0;
@@ -130,7 +132,8 @@ class SpecDecoder : DrafterDecoder {
             // Nothing follows an EOG, and the last draft needs no forward of its own.
             if (drafter_.is_eog(next.token) || (int) c.size() == k_max) break;
             depth = drafter_.kv_len();
-            ops.push_back(Op{"drafter", 1, depth, -1, drafter_.forward(&next.token, 1, false)});
+            const int64_t us = drafter_.forward(&next.token, 1, false);
+            ops.push_back(forward_op("drafter", drafter_, 1, depth, -1, us));
             fed_++;
             next = next_draft(drafter_, m_.p_min);
         }
@@ -183,7 +186,8 @@ class SpecAsrDecoder : DrafterDecoder {
             ingest.insert(ingest.end(), tail_.begin(), tail_.end());
             const int L = (int) tail_.size();
             const int depth = drafter_.kv_len();
-            ops.push_back(Op{"drafter", (int) ingest.size(), depth, -1, drafter_.forward_last(ingest, L + 1)});
+            const int64_t us = drafter_.forward_last(ingest, L + 1);
+            ops.push_back(forward_op("drafter", drafter_, (int) ingest.size(), depth, -1, us));
             const int base = (int) ingest.size() - L - 1;
             std::vector<Top1> top;
             for (int i = 0; i <= L; i++) top.push_back(drafter_.top1(base + i));
@@ -196,7 +200,8 @@ class SpecAsrDecoder : DrafterDecoder {
             drafter_.rollback(npd_ + valid_);
             std::vector<llama_token> lacking(y_.begin() + valid_, y_.end());
             const int depth = drafter_.kv_len();
-            ops.push_back(Op{"drafter", (int) lacking.size(), depth, -1, drafter_.forward(lacking, false)});
+            const int64_t us = drafter_.forward(lacking, false);
+            ops.push_back(forward_op("drafter", drafter_, (int) lacking.size(), depth, -1, us));
             in_kv = draft_more(drafter_.top1(-1), limit, c, ops);
         }
         const int a = verify_round(target_, y_, c, w_, ops);
@@ -218,7 +223,7 @@ class SpecAsrDecoder : DrafterDecoder {
             const int64_t us = drafter_.forward(&next.token, 1, false);
             fed++;
             next = drafter_.top1(-1);
-            Op op{"drafter", 1, depth, -1, us};
+            Op op = forward_op("drafter", drafter_, 1, depth, -1, us);
             if (next.prob < m_.tau) op.extra = json{{"probe", true}};
             ops.push_back(op);
         }
@@ -273,7 +278,8 @@ class CrossSpecDecoder : DrafterDecoder {
         drafter_.rollback((int) m);
         std::vector<llama_token> ingest(full.begin() + m, full.end());
         const int depth = drafter_.kv_len();
-        ops.push_back(Op{"drafter", (int) ingest.size(), depth, -1, drafter_.forward(ingest, false)});
+        const int64_t ingest_us = drafter_.forward(ingest, false);
+        ops.push_back(forward_op("drafter", drafter_, (int) ingest.size(), depth, -1, ingest_us));
         kv_ = full;
 
         StreamMapper map(target_, drafter_);
@@ -288,7 +294,8 @@ class CrossSpecDecoder : DrafterDecoder {
                 break;
             }
             const int d = drafter_.kv_len();
-            ops.push_back(Op{"drafter", 1, d, -1, drafter_.forward(&next.token, 1, false)});
+            const int64_t us = drafter_.forward(&next.token, 1, false);
+            ops.push_back(forward_op("drafter", drafter_, 1, d, -1, us));
             kv_.push_back(next.token);
             next = next_draft(drafter_, m_.p_min);
         }
@@ -322,7 +329,9 @@ class LookupSpecDecoder {
         if (limit > 0) {
             const int64_t start = now_us();
             c = prompt_lookup(ctx_.data(), (int) ctx_.size(), limit);
-            ops.push_back(Op{"drafter", 1, (int) ctx_.size(), -1, now_us() - start});
+            Op op{"drafter", 1, (int) ctx_.size(), -1, now_us() - start};
+            op.start_us = start;
+            ops.push_back(op);
         }
         verify_round(target_, y_, c, w_, ops);
     }

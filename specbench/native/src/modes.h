@@ -77,8 +77,15 @@ struct Op {
     int accepted;        // target only: accepted candidates; -1 for the drafter
     int64_t us;          // its synchronized wall time
     json extra = nullptr;  // more keys for this op's JSON (an object), or null
+    int64_t start_us = -1;  // now_us() when the forward began (-1: not recorded)
 };
 json op_json(const Op & op);
+// The op of `m`'s last forward, which took `us`: its start is the model's.
+Op forward_op(const char * model, const Model & m, int width, int depth, int accepted, int64_t us, json extra = nullptr);
+// Each op's start on the decode clock that began at `clock_start`, as its "t_us": the time between one
+// forward's end and the next one's start is the host work a profile prices
+// (docs/METHODS.md §4.4 Overheads).
+void stamp_ops(std::vector<Op> & ops, int64_t clock_start);
 
 // One verification: the target runs [y.back()] + c with logits for every row, accepts the
 // longest agreeing prefix (an accepted end-of-generation token ends it), appends the
