@@ -89,8 +89,8 @@ def mean_decode(decodes: Sequence[dict]) -> dict:
 
 def mean_ratio(decodes: Sequence[dict], parts: Sequence[str]) -> dict:
     """Decode ratios (a `cosched.decode` entry, or a cost table's `decode` or its `host`) as the mean of several
-    measurements: ratios (or seconds) the mean, forwards the sum; one of `parts` (a width class, the producer's) some measurement lacks is
-    left out (priced at the pooled ratio, or the cells')."""
+    measurements: ratios (or seconds) the mean, forwards the sum; one of `parts` (a width class, the producer's)
+    some measurement lacks is left out (priced at the pooled ratio, or the cells')."""
     out = {key: sum(d[key] for d in decodes) if key == "forwards" else sum(d[key] for d in decodes) / len(decodes)
            for key in decodes[0] if key not in parts and key != "below_one"}
     for name in parts:
