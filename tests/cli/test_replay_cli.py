@@ -10,6 +10,7 @@ import yaml
 from click.testing import CliRunner
 
 from specbench.cli import COMMANDS, main
+from specbench.schemas.profiles import VERSION
 from specbench.schemas.results import load_results
 from specbench.schemas.traces import VERSIONS as TRACE_VERSIONS
 from specbench.schemas.traces import save_trace_file
@@ -248,13 +249,13 @@ def test_malformed_profile_yaml(study, tmp_path):
 
 def test_unknown_profile_version(study, tmp_path):
     doc = yaml.safe_load(study["profiles"][0].read_text())
-    doc["schema_version"] = 7
-    bad = tmp_path / "v7.yaml"
+    doc["schema_version"] = VERSION + 1
+    bad = tmp_path / "next.yaml"
     bad.write_text(yaml.safe_dump(doc))
     code, output = invoke("run", study["windows"], "--traces", study["traces"], "--profile", bad,
                           "--out", tmp_path / "r")
     assert code == 1
-    assert error_line(output) == (f"Error: {bad}: schema_version 7, this specbench reads 6 "
+    assert error_line(output) == (f"Error: {bad}: schema_version {VERSION + 1}, this specbench reads {VERSION} "
                                   "(hint: write the file again with this specbench)")
 
 
