@@ -32,12 +32,21 @@ from specbench.core.methods.configs import As2dConfig, config_of
 from specbench.core.replay.bulk import trace_for
 from specbench.core.replay.reference import priced_lane, simulate_as2d
 from specbench.core.validation_stats import Bounds, summarize
-from specbench.schemas.traces import load_trace_dir
+from specbench.schemas.profiles import DeviceProfile
+from specbench.schemas.traces import WindowTrace, load_trace_dir
 from specbench.schemas.validation import BlockRecord, Metric, ObservationRecord, load_records
 from specbench.schemas.windows import load_windows
 
 NODES, WEIGHTS = np.polynomial.hermite_e.hermegauss(7)
 WEIGHTS = WEIGHTS / WEIGHTS.sum()
+
+
+def scaled_decode_s(trace: WindowTrace, cap: int, profile: DeviceProfile, config: As2dConfig, factor: float) -> float:
+    """AS2D's replayed decode time of a window with the producer's priced timeline scaled by `factor`."""
+    lane = priced_lane(trace, profile, config)
+    timeline = dataclasses.replace(lane.timeline, cum=lane.timeline.cum * factor,
+                                   publish_work=lane.timeline.publish_work * factor)
+    return simulate_as2d(trace, cap, profile, config, lane=dataclasses.replace(lane, timeline=timeline))[0].decode_s
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,16 +65,13 @@ def main(argv: list[str] | None = None) -> int:
                                                 if not b.voided])
     observed = [o for o in load_records(args.validation, ObservationRecord)
                 if o.metric == Metric.SPEEDUP and o.config in as2d]
-    times: dict[tuple[str, int, str, str], np.ndarray] = {}  # the decode time at each node, per sigma below
+    times: dict[tuple[str, int, str, str], np.ndarray] = {}  # per sigma, the decode time at each node
     for o in observed:
         config, profile = as2d[o.config], profiles[(o.device, o.block)]
         trace = trace_for(traces, config, o.window_id)[1]
-        lane = priced_lane(trace, profile, config)
-        times[(o.device, o.block, o.config, o.window_id)] = np.array([[
-            simulate_as2d(trace, caps[o.window_id], profile, config, lane=dataclasses.replace(
-                lane, timeline=dataclasses.replace(lane.timeline, cum=lane.timeline.cum * math.exp(s * z),
-                                                   publish_work=lane.timeline.publish_work * math.exp(s * z))))[0].decode_s
-            for z in NODES] for s in sigmas])
+        times[(o.device, o.block, o.config, o.window_id)] = np.array([
+            [scaled_decode_s(trace, caps[o.window_id], profile, config, math.exp(s * z)) for z in NODES]
+            for s in sigmas])
     print("| placement | configuration | sigma | speedup bias [90%] | E ≤ upper 95% | F0 |")
     print("|---|---|---|---|---|---|")
     for i, sigma in enumerate(sigmas):
