@@ -24,11 +24,19 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from specbench.app.validate import block_profiles
 from specbench.core.decomposition import decode_contention
 from specbench.core.validation_stats import decode_index, native_lanes
-from specbench.schemas.validation import BlockRecord, DecodeRecord, kept, load_records
+from specbench.schemas.validation import BlockRecord, DecodeRecord, SummaryRecord, kept, load_records
 
 
 def _fmt(ratio: float | None, forwards: int) -> str:
     return f"{'-':>6} ({forwards:4d})" if ratio is None else f"{ratio:6.3f} ({forwards:4d})"
+
+
+def fidelity_text(s: SummaryRecord) -> str:
+    """A summary's bias, its interval and E as the benches print them: '0.996 [0.967, 1.025], E 1.5% ≤ 3.7%' (≤ -
+    with one block, which gives no bound)."""
+    upper = "-" if s.excess_upper_pct is None else f"{s.excess_upper_pct:.1f}%"
+    interval = "" if s.bias_low is None or s.bias_high is None else f" [{s.bias_low:.3f}, {s.bias_high:.3f}]"
+    return f"{s.bias:.3f}{interval}, E {s.excess_pct:.1f}% ≤ {upper}"
 
 
 def kept_records(doc: str, argv: list[str] | None) -> tuple[Path, list[BlockRecord], list[DecodeRecord]]:

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.contention_by_width import kept_records
+from bench.contention_by_width import fidelity_text, kept_records
 from specbench.app.validate import block_profiles, replayed, resolve_configs
 from specbench.core import crossfit
 from specbench.core.methods.configs import config_of
@@ -69,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
                 beside[name] += observations([d for d in mine if d.window_id in fold],
                                              replayed(b.device, [by_id[w] for w in sorted(fold)], traces, fitted,
                                                       configs))
-    print("| placement | configuration | metric | pricing | as priced: bias [90%], E ≤ upper 95% | "
+    print("| placement | configuration | metric | pricing | as priced: bias [90%], E (point ≤ upper 95%) | "
           "beside the decodes |")
     print("|---|---|---|---|---|---|")
     for name in variants:
@@ -78,10 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         for key, s in sorted(rows.items()):
             if s.metric == Metric.THROUGHPUT and s.config != TARGET:
                 continue
-            f = fitted_rows[key]
-            print(f"| {s.device} | {s.config} | {s.metric} | {name} | {s.bias:.3f} [{s.bias_low:.3f}, "
-                  f"{s.bias_high:.3f}], E {s.excess_pct:.1f}% ≤ {s.excess_upper_pct or math.nan:.1f}% | "
-                  f"{f.bias:.3f} [{f.bias_low:.3f}, {f.bias_high:.3f}], E ≤ {f.excess_upper_pct or math.nan:.1f}% |")
+            print(f"| {s.device} | {s.config} | {s.metric} | {name} | {fidelity_text(s)} | "
+                  f"{fidelity_text(fitted_rows[key])} |")
     return 0
 
 

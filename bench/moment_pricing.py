@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.contention_by_width import kept_records
+from bench.contention_by_width import fidelity_text, kept_records
 from bench.window_moves import job_levels
 from specbench.app.validate import block_profiles, replayed, resolve_configs
 from specbench.core.methods.configs import config_of
@@ -122,9 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     for obs in [priced] + [moments[s] for s in SOURCES]:
         for s in summarize(obs, bounds):
             if s.metric == Metric.SPEEDUP or s.config == TARGET:
-                rows[(s.device, s.config, s.metric)].append(
-                    f"{s.bias:.3f} [{s.bias_low or 0:.3f}, {s.bias_high or 0:.3f}], E {s.excess_pct:.1f} ≤ "
-                    f"{s.excess_upper_pct or 0:.1f}, F0 {s.f0_pct:.1f}")
+                rows[(s.device, s.config, s.metric)].append(f"{fidelity_text(s)}, F0 {s.f0_pct:.1f}%")
     print("| device | config | metric | as priced | at the moment: both | target | drafter |")
     print("|---|---|---|---|---|---|---|")
     for (device, config, metric), cells in sorted(rows.items()):
