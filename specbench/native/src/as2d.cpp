@@ -178,10 +178,9 @@ void verify_lane(Model & target, const Window & w, const As2dParams & p, const S
                       {"anchored", pl.anchored},
                       {"searched", pl.searched}};
         const int a = verify_round(target, y, pl.candidates, w, r.ops, std::move(extra));
-        // The target lane is busy from here for the op's `us`.
-        r.ops.back().extra["t_us"] = target.last_forward_start_us() - start;
         v.observe(pl, a, (int) y.size() - t);
     }
+    stamp_ops(r.ops, start);  // each forward's start: the target lane is busy from there for its `us`
 }
 
 json producer_record(const Stream & s, bool with_conf) {
