@@ -17,14 +17,26 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from specbench.app.validate import block_profiles
+from specbench.app.validate import block_profiles, resolve_configs
 from specbench.core.decomposition import decode_contention
-from specbench.core.validation_stats import decode_index, native_lanes
-from specbench.schemas.validation import BlockRecord, DecodeRecord, SummaryRecord, kept, load_records
+from specbench.core.methods.configs import MethodConfig, config_of
+from specbench.core.validation_stats import Bounds, decode_index, native_lanes
+from specbench.schemas.traces import TraceFile, load_trace_dir
+from specbench.schemas.validation import (
+    BlockRecord,
+    DecodeRecord,
+    Metric,
+    SummaryRecord,
+    kept,
+    load_records,
+    read_manifest,
+)
+from specbench.schemas.windows import Window, load_windows
 
 
 def _fmt(ratio: float | None, forwards: int) -> str:
@@ -37,6 +49,27 @@ def fidelity_text(s: SummaryRecord) -> str:
     upper = "-" if s.excess_upper_pct is None else f"{s.excess_upper_pct:.1f}%"
     interval = "" if s.bias_low is None or s.bias_high is None else f" [{s.bias_low:.3f}, {s.bias_high:.3f}]"
     return f"{s.bias:.3f}{interval}, E {s.excess_pct:.1f}% ≤ {upper}"
+
+
+@dataclass(frozen=True)
+class ValidationInputs:
+    """What a finished validation replays, as its manifest names them."""
+
+    traces: dict[str, TraceFile]
+    configs: list[MethodConfig]
+    """Every configuration the validation ran, resolved against its traces."""
+    windows: dict[str, Window]
+    """By window_id."""
+    bounds: dict[Metric, Bounds]
+
+
+def validation_inputs(validation: Path) -> ValidationInputs:
+    """The traces, configurations, windows and bounds of the validation in `validation`."""
+    plan = read_manifest(validation)
+    traces = load_trace_dir(Path(plan["traces"]))
+    return ValidationInputs(traces, resolve_configs([config_of(m) for m in plan["methods"]], traces),
+                            {w.window_id: w for w in load_windows(Path(plan["windows"]["path"]))},
+                            {metric: Bounds(**plan["bounds"][metric]) for metric in Metric})
 
 
 def kept_records(doc: str, argv: list[str] | None) -> tuple[Path, list[BlockRecord], list[DecodeRecord]]:

@@ -13,23 +13,18 @@ block's windows at the ratios the other half's decodes met). Printed per placeme
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sys
-from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.contention_by_width import fidelity_text, kept_records
-from specbench.app.validate import block_profiles, replayed, resolve_configs
+from bench.contention_by_width import fidelity_text, kept_records, validation_inputs
+from specbench.app.validate import block_profiles, replayed
 from specbench.core import crossfit
-from specbench.core.methods.configs import config_of
 from specbench.core.pricing import CostTable
-from specbench.core.validation_stats import TARGET, Bounds, observations, summarize
+from specbench.core.validation_stats import TARGET, observations, summarize
 from specbench.schemas.profiles import DeviceProfile
-from specbench.schemas.traces import load_trace_dir
 from specbench.schemas.validation import Metric, ObservationRecord
-from specbench.schemas.windows import load_windows
 
 
 def without_host(profile: DeviceProfile) -> DeviceProfile:
@@ -44,11 +39,8 @@ def without_host(profile: DeviceProfile) -> DeviceProfile:
 
 def main(argv: list[str] | None = None) -> int:
     validation, blocks, decodes = kept_records(__doc__, argv)
-    plan = json.loads((validation / "validation.json").read_text())
-    traces = load_trace_dir(Path(plan["traces"]))
-    configs = resolve_configs([config_of(m) for m in plan["methods"]], traces)
-    by_id = {w.window_id: w for w in load_windows(Path(plan["windows"]["path"]))}
-    bounds = {metric: Bounds(**plan["bounds"][metric]) for metric in Metric}
+    inputs = validation_inputs(validation)
+    traces, configs, by_id, bounds = inputs.traces, inputs.configs, inputs.windows, inputs.bounds
     prompts = {name: {w: t.n_prompt_drafter for w, t in trace.windows.items()} for name, trace in traces.items()}
     profiles = block_profiles(validation, blocks)
     variants = {"with host work": lambda p: p, "no host work": without_host}

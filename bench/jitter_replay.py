@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import os
 import sys
@@ -27,16 +26,15 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.contention_by_width import fidelity_text
-from specbench.app.validate import block_profiles, resolve_configs
-from specbench.core.methods.configs import As2dConfig, config_of
+from bench.contention_by_width import fidelity_text, validation_inputs
+from specbench.app.validate import block_profiles
+from specbench.core.methods.configs import As2dConfig
 from specbench.core.replay.bulk import trace_for
 from specbench.core.replay.reference import priced_lane, simulate_as2d
-from specbench.core.validation_stats import Bounds, summarize
+from specbench.core.validation_stats import summarize
 from specbench.schemas.profiles import DeviceProfile
-from specbench.schemas.traces import WindowTrace, load_trace_dir
+from specbench.schemas.traces import WindowTrace
 from specbench.schemas.validation import BlockRecord, Metric, ObservationRecord, load_records
-from specbench.schemas.windows import load_windows
 
 NODES, WEIGHTS = np.polynomial.hermite_e.hermegauss(7)
 WEIGHTS = WEIGHTS / WEIGHTS.sum()
@@ -56,12 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sigmas", default="0.05,0.1,0.15", help="log-scale scatters of the producer's speed")
     args = parser.parse_args(argv)
     sigmas = [0.0, *(float(s) for s in args.sigmas.split(","))]
-    plan = json.loads((args.validation / "validation.json").read_text())
-    traces = load_trace_dir(Path(plan["traces"]))
-    as2d = {c.label: c for c in resolve_configs([config_of(m) for m in plan["methods"]], traces)
-            if isinstance(c, As2dConfig)}
-    caps = {w.window_id: w.cap for w in load_windows(Path(plan["windows"]["path"]))}
-    bounds = {metric: Bounds(**plan["bounds"][metric]) for metric in Metric}
+    inputs = validation_inputs(args.validation)
+    traces, bounds = inputs.traces, inputs.bounds
+    as2d = {c.label: c for c in inputs.configs if isinstance(c, As2dConfig)}
+    caps = {w.window_id: w.cap for w in inputs.windows.values()}
     profiles = block_profiles(args.validation, [b for b in load_records(args.validation, BlockRecord)
                                                 if not b.voided])
     observed = [o for o in load_records(args.validation, ObservationRecord)

@@ -19,24 +19,20 @@ window's own forwards are.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import statistics
 import sys
 from collections import defaultdict
 from collections.abc import Mapping
-from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.contention_by_width import fidelity_text, kept_records
+from bench.contention_by_width import fidelity_text, kept_records, validation_inputs
 from bench.window_moves import job_levels
-from specbench.app.validate import block_profiles, replayed, resolve_configs
-from specbench.core.methods.configs import config_of
+from specbench.app.validate import block_profiles, replayed
 from specbench.core.pricing import CostTable
-from specbench.core.validation_stats import TARGET, Bounds, observations, summarize
+from specbench.core.validation_stats import TARGET, observations, summarize
 from specbench.schemas.profiles import DeviceProfile
-from specbench.schemas.traces import load_trace_dir
 from specbench.schemas.validation import (
     Metric,
     ObservationRecord,
@@ -46,7 +42,6 @@ from specbench.schemas.validation import (
     load_records,
     series_pass,
 )
-from specbench.schemas.windows import load_windows
 
 SOURCES = ("both", "target", "drafter")
 """Which models' cells follow the probes."""
@@ -91,11 +86,8 @@ def value(replay: Mapping[tuple[str, str, str], tuple[int, float]], o: Observati
 
 def main(argv: list[str] | None = None) -> int:
     validation, blocks, decodes = kept_records(__doc__, argv)
-    plan = json.loads((validation / "validation.json").read_text())
-    traces = load_trace_dir(Path(plan["traces"]))
-    configs = resolve_configs([config_of(m) for m in plan["methods"]], traces)
-    by_id = {w.window_id: w for w in load_windows(Path(plan["windows"]["path"]))}
-    bounds = {metric: Bounds(**plan["bounds"][metric]) for metric in Metric}
+    inputs = validation_inputs(validation)
+    traces, configs, by_id, bounds = inputs.traces, inputs.configs, inputs.windows, inputs.bounds
     levels = job_levels(list(kept(load_records(validation, ProbeRecord), blocks)))
     profiles = block_profiles(validation, blocks)
     priced: list[ObservationRecord] = []
