@@ -32,9 +32,7 @@ def without_host(profile: DeviceProfile) -> DeviceProfile:
     def table(t: CostTable) -> CostTable:
         return t if t.decode is None else dataclasses.replace(t, decode=dataclasses.replace(t.decode, host=None))
 
-    drafters = {n: dataclasses.replace(d, costs=table(d.costs), all_rows_costs=None if d.all_rows_costs is None
-                                       else table(d.all_rows_costs)) for n, d in profile.drafters.items()}
-    return dataclasses.replace(profile, target_costs=table(profile.target_costs), drafters=drafters)
+    return profile.with_tables(table)
 
 
 def main(argv: list[str] | None = None) -> int:

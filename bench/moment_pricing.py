@@ -23,7 +23,7 @@ import os
 import statistics
 import sys
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -50,14 +50,10 @@ SOURCES = ("both", "target", "drafter")
 def scaled(profile: DeviceProfile, target: float, drafter: float) -> DeviceProfile:
     """`profile` with the target's cells times `target` and every drafter's times `drafter` (the ratios on top of
     the cells stay: a lane slower by a factor prices every forward slower by it)."""
-    def table(t: CostTable, factor: float) -> CostTable:
-        return dataclasses.replace(t, seconds={w: s * factor for w, s in t.seconds.items()})
+    def times(factor: float) -> Callable[[CostTable], CostTable]:
+        return lambda t: dataclasses.replace(t, seconds={w: s * factor for w, s in t.seconds.items()})
 
-    drafters = {n: dataclasses.replace(d, costs=table(d.costs, drafter),
-                                       all_rows_costs=None if d.all_rows_costs is None
-                                       else table(d.all_rows_costs, drafter))
-                for n, d in profile.drafters.items()}
-    return dataclasses.replace(profile, target_costs=table(profile.target_costs, target), drafters=drafters)
+    return profile.with_tables(times(target), times(drafter))
 
 
 def run_levels(levels: Mapping[tuple[str, int, str, str], dict[str, float]], device: str,

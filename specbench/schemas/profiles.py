@@ -48,7 +48,7 @@ flagged as extrapolated; `with_ratio_fit("min"|"max")` gives the sensitivity var
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -185,6 +185,11 @@ class DrafterProfile:
     overheads: Overheads | None = None
     """AS2D's non-model costs measured with this drafter as the producer (None: the profile's, measured with its
     first drafter)."""
+
+    def with_tables(self, change: Callable[[CostTable], CostTable]) -> DrafterProfile:
+        """The same entry with `change` applied to its cost table and its all-rows table."""
+        return replace(self, costs=change(self.costs),
+                       all_rows_costs=None if self.all_rows_costs is None else change(self.all_rows_costs))
 
     def ingest_costs(self) -> CostTable:
         """The table a forward with a row per token is priced from; a profile without one (the
@@ -446,11 +451,14 @@ class DeviceProfile:
         if fit not in DEPTH_FITS:
             raise SpecbenchError(f"unknown depth fit '{fit}'. Available: {', '.join(DEPTH_FITS)}")
         depth_fit = CostFit(fit)
-        drafters = {name: replace(d, costs=replace(d.costs, depth_fit=depth_fit),
-                                  all_rows_costs=None if d.all_rows_costs is None else
-                                  replace(d.all_rows_costs, depth_fit=depth_fit))
-                    for name, d in self.drafters.items()}
-        return replace(self, target_costs=replace(self.target_costs, depth_fit=depth_fit), drafters=drafters)
+        return self.with_tables(lambda table: replace(table, depth_fit=depth_fit))
+
+    def with_tables(self, target: Callable[[CostTable], CostTable],
+                    drafter: Callable[[CostTable], CostTable] | None = None) -> DeviceProfile:
+        """The same profile with `target` applied to the target's cost table and `drafter` (default: `target`) to
+        every drafter's tables (`DrafterProfile.with_tables`)."""
+        drafters = {name: d.with_tables(drafter or target) for name, d in self.drafters.items()}
+        return replace(self, target_costs=target(self.target_costs), drafters=drafters)
 
 
 def _depths(doc: dict, where: Where) -> list[int]:

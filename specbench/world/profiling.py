@@ -444,9 +444,7 @@ def with_decode_ratio(drafter: DrafterProfile, run: OverheadsRun) -> DrafterProf
     """The drafter's entry with its cost tables priced at the ratio its forwards met in the `run`'s serial
     decodes (docs/METHODS.md §4.4 Overheads, "Serial decodes"); the all-rows table at the same ratio."""
     ratio = decode_ratio(run.serial["drafter"], drafter.costs)
-    return replace(drafter, costs=replace(drafter.costs, decode=ratio),
-                   all_rows_costs=None if drafter.all_rows_costs is None else
-                   replace(drafter.all_rows_costs, decode=ratio))
+    return drafter.with_tables(lambda table: replace(table, decode=ratio))
 
 
 def with_decode_contention(drafter: DrafterProfile, run: OverheadsRun, target_costs: CostTable,
