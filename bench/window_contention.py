@@ -5,7 +5,8 @@ overheads job on its passage of prose (`world/overheads.py`: target-only, AS2D, 
 batch 8; `--copies` copies of the 48-token window); W = the same job on the workload's windows (`--windows`: the
 ones `workload_selection` takes for the same tokens, or the first `--first N`); V = a validation's decode job on
 those windows (`app/validate.py`: every AS2D option, the traced references checked, a warm-up, a probe before the
-first window and after each; needs `--traces`). Each job's AS2D decodes are priced against `--profile`
+first window and after each; needs `--traces`); X = W with the AS2D decodes at `--other-budget` (a refresh's B against
+the validated configuration's). Each job's AS2D decodes are priced against `--profile`
 (`core/decomposition.decode_contention`): the ratio single-token steps and verifications realised. The baseline is
 the order's first kind, measured in the same run. A kind run three times or more also gets its pooled ratio's
 scatter between jobs, split into what the job's own sample explains (its windows' ratios, even against odd,
@@ -49,8 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--template", default=None, metavar="NAME=TEMPLATE", help="the drafter's chat template")
     parser.add_argument("--placement", default="shared")
     parser.add_argument("--budget", type=int, default=3)
+    parser.add_argument("--other-budget", type=int, default=None, metavar="B",
+                        help="the AS2D decodes' B in X jobs (W's shape otherwise)")
     parser.add_argument("--copies", type=int, default=3)
-    parser.add_argument("--order", default="PWWPPW", help="the jobs' kinds in order: P, W and V")
+    parser.add_argument("--order", default="PWWPPW", help="the jobs' kinds in order: P, W, V and X")
     parser.add_argument("--traces", type=Path, default=None, help="the drafter's traces (V checks references)")
     parser.add_argument("--first", type=int, default=None, metavar="N",
                         help="decode the file's first N windows instead of the ones `workload_selection` takes")
@@ -66,11 +69,14 @@ def main(argv: list[str] | None = None) -> int:
     windows = load_windows(args.windows)
     chosen = windows[:args.first] if args.first else workload_selection(windows, args.copies)
     workload = workload_windows(device, target_file, drafter_file, chosen)
-    if set(args.order) - set("PWV") or ("V" in args.order and args.traces is None):
-        parser.error("--order takes P, W and V; V needs --traces")
+    if set(args.order) - set("PWVX") or ("V" in args.order and args.traces is None) \
+            or ("X" in args.order and args.other_budget is None):
+        parser.error("--order takes P, W, V and X; V needs --traces, X --other-budget")
     jobs = {"P": overheads_job(target, drafter, (prompt_tokens(device, target), prompt_tokens(device, drafter)),
                                budget=args.budget, windows=args.copies),
             "W": overheads_job(target, drafter, budget=args.budget, workload=workload)}
+    if "X" in args.order:
+        jobs["X"] = overheads_job(target, drafter, budget=args.other_budget, workload=workload)
     if "V" in args.order:
         trace = load_trace_dir(args.traces)[name]
         references = {w.window_id: trace.windows[w.window_id].y.tolist() for w in chosen}
@@ -82,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         return decode_contention(decode_lanes(results), profile.target_costs, profile.drafter(name).cosched)
 
     singles: dict[str, list[float]] = {kind: [] for kind in args.order}
+    verifies: dict[str, list[float]] = {kind: [] for kind in args.order}
     pooled: dict[str, list[float]] = {kind: [] for kind in args.order}
     halves: dict[str, list[float]] = {kind: [] for kind in args.order}  # ln(even windows' / odd windows')
     print(f"{args.placement}, drafter {name}, B={args.budget}: P = {args.copies} copies of the prose passage, "
@@ -100,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
             halves[kind].append(math.log(even.realised / odd.realised))
         if met.single is not None:
             singles[kind].append(met.single)
+        if met.verify is not None:
+            verifies[kind].append(met.verify)
         verify = "-" if met.verify is None else f"{met.verify:.3f}"
         single = "-" if met.single is None else f"{met.single:.3f}"
         print(f"{kind}: single {single} ({met.single_forwards}) verify {verify} ({met.verify_forwards}) "
@@ -109,9 +118,10 @@ def main(argv: list[str] | None = None) -> int:
             print(scatter(kind, values, halves[kind]))
     base = args.order[0]
     for kind in dict.fromkeys(args.order[1:]):
-        if kind != base and singles[kind] and singles[base]:
-            ratio = statistics.mean(singles[kind]) / statistics.mean(singles[base])
-            print(f"single-token ratio, mean {kind} / mean {base}: {ratio:.3f}")
+        for cls, by_kind in (("single-token", singles), ("verification", verifies), ("pooled", pooled)):
+            if kind != base and by_kind[kind] and by_kind[base]:
+                ratio = statistics.mean(by_kind[kind]) / statistics.mean(by_kind[base])
+                print(f"{cls} ratio, mean {kind} / mean {base}: {ratio:.3f}")
     return 0
 
 
