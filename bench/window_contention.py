@@ -118,8 +118,10 @@ def main(argv: list[str] | None = None) -> int:
             print(scatter(kind, values, halves[kind]))
     base = args.order[0]
     for kind in dict.fromkeys(args.order[1:]):
+        if kind == base:
+            continue
         for cls, by_kind in (("single-token", singles), ("verification", verifies), ("pooled", pooled)):
-            if kind != base and by_kind[kind] and by_kind[base]:
+            if by_kind[kind] and by_kind[base]:
                 ratio = statistics.mean(by_kind[kind]) / statistics.mean(by_kind[base])
                 print(f"{cls} ratio, mean {kind} / mean {base}: {ratio:.3f}")
     return 0
