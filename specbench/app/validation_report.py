@@ -29,7 +29,9 @@ from specbench.schemas.validation import (
 FIDELITY_ORDER = ("per device@placement × configuration × metric: log errors over (block, window, run); F0 = RMS "
                   "ln(Na/Nb), F1 = RMS ln(replay/N) over single runs, E = sqrt(max(0, F1² − F0²/2)), bias = "
                   "geometric mean replay/native; intervals: Student t over the blocks' means (blocks − 1 "
-                  "degrees of freedom; 90% for F0, F1 and the bias, one-sided 95% upper bound for E)")
+                  "degrees of freedom; 90% for F0, F1 and the bias, one-sided 95% upper bound for E); "
+                  "blocks_needed: the fewest blocks that would show both bounds if the bias, E and the blocks' "
+                  "spread stayed as measured (-: none would)")
 CROSSFIT_ORDER = ("as the replay fidelity table, with each half of a block's windows (alternating in window order) "
                   "priced by the ratios the other half's native decodes met instead of its refreshes': each model's "
                   "decode ratio in the serial decodes and both lanes' co-scheduling ratios in the AS2D decodes, "
@@ -130,11 +132,11 @@ def validation_tables(directory: Path) -> list[Table]:
 def _fidelity_table(title: str, order: str, summary: pd.DataFrame, metric: Metric) -> Table:
     rows = summary[summary["metric"] == metric].drop(columns=["metric"])
     columns = ["device", "config", "blocks", "observations", "f0_pct", "f1_pct", "excess_pct", "excess_upper_pct",
-               "bias", "bias_low", "bias_high", "verdict"]
+               "bias", "bias_low", "bias_high", "blocks_needed", "verdict"]
     return Table(title, order, rows[columns].reset_index(drop=True),
                  {c: ".2f" for c in ("f0_pct", "f1_pct", "excess_pct", "excess_upper_pct")}
-                 | {c: ".4f" for c in ("bias", "bias_low", "bias_high")},
-                 keys=("device",), optional=(("bias_low", "bias_high"),))
+                 | {c: ".4f" for c in ("bias", "bias_low", "bias_high")} | {"blocks_needed": ".0f"},
+                 keys=("device",), optional=(("bias_low", "bias_high"), ("blocks_needed",)))
 
 
 def _block_biases(observations: list[ObservationRecord]) -> pd.DataFrame:

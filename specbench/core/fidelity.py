@@ -46,6 +46,8 @@ BIAS_LEVEL = 0.90
 """Two-sided level of the bias interval (an equivalence test at 5% on each side)."""
 ERROR_LEVEL = 0.95
 """One-sided level of the excess error's upper bound."""
+MOST_BLOCKS_PROJECTED = 200
+"""The largest validation `blocks_needed` looks for (beyond it: none would show the bounds in practice)."""
 
 _F0, _F1, _E, _BIAS = range(4)
 """Columns of `_terms`: what F0², F1², E² and ln b are the means of."""
@@ -106,17 +108,41 @@ def fidelity_stats(observations: Sequence[ObservationRecord], bias_bound_pct: fl
     f0_ends: tuple[float | None, float | None] = (None, None)
     f1_ends = bias_ends = f0_ends
     excess_upper: float | None = None
+    needed: int | None = None
     if len(groups) >= 2:
         means = np.stack([_terms(rows).mean(axis=0) for rows in groups.values()])
         two, one = t_halfwidths(means, BIAS_LEVEL), t_halfwidths(means, ERROR_LEVEL, one_sided=True)
+        spread = means.std(axis=0, ddof=1)
+        needed = blocks_needed(float(point[_BIAS]), float(spread[_BIAS]), float(point[_E]), float(spread[_E]),
+                               bias_bound_pct, error_bound_pct)
         f0_ends = (root_pct(point[_F0] - two[_F0]), root_pct(point[_F0] + two[_F0]))
         f1_ends = (root_pct(point[_F1] - two[_F1]), root_pct(point[_F1] + two[_F1]))
         excess_upper = root_pct(point[_E] + one[_E])
         bias_ends = (math.exp(point[_BIAS] - two[_BIAS]), math.exp(point[_BIAS] + two[_BIAS]))
     unjudged = SummaryRecord(device, config, metric, len(groups), len(observations), root_pct(point[_F0]), *f0_ends,
                              root_pct(point[_F1]), *f1_ends, root_pct(point[_E]), excess_upper, math.exp(point[_BIAS]),
-                             *bias_ends, bias_bound_pct, error_bound_pct, verdict="", past_allowance=past_allowance)
+                             *bias_ends, bias_bound_pct, error_bound_pct, verdict="", past_allowance=past_allowance,
+                             blocks_needed=needed)
     return replace(unjudged, verdict=verdict(unjudged))
+
+
+def blocks_needed(log_bias: float, bias_spread: float, excess_sq: float, excess_spread: float,
+                  bias_bound_pct: float, error_bound_pct: float) -> int | None:
+    """The fewest blocks whose intervals would show both bounds if the pooled log bias and E² (`excess_sq`) stayed
+    as they are and the blocks' means of their terms scattered as these did (`*_spread`: their standard
+    deviations over blocks): the bias's 90% interval inside ±`bias_bound_pct` and E's upper 95% bound below
+    `error_bound_pct`. None when no count up to MOST_BLOCKS_PROJECTED would (a point itself at or beyond its
+    bound cannot be shown by more blocks). A projection: the next blocks' spread and bias are the host's."""
+    low, high = math.log(1 - bias_bound_pct / 100), math.log(1 + bias_bound_pct / 100)
+    error_sq = (error_bound_pct / 100) ** 2
+    if not (low < log_bias < high and excess_sq < error_sq):
+        return None
+    for n in range(2, MOST_BLOCKS_PROJECTED + 1):
+        bias_half = float(stats.t.ppf(1 - (1 - BIAS_LEVEL) / 2, n - 1)) * bias_spread / math.sqrt(n)
+        error_half = float(stats.t.ppf(ERROR_LEVEL, n - 1)) * excess_spread / math.sqrt(n)
+        if low <= log_bias - bias_half and log_bias + bias_half <= high and excess_sq + error_half < error_sq:
+            return n
+    return None
 
 
 def block_biases(observations: Sequence[ObservationRecord]) -> dict[int, float]:
@@ -145,7 +171,21 @@ def verdict(summary: SummaryRecord) -> str:
         why.append(f"bias interval [{low:.3f}, {high:.3f}] crosses ±{bias_bound_pct:g}% (shown: ±{shown_bias:.1f}%)")
     if not error_ok:
         why.append(f"excess error up to {upper:.1f}% (bound {error_bound_pct:g}%)")
-    return "not shown: " + "; ".join(why) + f"; floor F0 = {summary.f0_pct:.1f}%" + _past_allowance(summary)
+    return ("not shown: " + "; ".join(why) + f"; floor F0 = {summary.f0_pct:.1f}%" + _projection(summary)
+            + _past_allowance(summary))
+
+
+def _projection(summary: SummaryRecord) -> str:
+    """What more blocks would show, at the bias and the blocks' spread measured so far."""
+    if summary.blocks_needed is not None:
+        return f"; at this bias and spread about {summary.blocks_needed} blocks would show both bounds"
+    if not 1 - summary.bias_bound_pct / 100 < summary.bias < 1 + summary.bias_bound_pct / 100:
+        return (f"; the bias {summary.bias:.3f} itself is at or beyond ±{summary.bias_bound_pct:g}%: more blocks "
+                "would not show it")
+    if summary.excess_pct >= summary.error_bound_pct:
+        return (f"; E = {summary.excess_pct:.1f}% itself is at or beyond {summary.error_bound_pct:g}%: more blocks "
+                "would not show it")
+    return f"; at this spread more than {MOST_BLOCKS_PROJECTED} blocks would be needed"
 
 
 def _past_allowance(summary: SummaryRecord) -> str:

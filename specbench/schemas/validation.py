@@ -223,6 +223,10 @@ class SummaryRecord:
     past_allowance: int = 0
     """Of `blocks`, those kept although their drift exceeded its allowance (the redo budget, --max-voids, was
     spent): the verdict names them, since the void rule judged them disturbed."""
+    blocks_needed: int | None = None
+    """With two or more blocks, the fewest that would show both bounds at the measured bias, E and the blocks'
+    spread (core/fidelity.py `blocks_needed`; None: none would, or one block); the verdict names it when not
+    shown."""
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,34 @@ def test_verdict_is_an_equivalence_test():
     assert text.startswith("not shown") and "crosses ±3%" in text and "floor F0" in text
 
 
+def _alternating(blocks: int, spread: float, centre: float = 1.0) -> list[ObservationRecord]:
+    """A validation of `blocks` blocks (an even count) whose log biases alternate around ln `centre` with
+    standard deviation `spread` over blocks, each block one window that both runs decode alike."""
+    step = spread * math.sqrt((blocks - 1) / blocks)
+    return [observation(b, "w", centre * math.exp(step if b % 2 else -step), 1.0, 1.0) for b in range(blocks)]
+
+
+def test_blocks_needed_is_the_count_at_which_the_verdict_shows_the_bounds():
+    # log biases ±s around 1 with s = 0.03: t(0.95, n − 1) × s / √n first falls below ln 1.03 at n = 5
+    # (2.132 × 0.03 / √5 = 0.0286; at 4, 2.353 × 0.03 / 2 = 0.0353); E² is constant, so only the bias binds
+    s = fidelity_stats(_alternating(2, 0.03), 3, 5)
+    assert s.verdict.startswith("not shown") and s.blocks_needed == 5
+    assert "about 5 blocks would show both bounds" in s.verdict
+    # the same bias and spread over more blocks: shown at six, not at four
+    assert fidelity_stats(_alternating(6, 0.03), 3, 5).verdict.startswith("within ±3%")
+    assert fidelity_stats(_alternating(4, 0.03), 3, 5).verdict.startswith("not shown")
+
+
+def test_no_count_of_blocks_shows_a_bias_beyond_its_bound():
+    s = fidelity_stats(_alternating(4, 0.01, centre=1.04), 3, 5)
+    assert s.blocks_needed is None
+    assert "the bias 1.040 itself is at or beyond ±3%: more blocks would not show it" in s.verdict
+    # each block: replay 8% above both runs on one window and 8% below on the other: unbiased, E = 8%
+    far = [observation(b, w, 1.08 ** sign, 1.0, 1.0) for b in range(4) for w, sign in (("w1", 1), ("w2", -1))]
+    s = fidelity_stats(far, 3, 5)
+    assert s.blocks_needed is None and "itself is at or beyond 5%" in s.verdict
+
+
 def test_block_order_is_seeded_random_and_recorded():
     groups = {"small": ["sd[W=5]", "sd[W=8]", "as2d[B=3]", "specasr"], "other": ["sd[W=5,other]"]}
     one = fidelity.block_order(1, 0, "local@split", groups)

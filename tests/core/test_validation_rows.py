@@ -4,6 +4,8 @@ paired decodes, the block profile from two refreshes, and block drift, on cases 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import replace
 
 import pytest
 
@@ -258,7 +260,7 @@ def test_each_block_prices_the_decode_ratio_pooled_over_its_placements_blocks():
 OBSERVATION_KEYS = ["device", "config", "metric", "block", "window_id", "replay", "native_a", "native_b"]
 SUMMARY_KEYS = ["device", "config", "metric", "blocks", "observations", "f0_pct", "f0_low", "f0_high", "f1_pct",
                 "f1_low", "f1_high", "excess_pct", "excess_upper_pct", "bias", "bias_low", "bias_high",
-                "bias_bound_pct", "error_bound_pct", "verdict", "past_allowance"]
+                "bias_bound_pct", "error_bound_pct", "verdict", "past_allowance", "blocks_needed"]
 
 
 def test_observations_and_their_summary_read_back_as_written_with_their_keys_in_order(tmp_path):
@@ -276,11 +278,12 @@ def test_observations_and_their_summary_read_back_as_written_with_their_keys_in_
         assert load_records(tmp_path, kind) == records
         lines = record_path(tmp_path, kind).read_text().splitlines()
         assert all(list(json.loads(line)) == keys for line in lines)
-    # a summary written before `past_allowance` existed reads back with none
+    # a summary written before `past_allowance` and `blocks_needed` existed reads back with neither
     path = record_path(tmp_path, SummaryRecord)
-    path.write_text("".join(line.replace(',"past_allowance":0', "") + "\n"
+    path.write_text("".join(re.sub(r',"past_allowance":0,"blocks_needed":(null|\d+)', "", line) + "\n"
                             for line in path.read_text().splitlines()))
-    assert "past_allowance" not in path.read_text() and load_records(tmp_path, SummaryRecord) == summary
+    assert "past_allowance" not in path.read_text() and "blocks_needed" not in path.read_text()
+    assert load_records(tmp_path, SummaryRecord) == [replace(s, blocks_needed=None) for s in summary]
 
 
 def test_a_block_kept_past_its_drift_allowance_is_named_in_the_verdicts_that_pool_it():
