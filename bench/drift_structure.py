@@ -33,13 +33,21 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.contention_by_width import kept_records, validation_inputs
-from specbench.app.validate import block_dir, block_profiles
+from specbench.app.validate import block_dir, block_profiles, refresh_path
 from specbench.core import crossfit
 from specbench.core.pricing import CostTable, decode_ratio
 from specbench.core.refresh_mean import merged_profile
 from specbench.schemas.fileio import load_yaml
 from specbench.schemas.profiles import DeviceProfile, profile_from_dict
-from specbench.schemas.validation import PairedRun, ProbeRecord, decode_series, kept, load_records
+from specbench.schemas.validation import (
+    BlockRecord,
+    DecodeRecord,
+    PairedRun,
+    ProbeRecord,
+    decode_series,
+    kept,
+    load_records,
+)
 
 PARTS = ("target", "drafter", "rel")
 
@@ -59,12 +67,15 @@ def _with_rel(by_model: dict[str, float]) -> dict[str, float]:
     return by_model | {"rel": by_model["drafter"] / by_model["target"]}
 
 
-def job_drifts(validation: Path) -> tuple[list[tuple[str, int, str, dict[str, float], dict[str, float]]],
-                                          dict[str, dict[str, list[float]]]]:
-    """(device, block, job's probe series, decode drift by part, probe drift by part) per decode job of a kept block;
+Job = tuple[str, int, str, dict[str, float], dict[str, float]]
+"""(device, block, the job's probe series, decode drift by part, probe drift by part)."""
+
+
+def job_drifts(validation: Path, blocks: list[BlockRecord],
+               decodes: list[DecodeRecord]) -> tuple[list[Job], dict[str, dict[str, list[float]]]]:
+    """Each decode job of a kept block (`Job`; `blocks`, `decodes`: the validation's kept blocks and their decodes),
     and per placement and part, 100 × ln of the block's serial forwards priced by its refresh 1 over priced by its
     refresh 2 (each refresh's cells times its own decode ratio), one per kept block and group."""
-    _, blocks, decodes = kept_records(__doc__, [str(validation)])
     configs = validation_inputs(validation).configs
     probes = list(kept(load_records(validation, ProbeRecord), blocks))
     profiles = block_profiles(validation, blocks)
@@ -75,7 +86,7 @@ def job_drifts(validation: Path) -> tuple[list[tuple[str, int, str, dict[str, fl
         placement = b.device.rsplit("@", 1)[-1]
         full = load_yaml(validation / "profiles" / f"full-{placement}.yaml")
         alone = [profile_from_dict(merged_profile(full, [load_yaml(path)]), path) for path in
-                 (block_dir(validation, placement, b.block) / f"refresh-{k}-a{b.attempt}.yaml" for k in (1, 2))]
+                 (refresh_path(block_dir(validation, placement, b.block), k, b.attempt) for k in (1, 2))]
         mine = [d for d in decodes if (d.device, d.block) == (b.device, b.block)]
         block_probes = [p for p in probes if (p.device, p.block, p.attempt) == (b.device, b.block, b.attempt)]
         for group in sorted({d.group for d in mine}):
@@ -111,8 +122,7 @@ def _sd(values: list[float]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    validation = Path((argv if argv is not None else sys.argv[1:])[0])
-    jobs, pairs = job_drifts(validation)
+    jobs, pairs = job_drifts(*kept_records(__doc__, argv))
     print(f"{'device':14s} {'block':>5s} {'job':24s} " + " ".join(f"{p + ' decode':>14s} {'probe':>6s}" for p in PARTS))
     for device, block, series, decode, probe in jobs:
         print(f"{device:14s} {block:5d} {series:24s} "

@@ -308,7 +308,7 @@ class Validation:
             started, clock = now(), time.monotonic()
             base = {"block": block, "attempt": attempt, "device": device}
             probes = self.probes(placement, "refresh-1 before", base)
-            refreshes = [self.refresh(placement, where / f"refresh-1-a{attempt}.yaml", shard)]
+            refreshes = [self.refresh(placement, refresh_path(where, 1, attempt), shard)]
             probes += self.probes(placement, "refresh-1 after", base)
             decodes = []
             for group in order.groups:
@@ -316,7 +316,7 @@ class Validation:
                 decodes += got
                 probes += seen
             probes += self.probes(placement, "refresh-2 before", base)
-            refreshes.append(self.refresh(placement, where / f"refresh-2-a{attempt}.yaml", shard))
+            refreshes.append(self.refresh(placement, refresh_path(where, 2, attempt), shard))
             probes += self.probes(placement, "refresh-2 after", base)
             drift = block_drift(probes, self.plan.probe_threshold_pct, self.plan.probe_spreads)
             voided = drift.voids and redo < self.plan.max_voids
@@ -399,6 +399,11 @@ def decode_record(r: dict, config: str, slot: int, base: dict) -> DecodeRecord:
 def block_dir(out: Path, placement_label: str, block: int) -> Path:
     """Where a block's refreshes and its profile (profile.yaml) are kept."""
     return out / "profiles" / f"{placement_label}-b{block:03d}"
+
+
+def refresh_path(block: Path, which: int, attempt: int) -> Path:
+    """A block attempt's first or second refresh (`which`: 1 or 2) in its directory (`block_dir`)."""
+    return block / f"refresh-{which}-a{attempt}.yaml"
 
 
 def block_profiles(out: Path, blocks: Sequence[BlockRecord]) -> dict[tuple[str, int], DeviceProfile]:
