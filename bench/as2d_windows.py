@@ -1,0 +1,64 @@
+"""Which windows carry AS2D's error, and what their native decodes did.
+
+Reads a validation directory (`specbench validate --out`, or `bench/fidelity.py --out DIR`'s `DIR/validation`). Per
+placement × AS2D configuration, each window's speedup error (100 × (ln replay − the mean of ln Na and ln Nb)) in every
+kept block that ran it, beside what its native AS2D decodes did, summed over them: drafts accepted over drafts
+verified (each target forward's `accepted` over its width less one), and of its target forwards how many verified
+drafts (width above 1). Windows are printed by their mean error; then, over windows, the correlation of the error
+with the acceptance and with the share of verifying forwards. An error that repeats in every block a window ran in is
+the window's own, which E counts as the model's (docs/METHODS.md §7.9 Validation: does replay predict the device?).
+
+    python bench/as2d_windows.py DIR/validation
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.contention_by_width import kept_records
+from specbench.schemas.validation import Metric, ObservationRecord, load_records
+
+
+def main(argv: list[str] | None = None) -> int:
+    validation, blocks, decodes = kept_records(__doc__, argv)
+    kept_blocks = {(b.device, b.block) for b in blocks}
+    as2d = {d.config for d in decodes if d.producer is not None}
+    errors: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for o in load_records(validation, ObservationRecord):
+        if o.metric == Metric.SPEEDUP and o.config in as2d and (o.device, o.block) in kept_blocks:
+            errors[(o.device, o.config)][o.window_id].append(
+                100 * (math.log(o.replay) - (math.log(o.native_a) + math.log(o.native_b)) / 2))
+    for (device, config), by_window in sorted(errors.items()):
+        print(f"{device} {config}")
+        print(f"  {'window':16s} {'mean error':>10s}  {'per block':24s} {'accepted/verified':>17s} "
+              f"{'verifying/forwards':>18s}")
+        points = []
+        for window in sorted(by_window, key=lambda w: statistics.fmean(by_window[w])):
+            mine = [d for d in decodes if (d.device, d.config, d.window_id) == (device, config, window) and d.lossless]
+            forwards = [op for d in mine for op in d.ops if op["model"] == "target"]
+            verified = sum(int(op["width"]) - 1 for op in forwards)
+            accepted = sum(int(op.get("accepted", 0)) for op in forwards)
+            verifying = sum(1 for op in forwards if int(op["width"]) > 1)
+            error = statistics.fmean(by_window[window])
+            acceptance = accepted / verified if verified else math.nan
+            share = verifying / len(forwards) if forwards else math.nan
+            per_block = ", ".join(f"{e:+.1f}" for e in by_window[window])
+            print(f"  {window:16s} {error:+10.1f}  {per_block:24s} {acceptance:17.2f} {share:18.2f}")
+            if verified:
+                points.append((error, acceptance, share))
+        if len(points) > 2:
+            e, a, s = zip(*points, strict=True)
+            print(f"  over {len(points)} windows: correlation of the error with the acceptance "
+                  f"{statistics.correlation(e, a):+.2f}, with the share of verifying forwards "
+                  f"{statistics.correlation(e, s):+.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
