@@ -4,7 +4,9 @@ Reads a validation directory (`specbench validate --out`, or `bench/fidelity.py 
 placement × AS2D configuration, each window's speedup error (100 × (ln replay − the mean of ln Na and ln Nb)) in every
 kept block that ran it, beside what its native AS2D decodes did, summed over them: drafts accepted over drafts
 verified (each target forward's `accepted` over its width less one), and of its target forwards how many verified
-drafts (width above 1). Windows are printed by their mean error; then, over windows, the correlation of the error
+drafts (width above 1); and the drafts replay verified (the two-lane simulation, docs/METHODS.md §5.2 The two-lane
+AS2D simulation, with each block's profile) against those native verified, each a mean per decode summed over the
+blocks. Windows are printed by their mean error; then, over windows, the correlation of the error
 with the acceptance and with the share of verifying forwards. An error that repeats in every block a window ran in is
 the window's own, which E counts as the model's (docs/METHODS.md §7.9 Validation: does replay predict the device?).
 
@@ -21,12 +23,23 @@ from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.contention_by_width import kept_records
-from specbench.schemas.validation import Metric, ObservationRecord, load_records
+from bench.contention_by_width import kept_records, validation_inputs
+from specbench.app.validate import block_profiles
+from specbench.core.methods.configs import As2dConfig
+from specbench.core.replay.reference import simulate_as2d
+from specbench.schemas.validation import DecodeRecord, Metric, ObservationRecord, load_records
+
+
+def verified_drafts(decodes: list[DecodeRecord]) -> float:
+    """The drafts the target verified in a decode (its forwards' widths less one), the mean over `decodes`."""
+    return sum(sum(int(op["width"]) - 1 for op in d.ops if op["model"] == "target") for d in decodes) / len(decodes)
 
 
 def main(argv: list[str] | None = None) -> int:
     validation, blocks, decodes = kept_records(__doc__, argv)
+    inputs = validation_inputs(validation)
+    configs = {c.label: c for c in inputs.configs if isinstance(c, As2dConfig)}
+    profiles = block_profiles(validation, blocks)
     kept_blocks = {(b.device, b.block) for b in blocks}
     as2d = {d.config for d in decodes if d.producer is not None}
     errors: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -36,8 +49,9 @@ def main(argv: list[str] | None = None) -> int:
                 100 * (math.log(o.replay) - (math.log(o.native_a) + math.log(o.native_b)) / 2))
     for (device, config), by_window in sorted(errors.items()):
         print(f"{device} {config}")
+        as2d_config = configs[config]
         print(f"  {'window':16s} {'mean error':>10s}  {'per block':24s} {'accepted/verified':>17s} "
-              f"{'verifying/forwards':>18s}")
+              f"{'verifying/forwards':>18s} {'verified: replay / native':>25s}")
         points = []
         for window in sorted(by_window, key=lambda w: statistics.fmean(by_window[w])):
             mine = [d for d in decodes if (d.device, d.config, d.window_id) == (device, config, window) and d.lossless]
@@ -49,7 +63,14 @@ def main(argv: list[str] | None = None) -> int:
             acceptance = accepted / verified if verified else math.nan
             share = verifying / len(forwards) if forwards else math.nan
             per_block = ", ".join(f"{e:+.1f}" for e in by_window[window])
-            print(f"  {window:16s} {error:+10.1f}  {per_block:24s} {acceptance:17.2f} {share:18.2f}")
+            replayed = native = 0.0
+            for block in sorted({d.block for d in mine}):
+                trace = inputs.traces[str(as2d_config.drafter)].windows[window]
+                _, counts = simulate_as2d(trace, inputs.windows[window].cap, profiles[(device, block)], as2d_config)
+                replayed += counts["proposed"]
+                native += verified_drafts([d for d in mine if d.block == block])
+            print(f"  {window:16s} {error:+10.1f}  {per_block:24s} {acceptance:17.2f} {share:18.2f} "
+                  f"{replayed:12.1f} / {native:10.1f}")
             if verified:
                 points.append((error, acceptance, share))
         if len(points) > 2:
