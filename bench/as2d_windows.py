@@ -6,9 +6,12 @@ kept block that ran it, beside what its native AS2D decodes did, summed over the
 verified (each target forward's `accepted` over its width less one), and of its target forwards how many verified
 drafts (width above 1); and the drafts replay verified (the two-lane simulation, docs/METHODS.md §5.2 The two-lane
 AS2D simulation, with each block's profile) against those native verified, each a mean per decode summed over the
-blocks. Windows are printed by their mean error; then, over windows, the correlation of the error
-with the acceptance and with the share of verifying forwards. An error that repeats in every block a window ran in is
-the window's own, which E counts as the model's (docs/METHODS.md §7.9 Validation: does replay predict the device?).
+blocks. Windows are printed by their mean error; then, over windows, the correlation of the error with the acceptance
+and with the share of verifying forwards. An error that repeats in every block a window ran in is the window's own,
+which E counts as the model's (docs/METHODS.md §7.9 Validation: does replay predict the device?). Last, whether the
+Python verifier plans what the runner did when it is given, at each native target forward, the drafts the runner had
+visible then (the op's `published`): a forward whose candidates or alignment start differ would be a decision the two
+implementations take apart.
 
     python bench/as2d_windows.py DIR/validation
 """
@@ -25,14 +28,34 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.contention_by_width import kept_records, validation_inputs
 from specbench.app.validate import block_profiles
+from specbench.core.methods.as2d import As2dVerifier
+from specbench.core.methods.base import TargetOracle
 from specbench.core.methods.configs import As2dConfig
-from specbench.core.replay.reference import simulate_as2d
+from specbench.core.replay.reference import producer_stream, simulate_as2d
+from specbench.schemas.traces import WindowTrace
 from specbench.schemas.validation import DecodeRecord, Metric, ObservationRecord, load_records
 
 
 def verified_drafts(decodes: list[DecodeRecord]) -> float:
     """The drafts the target verified in a decode (its forwards' widths less one), the mean over `decodes`."""
     return sum(sum(int(op["width"]) - 1 for op in d.ops if op["model"] == "target") for d in decodes) / len(decodes)
+
+
+def plans_as_native(decode: DecodeRecord, trace: WindowTrace, config: As2dConfig, cap: int) -> tuple[int, int]:
+    """(forwards, those planned alike): the verifier replayed over a native AS2D decode's target forwards, each
+    planned with the drafts the runner had published when it planned (`published`), against the runner's plan
+    (the forward's width less one, and its alignment `start` where recorded)."""
+    stream, oracle, verifier = producer_stream(trace), TargetOracle(trace.y), As2dVerifier(config, cap)
+    forwards = alike = 0
+    for op in (op for op in decode.ops if op["model"] == "target"):
+        plan = verifier.plan(oracle.committed, oracle.last(), stream.tokens, stream.conf, int(op["published"]))
+        forwards += 1
+        alike += len(plan.candidates) == int(op["width"]) - 1 and plan.start == op.get("start", plan.start)
+        accepted, committed = oracle.verify(plan.candidates)
+        verifier.observe(plan, accepted, committed)
+        if oracle.done:
+            break
+    return forwards, alike
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,6 +96,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"{replayed:12.1f} / {native:10.1f}")
             if verified:
                 points.append((error, acceptance, share))
+        planned = [plans_as_native(d, inputs.traces[str(as2d_config.drafter)].windows[d.window_id], as2d_config,
+                                   inputs.windows[d.window_id].cap)
+                   for d in decodes if (d.device, d.config) == (device, config) and d.lossless]
+        print(f"  the verifier given native's published drafts: {sum(a for _, a in planned)} of "
+              f"{sum(f for f, _ in planned)} target forwards planned as the runner planned them")
         if len(points) > 2:
             e, a, s = zip(*points, strict=True)
             print(f"  over {len(points)} windows: correlation of the error with the acceptance "
