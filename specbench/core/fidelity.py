@@ -74,9 +74,14 @@ def excess_terms(error_a: np.ndarray, error_b: np.ndarray) -> np.ndarray:
 def t_halfwidths(block_means: np.ndarray, level: float, one_sided: bool = False) -> np.ndarray:
     """Per column of a (blocks, m) array of per-block means (blocks >= 2): the half-width of a Student t
     interval for their mean at `level` (two-sided, or a one-sided bound), t(blocks − 1) × sd / √blocks."""
-    blocks = block_means.shape[0]
+    return t_factor(block_means.shape[0], level, one_sided) * block_means.std(axis=0, ddof=1)
+
+
+def t_factor(blocks: int, level: float, one_sided: bool = False) -> float:
+    """t(blocks − 1) / √blocks at `level` (two-sided, or a one-sided bound): times the standard deviation of
+    `blocks` block means, the half-width of a Student t interval for their mean."""
     quantile = level if one_sided else 1 - (1 - level) / 2
-    return float(stats.t.ppf(quantile, blocks - 1)) * block_means.std(axis=0, ddof=1) / math.sqrt(blocks)
+    return float(stats.t.ppf(quantile, blocks - 1)) / math.sqrt(blocks)
 
 
 def _block_logs(observations: Sequence[ObservationRecord]) -> tuple[np.ndarray, dict[int, np.ndarray]]:
@@ -138,8 +143,8 @@ def blocks_needed(log_bias: float, bias_spread: float, excess_sq: float, excess_
     if not (low < log_bias < high and excess_sq < error_sq):
         return None
     for n in range(2, MOST_BLOCKS_PROJECTED + 1):
-        bias_half = float(stats.t.ppf(1 - (1 - BIAS_LEVEL) / 2, n - 1)) * bias_spread / math.sqrt(n)
-        error_half = float(stats.t.ppf(ERROR_LEVEL, n - 1)) * excess_spread / math.sqrt(n)
+        bias_half = t_factor(n, BIAS_LEVEL) * bias_spread
+        error_half = t_factor(n, ERROR_LEVEL, one_sided=True) * excess_spread
         if low <= log_bias - bias_half and log_bias + bias_half <= high and excess_sq + error_half < error_sq:
             return n
     return None
