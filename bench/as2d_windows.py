@@ -36,9 +36,14 @@ from specbench.schemas.traces import WindowTrace
 from specbench.schemas.validation import DecodeRecord, Metric, ObservationRecord, load_records
 
 
-def verified_drafts(decodes: list[DecodeRecord]) -> float:
-    """The drafts the target verified in a decode (its forwards' widths less one), the mean over `decodes`."""
-    return sum(sum(int(op["width"]) - 1 for op in d.ops if op["model"] == "target") for d in decodes) / len(decodes)
+def target_forwards(decodes: list[DecodeRecord]) -> list[dict]:
+    """The target's forwards of `decodes`, in order."""
+    return [op for d in decodes for op in d.ops if op["model"] == "target"]
+
+
+def verified_drafts(decodes: list[DecodeRecord]) -> int:
+    """The drafts the target verified in `decodes` (its forwards' widths less one), summed."""
+    return sum(int(op["width"]) - 1 for op in target_forwards(decodes))
 
 
 def plans_as_native(decode: DecodeRecord, trace: WindowTrace, config: As2dConfig, cap: int) -> tuple[int, int]:
@@ -47,7 +52,7 @@ def plans_as_native(decode: DecodeRecord, trace: WindowTrace, config: As2dConfig
     (the forward's width less one, and its alignment `start` where recorded)."""
     stream, oracle, verifier = producer_stream(trace), TargetOracle(trace.y), As2dVerifier(config, cap)
     forwards = alike = 0
-    for op in (op for op in decode.ops if op["model"] == "target"):
+    for op in target_forwards([decode]):
         plan = verifier.plan(oracle.committed, oracle.last(), stream.tokens, stream.conf, int(op["published"]))
         forwards += 1
         alike += len(plan.candidates) == int(op["width"]) - 1 and plan.start == op.get("start", plan.start)
@@ -78,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         points = []
         for window in sorted(by_window, key=lambda w: statistics.fmean(by_window[w])):
             mine = [d for d in decodes if (d.device, d.config, d.window_id) == (device, config, window) and d.lossless]
-            forwards = [op for d in mine for op in d.ops if op["model"] == "target"]
-            verified = sum(int(op["width"]) - 1 for op in forwards)
+            forwards = target_forwards(mine)
+            verified = verified_drafts(mine)
             accepted = sum(int(op.get("accepted", 0)) for op in forwards)
             verifying = sum(1 for op in forwards if int(op["width"]) > 1)
             error = statistics.fmean(by_window[window])
@@ -87,11 +92,12 @@ def main(argv: list[str] | None = None) -> int:
             share = verifying / len(forwards) if forwards else math.nan
             per_block = ", ".join(f"{e:+.1f}" for e in by_window[window])
             replayed = native = 0.0
+            trace = inputs.traces[str(as2d_config.drafter)].windows[window]
             for block in sorted({d.block for d in mine}):
-                trace = inputs.traces[str(as2d_config.drafter)].windows[window]
                 _, counts = simulate_as2d(trace, inputs.windows[window].cap, profiles[(device, block)], as2d_config)
                 replayed += counts["proposed"]
-                native += verified_drafts([d for d in mine if d.block == block])
+                in_block = [d for d in mine if d.block == block]
+                native += verified_drafts(in_block) / len(in_block)
             print(f"  {window:16s} {error:+10.1f}  {per_block:24s} {acceptance:17.2f} {share:18.2f} "
                   f"{replayed:12.1f} / {native:10.1f}")
             if verified:
