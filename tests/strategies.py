@@ -88,7 +88,7 @@ def profiles(draw):
     # the ratios AS2D decodes met, where measured, price both lanes (and the producer's host work) in their stead
     met = st.floats(1.0, 3.0)
     decode = draw(st.one_of(st.none(), st.builds(DecodeContention, met, met, st.just(40), producer=st.one_of(
-        st.none(), met))))
+        st.none(), met), pace_sigma=st.one_of(st.none(), st.sampled_from([0.05, 0.3])), pace_pairs=st.just(10))))
     cosched = CoSchedule(np.array([0.0, 64.0]), {w: draw(ratio) for w in measured}, {w: draw(ratio) for w in measured},
                          decode=decode)
     overheads = Overheads(producer_startup_s=draw(st.sampled_from([0.0, 0.05, 1.0, 1e6])),

@@ -19,7 +19,8 @@ same two-lane simulation with inputs taken from the native runs, one kind at a t
 * **publication**: besides, the producer as the native run realised it: a timeline on the native
   decode clock (each batch visible at its native publication time, the producer busy from its
   thread's start to its last forward or publication), with the producer's ratio 1 (its clock is
-  already native's);
+  already native's). The replays before it price the mean over the producer's pace scatter where
+  the profile measured one; this one is the run's own pace, one timeline;
 * **remains**: what replay still gets wrong with both: the target's own forward prices, the
   realignment searches, drift within the block, and the two-lane model itself.
 
@@ -49,7 +50,13 @@ from specbench.core.pricing import (
     CostTable,
     DecodeContention,
 )
-from specbench.core.replay.reference import ProducerLane, ProducerTimeline, priced_lane, simulate_as2d
+from specbench.core.replay.reference import (
+    ProducerLane,
+    ProducerTimeline,
+    expected_as2d,
+    priced_lane,
+    simulate_as2d,
+)
 from specbench.core.stats import Interval
 from specbench.errors import SpecbenchError
 from specbench.schemas.profiles import MAX_RHO, DeviceProfile
@@ -87,6 +94,9 @@ class NativeLanes:
     drafter_prompt: int | None = None
     """The drafter's prompt tokens (`n_prompt_drafter`): its forward s >= 1 runs at depth drafter_prompt + s - 1
     (None: not recorded; the producer's ratio is not measured from this run)."""
+    window_id: str | None = None
+    """The window decoded: decodes of one window give the producer's pace scatter (`pace_scatter`; None: not
+    recorded, the run gives none)."""
 
 
 @dataclass(frozen=True)
@@ -217,6 +227,44 @@ def producer_contention(runs: Sequence[NativeLanes], drafter_costs: CostTable,
     return ProducerContention(overlap / solo, priced / overlap, int(forwards), *by_class(True), *by_class(False))
 
 
+def relative_pace(run: NativeLanes, costs: CostTable, drafter_costs: CostTable) -> float | None:
+    """ln(the producer's forwards' time over their price) less ln(the target's forwards' time over theirs) in one
+    native AS2D decode: how much faster the target ran against the producer than priced (None: no forward in a lane,
+    or no drafter prompt recorded)."""
+    targets = list(_target_forwards(run))
+    steps = list(zip(run.producer.get("step_start_us", []), run.producer.get("step_us", []), strict=True))
+    if run.drafter_prompt is None or not targets or not steps:
+        return None
+    producer_us = sum(float(end) - float(start) for start, end in steps)
+    depths = run.drafter_prompt + np.arange(len(steps), dtype=np.float64)
+    producer_price = 1e6 * float(drafter_costs.costs(np.ones(len(steps), dtype=np.int64), depths).sum())
+    target_us = sum(us for _, us, _, _ in targets)
+    target_price = 1e6 * float(costs.costs(np.array([w for _, _, w, _ in targets]),
+                                           np.array([d for _, _, _, d in targets])).sum())
+    if min(producer_us, producer_price, target_us, target_price) <= 0:
+        return None
+    return math.log(producer_us / producer_price) - math.log(target_us / target_price)
+
+
+def pace_scatter(runs: Sequence[NativeLanes], costs: CostTable, drafter_costs: CostTable) -> tuple[float, int] | None:
+    """(sigma, degrees of freedom): how far the producer's pace scatters against the target's from one decode of a
+    window to the next (docs/METHODS.md §5.2 The two-lane AS2D simulation, "The pace scatter"): the pooled
+    standard deviation of `relative_pace` within each window's decodes, its degrees of freedom the decodes less the
+    windows. Within a window, so that what a window's own drafts and widths do to the pace stays out, and a price
+    off by a constant factor cancels. None with fewer than 2 degrees of freedom."""
+    by_window: dict[str, list[float]] = {}
+    for run in runs:
+        pace = relative_pace(run, costs, drafter_costs)
+        if run.window_id is not None and pace is not None:
+            by_window.setdefault(run.window_id, []).append(pace)
+    squares, freedom = 0.0, 0
+    for paces in by_window.values():
+        mean = sum(paces) / len(paces)
+        squares += sum((p - mean) ** 2 for p in paces)
+        freedom += len(paces) - 1
+    return None if freedom < 2 else (math.sqrt(squares / freedom), freedom)
+
+
 def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: CoSchedule,
                       drafter_costs: CostTable | None = None) -> DecodeContention | None:
     """The target's ratio as native AS2D decodes met it, pooled over every run's target forwards that ran
@@ -228,7 +276,7 @@ def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: Co
     device can drive towards a zero denominator. None when no forward ran wholly beside the producer, or
     when the ratio is no slowdown a profile may hold; a ratio below 1 is priced as 1 and kept in
     `below_one` (a lane runs no faster beside the other). With `drafter_costs`, the producer's ratio
-    beside it (`producer_contention`), the same way."""
+    beside it (`producer_contention`), the same way, and the producer's pace scatter (`pace_scatter`)."""
     sums = {True: [0.0, 0.0, 0], False: [0.0, 0.0, 0]}  # single-token? -> [time, solo work, forwards]
     priced = 0.0
     for run in runs:
@@ -258,6 +306,9 @@ def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: Co
 
     pooled = floored("realised", spent / solo)
     decode = DecodeContention(pooled, priced / spent, int(forwards), *by_class(True), *by_class(False))
+    pace = None if drafter_costs is None else pace_scatter(runs, costs, drafter_costs)
+    if pace is not None:
+        decode = replace(decode, pace_sigma=pace[0], pace_pairs=pace[1])
     met = None if drafter_costs is None else producer_contention(runs, drafter_costs, cosched)
     if met is not None:  # floored before below_one is handed over
         producer = floored("producer", met.realised)
@@ -311,12 +362,13 @@ class Substituted:
 
 def substituted_replays(trace: WindowTrace, cap: int, profile: DeviceProfile, config: As2dConfig,
                         native: NativeLanes, contended: BlockContention) -> Substituted:
-    """Replay a window with its block's realised contention (`block_contention`), then also with one native
-    run's publications: `simulate_as2d` with substituted inputs (module docstring)."""
+    """Replay a window with its block's realised contention (`block_contention`; at the mean over the pace scatter
+    where the profile measured one, as the validation prices it), then also with one native run's publications
+    (that run's own pace: one timeline): `simulate_as2d` with substituted inputs (module docstring)."""
     priced = priced_lane(trace, profile, config)
     contention = replace(priced, cosched=contended.cosched)
     publication = native_lane(native, config.batch, producer_at_one(contended.cosched))
-    return Substituted(simulate_as2d(trace, cap, profile, config, lane=contention)[0].decode_s,
+    return Substituted(expected_as2d(trace, cap, profile, config, lane=contention)[0].decode_s,
                        simulate_as2d(trace, cap, profile, config, lane=publication)[0].decode_s)
 
 

@@ -264,9 +264,16 @@ verifications (width 2 and more)."""
 PRODUCER_CLASSES = ("producer_single", "producer_verify")
 """The producer's ratio in AS2D decodes by the target forward it ran beside: a single-token step (width 1) or a
 verification (width 2 and more); named apart from the target's classes in a profile's `cosched.decode`."""
+PACE_NODES, PACE_WEIGHTS = np.polynomial.hermite_e.hermegauss(7)
+"""AS2D's replay under the producer's pace scatter σ (`DecodeContention.pace_sigma`): the producer's timeline
+scaled by exp(σ z) at these nodes z of a standard normal, its decode times weighted by PACE_WEIGHTS (Gauss-Hermite,
+summing to 1). The middle node is z = 0, the timeline as priced."""
+PACE_WEIGHTS = PACE_WEIGHTS / PACE_WEIGHTS.sum()
+PACE_MIDDLE = len(PACE_NODES) // 2
+PACE_NODES[PACE_MIDDLE] = 0.0  # exactly: the middle node is the timeline as priced, bit for bit
 PRODUCER_FIELDS = ("producer", "producer_priced", "producer_forwards", "producer_single", "producer_single_forwards",
-                   "producer_verify", "producer_verify_forwards")
-"""`DecodeContention`'s fields that hold the producer's ratios, measured together."""
+                   "producer_verify", "producer_verify_forwards", "pace_sigma", "pace_pairs")
+"""`DecodeContention`'s fields that hold the producer's ratios and pace scatter, measured together."""
 
 
 @dataclass(frozen=True)
@@ -306,6 +313,12 @@ class DecodeContention:
     """The producer's ratio over its forwards that ran mostly beside verifications (None: fewer than
     CLASS_FORWARDS)."""
     producer_verify_forwards: int = 0
+    pace_sigma: float | None = None
+    """How far the producer's pace scatters against the target's from one decode of a window to the next: the
+    standard deviation of ln(producer forwards' time over their price) less ln(target forwards' time over theirs)
+    (`decomposition.pace_scatter`; None: not measured, replay prices one timeline)."""
+    pace_pairs: int = 0
+    """The degrees of freedom behind `pace_sigma`: decodes less the windows they decoded."""
 
     def target(self, width: int) -> float:
         """The target's ratio priced at `width`: its class's, else the pooled one. A single-token step slows

@@ -5,6 +5,7 @@ profile documents (as their YAML reads) in and out."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from specbench.core.pricing import DECODE_CLASSES, PRODUCER_CLASSES, SERIAL_CLASSES
@@ -83,8 +84,13 @@ def mean_ratios(cosched: dict, fresh: Sequence[dict]) -> dict:
 def mean_decode(decodes: Sequence[dict]) -> dict:
     """Both lanes' ratios in AS2D decodes (a `cosched.decode` entry) as the mean of several measurements:
     ratios the mean, forwards the sum; a width class or producer ratio some measurement lacks is left out (priced
-    at the pooled ratio, or the cells')."""
-    return mean_ratio(decodes, (*DECODE_CLASSES, "producer", *PRODUCER_CLASSES))
+    at the pooled ratio, or the cells'); the producer's pace scatter pooled over the measurements that have one."""
+    out = mean_ratio(decodes, (*DECODE_CLASSES, "producer", *PRODUCER_CLASSES, "pace"))
+    paces = [d["pace"] for d in decodes if "pace" in d]
+    if paces:  # pooled as variances are: the root of their mean weighted by degrees of freedom
+        pairs = sum(p["pairs"] for p in paces)
+        out["pace"] = {"sigma": math.sqrt(sum(p["pairs"] * p["sigma"] ** 2 for p in paces) / pairs), "pairs": pairs}
+    return out
 
 
 def mean_ratio(decodes: Sequence[dict], parts: Sequence[str]) -> dict:

@@ -179,7 +179,7 @@ def native_lanes(decode: DecodeRecord, index: dict[DecodeKey, DecodeRecord]) -> 
     if decode.producer is None:
         raise SpecbenchError(f"{decode.config} of window '{decode.window_id}': no producer record")
     partner = index[(decode.group, decode.window_id, decode.run, decode.repeat, fidelity.partner_slot(decode.slot))]
-    return decomposition.NativeLanes(decode.ops, decode.producer, partner.ops)
+    return decomposition.NativeLanes(decode.ops, decode.producer, partner.ops, window_id=decode.window_id)
 
 
 def decompose_block(obs: Sequence[ObservationRecord], decodes: Sequence[DecodeRecord],

@@ -644,13 +644,13 @@ def _cosched(doc: dict, where: Where) -> CoSchedule:
 
 def _decode_contention(doc: dict, where: Where) -> DecodeContention | None:
     """`decode: {realised, priced, forwards, single?: {realised, forwards}, verify?: {realised, forwards},
-    producer?: {realised, priced, forwards}, producer_single?: {realised, forwards}, producer_verify?: {...}}`,
-    or None."""
+    producer?: {realised, priced, forwards}, producer_single?: {realised, forwards}, producer_verify?: {...},
+    pace?: {sigma, pairs}}`, or None."""
     entry = need(doc, "decode", dict, where, None)
     if entry is None:
         return None
     d_where = where.at("decode")
-    reject_unknown(entry, {"realised", "priced", "forwards", "below_one", "producer", *DECODE_CLASSES,
+    reject_unknown(entry, {"realised", "priced", "forwards", "below_one", "producer", "pace", *DECODE_CLASSES,
                            *PRODUCER_CLASSES}, d_where)
     ratios = [_decode_ratio(entry, key, d_where) for key in ("realised", "priced")]
     decode = DecodeContention(ratios[0], ratios[1], _decode_forwards(entry, d_where, 1),
@@ -668,7 +668,21 @@ def _decode_contention(doc: dict, where: Where) -> DecodeContention | None:
                            sorted(k for k in entry if k in PRODUCER_CLASSES))
     fields = [field for name in PRODUCER_CLASSES for field in (name, f"{name}_forwards")]  # as _class_ratios lists
     decode = replace(decode, **dict(zip(fields, classes, strict=True)))
+    pace = need(entry, "pace", dict, d_where, None)
+    if pace is not None:
+        s_where = d_where.at("pace")
+        reject_unknown(pace, {"sigma", "pairs"}, s_where)
+        sigma, pairs = need(pace, "sigma", float, s_where), need(pace, "pairs", int, s_where)
+        if not 0 <= sigma <= MAX_PACE_SIGMA:
+            raise s_where.at("sigma").fail(f"a log-scale spread in [0, {MAX_PACE_SIGMA:g}]", sigma)
+        if pairs < 2:
+            raise s_where.at("pairs").fail("a count >= 2 (degrees of freedom)", pairs)
+        decode = replace(decode, pace_sigma=float(sigma), pace_pairs=int(pairs))
     return replace(decode, below_one=_below_one(entry, decode, d_where))
+
+
+MAX_PACE_SIGMA = 1.0
+"""The largest pace scatter a profile may hold: e^±1 from one decode to the next is a broken clock, not a pace."""
 
 
 def _below_one(entry: dict, decode: DecodeContention, where: Where) -> dict[str, float]:
@@ -907,6 +921,8 @@ def _cosched_doc(cosched: CoSchedule) -> dict:
             doc["decode"]["producer"] = {"realised": float(decode.producer), "priced": float(decode.producer_priced),
                                          "forwards": int(decode.producer_forwards)}
             doc["decode"].update(_classes_doc(decode, PRODUCER_CLASSES))
+        if decode.pace_sigma is not None:
+            doc["decode"]["pace"] = {"sigma": float(decode.pace_sigma), "pairs": int(decode.pace_pairs)}
         if decode.below_one:
             doc["decode"]["below_one"] = {k: float(v) for k, v in decode.below_one.items()}
     return doc

@@ -172,7 +172,8 @@ def decode_lanes(results: Sequence[dict]) -> list[NativeLanes]:
     """The AS2D decodes of an overheads job as lanes, each beside every target-only decode of the job (pure)."""
     decodes = [r for r in results if r.get("kind") == "decode"]
     solo = [op for r in decodes if r["method"]["name"] == "target" for op in r["ops"]]
-    return [NativeLanes(r["ops"], r["producer"], solo, r.get("n_prompt_drafter")) for r in decodes if "producer" in r]
+    return [NativeLanes(r["ops"], r["producer"], solo, r.get("n_prompt_drafter"), r.get("window_id"))
+            for r in decodes if "producer" in r]
 
 
 def serial_forwards(results: Sequence[dict]) -> dict[str, list[SerialForward]]:

@@ -3,6 +3,8 @@ paired decodes, the block profile from two refreshes, and block drift, on cases 
 
 from __future__ import annotations
 
+import math
+
 import json
 import re
 from dataclasses import replace
@@ -255,6 +257,10 @@ def test_each_block_prices_the_decode_ratio_pooled_over_its_placements_blocks():
     producer = pooled_decodes([doc(b3), doc(b4)])[0]["drafters"][0]["cosched"]["decode"]["producer"]
     assert producer == {"realised": pytest.approx(2.0), "priced": pytest.approx(3.0), "forwards": 200}
     assert "producer" not in pooled_decodes([doc(b3), doc(b2)])[0]["drafters"][0]["cosched"]["decode"]
+    # the pace scatter pooled as variances are, by degrees of freedom, over the blocks that measured one
+    b5, b6 = b0 | {"pace": {"sigma": 0.1, "pairs": 10}}, b2 | {"pace": {"sigma": 0.2, "pairs": 30}}
+    pace = pooled_decodes([doc(b5), doc(b6), doc(b1)])[0]["drafters"][0]["cosched"]["decode"]["pace"]
+    assert pace == {"sigma": pytest.approx(math.sqrt((10 * 0.01 + 30 * 0.04) / 40)), "pairs": 40}
 
 
 OBSERVATION_KEYS = ["device", "config", "metric", "block", "window_id", "replay", "native_a", "native_b"]

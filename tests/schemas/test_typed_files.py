@@ -137,6 +137,12 @@ BAD = {
                                                            "ratio_low": 0.8, "ratio_high": 0.95}],
                                           "warnings[0].ratio",
                                           "a ratio in (0, 1) and no interval (a decode's ratio below 1)", "0.89"),
+    "a pace scatter above 1": (("drafters", 0, "cosched", "decode"),
+                               {"realised": 1.2, "priced": 1.1, "forwards": 9, "pace": {"sigma": 1.5, "pairs": 10}},
+                               "drafters[0].cosched.decode.pace.sigma", "a log-scale spread in [0, 1]", "1.5"),
+    "a pace scatter of one decode": (("drafters", 0, "cosched", "decode"),
+                                     {"realised": 1.2, "priced": 1.1, "forwards": 9, "pace": {"sigma": 0.1, "pairs": 1}},
+                                     "drafters[0].cosched.decode.pace.pairs", "a count >= 2 (degrees of freedom)", "1"),
     "negative spread": (("target", "costs", "spread", 1), [-1e-4, 1e-4], "target.costs.spread.1[0]",
                         "standard deviations in seconds: finite and >= 0", "-0.0001"),
     "negative overhead": (("overheads", "publish_s"), -1e-6, "overheads.publish_s", "seconds: finite and >= 0",
@@ -170,6 +176,16 @@ def test_a_profile_with_its_decode_contention_round_trips_and_prices_the_target_
     assert cosched.ratios(1, cosched.depths[0])[1] == raw  # the drafter's ratio stays the cells'
     again = profile_from_dict(profiles.profile_to_dict(profile), Path("p.yaml"))
     assert again.drafters[name].cosched.decode == cosched.decode
+
+
+def test_a_pace_scatter_round_trips_beside_the_ratios_it_was_measured_with():
+    doc = _set(_local(), ("drafters", 0, "cosched", "decode"),
+               {"realised": 1.32, "priced": 1.1, "forwards": 40, "pace": {"sigma": 0.14, "pairs": 18}})
+    profile = profile_from_dict(doc, Path("p.yaml"))
+    decode = profile.drafters[doc["drafters"][0]["name"]].cosched.decode
+    assert (decode.pace_sigma, decode.pace_pairs) == (0.14, 18)
+    assert profiles.profile_to_dict(profile)["drafters"][0]["cosched"]["decode"]["pace"] == {"sigma": 0.14,
+                                                                                            "pairs": 18}
 
 
 PRODUCER = {"producer": {"realised": 2.1, "priced": 3.6, "forwards": 140}}

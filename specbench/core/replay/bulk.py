@@ -12,14 +12,16 @@ and the columns of `results.WindowResult`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from specbench.core.methods.configs import As2dConfig, MethodConfig, SdConfig, TargetConfig, row_fields
 from specbench.core.positions import counts, histograms
-from specbench.core.pricing import CostFit
-from specbench.core.replay.lockstep import Simulation, simulate_lockstep
+from specbench.core.pricing import PACE_MIDDLE, PACE_WEIGHTS, CostFit
+from specbench.core.replay.lockstep import LockstepResult, Simulation, simulate_lockstep
+from specbench.core.replay.reference import pace_factors, pace_sigma
 from specbench.core.replay.serial import sd_ops_many, serial_ops
 from specbench.errors import SpecbenchError
 from specbench.schemas.profiles import DeviceProfile
@@ -142,7 +144,7 @@ def replay_as2d(windows: Sequence[Window], traces: Mapping[str, TraceFile], prof
         sims += [Simulation(config, i, trace) for i, trace in enumerate(drafter_traces[config.drafter])]
     if not sims:
         return pd.DataFrame(columns=list(ROW_FIELDS))
-    result = simulate_lockstep(sims, windows, profile, progress)
+    result = _expected_lockstep(sims, windows, profile, progress)
     count = len(sims)
     base = {key: pd.concat([drafter_columns[c.drafter][key] for c in configs], ignore_index=True)
             for key in next(iter(drafter_columns.values()))}
@@ -163,6 +165,59 @@ def replay_as2d(windows: Sequence[Window], traces: Mapping[str, TraceFile], prof
                 reached_at=pd.Series(result.reached_at, dtype=object),
                 accepted_at=pd.Series(result.accepted_at, dtype=object))
     return pd.DataFrame(base, columns=list(ROW_FIELDS))
+
+
+def _expected_lockstep(sims: Sequence[Simulation], windows: Sequence[Window], profile: DeviceProfile,
+                       progress: Progress | None) -> LockstepResult:
+    """`simulate_lockstep` of `sims`, each priced as `reference.expected_as2d` prices it: where the profile
+    measured its drafter's pace scatter, one simulation per pace node with the producer's timeline scaled, their
+    times weighted in node order (`reference.expected_timing`, the same operations), the counts the middle
+    node's, a flag where any node raised it."""
+    nodes: list[Simulation] = []
+    firsts: list[int] = []  # per simulation, its first node's index in `nodes`
+    for sim in sims:
+        firsts.append(len(nodes))
+        sigma = pace_sigma(profile, sim.config, sim.trace)
+        factors = pace_factors(sigma) if sigma > 0 else [1.0]
+        nodes += [replace(sim, producer_scale=float(f)) for f in factors]
+    if len(nodes) == len(sims):
+        return simulate_lockstep(sims, windows, profile, progress)
+    result = simulate_lockstep(nodes, windows, profile, None if progress is None else _per_window(progress, len(sims),
+                                                                                                  len(nodes)))
+    starts = np.array(firsts)
+    spread = np.diff(np.append(starts, len(nodes))) > 1  # the simulations priced over the pace nodes
+    middle = np.where(spread, starts + PACE_MIDDLE, starts)
+    times = {}
+    for name in ("decode_s", "d_s", "v_s", "o_s", "h_s"):
+        values = getattr(result, name)
+        expected = np.zeros(len(sims))
+        for k, weight in enumerate(PACE_WEIGHTS):
+            at = np.where(spread, starts + k, starts)
+            expected = expected + float(weight) * values[at]
+        times[name] = np.where(spread, expected, values[starts])
+    flags = {}
+    for name in ("extrapolated", "depth_extrapolated"):
+        values = getattr(result, name)
+        flags[name] = np.array([values[a:b].any() for a, b in zip(starts, np.append(starts[1:], len(nodes)),
+                                                                    strict=True)])
+    picked = {name: getattr(result, name)[middle] for name in ("target_forwards", "proposed", "accepted",
+                                                               "multi_token_forwards", "drafter_forwards")}
+    return LockstepResult(**times, **picked, **flags, reached_at=[result.reached_at[i] for i in middle],
+                          accepted_at=[result.accepted_at[i] for i in middle])
+
+
+def _per_window(progress: Progress, windows: int, nodes: int) -> Progress:
+    """`progress` told of window replays as their node simulations finish, in proportion."""
+    done = [0, 0]  # node simulations finished, window replays reported
+
+    def report(finished: int) -> None:
+        done[0] += finished
+        whole = done[0] * windows // nodes
+        if whole > done[1]:
+            progress(whole - done[1])
+            done[1] = whole
+
+    return report
 
 
 Task = tuple[str, MethodConfig | int]  # ("serial", its configuration) or ("as2d", a device's index)

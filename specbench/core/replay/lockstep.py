@@ -21,6 +21,7 @@ from specbench.core.replay.reference import (
     ProducerTimeline,
     producer_costs,
     producer_forward_depths,
+    scaled_timeline,
     timeline_from_forward_costs,
 )
 from specbench.errors import MissingCostError, SpecbenchError
@@ -50,6 +51,8 @@ class Simulation:
     config: As2dConfig
     window_index: int
     trace: WindowTrace
+    producer_scale: float = 1.0
+    """The producer's priced timeline scaled by this (`reference.scaled_timeline`): one node of the pace scatter."""
 
 
 @dataclass
@@ -156,7 +159,9 @@ class _Study:
         # One producer timeline per (drafter, batch, window), from its first simulation (in order).
         pairs = list(dict.fromkeys((config_drafter[i], c.batch) for i, c in enumerate(self.configs)))
         config_pair = np.array([pairs.index((config_drafter[i], c.batch)) for i, c in enumerate(self.configs)])
-        codes = config_pair[self.config_row] * (int(self.window_index.max()) + 1) + self.window_index
+        scales, scale_row = np.unique(np.array([s.producer_scale for s in sims]), return_inverse=True)
+        codes = ((config_pair[self.config_row] * len(scales) + scale_row) * (int(self.window_index.max()) + 1)
+                 + self.window_index)
         _, firsts, self.timeline_row = np.unique(codes, return_index=True, return_inverse=True)
         timeline_of_row: dict[int, ProducerTimeline] = {}
         for row in np.argsort(firsts, kind="stable"):
@@ -168,8 +173,9 @@ class _Study:
             if np.isnan(forward_s).any():
                 profile.drafter(config.drafter).costs.require(1)
             costs = producers[int(sim_drafter[i]), bool(sim_lookup[i])]
-            timeline_of_row[int(row)] = timeline_from_forward_costs(producer, forward_s, config.batch, costs.publish_s,
-                                                                    costs.step_s)
+            timeline_of_row[int(row)] = scaled_timeline(
+                timeline_from_forward_costs(producer, forward_s, config.batch, costs.publish_s, costs.step_s),
+                sims[i].producer_scale)
         # argsort is a permutation of the rows, so every row has its timeline
         timelines = [timeline_of_row[row] for row in range(len(firsts))]
         self.timelines = timelines

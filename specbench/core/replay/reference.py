@@ -13,7 +13,7 @@ the same numbers for whole studies at once, and tests check them equal to the la
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,7 @@ from specbench.core.methods.sd import decode_sd, drafter_kv
 from specbench.core.methods.specasr import decode_specasr
 from specbench.core.methods.target import decode_target
 from specbench.core.positions import position_counts
-from specbench.core.pricing import CoSchedule, CostTable
+from specbench.core.pricing import PACE_MIDDLE, PACE_NODES, PACE_WEIGHTS, CoSchedule, CostTable
 from specbench.errors import SpecbenchError
 from specbench.schemas.profiles import DeviceProfile, DrafterProfile
 from specbench.schemas.results import WindowResult
@@ -287,6 +287,54 @@ def priced_lane(trace: WindowTrace, profile: DeviceProfile, config: As2dConfig) 
     return ProducerLane(timeline, producer.startup_s, producer.cosched)
 
 
+def pace_sigma(profile: DeviceProfile, config: As2dConfig, trace: WindowTrace) -> float:
+    """The producer's pace scatter the profile measured for the configuration's drafter (0: none measured; the
+    lookup drafter's producer has no timeline to scatter)."""
+    if trace.drafts is not None and trace.drafts.lookup is not None:
+        return 0.0
+    cosched = profile.drafter(config.drafter).cosched if config.drafter in profile.drafters else None
+    decode = None if cosched is None else cosched.decode
+    return 0.0 if decode is None or decode.pace_sigma is None else decode.pace_sigma
+
+
+def scaled_timeline(timeline: ProducerTimeline, factor: float) -> ProducerTimeline:
+    """The producer's timeline with all its work (forwards, host work, publishing) `factor` times as long."""
+    return replace(timeline, cum=timeline.cum * factor, publish_work=timeline.publish_work * factor)
+
+
+def pace_factors(sigma: float) -> np.ndarray:
+    """The producer's timeline scale at each of the pace nodes (PACE_NODES): exp(sigma z)."""
+    return np.exp(sigma * PACE_NODES)
+
+
+def expected_timing(timings: Sequence[Timing]) -> Timing:
+    """One timing per pace node, in node order, as one: the decode's times (T, D, V, O, H) weighted by
+    PACE_WEIGHTS, summed node after node (the lockstep sums in the same order); the drafter forwards the
+    middle node's (the timeline as priced); a flag where any node raised it."""
+    times = [0.0] * 5
+    for weight, timing in zip(PACE_WEIGHTS, timings, strict=True):
+        for i, value in enumerate((timing.decode_s, timing.d_s, timing.v_s, timing.o_s, timing.h_s)):
+            times[i] += float(weight) * value
+    decode_s, d_s, v_s, o_s, h_s = times
+    return Timing(decode_s, d_s, v_s, o_s, h_s, timings[PACE_MIDDLE].drafter_forwards,
+                  any(t.extrapolated for t in timings), any(t.depth_extrapolated for t in timings))
+
+
+def expected_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: As2dConfig,
+                  lane: ProducerLane | None = None) -> tuple[Timing, dict]:
+    """AS2D's replay of a window priced at the mean over the producer's pace scatter (docs/METHODS.md §5.2 The
+    two-lane AS2D simulation, "The pace scatter"): `simulate_as2d` with the producer's timeline (`lane`, default
+    as the profile prices it) scaled by each of `pace_factors`, the times weighted (`expected_timing`), the target
+    lane's counts the middle node's. Without a measured scatter, the one timeline."""
+    sigma = pace_sigma(profile, config, trace)
+    if sigma == 0.0:
+        return simulate_as2d(trace, cap, profile, config, lane=lane)
+    lane = lane or priced_lane(trace, profile, config)
+    runs = [simulate_as2d(trace, cap, profile, config, lane=replace(lane, timeline=scaled_timeline(lane.timeline, f)))
+            for f in pace_factors(sigma)]
+    return expected_timing([timing for timing, _ in runs]), runs[PACE_MIDDLE][1]
+
+
 def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: As2dConfig,
                   oracle: TargetOracle | None = None, lane: ProducerLane | None = None) -> tuple[Timing, dict]:
     """Two lanes in time. Returns the timing and the target-lane counts. `oracle` as in
@@ -343,7 +391,7 @@ def serial_counts(decoded: Decoded) -> dict:
 def replay_window(window: Window, trace: WindowTrace, profile: DeviceProfile, config: MethodConfig) -> WindowResult:
     """Replay one window with one method configuration on one device profile."""
     if isinstance(config, As2dConfig):
-        timing, counts = simulate_as2d(trace, window.cap, profile, config)
+        timing, counts = expected_as2d(trace, window.cap, profile, config)
         lossless = True  # the oracle commits only y, token by token
     else:
         decoded = decode_serial(config, trace, window.cap, getattr(config, "drafter", None) or "drafter")
