@@ -8,6 +8,7 @@ variants). The tables are what a profile file holds (schemas/profiles.py reads a
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -264,12 +265,16 @@ verifications (width 2 and more)."""
 PRODUCER_CLASSES = ("producer_single", "producer_verify")
 """The producer's ratio in AS2D decodes by the target forward it ran beside: a single-token step (width 1) or a
 verification (width 2 and more); named apart from the target's classes in a profile's `cosched.decode`."""
-PACE_NODES, PACE_WEIGHTS = np.polynomial.hermite_e.hermegauss(7)
-"""AS2D's replay under the producer's pace scatter σ (`DecodeContention.pace_sigma`): the producer's timeline
-scaled by exp(σ z) at these nodes z of a standard normal, its decode times weighted by PACE_WEIGHTS (Gauss-Hermite,
-summing to 1). The middle node is z = 0, the timeline as priced."""
-PACE_WEIGHTS = PACE_WEIGHTS / PACE_WEIGHTS.sum()
-PACE_MIDDLE = len(PACE_NODES) // 2
+PACE_NODE_COUNT = 15
+"""Nodes of the pace scatter's mean (`DecodeContention.pace_sigma`)."""
+PACE_NODES = np.array([statistics.NormalDist().inv_cdf((k + 0.5) / PACE_NODE_COUNT) for k in range(PACE_NODE_COUNT)])
+"""AS2D's replay under the producer's pace scatter σ: the producer's timeline scaled by exp(σ z) at these z, the
+midpoints (in probability) of PACE_NODE_COUNT equally likely slices of a standard normal, each weighted 1/count. A
+window's time is a step function of the producer's pace (a batch lands before or after a forward boundary), which a
+Gauss-Hermite rule, exact for polynomials, weighs in coarse lumps (its 7 nodes put 0.24 on each of z = ±1.15); equal
+slices move by 1/count as an edge crosses a node. The middle node is z = 0, the timeline as priced."""
+PACE_WEIGHTS = np.full(PACE_NODE_COUNT, 1.0 / PACE_NODE_COUNT)
+PACE_MIDDLE = PACE_NODE_COUNT // 2
 PACE_NODES[PACE_MIDDLE] = 0.0  # exactly: the middle node is the timeline as priced, bit for bit
 PRODUCER_FIELDS = ("producer", "producer_priced", "producer_forwards", "producer_single", "producer_single_forwards",
                    "producer_verify", "producer_verify_forwards", "pace_sigma", "pace_pairs")

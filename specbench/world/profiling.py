@@ -422,6 +422,10 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         decodes = "those AS2D decodes" if plan.overheads else f"AS2D decodes ({first.note})"
         overheads_note += (f"; the target's co-scheduling ratio priced as {decodes} realised it, single-token "
                            f"steps and verifications each at their own where they had {CLASS_FORWARDS} forwards")
+        if any(p.cosched is not None and p.cosched.decode is not None and p.cosched.decode.pace_sigma is not None
+               for p in profiled.values()):
+            overheads_note += ("; AS2D priced at the mean over the producer's pace scatter against the target's "
+                               "between a window's two AS2D decodes")
     after = device.snapshot()
     environment = environment.finish(now(), loaded_models(device, [("target", target)]
                                                           + [("drafter", d) for d in drafters]), state(after))

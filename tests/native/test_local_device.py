@@ -180,6 +180,9 @@ def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     assert cosched.ratios(2, 0)[0] == cosched.ratios(9, 32)[0] == cosched.decode.target(9)
     assert cosched.decode.target(1) == (cosched.decode.single or cosched.decode.realised)
     assert "the target's co-scheduling ratio priced as those AS2D decodes realised it" in profile.notes
+    # and the producer's pace against the target's from one decode of a window to the next: 3 windows, each twice
+    assert cosched.decode.pace_pairs == 3 and 0 <= cosched.decode.pace_sigma < 1
+    assert "AS2D priced at the mean over the producer's pace scatter" in profile.notes
 
 
 def test_trace_appends_per_window_and_resumes(device, models, tmp_path):

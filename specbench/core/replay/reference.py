@@ -292,7 +292,7 @@ def pace_sigma(profile: DeviceProfile, config: As2dConfig, trace: WindowTrace) -
     lookup drafter's producer has no timeline to scatter)."""
     if trace.drafts is not None and trace.drafts.lookup is not None:
         return 0.0
-    cosched = profile.drafter(config.drafter).cosched if config.drafter in profile.drafters else None
+    cosched = profile.drafter(config.drafter).cosched
     decode = None if cosched is None else cosched.decode
     return 0.0 if decode is None or decode.pace_sigma is None else decode.pace_sigma
 
