@@ -14,7 +14,9 @@ ratios stay as priced. With `--own-pace`, also at the scatter the validation's o
 and configuration (`own_pace`: a profile measuring it in the same decodes would price that): how a validation run
 before profiles measured the scatter would have read.
 
-    python bench/jitter_replay.py DIR/validation [--sigmas 0.05,0.1,0.15] [--own-pace]
+`--nodes` prices the mean by another rule than replay's (how much the rule matters).
+
+    python bench/jitter_replay.py DIR/validation [--sigmas 0.05,0.1,0.15] [--own-pace] [--nodes slices:31]
 """
 
 from __future__ import annotations
@@ -23,8 +25,11 @@ import argparse
 import dataclasses
 import math
 import os
+import statistics
 import sys
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -32,8 +37,7 @@ from bench.contention_by_width import fidelity_text, kept_records, validation_in
 from specbench.app.validate import block_profiles
 from specbench.core.decomposition import NativeLanes, pace_scatter
 from specbench.core.methods.configs import As2dConfig
-from specbench.core.pricing import PACE_NODES as NODES
-from specbench.core.pricing import PACE_WEIGHTS as WEIGHTS
+from specbench.core.pricing import PACE_NODES, PACE_WEIGHTS
 from specbench.core.replay.bulk import trace_for
 from specbench.core.replay.reference import expected_as2d, priced_lane, scaled_timeline, simulate_as2d
 from specbench.core.validation_stats import summarize
@@ -47,6 +51,18 @@ def scaled_decode_s(trace: WindowTrace, cap: int, profile: DeviceProfile, config
     lane = priced_lane(trace, profile, config)
     timeline = scaled_timeline(lane.timeline, factor)
     return simulate_as2d(trace, cap, profile, config, lane=dataclasses.replace(lane, timeline=timeline))[0].decode_s
+
+
+def rule(spec: str) -> tuple[np.ndarray, np.ndarray]:
+    """(nodes, weights) of `--nodes`: 'slices:N' or 'hermite:N'."""
+    kind, _, count = spec.partition(":")
+    n = int(count)
+    if kind == "slices":
+        return (np.array([statistics.NormalDist().inv_cdf((k + 0.5) / n) for k in range(n)]), np.full(n, 1.0 / n))
+    if kind == "hermite":
+        z, w = np.polynomial.hermite_e.hermegauss(n)
+        return z, w / w.sum()
+    raise SystemExit(f"--nodes: expected slices:N or hermite:N, got {spec!r}")
 
 
 def key(o: ObservationRecord) -> tuple[str, int, str, str]:
@@ -78,9 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("validation", type=Path)
     parser.add_argument("--sigmas", default="0.05,0.1,0.15", help="log-scale scatters of the producer's speed")
+    parser.add_argument("--nodes", default=None, help="the mean's rule instead of replay's: slices:N (N equally "
+                        "likely slices of a standard normal) or hermite:N (an N-node Gauss-Hermite rule)")
     parser.add_argument("--own-pace", action="store_true",
                         help="also the scatter the validation's own decodes measured (`own_pace`), printed with it")
     args = parser.parse_args(argv)
+    nodes = (PACE_NODES, PACE_WEIGHTS) if args.nodes is None else rule(args.nodes)
     sigmas = [0.0, *(float(s) for s in args.sigmas.split(","))]
     inputs = validation_inputs(args.validation)
     traces, bounds = inputs.traces, inputs.bounds
@@ -104,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             config, profile = as2d[o.config], profiles[(o.device, o.block)]
             trace = trace_for(traces, config, o.window_id)[1]
             mean = sum(float(w) * scaled_decode_s(trace, caps[o.window_id], profile, config, math.exp(sigma_of(o) * z))
-                       for z, w in zip(NODES, WEIGHTS, strict=True))
+                       for z, w in zip(*nodes, strict=True))
             out.append(dataclasses.replace(o, replay=o.replay * priced[key(o)] / mean))
         return out
 
