@@ -25,7 +25,6 @@ import argparse
 import dataclasses
 import math
 import os
-import statistics
 import sys
 from pathlib import Path
 
@@ -37,7 +36,7 @@ from bench.contention_by_width import fidelity_text, kept_records, validation_in
 from specbench.app.validate import block_profiles
 from specbench.core.decomposition import NativeLanes, pace_scatter
 from specbench.core.methods.configs import As2dConfig
-from specbench.core.pricing import PACE_NODES, PACE_WEIGHTS
+from specbench.core.pricing import PACE_NODES, PACE_WEIGHTS, pace_slices
 from specbench.core.replay.bulk import trace_for
 from specbench.core.replay.reference import expected_as2d, priced_lane, scaled_timeline, simulate_as2d
 from specbench.core.validation_stats import summarize
@@ -58,7 +57,7 @@ def rule(spec: str) -> tuple[np.ndarray, np.ndarray]:
     kind, _, count = spec.partition(":")
     n = int(count)
     if kind == "slices":
-        return (np.array([statistics.NormalDist().inv_cdf((k + 0.5) / n) for k in range(n)]), np.full(n, 1.0 / n))
+        return pace_slices(n)
     if kind == "hermite":
         z, w = np.polynomial.hermite_e.hermegauss(n)
         return z, w / w.sum()

@@ -229,7 +229,7 @@ def producer_contention(runs: Sequence[NativeLanes], drafter_costs: CostTable,
 
 def relative_pace(run: NativeLanes, costs: CostTable, drafter_costs: CostTable) -> float | None:
     """ln(the producer's forwards' time over their price) less ln(the target's forwards' time over theirs) in one
-    native AS2D decode: how much faster the target ran against the producer than priced (None: no forward in a lane,
+    native AS2D decode: how much slower the producer ran against the target than priced (None: no forward in a lane,
     or no drafter prompt recorded)."""
     targets = list(_target_forwards(run))
     steps = list(zip(run.producer.get("step_start_us", []), run.producer.get("step_us", []), strict=True))

@@ -265,15 +265,23 @@ verifications (width 2 and more)."""
 PRODUCER_CLASSES = ("producer_single", "producer_verify")
 """The producer's ratio in AS2D decodes by the target forward it ran beside: a single-token step (width 1) or a
 verification (width 2 and more); named apart from the target's classes in a profile's `cosched.decode`."""
+
+
+def pace_slices(count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(nodes, weights): the midpoints (in probability) of `count` equally likely slices of a standard normal, each
+    weighted 1/count."""
+    nodes = np.array([statistics.NormalDist().inv_cdf((k + 0.5) / count) for k in range(count)])
+    return nodes, np.full(count, 1.0 / count)
+
+
 PACE_NODE_COUNT = 15
 """Nodes of the pace scatter's mean (`DecodeContention.pace_sigma`)."""
-PACE_NODES = np.array([statistics.NormalDist().inv_cdf((k + 0.5) / PACE_NODE_COUNT) for k in range(PACE_NODE_COUNT)])
+PACE_NODES, PACE_WEIGHTS = pace_slices(PACE_NODE_COUNT)
 """AS2D's replay under the producer's pace scatter σ: the producer's timeline scaled by exp(σ z) at these z, the
 midpoints (in probability) of PACE_NODE_COUNT equally likely slices of a standard normal, each weighted 1/count. A
 window's time is a step function of the producer's pace (a batch lands before or after a forward boundary), which a
 Gauss-Hermite rule, exact for polynomials, weighs in coarse lumps (its 7 nodes put 0.24 on each of z = ±1.15); equal
 slices move by 1/count as an edge crosses a node. The middle node is z = 0, the timeline as priced."""
-PACE_WEIGHTS = np.full(PACE_NODE_COUNT, 1.0 / PACE_NODE_COUNT)
 PACE_MIDDLE = PACE_NODE_COUNT // 2
 PACE_NODES[PACE_MIDDLE] = 0.0  # exactly: the middle node is the timeline as priced, bit for bit
 PRODUCER_FIELDS = ("producer", "producer_priced", "producer_forwards", "producer_single", "producer_single_forwards",
