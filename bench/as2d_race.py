@@ -23,10 +23,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.as2d_windows import target_forwards
 from bench.contention_by_width import kept, validation_inputs
 from specbench.app.validate import block_profiles
-from specbench.core.methods.as2d import As2dVerifier
-from specbench.core.methods.base import TargetOracle
 from specbench.core.methods.configs import As2dConfig
-from specbench.core.replay.reference import _Lanes, priced_lane, producer_stream
+from specbench.core.replay.reference import LaneForward, simulate_as2d
 from specbench.schemas.profiles import DeviceProfile
 from specbench.schemas.traces import WindowTrace
 from specbench.schemas.validation import BlockRecord, DecodeRecord, load_records
@@ -35,22 +33,10 @@ from specbench.schemas.validation import BlockRecord, DecodeRecord, load_records
 def replay_forwards(trace: WindowTrace, cap: int, profile: DeviceProfile,
                     config: As2dConfig) -> list[tuple[float, int, int, int, float]]:
     """(start ms, published, width, accepted, length ms) of each target forward of AS2D's two-lane simulation with
-    the producer as priced: `reference.simulate_as2d`'s loop, step by step."""
-    stream, lane = producer_stream(trace), priced_lane(trace, profile, config)
-    lanes, oracle, verifier = _Lanes(lane.timeline, lane.startup_s), TargetOracle(trace.y), As2dVerifier(config, cap)
-    align_s, out = profile.overheads_of(config.drafter).align_s, []
-    while not oracle.done:
-        start, published = lanes.time, lanes.published()
-        plan = verifier.plan(oracle.committed, oracle.last(), stream.tokens, stream.conf, published)
-        if plan.searched and align_s > 0:
-            lanes.run(align_s, 1.0, 1.0, forward=False)
-        width, depth = len(plan.candidates) + 1, trace.n_prompt + oracle.committed - 1
-        rho_t, rho_d, _ = lane.cosched.ratios(width, depth)
-        lanes.run(profile.target_costs.price(width, depth), rho_t, rho_d, forward=True)
-        accepted, committed = oracle.verify(plan.candidates)
-        verifier.observe(plan, accepted, committed)
-        out.append((1e3 * start, published, width, accepted, 1e3 * (lanes.time - start)))
-    return out
+    the producer as priced (`reference.simulate_as2d`'s log)."""
+    log: list[LaneForward] = []
+    simulate_as2d(trace, cap, profile, config, log=log)
+    return [(1e3 * f.start_s, f.published, f.width, f.accepted, 1e3 * f.seconds) for f in log]
 
 
 def row_text(rows: list, i: int) -> str:

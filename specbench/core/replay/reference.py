@@ -335,10 +335,26 @@ def expected_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
     return expected_timing([timing for timing, _ in runs]), runs[PACE_MIDDLE][1]
 
 
+@dataclass(frozen=True)
+class LaneForward:
+    """One target forward of the two-lane simulation, as `simulate_as2d` logs it."""
+
+    start_s: float
+    """Its plan's time on the decode clock (before any alignment search)."""
+    published: int
+    """The producer's tokens visible when it was planned."""
+    width: int
+    accepted: int
+    seconds: float
+    """From its plan to its end: the alignment search, if any, and the forward."""
+
+
 def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: As2dConfig,
-                  oracle: TargetOracle | None = None, lane: ProducerLane | None = None) -> tuple[Timing, dict]:
+                  oracle: TargetOracle | None = None, lane: ProducerLane | None = None,
+                  log: list[LaneForward] | None = None) -> tuple[Timing, dict]:
     """Two lanes in time. Returns the timing and the target-lane counts. `oracle` as in
-    `decode_serial`; `lane`: the producer (default: as the profile prices it, `priced_lane`)."""
+    `decode_serial`; `lane`: the producer (default: as the profile prices it, `priced_lane`); `log`: where given,
+    each target forward is appended to it."""
     stream = producer_stream(trace)
     drafter = profile.drafter(config.drafter)
     lane = lane or priced_lane(trace, profile, config)
@@ -351,8 +367,8 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
     verified: list[tuple[int, int]] = []
     extrapolated = depth_extrapolated = False
     while not oracle.done:
-        t = oracle.committed
-        plan = verifier.plan(t, oracle.last(), stream.tokens, stream.conf, lanes.published())
+        t, start_s, published = oracle.committed, lanes.time, lanes.published()
+        plan = verifier.plan(t, oracle.last(), stream.tokens, stream.conf, published)
         if plan.searched and overheads.align_s > 0:
             lanes.run(overheads.align_s, 1.0, 1.0, forward=False)
         width, depth = len(plan.candidates) + 1, trace.n_prompt + t - 1
@@ -362,6 +378,8 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
         lanes.run(profile.target_costs.price(width, depth), rho_t, rho_d, forward=True)
         accepted, committed = oracle.verify(plan.candidates)
         verifier.observe(plan, accepted, committed)
+        if log is not None:
+            log.append(LaneForward(start_s, published, width, accepted, lanes.time - start_s))
         counts["target_forwards"] += 1
         counts["proposed"] += len(plan.candidates)
         counts["accepted"] += accepted
