@@ -39,6 +39,7 @@ from specbench.core.methods.configs import As2dConfig
 from specbench.core.pricing import PACE_NODES, PACE_WEIGHTS, pace_slices
 from specbench.core.replay.bulk import trace_for
 from specbench.core.replay.reference import expected_as2d, priced_lane, scaled_timeline, simulate_as2d
+from specbench.core.stats import pooled_sd
 from specbench.core.validation_stats import summarize
 from specbench.schemas.profiles import DeviceProfile
 from specbench.schemas.traces import WindowTrace
@@ -73,7 +74,7 @@ def own_pace(validation: Path, inputs, profiles: dict, as2d: dict[str, As2dConfi
     decodes (`decomposition.pace_scatter` per block, each decode's window within its block, pooled over the blocks
     as variances): what a profile measuring it in the same decodes would have priced."""
     _, _, decodes = kept_records(__doc__, [str(validation)])
-    pooled: dict[tuple[str, str], list[float]] = {}
+    measured: dict[tuple[str, str], list[tuple[float, int]]] = {}
     for (device, config, block) in sorted({(d.device, d.config, d.block) for d in decodes if d.config in as2d}):
         drafter = str(as2d[config].drafter)
         runs = [NativeLanes(d.ops, d.producer, [], trace_for(inputs.traces, as2d[config], d.window_id)[1]
@@ -81,12 +82,10 @@ def own_pace(validation: Path, inputs, profiles: dict, as2d: dict[str, As2dConfi
                 for d in decodes if (d.device, d.config, d.block) == (device, config, block)
                 and d.lossless and d.producer is not None]
         profile = profiles[(device, block)]
-        measured = pace_scatter(runs, profile.target_costs, profile.drafter(drafter).costs)
-        if measured is not None:
-            sums = pooled.setdefault((device, config), [0.0, 0.0])
-            sums[0] += measured[1] * measured[0] ** 2
-            sums[1] += measured[1]
-    return {key: math.sqrt(squares / freedom) for key, (squares, freedom) in pooled.items()}
+        scatter = pace_scatter(runs, profile.target_costs, profile.drafter(drafter).costs)
+        if scatter is not None:
+            measured.setdefault((device, config), []).append(scatter)
+    return {key: pooled_sd(parts)[0] for key, parts in measured.items()}
 
 
 def main(argv: list[str] | None = None) -> int:

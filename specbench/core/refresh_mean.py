@@ -5,10 +5,10 @@ profile documents (as their YAML reads) in and out."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from specbench.core.pricing import DECODE_CLASSES, PRODUCER_CLASSES, SERIAL_CLASSES
+from specbench.core.stats import pooled_sd
 from specbench.errors import SpecbenchError
 
 
@@ -87,9 +87,9 @@ def mean_decode(decodes: Sequence[dict]) -> dict:
     at the pooled ratio, or the cells'); the producer's pace scatter pooled over the measurements that have one."""
     out = mean_ratio(decodes, (*DECODE_CLASSES, "producer", *PRODUCER_CLASSES, "pace"))
     paces = [d["pace"] for d in decodes if "pace" in d]
-    if paces:  # pooled as variances are: the root of their mean weighted by degrees of freedom
-        pairs = sum(p["pairs"] for p in paces)
-        out["pace"] = {"sigma": math.sqrt(sum(p["pairs"] * p["sigma"] ** 2 for p in paces) / pairs), "pairs": pairs}
+    if paces:  # pooled as variances are
+        sigma, pairs = pooled_sd((p["sigma"], p["pairs"]) for p in paces)
+        out["pace"] = {"sigma": sigma, "pairs": pairs}
     return out
 
 

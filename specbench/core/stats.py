@@ -12,8 +12,9 @@ interval every time it is built.
 
 from __future__ import annotations
 
+import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +39,16 @@ def describe(level: float = LEVEL, resamples: int = RESAMPLES, method: str = MET
     """The line a table prints under its intervals."""
     return (f"intervals: {level:.0%} paired bootstrap over windows ({method}, {resamples} resamples, "
             f"scipy.stats.bootstrap, seed {SEED})")
+
+
+def pooled_sd(parts: Iterable[tuple[float, int]]) -> tuple[float, int]:
+    """(standard deviation, degrees of freedom) of several measurements of one spread, each (sd, its degrees of
+    freedom), pooled as variances: the root of their mean weighted by degrees of freedom."""
+    squares = freedom = 0
+    for sd, dof in parts:
+        squares += dof * sd ** 2
+        freedom += dof
+    return math.sqrt(squares / freedom), freedom
 
 
 def pooled_ratio(tokens_a, seconds_a, tokens_b, seconds_b, axis: int = -1):

@@ -290,10 +290,7 @@ def priced_lane(trace: WindowTrace, profile: DeviceProfile, config: As2dConfig) 
 def pace_sigma(profile: DeviceProfile, config: As2dConfig, trace: WindowTrace) -> float:
     """The producer's pace scatter the profile measured for the configuration's drafter (0: none measured; the
     lookup drafter's producer has no timeline to scatter)."""
-    if trace.drafts is not None and trace.drafts.lookup is not None:
-        return 0.0
-    cosched = profile.drafter(config.drafter).cosched
-    decode = None if cosched is None else cosched.decode
+    decode = producer_costs(profile, config, trace).cosched.decode
     return 0.0 if decode is None or decode.pace_sigma is None else decode.pace_sigma
 
 
