@@ -44,7 +44,7 @@ def describe(level: float = LEVEL, resamples: int = RESAMPLES, method: str = MET
 def pooled_sd(parts: Iterable[tuple[float, int]]) -> tuple[float, int]:
     """(standard deviation, degrees of freedom) of several measurements of one spread, each (sd, its degrees of
     freedom), pooled as variances: the root of their mean weighted by degrees of freedom."""
-    squares = freedom = 0
+    squares, freedom = 0.0, 0
     for sd, dof in parts:
         squares += dof * sd ** 2
         freedom += dof
