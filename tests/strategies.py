@@ -9,7 +9,7 @@ from bench.synthetic_study import EOS, _Drafter, _TableDrafts
 from specbench.core.methods.base import TargetOracle
 from specbench.core.methods.configs import As2dConfig, SdConfig, SpecAsrConfig, TargetConfig
 from specbench.core.methods.specasr import decode_specasr
-from specbench.core.pricing import CoSchedule, CostTable, DecodeContention, DecodeRatio, HostWork
+from specbench.core.pricing import AfterProducer, CoSchedule, CostTable, DecodeContention, DecodeRatio, HostWork
 from specbench.schemas.profiles import DeviceInfo, DeviceProfile, DrafterProfile, ModelId, Overheads
 from specbench.schemas.traces import ProducerStream, WindowTrace
 
@@ -87,8 +87,13 @@ def profiles(draw):
     ratio = st.lists(st.floats(1.0, 3.0), min_size=2, max_size=2).map(np.array)
     # the ratios AS2D decodes met, where measured, price both lanes (and the producer's host work) in their stead
     met = st.floats(1.0, 3.0)
+    # the target alone after the producer: some widths with enough forwards for their own ratio, some without
+    after = st.one_of(st.none(), st.dictionaries(
+        st.integers(1, MAX_WIDTH), st.tuples(st.floats(0.5, 2.0), st.just(1.0), st.sampled_from([1, 8, 30])),
+        min_size=1).map(AfterProducer))
     decode = draw(st.one_of(st.none(), st.builds(DecodeContention, met, met, st.just(40), producer=st.one_of(
-        st.none(), met), pace_sigma=st.one_of(st.none(), st.sampled_from([0.05, 0.3])), pace_pairs=st.just(10))))
+        st.none(), met), pace_sigma=st.one_of(st.none(), st.sampled_from([0.05, 0.3])), pace_pairs=st.just(10),
+        after=after)))
     cosched = CoSchedule(np.array([0.0, 64.0]), {w: draw(ratio) for w in measured}, {w: draw(ratio) for w in measured},
                          decode=decode)
     overheads = Overheads(producer_startup_s=draw(st.sampled_from([0.0, 0.05, 1.0, 1e6])),

@@ -7,15 +7,15 @@ native decode keeps both lanes on its decode clock: each target forward's start 
 `us`, the producer's start, forwards and publications. The window is replayed again through the
 same two-lane simulation with inputs taken from the native runs, one kind at a time, cumulatively:
 
-* **contention**: the target's co-scheduling ratio as the block's native runs of the configuration
-  realised it, pooled, instead of the profile's: the estimator a profile's overheads decodes use
-  (`decode_contention`: the target forwards that ran wholly beside the producer, their time over their
-  solo work, the profile's price times `k`, the run's native solo speed against the profile from the
-  target-only decode beside it; single-token steps and verifications each at their own where they had
-  enough forwards). Pooled over the block, not per run: one run's `k` scatters as much as the contention
-  does (0.85-1.31 x the profile's price over one validation's windows on this project's host), and a
-  forward only partly beside the producer can make one run's per-width ratio anything, so a per-run
-  substitution charges the run's own noise to the contention model;
+* **contention**: the target's ratios as the block's native runs of the configuration realised them, pooled,
+  instead of the profile's (beside the producer, and alone after its span, `after_producer`): the estimator a
+  profile's overheads decodes use (`decode_contention`: the target forwards that ran wholly beside the
+  producer, their time over their solo work, the profile's price times `k`, the run's native solo speed
+  against the profile from the target-only decode beside it; single-token steps and verifications each at
+  their own where they had enough forwards). Pooled over the block, not per run: one run's `k` scatters as
+  much as the contention does (0.85-1.31 x the profile's price over one validation's windows on this
+  project's host), and a forward only partly beside the producer can make one run's per-width ratio
+  anything, so a per-run substitution charges the run's own noise to the contention model;
 * **publication**: besides, the producer as the native run realised it: a timeline on the native
   decode clock (each batch visible at its native publication time, the producer busy from its
   thread's start to its last forward or publication), with the producer's ratio 1 (its clock is
@@ -46,6 +46,7 @@ from specbench.core.pricing import (
     DECODE_CLASSES,
     PRODUCER_CLASSES,
     PRODUCER_FIELDS,
+    AfterProducer,
     CoSchedule,
     CostTable,
     DecodeContention,
@@ -151,6 +152,33 @@ def _beside_producer(native: NativeLanes) -> Iterator[tuple[int, float, float, f
         overlap = min(t0 + us, end) - max(t0, start)
         if overlap > 0:
             yield width, depth, us, overlap
+
+
+def after_producer(runs: Sequence[NativeLanes], costs: CostTable) -> AfterProducer | None:
+    """The target's forwards that began after the producer's span in native AS2D decodes (`AfterProducer`), by width:
+    each forward's time and the host work after it (to the next target forward's plan, its alignment search left to
+    `align_s`; the last forward's alone) against its solo work, the price (the forward and, but for the last, its host
+    work) times the target-only decode's speed beside it (`solo_factor`). None when no forward ran after a span."""
+    sums: dict[int, list[float]] = {}
+    for run in runs:
+        k = solo_factor(run.solo_ops, costs)
+        _, end = producer_span_us(run.producer)
+        targets = [op for op in run.ops if op["model"] == "target"]
+        for op, following in zip(targets, [*targets[1:], None], strict=True):
+            t0 = float(_field(op, "t_us", "a target op"))
+            if t0 < end:
+                continue
+            width, us = int(op["width"]), float(op["us"])
+            solo = costs.cost(width, float(op["depth"]))
+            if following is not None:
+                search = float(following.get("plan_us", 0.0)) if following.get("searched") else 0.0
+                us = max(float(_field(following, "t_us", "a target op")) - search - t0, us)
+                solo += costs.host(width)
+            acc = sums.setdefault(width, [0.0, 0.0, 0])
+            acc[0] += us / 1e6
+            acc[1] += k * solo
+            acc[2] += 1
+    return AfterProducer({w: (v[0], v[1], int(v[2])) for w, v in sorted(sums.items())}) if sums else None
 
 
 def block_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: CoSchedule) -> BlockContention:
@@ -276,7 +304,8 @@ def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: Co
     device can drive towards a zero denominator. None when no forward ran wholly beside the producer, or
     when the ratio is no slowdown a profile may hold; a ratio below 1 is priced as 1 and kept in
     `below_one` (a lane runs no faster beside the other). With `drafter_costs`, the producer's ratio
-    beside it (`producer_contention`), the same way, and the producer's pace scatter (`pace_scatter`)."""
+    beside it (`producer_contention`), the same way, and the producer's pace scatter (`pace_scatter`). Always, the
+    target's ratio alone after the producer's span (`after_producer`)."""
     sums = {True: [0.0, 0.0, 0], False: [0.0, 0.0, 0]}  # single-token? -> [time, solo work, forwards]
     priced = 0.0
     for run in runs:
@@ -309,6 +338,7 @@ def decode_contention(runs: Sequence[NativeLanes], costs: CostTable, cosched: Co
     pace = None if drafter_costs is None else pace_scatter(runs, costs, drafter_costs)
     if pace is not None:
         decode = replace(decode, pace_sigma=pace[0], pace_pairs=pace[1])
+    decode = replace(decode, after=after_producer(runs, costs))
     met = None if drafter_costs is None else producer_contention(runs, drafter_costs, cosched)
     if met is not None:  # floored before below_one is handed over
         producer = floored("producer", met.realised)

@@ -290,6 +290,35 @@ PRODUCER_FIELDS = ("producer", "producer_priced", "producer_forwards", "producer
 
 
 @dataclass(frozen=True)
+class AfterProducer:
+    """The target's forwards in native AS2D decodes that began after the producer's last step (docs/METHODS.md §4.3
+    Co-scheduling ratios, "After the producer"): their time, the host work after each included, against their solo
+    work (the price times the target-only decodes' speed beside them), by width. Replay runs the target alone at this
+    ratio once the producer is done. It is a decode ratio, not a slowdown: a verification there ran 0.94-0.97 x its
+    solo work on this project's host in `split`, where a serial decode's wider forwards (mostly SD's widest) and
+    their host work (an SD verification rolls the drafter back too) set the price."""
+
+    widths: Mapping[int, tuple[float, float, int]]
+    """width -> (seconds, solo seconds, forwards), summed over the decodes: every width that ran there."""
+
+    def ratio(self, keep: Callable[[int], bool]) -> tuple[float, int] | None:
+        """(time over solo work, forwards) pooled over the widths `keep` takes (None: none ran)."""
+        sums = [v for w, v in self.widths.items() if keep(w)]
+        seconds, solo, forwards = (sum(v[i] for v in sums) for i in range(3))
+        return (seconds / solo, int(forwards)) if forwards and solo > 0 else None
+
+    def at(self, width: int) -> float:
+        """The ratio priced at `width`: its own where it had CLASS_FORWARDS forwards, else its class's (width 1, or
+        widths 2 and more pooled), else every width's pooled."""
+        for keep in (lambda w: w == width, lambda w: (w == 1) == (width == 1)):
+            pooled = self.ratio(keep)
+            if pooled is not None and pooled[1] >= CLASS_FORWARDS:
+                return pooled[0]
+        every = self.ratio(lambda w: True)
+        return 1.0 if every is None else every[0]
+
+
+@dataclass(frozen=True)
 class DecodeContention:
     """The target's co-scheduling ratio as a short native AS2D decode met it, against the cells' price
     for the same forwards (docs/METHODS.md §4.3 Co-scheduling ratios, "As a decode meets it")."""
@@ -332,6 +361,8 @@ class DecodeContention:
     (`decomposition.pace_scatter`; None: not measured, replay prices one timeline)."""
     pace_pairs: int = 0
     """The degrees of freedom behind `pace_sigma`: decodes less the windows they decoded."""
+    after: AfterProducer | None = None
+    """The target's ratio alone once the producer is done, by width (None: not measured; replay prices 1)."""
 
     def target(self, width: int) -> float:
         """The target's ratio priced at `width`: its class's, else the pooled one. A single-token step slows
@@ -402,6 +433,10 @@ class CoSchedule:
         rho_t, rho_d, extrapolated = self.row(width)
         both = interp_rows(np.stack([rho_t, rho_d]), self.depths, np.array([0, 1]), np.full(2, float(depth)))
         return float(both[0]), float(both[1]), extrapolated
+
+    def after(self, width: int) -> float:
+        """The target's ratio alone at `width` once the producer is done (`AfterProducer`; 1 where not measured)."""
+        return 1.0 if self.decode is None or self.decode.after is None else self.decode.after.at(width)
 
     def dense(self, max_width: int, max_depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """[max_width + 1, max_depth + 1] rho_target and rho_drafter at every integer depth, and

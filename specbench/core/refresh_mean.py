@@ -84,12 +84,19 @@ def mean_ratios(cosched: dict, fresh: Sequence[dict]) -> dict:
 def mean_decode(decodes: Sequence[dict]) -> dict:
     """Both lanes' ratios in AS2D decodes (a `cosched.decode` entry) as the mean of several measurements:
     ratios the mean, forwards the sum; a width class or producer ratio some measurement lacks is left out (priced
-    at the pooled ratio, or the cells'); the producer's pace scatter pooled over the measurements that have one."""
-    out = mean_ratio(decodes, (*DECODE_CLASSES, "producer", *PRODUCER_CLASSES, "pace"))
+    at the pooled ratio, or the cells'); the producer's pace scatter pooled over the measurements that have one;
+    the target's forwards after the producer summed, width by width, where every measurement has them."""
+    out = mean_ratio([{k: v for k, v in d.items() if k != "after"} for d in decodes],
+                     (*DECODE_CLASSES, "producer", *PRODUCER_CLASSES, "pace"))
     paces = [d["pace"] for d in decodes if "pace" in d]
     if paces:  # pooled as variances are
         sigma, pairs = pooled_sd((p["sigma"], p["pairs"]) for p in paces)
         out["pace"] = {"sigma": sigma, "pairs": pairs}
+    afters = [d["after"] for d in decodes if "after" in d]
+    if afters and len(afters) == len(decodes):  # sums, summed: the pooled ratio of every forward
+        out["after"] = {width: {key: sum(a[width][key] for a in afters if width in a)
+                                for key in ("seconds", "solo_seconds", "forwards")}
+                        for width in sorted({w for a in afters for w in a})}
     return out
 
 

@@ -63,6 +63,7 @@ from specbench.core.pricing import (
     PRODUCER_CLASSES,
     RATIO_FITS,
     SERIAL_CLASSES,
+    AfterProducer,
     CoSchedule,
     CostFit,
     CostTable,
@@ -650,7 +651,7 @@ def _decode_contention(doc: dict, where: Where) -> DecodeContention | None:
     if entry is None:
         return None
     d_where = where.at("decode")
-    reject_unknown(entry, {"realised", "priced", "forwards", "below_one", "producer", "pace", *DECODE_CLASSES,
+    reject_unknown(entry, {"realised", "priced", "forwards", "below_one", "producer", "pace", "after", *DECODE_CLASSES,
                            *PRODUCER_CLASSES}, d_where)
     ratios = [_decode_ratio(entry, key, d_where) for key in ("realised", "priced")]
     decode = DecodeContention(ratios[0], ratios[1], _decode_forwards(entry, d_where, 1),
@@ -678,7 +679,29 @@ def _decode_contention(doc: dict, where: Where) -> DecodeContention | None:
         if pairs < 2:
             raise s_where.at("pairs").fail("a count >= 2 (degrees of freedom)", pairs)
         decode = replace(decode, pace_sigma=float(sigma), pace_pairs=int(pairs))
-    return replace(decode, below_one=_below_one(entry, decode, d_where))
+    return replace(decode, below_one=_below_one(entry, decode, d_where), after=_after_producer(entry, d_where))
+
+
+def _after_producer(entry: dict, where: Where) -> AfterProducer | None:
+    """`after: {width: {seconds, solo_seconds, forwards}}`, or None."""
+    after = need(entry, "after", dict, where, None)
+    if after is None:
+        return None
+    a_where = where.at("after")
+    if not after:
+        raise a_where.fail("at least one width", after)
+    widths = {}
+    for key, part in after.items():
+        width, w_where = _width_key(key, a_where), a_where.at(str(key))
+        reject_unknown(part if isinstance(part, dict) else {}, {"seconds", "solo_seconds", "forwards"}, w_where)
+        seconds, solo = (need(part, name, float, w_where) for name in ("seconds", "solo_seconds"))
+        for name, value in (("seconds", seconds), ("solo_seconds", solo)):
+            if not 0 < value < math.inf:
+                raise w_where.at(name).fail("finite seconds > 0", value)
+        if not seconds / solo <= MAX_RHO:
+            raise w_where.fail(f"seconds over solo_seconds in (0, {MAX_RHO:g}]", seconds / solo)
+        widths[width] = (float(seconds), float(solo), _decode_forwards(part, w_where, 1))
+    return AfterProducer(dict(sorted(widths.items())))
 
 
 MAX_PACE_SIGMA = 1.0
@@ -925,6 +948,9 @@ def _cosched_doc(cosched: CoSchedule) -> dict:
             doc["decode"]["pace"] = {"sigma": float(decode.pace_sigma), "pairs": int(decode.pace_pairs)}
         if decode.below_one:
             doc["decode"]["below_one"] = {k: float(v) for k, v in decode.below_one.items()}
+        if decode.after is not None:
+            doc["decode"]["after"] = {int(w): {"seconds": float(t), "solo_seconds": float(solo), "forwards": int(n)}
+                                      for w, (t, solo, n) in decode.after.widths.items()}
     return doc
 
 

@@ -422,6 +422,11 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         decodes = "those AS2D decodes" if plan.overheads else f"AS2D decodes ({first.note})"
         overheads_note += (f"; the target's co-scheduling ratio priced as {decodes} realised it, single-token "
                            f"steps and verifications each at their own where they had {CLASS_FORWARDS} forwards")
+        if any(p.cosched is not None and p.cosched.decode is not None and p.cosched.decode.after is not None
+               for p in profiled.values()):
+            overheads_note += (f"; once the producer is done, the target alone at the ratio its forwards after the "
+                               f"producer's last step met in them, with their host work, each width at its own where "
+                               f"it had {CLASS_FORWARDS} forwards")
         if any(p.cosched is not None and p.cosched.decode is not None and p.cosched.decode.pace_sigma is not None
                for p in profiled.values()):
             overheads_note += ("; AS2D priced at the mean over the producer's pace scatter against the target's "

@@ -14,6 +14,7 @@ from specbench.core.decomposition import (
     NativeLanes,
     Part,
     WindowReplays,
+    after_producer,
     block_contention,
     decode_contention,
     decompose,
@@ -21,7 +22,7 @@ from specbench.core.decomposition import (
     substituted_replays,
 )
 from specbench.core.methods.configs import As2dConfig, TargetConfig
-from specbench.core.pricing import CLASS_FORWARDS, DecodeContention
+from specbench.core.pricing import CLASS_FORWARDS, AfterProducer, DecodeContention, DecodeRatio, HostWork
 from specbench.core.replay.reference import replay_window, simulate_as2d
 from specbench.core.stability import decode_warnings
 from specbench.errors import SpecbenchError
@@ -352,3 +353,68 @@ def test_each_repeat_of_a_run_is_read_beside_its_own_target_only_decode():
     for d in decodes[1::2]:
         partner = next(p for p in decodes if (p.run, p.repeat, p.slot) == (d.run, d.repeat, 0))
         assert native_lanes(d, index).solo_ops == partner.ops
+
+
+def lanes_after(span_end_us: int, forwards: list[tuple[int, int, int, bool]]) -> NativeLanes:
+    """Target forwards (width, us, host work after it in us, whether the next plan searched, for 40 ms) from the
+    producer's span's end on, the first at its end; the target-only decode beside it at SOLO x the profile's price
+    (CT(1) = 1 s)."""
+    ops, t, search = [], span_end_us, False
+    for depth, (width, us, gap, searches) in enumerate(forwards):
+        ops.append({"model": "target", "width": width, "depth": depth, "us": us, "t_us": t + (40_000 if search else 0)}
+                   | ({"searched": True, "plan_us": 40_000} if search else {}))
+        t = ops[-1]["t_us"] + us + gap
+        search = searches
+    producer = {"started_us": 0, "step_start_us": [0], "step_us": [span_end_us], "publish_us": []}
+    solo = [{"model": "target", "width": 1, "depth": 0, "us": round(1e6 * SOLO)}]
+    return NativeLanes(ops, producer, solo)
+
+
+def test_the_target_alone_after_the_producer_is_its_time_with_host_work_over_its_solo_work_by_width():
+    # the profile's price: CT(1) = 1 s, CT(3) = 1.5 s, and 0.1 s of host work after each forward; the run's solo
+    # speed is SOLO. After the span: width 3 ran 0.9 x its solo work with its host work, width 1 ran 1.2 x.
+    profile = make_profile()
+    host = replace(profile.target_costs.decode or DecodeRatio(1.0, 1), host=HostWork(0.1, 10))
+    costs = replace(profile.target_costs, decode=host)
+    three, one = SOLO * 1.6 * 1e6, SOLO * 1.1 * 1e6
+    run = lanes_after(2_000_000, [
+        (3, round(0.9 * three) - 50_000, 50_000, True),  # the next plan's search (40 ms) is align_s's, not host work
+        (1, round(1.2 * one) - 40_000, 40_000, False),
+        (3, round(0.9 * three) - 50_000, 50_000, False),
+        (1, round(1.2 * SOLO * 1e6), 0, False)])  # the last forward: no host work after it, priced without
+    # a forward before the span's end is no part of it
+    early = NativeLanes([{"model": "target", "width": 1, "depth": 0, "us": 500_000, "t_us": 0}, *run.ops],
+                        run.producer, run.solo_ops)
+    after = after_producer([early], costs)
+    assert sorted(after.widths) == [1, 3]
+    assert after.widths[3][2] == 2 and after.widths[1][2] == 2
+    assert after.widths[3][0] / after.widths[3][1] == pytest.approx(0.9, rel=1e-6)
+    assert after.widths[1][0] / after.widths[1][1] == pytest.approx(1.2, rel=1e-6)
+    # two forwards are too few for a width's or a class's own ratio: every width is priced at the pooled one
+    pooled = sum(v[0] for v in after.widths.values()) / sum(v[1] for v in after.widths.values())
+    assert after.at(1) == after.at(3) == after.at(5) == pytest.approx(pooled)
+    # with CLASS_FORWARDS, a width's own; else its class's (width 1, or wider), else every width's
+    many = AfterProducer({1: (12.0, 10.0, CLASS_FORWARDS), 2: (9.0, 10.0, CLASS_FORWARDS), 4: (1.0, 2.0, 1)})
+    assert (many.at(1), many.at(2), many.at(4), many.at(3)) == (1.2, 0.9, pytest.approx(10 / 12), pytest.approx(10 / 12))
+    assert AfterProducer({3: (1.0, 2.0, 1)}).at(1) == 0.5  # no class: every width's
+    # and the decode contention carries it
+    assert decode_contention([lanes_at([(1, 1.5)] * 3)], costs, profile.cosched(None)).after is None
+
+
+def test_replay_runs_the_target_alone_at_its_ratio_once_the_producer_is_done():
+    # the producer's two forwards (0.25 s each) end within the target's first (1 s): every forward after that one
+    # costs its price times its width's ratio alone
+    profile = make_profile()
+    trace = make_trace(Y, producer=Y[:3], steps=3)
+    config = As2dConfig(budget=3, batch=2)
+    cosched = replace(profile.cosched(None), decode=DecodeContention(1.0, 1.0, 8, after=AfterProducer(
+        {1: (7.0, 10.0, CLASS_FORWARDS), 2: (8.0, 10.0, CLASS_FORWARDS)})))
+    alone = replace(profile, drafters={n: replace(d, cosched=cosched) for n, d in profile.drafters.items()})
+    plain, log = [], []
+    simulate_as2d(trace, len(Y), profile, config, log=plain)
+    simulate_as2d(trace, len(Y), alone, config, log=log)
+    done = list(zip(plain, log, strict=True))[1:]
+    assert len(done) >= 3 and {a.width for a, _ in done} == {1, 2}
+    for a, b in done:
+        assert b.seconds == pytest.approx(a.seconds * (0.7 if a.width == 1 else 0.8))
+    assert log[0].seconds < plain[0].seconds  # the first forward's part after the producer too

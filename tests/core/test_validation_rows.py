@@ -261,6 +261,15 @@ def test_each_block_prices_the_decode_ratio_pooled_over_its_placements_blocks():
     b5, b6 = b0 | {"pace": {"sigma": 0.1, "pairs": 10}}, b2 | {"pace": {"sigma": 0.2, "pairs": 30}}
     pace = pooled_decodes([doc(b5), doc(b6), doc(b1)])[0]["drafters"][0]["cosched"]["decode"]["pace"]
     assert pace == {"sigma": pytest.approx(math.sqrt((10 * 0.01 + 30 * 0.04) / 40)), "pairs": 40}
+    # the target alone after the producer: its sums summed, width by width (a width one block lacked ran none
+    # there), where every block measured it
+    b7 = b0 | {"after": {1: {"seconds": 2.0, "solo_seconds": 1.0, "forwards": 3}}}
+    b8 = b2 | {"after": {1: {"seconds": 1.0, "solo_seconds": 2.0, "forwards": 5},
+                         3: {"seconds": 0.5, "solo_seconds": 0.25, "forwards": 1}}}
+    after = pooled_decodes([doc(b7), doc(b8)])[0]["drafters"][0]["cosched"]["decode"]["after"]
+    assert after == {1: {"seconds": 3.0, "solo_seconds": 3.0, "forwards": 8},
+                     3: {"seconds": 0.5, "solo_seconds": 0.25, "forwards": 1}}
+    assert "after" not in pooled_decodes([doc(b7), doc(b2)])[0]["drafters"][0]["cosched"]["decode"]
 
 
 OBSERVATION_KEYS = ["device", "config", "metric", "block", "window_id", "replay", "native_a", "native_b"]

@@ -183,6 +183,11 @@ def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     # and the producer's pace against the target's from one decode of a window to the next: 3 windows, each twice
     assert cosched.decode.pace_pairs == 3 and 0 <= cosched.decode.pace_sigma < 1
     assert "AS2D priced at the mean over the producer's pace scatter" in profile.notes
+    # the target's forwards after the producer's last step, by width, their time over their solo work
+    after = cosched.decode.after
+    assert after is not None and sum(n for _, _, n in after.widths.values()) >= 1
+    assert all(seconds > 0 and solo > 0 for seconds, solo, _ in after.widths.values())
+    assert "once the producer is done, the target alone at the ratio" in profile.notes
 
 
 def test_trace_appends_per_window_and_resumes(device, models, tmp_path):

@@ -143,6 +143,18 @@ BAD = {
     "a pace scatter of one decode": (("drafters", 0, "cosched", "decode"),
                                      {"realised": 1.2, "priced": 1.1, "forwards": 9, "pace": {"sigma": 0.1, "pairs": 1}},
                                      "drafters[0].cosched.decode.pace.pairs", "a count >= 2 (degrees of freedom)", "1"),
+    "the target after the producer, at no width": (("drafters", 0, "cosched", "decode"),
+                                                   {"realised": 1.2, "priced": 1.1, "forwards": 9, "after": {}},
+                                                   "drafters[0].cosched.decode.after", "at least one width", "{}"),
+    "the target after the producer, in no time": (("drafters", 0, "cosched", "decode"),
+                                                  {"realised": 1.2, "priced": 1.1, "forwards": 9, "after": {
+                                                      2: {"seconds": 0.0, "solo_seconds": 1.0, "forwards": 3}}},
+                                                  "drafters[0].cosched.decode.after.2.seconds", "finite seconds > 0",
+                                                  "0.0"),
+    "the target after the producer, at width 0": (("drafters", 0, "cosched", "decode"),
+                                                  {"realised": 1.2, "priced": 1.1, "forwards": 9, "after": {
+                                                      0: {"seconds": 1.0, "solo_seconds": 1.0, "forwards": 3}}},
+                                                  "drafters[0].cosched.decode.after", "widths >= 1", "0"),
     "negative spread": (("target", "costs", "spread", 1), [-1e-4, 1e-4], "target.costs.spread.1[0]",
                         "standard deviations in seconds: finite and >= 0", "-0.0001"),
     "negative overhead": (("overheads", "publish_s"), -1e-6, "overheads.publish_s", "seconds: finite and >= 0",
@@ -186,6 +198,17 @@ def test_a_pace_scatter_round_trips_beside_the_ratios_it_was_measured_with():
     assert (decode.pace_sigma, decode.pace_pairs) == (0.14, 18)
     assert profiles.profile_to_dict(profile)["drafters"][0]["cosched"]["decode"]["pace"] == {"sigma": 0.14,
                                                                                             "pairs": 18}
+
+
+def test_the_target_after_the_producer_round_trips_and_prices_each_width_alone():
+    after = {1: {"seconds": 3.0, "solo_seconds": 2.5, "forwards": 20}, 4: {"seconds": 9.0, "solo_seconds": 10.0,
+                                                                          "forwards": 30}}
+    doc = _set(_local(), ("drafters", 0, "cosched", "decode"),
+               {"realised": 1.32, "priced": 1.1, "forwards": 40, "after": after})
+    profile = profile_from_dict(doc, Path("p.yaml"))
+    cosched = profile.drafters[doc["drafters"][0]["name"]].cosched
+    assert (cosched.after(1), cosched.after(4), cosched.after(3)) == (1.2, 0.9, 0.9)
+    assert profiles.profile_to_dict(profile)["drafters"][0]["cosched"]["decode"]["after"] == after
 
 
 PRODUCER = {"producer": {"realised": 2.1, "priced": 3.6, "forwards": 140}}

@@ -148,12 +148,15 @@ class _Study:
         self.start_s = startup[sim_drafter, sim_lookup.astype(np.int64)]
         # Ratios and drafter costs per drafter, from its first simulation (in order).
         ratio_tables: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        after_rows: list[list[float]] = []  # the target's ratio alone after the producer, per width
         drafter_costs: dict[int, np.ndarray] = {}
         ratio_of_drafter = np.zeros(len(drafters), dtype=np.int64)
         for d in range(len(drafters)):  # drafters in order of their first simulation
             first = int(np.argmax(sim_drafter == d))
             ratio_of_drafter[d] = len(ratio_tables)
-            ratio_tables.append(producers[d, bool(sim_lookup[first])].cosched.dense(max_width, max_depth))
+            cosched = producers[d, bool(sim_lookup[first])].cosched
+            ratio_tables.append(cosched.dense(max_width, max_depth))
+            after_rows.append([cosched.after(w) for w in range(max_width + 1)])
             drafter_costs[d] = dense_costs(profile.drafter(drafters[d]).costs, 1, max_depth)[1]
         self.ratio_row = ratio_of_drafter[sim_drafter]
         # One producer timeline per (drafter, batch, window), from its first simulation (in order).
@@ -190,6 +193,8 @@ class _Study:
         self.rho_d = np.stack([r[1] for r in ratio_tables]).ravel()
         self.rho_shape = ratio_tables[0][0].shape
         self.rho_extrapolated = np.stack([r[2] for r in ratio_tables])
+        # the target's ratio alone once the producer is done, per drafter and width (flat, like rho_t)
+        self.rho_after = np.array(after_rows).ravel()  # flat, read at ratio_row * rho_shape[0] + width
         self.total = np.array([t.total for t in timelines])[self.timeline_row]
         self.low_stride = len(self.pz)
         self._next_low: dict[float, int] = {}  # confidence stop -> its row of next_low
@@ -300,7 +305,7 @@ def _advance_publication(s: _State, study: _Study) -> None:
 
 
 def _run(s: _State, idx: np.ndarray | None, solo: np.ndarray, rt: np.ndarray, rd: np.ndarray,
-         forward: bool) -> None:
+         forward: bool, ra: np.ndarray | None = None) -> None:
     """`reference._Lanes.run` for the simulations `idx` (None: all of them; same operations,
     same order)."""
     lane_name = "v" if forward else "h"
@@ -337,7 +342,9 @@ def _run(s: _State, idx: np.ndarray | None, solo: np.ndarray, rt: np.ndarray, rd
                 s.o += shared
             else:
                 s.o[idx] += shared
-    remaining = np.where(remaining > 0, remaining, 0.0)  # what is left runs alone
+    remaining = np.where(remaining > 0, remaining, 0.0)  # what is left runs alone, the producer done
+    if ra is not None:
+        remaining = remaining * ra
     time = time + remaining
     lane_values = lane_values + remaining
     if idx is None:
@@ -430,7 +437,8 @@ def _round(s: _State, study: _Study) -> None:
         raise MissingCostError(f"{study.target_label}: no measured cost for width {width[bad]}",
                                hint="profile the device with a larger --max-width")
     cell = (s.ratio_row * study.rho_shape[0] + width) * study.rho_shape[1] + depth
-    _run(s, None, solo, study.rho_t[cell], study.rho_d[cell], forward=True)
+    _run(s, None, solo, study.rho_t[cell], study.rho_d[cell], forward=True,
+         ra=study.rho_after[s.ratio_row * study.rho_shape[0] + width])
     s.extrapolated |= study.rho_extrapolated[s.ratio_row, width]
     s.depth_extrapolated |= study.target_outside[depth]
 

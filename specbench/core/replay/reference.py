@@ -224,8 +224,9 @@ class _Lanes:
         """Tokens the target sees now: none before the producer thread starts."""
         return self.timeline.published(self.work) if self.time >= self.start_s else 0
 
-    def run(self, solo_s: float, rho_target: float, rho_drafter: float, forward: bool) -> None:
-        """Advance through one target-lane activity of `solo_s` seconds of solo work."""
+    def run(self, solo_s: float, rho_target: float, rho_drafter: float, forward: bool, rho_after: float = 1.0) -> None:
+        """Advance through one target-lane activity of `solo_s` seconds of solo work; what is left of it once the
+        producer is done runs at `rho_after` (`AfterProducer`)."""
         remaining = solo_s
         if self.time < self.start_s:  # the producer has not started: the target runs alone
             alone = min(self.start_s - self.time, remaining)
@@ -248,8 +249,8 @@ class _Lanes:
             if forward:
                 self.v += shared
                 self.o += shared
-        if remaining > 0:
-            self._alone(remaining, forward)
+        if remaining > 0:  # the producer is done (work reached total)
+            self._alone(remaining * rho_after, forward)
 
     def _alone(self, seconds: float, forward: bool) -> None:
         self.time += seconds
@@ -372,7 +373,7 @@ def simulate_as2d(trace: WindowTrace, cap: int, profile: DeviceProfile, config: 
         rho_t, rho_d, extra = cosched.ratios(width, depth)
         extrapolated |= extra
         depth_extrapolated |= bool(profile.target_costs.extrapolates(depth))
-        lanes.run(profile.target_costs.price(width, depth), rho_t, rho_d, forward=True)
+        lanes.run(profile.target_costs.price(width, depth), rho_t, rho_d, forward=True, rho_after=cosched.after(width))
         accepted, committed = oracle.verify(plan.candidates)
         verifier.observe(plan, accepted, committed)
         if log is not None:
