@@ -1,5 +1,5 @@
 """The target's co-scheduling ratio per width class as a validation's native AS2D decodes met it, beside what
-each block's profile priced.
+each block's profile priced; and its ratio alone once the producer was done (width 1, and wider).
 
 Reads a validation directory (`specbench validate --out`, or `bench/fidelity.py --out DIR`'s `DIR/validation`):
 per placement × AS2D configuration × kept block, the decodes' target forwards that ran wholly beside the producer,
@@ -7,7 +7,10 @@ pooled as the profile's overheads decodes pool them (`core/decomposition.py` `de
 single-token steps (width 1) and verifications (width 2 and more) realised, and the profile's `cosched.decode`
 for the same drafter, which replay priced (docs/METHODS.md §4.3 Co-scheduling ratios, "As a decode meets it").
 The baseline is the block's profile as the validation's replay prices it (the decode ratio pooled over the
-placement's kept blocks, `app/validate.block_profiles`): `met/priced` is the validation's ratio over it.
+placement's kept blocks, `app/validate.block_profiles`): `met/priced` is the validation's ratio over it. Rows
+`after 1` and `after >1`: the forwards that began after the producer's span, their time with the host work after them
+over their solo work (`decomposition.after_producer`), against the profile's ratio alone at the same widths weighted
+by that solo work (docs/METHODS.md §4.3 Co-scheduling ratios, "After the producer"; 1 where the profile has none).
 
     python bench/contention_by_width.py DIR/validation
 """
@@ -83,7 +86,7 @@ def kept_records(doc: str, argv: list[str] | None) -> tuple[Path, list[BlockReco
 
 def main(argv: list[str] | None = None) -> int:
     validation, blocks, decodes = kept_records(__doc__, argv)
-    print(f"{'device':14s} {'block':>5s} {'config':28s} {'class':7s} {'met (forwards)':>15s} "
+    print(f"{'device':14s} {'block':>5s} {'config':28s} {'class':8s} {'met (forwards)':>15s} "
           f"{'priced (forwards)':>18s} {'met/priced':>10s}")
     profiles = block_profiles(validation, blocks)
     for b in sorted(blocks, key=lambda b: (b.device, b.block)):
@@ -106,10 +109,24 @@ def main(argv: list[str] | None = None) -> int:
                                         priced.single_forwards),
                                        ("verify", met.verify, met.verify_forwards, priced.verify,
                                         priced.verify_forwards)):
-                ratio = f"{m / p:10.3f}" if m is not None and p is not None else f"{'-':>10s}"
-                print(f"{b.device:14s} {b.block:5d} {config:28s} {name:7s} {_fmt(m, mf):>15s} {_fmt(p, pf):>18s} "
-                      f"{ratio}")
+                _row(b, config, name, m, mf, p, pf)
+            for name, keep in (("after 1", lambda w: w == 1), ("after >1", lambda w: w > 1)):
+                mine_after = None if met.after is None else met.after.ratio(keep)
+                if mine_after is None:
+                    continue
+                # the profile's ratio alone at each width, weighted by the solo work the decodes did there
+                solo = {w: v[1] for w, v in met.after.widths.items() if keep(w)}
+                priced_after = sum(s * cosched.after(w) for w, s in solo.items()) / sum(solo.values())
+                pf = 0 if priced.after is None else sum(v[2] for w, v in priced.after.widths.items() if keep(w))
+                _row(b, config, name, mine_after[0], mine_after[1], priced_after, pf)
     return 0
+
+
+def _row(b: BlockRecord, config: str, name: str, met: float | None, met_forwards: int, priced: float | None,
+         priced_forwards: int) -> None:
+    ratio = f"{met / priced:10.3f}" if met is not None and priced is not None else f"{'-':>10s}"
+    print(f"{b.device:14s} {b.block:5d} {config:28s} {name:8s} {_fmt(met, met_forwards):>15s} "
+          f"{_fmt(priced, priced_forwards):>18s} {ratio}")
 
 
 if __name__ == "__main__":
