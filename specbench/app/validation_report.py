@@ -40,7 +40,8 @@ CROSSFIT_ORDER = ("as the replay fidelity table, with each half of a block's win
                   "the table above, the difference was drift between the refreshes and the decodes")
 DECOMPOSITION_ORDER = ("per device@placement × AS2D configuration: its speedup bias (total, replay as priced over "
                        "native) = contention × publication × remains. Each window replayed again with the target's "
-                       "co-scheduling ratio its block's native runs realised, pooled (from the lanes' timestamps; "
+                       "co-scheduling ratio, and its ratio alone after the producer, as its block's native runs "
+                       "realised them, pooled (from the lanes' timestamps; "
                        "rho_priced and rho_realised: the profile's and the realised ratio of the forwards that ran "
                        "wholly beside the producer, the blocks' mean weighted by forwards), then also with each "
                        "run's producer publication times; a part is the ratio of the biases before and after "
