@@ -193,7 +193,6 @@ class _Study:
         self.rho_d = np.stack([r[1] for r in ratio_tables]).ravel()
         self.rho_shape = ratio_tables[0][0].shape
         self.rho_extrapolated = np.stack([r[2] for r in ratio_tables])
-        # the target's ratio alone once the producer is done, per drafter and width (flat, like rho_t)
         self.rho_after = np.array(after_rows).ravel()  # flat, read at ratio_row * rho_shape[0] + width
         self.total = np.array([t.total for t in timelines])[self.timeline_row]
         self.low_stride = len(self.pz)
