@@ -21,17 +21,23 @@ def merged_profile(full: dict, refreshes: Sequence[dict]) -> dict:
     def mean_table(table: dict, fresh: Sequence[dict]) -> dict:
         if any(f["depths"] != table["depths"] for f in fresh):
             raise SpecbenchError("a refresh measured other depths than the full profile")
-        seconds = dict(table["seconds"])
-        for width in fresh[0]["seconds"]:
-            columns = [f["seconds"][width] for f in fresh]
-            seconds[width] = [sum(v) / len(v) for v in zip(*columns, strict=False)]
-        out = table | {"seconds": seconds}
-        if all("decode" in f for f in fresh):  # the model's serial decodes beside each refresh's cells
+        decoded = all("decode" in f for f in fresh)  # the model's serial decodes beside each refresh's cells
+        out = dict(table)
+        if decoded:
             decodes = [f["decode"] for f in fresh]
             out["decode"] = mean_ratio([{k: v for k, v in d.items() if k != "host"} for d in decodes], SERIAL_CLASSES)
             hosts = [d["host"] for d in decodes if "host" in d]
             if len(hosts) == len(decodes):  # the host work after each forward, the same way
                 out["decode"]["host"] = mean_ratio(hosts, SERIAL_CLASSES)
+        seconds = dict(table["seconds"])
+        for width in fresh[0]["seconds"]:
+            # a refresh's ratio is its decodes over its own cells, so its price (cells x ratio) does not move with the
+            # cells' noise: the block prices the mean of those prices, stored as cells beside the mean ratio
+            scales = ([class_ratio(f["decode"], width) / class_ratio(out["decode"], width) for f in fresh] if decoded
+                      else [1.0] * len(fresh))
+            columns = [[s * scale for s in f["seconds"][width]] for f, scale in zip(fresh, scales, strict=True)]
+            seconds[width] = [sum(v) / len(v) for v in zip(*columns, strict=False)]
+        out["seconds"] = seconds
         return out
 
     out["target"] = full["target"] | {"costs": mean_table(full["target"]["costs"],
@@ -51,8 +57,14 @@ def merged_profile(full: dict, refreshes: Sequence[dict]) -> dict:
         out["warnings"] = [w for i, w in enumerate(warnings) if w not in warnings[:i]]
     fresh_ratios = any("cosched" in d for r in refreshes for d in r["drafters"])
     out["notes"] = (f"{full.get('notes', '')}; cost tables{' and co-scheduling ratios' if fresh_ratios else ''}: "
-                    "the mean of a block's two refreshes")
+                    "the mean of a block's two refreshes (a cost: each refresh's cells times its own decode ratio)")
     return out
+
+
+def class_ratio(decode: dict, width: int) -> float:
+    """A cost table's `decode` ratio at `width` as replay prices it (core/pricing.DecodeRatio.at): its width class's,
+    else the pooled one."""
+    return float(decode.get("single" if int(width) == 1 else "wider", decode)["realised"])
 
 
 def mean_ratios(cosched: dict, fresh: Sequence[dict]) -> dict:

@@ -229,6 +229,9 @@ class OverheadsRun:
     """Its AS2D decodes' lanes, for the contention they met (none when it decoded no AS2D)."""
     serial: dict[str, list[SerialForward]]
     """Its serial decodes' forwards by model (`serial_forwards`), for each model's decode ratio."""
+    decodes: list[dict]
+    """The runner's decode records as it returned them (op logs with their timestamps, the producer's record), for
+    the profile's raw samples: what a price can be checked against later."""
 
 
 def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
@@ -256,10 +259,11 @@ def measure_overheads(device: Device, target: dict, drafter: dict, widest: int,
                   else f"{CAP}-token window continuing a fixed passage of prose")
         decoded = f"{2 * windows} runs of {windows} {'copy' if windows == 1 else 'copies'} of a {window}"
     out = device.run_job(job.to_dict())
+    decodes = [r for r in out.results if r.get("kind") == "decode"]
     beside = [f"as2d[B={m['budget']}]" if m["name"] == "as2d" else f"sd[W={m['width']}]"
               for m in job.methods if m["name"] != "target"]  # the job's own methods, as it ran them
     note = f"native {' and '.join(beside)}, {decoded} alternating with target-only runs"
     if not as2d:
-        return OverheadsRun(dict(ZERO), f"serial decodes: {note}", [], serial_forwards(out.results))
-    return OverheadsRun(overheads_from_results(out.results), f"overheads: {note}, medians",
-                        decode_lanes(out.results), serial_forwards(out.results))
+        return OverheadsRun(dict(ZERO), f"serial decodes: {note}", [], serial_forwards(decodes), decodes)
+    return OverheadsRun(overheads_from_results(decodes), f"overheads: {note}, medians",
+                        decode_lanes(decodes), serial_forwards(decodes), decodes)

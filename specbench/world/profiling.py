@@ -4,8 +4,9 @@ The runner's `sweep` times target forwards of widths 1..W (logits for every row)
 drafter forwards of widths 1..n at several KV depths, each the median of >= 5 timed
 repetitions after warm-up. Medians become the profile's costs, standard deviations its
 `spread`, and every raw sample goes to a `*.samples.jsonl` file beside the profile (the
-co-scheduling records' samples too). A timing whose samples spread more than 10% of their
-median becomes one of the profile's `warnings` (docs/METHODS.md §4.6 Stability warnings).
+co-scheduling records' samples too, and the overheads decodes' op logs: `decode` records). A
+timing whose samples spread more than 10% of their median becomes one of the profile's
+`warnings` (docs/METHODS.md §4.6 Stability warnings).
 
 Every table is measured in one placement (docs/METHODS.md §4.1 Placement): the target's forwards on the
 target lane, the drafter's on the drafter lane (each pinned to its CPU set, with its thread
@@ -403,6 +404,7 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
                                                workload_windows(device, target, d, workload) if workload else None,
                                                as2d=plan.overheads or profiled[d.name].cosched is not None)
                      for d in models}
+    samples += [r | {"model_name": name} for name, run in measured_with.items() for r in run.decodes]
     target_costs = replace(target_costs, decode=decode_ratio(
         [f for run in measured_with.values() for f in run.serial["target"]], target_costs))
     profiled = {name: with_decode_contention(with_decode_ratio(p, measured_with[name]), measured_with[name],

@@ -8,11 +8,14 @@ import math
 import json
 import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from specbench.core.fidelity import paired_slots, partner_slot, run_order
 from specbench.core.refresh_mean import merged_profile, pooled_decodes
+from specbench.schemas.fileio import Where
+from specbench.schemas.profiles import _cost_table
 from specbench.core.validation_stats import Bounds, block_drift, observations, summarize
 from specbench.schemas.validation import (
     DecodeRecord,
@@ -98,6 +101,34 @@ def test_block_profile_is_the_mean_of_its_refreshes():
     assert merged["target"]["costs"]["seconds"][3] == [3.0, 3.0]  # not refreshed: the full profile's
     assert merged["drafters"][0]["costs"]["seconds"][1] == pytest.approx([0.5, 0.7])
     assert merged["drafters"][0]["cosched"] == {"kept": True}  # ratios come from the full profile
+
+
+def test_block_price_is_the_mean_of_its_refreshes_prices():
+    """Each refresh prices at its cells times its own decode ratio (its decodes over those cells): a refresh whose
+    cells read 20% high measures a ratio 20% lower, and the block's price is what the two refreshes priced alike."""
+    def costs(cells, single, wider=None):
+        decode = {"realised": single, "forwards": 40, "single": {"realised": single, "forwards": 30}}
+        if wider is not None:
+            decode["wider"] = {"realised": wider, "forwards": 10}
+        return {"depths": [0, 64], "seconds": {1: cells, 2: [2 * c for c in cells]}, "decode": decode}
+
+    def doc(table):
+        return {"target": {"costs": table}, "drafters": [], "notes": "n"}
+
+    def priced(merged):  # the target's table as a profile reads it
+        return _cost_table(merged["target"]["costs"], Where(Path("block.yaml")), "target")
+
+    one, two = costs([1.2, 1.2], 0.9 / 1.2, 1.8 / 2.4), costs([1.0, 1.0], 0.9, 0.9)
+    merged = merged_profile(doc(costs([1.0, 1.0], 1.0)), [doc(one), doc(two)])
+    table = priced(merged)
+    for width, price in ((1, 0.9), (2, 1.8)):  # both refreshes priced a width-1 forward at 0.9 s
+        assert table.cost(width, 32) == pytest.approx(price)
+    assert merged["target"]["costs"]["decode"]["realised"] == pytest.approx((0.75 + 0.9) / 2)
+    # one refresh without the class: each is priced at its pooled ratio, as replay does
+    del one["decode"]["wider"]
+    merged = merged_profile(doc(costs([1.0, 1.0], 1.0)), [doc(one), doc(two)])
+    table = priced(merged)
+    assert table.cost(2, 32) == pytest.approx((2.4 * 0.75 + 2.0 * 0.9) / 2)
 
 
 def test_block_ratios_are_the_mean_of_its_refreshes():

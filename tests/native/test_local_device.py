@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from specbench.core.methods.configs import SdConfig, TargetConfig
+from specbench.core.pricing import decode_ratio
 from specbench.core.stability import decode_warnings, stability_warnings
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import load_yaml
@@ -22,6 +23,7 @@ from specbench.schemas.windows import make_text_window
 from specbench.world.decode_run import NativePlan, native_steps, run_native
 from specbench.world.devices.base import Device
 from specbench.world.devices.local import LocalDevice
+from specbench.world.overheads import serial_forwards
 from specbench.world.profiling import SweepPlan, profile_device, write_profile
 from specbench.world.runner import run_job, version_info
 from specbench.world.tracing import gguf_n_vocab, trace_windows
@@ -162,6 +164,12 @@ def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     # one runner job of the fixed count, its seeded width order recorded with the cell
     assert all(len(s["jobs"]) == 1 and s["jobs"][0]["width_order"][s["jobs"][0]["order"]] == s["width"]
                for s in cosched)
+    # the overheads decodes' op logs are kept, and the target's decode ratio comes back from them alone
+    decodes = [s for s in samples if s["kind"] == "decode"]
+    assert {s["model_name"] for s in decodes} == {"near"}
+    assert {s["method"]["name"] for s in decodes} == {"target", "as2d", "sd"}
+    again = decode_ratio(serial_forwards(decodes)["target"], profile.target_costs)
+    assert again is not None and again.realised == pytest.approx(profile.target_costs.decode.realised)
     # every stored warning is one of these samples' timings, judged by the same rule, or a decode ratio below 1
     # the profile prices as 1 (tiny models' decodes in split can realise one)
     assert list(profile.warnings) == stability_warnings(samples) + decode_warnings(list(profile.drafters.values()))
