@@ -1,0 +1,99 @@
+"""Each refresh's serial decodes, decode by decode, against the block's passes: did a refresh's decodes run as the
+passes did, and is a refresh's decode ratio moved by a few slow decodes?
+
+Reads a validation directory (`specbench validate --out`, or `bench/fidelity.py --out DIR`'s `DIR/validation`) whose
+refreshes kept their decodes (the profile's samples file, `decode` records). Per placement, kept block, refresh and
+model (the target; each drafter), over the refresh's serial decodes (target-only and SD): each decode's forwards over
+the refresh's own cells (its decode ratio left out), then
+
+* `ratio`: pooled over the decodes, as the profile prices it (`core/pricing.decode_ratio`; its `realised`);
+* `median`: the median of the decodes' own ratios, and `sd`, their scatter (of logs, in %);
+* `passes`: the block's passes' serial decodes (every pass, kept windows that matched their trace) over the same
+  cells, pooled;
+* `passes/ratio`: what the passes met over what the refresh priced (`drift`): below 1, the passes ran faster.
+
+The last lines pool each model's `passes/ratio` over the blocks and refreshes as a geometric mean, for the pooled
+ratio and for the median, and the SD speedup each would price off by (the drafter's over the target's).
+
+    python bench/refresh_decodes.py DIR/validation
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import sys
+from collections import defaultdict
+from dataclasses import replace
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.contention_by_width import kept_records
+from specbench.app.validate import block_dir, refresh_path
+from specbench.core.pricing import CostTable
+from specbench.schemas.profiles import load_profile
+from specbench.world.profiling import samples_path
+
+
+def decode_ratios(decodes: list[dict], model: str, cells: CostTable) -> list[tuple[float, float]]:
+    """(seconds, priced seconds) of `model`'s forwards ('target' or 'drafter') in each serial decode."""
+    out = []
+    for d in decodes:
+        if d["method"]["name"] not in ("target", "sd"):
+            continue
+        ops = [op for op in d["ops"] if (op["model"] == "target") == (model == "target")]
+        if ops:
+            out.append((sum(op["us"] for op in ops) / 1e6, sum(cells.cost(op["width"], op["depth"]) for op in ops)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    validation, blocks, decodes = kept_records(__doc__, argv)
+    drift: dict[tuple[str, str, str], list[float]] = defaultdict(list)  # (device, model, estimate) -> ln(passes/it)
+    print(f"{'device':14s} {'block':>5s} {'refresh':>7s} {'model':10s} {'decodes':>7s} {'ratio':>6s} {'median':>6s} "
+          f"{'sd %':>5s} {'passes':>6s} {'passes/ratio':>12s} {'passes/median':>13s}")
+    for b in sorted(blocks, key=lambda b: (b.device, b.block)):
+        where = block_dir(validation, b.device.rsplit("@", 1)[-1], b.block)
+        passes = [d for d in decodes if (d.device, d.block) == (b.device, b.block) and d.lossless]
+        for which in (1, 2):
+            path = refresh_path(where, which, b.attempt)
+            samples = samples_path(path)
+            if not samples.is_file():
+                continue
+            refresh = load_profile(path)
+            records = [json.loads(line) for line in samples.read_text().splitlines()]
+            for group in sorted({d.group for d in passes}):
+                mine = [r for r in records if r.get("kind") == "decode" and r.get("model_name") == group]
+                ran = [{"method": {"name": "target" if d.config == "target" else d.config.split("[", 1)[0]},
+                        "ops": d.ops} for d in passes if d.group == group]
+                for model, label in (("target", "target"), ("drafter", group)):
+                    table = refresh.target_costs if model == "target" else refresh.drafter(group).costs
+                    cells = replace(table, decode=None)
+                    each = decode_ratios(mine, model, cells)
+                    met = decode_ratios(ran, model, cells)
+                    if not each or not met:
+                        continue
+                    pooled = sum(t for t, _ in each) / sum(p for _, p in each)
+                    median = statistics.median(t / p for t, p in each)
+                    scatter = statistics.stdev(math.log(t / p) for t, p in each) if len(each) > 1 else 0.0
+                    passed = sum(t for t, _ in met) / sum(p for _, p in met)
+                    drift[(b.device, model, "ratio")].append(math.log(passed / pooled))
+                    drift[(b.device, model, "median")].append(math.log(passed / median))
+                    print(f"{b.device:14s} {b.block:5d} {which:7d} {label:10s} {len(each):7d} {pooled:6.3f} "
+                          f"{median:6.3f} {100 * scatter:5.1f} {passed:6.3f} {passed / pooled:12.3f} "
+                          f"{passed / median:13.3f}")
+    for device in sorted({k[0] for k in drift}):
+        for estimate in ("ratio", "median"):
+            means = {m: statistics.mean(drift[(device, m, estimate)]) for m in ("target", "drafter")
+                     if drift[(device, m, estimate)]}
+            line = " ".join(f"{m} {math.exp(v):.3f}" for m, v in means.items())
+            rel = (f"; drafter over target {math.exp(means['drafter'] - means['target']):.3f}"
+                   if len(means) == 2 else "")
+            print(f"{device}: passes over the refreshes' {estimate}, geometric mean: {line}{rel}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
