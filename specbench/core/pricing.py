@@ -364,12 +364,18 @@ class DecodeContention:
     after: AfterProducer | None = None
     """The target's ratio alone once the producer is done, by width (None: not measured; replay prices 1)."""
 
-    def target(self, width: int) -> float:
-        """The target's ratio priced at `width`: its class's, else the pooled one. A single-token step slows
-        more beside the producer than a verification does (on this project's host in `shared`: about 2.3 against
-        1.6–1.8), and which of them dominates a decode depends on its drafts."""
-        by_class = self.single if width == 1 else self.verify
-        return self.realised if by_class is None else by_class
+    def target(self, width: int) -> float | None:
+        """The target's ratio priced at `width`: its class's (None: the class had too few forwards; the cells'
+        ratio at the width is priced, scaled by `calibration`). A single-token step slows more beside the
+        producer than a verification does (on this project's host in `shared`: about 2.3–3.0 against 1.6–1.8),
+        and which of them dominates a decode depends on its drafts, so the pooled ratio of decodes that were
+        nearly all single steps would price a verification as one."""
+        return self.single if width == 1 else self.verify
+
+    @property
+    def calibration(self) -> float:
+        """What the decodes' target forwards realised over what the cells priced for the same forwards."""
+        return self.realised / self.priced
 
     def drafter(self, width: int) -> float | None:
         """The producer's ratio priced beside a target forward of `width`: its class's, else the pooled one (None:
@@ -408,7 +414,10 @@ class CoSchedule:
     measured; the cells are priced)."""
 
     def _target(self, width: int, values: np.ndarray) -> np.ndarray:
-        return values if self.decode is None else np.full(len(self.depths), self.decode.target(width))
+        if self.decode is None:
+            return values
+        by_class = self.decode.target(width)
+        return values * self.decode.calibration if by_class is None else np.full(len(self.depths), by_class)
 
     def _drafter(self, width: int, values: np.ndarray) -> np.ndarray:
         producer = None if self.decode is None else self.decode.drafter(width)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from specbench.core import fidelity
@@ -143,18 +144,25 @@ def test_decode_contention_measures_single_steps_and_verifications_apart():
     assert (met.target(1), met.target(2), met.target(9)) == (met.single, met.verify, met.verify)
 
 
-def test_a_width_class_with_too_few_forwards_is_priced_at_the_pooled_ratio():
+def test_a_width_class_with_too_few_forwards_is_priced_at_its_cells_as_the_decodes_calibrate_them():
+    """Decodes that were nearly all single steps (2.6 here) leave the verifications' class unmeasured: they are
+    priced at the cells' ratio for their width, times what the decodes realised over what the cells priced for the
+    same forwards, not at the pooled ratio of the single steps."""
     profile = make_profile()
+    flat = profile.cosched(None)  # the cells: 2.5 at width 1, 1.5 wider
+    cells = replace(flat, rho_target={w: np.full(len(flat.depths), 2.5 if w == 1 else 1.5) for w in flat.rho_target})
     met = decode_contention([lanes_at([(1, 2.6)] * CLASS_FORWARDS + [(3, 2.0)] * (CLASS_FORWARDS - 1))],
-                            profile.target_costs, profile.cosched(None))
+                            profile.target_costs, cells)
     assert met.single == pytest.approx(2.6) and met.verify is None
     assert met.verify_forwards == CLASS_FORWARDS - 1
-    assert met.target(3) == met.realised and met.target(1) == met.single
-    priced = replace(profile.cosched(None), decode=met)
+    assert met.target(3) is None and met.target(1) == met.single
+    priced = replace(cells, decode=met)
+    scale = met.realised / met.priced
     assert priced.ratios(1, 0.0)[0] == pytest.approx(2.6)
-    assert priced.ratios(3, 0.0)[0] == pytest.approx(met.realised)
+    assert priced.ratios(3, 0.0)[0] == pytest.approx(cells.ratios(3, 0.0)[0] * scale)
+    assert priced.ratios(3, 0.0)[0] < 2.0 < met.realised  # nearer the verifications' 2.0 than the pooled ratio
     assert priced.dense(3, 2)[0][1, 0] == pytest.approx(2.6)
-    assert priced.dense(3, 2)[0][3, 2] == pytest.approx(met.realised)
+    assert priced.dense(3, 2)[0][3, 2] == pytest.approx(cells.dense(3, 2)[0][3, 2] * scale)
 
 
 def test_a_decode_ratio_below_one_is_priced_as_one_kept_and_warned_about():

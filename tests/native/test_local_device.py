@@ -7,6 +7,7 @@ import json
 import os
 import stat
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -183,10 +184,15 @@ def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     assert set(cosched.achieved_precision) == set(cosched.rho_target)
     # the overheads' AS2D decodes gave the target's ratio as a decode meets it, priced from then on
     assert cosched.decode is not None and cosched.decode.forwards >= 1
-    # at every depth, each width at its class's ratio (single-token steps, verifications), else the pooled one
-    assert cosched.ratios(1, 0)[0] == cosched.ratios(1, 32)[0] == cosched.decode.target(1)
-    assert cosched.ratios(2, 0)[0] == cosched.ratios(9, 32)[0] == cosched.decode.target(9)
-    assert cosched.decode.target(1) == (cosched.decode.single or cosched.decode.realised)
+    # at every depth, each width at its class's ratio (single-token steps, verifications), else at the cells'
+    # ratio as the decodes calibrate them
+    for width in (1, 2, 9):
+        by_class = cosched.decode.target(width)
+        cells = replace(cosched, decode=None)
+        for depth in (0, 32):
+            expected = (by_class if by_class is not None
+                        else cells.ratios(width, depth)[0] * cosched.decode.calibration)
+            assert cosched.ratios(width, depth)[0] == pytest.approx(expected)
     assert "the target's co-scheduling ratio priced as those AS2D decodes realised it" in profile.notes
     # and the producer's pace against the target's from one decode of a window to the next: 3 windows, each twice
     assert cosched.decode.pace_pairs == 3 and 0 <= cosched.decode.pace_sigma < 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -181,9 +182,10 @@ def test_a_profile_with_its_decode_contention_round_trips_and_prices_the_target_
     profile = profile_from_dict(doc, Path("p.yaml"))
     name = doc["drafters"][0]["name"]
     cosched = profile.drafters[name].cosched
+    cells = replace(cosched, decode=None)
     for width in (1, max(cosched.rho_target) + 3):  # measured and filled widths alike, at any depth
-        for depth in (cosched.depths[0], cosched.depths[-1] + 100):
-            assert cosched.ratios(width, depth)[0] == 1.32
+        for depth in (cosched.depths[0], cosched.depths[-1] + 100):  # no class measured: the cells, calibrated
+            assert cosched.ratios(width, depth)[0] == pytest.approx(cells.ratios(width, depth)[0] * 1.32 / 1.1)
     raw = float(doc["drafters"][0]["cosched"]["ratios"][1]["rho_drafter"][0])
     assert cosched.ratios(1, cosched.depths[0])[1] == raw  # the drafter's ratio stays the cells'
     again = profile_from_dict(profiles.profile_to_dict(profile), Path("p.yaml"))
