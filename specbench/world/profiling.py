@@ -423,7 +423,8 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         first = next(iter(measured_with.values()))
         decodes = "those AS2D decodes" if plan.overheads else f"AS2D decodes ({first.note})"
         overheads_note += (f"; the target's co-scheduling ratio priced as {decodes} realised it, single-token "
-                           f"steps and verifications each at their own where they had {CLASS_FORWARDS} forwards")
+                           f"steps and verifications each at their own where they had {CLASS_FORWARDS} forwards, "
+                           "else at the cells' ratio times what the decodes realised over what the cells priced")
         if any(p.cosched is not None and p.cosched.decode is not None and p.cosched.decode.after is not None
                for p in profiled.values()):
             overheads_note += (f"; once the producer is done, the target alone at the ratio its forwards after the "
