@@ -32,21 +32,20 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.contention_by_width import kept_records
 from specbench.app.validate import block_dir, refresh_path
-from specbench.core.pricing import CostTable
+from specbench.core.pricing import CostTable, decode_ratio
 from specbench.schemas.profiles import load_profile
+from specbench.world.overheads import serial_forwards
 from specbench.world.profiling import samples_path
 
 
-def decode_ratios(decodes: list[dict], model: str, cells: CostTable) -> list[tuple[float, float]]:
-    """(seconds, priced seconds) of `model`'s forwards ('target' or 'drafter') in each serial decode."""
-    out = []
-    for d in decodes:
-        if d["method"]["name"] not in ("target", "sd"):
-            continue
-        ops = [op for op in d["ops"] if (op["model"] == "target") == (model == "target")]
-        if ops:
-            out.append((sum(op["us"] for op in ops) / 1e6, sum(cells.cost(op["width"], op["depth"]) for op in ops)))
-    return out
+def serial_ratios(decodes: list[dict], model: str, cells: CostTable) -> tuple[float, list[float]] | None:
+    """`model`'s ('target' or 'drafter') decode ratio against `cells` over every serial decode of `decodes` pooled,
+    as the profile measures it (`core/pricing.decode_ratio`), and each decode's own; None without a forward."""
+    pooled = decode_ratio(serial_forwards(decodes)[model], cells)
+    if pooled is None:
+        return None
+    each = [decode_ratio(serial_forwards([d])[model], cells) for d in decodes]
+    return pooled.realised, [r.realised for r in each if r is not None]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,19 +65,17 @@ def main(argv: list[str] | None = None) -> int:
             records = [json.loads(line) for line in samples.read_text().splitlines()]
             for group in sorted({d.group for d in passes}):
                 mine = [r for r in records if r.get("kind") == "decode" and r.get("model_name") == group]
-                ran = [{"method": {"name": "target" if d.config == "target" else d.config.split("[", 1)[0]},
-                        "ops": d.ops} for d in passes if d.group == group]
+                ran = [{"kind": "decode", "method": {"name": d.config.split("[", 1)[0]}, "ops": d.ops,
+                        "decode_s": d.decode_s} for d in passes if d.group == group]
                 for model, label in (("target", "target"), ("drafter", group)):
                     table = refresh.target_costs if model == "target" else refresh.drafter(group).costs
                     cells = replace(table, decode=None)
-                    each = decode_ratios(mine, model, cells)
-                    met = decode_ratios(ran, model, cells)
-                    if not each or not met:
+                    priced, met = serial_ratios(mine, model, cells), serial_ratios(ran, model, cells)
+                    if priced is None or met is None:
                         continue
-                    pooled = sum(t for t, _ in each) / sum(p for _, p in each)
-                    median = statistics.median(t / p for t, p in each)
-                    scatter = statistics.stdev(math.log(t / p) for t, p in each) if len(each) > 1 else 0.0
-                    passed = sum(t for t, _ in met) / sum(p for _, p in met)
+                    (pooled, each), passed = priced, met[0]
+                    median = statistics.median(each)
+                    scatter = statistics.stdev(math.log(r) for r in each) if len(each) > 1 else 0.0
                     drift[(b.device, model, "ratio")].append(math.log(passed / pooled))
                     drift[(b.device, model, "median")].append(math.log(passed / median))
                     print(f"{b.device:14s} {b.block:5d} {which:7d} {label:10s} {len(each):7d} {pooled:6.3f} "

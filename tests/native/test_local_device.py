@@ -186,9 +186,9 @@ def test_profile_of_the_tiny_models_loads(device, models, tmp_path):
     assert cosched.decode is not None and cosched.decode.forwards >= 1
     # at every depth, each width at its class's ratio (single-token steps, verifications), else at the cells'
     # ratio as the decodes calibrate them
+    cells = replace(cosched, decode=None)
     for width in (1, 2, 9):
         by_class = cosched.decode.target(width)
-        cells = replace(cosched, decode=None)
         for depth in (0, 32):
             expected = (by_class if by_class is not None
                         else cells.ratios(width, depth)[0] * cosched.decode.calibration)
