@@ -6,8 +6,8 @@ per placement × AS2D configuration × kept block, the decodes' target forwards 
 pooled as the profile's overheads decodes pool them (`core/decomposition.py` `decode_contention`): the ratio
 single-token steps (width 1) and verifications (width 2 and more) realised, and the profile's `cosched.decode`
 for the same drafter, which replay priced (docs/METHODS.md §4.3 Co-scheduling ratios, "As a decode meets it").
-The baseline is the block's profile as the validation's replay prices it (the decode ratio pooled over the
-placement's kept blocks, `app/validate.block_profiles`): `met/priced` is the validation's ratio over it. Rows
+The baseline is the block's profile as the validation's replay prices it (`app/validate.block_profiles`: every
+ratio from the block's own refreshes): `met/priced` is the validation's ratio over it. Rows
 `after 1` and `after >1`: the forwards that began after the producer's span, their time with the host work after them
 over their solo work (`decomposition.after_producer`), against the profile's ratio alone at the same widths weighted
 by that solo work (docs/METHODS.md §4.3 Co-scheduling ratios, "After the producer"; 1 where the profile has none).

@@ -30,7 +30,7 @@ from pathlib import Path
 from specbench.app.cost_cells import sweep_plan, traced_drafter_widths
 from specbench.core import crossfit, fidelity
 from specbench.core.methods.configs import As2dConfig, MethodConfig, TargetConfig, row_fields
-from specbench.core.refresh_mean import merged_profile, pooled_decodes
+from specbench.core.refresh_mean import merged_profile
 from specbench.core.repetitions import DEFAULT_MAX_REPETITIONS, OVERHEADS_WINDOWS
 from specbench.core.validation_stats import (
     DEPTH_BINS,
@@ -407,17 +407,13 @@ def refresh_path(block: Path, which: int, attempt: int) -> Path:
 
 
 def block_profiles(out: Path, blocks: Sequence[BlockRecord]) -> dict[tuple[str, int], DeviceProfile]:
-    """Each kept block's profile as replay prices it, by (device, block): its profile.yaml with the target's
-    decode ratio beside each producer pooled over the kept blocks of its placement
-    (core/refresh_mean.pooled_decodes)."""
-    paths = {(b.device, b.block): block_dir(out, b.device.rsplit("@", 1)[-1], b.block) / "profile.yaml"
-             for b in blocks}
-    profiles = {}
-    for device in sorted({b.device for b in blocks}):
-        keys = [k for k in paths if k[0] == device]
-        for key, doc in zip(keys, pooled_decodes([load_yaml(paths[k]) for k in keys]), strict=True):
-            profiles[key] = profile_from_dict(doc, paths[key])
-    return profiles
+    """Each kept block's profile as replay prices it, by (device, block): its profile.yaml, every ratio from its own
+    refreshes (docs/METHODS.md §7.9 Validation: does replay predict the device?, "Replay of a block")."""
+    out_profiles = {}
+    for b in blocks:
+        path = block_dir(out, b.device.rsplit("@", 1)[-1], b.block) / "profile.yaml"
+        out_profiles[(b.device, b.block)] = profile_from_dict(load_yaml(path), path)
+    return out_profiles
 
 
 def replayed(device: str, windows: Sequence[Window], traces: dict[str, TraceFile], profile: DeviceProfile,

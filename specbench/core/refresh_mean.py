@@ -1,7 +1,6 @@
 """A validation block's profile: the full profile's cost cells and co-scheduling ratios replaced by the mean of
-the block's two refreshes, so that linear drift between them cancels, and the target's ratio in AS2D decodes
-pooled over the placement's blocks (docs/METHODS.md §7.9 Validation: does replay predict the device?). Pure:
-profile documents (as their YAML reads) in and out."""
+the block's two refreshes, so that linear drift between them cancels (docs/METHODS.md §7.9 Validation: does replay
+predict the device?). Pure: profile documents (as their YAML reads) in and out."""
 
 from __future__ import annotations
 
@@ -124,20 +123,3 @@ def mean_ratio(decodes: Sequence[dict], parts: Sequence[str]) -> dict:
             out[name] = {key: sum(p[key] for p in measured) if key == "forwards" else
                          sum(p[key] for p in measured) / len(measured) for key in measured[0]}
     return out
-
-
-def pooled_decodes(blocks: Sequence[dict]) -> list[dict]:
-    """The block profiles of one placement with each drafter's decode ratio (`cosched.decode`) replaced by
-    the mean over every block that has one (docs/METHODS.md §7.9 Validation: does replay predict the device?,
-    "The decode ratio, pooled"): one job's ratio scatters from the next about as much as the blocks' ratios
-    scatter, so a block's own two refreshes measure noise rather than drift. Pure: profile documents in and
-    out."""
-    pooled: dict[str, dict] = {}
-    for name in {d["name"] for doc in blocks for d in doc["drafters"]}:
-        decodes = [d["cosched"]["decode"] for doc in blocks for d in doc["drafters"]
-                   if d["name"] == name and "decode" in d.get("cosched", {})]
-        if decodes:
-            pooled[name] = mean_decode(decodes)
-    return [doc | {"drafters": [d | {"cosched": d["cosched"] | {"decode": pooled[d["name"]]}}
-                                if d["name"] in pooled and "cosched" in d else d for d in doc["drafters"]]}
-            for doc in blocks]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from specbench.core.fidelity import paired_slots, partner_slot, run_order
-from specbench.core.refresh_mean import merged_profile, pooled_decodes
+from specbench.core.refresh_mean import mean_decode, merged_profile
 from specbench.schemas.fileio import Where
 from specbench.schemas.profiles import _cost_table
 from specbench.core.validation_stats import Bounds, block_drift, observations, summarize
@@ -257,50 +257,36 @@ def test_a_block_prices_each_width_class_at_the_mean_of_its_refreshes_decodes():
     assert "verify" not in merged  # one refresh's decodes had too few verifications: the pooled ratio prices them
 
 
-def test_each_block_prices_the_decode_ratio_pooled_over_its_placements_blocks():
-    def doc(decode, name="small"):
-        cosched = {"depths": [0], "ratios": {1: {"rho_target": [1.5], "rho_drafter": [1.2]}}}
-        lookup = {"name": "copy", "costs": {}}  # prompt lookup: no co-scheduling, left as it is
-        return {"drafters": [{"name": name, "cosched": cosched | ({} if decode is None else {"decode": decode})},
-                             lookup]}
-
-    b0 = {"realised": 2.0, "priced": 1.5, "forwards": 30, "single": {"realised": 2.4, "forwards": 20},
+def test_a_blocks_refreshes_merge_their_ratios_beside_the_producer_as_means():
+    r0 = {"realised": 2.0, "priced": 1.5, "forwards": 30, "single": {"realised": 2.4, "forwards": 20},
           "verify": {"realised": 1.8, "forwards": 10}}
-    b1 = {"realised": 1.0, "priced": 1.7, "forwards": 20, "single": {"realised": 1.0, "forwards": 20},
-          "below_one": {"realised": 0.9, "single": 0.95}}  # priced 1: its own warning stays with its refreshes
-    b2 = {"realised": 2.3, "priced": 1.6, "forwards": 10, "single": {"realised": 2.6, "forwards": 10},
+    r1 = {"realised": 1.0, "priced": 1.7, "forwards": 20, "single": {"realised": 1.0, "forwards": 20},
+          "below_one": {"realised": 0.9, "single": 0.95}}  # priced 1: its own warning stays with its refresh
+    r2 = {"realised": 2.3, "priced": 1.6, "forwards": 10, "single": {"realised": 2.6, "forwards": 10},
           "verify": {"realised": 1.9, "forwards": 9}}
-    pooled = pooled_decodes([doc(b0), doc(b1), doc(b2), doc(None)])
-    decodes = [p["drafters"][0]["cosched"]["decode"] for p in pooled]
-    expected = {"realised": pytest.approx(5.3 / 3), "priced": pytest.approx(1.6), "forwards": 60,
-                "single": {"realised": pytest.approx(2.0), "forwards": 50}}
-    assert decodes == [expected] * 4  # a block without a decode ratio gets the pool too
-    assert isinstance(decodes[0]["single"]["forwards"], int)  # a count, as a profile holds it
-    assert "verify" not in decodes[0]  # one block had too few verifications: the pooled ratio prices them
-    assert [p["drafters"][1] for p in pooled] == [{"name": "copy", "costs": {}}] * 4
-    assert b1["below_one"] == {"realised": 0.9, "single": 0.95}  # the inputs are not changed
-    # each drafter's pool is its own
-    mixed = pooled_decodes([doc(b0), doc(b2, "other")])
-    assert [(p["drafters"][0]["name"], p["drafters"][0]["cosched"]["decode"]["realised"]) for p in mixed] == [
-        ("small", 2.0), ("other", 2.3)]
-    # the producer's ratio pooled the same way, where every block measured it
-    b3, b4 = (b | {"producer": {"realised": r, "priced": 3.0, "forwards": 100}} for b, r in ((b0, 1.9), (b2, 2.1)))
-    producer = pooled_decodes([doc(b3), doc(b4)])[0]["drafters"][0]["cosched"]["decode"]["producer"]
-    assert producer == {"realised": pytest.approx(2.0), "priced": pytest.approx(3.0), "forwards": 200}
-    assert "producer" not in pooled_decodes([doc(b3), doc(b2)])[0]["drafters"][0]["cosched"]["decode"]
-    # the pace scatter pooled as variances are, by degrees of freedom, over the blocks that measured one
-    b5, b6 = b0 | {"pace": {"sigma": 0.1, "pairs": 10}}, b2 | {"pace": {"sigma": 0.2, "pairs": 30}}
-    pace = pooled_decodes([doc(b5), doc(b6), doc(b1)])[0]["drafters"][0]["cosched"]["decode"]["pace"]
-    assert pace == {"sigma": pytest.approx(math.sqrt((10 * 0.01 + 30 * 0.04) / 40)), "pairs": 40}
-    # the target alone after the producer: its sums summed, width by width (a width one block lacked ran none
-    # there), where every block measured it
-    b7 = b0 | {"after": {1: {"seconds": 2.0, "solo_seconds": 1.0, "forwards": 3}}}
-    b8 = b2 | {"after": {1: {"seconds": 1.0, "solo_seconds": 2.0, "forwards": 5},
+    merged = mean_decode([r0, r1, r2])
+    assert merged == {"realised": pytest.approx(5.3 / 3), "priced": pytest.approx(1.6), "forwards": 60,
+                      "single": {"realised": pytest.approx(2.0), "forwards": 50}}
+    assert isinstance(merged["single"]["forwards"], int)  # a count, as a profile holds it
+    assert "verify" not in merged  # one refresh had too few verifications: the merged ratio prices them
+    assert r1["below_one"] == {"realised": 0.9, "single": 0.95}  # the inputs are not changed
+    # the producer's ratio merged the same way, where every refresh measured it
+    r3, r4 = (r | {"producer": {"realised": v, "priced": 3.0, "forwards": 100}} for r, v in ((r0, 1.9), (r2, 2.1)))
+    assert mean_decode([r3, r4])["producer"] == {"realised": pytest.approx(2.0), "priced": pytest.approx(3.0),
+                                                 "forwards": 200}
+    assert "producer" not in mean_decode([r3, r2])
+    # the pace scatter merged as variances are, by degrees of freedom, over the refreshes that measured one
+    r5, r6 = r0 | {"pace": {"sigma": 0.1, "pairs": 10}}, r2 | {"pace": {"sigma": 0.2, "pairs": 30}}
+    assert mean_decode([r5, r6, r1])["pace"] == {"sigma": pytest.approx(math.sqrt((10 * 0.01 + 30 * 0.04) / 40)),
+                                                 "pairs": 40}
+    # the target alone after the producer: its sums summed, width by width (a width one refresh lacked ran none
+    # there), where every refresh measured it
+    r7 = r0 | {"after": {1: {"seconds": 2.0, "solo_seconds": 1.0, "forwards": 3}}}
+    r8 = r2 | {"after": {1: {"seconds": 1.0, "solo_seconds": 2.0, "forwards": 5},
                          3: {"seconds": 0.5, "solo_seconds": 0.25, "forwards": 1}}}
-    after = pooled_decodes([doc(b7), doc(b8)])[0]["drafters"][0]["cosched"]["decode"]["after"]
-    assert after == {1: {"seconds": 3.0, "solo_seconds": 3.0, "forwards": 8},
-                     3: {"seconds": 0.5, "solo_seconds": 0.25, "forwards": 1}}
-    assert "after" not in pooled_decodes([doc(b7), doc(b2)])[0]["drafters"][0]["cosched"]["decode"]
+    assert mean_decode([r7, r8])["after"] == {1: {"seconds": 3.0, "solo_seconds": 3.0, "forwards": 8},
+                                              3: {"seconds": 0.5, "solo_seconds": 0.25, "forwards": 1}}
+    assert "after" not in mean_decode([r7, r2])
 
 
 OBSERVATION_KEYS = ["device", "config", "metric", "block", "window_id", "replay", "native_a", "native_b"]
