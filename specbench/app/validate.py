@@ -409,11 +409,11 @@ def refresh_path(block: Path, which: int, attempt: int) -> Path:
 def block_profiles(out: Path, blocks: Sequence[BlockRecord]) -> dict[tuple[str, int], DeviceProfile]:
     """Each kept block's profile as replay prices it, by (device, block): its profile.yaml, every ratio from its own
     refreshes (docs/METHODS.md §7.9 Validation: does replay predict the device?, "Replay of a block")."""
-    out_profiles = {}
+    profiles = {}
     for b in blocks:
         path = block_dir(out, b.device.rsplit("@", 1)[-1], b.block) / "profile.yaml"
-        out_profiles[(b.device, b.block)] = profile_from_dict(load_yaml(path), path)
-    return out_profiles
+        profiles[(b.device, b.block)] = profile_from_dict(load_yaml(path), path)
+    return profiles
 
 
 def replayed(device: str, windows: Sequence[Window], traces: dict[str, TraceFile], profile: DeviceProfile,
