@@ -41,10 +41,11 @@ from specbench.world.profiling import samples_path
 def serial_ratios(decodes: list[dict], model: str, cells: CostTable) -> tuple[float, list[float]] | None:
     """`model`'s ('target' or 'drafter') decode ratio against `cells` over every serial decode of `decodes` pooled,
     as the profile measures it (`core/pricing.decode_ratio`), and each decode's own; None without a forward."""
-    pooled = decode_ratio(serial_forwards(decodes)[model], cells)
+    forwards = [serial_forwards([d])[model] for d in decodes]  # each decode's once, pooled below
+    pooled = decode_ratio([f for own in forwards for f in own], cells)
     if pooled is None:
         return None
-    each = [decode_ratio(serial_forwards([d])[model], cells) for d in decodes]
+    each = [decode_ratio(own, cells) for own in forwards]
     return pooled.realised, [r.realised for r in each if r is not None]
 
 
