@@ -7,12 +7,12 @@ decode ratio from target-only and SD decodes of the block's windows) and of the 
 co-scheduling ratios, a probe; per drafter group (in a random
 order) two passes over the shard's windows, one decode job each: `Na` in a random order of the group's
 configurations and `Nb` reversed, each configuration beside a target-only decode of its own (with `repeats`
-> 1, that many passes of each, alternately), probes before the first window and after each; a probe, a second
-refresh, a probe.
-Replay prices the block with the full profile whose cost tables, decode ratios and co-scheduling ratios are
-the mean of the two refreshes (linear drift between them cancels). A block where both probes around a window
-moved from the probes around the refreshes, the same way, by more than an allowance (the threshold, or
-a multiple of the probes' scatter in the block, whichever is larger) is voided, and redone after a
+> 1, that many passes of each, alternately), probes before the first window and after each, and between two
+passes an interim (the refresh's decodes timed again, no sweep); a probe, a second refresh, a probe.
+Replay prices the block with the full profile whose cost tables and co-scheduling ratios are the mean of the two
+refreshes, its decode ratios the mean of the refreshes' and the interims' (linear drift cancels). A block where
+both probes around a window moved from the probes around the refreshes, the same way, by more than an allowance
+(the threshold, or a multiple of the probes' scatter in the block, whichever is larger) is voided, and redone after a
 cool-down, at most `max_voids` times. Blocks cycle through the shards until every bias interval is as narrow as
 asked, or the block budget is spent. The analysis also takes each AS2D configuration's speedup bias
 apart (core/decomposition.py): contention, publications, and what remains; and replays each half of a block's
@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from specbench.app.cost_cells import sweep_plan, traced_drafter_widths
@@ -48,7 +49,7 @@ from specbench.core.validation_stats import (
 from specbench.errors import SpecbenchError
 from specbench.schemas.fileio import load_yaml
 from specbench.schemas.placement import Placement, device_label
-from specbench.schemas.profiles import DeviceProfile, profile_from_dict, save_profile
+from specbench.schemas.profiles import DeviceProfile, profile_from_dict, profile_to_dict, save_profile
 from specbench.schemas.traces import TraceFile, check_against_windows, load_trace_dir
 from specbench.schemas.validation import (
     OP_KEYS,
@@ -228,10 +229,19 @@ class Validation:
     def _models(self) -> list[ModelFile]:
         return [self.plan.drafters[name] for name in sorted(self.plan.drafters)]
 
-    def refresh(self, placement: Placement, path: Path, shard: Sequence[Window]) -> dict:
+    def refresh(self, placement: Placement, path: Path, shard: Sequence[Window]) -> DeviceProfile:
         plan = cell_plan(self.plan, placement, False, shard)
         run = profile_device(self.plan.device, self.plan.target, self._models(), plan)
         write_profile(path, run)
+        return replace(run.profile, path=path)
+
+    def interim(self, placement: Placement, group: str, shard: Sequence[Window], cells: DeviceProfile, where: Path,
+                attempt: int, after: int) -> dict:
+        """The refresh's serial and AS2D decodes of the shard with the group's drafter, timed again after the group's
+        pass `after`, each decode ratio against `cells` (the block's first refresh: no sweep)."""
+        plan = cell_plan(self.plan, placement, False, shard)
+        run = profile_device(self.plan.device, self.plan.target, [self.plan.drafters[group]], plan, cells=cells)
+        write_profile(interim_path(where, group, after, attempt), run)
         return run.doc
 
     # -- probes and decodes ---------------------------------------------------------------------------
@@ -251,44 +261,48 @@ class Validation:
         return out
 
     def decode_group(self, placement: Placement, group: str, order: Sequence[str], shard: list[Window],
-                     base: dict) -> tuple[list[DecodeRecord], list[ProbeRecord]]:
+                     base: dict, between: Callable[[int], dict] | None
+                     ) -> tuple[list[DecodeRecord], list[ProbeRecord], list[dict]]:
         """The group's native runs of the shard: one decode job per pass (Na, Nb, Na, Nb, ... `repeats` of
-        each), every pass over all its windows, Na's slots in the block's order and Nb's reversed."""
+        each), every pass over all its windows, Na's slots in the block's order and Nb's reversed; and what
+        `between(k)` measured after each pass k but the last (None: nothing between them)."""
         by_label = {c.label: c for c in self.plan.configs}
         slots = fidelity.paired_slots(order, TARGET)
         refs = self.references[group]
         windows = [self.prompts[group].runner_window(w, refs[w.window_id]) for w in shard]
-        decodes, probes = [], []
+        decodes, probes, interims = [], [], []
 
         def on_line(doc: dict) -> None:  # a window of a pass decoded
             r = doc.get("result") or {}
             if r.get("kind") in ("decode", "divergence") and r.get("slot", 0) == len(slots) - 1:
                 self.advance(1)
 
-        for repeat in range(self.plan.repeats):
-            for run in PairedRun:
-                ran = fidelity.run_order(slots, reverse=run is PairedRun.B)
-                job = DecodeJob(model_job(self.plan.device, self.plan.target, placement.target),
-                                [method_job(by_label[label]) for _, label in ran], windows,
-                                model_job(self.plan.device, self.plan.drafters[group], placement.drafter),
-                                warmup=True, runs=1, warmup_runs=0, probe=Probe(self.plan.probe_repetitions),
-                                # Whisper: a window's decodes in the pass share one encoding (none is timed)
-                                reuse_audio_prefill=self.plan.target.hears_audio)
+        passes = [(repeat, run) for repeat in range(self.plan.repeats) for run in PairedRun]
+        for k, (repeat, run) in enumerate(passes):
+            if k and between is not None:
+                interims.append(between(k - 1))
+            ran = fidelity.run_order(slots, reverse=run is PairedRun.B)
+            job = DecodeJob(model_job(self.plan.device, self.plan.target, placement.target),
+                            [method_job(by_label[label]) for _, label in ran], windows,
+                            model_job(self.plan.device, self.plan.drafters[group], placement.drafter),
+                            warmup=True, runs=1, warmup_runs=0, probe=Probe(self.plan.probe_repetitions),
+                            # Whisper: a window's decodes in the pass share one encoding (none is timed)
+                            reuse_audio_prefill=self.plan.target.hears_audio)
 
-                here = base | {"group": group, "run": run, "repeat": repeat}
-                got = []
-                for r in self.plan.device.run_job(job.to_dict(), on_line).results:
-                    if r.get("kind") == "probe":
-                        probes.append(probe_record(r, base | {"series": decode_series(group, run, repeat),
-                                                              "drafter": group}))
-                    elif r.get("kind") in ("decode", "divergence"):
-                        slot, label = ran[int(r["slot"])]
-                        got.append(decode_record(r, label, slot, here))
-                if len(got) != len(slots) * len(shard):
-                    raise SpecbenchError(f"the runner returned {len(got)} decodes of group {group} (N{run.value}), "
-                                         f"expected {len(slots) * len(shard)}")
-                decodes += got
-        return decodes, probes
+            here = base | {"group": group, "run": run, "repeat": repeat}
+            got = []
+            for r in self.plan.device.run_job(job.to_dict(), on_line).results:
+                if r.get("kind") == "probe":
+                    probes.append(probe_record(r, base | {"series": decode_series(group, run, repeat),
+                                                          "drafter": group}))
+                elif r.get("kind") in ("decode", "divergence"):
+                    slot, label = ran[int(r["slot"])]
+                    got.append(decode_record(r, label, slot, here))
+            if len(got) != len(slots) * len(shard):
+                raise SpecbenchError(f"the runner returned {len(got)} decodes of group {group} (N{run.value}), "
+                                     f"expected {len(slots) * len(shard)}")
+            decodes += got
+        return decodes, probes, interims
 
     # -- blocks ---------------------------------------------------------------------------------------
     def run_block(self, block: int, placement: Placement, shard: list[Window]) -> BlockRecord:
@@ -308,15 +322,19 @@ class Validation:
             started, clock = now(), time.monotonic()
             base = {"block": block, "attempt": attempt, "device": device}
             probes = self.probes(placement, "refresh-1 before", base)
-            refreshes = [self.refresh(placement, refresh_path(where, 1, attempt), shard)]
+            opening = self.refresh(placement, refresh_path(where, 1, attempt), shard)
             probes += self.probes(placement, "refresh-1 after", base)
-            decodes = []
+            decodes, interims = [], []
             for group in order.groups:
-                got, seen = self.decode_group(placement, group, order.methods[group], shard, base)
+                # a lookup drafter decodes nothing of its own to time again: its group's passes run back to back
+                between = (None if self.plan.drafters[group].lookup else
+                           partial(self.interim, placement, group, shard, opening, where, attempt))
+                got, seen, again = self.decode_group(placement, group, order.methods[group], shard, base, between)
                 decodes += got
                 probes += seen
+                interims += again
             probes += self.probes(placement, "refresh-2 before", base)
-            refreshes.append(self.refresh(placement, refresh_path(where, 2, attempt), shard))
+            closing = self.refresh(placement, refresh_path(where, 2, attempt), shard)
             probes += self.probes(placement, "refresh-2 after", base)
             drift = block_drift(probes, self.plan.probe_threshold_pct, self.plan.probe_spreads)
             voided = drift.voids and redo < self.plan.max_voids
@@ -325,7 +343,8 @@ class Validation:
                                  round(drift.move_pct, 3), drift.where, voided, drift.voids and not voided, started,
                                  round(time.monotonic() - clock, 3), round(drift.allowance_pct, 3))
             if not voided:
-                profile = merged_profile(load_yaml(self.full_profile(placement)), refreshes)
+                profile = merged_profile(load_yaml(self.full_profile(placement)),
+                                         [profile_to_dict(opening), profile_to_dict(closing)], interims)
                 save_profile(where / "profile.yaml", profile_from_dict(profile, where / "profile.yaml"))
                 append_records(self.out, decodes + probes + [record])
                 return record
@@ -404,6 +423,11 @@ def block_dir(out: Path, placement_label: str, block: int) -> Path:
 def refresh_path(block: Path, which: int, attempt: int) -> Path:
     """A block attempt's first or second refresh (`which`: 1 or 2) in its directory (`block_dir`)."""
     return block / f"refresh-{which}-a{attempt}.yaml"
+
+
+def interim_path(block: Path, group: str, after: int, attempt: int) -> Path:
+    """A block attempt's decodes timed again after its group's pass `after` (0: the first), in its directory."""
+    return block / f"interim-{group}-{after}-a{attempt}.yaml"
 
 
 def block_profiles(out: Path, blocks: Sequence[BlockRecord]) -> dict[tuple[str, int], DeviceProfile]:

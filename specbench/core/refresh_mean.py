@@ -1,6 +1,7 @@
 """A validation block's profile: the full profile's cost cells and co-scheduling ratios replaced by the mean of
-the block's two refreshes, so that linear drift between them cancels (docs/METHODS.md §7.9 Validation: does replay
-predict the device?). Pure: profile documents (as their YAML reads) in and out."""
+the block's two refreshes (its decode ratios: and of its timings between passes), so that linear drift cancels
+(docs/METHODS.md §7.9 Validation: does replay predict the device?). Pure: profile documents (as their YAML reads)
+in and out."""
 
 from __future__ import annotations
 
@@ -11,11 +12,16 @@ from specbench.core.stats import pooled_sd
 from specbench.errors import SpecbenchError
 
 
-def merged_profile(full: dict, refreshes: Sequence[dict]) -> dict:
+def merged_profile(full: dict, refreshes: Sequence[dict], interims: Sequence[dict] = ()) -> dict:
     """The full profile with every refreshed cost cell and co-scheduling ratio replaced by the mean
     of the refreshes (a ratio cell's count: the refreshes' together, its achieved precision: the
-    worse of theirs), and the refreshes' warnings beside the full profile's."""
+    worse of theirs), and the refreshes' warnings beside the full profile's. `interims`: profiles of the
+    decodes alone, timed again between the block's passes against one refresh's cells (each holding those cells
+    and the drafters it decoded with): their decode ratios join the refreshes' in every mean of a price or of a
+    ratio beside the producer, each an equal sample of the block's moments; the co-scheduling cells stay the
+    refreshes'."""
     out = dict(full)
+    samples = [*refreshes, *interims]
 
     def mean_table(table: dict, fresh: Sequence[dict]) -> dict:
         if any(f["depths"] != table["depths"] for f in fresh):
@@ -40,23 +46,28 @@ def merged_profile(full: dict, refreshes: Sequence[dict]) -> dict:
         return out
 
     out["target"] = full["target"] | {"costs": mean_table(full["target"]["costs"],
-                                                          [r["target"]["costs"] for r in refreshes])}
+                                                          [r["target"]["costs"] for r in samples])}
     drafters = []
     for entry in full["drafters"]:
         fresh = [next(d for d in r["drafters"] if d["name"] == entry["name"]) for r in refreshes]
-        entry = entry | {"costs": mean_table(entry["costs"], [f["costs"] for f in fresh])}
-        if "costs_all_rows" in entry and all("costs_all_rows" in f for f in fresh):
-            entry["costs_all_rows"] = mean_table(entry["costs_all_rows"], [f["costs_all_rows"] for f in fresh])
-        if "cosched" in entry and all("cosched" in f for f in fresh):
-            entry["cosched"] = mean_ratios(entry["cosched"], [f["cosched"] for f in fresh])
+        again = [d for r in interims for d in r["drafters"] if d["name"] == entry["name"]]
+        entry = entry | {"costs": mean_table(entry["costs"], [f["costs"] for f in fresh + again])}
+        if "costs_all_rows" in entry and all("costs_all_rows" in f for f in fresh + again):
+            entry["costs_all_rows"] = mean_table(entry["costs_all_rows"],
+                                                 [f["costs_all_rows"] for f in fresh + again])
+        if "cosched" in entry and all("cosched" in f for f in fresh + again):
+            entry["cosched"] = mean_ratios(entry["cosched"], [f["cosched"] for f in fresh],
+                                           [f["cosched"] for f in again])
         drafters.append(entry)
     out["drafters"] = drafters
-    warnings = [w for doc in (full, *refreshes) for w in doc.get("warnings", [])]
+    warnings = [w for doc in (full, *samples) for w in doc.get("warnings", [])]
     if warnings:
         out["warnings"] = [w for i, w in enumerate(warnings) if w not in warnings[:i]]
     fresh_ratios = any("cosched" in d for r in refreshes for d in r["drafters"])
+    between = f", its decode ratios with {len(interims)} timings between its passes" if interims else ""
     out["notes"] = (f"{full.get('notes', '')}; cost tables{' and co-scheduling ratios' if fresh_ratios else ''}: "
-                    "the mean of a block's two refreshes (a cost: each refresh's cells times its own decode ratio)")
+                    f"the mean of a block's two refreshes{between} (a cost: each one's cells times its own decode "
+                    "ratio)")
     return out
 
 
@@ -66,9 +77,10 @@ def class_ratio(decode: dict, width: int) -> float:
     return float(decode.get("single" if int(width) == 1 else "wider", decode)["realised"])
 
 
-def mean_ratios(cosched: dict, fresh: Sequence[dict]) -> dict:
+def mean_ratios(cosched: dict, fresh: Sequence[dict], interims: Sequence[dict] = ()) -> dict:
     """A profile's `cosched` block with every width the refreshes measured replaced by their mean, and
-    the target's ratio in AS2D decodes (`decode`) by the refreshes' means when each has one."""
+    the target's ratio in AS2D decodes (`decode`) by the means of the refreshes' and the `interims'` when each
+    has one."""
     if any(f["depths"] != cosched["depths"] for f in fresh):
         raise SpecbenchError("a refresh measured co-scheduling ratios at other depths than the full profile")
     ratios = dict(cosched["ratios"])
@@ -86,8 +98,8 @@ def mean_ratios(cosched: dict, fresh: Sequence[dict]) -> dict:
                                             for v in zip(*(c["achieved_precision"] for c in cells), strict=True)]
         ratios[width] = merged
     out = cosched | {"ratios": ratios}
-    decodes = [f["decode"] for f in fresh if "decode" in f]
-    if decodes and len(decodes) == len(fresh):  # the target's ratio as each refresh's AS2D decodes met it
+    decodes = [f["decode"] for f in (*fresh, *interims) if "decode" in f]
+    if decodes and len(decodes) == len(fresh) + len(interims):  # the target's ratio as each one's AS2D decodes met it
         out["decode"] = mean_decode(decodes)
     return out
 

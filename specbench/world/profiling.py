@@ -310,8 +310,11 @@ def cosched_record(cell: CellSamples, measured: Measured) -> dict:
 
 
 def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFile], plan: SweepPlan,
-                   progress: Progress | None = None) -> ProfileRun:
-    """Sweep the target and every drafter on `device`; returns the profile and its samples."""
+                   progress: Progress | None = None, cells: DeviceProfile | None = None) -> ProfileRun:
+    """Sweep the target and every drafter on `device`; returns the profile and its samples. With `cells` (a
+    profile of the plan's cells, e.g. a validation block's first refresh) nothing is swept: its cost tables and
+    co-scheduling cells are kept and only the decodes behind the decode ratios run again, each ratio against
+    those cells, so that the profile prices what the new decodes met."""
     samples: list[dict] = []
     before = device.snapshot()
     environment = session(device, before)
@@ -355,6 +358,9 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
                                                          int(lane["threads"])))
         return out
 
+    if cells is not None:  # no sweep: the decodes alone, against these cells
+        target_costs, pinning, jobs = cells.target_costs, dict(cells.pinning), []
+        profiled = {d.name: cells.drafters[d.name] for d in drafters}
     for drafter, widths in jobs:
         out = pinned(device.run_job(sweep_job(device, target, drafter, plan, widths), count), "sweep")
         samples += named(out.results, drafter)
@@ -388,7 +394,7 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
             cost_table(out.results, "drafter", drafter_widths(plan, drafter), plan.depths, d_label, plan.rule),
             cosched, all_rows,
             threads=drafter_lane.threads)
-    assert target_costs is not None  # the first job always sweeps the target
+    assert target_costs is not None  # the first job always sweeps the target (or `cells` priced it)
     overheads, overheads_note = ZERO_OVERHEADS, "overheads not measured (no drafter model)"
     models = [d for d in drafters if not d.lookup]
     if models and not plan.overheads:
@@ -439,6 +445,9 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
                                                           + [("drafter", d) for d in drafters]), state(after))
     target_lane = plan.placement.lanes()[0]
     cosched_note = f" (co-scheduling cells: {plan.cosched_rule.describe()})" if plan.cosched_fixed else ""
+    swept = f"sweep: warmup {plan.warmup}, {plan.rule.describe()}, median seconds{cosched_note}"
+    if cells is not None:
+        swept = f"no sweep: the cells of {cells.path or 'another profile'}, the decodes timed again beside them"
     encoders = {("target" if r["model"] == "target" else r["model_name"]): r["median_us"] / 1e6
                 for r in samples if r.get("kind") == "encoder"}
     profile = DeviceProfile(
@@ -446,8 +455,7 @@ def profile_device(device: Device, target: ModelFile, drafters: Sequence[ModelFi
         ModelId(target.name, target.sha256), target_lane.processor, target_costs, profiled,
         Overheads(**overheads), plan.placement, pinning, Snapshots(before, after),
         target_threads=target_lane.threads,
-        notes=(f"sweep: warmup {plan.warmup}, {plan.rule.describe()}, median seconds{cosched_note}; target logits "
-               f"for all rows, drafter logits '{DRAFTER_LOGITS}'; {overheads_note}"),
+        notes=(f"{swept}; target logits for all rows, drafter logits '{DRAFTER_LOGITS}'; {overheads_note}"),
         environment=environment, audio_prefill_s=encoders)
     return judged(ProfileRun(profile, samples))
 

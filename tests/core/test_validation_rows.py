@@ -131,6 +131,32 @@ def test_block_price_is_the_mean_of_its_refreshes_prices():
     assert table.cost(2, 32) == pytest.approx((2.4 * 0.75 + 2.0 * 0.9) / 2)
 
 
+def test_a_blocks_timings_between_its_passes_join_its_refreshes_in_every_decode_mean_but_not_in_its_cells():
+    """An interim holds the first refresh's cells and the ratios its own decodes met against them: its price is
+    what those decodes met, one more sample of the block's moments; the co-scheduling cells stay the refreshes'."""
+    def doc(cells, single, rho, met, drafters=("small", "other")):
+        decode = {"realised": single, "forwards": 40, "single": {"realised": single, "forwards": 30}}
+        costs = {"depths": [0], "seconds": {1: [cells]}, "decode": decode}
+        cosched = {"depths": [0], "ratios": {1: {"rho_target": [rho], "rho_drafter": [1.1]}},
+                   "decode": {"realised": met, "priced": rho, "forwards": 20}}
+        return {"target": {"costs": costs}, "notes": "n",
+                "drafters": [{"name": name, "costs": costs, "cosched": cosched} for name in drafters]}
+
+    one, two = doc(1.0, 0.9, 1.5, 2.0), doc(1.2, 1.0, 1.7, 2.2)
+    between = [doc(1.0, 1.2, 1.5, 2.6, ("small",)), doc(1.0, 0.6, 1.5, 1.6, ("small",))]  # the first's cells
+    merged = merged_profile(doc(1.0, 1.0, 1.0, 1.0), [one, two], between)
+    target = _cost_table(merged["target"]["costs"], Where(Path("block.yaml")), "target")
+    assert target.cost(1, 0) == pytest.approx((0.9 + 1.2 + 1.2 + 0.6) / 4)  # each one's cells x its own ratio
+    small, other = merged["drafters"]
+    assert small["cosched"]["ratios"][1]["rho_target"] == pytest.approx([1.6])  # the refreshes' cells alone
+    assert small["cosched"]["decode"] == {"realised": pytest.approx((2.0 + 2.2 + 2.6 + 1.6) / 4),
+                                          "priced": pytest.approx(1.55), "forwards": 80}
+    # a drafter an interim did not decode with (another group's) is merged over the refreshes alone
+    assert other["cosched"]["decode"]["realised"] == pytest.approx(2.1)
+    assert other["costs"]["decode"]["realised"] == pytest.approx(0.95)
+    assert "its decode ratios with 2 timings between its passes" in merged["notes"]
+
+
 def test_block_ratios_are_the_mean_of_its_refreshes():
     def cosched(widths, reps=5, achieved=0.01):
         return {"depths": [0, 64], "ratios": {w: {"rho_target": [1.0 + w, 1.2 + w], "rho_drafter": [1.5, 1.5],

@@ -6,6 +6,8 @@ record). No timing is asserted."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 
@@ -66,20 +68,32 @@ def test_an_as2d_validation_refreshes_its_ratios_per_block_and_keeps_the_lanes_t
     workload = "2 runs of 8 windows of the workload (48 tokens of cap)"
     assert workload in load_yaml(out / "profiles" / "full-shared.yaml")["notes"]
     assert workload in load_yaml(where / f"refresh-1-a{kept[0]}.yaml")["notes"]
-    # each refresh timed the target's ratio in AS2D decodes too; the block prices their mean
-    met = [r.decode for r in refreshes]
+    # each refresh timed the target's ratio in AS2D decodes too, and so did the decodes timed again between the
+    # passes (--repeats 2: Na Nb Na Nb, three gaps), each against the first refresh's cells, with no sweep; the block
+    # prices the mean of all five
+    interims = [load_profile(where / f"interim-near-{k}-a{kept[0]}.yaml") for k in range(3)]
+    assert not (where / f"interim-near-3-a{kept[0]}.yaml").exists()
+    first = load_profile(where / f"refresh-1-a{kept[0]}.yaml")
+    for again in interims:
+        assert again.target_costs.seconds == first.target_costs.seconds  # the first refresh's cells
+        cells, mine = first.drafter("near").cosched, again.drafter("near").cosched
+        assert {w: list(v) for w, v in mine.rho_target.items()} == {w: list(v) for w, v in cells.rho_target.items()}
+        assert again.notes.startswith("no sweep: the cells of ")
+    assert not any(r.get("kind") in ("forward", "cosched") for r in map(json.loads, (
+        where / f"interim-near-0-a{kept[0]}.samples.jsonl").read_text().splitlines()))  # its decodes alone
+    met = [r.decode for r in refreshes] + [p.drafter("near").cosched.decode for p in interims]
     assert all(m is not None and m.forwards >= 1 and m.realised > 0 and m.priced > 0 for m in met)
     decode = block["drafters"][0]["cosched"]["decode"]
     assert {k: decode[k] for k in ("realised", "priced", "forwards")} == {
-        "realised": pytest.approx((met[0].realised + met[1].realised) / 2),
-        "priced": pytest.approx((met[0].priced + met[1].priced) / 2), "forwards": met[0].forwards + met[1].forwards}
-    # each width class both refreshes measured, at their mean (single-token steps: the producer drafts the
-    # whole overheads decode, so both have them)
-    assert met[0].single is not None and met[1].single is not None
-    assert decode["single"] == {"realised": pytest.approx((met[0].single + met[1].single) / 2),
-                                "forwards": met[0].single_forwards + met[1].single_forwards}
-    both = met[0].verify is not None and met[1].verify is not None
-    assert ("verify" in decode) == both
+        "realised": pytest.approx(sum(m.realised for m in met) / 5),
+        "priced": pytest.approx(sum(m.priced for m in met) / 5), "forwards": sum(m.forwards for m in met)}
+    # each width class all five measured, at their mean (single-token steps: the producer drafts the whole
+    # overheads decode, so all have them)
+    assert all(m.single is not None for m in met)
+    assert decode["single"] == {"realised": pytest.approx(sum(m.single for m in met) / 5),
+                                "forwards": sum(m.single_forwards for m in met)}
+    assert ("verify" in decode) == all(m.verify is not None for m in met)
+    assert "its decode ratios with 3 timings between its passes" in block["notes"]
     decodes = [d for d in load_records(out, DecodeRecord) if d.config == AS2D and d.lossless and d.attempt == kept[0]]
     # --repeats 2: each run decoded the window twice, each repeat read beside its own target-only decode
     assert sorted((d.run, d.repeat) for d in decodes) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
