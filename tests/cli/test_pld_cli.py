@@ -65,3 +65,18 @@ def test_replay_makes_the_native_runs_decisions(study, tmp_path):
 def test_what_pld_cannot_do_is_one_line(study, tmp_path, args, needle):
     code, output = invoke("trace", study["windows"], "--target", study["tiny"].target, *args, "--out", tmp_path)
     assert code == 1 and needle in error_line(output)
+
+
+@pytest.mark.serial
+def test_a_validation_of_pld_times_no_interims_between_its_passes(study, tmp_path):
+    """A lookup drafter decodes nothing of its own to time again: its passes run back to back, and the block prices
+    its decode ratios from its two refreshes."""
+    code, output = invoke("validate", study["windows"], "--traces", study["traces"], "--target", study["tiny"].target,
+                          "--drafter", "pld", "--method", "sd:W=4,drafter=pld", "--device", "local",
+                          "--placement", "split", "--depths", "0", "--block-windows", 3, "--min-blocks", 1,
+                          "--max-blocks", 1, "--probe-threshold", 100000, "--max-voids", 0, "--cooldown", 0,
+                          "--repeats", 2, "--out", tmp_path / "val")
+    assert code == 0, output
+    where = tmp_path / "val" / "profiles" / "split-b000"
+    assert (where / "profile.yaml").exists() and not list(where.glob("interim-*"))
+    assert "timings between its passes" not in (where / "profile.yaml").read_text()
