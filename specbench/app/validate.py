@@ -229,17 +229,16 @@ class Validation:
     def _models(self) -> list[ModelFile]:
         return [self.plan.drafters[name] for name in sorted(self.plan.drafters)]
 
-    def refresh(self, placement: Placement, path: Path, shard: Sequence[Window]) -> DeviceProfile:
-        plan = cell_plan(self.plan, placement, False, shard)
+    def refresh(self, plan: SweepPlan, path: Path) -> DeviceProfile:
+        """The block's cells (`plan`: `cell_plan` of its shard) measured again, with their decode ratios."""
         run = profile_device(self.plan.device, self.plan.target, self._models(), plan)
         write_profile(path, run)
         return replace(run.profile, path=path)
 
-    def interim(self, placement: Placement, group: str, shard: Sequence[Window], cells: DeviceProfile, where: Path,
-                attempt: int, after: int) -> dict:
-        """The refresh's serial and AS2D decodes of the shard with the group's drafter, timed again after the group's
-        pass `after`, each decode ratio against `cells` (the block's first refresh: no sweep)."""
-        plan = cell_plan(self.plan, placement, False, shard)
+    def interim(self, plan: SweepPlan, group: str, cells: DeviceProfile, where: Path, attempt: int,
+                after: int) -> dict:
+        """The refresh's (`plan`'s) serial and AS2D decodes of the shard with the group's drafter, timed again after
+        the group's pass `after`, each decode ratio against `cells` (the block's first refresh: no sweep)."""
         run = profile_device(self.plan.device, self.plan.target, [self.plan.drafters[group]], plan, cells=cells)
         write_profile(interim_path(where, group, after, attempt), run)
         return run.doc
@@ -312,6 +311,7 @@ class Validation:
         where = block_dir(self.out, placement.label, block)
         where.mkdir(parents=True, exist_ok=True)
         start_snapshot = self.plan.device.snapshot()
+        refreshed = cell_plan(self.plan, placement, False, shard)  # what every refresh and interim of the block times
         # an attempt cut short (its records written, its BlockRecord not) keeps its number: never kept
         written: list[Attempted] = [*load_records(self.out, BlockRecord), *load_records(self.out, DecodeRecord),
                                     *load_records(self.out, ProbeRecord)]
@@ -322,19 +322,19 @@ class Validation:
             started, clock = now(), time.monotonic()
             base = {"block": block, "attempt": attempt, "device": device}
             probes = self.probes(placement, "refresh-1 before", base)
-            opening = self.refresh(placement, refresh_path(where, 1, attempt), shard)
+            opening = self.refresh(refreshed, refresh_path(where, 1, attempt))
             probes += self.probes(placement, "refresh-1 after", base)
             decodes, interims = [], []
             for group in order.groups:
                 # a lookup drafter decodes nothing of its own to time again: its group's passes run back to back
                 between = (None if self.plan.drafters[group].lookup else
-                           partial(self.interim, placement, group, shard, opening, where, attempt))
+                           partial(self.interim, refreshed, group, opening, where, attempt))
                 got, seen, again = self.decode_group(placement, group, order.methods[group], shard, base, between)
                 decodes += got
                 probes += seen
                 interims += again
             probes += self.probes(placement, "refresh-2 before", base)
-            closing = self.refresh(placement, refresh_path(where, 2, attempt), shard)
+            closing = self.refresh(refreshed, refresh_path(where, 2, attempt))
             probes += self.probes(placement, "refresh-2 after", base)
             drift = block_drift(probes, self.plan.probe_threshold_pct, self.plan.probe_spreads)
             voided = drift.voids and redo < self.plan.max_voids
