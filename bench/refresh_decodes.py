@@ -54,9 +54,10 @@ def serial_ratios(decodes: list[dict], model: str, cells: CostTable) -> tuple[fl
 
 
 def block_samples(where: Path, attempt: int, groups: list[str]) -> Iterator[tuple[str, Path, list[str]]]:
-    """A block attempt's timings of its decodes, in the order they ran, as (label, profile path, groups whose
-    decodes it holds): the first refresh ('r1', every group), each group's interims between its passes ('i0', 'i1',
-    ... after pass 0, 1, ...: that group alone) and the second refresh ('r2')."""
+    """A block attempt's timings of its decodes as (label, profile path, groups whose decodes it holds): the first
+    refresh ('r1', every group), then each group's interims between its passes in pass order ('i0', 'i1', ... after
+    pass 0, 1, ...: that group alone; the groups in `groups`' order, not necessarily the order they ran), then the
+    second refresh ('r2')."""
     yield "r1", refresh_path(where, 1, attempt), groups
     for group in groups:
         after = 0
