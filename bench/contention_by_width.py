@@ -64,15 +64,19 @@ class ValidationInputs:
     windows: dict[str, Window]
     """By window_id."""
     bounds: dict[Metric, Bounds]
+    lookups: set[str]
+    """The drafters that are prompt lookup (their traces' drafts say so), as `specbench validate` sets them apart."""
 
 
 def validation_inputs(validation: Path) -> ValidationInputs:
-    """The traces, configurations, windows and bounds of the validation in `validation`."""
+    """The traces, configurations, windows, bounds and lookup drafters of the validation in `validation`."""
     plan = read_manifest(validation)
     traces = load_trace_dir(Path(plan["traces"]))
     return ValidationInputs(traces, resolve_configs([config_of(m) for m in plan["methods"]], traces),
                             {w.window_id: w for w in load_windows(Path(plan["windows"]["path"]))},
-                            {metric: Bounds(**plan["bounds"][metric]) for metric in Metric})
+                            {metric: Bounds(**plan["bounds"][metric]) for metric in Metric},
+                            {name for name, trace in traces.items() if any(
+                                w.drafts is not None and w.drafts.lookup is not None for w in trace.windows.values())})
 
 
 def kept_records(doc: str, argv: list[str] | None) -> tuple[Path, list[BlockRecord], list[DecodeRecord]]:

@@ -1,12 +1,12 @@
 """Two or more finished validations of the same configurations as one: their kept blocks pooled.
 
-A validation's bounds narrow with its blocks; a second run on the same windows, trace and command, with its own
-full profile, adds blocks from another stretch of the host's time (a replication, where `--resume` would add them to
-the same profile). Reads each validation directory (`specbench validate --out`, or `bench/fidelity.py --out DIR`'s
-`DIR/validation`), replays its kept blocks with their own profiles as `app/validate.analyze` does, numbers the
-blocks of the k-th directory from 100·k, and prints, per device, configuration and metric, the statistics
-`specbench validate` prints for one (`core/validation_stats.summarize`: bias [90%], `E` ≤ its upper 95% bound, F0,
-the verdict), then AS2D's decomposed speedup bias over all of them (`decompose_block`). Given one directory, it
+A validation's bounds narrow with its blocks; a second run on the same windows, trace and command, with its own full
+profile, adds blocks from another stretch of the host's time (a replication, where `--resume` would add them to the
+same profile). Reads each validation directory (`specbench validate --out`, or `bench/fidelity.py --out DIR`'s
+`DIR/validation`), replays its kept blocks with their own profiles (`app/validate.block_observations`, as `specbench
+validate` does), numbers the blocks of the k-th directory from 100·k, and prints, per device, configuration and
+metric, the statistics `specbench validate` prints for one (`core/validation_stats.summarize`: bias [90%], `E` ≤ its
+upper 95% bound, F0, the verdict), then AS2D's decomposed speedup bias over all of them. Given one directory, it
 prints that validation's own tables again.
 
     python bench/pooled_validations.py DIR1/validation DIR2/validation
@@ -23,15 +23,8 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.contention_by_width import fidelity_text, validation_inputs
-from specbench.app.validate import block_profiles, replayed
-from specbench.core.methods.configs import As2dConfig
-from specbench.core.validation_stats import (
-    Decomposing,
-    decompose_block,
-    decomposition_records,
-    observations,
-    summarize,
-)
+from specbench.app.validate import block_observations, block_profiles
+from specbench.core.validation_stats import Decomposing, decomposition_records, summarize
 from specbench.schemas.validation import BlockRecord, DecodeRecord, ObservationRecord, kept, load_records
 
 RENUMBER = 100
@@ -57,15 +50,11 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"{validation}: a block numbered {RENUMBER} or more; expected fewer blocks")
         decodes = list(kept(load_records(validation, DecodeRecord), blocks))
         profiles = block_profiles(validation, blocks)
-        as2d = [c for c in inputs.configs if isinstance(c, As2dConfig)]
         for b in blocks:
-            profile = profiles[(b.device, b.block)]
-            priced = replayed(b.device, [inputs.windows[w] for w in b.windows], inputs.traces, profile, inputs.configs)
             mine = [replace(d, block=d.block + RENUMBER * k) for d in decodes
                     if (d.device, d.block) == (b.device, b.block)]
-            block_obs = observations(mine, priced)
-            obs += block_obs
-            decompose_block(block_obs, mine, priced, profile, inputs.traces, inputs.windows, as2d, parts)
+            obs += block_observations(b, mine, inputs.windows, inputs.traces, profiles[(b.device, b.block)],
+                                      inputs.configs, inputs.lookups, parts)
             if b.kept_after_voids:
                 past_allowance.add((b.device, b.block + RENUMBER * k))
     for s in sorted(summarize(obs, inputs.bounds, past_allowance), key=lambda s: (s.device, s.metric, s.config)):

@@ -468,6 +468,19 @@ def priced_beside(device: str, decodes: Sequence[DecodeRecord], windows: dict[st
     return out
 
 
+def block_observations(block: BlockRecord, decodes: Sequence[DecodeRecord], windows: dict[str, Window],
+                       traces: dict[str, TraceFile], profile: DeviceProfile, configs: Sequence[MethodConfig],
+                       lookups: set[str], parts: dict[tuple[str, str], Decomposing]) -> list[ObservationRecord]:
+    """One kept block's observations, its windows replayed with its `profile` against its native `decodes` (the
+    block's own; `windows` by window_id), and its AS2D configurations' speedup bias decomposed into `parts` (but
+    a prompt-lookup drafter's, `lookups`: its producer neither computes nor contends)."""
+    priced = replayed(block.device, [windows[w] for w in block.windows], traces, profile, configs)
+    block_obs = observations(decodes, priced)
+    decompose_block(block_obs, decodes, priced, profile, traces, windows,
+                    [c for c in configs if isinstance(c, As2dConfig) and c.drafter not in lookups], parts)
+    return block_obs
+
+
 def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], configs: Sequence[MethodConfig],
             lookups: set[str], bounds: dict[Metric, Bounds]) -> list[SummaryRecord]:
     """Replay every kept block with its profile, then write observations, summary, the summary priced beside the
@@ -483,14 +496,10 @@ def analyze(out: Path, windows: Sequence[Window], traces: dict[str, TraceFile], 
     beside: list[ObservationRecord] = []
     for b in blocks:
         profile = profiles[(b.device, b.block)]
-        per_block = replayed(b.device, [by_id[w] for w in b.windows], traces, profile, configs)
         mine = [d for d in decodes if (d.device, d.block) == (b.device, b.block)]
-        block_obs = observations(mine, per_block)
-        obs += block_obs
+        obs += block_observations(b, mine, by_id, traces, profile, configs, lookups, parts)
         beside += priced_beside(b.device, mine, by_id, traces, profile, configs, lookups)
         timings += [(b.device, t) for t in op_timings(mine, profile, configs, lookups)]
-        decompose_block(block_obs, mine, per_block, profile, traces, by_id,
-                        [c for c in configs if isinstance(c, As2dConfig) and c.drafter not in lookups], parts)
     write_records(out, ObservationRecord, obs)
     past_allowance = {(b.device, b.block) for b in blocks if b.kept_after_voids}
     summary = summarize(obs, bounds, past_allowance)
